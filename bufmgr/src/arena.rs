@@ -1,0 +1,251 @@
+//! The pool's page memory: one anonymous mapping holding every page.
+//!
+//! ```text
+//!   mmap (len = nbuffers * 8 KiB, optionally 2 MiB huge pages via madvise)
+//!   +---------+---------+---------+-----+-----------+
+//!   | page 0  | page 1  | page 2  | ... | page N-1  |
+//!   +---------+---------+---------+-----+-----------+
+//! ```
+//!
+//! This is one of the three modules with `unsafe` (with `guard` and `page`):
+//! pages are shared between threads and their access rules are the buffer
+//! manager's, not the borrow checker's, so the arena hands out raw pointers and
+//! the guards turn them into slices only under the rules:
+//!
+//! 1. A `&[u8]` of a page exists only while its holder has a pin and the
+//!    content lock in shared, share-exclusive or exclusive mode.
+//! 2. A `&mut [u8]` exists only under the exclusive content lock, or while the
+//!    holder is the one doing the read I/O (`IO_IN_PROGRESS`, page not yet valid).
+//! 3. The one exception, as in PostgreSQL: hint bits and the page LSN set by a
+//!    hint's full-page image are written under the buffer header lock while
+//!    others may hold the shared content lock. Those writes are atomic
+//!    (`AtomicU16::fetch_or`, `AtomicU64::store`) on naturally aligned fields,
+//!    so readers see either the old or the new bits of that field.
+
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
+
+use memmap2::{MmapMut, MmapOptions};
+
+use crate::desc::BufferId;
+use crate::error::{Error, Result};
+use crate::tag::PAGE_SIZE;
+
+/// Whether the kernel backed the pool with transparent huge pages.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct HugePageStatus {
+    /// Huge pages were asked for (`madvise(MADV_HUGEPAGE)`).
+    pub requested: bool,
+    /// Bytes of the pool the kernel backs with huge pages, from
+    /// `/proc/self/smaps` (`AnonHugePages`); `None` where that cannot be read.
+    pub huge_bytes: Option<u64>,
+    /// Size of the pool mapping in bytes.
+    pub pool_bytes: u64,
+}
+
+/// The page memory of a pool.
+#[derive(Debug)]
+pub struct Arena {
+    map: MmapMut,
+    base: *mut u8,
+    npages: usize,
+    huge: HugePageStatus,
+}
+
+// SAFETY: the arena is a block of plain bytes; every access to it goes through
+// `page_ptr` and the rules in the module docs, which the pool enforces with pins,
+// content locks and the header lock. Sending or sharing the pointer is fine.
+unsafe impl Send for Arena {}
+// SAFETY: see `Send` above.
+unsafe impl Sync for Arena {}
+
+impl Arena {
+    /// Map `npages` pages, ask for huge pages if `huge`, and pre-fault every
+    /// page so first-touch page faults never land inside a measurement.
+    pub fn new(npages: usize, huge: bool) -> Result<Arena> {
+        let len = npages.checked_mul(PAGE_SIZE).ok_or_else(|| {
+            Error::InvalidConfig(format!("{npages} pages overflow the address space"))
+        })?;
+        let mut map = MmapOptions::new().len(len).map_anon().map_err(|e| {
+            Error::io(
+                "map",
+                format!("buffer pool of {len} bytes"),
+                "anonymous memory",
+                e,
+            )
+        })?;
+        #[cfg(target_os = "linux")]
+        if huge {
+            // A refusal only means normal pages; the status below reports it.
+            let _ = map.advise(memmap2::Advice::HugePage);
+        }
+        // Pre-fault: write one byte per 4 KiB.
+        for off in (0..len).step_by(4096) {
+            map[off] = 0;
+        }
+        let base = map.as_mut_ptr();
+        let huge_bytes = anon_huge_bytes(base as usize);
+        Ok(Arena {
+            map,
+            base,
+            npages,
+            huge: HugePageStatus {
+                requested: huge,
+                huge_bytes,
+                pool_bytes: len as u64,
+            },
+        })
+    }
+
+    pub fn huge_pages(&self) -> HugePageStatus {
+        self.huge
+    }
+
+    pub fn len(&self) -> usize {
+        self.npages
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.npages == 0
+    }
+
+    /// Pointer to the first byte of a page.
+    #[inline]
+    pub fn page_ptr(&self, id: BufferId) -> *mut u8 {
+        assert!((id as usize) < self.npages, "buffer {id} out of range");
+        debug_assert_eq!(self.map.len(), self.npages * PAGE_SIZE);
+        // SAFETY: id < npages, so the offset stays inside the mapping.
+        unsafe { self.base.add(id as usize * PAGE_SIZE) }
+    }
+
+    /// A shared view of a page.
+    ///
+    /// # Safety
+    /// The caller follows rule 1 of the module docs for the lifetime of the slice.
+    #[inline]
+    pub unsafe fn page(&self, id: BufferId) -> &[u8] {
+        // SAFETY: the pointer is valid for PAGE_SIZE bytes for the arena's
+        // lifetime; the caller guarantees no `&mut` to it exists meanwhile.
+        unsafe { std::slice::from_raw_parts(self.page_ptr(id), PAGE_SIZE) }
+    }
+
+    /// An exclusive view of a page.
+    ///
+    /// # Safety
+    /// The caller follows rule 2 of the module docs for the lifetime of the slice.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn page_mut(&self, id: BufferId) -> &mut [u8] {
+        // SAFETY: as for `page`; the caller guarantees it is the only accessor.
+        unsafe { std::slice::from_raw_parts_mut(self.page_ptr(id), PAGE_SIZE) }
+    }
+
+    /// Atomically OR `bits` into the 16-bit field at `offset` (rule 3). The
+    /// caller holds a pin, a content lock and the header lock.
+    #[inline]
+    pub fn or_u16(&self, id: BufferId, offset: usize, bits: u16) -> bool {
+        if offset % 2 != 0 || offset + 2 > PAGE_SIZE {
+            return false;
+        }
+        // SAFETY: in bounds (checked above) and 2-aligned (pages are 8 KiB
+        // aligned, offset is even); only accessed atomically or under the
+        // content lock that excludes hint setters (exclusive, or an I/O in flight).
+        let a = unsafe { AtomicU16::from_ptr(self.page_ptr(id).add(offset) as *mut u16) };
+        a.fetch_or(bits.to_le(), Ordering::Relaxed);
+        true
+    }
+
+    /// Read the page LSN (bytes 0..8, little-endian) atomically (rule 3).
+    #[inline]
+    pub fn lsn(&self, id: BufferId) -> u64 {
+        // SAFETY: 8-aligned, in bounds; see `or_u16`.
+        let a = unsafe { AtomicU64::from_ptr(self.page_ptr(id) as *mut u64) };
+        u64::from_le(a.load(Ordering::Relaxed))
+    }
+
+    /// Store the page LSN atomically (rule 3).
+    #[inline]
+    pub fn set_lsn(&self, id: BufferId, lsn: u64) {
+        // SAFETY: 8-aligned, in bounds; see `or_u16`.
+        let a = unsafe { AtomicU64::from_ptr(self.page_ptr(id) as *mut u64) };
+        a.store(lsn.to_le(), Ordering::Relaxed);
+    }
+
+    /// Store the page checksum field (bytes 8..12) atomically. The caller
+    /// holds at least share-exclusive and has set `IO_IN_PROGRESS`, so nobody
+    /// but readers under the shared lock can be looking, and they never read
+    /// this field of a valid page.
+    #[inline]
+    pub fn set_checksum(&self, id: BufferId, sum: u32) {
+        // SAFETY: 4-aligned (offset 8), in bounds; see `or_u16`.
+        let a = unsafe { AtomicU32::from_ptr(self.page_ptr(id).add(8) as *mut u32) };
+        a.store(sum.to_le(), Ordering::Relaxed);
+    }
+}
+
+/// `AnonHugePages` of the mapping that starts at `addr`, in bytes.
+fn anon_huge_bytes(addr: usize) -> Option<u64> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let mut in_region = false;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if let Some((start, _end)) = first.split_once('-')
+            && let Ok(start) = usize::from_str_radix(start, 16)
+            && !first.ends_with(':')
+        {
+            in_region = start == addr;
+            continue;
+        }
+        if in_region && let Some(rest) = line.strip_prefix("AnonHugePages:") {
+            let kb: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
+            return Some(kb * 1024);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_are_disjoint_and_zeroed() {
+        let a = Arena::new(4, false).unwrap();
+        // SAFETY: single-threaded test, no other view exists.
+        unsafe {
+            a.page_mut(1)[0] = 7;
+            a.page_mut(2)[PAGE_SIZE - 1] = 9;
+            assert_eq!(a.page(1)[0], 7);
+            assert_eq!(a.page(0)[PAGE_SIZE - 1], 0);
+            assert_eq!(a.page(2)[PAGE_SIZE - 1], 9);
+        }
+    }
+
+    #[test]
+    fn lsn_and_hint_fields_are_little_endian() {
+        let a = Arena::new(1, false).unwrap();
+        a.set_lsn(0, 0x0102_0304_0506_0708);
+        assert_eq!(a.lsn(0), 0x0102_0304_0506_0708);
+        assert!(a.or_u16(0, 100, 0x0100));
+        assert!(a.or_u16(0, 100, 0x0800));
+        assert!(!a.or_u16(0, 101, 1), "odd offset refused");
+        assert!(!a.or_u16(0, PAGE_SIZE - 1, 1), "out of bounds refused");
+        // SAFETY: single-threaded test.
+        let p = unsafe { a.page(0) };
+        assert_eq!(
+            u64::from_le_bytes(p[0..8].try_into().unwrap()),
+            0x0102_0304_0506_0708
+        );
+        assert_eq!(u16::from_le_bytes([p[100], p[101]]), 0x0900);
+    }
+
+    #[test]
+    fn huge_page_status_is_reported() {
+        let a = Arena::new(1024, true).unwrap();
+        let s = a.huge_pages();
+        assert!(s.requested);
+        assert_eq!(s.pool_bytes, 1024 * PAGE_SIZE as u64);
+        if cfg!(target_os = "linux") {
+            assert!(s.huge_bytes.is_some(), "smaps should list the mapping");
+        }
+    }
+}

@@ -1,0 +1,36 @@
+#![doc = include_str!("../README.md")]
+
+pub mod arena;
+pub mod bgwriter;
+pub mod config;
+pub mod desc;
+pub mod error;
+pub mod evictor;
+pub mod guard;
+pub mod io;
+mod local;
+pub mod page;
+pub mod partition;
+pub mod pool;
+pub mod ring;
+pub mod stats;
+pub mod sweep;
+pub mod table;
+pub mod tag;
+pub mod topology;
+pub mod wal_hook;
+
+pub use config::{BgWriterConfig, PoolConfig, RingSizes, SweepBatch};
+pub use desc::BufferId;
+pub use error::{Error, ErrorKind, Result};
+pub use evictor::Evictor;
+pub use guard::{PageRead, PageShareExclusive, PageWrite, PinnedBuffer};
+pub use io::{FaultyStorage, FileStorage, StorageBackend};
+pub use pool::BufferPool;
+pub use ring::{Ring, RingKind};
+pub use stats::{
+    BufferCacheSummary, BufferRow, EvictCounts, PartitionStats, PoolStats, TicksHistogram,
+};
+pub use tag::{BlockNumber, BufferTag, Fork, PAGE_SIZE, RelFork, RelId};
+pub use topology::Topology;
+pub use wal_hook::{NoWal, WalError, WalSink};

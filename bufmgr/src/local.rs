@@ -1,0 +1,93 @@
+//! A thread's private state for one pool: PostgreSQL keeps the same things
+//! per backend (`MyBatchPos`, the home partition, the balance budget).
+//!
+//! Held in a thread-local list keyed by pool id, so a thread may use several
+//! pools; entries of dropped pools are pruned when a new one is registered.
+//! A call that re-enters the pool while the thread's entry is borrowed (a
+//! callback that reads a page from inside a read) gets a temporary entry that
+//! counts into the pool's shared fallback block.
+
+use std::cell::RefCell;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+
+use crate::partition::BalanceBudget;
+use crate::pool::PoolShared;
+use crate::stats::ThreadStats;
+use crate::sweep::BatchCursor;
+
+/// One thread's state for one pool.
+#[derive(Debug)]
+pub(crate) struct Local {
+    pool_id: u64,
+    pool: Weak<PoolShared>,
+    /// Counts as one of the pool's active threads (false for temporaries).
+    counted: bool,
+    pub home: usize,
+    pub budget: BalanceBudget,
+    /// Claimed ticks, one cursor per partition.
+    pub cursors: Box<[BatchCursor]>,
+    pub stats: Arc<ThreadStats>,
+}
+
+impl Local {
+    fn new(pool: &Arc<PoolShared>) -> Local {
+        let (ordinal, stats) = pool.register_thread();
+        let home = pool.parts.home_for(ordinal, &pool.topology);
+        Local {
+            pool_id: pool.id,
+            pool: Arc::downgrade(pool),
+            counted: true,
+            home,
+            budget: BalanceBudget::new(home),
+            cursors: vec![BatchCursor::default(); pool.parts.len()].into_boxed_slice(),
+            stats,
+        }
+    }
+
+    fn temporary(pool: &Arc<PoolShared>) -> Local {
+        Local {
+            pool_id: pool.id,
+            pool: Arc::downgrade(pool),
+            counted: false,
+            home: 0,
+            budget: BalanceBudget::new(0),
+            cursors: vec![BatchCursor::default(); pool.parts.len()].into_boxed_slice(),
+            stats: pool.fallback_stats.clone(),
+        }
+    }
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        if self.counted
+            && let Some(p) = self.pool.upgrade()
+        {
+            p.active_threads.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+thread_local! {
+    static LOCALS: RefCell<Vec<Local>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Run `f` with this thread's state for `pool`, creating it on first use.
+#[inline]
+pub(crate) fn with_local<R>(pool: &Arc<PoolShared>, f: impl FnOnce(&mut Local) -> R) -> R {
+    LOCALS.with(|cell| {
+        let Ok(mut locals) = cell.try_borrow_mut() else {
+            return f(&mut Local::temporary(pool));
+        };
+        // Fast path: the pool this thread used last is first.
+        let idx = match locals.iter().position(|l| l.pool_id == pool.id) {
+            Some(i) => i,
+            None => {
+                locals.retain(|l| l.pool.strong_count() > 0);
+                locals.insert(0, Local::new(pool));
+                0
+            }
+        };
+        f(&mut locals[idx])
+    })
+}

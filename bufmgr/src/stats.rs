@@ -1,0 +1,475 @@
+//! Counters, the ticks-per-victim histogram, and the buffercache snapshot.
+//!
+//! Counters a hit or a sweep bumps live per thread and per partition
+//! ([`ThreadStats`]): each thread writes only its own cache lines, with a
+//! plain load and store, so counting costs no locked instruction and no
+//! cache-line bouncing on the hot path (rule 9). A snapshot sums every
+//! thread's counters with relaxed loads; it is consistent per counter, not
+//! across counters, like PostgreSQL's pg_stat views.
+//!
+//! The buffercache snapshot ([`BufferRow`]) is pg_buffercache: one row per
+//! buffer, each read under that buffer's header lock, no global snapshot.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::arena::HugePageStatus;
+use crate::desc::BufferId;
+use crate::evictor::Evictor;
+use crate::tag::BufferTag;
+
+/// Buckets of the ticks-per-victim histogram: exact for 1..64 ticks, then one
+/// bucket per power of two.
+pub const TICK_BUCKETS: usize = 128;
+const LINEAR_BUCKETS: u64 = 64;
+
+/// Bucket of a tick count.
+#[inline]
+pub fn tick_bucket(ticks: u64) -> usize {
+    if ticks < LINEAR_BUCKETS {
+        ticks as usize
+    } else {
+        // 64..127 -> 64, 128..255 -> 65, ...
+        (LINEAR_BUCKETS + (63 - ticks.leading_zeros() as u64) - 6) as usize
+    }
+    .min(TICK_BUCKETS - 1)
+}
+
+/// Smallest tick count in a bucket.
+pub fn bucket_floor(bucket: usize) -> u64 {
+    if (bucket as u64) < LINEAR_BUCKETS {
+        bucket as u64
+    } else {
+        1u64 << (bucket as u64 - LINEAR_BUCKETS + 6)
+    }
+}
+
+/// Add to a counter that only the calling thread writes.
+#[inline]
+pub(crate) fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
+/// One thread's counters for one partition.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub accesses: AtomicU64,
+    pub hits: AtomicU64,
+    pub reads: AtomicU64,
+    pub victims: AtomicU64,
+    pub evictions: AtomicU64,
+    pub sweep_ticks: AtomicU64,
+    pub ring_reuses: AtomicU64,
+    pub ring_rejects: AtomicU64,
+    pub writes_backend: AtomicU64,
+    pub writes_ring: AtomicU64,
+}
+
+/// Everything one thread counts, one cache-line-aligned block per thread.
+#[derive(Debug)]
+#[repr(align(128))]
+pub(crate) struct ThreadStats {
+    pub parts: Box<[Counters]>,
+    pub ticks: Box<[AtomicU64]>,
+    pub ticks_sum: AtomicU64,
+    pub ticks_max: AtomicU64,
+}
+
+impl ThreadStats {
+    pub fn new(partitions: usize) -> ThreadStats {
+        ThreadStats {
+            parts: (0..partitions).map(|_| Counters::default()).collect(),
+            ticks: (0..TICK_BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            ticks_sum: AtomicU64::new(0),
+            ticks_max: AtomicU64::new(0),
+        }
+    }
+
+    /// Record one victim found after `ticks` ticks.
+    #[inline]
+    pub fn record_victim(&self, ticks: u64) {
+        bump(&self.ticks[tick_bucket(ticks)], 1);
+        bump(&self.ticks_sum, ticks);
+        if ticks > self.ticks_max.load(Ordering::Relaxed) {
+            self.ticks_max.store(ticks, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Counters of one partition (or of the whole pool, summed).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PartitionStats {
+    /// Buffer lookups (hits + reads).
+    pub accesses: u64,
+    /// Lookups that found the page in the pool.
+    pub hits: u64,
+    /// Pages read from storage.
+    pub reads: u64,
+    /// Buffers taken by the clock sweep.
+    pub victims: u64,
+    /// Victims that held a valid page (an eviction, not a never-used buffer).
+    pub evictions: u64,
+    /// Ticks of the clock hand.
+    pub sweep_ticks: u64,
+    /// Ring slots reused without a sweep.
+    pub ring_reuses: u64,
+    /// Dirty ring buffers given up (bulk-read ring, WAL flush needed).
+    pub ring_rejects: u64,
+    /// Dirty pages written by a thread that needed a victim.
+    pub writes_backend: u64,
+    /// Dirty pages written by a thread recycling its own ring.
+    pub writes_ring: u64,
+}
+
+impl PartitionStats {
+    fn add(&mut self, c: &Counters) {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        self.accesses += l(&c.accesses);
+        self.hits += l(&c.hits);
+        self.reads += l(&c.reads);
+        self.victims += l(&c.victims);
+        self.evictions += l(&c.evictions);
+        self.sweep_ticks += l(&c.sweep_ticks);
+        self.ring_reuses += l(&c.ring_reuses);
+        self.ring_rejects += l(&c.ring_rejects);
+        self.writes_backend += l(&c.writes_backend);
+        self.writes_ring += l(&c.writes_ring);
+    }
+
+    fn merge(&mut self, o: &PartitionStats) {
+        self.accesses += o.accesses;
+        self.hits += o.hits;
+        self.reads += o.reads;
+        self.victims += o.victims;
+        self.evictions += o.evictions;
+        self.sweep_ticks += o.sweep_ticks;
+        self.ring_reuses += o.ring_reuses;
+        self.ring_rejects += o.ring_rejects;
+        self.writes_backend += o.writes_backend;
+        self.writes_ring += o.writes_ring;
+    }
+
+    fn minus(&self, o: &PartitionStats) -> PartitionStats {
+        PartitionStats {
+            accesses: self.accesses.saturating_sub(o.accesses),
+            hits: self.hits.saturating_sub(o.hits),
+            reads: self.reads.saturating_sub(o.reads),
+            victims: self.victims.saturating_sub(o.victims),
+            evictions: self.evictions.saturating_sub(o.evictions),
+            sweep_ticks: self.sweep_ticks.saturating_sub(o.sweep_ticks),
+            ring_reuses: self.ring_reuses.saturating_sub(o.ring_reuses),
+            ring_rejects: self.ring_rejects.saturating_sub(o.ring_rejects),
+            writes_backend: self.writes_backend.saturating_sub(o.writes_backend),
+            writes_ring: self.writes_ring.saturating_sub(o.writes_ring),
+        }
+    }
+
+    /// hits / accesses (1.0 when there were no accesses).
+    pub fn hit_ratio(&self) -> f64 {
+        if self.accesses == 0 {
+            1.0
+        } else {
+            self.hits as f64 / self.accesses as f64
+        }
+    }
+}
+
+/// Distribution of clock ticks per victim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TicksHistogram {
+    /// Victims per bucket ([`tick_bucket`]).
+    pub buckets: Vec<u64>,
+    pub sum: u64,
+    pub max: u64,
+}
+
+impl Default for TicksHistogram {
+    fn default() -> Self {
+        TicksHistogram {
+            buckets: vec![0; TICK_BUCKETS],
+            sum: 0,
+            max: 0,
+        }
+    }
+}
+
+impl TicksHistogram {
+    /// Number of victims recorded.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
+
+    /// Mean ticks per victim (0 when there were none).
+    pub fn mean(&self) -> f64 {
+        let n = self.count();
+        if n == 0 {
+            0.0
+        } else {
+            self.sum as f64 / n as f64
+        }
+    }
+
+    /// The `p`-th percentile (0..=100), as the floor of its bucket (exact below 64).
+    pub fn percentile(&self, p: f64) -> u64 {
+        let n = self.count();
+        if n == 0 {
+            return 0;
+        }
+        let want = ((p / 100.0) * n as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (b, &c) in self.buckets.iter().enumerate() {
+            seen += c;
+            if seen >= want {
+                return bucket_floor(b);
+            }
+        }
+        self.max
+    }
+
+    fn minus(&self, o: &TicksHistogram) -> TicksHistogram {
+        TicksHistogram {
+            buckets: self
+                .buckets
+                .iter()
+                .zip(&o.buckets)
+                .map(|(a, b)| a.saturating_sub(*b))
+                .collect(),
+            sum: self.sum.saturating_sub(o.sum),
+            // The maximum of a window cannot be derived from two totals; keep
+            // the later one, an upper bound.
+            max: self.max,
+        }
+    }
+}
+
+/// Pool-wide counters that are not per thread (bumped off the hot path).
+#[derive(Debug, Default)]
+pub(crate) struct PoolCounters {
+    pub writes_bgwriter: AtomicU64,
+    pub writes_checkpoint: AtomicU64,
+    pub writes_other: AtomicU64,
+    pub checksum_failures: AtomicU64,
+    pub hints_set: AtomicU64,
+    pub hints_refused: AtomicU64,
+    pub hint_fpis: AtomicU64,
+    pub bgwriter_rounds: AtomicU64,
+}
+
+/// A snapshot of a pool's statistics. Subtract two with [`PoolStats::since`]
+/// to measure a window.
+#[derive(Clone, Debug)]
+pub struct PoolStats {
+    pub evictor: Evictor,
+    pub buffers: usize,
+    /// The sweep batch in force when the snapshot was taken.
+    pub batch: u32,
+    pub partitions: Vec<PartitionStats>,
+    pub ticks_per_victim: TicksHistogram,
+    /// Pages written by the background writer.
+    pub writes_bgwriter: u64,
+    /// Pages written by checkpoints (`flush_all`).
+    pub writes_checkpoint: u64,
+    /// Pages written by explicit flushes and evictions (`flush_relation`, `evict_*`).
+    pub writes_other: u64,
+    /// Pages read whose checksum did not match.
+    pub checksum_failures: u64,
+    /// Hint batches applied, and refused because the page was being written.
+    pub hints_set: u64,
+    pub hints_refused: u64,
+    /// Full-page images logged for hint-only changes.
+    pub hint_fpis: u64,
+    pub bgwriter_rounds: u64,
+    pub huge_pages: HugePageStatus,
+}
+
+impl PoolStats {
+    /// Counters summed over partitions.
+    pub fn totals(&self) -> PartitionStats {
+        let mut t = PartitionStats::default();
+        for p in &self.partitions {
+            t.merge(p);
+        }
+        t
+    }
+
+    /// This snapshot minus an earlier one: the activity in between.
+    pub fn since(&self, earlier: &PoolStats) -> PoolStats {
+        PoolStats {
+            partitions: self
+                .partitions
+                .iter()
+                .zip(&earlier.partitions)
+                .map(|(a, b)| a.minus(b))
+                .collect(),
+            ticks_per_victim: self.ticks_per_victim.minus(&earlier.ticks_per_victim),
+            writes_bgwriter: self.writes_bgwriter.saturating_sub(earlier.writes_bgwriter),
+            writes_checkpoint: self
+                .writes_checkpoint
+                .saturating_sub(earlier.writes_checkpoint),
+            writes_other: self.writes_other.saturating_sub(earlier.writes_other),
+            checksum_failures: self
+                .checksum_failures
+                .saturating_sub(earlier.checksum_failures),
+            hints_set: self.hints_set.saturating_sub(earlier.hints_set),
+            hints_refused: self.hints_refused.saturating_sub(earlier.hints_refused),
+            hint_fpis: self.hint_fpis.saturating_sub(earlier.hint_fpis),
+            bgwriter_rounds: self.bgwriter_rounds.saturating_sub(earlier.bgwriter_rounds),
+            ..self.clone()
+        }
+    }
+
+    pub(crate) fn collect<'a>(
+        threads: impl Iterator<Item = &'a ThreadStats>,
+        nparts: usize,
+        pool: &PoolCounters,
+        evictor: Evictor,
+        buffers: usize,
+        batch: u32,
+        huge_pages: HugePageStatus,
+    ) -> PoolStats {
+        let mut partitions = vec![PartitionStats::default(); nparts];
+        let mut ticks = TicksHistogram::default();
+        for t in threads {
+            for (p, c) in partitions.iter_mut().zip(t.parts.iter()) {
+                p.add(c);
+            }
+            for (b, c) in ticks.buckets.iter_mut().zip(t.ticks.iter()) {
+                *b += c.load(Ordering::Relaxed);
+            }
+            ticks.sum += t.ticks_sum.load(Ordering::Relaxed);
+            ticks.max = ticks.max.max(t.ticks_max.load(Ordering::Relaxed));
+        }
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        PoolStats {
+            evictor,
+            buffers,
+            batch,
+            partitions,
+            ticks_per_victim: ticks,
+            writes_bgwriter: l(&pool.writes_bgwriter),
+            writes_checkpoint: l(&pool.writes_checkpoint),
+            writes_other: l(&pool.writes_other),
+            checksum_failures: l(&pool.checksum_failures),
+            hints_set: l(&pool.hints_set),
+            hints_refused: l(&pool.hints_refused),
+            hint_fpis: l(&pool.hint_fpis),
+            bgwriter_rounds: l(&pool.bgwriter_rounds),
+            huge_pages,
+        }
+    }
+}
+
+/// One buffer, as pg_buffercache shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BufferRow {
+    pub id: BufferId,
+    /// The page held, if the buffer holds a valid one.
+    pub tag: Option<BufferTag>,
+    pub dirty: bool,
+    /// The clock's usage count, or 1 = HOT / 0 = COOL.
+    pub usage: u8,
+    /// Pins held right now.
+    pub pins: u32,
+    pub partition: usize,
+}
+
+/// pg_buffercache_summary plus pg_buffercache_usage_counts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BufferCacheSummary {
+    pub used: usize,
+    pub unused: usize,
+    pub dirty: usize,
+    pub pinned: usize,
+    /// Mean usage level over used buffers (`None` if none are used).
+    pub usage_avg: Option<f64>,
+    /// Per usage level 0..=max: (buffers, dirty, pinned).
+    pub usage_counts: Vec<(usize, usize, usize)>,
+}
+
+impl BufferCacheSummary {
+    pub fn from_rows(rows: &[BufferRow], evictor: Evictor) -> BufferCacheSummary {
+        let mut usage_counts = vec![(0, 0, 0); evictor.max_level() as usize + 1];
+        let (mut used, mut dirty, mut pinned, mut usage_sum) = (0, 0, 0, 0u64);
+        for r in rows {
+            if r.pins > 0 {
+                pinned += 1;
+            }
+            if r.tag.is_none() {
+                continue;
+            }
+            used += 1;
+            usage_sum += r.usage as u64;
+            let slot = &mut usage_counts[r.usage as usize];
+            slot.0 += 1;
+            if r.dirty {
+                dirty += 1;
+                slot.1 += 1;
+            }
+            if r.pins > 0 {
+                slot.2 += 1;
+            }
+        }
+        BufferCacheSummary {
+            used,
+            unused: rows.len() - used,
+            dirty,
+            pinned,
+            usage_avg: (used > 0).then(|| usage_sum as f64 / used as f64),
+            usage_counts,
+        }
+    }
+}
+
+/// What an evict call did (pg_buffercache_evict_relation's columns).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EvictCounts {
+    pub evicted: usize,
+    pub flushed: usize,
+    /// Buffers of the relation that were pinned or re-dirtied and so stayed.
+    pub skipped: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_exact_then_logarithmic() {
+        for t in 0..64 {
+            assert_eq!(tick_bucket(t), t as usize);
+            assert_eq!(bucket_floor(t as usize), t);
+        }
+        assert_eq!(tick_bucket(64), 64);
+        assert_eq!(tick_bucket(127), 64);
+        assert_eq!(tick_bucket(128), 65);
+        assert_eq!(bucket_floor(65), 128);
+        assert_eq!(tick_bucket(u64::MAX), 121, "every u64 has a bucket");
+    }
+
+    #[test]
+    fn histogram_mean_percentile_max() {
+        let t = ThreadStats::new(1);
+        for ticks in [1, 1, 1, 2, 2, 3, 10, 200] {
+            t.record_victim(ticks);
+        }
+        let s = PoolStats::collect(
+            [&t].into_iter(),
+            1,
+            &PoolCounters::default(),
+            Evictor::Clock,
+            8,
+            1,
+            HugePageStatus {
+                requested: false,
+                huge_bytes: None,
+                pool_bytes: 0,
+            },
+        );
+        let h = &s.ticks_per_victim;
+        assert_eq!(h.count(), 8);
+        assert_eq!(h.sum, 220);
+        assert_eq!(h.max, 200);
+        assert_eq!(h.percentile(50.0), 2);
+        assert_eq!(h.percentile(99.0), 128);
+        assert!((h.mean() - 27.5).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,390 @@
+//! The machine's shape: NUMA nodes and the CPUs in each.
+//!
+//! The buffer pool uses this to build its partition map (one or more
+//! partitions per NUMA node, so that a thread mostly touches buffers in memory
+//! close to it) and to pick a thread's home partition from the CPU it runs on
+//! ([`current_cpu`], then [`Topology::node_of_cpu`]).
+//!
+//! # Sources
+//!
+//! [`Topology::detect`] tries, in order:
+//!
+//! 1. hwloc, when the crate is built with the `hwloc` cargo feature (through
+//!    the `hwlocality` crate; needs the system's libhwloc);
+//! 2. Linux sysfs: each `/sys/devices/system/node/node<N>/cpulist`, a list of
+//!    CPU ranges such as `0-3,8-11` (see [`parse_cpulist`]);
+//! 3. a single node holding every CPU, when neither is available (other
+//!    operating systems, containers without `/sys`, malformed data).
+//!
+//! Nodes without CPUs (memory-only nodes) are left out: no thread can call
+//! them home. [`Topology::cores`] is what this process may use
+//! ([`std::thread::available_parallelism`], which honours CPU affinity and
+//! cgroup quotas), so it can be fewer than the CPUs listed in the nodes.
+
+use std::path::Path;
+
+/// Where sysfs lists the NUMA nodes on Linux.
+pub const SYSFS_NODE_ROOT: &str = "/sys/devices/system/node";
+
+/// The largest CPU number [`parse_cpulist`] accepts (Linux's `NR_CPUS` tops out
+/// at 8192; this leaves room and bounds what a malformed list can allocate).
+const MAX_CPU: usize = 1 << 16;
+
+/// One NUMA node: its operating-system number and its CPUs, ascending.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NumaNode {
+    pub id: usize,
+    pub cpus: Vec<usize>,
+}
+
+/// The machine's NUMA nodes, ordered by id, always at least one.
+#[derive(Clone, Debug)]
+pub struct Topology {
+    pub nodes: Vec<NumaNode>,
+    /// CPUs this process may run on at once.
+    pub cores: usize,
+    /// Where the node list came from.
+    pub source: TopologySource,
+}
+
+/// Where a [`Topology`] came from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TopologySource {
+    Hwloc,
+    Sysfs,
+    SingleNodeFallback,
+}
+
+fn available_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+impl Topology {
+    /// The machine's topology: from hwloc (with the `hwloc` feature) if it
+    /// works, else from sysfs, else a single node. Never panics.
+    pub fn detect() -> Topology {
+        let cores = available_cores();
+        #[cfg(feature = "hwloc")]
+        if let Some(t) = Self::from_hwloc(cores) {
+            return t;
+        }
+        let sysfs = if cfg!(target_os = "linux") {
+            Self::from_sysfs(Path::new(SYSFS_NODE_ROOT))
+        } else {
+            None
+        };
+        match sysfs {
+            Some(t) => Topology { cores, ..t },
+            None => Self::single_node(cores),
+        }
+    }
+
+    /// One node (id 0) with CPUs `0..cores` (at least one).
+    pub fn single_node(cores: usize) -> Topology {
+        let cores = cores.max(1);
+        Topology {
+            nodes: vec![NumaNode {
+                id: 0,
+                cpus: (0..cores).collect(),
+            }],
+            cores,
+            source: TopologySource::SingleNodeFallback,
+        }
+    }
+
+    /// Reads the nodes from a sysfs-style tree: `root/node<N>/cpulist` for each
+    /// node. `None` if `root` cannot be read, holds no node with CPUs, or any
+    /// node's `cpulist` is missing or malformed. `cores` is the number of CPUs
+    /// listed ([`detect`](Self::detect) replaces it by the process's own).
+    pub fn from_sysfs(root: &Path) -> Option<Topology> {
+        let mut nodes = Vec::new();
+        for entry in std::fs::read_dir(root).ok()? {
+            let entry = entry.ok()?;
+            let name = entry.file_name();
+            let Some(digits) = name.to_str().and_then(|n| n.strip_prefix("node")) else {
+                continue;
+            };
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            let id: usize = digits.parse().ok()?;
+            let text = std::fs::read_to_string(entry.path().join("cpulist")).ok()?;
+            let cpus = parse_cpulist(&text)?;
+            if !cpus.is_empty() {
+                nodes.push(NumaNode { id, cpus });
+            }
+        }
+        if nodes.is_empty() {
+            return None;
+        }
+        nodes.sort_by_key(|n| n.id);
+        let cores = nodes.iter().map(|n| n.cpus.len()).sum();
+        Some(Topology {
+            nodes,
+            cores,
+            source: TopologySource::Sysfs,
+        })
+    }
+
+    /// The nodes as hwloc sees them; `None` if hwloc fails (or panics).
+    #[cfg(feature = "hwloc")]
+    fn from_hwloc(cores: usize) -> Option<Topology> {
+        use hwlocality::object::types::ObjectType;
+
+        let nodes = std::panic::catch_unwind(|| {
+            let topo = hwlocality::Topology::new().ok()?;
+            let mut nodes = Vec::new();
+            for obj in topo.objects_with_type(ObjectType::NUMANode) {
+                let id = obj.os_index().unwrap_or_else(|| obj.logical_index());
+                let cpuset = obj.cpuset()?;
+                // An infinite set is nonsense for a node: give up on hwloc.
+                cpuset.weight()?;
+                let cpus: Vec<usize> = cpuset.iter_set().map(usize::from).collect();
+                if !cpus.is_empty() {
+                    nodes.push(NumaNode { id, cpus });
+                }
+            }
+            Some(nodes)
+        })
+        .ok()??;
+        if nodes.is_empty() {
+            return None;
+        }
+        let mut nodes = nodes;
+        nodes.sort_by_key(|n| n.id);
+        Some(Topology {
+            nodes,
+            cores,
+            source: TopologySource::Hwloc,
+        })
+    }
+
+    /// How many nodes there are (at least one).
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The index in [`nodes`](Self::nodes) of the node holding `cpu`; 0 if no
+    /// node lists it. (The index equals the node's `id` when the ids are
+    /// dense, as they are on most machines.)
+    pub fn node_of_cpu(&self, cpu: usize) -> usize {
+        self.nodes
+            .iter()
+            .position(|n| n.cpus.binary_search(&cpu).is_ok())
+            .unwrap_or(0)
+    }
+}
+
+/// The CPU the calling thread is running on right now (it may move at any
+/// time); `None` if the system cannot say.
+pub fn current_cpu() -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: sched_getcpu takes no arguments, touches no memory of ours
+        // and may be called from any thread; it returns -1 on error.
+        let cpu = unsafe { libc::sched_getcpu() };
+        usize::try_from(cpu).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
+/// Parses a Linux CPU list such as `"0-3,8,10-11\n"` into the CPUs it names,
+/// ascending and without duplicates. An empty list (a node without CPUs) is
+/// `Some(vec![])`. `None` if the text is malformed: anything but decimal
+/// numbers and `a-b` ranges with `a <= b`, separated by commas, or a CPU
+/// number above 65536.
+pub fn parse_cpulist(s: &str) -> Option<Vec<usize>> {
+    fn cpu(s: &str) -> Option<usize> {
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        s.parse().ok().filter(|&n| n <= MAX_CPU)
+    }
+
+    let s = s.trim();
+    let mut cpus = Vec::new();
+    if s.is_empty() {
+        return Some(cpus);
+    }
+    for part in s.split(',') {
+        let (lo, hi) = match part.split_once('-') {
+            Some((lo, hi)) => (cpu(lo)?, cpu(hi)?),
+            None => {
+                let c = cpu(part)?;
+                (c, c)
+            }
+        };
+        if lo > hi {
+            return None;
+        }
+        cpus.extend(lo..=hi);
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Some(cpus)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_cpulist_accepts_ranges_and_singles() {
+        assert_eq!(
+            parse_cpulist("0-3,8,10-11\n"),
+            Some(vec![0, 1, 2, 3, 8, 10, 11])
+        );
+        assert_eq!(parse_cpulist("5"), Some(vec![5]));
+        assert_eq!(parse_cpulist("7-7"), Some(vec![7]));
+        assert_eq!(parse_cpulist("\n"), Some(vec![]));
+        assert_eq!(parse_cpulist(""), Some(vec![]));
+        assert_eq!(parse_cpulist("4-5,0-1"), Some(vec![0, 1, 4, 5]));
+        assert_eq!(parse_cpulist("0-2,1-3"), Some(vec![0, 1, 2, 3]));
+    }
+
+    #[test]
+    fn parse_cpulist_rejects_malformed_input() {
+        for bad in [
+            "a",
+            "1,,2",
+            "1,",
+            ",1",
+            "3-1",
+            "1-",
+            "-1",
+            "1-2-3",
+            "+1",
+            "1 ,2",
+            "0-4294967295",
+            "99999999999999999999999",
+            "1-3:2/4",
+            "ü",
+        ] {
+            assert_eq!(parse_cpulist(bad), None, "{bad:?}");
+        }
+    }
+
+    fn fake_sysfs(nodes: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, cpulist) in nodes {
+            let node = dir.path().join(name);
+            std::fs::create_dir(&node).unwrap();
+            std::fs::write(node.join("cpulist"), cpulist).unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn from_sysfs_reads_two_nodes() {
+        let dir = fake_sysfs(&[("node1", "4-7\n"), ("node0", "0-3\n")]);
+        // Noise that sysfs also has.
+        std::fs::write(dir.path().join("possible"), "0-1\n").unwrap();
+        std::fs::create_dir(dir.path().join("power")).unwrap();
+        let t = Topology::from_sysfs(dir.path()).unwrap();
+        assert_eq!(t.source, TopologySource::Sysfs);
+        assert_eq!(t.node_count(), 2);
+        assert_eq!(t.cores, 8);
+        assert_eq!(
+            t.nodes,
+            vec![
+                NumaNode {
+                    id: 0,
+                    cpus: vec![0, 1, 2, 3]
+                },
+                NumaNode {
+                    id: 1,
+                    cpus: vec![4, 5, 6, 7]
+                },
+            ]
+        );
+        assert_eq!(t.node_of_cpu(2), 0);
+        assert_eq!(t.node_of_cpu(6), 1);
+    }
+
+    #[test]
+    fn from_sysfs_skips_memory_only_nodes() {
+        let dir = fake_sysfs(&[("node0", "0-1\n"), ("node1", "\n"), ("node2", "2-3\n")]);
+        let t = Topology::from_sysfs(dir.path()).unwrap();
+        let ids: Vec<usize> = t.nodes.iter().map(|n| n.id).collect();
+        assert_eq!(ids, vec![0, 2]);
+        assert_eq!(t.node_of_cpu(3), 1, "an index into nodes, not the id");
+    }
+
+    #[test]
+    fn from_sysfs_gives_up_on_bad_trees() {
+        let missing = tempfile::tempdir().unwrap();
+        assert!(Topology::from_sysfs(&missing.path().join("nope")).is_none());
+        assert!(Topology::from_sysfs(missing.path()).is_none(), "no nodes");
+        let bad = fake_sysfs(&[("node0", "0-3\n"), ("node1", "garbage\n")]);
+        assert!(Topology::from_sysfs(bad.path()).is_none());
+        let cpuless = fake_sysfs(&[("node0", "\n")]);
+        assert!(Topology::from_sysfs(cpuless.path()).is_none());
+        let no_cpulist = tempfile::tempdir().unwrap();
+        std::fs::create_dir(no_cpulist.path().join("node0")).unwrap();
+        assert!(Topology::from_sysfs(no_cpulist.path()).is_none());
+    }
+
+    #[test]
+    fn single_node_holds_every_cpu() {
+        let t = Topology::single_node(4);
+        assert_eq!(t.source, TopologySource::SingleNodeFallback);
+        assert_eq!(t.node_count(), 1);
+        assert_eq!(t.nodes[0].cpus, vec![0, 1, 2, 3]);
+        assert_eq!(t.cores, 4);
+        assert_eq!(Topology::single_node(0).nodes[0].cpus, vec![0]);
+    }
+
+    #[test]
+    fn node_of_unknown_cpu_is_zero() {
+        let dir = fake_sysfs(&[("node0", "0-1"), ("node1", "2-3")]);
+        let t = Topology::from_sysfs(dir.path()).unwrap();
+        assert_eq!(t.node_of_cpu(1), 0);
+        assert_eq!(t.node_of_cpu(2), 1);
+        assert_eq!(t.node_of_cpu(99), 0);
+    }
+
+    #[test]
+    fn detect_finds_this_machine() {
+        let t = Topology::detect();
+        assert!(t.node_count() >= 1);
+        assert!(t.nodes.iter().all(|n| !n.cpus.is_empty()), "{t:?}");
+        assert!(t.cores >= 1);
+        assert_eq!(t.cores, std::thread::available_parallelism().unwrap().get());
+        if cfg!(target_os = "linux") && Path::new(SYSFS_NODE_ROOT).join("node0").exists() {
+            assert_ne!(t.source, TopologySource::SingleNodeFallback, "{t:?}");
+        }
+        if let Some(cpu) = current_cpu() {
+            assert!(t.node_of_cpu(cpu) < t.node_count());
+        }
+    }
+
+    #[test]
+    fn current_cpu_is_known_on_linux() {
+        #[cfg(target_os = "linux")]
+        assert!(current_cpu().is_some());
+        #[cfg(not(target_os = "linux"))]
+        assert!(current_cpu().is_none());
+    }
+}
+
+#[cfg(all(test, feature = "hwloc"))]
+mod hwloc_tests {
+    use super::*;
+
+    #[test]
+    fn detect_uses_hwloc_and_agrees_with_sysfs() {
+        let t = Topology::detect();
+        assert_eq!(t.source, TopologySource::Hwloc, "{t:?}");
+        // hwloc leaves out CPUs this process may not use; sysfs lists them all.
+        if let Some(sysfs) = Topology::from_sysfs(Path::new(SYSFS_NODE_ROOT)) {
+            for node in &t.nodes {
+                let same = sysfs.nodes.iter().find(|n| n.id == node.id);
+                let same = same.unwrap_or_else(|| panic!("{t:?} vs {sysfs:?}"));
+                assert!(node.cpus.iter().all(|c| same.cpus.contains(c)));
+            }
+        }
+    }
+}
