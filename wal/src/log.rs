@@ -1,0 +1,820 @@
+//! The log itself: inserting records, flushing them with group commit, the
+//! background flusher, and removing old segments.
+//!
+//! # Insertion
+//!
+//! Many threads insert at once. An insert does the expensive part, encoding
+//! the record and checksumming its body, before taking any lock; then, under
+//! the short `insert` mutex, it takes the next position, links the record to
+//! the previous one (prev LSN, and the 27-byte rest of the CRC), and appends
+//! the bytes to the in-memory WAL buffer:
+//!
+//! ```text
+//!   insert (any thread)                     write out (one thread at a time)
+//!   -------------------                     -------------------------------
+//!   1. encode, CRC of the body  (no lock)   a. lock `write`
+//!   2. lock `insert`                        b. lock `insert`; swap the buffer for
+//!        start = next; next += len               the empty spare; upto = next;
+//!        write prev LSN, finish CRC              unlock `insert`
+//!        append to the buffer               c. pwrite the chunk into the segments
+//!      unlock `insert`                      d. (flush only) fdatasync every segment
+//!   3. return (start, end = next)                written since the last sync;
+//!                                                flushed = upto
+//!                                           e. unlock `write`
+//! ```
+//!
+//! No lock that an insert takes is ever held across I/O: step (b) holds
+//! `insert` for a pointer swap. An insert waits for I/O only when the buffer is
+//! full ([`WalConfig::buffer_size`]); it then writes the buffer out itself
+//! (steps a-c, no fdatasync) and retries, as PostgreSQL's `AdvanceXLInsertBuffer`
+//! does when it must evict a WAL page that is not yet written.
+//!
+//! # Flushing and group commit
+//!
+//! `flush(lsn)` returns once every byte before `lsn` is durable. Commits wait
+//! in groups, as with PostgreSQL's `LWLockAcquireOrWait` on `WALWriteLock`:
+//!
+//! ```text
+//!   flush(lsn):
+//!     flushed >= lsn?                     -> return            (no lock)
+//!     lock `flush_ctl`; loop:
+//!       flushed >= lsn?                   -> return
+//!       a leader is flushing?             -> wait on `flushed_cv`, loop
+//!       otherwise become the leader: unlock, write out and fdatasync
+//!       EVERYTHING inserted so far (steps a-e), relock, wake all waiters
+//! ```
+//!
+//! Every committer that inserted its record before the leader swapped the
+//! buffer (step b) is covered by the leader's one fdatasync; they all wake,
+//! see `flushed >= lsn`, and return without a system call. Committers that
+//! inserted later elect the next leader among themselves. Under load, one
+//! fdatasync serves everyone who arrived during the previous one.
+//!
+//! # Locks
+//!
+//! | lock | protects | held across I/O? |
+//! |---|---|---|
+//! | `insert` | the insert position, prev LSN, the WAL buffer, record/byte counts | never |
+//! | `write` | the open segment files, `written`, the spare buffer | yes (pwrite, fdatasync) |
+//! | `flush_ctl` | whether a flush leader is active | never |
+//!
+//! Lock order: `write` before `insert`. `flush_ctl` is never held while taking
+//! another lock. `insert_lsn` and `flushed_lsn` are atomics mirroring the
+//! positions for lock-free reads; `flushed_lsn` only grows and is stored with
+//! `Release` after the fdatasync that makes it true.
+//!
+//! # Failures
+//!
+//! If a write or fdatasync fails, the log refuses every later insert and
+//! flush with [`WalError::WritesRefused`]: after a failed fdatasync Linux may
+//! have dropped the dirty pages and reports success on a retry, so the only
+//! honest answer is to stop (PostgreSQL PANICs).
+//!
+//! # Shortcuts
+//!
+//! - PostgreSQL lets inserters copy into the WAL buffers in parallel, each
+//!   holding one of 8 insertion locks, with a spinlock only around the
+//!   position bump. We copy under the one `insert` mutex: records here are
+//!   mostly small, and the copy of even an 8 kB page image is a few hundred
+//!   nanoseconds. Measure before making this parallel.
+//! - The WAL buffer is a growable `Vec` swapped with a spare, not a ring of
+//!   8 kB pages; the bound is the same (`buffer_size`).
+//! - A new segment is created (zero-filled, synced) by the thread that first
+//!   writes into it; PostgreSQL creates segments ahead of time.
+
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::error::{Result, WalError};
+use crate::lsn::Lsn;
+use crate::reader::{WalEnd, WalReader};
+use crate::record::Record;
+use crate::segment::{
+    DEFAULT_SEGMENT_SIZE, SegmentSize, list_segments, open_or_create_segment, remove_temp_files,
+    segment_path, sync_dir, wal_dir,
+};
+
+/// Default WAL buffer: PostgreSQL's `wal_buffers` auto-tunes to 1/32 of
+/// shared buffers, capped at one 16 MiB segment; we take the cap.
+pub const DEFAULT_BUFFER_SIZE: usize = 16 << 20;
+/// The smallest WAL buffer: one 8 kB WAL page (PostgreSQL's minimum is 4
+/// pages). A small buffer makes inserts write it out often; tests use one to
+/// drive that path.
+pub const MIN_BUFFER_SIZE: usize = 8 << 10;
+/// Zeros are compared and written in pieces of this size when the tail of the
+/// last segment is cleared at open.
+const CLEAR_CHUNK: usize = 1 << 20;
+
+/// How to open a log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WalConfig {
+    /// Bytes per segment file: a power of two, 64 KiB to 1 GiB. The log must
+    /// be reopened with the size it was written with.
+    pub segment_size: u64,
+    /// Bytes of inserted WAL held in memory before an insert must write them
+    /// out itself (a record larger than this still fits, alone).
+    pub buffer_size: usize,
+    /// With `Some(interval)`, a background thread flushes everything inserted
+    /// every `interval`, so that commits which do not wait for their flush
+    /// (asynchronous commit) are durable within about `interval`. PostgreSQL's
+    /// WAL writer uses `wal_writer_delay`, 200 ms by default.
+    pub async_flush_interval: Option<Duration>,
+}
+
+impl Default for WalConfig {
+    fn default() -> WalConfig {
+        WalConfig {
+            segment_size: DEFAULT_SEGMENT_SIZE,
+            buffer_size: DEFAULT_BUFFER_SIZE,
+            async_flush_interval: None,
+        }
+    }
+}
+
+impl WalConfig {
+    /// Check every value; returns the validated segment size.
+    pub fn validate(&self) -> Result<SegmentSize> {
+        let size = SegmentSize::new(self.segment_size)?;
+        if self.buffer_size < MIN_BUFFER_SIZE {
+            return Err(WalError::InvalidConfig(format!(
+                "WAL buffer of {} bytes; at least {MIN_BUFFER_SIZE} are needed",
+                self.buffer_size
+            )));
+        }
+        if self.async_flush_interval == Some(Duration::ZERO) {
+            return Err(WalError::InvalidConfig(
+                "asynchronous flush interval must be longer than zero".to_string(),
+            ));
+        }
+        Ok(size)
+    }
+}
+
+/// Counters since the log was opened.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+pub struct WalStats {
+    /// Records inserted.
+    pub records: u64,
+    /// Bytes inserted (whole records).
+    pub bytes: u64,
+    /// Calls of [`Wal::flush`] (including those already satisfied).
+    pub flush_requests: u64,
+    /// fdatasync calls on segment files made to flush WAL (not counting the
+    /// one that makes a new zero-filled segment durable).
+    pub fsyncs: u64,
+    /// pwrite calls on segment files.
+    pub writes: u64,
+    /// Segment files created.
+    pub segments_created: u64,
+}
+
+/// What [`Wal::open`] found.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct Startup {
+    /// Where reading started.
+    pub start: Lsn,
+    /// Where valid WAL ended and why; new records go here.
+    pub end: WalEnd,
+    /// Valid records read from `start` to the end.
+    pub records: u64,
+    /// Start of the last valid record, if any was read.
+    pub last_record: Option<Lsn>,
+}
+
+/// The write-ahead log. Share it between threads by reference or `Arc`.
+#[derive(Debug)]
+pub struct Wal {
+    shared: Arc<Shared>,
+    flusher: Option<Flusher>,
+    startup: Startup,
+}
+
+/// The state every thread (and the background flusher) shares.
+#[derive(Debug)]
+struct Shared {
+    /// `<datadir>/wal`.
+    dir: PathBuf,
+    size: SegmentSize,
+    buffer_size: usize,
+    /// See the lock table in the module docs.
+    insert: Mutex<InsertState>,
+    write: Mutex<WriteState>,
+    flush_ctl: Mutex<FlushCtl>,
+    /// Signalled (with `flush_ctl`) when a flush leader finishes.
+    flushed_cv: Condvar,
+    /// Mirror of `InsertState::next`, stored under `insert`.
+    insert_lsn: AtomicU64,
+    /// Everything before this is durable. Stored under `write` after fdatasync.
+    flushed_lsn: AtomicU64,
+    /// Set once by the first failed write or fdatasync (see "Failures").
+    refused: OnceLock<String>,
+    counters: Counters,
+}
+
+/// Protected by `Shared::insert`.
+struct InsertState {
+    /// Inserted bytes not yet handed to a writer: positions `buf_start..next`.
+    buf: Vec<u8>,
+    buf_start: Lsn,
+    /// Where the next record starts (the insert position).
+    next: Lsn,
+    /// Start of the last record inserted: the next record's prev LSN.
+    prev: Lsn,
+    records: u64,
+    bytes: u64,
+}
+
+/// Protected by `Shared::write`.
+struct WriteState {
+    segments: SegmentWriter,
+    /// Everything before this has been written to the segment files.
+    written: Lsn,
+    /// An empty buffer to swap in for the full one (keeps its capacity).
+    spare: Vec<u8>,
+}
+
+// Debug without the buffers' contents (up to 16 MiB each).
+impl std::fmt::Debug for InsertState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InsertState")
+            .field("buffered", &self.buf.len())
+            .field("buf_start", &self.buf_start)
+            .field("next", &self.next)
+            .field("prev", &self.prev)
+            .field("records", &self.records)
+            .field("bytes", &self.bytes)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for WriteState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteState")
+            .field("segments", &self.segments)
+            .field("written", &self.written)
+            .field("spare_capacity", &self.spare.capacity())
+            .finish()
+    }
+}
+
+/// Protected by `Shared::flush_ctl`.
+#[derive(Debug, Default)]
+struct FlushCtl {
+    leader_active: bool,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    flush_requests: AtomicU64,
+    fsyncs: AtomicU64,
+    writes: AtomicU64,
+    segments_created: AtomicU64,
+}
+
+impl Wal {
+    /// Open the log in `<datadir>/wal/`, creating it if there is none, reading
+    /// from the log's origin (LSN 0) to the end of valid WAL. Fails if the
+    /// first segment has been recycled: then use [`Wal::open_from`] with the
+    /// redo point.
+    pub fn open(datadir: &Path, config: WalConfig) -> Result<Wal> {
+        Wal::open_at(datadir, config, None)
+    }
+
+    /// Open the log reading from `start`, which must be the start LSN of a
+    /// record (a checkpoint's redo point, in a later step).
+    pub fn open_from(datadir: &Path, config: WalConfig, start: Lsn) -> Result<Wal> {
+        Wal::open_at(datadir, config, Some(start))
+    }
+
+    fn open_at(datadir: &Path, config: WalConfig, start: Option<Lsn>) -> Result<Wal> {
+        let size = config.validate()?;
+        let dir = wal_dir(datadir);
+        if !dir.exists() {
+            fs::create_dir_all(&dir).map_err(|e| WalError::io("create directory", &dir, e))?;
+            sync_dir(datadir)?;
+        }
+        remove_temp_files(&dir)?;
+        let segments = list_segments(&dir, size)?;
+        let start = match start {
+            Some(lsn) => lsn,
+            None => match segments.first() {
+                None | Some(&Lsn::ZERO) => Lsn::ZERO,
+                Some(&first) => {
+                    return Err(WalError::InvalidStart {
+                        lsn: Lsn::ZERO,
+                        detail: format!(
+                            "the log's first segment has been recycled (the oldest is {}); open from a redo point",
+                            segment_path(&dir, first).display()
+                        ),
+                    });
+                }
+            },
+        };
+
+        let mut reader = WalReader::new(datadir, start, size.bytes())?;
+        let mut records = 0u64;
+        while reader.next_record()?.is_some() {
+            records += 1;
+        }
+        let end = reader
+            .end()
+            .expect("the reader returned None, so it has reached the end");
+        let last_record = reader.last_record_lsn();
+        if last_record.is_none() && start != Lsn::ZERO {
+            return Err(WalError::InvalidStart {
+                lsn: start,
+                detail: format!(
+                    "no valid record starts there ({}); the start must be a record's LSN",
+                    end.reason
+                ),
+            });
+        }
+        clear_after_end(&dir, size, end.lsn)?;
+
+        let startup = Startup {
+            start,
+            end,
+            records,
+            last_record,
+        };
+        let shared = Arc::new(Shared {
+            size,
+            buffer_size: config.buffer_size,
+            insert: Mutex::new(InsertState {
+                buf: Vec::new(),
+                buf_start: end.lsn,
+                next: end.lsn,
+                prev: last_record.unwrap_or(Lsn::ZERO),
+                records: 0,
+                bytes: 0,
+            }),
+            write: Mutex::new(WriteState {
+                segments: SegmentWriter {
+                    dir: dir.clone(),
+                    size,
+                    open: Vec::new(),
+                },
+                written: end.lsn,
+                spare: Vec::new(),
+            }),
+            flush_ctl: Mutex::new(FlushCtl::default()),
+            flushed_cv: Condvar::new(),
+            insert_lsn: AtomicU64::new(end.lsn.0),
+            flushed_lsn: AtomicU64::new(end.lsn.0),
+            refused: OnceLock::new(),
+            counters: Counters::default(),
+            dir,
+        });
+        let flusher = match config.async_flush_interval {
+            Some(interval) => Some(Flusher::start(Arc::clone(&shared), interval)?),
+            None => None,
+        };
+        Ok(Wal {
+            shared,
+            flusher,
+            startup,
+        })
+    }
+
+    /// Append `record` to the log. Returns its start LSN (its name; the next
+    /// record's prev LSN) and its end LSN (the page LSN for the pages it
+    /// changes; what to [`flush`](Wal::flush) to make it durable).
+    pub fn insert(&self, record: &Record) -> Result<(Lsn, Lsn)> {
+        self.shared.insert(record)
+    }
+
+    /// Return once every byte before `lsn` is durable (written and
+    /// fdatasync'ed). Waits with other committers so one fdatasync serves
+    /// them all (group commit).
+    pub fn flush(&self, lsn: Lsn) -> Result<()> {
+        self.shared
+            .counters
+            .flush_requests
+            .fetch_add(1, Ordering::Relaxed);
+        self.shared.flush(lsn)
+    }
+
+    /// Flush everything inserted so far.
+    pub fn flush_all(&self) -> Result<()> {
+        self.flush(self.insert_lsn())
+    }
+
+    /// Everything before this position is durable.
+    pub fn flushed_lsn(&self) -> Lsn {
+        Lsn(self.shared.flushed_lsn.load(Ordering::Acquire))
+    }
+
+    /// Where the next record will start: the end of everything inserted.
+    pub fn insert_lsn(&self) -> Lsn {
+        Lsn(self.shared.insert_lsn.load(Ordering::Acquire))
+    }
+
+    /// Would a page with LSN `lsn` need a WAL flush before being written?
+    pub fn needs_flush(&self, lsn: Lsn) -> bool {
+        lsn > self.flushed_lsn()
+    }
+
+    /// Counters since open.
+    pub fn stats(&self) -> WalStats {
+        let (records, bytes) = {
+            let ins = self.shared.insert.lock();
+            (ins.records, ins.bytes)
+        };
+        let c = &self.shared.counters;
+        WalStats {
+            records,
+            bytes,
+            flush_requests: c.flush_requests.load(Ordering::Relaxed),
+            fsyncs: c.fsyncs.load(Ordering::Relaxed),
+            writes: c.writes.load(Ordering::Relaxed),
+            segments_created: c.segments_created.load(Ordering::Relaxed),
+        }
+    }
+
+    /// What opening the log found.
+    pub fn startup(&self) -> Startup {
+        self.startup
+    }
+
+    /// The segment size the log is written with.
+    pub fn segment_size(&self) -> u64 {
+        self.shared.size.bytes()
+    }
+
+    /// The WAL directory, `<datadir>/wal`.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// Remove every segment that lies entirely before `lsn` (a checkpoint's
+    /// redo point, in a later step). `lsn` must be flushed already. Returns
+    /// how many segments were removed.
+    pub fn recycle_before(&self, lsn: Lsn) -> Result<usize> {
+        let flushed = self.flushed_lsn();
+        if lsn > flushed {
+            return Err(WalError::RecyclePastFlush {
+                lsn,
+                flushed_lsn: flushed,
+            });
+        }
+        let shared = &self.shared;
+        // Under `write`, so no segment is being created or written meanwhile.
+        let mut w = shared.write.lock();
+        let mut removed = 0;
+        for start in list_segments(&shared.dir, shared.size)? {
+            if start.0 + shared.size.bytes() > lsn.0 {
+                break;
+            }
+            w.segments.forget(start);
+            let path = segment_path(&shared.dir, start);
+            fs::remove_file(&path).map_err(|e| WalError::io("remove", &path, e))?;
+            removed += 1;
+        }
+        if removed > 0 {
+            sync_dir(&shared.dir)?;
+        }
+        Ok(removed)
+    }
+
+    /// Stop the background flusher, flush everything, and report any error
+    /// (dropping the log does the same but cannot report).
+    pub fn close(mut self) -> Result<()> {
+        self.flusher.take();
+        self.shared.flush(self.insert_lsn())
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        // Stop the background flusher first (it holds an Arc of `shared`).
+        self.flusher.take();
+        // A clean shutdown loses nothing; an error here has nowhere to go
+        // (use `close` to see it), and a crash test never gets here.
+        let _ = self.shared.flush(self.insert_lsn());
+    }
+}
+
+impl Shared {
+    fn check_refused(&self) -> Result<()> {
+        match self.refused.get() {
+            Some(why) => Err(WalError::WritesRefused(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn insert(&self, record: &Record) -> Result<(Lsn, Lsn)> {
+        // Step 1: everything that needs no lock.
+        let mut unlinked = record.encode_unlinked();
+        let len = unlinked.len();
+        loop {
+            self.check_refused()?;
+            let mut ins = self.insert.lock();
+            if !ins.buf.is_empty() && ins.buf.len() + len > self.buffer_size {
+                // The buffer is full: write it out ourselves, then retry.
+                drop(ins);
+                self.write_out(false)?;
+                continue;
+            }
+            // Step 2: take the position and link into the chain.
+            let start = ins.next;
+            let end = Lsn(start.0 + len as u64);
+            let bytes = unlinked.link(ins.prev);
+            ins.buf.extend_from_slice(bytes);
+            ins.prev = start;
+            ins.next = end;
+            ins.records += 1;
+            ins.bytes += len as u64;
+            self.insert_lsn.store(end.0, Ordering::Release);
+            return Ok((start, end));
+        }
+    }
+
+    /// Steps a-e of the module docs: write out everything inserted so far,
+    /// and with `sync`, fdatasync it and advance `flushed_lsn`.
+    fn write_out(&self, sync: bool) -> Result<()> {
+        let mut w = self.write.lock();
+        self.check_refused()?;
+        let (chunk_start, upto) = {
+            let mut ins = self.insert.lock();
+            let chunk_start = ins.buf_start;
+            let upto = ins.next;
+            std::mem::swap(&mut ins.buf, &mut w.spare);
+            ins.buf_start = upto;
+            (chunk_start, upto)
+        };
+        let mut chunk = std::mem::take(&mut w.spare);
+        debug_assert_eq!(chunk_start, w.written);
+        let result = self.write_chunk(&mut w, chunk_start, &chunk, upto, sync);
+        chunk.clear();
+        if chunk.capacity() > 2 * self.buffer_size {
+            chunk.shrink_to(self.buffer_size);
+        }
+        w.spare = chunk;
+        if let Err(e) = &result {
+            let _ = self.refused.set(e.to_string());
+        }
+        result
+    }
+
+    fn write_chunk(
+        &self,
+        w: &mut WriteState,
+        chunk_start: Lsn,
+        chunk: &[u8],
+        upto: Lsn,
+        sync: bool,
+    ) -> Result<()> {
+        if !chunk.is_empty() {
+            w.segments.write(chunk_start, chunk, &self.counters)?;
+        }
+        w.written = upto;
+        if sync {
+            w.segments.sync(&self.counters)?;
+            self.flushed_lsn.store(upto.0, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// The group-commit protocol of the module docs.
+    fn flush(&self, lsn: Lsn) -> Result<()> {
+        if Lsn(self.flushed_lsn.load(Ordering::Acquire)) >= lsn {
+            return Ok(());
+        }
+        let insert_lsn = Lsn(self.insert_lsn.load(Ordering::Acquire));
+        if lsn > insert_lsn {
+            return Err(WalError::FlushPastEnd { lsn, insert_lsn });
+        }
+        let mut ctl = self.flush_ctl.lock();
+        loop {
+            if Lsn(self.flushed_lsn.load(Ordering::Acquire)) >= lsn {
+                return Ok(());
+            }
+            self.check_refused()?;
+            if ctl.leader_active {
+                self.flushed_cv.wait(&mut ctl);
+                continue;
+            }
+            ctl.leader_active = true;
+            drop(ctl);
+            let result = {
+                let _leader = Leadership(self);
+                self.write_out(true)
+            };
+            ctl = self.flush_ctl.lock();
+            result?;
+        }
+    }
+}
+
+/// The flush leader's term: when it ends (even by a panic), the next waiter
+/// may lead, and every waiter rechecks `flushed_lsn`.
+struct Leadership<'a>(&'a Shared);
+
+impl Drop for Leadership<'_> {
+    fn drop(&mut self) {
+        self.0.flush_ctl.lock().leader_active = false;
+        self.0.flushed_cv.notify_all();
+    }
+}
+
+/// The segment files being written. Protected by `Shared::write`.
+#[derive(Debug)]
+struct SegmentWriter {
+    dir: PathBuf,
+    size: SegmentSize,
+    /// Ascending by start: the segment being written last, before it those
+    /// written since the last fdatasync (closed after it).
+    open: Vec<OpenSegment>,
+}
+
+#[derive(Debug)]
+struct OpenSegment {
+    start: Lsn,
+    file: File,
+    /// Written since its last fdatasync.
+    dirty: bool,
+}
+
+impl SegmentWriter {
+    /// pwrite `bytes` at `lsn`, split at segment boundaries, creating
+    /// segments as the write reaches them.
+    fn write(&mut self, lsn: Lsn, mut bytes: &[u8], counters: &Counters) -> Result<()> {
+        let mut pos = lsn;
+        while !bytes.is_empty() {
+            let start = self.size.segment_start(pos);
+            let offset = self.size.offset_in_segment(pos);
+            let n = (self.size.room_after(pos) as usize).min(bytes.len());
+            let seg = self.segment(start, counters)?;
+            seg.dirty = true;
+            let result = seg.file.write_all_at(&bytes[..n], offset);
+            result.map_err(|e| {
+                WalError::io(
+                    format!("write at {pos} to"),
+                    segment_path(&self.dir, start),
+                    e,
+                )
+            })?;
+            counters.writes.fetch_add(1, Ordering::Relaxed);
+            bytes = &bytes[n..];
+            pos = Lsn(pos.0 + n as u64);
+        }
+        Ok(())
+    }
+
+    /// fdatasync every segment written since the last sync, so that a write
+    /// that crossed into a new segment is durable in both files; then close
+    /// all but the newest.
+    fn sync(&mut self, counters: &Counters) -> Result<()> {
+        for seg in self.open.iter_mut().filter(|s| s.dirty) {
+            seg.file
+                .sync_data()
+                .map_err(|e| WalError::io("fdatasync", segment_path(&self.dir, seg.start), e))?;
+            seg.dirty = false;
+            counters.fsyncs.fetch_add(1, Ordering::Relaxed);
+        }
+        let keep = self.open.len().saturating_sub(1);
+        self.open.drain(..keep);
+        Ok(())
+    }
+
+    /// The open segment starting at `start`, opening or creating it.
+    fn segment(&mut self, start: Lsn, counters: &Counters) -> Result<&mut OpenSegment> {
+        if let Some(i) = self.open.iter().position(|s| s.start == start) {
+            return Ok(&mut self.open[i]);
+        }
+        let (file, created) = open_or_create_segment(&self.dir, start, self.size)?;
+        if created {
+            counters.segments_created.fetch_add(1, Ordering::Relaxed);
+        }
+        self.open.push(OpenSegment {
+            start,
+            file,
+            dirty: false,
+        });
+        Ok(self.open.last_mut().expect("just pushed"))
+    }
+
+    /// Close the segment starting at `start` (it is being removed).
+    fn forget(&mut self, start: Lsn) {
+        self.open.retain(|s| s.start != start);
+    }
+}
+
+/// Make the log end at `end` on disk: zero the rest of the segment holding
+/// `end` and remove every later segment. Afterwards everything past the insert
+/// position reads as zeros, which the reader relies on to find the end, and no
+/// bytes of an old torn tail can be mistaken for records written after it.
+fn clear_after_end(dir: &Path, size: SegmentSize, end: Lsn) -> Result<()> {
+    let end_segment = size.segment_start(end);
+    let path = segment_path(dir, end_segment);
+    match OpenOptions::new().read(true).write(true).open(&path) {
+        Ok(f) => clear_segment_tail(&f, &path, size, end)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(WalError::io("open", &path, e)),
+    }
+    let mut removed = false;
+    for start in list_segments(dir, size)? {
+        if start > end_segment {
+            let p = segment_path(dir, start);
+            fs::remove_file(&p).map_err(|e| WalError::io("remove", &p, e))?;
+            removed = true;
+        }
+    }
+    if removed {
+        sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// Zero `file` (the segment holding `end`) from `end` on, writing only pieces
+/// that are not zero already, and restore its full length if it is short.
+fn clear_segment_tail(file: &File, path: &Path, size: SegmentSize, end: Lsn) -> Result<()> {
+    let len = file
+        .metadata()
+        .map_err(|e| WalError::io("stat", path, e))?
+        .len();
+    let mut changed = false;
+    let mut offset = size.offset_in_segment(end);
+    let stop = len.min(size.bytes());
+    let mut buf = vec![0u8; CLEAR_CHUNK];
+    let zeros = vec![0u8; CLEAR_CHUNK];
+    while offset < stop {
+        let n = ((stop - offset) as usize).min(CLEAR_CHUNK);
+        file.read_exact_at(&mut buf[..n], offset)
+            .map_err(|e| WalError::io(format!("read at offset {offset}"), path, e))?;
+        if buf[..n].iter().any(|b| *b != 0) {
+            file.write_all_at(&zeros[..n], offset)
+                .map_err(|e| WalError::io(format!("zero at offset {offset}"), path, e))?;
+            changed = true;
+        }
+        offset += n as u64;
+    }
+    if len < size.bytes() {
+        file.set_len(size.bytes())
+            .map_err(|e| WalError::io("extend", path, e))?;
+        changed = true;
+    }
+    if changed {
+        file.sync_data()
+            .map_err(|e| WalError::io("fdatasync", path, e))?;
+    }
+    Ok(())
+}
+
+/// The background flusher of asynchronous commit.
+#[derive(Debug)]
+struct Flusher {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Flusher {
+    fn start(shared: Arc<Shared>, interval: Duration) -> Result<Flusher> {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let stop2 = Arc::clone(&stop);
+        let dir = shared.dir.clone();
+        let thread = std::thread::Builder::new()
+            .name("wal-flusher".to_string())
+            .spawn(move || {
+                loop {
+                    {
+                        let mut stopped = stop2.0.lock();
+                        if !*stopped {
+                            stop2.1.wait_for(&mut stopped, interval);
+                        }
+                        if *stopped {
+                            return;
+                        }
+                    }
+                    let target = Lsn(shared.insert_lsn.load(Ordering::Acquire));
+                    // A failure is sticky (WritesRefused): every caller sees it.
+                    if shared.flush(target).is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| WalError::io("start the WAL flusher thread for", dir, e))?;
+        Ok(Flusher {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Flusher {
+    fn drop(&mut self) {
+        *self.stop.0.lock() = true;
+        self.stop.1.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

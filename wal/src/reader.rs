@@ -1,0 +1,547 @@
+//! Reading the log back: the recovery reader and its end-of-WAL rules.
+//!
+//! [`WalReader`] starts at an LSN where a record begins and yields records in
+//! log order. The log has no "end" marker: the end is where the bytes stop
+//! being valid records. The hard part is telling the end of the log, which is
+//! normal after every crash, from damage in the middle, which must not be
+//! skipped silently.
+//!
+//! # Reading one record at position `p`
+//!
+//! ```text
+//!   read the 27-byte header at p
+//!     no bytes at all (no segment file, or end of file)  -> end: CleanEnd
+//!     length field 0                                     -> end: ZeroedTail
+//!     length outside MIN_RECORD_LEN..=MAX_RECORD_LEN     -> end: TornRecord(BadLength)
+//!   read `length` bytes at p
+//!     fewer bytes exist                                  -> end: TornRecord(Truncated)
+//!     CRC mismatch                                       -> end: TornRecord(ChecksumMismatch)
+//!     CRC right but fields do not decode                 -> ERROR (a bug or format change)
+//!     prev LSN is not the record read before             -> ERROR (broken chain)
+//!   yield (p, record); continue at p + length
+//! ```
+//!
+//! # An end is only an end if nothing valid follows it
+//!
+//! Every candidate end at position `e` is checked before it is accepted:
+//!
+//! 1. **No segment gap.** If the data ran out (CleanEnd, Truncated) because a
+//!    segment file is missing or short, and a later segment file exists, the
+//!    log has a hole: an error. Segments are created in order and zero-filled
+//!    in full before use (`segment` invariants 1 and 2), so a crash cannot
+//!    cause this.
+//! 2. **No valid record after it.** The record that would follow a damaged
+//!    record at `e` starts within [`MAX_RECORD_LEN`] bytes of `e`. The reader
+//!    searches that window for a record that checks out (plausible length,
+//!    known kind, matching CRC) and whose prev LSN lies in `e ..` its own
+//!    position, that is, a record that was written *after* the one at `e`. If
+//!    there is one, the bad bytes at `e` are in the middle of the log: an
+//!    error naming the segment file and `e`. The prev-LSN range rather than
+//!    `prev == e` also catches damage that spans several records (a lost 4 kB
+//!    write), as long as a valid record follows within the window.
+//!
+//! Otherwise the end is accepted and reported by [`WalReader::end_of_wal`] and
+//! [`WalReader::end_reason`].
+//!
+//! A torn tail is normal: a crash while a flush was writing leaves the last
+//! record half written (a CRC mismatch, bytes of zeros, or a length that runs
+//! off the end). Its flush never returned, so no commit depended on it.
+//!
+//! Known limits:
+//! - A power failure in the middle of one large unacknowledged write can
+//!   persist a later 4 kB page but not an earlier one. The reader then finds a
+//!   valid record after an invalid one and reports corruption, although
+//!   nothing acknowledged was lost. We prefer a false alarm that names the LSN
+//!   to silently cutting off acknowledged commits; PostgreSQL, which never
+//!   looks past the first invalid record, makes the opposite choice.
+//! - Damage in the middle that is followed by more than [`MAX_RECORD_LEN`]
+//!   bytes of invalid data (a large zeroed region) looks like the end.
+//! - A reader sees each segment file as it was when the reader first read it;
+//!   it is meant for recovery, not for following a log that is being written.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Result, WalError};
+use crate::lsn::Lsn;
+use crate::record::{
+    self, HEADER_LEN, MAX_RECORD_LEN, MIN_RECORD_LEN, Record, crcs, peek_kind, peek_len,
+    peek_prev_lsn, plausible_len,
+};
+use crate::segment::{SegmentSize, list_segments, segment_path, wal_dir};
+
+/// Why the reader stopped.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum EndReason {
+    /// The segment files end exactly where a record would start.
+    CleanEnd,
+    /// Where the next record would start, the length field is zero: space that
+    /// was preallocated and never written. The usual end of a live log.
+    ZeroedTail,
+    /// The next record is not whole: the write that carried it was cut short.
+    TornRecord(Torn),
+}
+
+/// How the last record is broken.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Torn {
+    /// Its bytes run past the end of the segment files.
+    Truncated,
+    /// Its bytes are there but the CRC does not match.
+    ChecksumMismatch,
+    /// Its length field is not a length a record can have.
+    BadLength,
+}
+
+impl EndReason {
+    /// Is this a torn record rather than a tidy end?
+    pub fn is_torn(self) -> bool {
+        matches!(self, EndReason::TornRecord(_))
+    }
+}
+
+impl std::fmt::Display for EndReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EndReason::CleanEnd => write!(f, "the segment files end here"),
+            EndReason::ZeroedTail => write!(f, "zeroed space"),
+            EndReason::TornRecord(Torn::Truncated) => write!(f, "a record cut short"),
+            EndReason::TornRecord(Torn::ChecksumMismatch) => {
+                write!(f, "a record with a checksum mismatch")
+            }
+            EndReason::TornRecord(Torn::BadLength) => {
+                write!(f, "a record with an impossible length")
+            }
+        }
+    }
+}
+
+/// Where the log ended and why.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct WalEnd {
+    /// The position after the last valid record: where the next one goes.
+    pub lsn: Lsn,
+    pub reason: EndReason,
+}
+
+/// Reads records in log order from a start position to the end of valid WAL.
+///
+/// Also an [`Iterator`] of `Result<(Lsn, Record)>`; after an error or the end
+/// it yields nothing more.
+#[derive(Debug)]
+pub struct WalReader {
+    source: SegmentSource,
+    /// Where the next record starts.
+    next: Lsn,
+    /// Start of the last record yielded: the next one's prev LSN must equal it.
+    last: Option<Lsn>,
+    end: Option<WalEnd>,
+    failed: bool,
+}
+
+/// What reading at one position found.
+enum Step {
+    Record(Record, u64),
+    End(EndReason),
+}
+
+impl WalReader {
+    /// A reader of the log in `<datadir>/wal/` starting at `start`, which must
+    /// be where a record begins (the origin, 0, or a record's start LSN).
+    pub fn new(datadir: &Path, start: Lsn, segment_size: u64) -> Result<WalReader> {
+        Ok(WalReader {
+            source: SegmentSource::new(wal_dir(datadir), SegmentSize::new(segment_size)?),
+            next: start,
+            last: None,
+            end: None,
+            failed: false,
+        })
+    }
+
+    /// The next record and its start LSN, `None` at the end of valid WAL, or
+    /// an error for damage in the middle of the log.
+    pub fn next_record(&mut self) -> Result<Option<(Lsn, Record)>> {
+        if self.end.is_some() || self.failed {
+            return Ok(None);
+        }
+        let result = self.step();
+        if result.is_err() {
+            self.failed = true;
+        }
+        result
+    }
+
+    fn step(&mut self) -> Result<Option<(Lsn, Record)>> {
+        let at = self.next;
+        match self.read_at(at)? {
+            Step::Record(rec, len) => {
+                if let Some(last) = self.last
+                    && rec.prev_lsn() != last
+                {
+                    return Err(self.corrupt(
+                        at,
+                        format!(
+                            "broken chain: the record's prev LSN is {}, but the record before it starts at {last}",
+                            rec.prev_lsn()
+                        ),
+                    ));
+                }
+                self.next = at.checked_add(len).ok_or_else(|| {
+                    self.corrupt(at, "record runs past the largest LSN".to_string())
+                })?;
+                self.last = Some(at);
+                Ok(Some((at, rec)))
+            }
+            Step::End(reason) => {
+                self.check_nothing_follows(at, reason)?;
+                self.end = Some(WalEnd { lsn: at, reason });
+                Ok(None)
+            }
+        }
+    }
+
+    /// Where the log ends (the position after the last valid record), once
+    /// the reader has reached it; `None` before that or after an error.
+    pub fn end_of_wal(&self) -> Option<Lsn> {
+        self.end.map(|e| e.lsn)
+    }
+
+    /// Why the reader stopped, once it has reached the end.
+    pub fn end_reason(&self) -> Option<EndReason> {
+        self.end.map(|e| e.reason)
+    }
+
+    /// The end, with its reason, once reached.
+    pub fn end(&self) -> Option<WalEnd> {
+        self.end
+    }
+
+    /// Start of the last record yielded.
+    pub fn last_record_lsn(&self) -> Option<Lsn> {
+        self.last
+    }
+
+    /// Where the next record would start.
+    pub fn position(&self) -> Lsn {
+        self.next
+    }
+
+    /// Read every remaining record.
+    pub fn read_to_end(&mut self) -> Result<Vec<(Lsn, Record)>> {
+        let mut out = Vec::new();
+        while let Some(r) = self.next_record()? {
+            out.push(r);
+        }
+        Ok(out)
+    }
+
+    fn read_at(&mut self, at: Lsn) -> Result<Step> {
+        let head = self.source.read(at, HEADER_LEN)?;
+        if head.is_empty() {
+            return Ok(Step::End(EndReason::CleanEnd));
+        }
+        let Some(len) = peek_len(&head) else {
+            // Fewer than 4 bytes before the files end.
+            return Ok(Step::End(if head.iter().all(|b| *b == 0) {
+                EndReason::ZeroedTail
+            } else {
+                EndReason::TornRecord(Torn::Truncated)
+            }));
+        };
+        if len == 0 {
+            return Ok(Step::End(EndReason::ZeroedTail));
+        }
+        if !plausible_len(len) {
+            return Ok(Step::End(EndReason::TornRecord(Torn::BadLength)));
+        }
+        let bytes = self.source.read(at, len as usize)?;
+        if bytes.len() < len as usize {
+            return Ok(Step::End(EndReason::TornRecord(Torn::Truncated)));
+        }
+        if crcs(&bytes).is_none_or(|(stored, computed)| stored != computed) {
+            return Ok(Step::End(EndReason::TornRecord(Torn::ChecksumMismatch)));
+        }
+        let rec = record::decode(&bytes).map_err(|e| {
+            self.corrupt(
+                at,
+                format!("the record's checksum is right but it does not decode: {e}"),
+            )
+        })?;
+        Ok(Step::Record(rec, len as u64))
+    }
+
+    /// Accept `end` as the end of the log only if no segment gap and no valid
+    /// record follows it (rules 1 and 2 in the module docs).
+    fn check_nothing_follows(&mut self, end: Lsn, reason: EndReason) -> Result<()> {
+        if matches!(
+            reason,
+            EndReason::CleanEnd | EndReason::TornRecord(Torn::Truncated)
+        ) {
+            let data_end = self.source.data_end(end)?;
+            let seg = self.source.size.segment_start(data_end);
+            let later = list_segments(&self.source.dir, self.source.size)?
+                .into_iter()
+                .find(|s| *s > seg);
+            if let Some(later) = later {
+                return Err(self.corrupt(
+                    end,
+                    format!(
+                        "the log stops at {data_end} ({reason}), but segment {} exists after it: a segment is missing or short",
+                        segment_path(&self.source.dir, later).display()
+                    ),
+                ));
+            }
+        }
+        let window = self.source.read(end, MAX_RECORD_LEN + HEADER_LEN)?;
+        for offset in MIN_RECORD_LEN..window.len().saturating_sub(HEADER_LEN) {
+            let head = &window[offset..];
+            let at = Lsn(end.0 + offset as u64);
+            let follows = peek_prev_lsn(head).is_some_and(|prev| end <= prev && prev < at)
+                && peek_len(head).is_some_and(plausible_len)
+                && peek_kind(head).is_some();
+            if !follows {
+                continue;
+            }
+            let len = peek_len(head).unwrap_or(0) as usize;
+            let bytes = self.source.read(at, len)?;
+            if bytes.len() == len && crcs(&bytes).is_some_and(|(s, c)| s == c) {
+                return Err(self.corrupt(
+                    end,
+                    format!(
+                        "invalid record here ({reason}), but a valid record written after it starts at {at}: damage in the middle of the log"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn corrupt(&self, lsn: Lsn, detail: String) -> WalError {
+        WalError::CorruptRecord {
+            lsn,
+            file: self.source.path_of(lsn),
+            detail,
+        }
+    }
+}
+
+impl Iterator for WalReader {
+    type Item = Result<(Lsn, Record)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_record().transpose()
+    }
+}
+
+/// Segment files read whole into memory, a couple at a time.
+#[derive(Debug)]
+struct SegmentSource {
+    dir: PathBuf,
+    size: SegmentSize,
+    /// Recently read segments: `(start, contents)`; a missing file is cached
+    /// as `None`. At most [`SegmentSource::CACHED`] entries.
+    cache: Vec<(Lsn, Option<Vec<u8>>)>,
+}
+
+impl SegmentSource {
+    /// Two segments: the one being read and the next, which a record
+    /// crossing the boundary needs.
+    const CACHED: usize = 2;
+
+    fn new(dir: PathBuf, size: SegmentSize) -> SegmentSource {
+        SegmentSource {
+            dir,
+            size,
+            cache: Vec::new(),
+        }
+    }
+
+    fn path_of(&self, lsn: Lsn) -> PathBuf {
+        segment_path(&self.dir, self.size.segment_start(lsn))
+    }
+
+    /// The contents of the segment starting at `start`, or `None` if there is
+    /// no such file. A file longer than a segment is damage.
+    fn segment(&mut self, start: Lsn) -> Result<Option<&[u8]>> {
+        let i = match self.cache.iter().position(|(s, _)| *s == start) {
+            Some(i) => i,
+            None => {
+                let path = segment_path(&self.dir, start);
+                let contents = match fs::read(&path) {
+                    Ok(c) => Some(c),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                    Err(e) => return Err(WalError::io("read", &path, e)),
+                };
+                if let Some(c) = &contents
+                    && c.len() as u64 > self.size.bytes()
+                {
+                    return Err(WalError::CorruptSegment {
+                        file: path,
+                        detail: format!(
+                            "{} bytes, longer than the segment size {}",
+                            c.len(),
+                            self.size.bytes()
+                        ),
+                    });
+                }
+                if self.cache.len() == Self::CACHED {
+                    // Reads move forward: drop the earliest segment.
+                    let oldest = (0..self.cache.len())
+                        .min_by_key(|i| self.cache[*i].0)
+                        .unwrap_or(0);
+                    self.cache.swap_remove(oldest);
+                }
+                self.cache.push((start, contents));
+                self.cache.len() - 1
+            }
+        };
+        Ok(self.cache[i].1.as_deref())
+    }
+
+    /// Up to `n` bytes from `lsn` on, crossing segment files; fewer if the
+    /// files end first (a missing segment or a short file).
+    fn read(&mut self, lsn: Lsn, n: usize) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(n.min(1 << 20));
+        let mut pos = lsn;
+        while out.len() < n {
+            let start = self.size.segment_start(pos);
+            let offset = self.size.offset_in_segment(pos) as usize;
+            let Some(seg) = self.segment(start)? else {
+                break;
+            };
+            let Some(avail) = seg.get(offset..) else {
+                break;
+            };
+            let take = avail.len().min(n - out.len());
+            out.extend_from_slice(&avail[..take]);
+            if offset + take < self.size.bytes() as usize {
+                break; // a short file ends here, or we have enough
+            }
+            match pos.checked_add(take as u64) {
+                Some(p) => pos = p,
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// The position where the segment files stop having bytes, searching
+    /// forward from `lsn` (which is at most one record short of it).
+    fn data_end(&mut self, lsn: Lsn) -> Result<Lsn> {
+        let mut pos = lsn;
+        loop {
+            let start = self.size.segment_start(pos);
+            let offset = self.size.offset_in_segment(pos);
+            let len = self.segment(start)?.map_or(0, |s| s.len() as u64);
+            if len < self.size.bytes() {
+                // The reader only gets here by reading whole records, so
+                // `lsn` is never past the end of the data.
+                debug_assert!(offset <= len);
+                return Ok(Lsn(start.0 + len));
+            }
+            match start.checked_add(self.size.bytes()) {
+                Some(next) => pos = next,
+                None => return Ok(pos),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::RmgrKind;
+    use crate::segment::{MIN_SEGMENT_SIZE, open_or_create_segment};
+    use std::os::unix::fs::FileExt;
+
+    const SEG: u64 = MIN_SEGMENT_SIZE;
+
+    fn write_log(dir: &Path, records: &[Record]) -> Vec<(Lsn, u64)> {
+        let wal = wal_dir(dir);
+        fs::create_dir_all(&wal).unwrap();
+        let size = SegmentSize::new(SEG).unwrap();
+        let mut pos = Lsn(0);
+        let mut prev = Lsn(0);
+        let mut out = Vec::new();
+        for r in records {
+            let bytes = r.clone().with_prev_lsn(prev).encode();
+            let mut written = 0;
+            while written < bytes.len() {
+                let p = Lsn(pos.0 + written as u64);
+                let (f, _) = open_or_create_segment(&wal, size.segment_start(p), size).unwrap();
+                let n = (size.room_after(p) as usize).min(bytes.len() - written);
+                f.write_all_at(&bytes[written..written + n], size.offset_in_segment(p))
+                    .unwrap();
+                written += n;
+            }
+            out.push((pos, bytes.len() as u64));
+            prev = pos;
+            pos = Lsn(pos.0 + bytes.len() as u64);
+        }
+        out
+    }
+
+    fn rec(n: usize) -> Record {
+        Record::builder(RmgrKind::Heap, 0, n as u64)
+            .payload(vec![n as u8; 50 + n])
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn empty_directory_is_a_clean_end_at_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = WalReader::new(dir.path(), Lsn(0), SEG).unwrap();
+        assert!(r.next_record().unwrap().is_none());
+        assert_eq!(
+            r.end(),
+            Some(WalEnd {
+                lsn: Lsn(0),
+                reason: EndReason::CleanEnd
+            })
+        );
+    }
+
+    #[test]
+    fn reads_records_in_order_and_stops_at_zeros() {
+        let dir = tempfile::tempdir().unwrap();
+        let recs: Vec<Record> = (0..20).map(rec).collect();
+        let layout = write_log(dir.path(), &recs);
+        let mut r = WalReader::new(dir.path(), Lsn(0), SEG).unwrap();
+        let got = r.read_to_end().unwrap();
+        assert_eq!(got.len(), 20);
+        for ((lsn, got), (want_lsn, _)) in got.iter().zip(&layout) {
+            assert_eq!(lsn, want_lsn);
+            assert_eq!(got.xid(), recs[got.xid() as usize].xid());
+        }
+        let (last, len) = *layout.last().unwrap();
+        assert_eq!(r.end_of_wal(), Some(Lsn(last.0 + len)));
+        assert_eq!(r.end_reason(), Some(EndReason::ZeroedTail));
+    }
+
+    #[test]
+    fn missing_middle_segment_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        // Enough records to fill three segments.
+        let recs: Vec<Record> = (0..1500).map(|i| rec(i % 200)).collect();
+        write_log(dir.path(), &recs);
+        fs::remove_file(segment_path(&wal_dir(dir.path()), Lsn(SEG))).unwrap();
+        let e = WalReader::new(dir.path(), Lsn(0), SEG)
+            .unwrap()
+            .read_to_end()
+            .unwrap_err();
+        assert!(e.to_string().contains("a segment is missing"), "{e}");
+    }
+
+    #[test]
+    fn data_end_finds_the_end_of_a_short_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = wal_dir(dir.path());
+        fs::create_dir_all(&wal).unwrap();
+        fs::write(segment_path(&wal, Lsn(0)), vec![0u8; SEG as usize]).unwrap();
+        fs::write(segment_path(&wal, Lsn(SEG)), vec![0u8; 100]).unwrap();
+        let mut s = SegmentSource::new(wal, SegmentSize::new(SEG).unwrap());
+        assert_eq!(s.data_end(Lsn(10)).unwrap(), Lsn(SEG + 100));
+        assert_eq!(s.read(Lsn(SEG - 10), 1000).unwrap().len(), 110);
+    }
+}

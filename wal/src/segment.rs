@@ -1,0 +1,265 @@
+//! Segment files: the log's byte stream cut into fixed-size files.
+//!
+//! The log is one stream of bytes (see `lsn`); on disk it is cut into
+//! segments of `segment_size` bytes each, a power of two. Segment `k` holds the
+//! positions `k * segment_size .. (k + 1) * segment_size` and is named by its
+//! first position as 16 upper-case hex digits:
+//!
+//! ```text
+//!  <datadir>/wal/
+//!    0000000000000000   LSN 0          .. 16 MiB
+//!    0000000001000000   LSN 16 MiB     .. 32 MiB
+//!    0000000002000000   LSN 32 MiB     .. 48 MiB    <- being written
+//! ```
+//!
+//! A record is found by its LSN alone: byte `lsn` lives in the file named
+//! `segment_start(lsn)` at offset `lsn - segment_start(lsn)`. A record may start
+//! in one segment and end in the next; nothing in a file marks the cut.
+//!
+//! Invariants:
+//! 1. A segment file under its real name is always `segment_size` bytes long
+//!    and was zero-filled before its first record was written: it is created
+//!    as `<name>.tmp`, filled with zeros, fdatasync'ed, renamed, and the
+//!    directory fsync'ed (PostgreSQL's `XLogFileInit` does the same). So a
+//!    crash never leaves a short segment, and unwritten space reads as zeros,
+//!    which is how the reader recognises the end of the log.
+//! 2. Segments are contiguous: segments are created in order at the end and
+//!    removed in order from the front, so a missing segment between two
+//!    present ones is damage, not a crash.
+//!
+//! Shortcuts: PostgreSQL renames old segments for reuse instead of removing
+//! them, and puts a header on every 8 kB WAL page so that a reader can start at
+//! any segment and tell a recycled segment's stale contents from new ones. We
+//! remove old segments (so stale records never exist) and start reading only at
+//! a known record (the log's origin, or a position given by the caller).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Result, WalError};
+use crate::lsn::Lsn;
+
+/// PostgreSQL's default `wal_segment_size`: large enough that creating a file
+/// is rare, small enough to remove old WAL in useful steps.
+pub const DEFAULT_SEGMENT_SIZE: u64 = 16 << 20;
+/// The smallest segment we allow: lets tests cross segment boundaries every few
+/// records without making every record cross one.
+pub const MIN_SEGMENT_SIZE: u64 = 64 << 10;
+/// The largest segment (PostgreSQL's limit is also 1 GiB).
+pub const MAX_SEGMENT_SIZE: u64 = 1 << 30;
+/// Name of the WAL directory inside the data directory.
+pub const WAL_DIR_NAME: &str = "wal";
+/// Suffix of a segment being created (see invariant 1).
+const TEMP_SUFFIX: &str = ".tmp";
+/// Zeros are written in pieces of this size when a segment is created.
+const ZERO_FILL_CHUNK: usize = 1 << 20;
+
+/// The WAL directory of a data directory.
+pub fn wal_dir(datadir: &Path) -> PathBuf {
+    datadir.join(WAL_DIR_NAME)
+}
+
+/// A validated segment size: a power of two within
+/// [`MIN_SEGMENT_SIZE`]`..=`[`MAX_SEGMENT_SIZE`].
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct SegmentSize(u64);
+
+impl SegmentSize {
+    pub fn new(bytes: u64) -> Result<SegmentSize> {
+        if !bytes.is_power_of_two() || !(MIN_SEGMENT_SIZE..=MAX_SEGMENT_SIZE).contains(&bytes) {
+            return Err(WalError::InvalidConfig(format!(
+                "segment size {bytes} must be a power of two from {MIN_SEGMENT_SIZE} to {MAX_SEGMENT_SIZE}"
+            )));
+        }
+        Ok(SegmentSize(bytes))
+    }
+
+    pub fn bytes(self) -> u64 {
+        self.0
+    }
+
+    /// First position of the segment holding `lsn`.
+    pub fn segment_start(self, lsn: Lsn) -> Lsn {
+        Lsn(lsn.0 & !(self.0 - 1))
+    }
+
+    /// Offset of `lsn` within its segment file.
+    pub fn offset_in_segment(self, lsn: Lsn) -> u64 {
+        lsn.0 & (self.0 - 1)
+    }
+
+    /// Bytes from `lsn` to the end of its segment (at least 1).
+    pub fn room_after(self, lsn: Lsn) -> u64 {
+        self.0 - self.offset_in_segment(lsn)
+    }
+}
+
+/// The file name of the segment starting at `start`.
+pub fn segment_file_name(start: Lsn) -> String {
+    format!("{:016X}", start.0)
+}
+
+/// The start LSN named by a segment file name, if `name` is one.
+pub fn parse_segment_file_name(name: &str) -> Option<Lsn> {
+    if name.len() != 16 || !name.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(name, 16).ok().map(Lsn)
+}
+
+/// The path of the segment starting at `start`.
+pub fn segment_path(wal_dir: &Path, start: Lsn) -> PathBuf {
+    wal_dir.join(segment_file_name(start))
+}
+
+/// The segments in `wal_dir`, by start LSN, ascending. Files with other names
+/// are ignored; a segment name that is not a multiple of the segment size is
+/// an error (the directory belongs to a log with another segment size).
+pub(crate) fn list_segments(wal_dir: &Path, size: SegmentSize) -> Result<Vec<Lsn>> {
+    let entries = match fs::read_dir(wal_dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(WalError::io("list", wal_dir, e)),
+    };
+    let mut starts = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| WalError::io("list", wal_dir, e))?;
+        let name = entry.file_name();
+        let Some(start) = name.to_str().and_then(parse_segment_file_name) else {
+            continue;
+        };
+        if size.offset_in_segment(start) != 0 {
+            return Err(WalError::CorruptSegment {
+                file: entry.path(),
+                detail: format!(
+                    "name is not a multiple of the segment size {}: the log was written with another segment size",
+                    size.bytes()
+                ),
+            });
+        }
+        starts.push(start);
+    }
+    starts.sort();
+    Ok(starts)
+}
+
+/// Remove `*.tmp` files left by a crash during segment creation.
+pub(crate) fn remove_temp_files(wal_dir: &Path) -> Result<()> {
+    let entries = fs::read_dir(wal_dir).map_err(|e| WalError::io("list", wal_dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| WalError::io("list", wal_dir, e))?;
+        if entry.file_name().to_string_lossy().ends_with(TEMP_SUFFIX) {
+            let path = entry.path();
+            fs::remove_file(&path).map_err(|e| WalError::io("remove", &path, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Make a directory's entries (created, renamed, removed files) durable.
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| WalError::io("fsync directory", dir, e))
+}
+
+/// Open the segment starting at `start` for writing, creating it zero-filled
+/// (invariant 1) if it does not exist. Returns the file and whether it was
+/// created.
+pub(crate) fn open_or_create_segment(
+    wal_dir: &Path,
+    start: Lsn,
+    size: SegmentSize,
+) -> Result<(File, bool)> {
+    let path = segment_path(wal_dir, start);
+    match OpenOptions::new().read(true).write(true).open(&path) {
+        Ok(f) => return Ok((f, false)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(WalError::io("open", &path, e)),
+    }
+    let tmp = wal_dir.join(format!("{}{TEMP_SUFFIX}", segment_file_name(start)));
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)
+        .map_err(|e| WalError::io("create", &tmp, e))?;
+    let zeros = vec![0u8; ZERO_FILL_CHUNK];
+    let mut left = size.bytes();
+    while left > 0 {
+        let n = left.min(ZERO_FILL_CHUNK as u64) as usize;
+        f.write_all(&zeros[..n])
+            .map_err(|e| WalError::io("zero-fill", &tmp, e))?;
+        left -= n as u64;
+    }
+    f.sync_data()
+        .map_err(|e| WalError::io("fdatasync", &tmp, e))?;
+    fs::rename(&tmp, &path).map_err(|e| WalError::io("rename into place", &tmp, e))?;
+    sync_dir(wal_dir)?;
+    Ok((f, true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_sixteen_hex_digits_of_the_start() {
+        assert_eq!(segment_file_name(Lsn(0)), "0000000000000000");
+        assert_eq!(segment_file_name(Lsn(0x1000000)), "0000000001000000");
+        assert_eq!(
+            parse_segment_file_name("00000000ABCD0000"),
+            Some(Lsn(0xABCD0000))
+        );
+        assert_eq!(parse_segment_file_name("00000000ABCD000"), None);
+        assert_eq!(parse_segment_file_name("00000000ABCD000G"), None);
+        assert_eq!(parse_segment_file_name("0000000000000000.tmp"), None);
+    }
+
+    #[test]
+    fn sizes_must_be_powers_of_two_in_range() {
+        assert!(SegmentSize::new(MIN_SEGMENT_SIZE).is_ok());
+        assert!(SegmentSize::new(DEFAULT_SEGMENT_SIZE).is_ok());
+        assert!(SegmentSize::new(MIN_SEGMENT_SIZE / 2).is_err());
+        assert!(SegmentSize::new(3 << 20).is_err());
+        assert!(SegmentSize::new(MAX_SEGMENT_SIZE * 2).is_err());
+    }
+
+    #[test]
+    fn positions_map_to_segment_and_offset() {
+        let s = SegmentSize::new(1 << 16).unwrap();
+        assert_eq!(s.segment_start(Lsn(0x1_2345)), Lsn(0x1_0000));
+        assert_eq!(s.offset_in_segment(Lsn(0x1_2345)), 0x2345);
+        assert_eq!(s.room_after(Lsn(0x1_FFFF)), 1);
+        assert_eq!(s.room_after(Lsn(0x2_0000)), 1 << 16);
+    }
+
+    #[test]
+    fn created_segment_is_full_size_zeros_and_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let size = SegmentSize::new(MIN_SEGMENT_SIZE).unwrap();
+        let (_, created) = open_or_create_segment(dir.path(), Lsn(MIN_SEGMENT_SIZE), size).unwrap();
+        assert!(created);
+        let (_, created) = open_or_create_segment(dir.path(), Lsn(MIN_SEGMENT_SIZE), size).unwrap();
+        assert!(!created);
+        let bytes = fs::read(segment_path(dir.path(), Lsn(MIN_SEGMENT_SIZE))).unwrap();
+        assert_eq!(bytes.len() as u64, MIN_SEGMENT_SIZE);
+        assert!(bytes.iter().all(|b| *b == 0));
+        fs::write(dir.path().join("README"), b"not a segment").unwrap();
+        assert_eq!(
+            list_segments(dir.path(), size).unwrap(),
+            vec![Lsn(MIN_SEGMENT_SIZE)]
+        );
+    }
+
+    #[test]
+    fn misaligned_segment_name_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("0000000000001000"), b"").unwrap();
+        let size = SegmentSize::new(MIN_SEGMENT_SIZE).unwrap();
+        let e = list_segments(dir.path(), size).unwrap_err();
+        assert!(e.to_string().contains("0000000000001000"), "{e}");
+    }
+}
