@@ -143,7 +143,7 @@ impl Arena {
     /// caller holds a pin, a content lock and the header lock.
     #[inline]
     pub fn or_u16(&self, id: BufferId, offset: usize, bits: u16) -> bool {
-        if offset % 2 != 0 || offset + 2 > PAGE_SIZE {
+        if offset % 2 != 0 || offset > PAGE_SIZE - 2 {
             return false;
         }
         // SAFETY: in bounds (checked above) and 2-aligned (pages are 8 KiB
@@ -229,6 +229,7 @@ mod tests {
         assert!(a.or_u16(0, 100, 0x0800));
         assert!(!a.or_u16(0, 101, 1), "odd offset refused");
         assert!(!a.or_u16(0, PAGE_SIZE - 1, 1), "out of bounds refused");
+        assert!(!a.or_u16(0, usize::MAX - 1, 1), "no overflow");
         // SAFETY: single-threaded test.
         let p = unsafe { a.page(0) };
         assert_eq!(

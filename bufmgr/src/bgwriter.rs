@@ -170,7 +170,7 @@ impl Cleaner {
         let mut written = 0usize;
         while num_to_scan > 0 && reusable < upcoming {
             let id: BufferId = first + st.next_to_clean;
-            let r = pool.sync_one_buffer(id, true, Writer::Background)?;
+            let r = pool.sync_one_buffer(id, true, None, Writer::Background)?;
             st.next_to_clean += 1;
             if st.next_to_clean as u64 >= n {
                 st.next_to_clean = 0;

@@ -82,6 +82,10 @@ pub enum Error {
         detail: String,
     },
 
+    /// One buffer is pinned as often as its refcount field can count.
+    #[error("{tag} is pinned {pins} times, the most one buffer can count")]
+    TooManyPins { tag: BufferTag, pins: u64 },
+
     /// The sweep saw a whole pool's worth of pinned buffers in every partition.
     #[error("no unpinned buffers available: all {pool_size} buffers are pinned")]
     NoUnpinnedBuffers { pool_size: usize },
@@ -94,7 +98,9 @@ impl Error {
             Error::InvalidConfig(_) | Error::BlockOutOfRange { .. } => ErrorKind::BadInput,
             Error::ChecksumMismatch { .. } | Error::CorruptFile { .. } => ErrorKind::CorruptData,
             Error::Io { .. } | Error::WritesRefused(_) | Error::WalFlush { .. } => ErrorKind::Io,
-            Error::NoUnpinnedBuffers { .. } => ErrorKind::ResourceExhausted,
+            Error::NoUnpinnedBuffers { .. } | Error::TooManyPins { .. } => {
+                ErrorKind::ResourceExhausted
+            }
         }
     }
 

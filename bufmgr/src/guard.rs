@@ -381,7 +381,7 @@ debug_guard!(PageRead, PageShareExclusive, PageWrite);
 fn set_hints(pool: &PoolShared, id: BufferId, hints: &[(usize, u16)]) -> Result<bool> {
     if let Some(&(off, _)) = hints
         .iter()
-        .find(|(off, _)| off % 2 != 0 || off + 2 > crate::tag::PAGE_SIZE)
+        .find(|&&(off, _)| off % 2 != 0 || off > crate::tag::PAGE_SIZE - 2)
     {
         return Err(Error::InvalidConfig(format!(
             "hint offset {off} is odd or outside the page"

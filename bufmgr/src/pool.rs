@@ -319,7 +319,7 @@ impl BufferPool {
             if mine && s & (DIRTY | VALID) == DIRTY | VALID {
                 written += usize::from(
                     self.shared
-                        .sync_one_buffer(id, false, Writer::Other)?
+                        .sync_one_buffer(id, false, Some(rf), Writer::Other)?
                         .written,
                 );
             }
@@ -409,7 +409,7 @@ impl BufferPool {
                 self.size()
             )));
         }
-        self.shared.evict_one(id)
+        self.shared.evict_one(id, None)
     }
 
     /// Evict every buffer of a relation fork that is not pinned.
@@ -421,7 +421,7 @@ impl BufferPool {
             let mine = d.tag().is_some_and(|t| t.relfork() == rf);
             d.unlock_header(0, 0);
             if mine {
-                match self.shared.evict_one(id)? {
+                match self.shared.evict_one(id, Some(rf))? {
                     (true, flushed) => {
                         c.evicted += 1;
                         c.flushed += usize::from(flushed);
@@ -437,7 +437,7 @@ impl BufferPool {
     pub fn evict_all(&self) -> Result<EvictCounts> {
         let mut c = EvictCounts::default();
         for id in 0..self.size() as BufferId {
-            match self.shared.evict_one(id)? {
+            match self.shared.evict_one(id, None)? {
                 (true, flushed) => {
                     c.evicted += 1;
                     c.flushed += usize::from(flushed);
@@ -524,9 +524,11 @@ impl PoolShared {
         &self.descs[id as usize]
     }
 
-    /// Pin with the evictor's rule (`PinBuffer`). Returns the new state.
+    /// Pin with the evictor's rule (`PinBuffer`). Returns the new state, or
+    /// `None` if the buffer is already pinned as often as the refcount field
+    /// can count (a wrapped count would make a pinned page look unpinned).
     #[inline]
-    pub fn pin(&self, id: BufferId, ring: bool) -> u64 {
+    pub fn pin(&self, id: BufferId, ring: bool) -> Option<u64> {
         let d = self.desc(id);
         let mut s = d.load();
         loop {
@@ -534,14 +536,24 @@ impl PoolShared {
                 s = d.wait_header_unlocked();
                 continue;
             }
+            if refcount(s) == REFCOUNT_MASK {
+                return None;
+            }
             let new = self.evictor.on_pin(s, ring);
             match d
                 .state
                 .compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed)
             {
-                Ok(_) => return new,
+                Ok(_) => return Some(new),
                 Err(actual) => s = actual,
             }
+        }
+    }
+
+    fn too_many_pins(tag: BufferTag) -> Error {
+        Error::TooManyPins {
+            tag,
+            pins: REFCOUNT_MASK,
         }
     }
 
@@ -566,6 +578,7 @@ impl PoolShared {
             map.get(&ht).map(|&id| (id, self.pin(id, use_ring)))
         };
         if let Some((id, state)) = hit {
+            let state = state.ok_or_else(|| Self::too_many_pins(tag))?;
             let part = self.parts.partition_of(id);
             bump(&local.stats.parts[part].accesses, 1);
             if state & VALID != 0 {
@@ -581,6 +594,7 @@ impl PoolShared {
                     Ok(id)
                 }
                 Err(e) => {
+                    self.invalidate_victim(id);
                     self.desc(id).unpin();
                     Err(e)
                 }
@@ -595,16 +609,24 @@ impl PoolShared {
         if let Some(&existing) = map.get(&ht) {
             // Somebody else read it meanwhile: give our victim back, use theirs.
             self.desc(victim).unpin();
-            let state = self.pin(existing, use_ring);
+            let state = self
+                .pin(existing, use_ring)
+                .ok_or_else(|| Self::too_many_pins(tag))?;
             drop(map);
             let part = self.parts.partition_of(existing);
             bump(&local.stats.parts[part].accesses, 1);
-            if state & VALID == 0 {
-                if let Err(e) = self.finish_read(local, existing, tag) {
-                    self.desc(existing).unpin();
-                    return Err(e);
+            let read_by_us = if state & VALID == 0 {
+                match self.finish_read(local, existing, tag) {
+                    Ok(read_by_us) => read_by_us,
+                    Err(e) => {
+                        self.desc(existing).unpin();
+                        return Err(e);
+                    }
                 }
             } else {
+                false
+            };
+            if !read_by_us {
                 bump(&local.stats.parts[part].hits, 1);
             }
             return Ok(existing);
@@ -629,6 +651,10 @@ impl PoolShared {
         let c = &local.stats.parts[self.parts.partition_of(victim)];
         bump(&c.accesses, 1);
         if let Err(e) = self.do_read(local, victim, tag) {
+            // Leave no tag-valid, never-valid entry behind (it would stand in
+            // the way of extending the relation to this block). If others
+            // are waiting on it they retry the read themselves.
+            self.invalidate_victim(victim);
             d.unpin();
             return Err(e);
         }
@@ -910,10 +936,7 @@ impl PoolShared {
     ) -> Result<()> {
         let d = self.desc(id);
         debug_assert!(d.content_locked());
-        if self.write_failed.load(Ordering::Acquire) {
-            let msg = self.write_failure.lock().clone().unwrap_or_default();
-            return Err(Error::WritesRefused(msg));
-        }
+        self.check_writes_allowed()?;
         if let StartIo::AlreadyDone = self.start_io(id, false) {
             return Ok(());
         }
@@ -970,23 +993,41 @@ impl PoolShared {
         Ok(())
     }
 
+    /// After a failed write the pool refuses to write again.
+    fn check_writes_allowed(&self) -> Result<()> {
+        if self.write_failed.load(Ordering::Acquire) {
+            let msg = self.write_failure.lock().clone().unwrap_or_default();
+            return Err(Error::WritesRefused(msg));
+        }
+        Ok(())
+    }
+
     /// `SyncOneBuffer`: write buffer `id` if it is valid and dirty (and, with
     /// `skip_recently_used`, only if it is unpinned at the bottom usage step).
+    /// With `only`, a buffer that holds a page of another relation fork by
+    /// the time its header is locked is left alone.
     pub(crate) fn sync_one_buffer(
         &self,
         id: BufferId,
         skip_recently_used: bool,
+        only: Option<RelFork>,
         writer: Writer,
     ) -> Result<SyncResult> {
         let d = self.desc(id);
         let s = d.lock_header();
         let reusable = refcount(s) == 0 && s & USAGE_MASK == 0;
-        if (skip_recently_used && !reusable) || s & (VALID | DIRTY) != VALID | DIRTY {
+        let other_rel = only.is_some_and(|rf| d.tag().map(|t| t.relfork()) != Some(rf));
+        if (skip_recently_used && !reusable) || other_rel || s & (VALID | DIRTY) != VALID | DIRTY {
             d.unlock_header(0, 0);
             return Ok(SyncResult {
                 written: false,
                 reusable,
             });
+        }
+        if refcount(s) == REFCOUNT_MASK {
+            let tag = d.tag().expect("a valid buffer has a tag");
+            d.unlock_header(0, 0);
+            return Err(Self::too_many_pins(tag));
         }
         // PinBuffer_Locked: pin while releasing the header lock (no usage change).
         d.unlock_header_pinned();
@@ -1025,8 +1066,10 @@ impl PoolShared {
         let mut written = 0;
         for (_, id) in todo {
             if self.desc(id).load() & CHECKPOINT_NEEDED != 0 {
-                written +=
-                    usize::from(self.sync_one_buffer(id, false, Writer::Checkpoint)?.written);
+                written += usize::from(
+                    self.sync_one_buffer(id, false, None, Writer::Checkpoint)?
+                        .written,
+                );
             }
         }
         self.sync_pending(None)?;
@@ -1042,10 +1085,14 @@ impl PoolShared {
                 None => p.drain().collect(),
             }
         };
-        for rf in &forks {
+        for (i, rf) in forks.iter().enumerate() {
             if let Err(e) = self.storage.sync(*rf) {
-                // Keep it pending: a later checkpoint must retry the fsync.
-                self.pending_sync.lock().extend(forks.iter().copied());
+                // A relation dropped since it was written has nothing to sync.
+                if !self.storage.exists(*rf).unwrap_or(true) {
+                    continue;
+                }
+                // Keep the rest pending: a later checkpoint must retry them.
+                self.pending_sync.lock().extend(forks[i..].iter().copied());
                 return Err(e);
             }
         }
@@ -1063,6 +1110,7 @@ impl PoolShared {
         rf: RelFork,
         ring: Option<&mut Ring>,
     ) -> Result<(BufferId, ExclusiveMark)> {
+        self.check_writes_allowed()?;
         let ext = self.ext_lock(rf);
         let _g = ext.lock();
         let block = self.storage.nblocks(rf)?;
@@ -1084,6 +1132,11 @@ impl PoolShared {
         self.pending_sync.lock().insert(rf);
         let ht = HashedTag::new(tag);
         let mut map = self.table.write(ht.partition());
+        if let Some(&stale) = map.get(&ht)
+            && self.forget_if_never_valid(stale, &ht)
+        {
+            map.remove(&ht);
+        }
         if map.contains_key(&ht) {
             drop(map);
             // SAFETY: we hold it exclusively.
@@ -1110,9 +1163,22 @@ impl PoolShared {
             USAGE_MASK | FLAG_MASK & !(TAG_VALID | VALID | PERMANENT),
         );
         drop(map);
-        let c = &local.stats.parts[self.parts.partition_of(victim)];
-        bump(&c.accesses, 1);
         Ok((victim, mark))
+    }
+
+    /// Clear the identity of `id` if it holds `ht` but never became valid and
+    /// nobody pins it (a failed read left it). The caller holds `ht`'s mapping
+    /// partition lock exclusive and removes the entry if this returns true.
+    fn forget_if_never_valid(&self, id: BufferId, ht: &HashedTag) -> bool {
+        let d = self.desc(id);
+        let s = d.lock_header();
+        if d.tag() != Some(ht.tag) || s & VALID != 0 || refcount(s) != 0 {
+            d.unlock_header(0, 0);
+            return false;
+        }
+        d.set_tag(None);
+        d.unlock_header(0, FLAG_MASK | USAGE_MASK);
+        true
     }
 
     /// Forget every buffer whose tag satisfies `pred` (`InvalidateBuffer`),
@@ -1160,10 +1226,12 @@ impl PoolShared {
     }
 
     /// `EvictUnpinnedBuffer`.
-    fn evict_one(&self, id: BufferId) -> Result<(bool, bool)> {
+    /// With `only`, a buffer holding another relation fork's page is left alone.
+    fn evict_one(&self, id: BufferId, only: Option<RelFork>) -> Result<(bool, bool)> {
         let d = self.desc(id);
         let s = d.lock_header();
-        if s & VALID == 0 || refcount(s) != 0 {
+        let other_rel = only.is_some_and(|rf| d.tag().map(|t| t.relfork()) != Some(rf));
+        if s & VALID == 0 || refcount(s) != 0 || other_rel {
             d.unlock_header(0, 0);
             return Ok((false, false));
         }
