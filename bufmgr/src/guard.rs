@@ -388,27 +388,6 @@ fn set_hints(pool: &PoolShared, id: BufferId, hints: &[(usize, u16)]) -> Result<
         )));
     }
     let d = &pool.descs[id as usize];
-    // Full-page image first, outside the header lock: logging may wait for
-    // WAL buffer space. The image is of the page before these hints, which
-    // is as good at recovery (a hint is only a hint).
-    let s = d.load();
-    let mut fpi_lsn = None;
-    if pool.config.checksums && s & PERMANENT != 0 && s & DIRTY == 0 {
-        let tag = d.tag().expect("a pinned valid buffer has a tag");
-        // SAFETY: arena rule 1: the caller's guard holds a pin and a content lock.
-        let page = unsafe { pool.arena.page(id) };
-        fpi_lsn = pool
-            .wal
-            .log_hint_full_page(tag, page)
-            .map_err(|e| Error::WalFlush {
-                lsn: pool.arena.lsn(id),
-                tag,
-                detail: format!("full-page image for a hint: {e}"),
-            })?;
-        if fpi_lsn.is_some() {
-            pool.counters.hint_fpis.fetch_add(1, Ordering::Relaxed);
-        }
-    }
     let s = d.lock_header();
     if s & IO_IN_PROGRESS != 0 {
         d.unlock_header(0, 0);
@@ -418,17 +397,41 @@ fn set_hints(pool: &PoolShared, id: BufferId, hints: &[(usize, u16)]) -> Result<
     for &(off, bits) in hints {
         pool.arena.or_u16(id, off, bits);
     }
-    if let Some(lsn) = fpi_lsn
-        && pool.arena.lsn(id) < lsn
-    {
-        pool.arena.set_lsn(id, lsn);
-    }
-    let set = if s & DIRTY == 0 {
-        DIRTY | HINT_DIRTY
-    } else {
-        0
-    };
-    d.unlock_header(set, 0);
     pool.counters.hints_set.fetch_add(1, Ordering::Relaxed);
-    Ok(true)
+    let wants_image = pool.config.checksums && s & PERMANENT != 0 && s & DIRTY == 0;
+    if !wants_image {
+        let set = if s & DIRTY == 0 {
+            DIRTY | HINT_DIRTY
+        } else {
+            0
+        };
+        d.unlock_header(set, 0);
+        return Ok(true);
+    }
+    // The first hint-dirtying of a permanent page with checksums on (rule 6),
+    // in PostgreSQL master's order: mark the page dirty first, so a
+    // checkpoint that takes its redo point from now on sees it dirty and
+    // writes it; then decide on the full-page image against the redo point
+    // in force; then set the page LSN. Meanwhile `IO_IN_PROGRESS` (ours)
+    // keeps the page from being written before its image is in the WAL, as
+    // the share-exclusive lock does in PostgreSQL: a flush waits for us.
+    d.unlock_header(DIRTY | HINT_DIRTY | IO_IN_PROGRESS, 0);
+    let tag = d.tag().expect("a pinned valid buffer has a tag");
+    // SAFETY: arena rule 1: the caller's guard holds a pin and a content lock.
+    let page = unsafe { pool.arena.page(id) };
+    let logged = pool.wal.log_hint_full_page(tag, page);
+    if let Ok(Some(lsn)) = logged {
+        pool.counters.hint_fpis.fetch_add(1, Ordering::Relaxed);
+        d.lock_header();
+        if pool.arena.lsn(id) < lsn {
+            pool.arena.set_lsn(id, lsn);
+        }
+        d.unlock_header(0, 0);
+    }
+    pool.terminate_io(id, 0, 0);
+    logged.map(|_| true).map_err(|e| Error::WalFlush {
+        lsn: pool.arena.lsn(id),
+        tag,
+        detail: format!("full-page image for a hint: {e}"),
+    })
 }

@@ -730,7 +730,7 @@ impl PoolShared {
 
     /// `TerminateBufferIO`: clear `IO_IN_PROGRESS` (with `set`/`unset`) and
     /// wake waiters.
-    fn terminate_io(&self, id: BufferId, set: u64, unset: u64) {
+    pub(crate) fn terminate_io(&self, id: BufferId, set: u64, unset: u64) {
         let d = self.desc(id);
         d.lock_header();
         d.unlock_header(set, unset | IO_IN_PROGRESS);

@@ -64,6 +64,12 @@ pub enum WalError {
         detail: String,
     },
 
+    /// The control file exists but cannot be trusted: wrong size, a CRC
+    /// mismatch, an unknown format version, or values that contradict each
+    /// other. Recovery cannot know where to start; nothing is guessed.
+    #[error("corrupt control file {file}: {detail}")]
+    CorruptControlFile { file: PathBuf, detail: String },
+
     /// A file in the WAL directory that cannot be a segment of this log.
     #[error("corrupt WAL segment {file}: {detail}")]
     CorruptSegment { file: PathBuf, detail: String },
@@ -78,6 +84,16 @@ pub enum WalError {
         path: PathBuf,
         #[source]
         source: io::Error,
+    },
+
+    /// A checkpoint's `flush_pages` step (writing the buffer pool's dirty
+    /// pages) failed; the checkpoint was abandoned before its record and the
+    /// control file were written, so the previous checkpoint still stands.
+    #[error("checkpoint with redo point {redo} failed while flushing pages: {source}")]
+    CheckpointFlush {
+        redo: Lsn,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
 
     /// An earlier write or fdatasync failed. After a failed fdatasync the
@@ -99,8 +115,11 @@ impl WalError {
             | WalError::RecyclePastFlush { .. } => ErrorKind::BadInput,
             WalError::MalformedRecord { .. }
             | WalError::CorruptRecord { .. }
-            | WalError::CorruptSegment { .. } => ErrorKind::CorruptData,
-            WalError::Io { .. } | WalError::WritesRefused(_) => ErrorKind::Io,
+            | WalError::CorruptSegment { .. }
+            | WalError::CorruptControlFile { .. } => ErrorKind::CorruptData,
+            WalError::Io { .. } | WalError::CheckpointFlush { .. } | WalError::WritesRefused(_) => {
+                ErrorKind::Io
+            }
         }
     }
 

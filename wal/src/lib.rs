@@ -1,15 +1,21 @@
 #![doc = include_str!("../README.md")]
 
+pub mod checkpoint;
+pub mod control;
 pub mod error;
 pub mod log;
 pub mod lsn;
 pub mod reader;
 pub mod record;
 pub mod segment;
+pub mod sink;
 
+pub use checkpoint::{CHECKPOINT_ONLINE, CheckpointInfo, CheckpointPayload};
+pub use control::{ControlData, control_path, read_control};
 pub use error::{ErrorKind, Result, WalError};
 pub use log::{Startup, Wal, WalConfig, WalStats};
 pub use lsn::Lsn;
 pub use reader::{EndReason, Torn, WalEnd, WalReader};
 pub use record::{BlockRef, Hole, PageImage, Record, RecordBuilder, RmgrKind, Xid, decode};
 pub use segment::{DEFAULT_SEGMENT_SIZE, MIN_SEGMENT_SIZE};
+pub use sink::{FPI_FOR_HINT, page_lsn};

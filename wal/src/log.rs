@@ -57,9 +57,12 @@
 //! | `insert` | the insert position, prev LSN, the WAL buffer, record/byte counts | never |
 //! | `write` | the open segment files, `written`, the spare buffer | yes (pwrite, fdatasync) |
 //! | `flush_ctl` | whether a flush leader is active | never |
+//! | `checkpoint_lock` | one checkpoint at a time | yes (the whole checkpoint) |
 //!
-//! Lock order: `write` before `insert`. `flush_ctl` is never held while taking
-//! another lock. `insert_lsn` and `flushed_lsn` are atomics mirroring the
+//! Lock order: `checkpoint_lock` before everything; `write` before `insert`.
+//! `flush_ctl` is never held while taking another lock. The redo pointer
+//! (`redo_lsn`) is an atomic stored under `insert`, so an insert that checks it
+//! under `insert` is ordered with the checkpoint that moves it. `insert_lsn` and `flushed_lsn` are atomics mirroring the
 //! positions for lock-free reads; `flushed_lsn` only grows and is stored with
 //! `Release` after the fdatasync that makes it true.
 //!
@@ -93,6 +96,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::control::{self, ControlData, read_control};
 use crate::error::{Result, WalError};
 use crate::lsn::Lsn;
 use crate::reader::{WalEnd, WalReader};
@@ -127,6 +131,11 @@ pub struct WalConfig {
     /// (asynchronous commit) are durable within about `interval`. PostgreSQL's
     /// WAL writer uses `wal_writer_delay`, 200 ms by default.
     pub async_flush_interval: Option<Duration>,
+    /// Full-page writes (PostgreSQL's `full_page_writes`, on by default): the
+    /// first change to a page after a checkpoint's redo point carries an
+    /// image of the page, so that a torn write of it can be repaired at
+    /// recovery. Off only where the storage writes pages atomically.
+    pub full_page_writes: bool,
 }
 
 impl Default for WalConfig {
@@ -135,6 +144,7 @@ impl Default for WalConfig {
             segment_size: DEFAULT_SEGMENT_SIZE,
             buffer_size: DEFAULT_BUFFER_SIZE,
             async_flush_interval: None,
+            full_page_writes: true,
         }
     }
 }
@@ -192,14 +202,22 @@ pub struct Startup {
 /// The write-ahead log. Share it between threads by reference or `Arc`.
 #[derive(Debug)]
 pub struct Wal {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     flusher: Option<Flusher>,
     startup: Startup,
+    /// The data directory (parent of `wal/`, home of the control file).
+    pub(crate) datadir: PathBuf,
+    pub(crate) full_page_writes: bool,
+    /// What the control file says now (updated by each checkpoint).
+    pub(crate) last_checkpoint: Mutex<Option<ControlData>>,
+    /// Held for the whole of a checkpoint: one at a time. Taken before any
+    /// other lock and never by inserts or flushes.
+    pub(crate) checkpoint_lock: Mutex<()>,
 }
 
 /// The state every thread (and the background flusher) shares.
 #[derive(Debug)]
-struct Shared {
+pub(crate) struct Shared {
     /// `<datadir>/wal`.
     dir: PathBuf,
     size: SegmentSize,
@@ -214,6 +232,11 @@ struct Shared {
     insert_lsn: AtomicU64,
     /// Everything before this is durable. Stored under `write` after fdatasync.
     flushed_lsn: AtomicU64,
+    /// The redo pointer: the redo point of the latest checkpoint (begun, not
+    /// necessarily finished). Only grows; stored under `insert`, so an insert
+    /// that checks it under `insert` cannot race a checkpoint taking its redo
+    /// point. See `Wal::needs_full_page_image`.
+    redo_lsn: AtomicU64,
     /// Set once by the first failed write or fdatasync (see "Failures").
     refused: OnceLock<String>,
     counters: Counters,
@@ -281,15 +304,16 @@ struct Counters {
 
 impl Wal {
     /// Open the log in `<datadir>/wal/`, creating it if there is none, reading
-    /// from the log's origin (LSN 0) to the end of valid WAL. Fails if the
-    /// first segment has been recycled: then use [`Wal::open_from`] with the
-    /// redo point.
+    /// to the end of valid WAL from the redo point of the last checkpoint
+    /// named by `<datadir>/control`, or from the log's origin (LSN 0) if there
+    /// is no control file. A damaged control file is an error naming it.
     pub fn open(datadir: &Path, config: WalConfig) -> Result<Wal> {
         Wal::open_at(datadir, config, None)
     }
 
     /// Open the log reading from `start`, which must be the start LSN of a
-    /// record (a checkpoint's redo point, in a later step).
+    /// record. The control file is still read (for the redo pointer and
+    /// [`last_checkpoint`](Wal::last_checkpoint)).
     pub fn open_from(datadir: &Path, config: WalConfig, start: Lsn) -> Result<Wal> {
         Wal::open_at(datadir, config, Some(start))
     }
@@ -302,10 +326,23 @@ impl Wal {
             sync_dir(datadir)?;
         }
         remove_temp_files(&dir)?;
+        control::remove_stale_temp(datadir)?;
+        let control = read_control(datadir)?;
+        if let Some(c) = &control
+            && c.segment_size != size.bytes()
+        {
+            return Err(WalError::InvalidConfig(format!(
+                "the log was written with segments of {} bytes ({}), not {}",
+                c.segment_size,
+                control::control_path(datadir).display(),
+                size.bytes()
+            )));
+        }
         let segments = list_segments(&dir, size)?;
-        let start = match start {
-            Some(lsn) => lsn,
-            None => match segments.first() {
+        let start = match (start, &control) {
+            (Some(lsn), _) => lsn,
+            (None, Some(c)) => c.redo_lsn,
+            (None, None) => match segments.first() {
                 None | Some(&Lsn::ZERO) => Lsn::ZERO,
                 Some(&first) => {
                     return Err(WalError::InvalidStart {
@@ -369,6 +406,7 @@ impl Wal {
             flushed_cv: Condvar::new(),
             insert_lsn: AtomicU64::new(end.lsn.0),
             flushed_lsn: AtomicU64::new(end.lsn.0),
+            redo_lsn: AtomicU64::new(control.map_or(0, |c| c.redo_lsn.0)),
             refused: OnceLock::new(),
             counters: Counters::default(),
             dir,
@@ -381,6 +419,10 @@ impl Wal {
             shared,
             flusher,
             startup,
+            datadir: datadir.to_path_buf(),
+            full_page_writes: config.full_page_writes,
+            last_checkpoint: Mutex::new(control),
+            checkpoint_lock: Mutex::new(()),
         })
     }
 
@@ -388,7 +430,73 @@ impl Wal {
     /// record's prev LSN) and its end LSN (the page LSN for the pages it
     /// changes; what to [`flush`](Wal::flush) to make it durable).
     pub fn insert(&self, record: &Record) -> Result<(Lsn, Lsn)> {
-        self.shared.insert(record)
+        Ok(self
+            .shared
+            .insert(record, None)?
+            .expect("an unchecked insert always happens"))
+    }
+
+    /// Insert `record` unless full-page writes are on and `fpw_lsn` is at or
+    /// before the redo pointer, checked under the insert lock; then return
+    /// `None` and insert nothing (PostgreSQL's `XLogInsertRecord` returning
+    /// `InvalidXLogRecPtr`). `fpw_lsn` is the smallest page LSN among the
+    /// blocks the caller registered *without* an image because
+    /// [`needs_full_page_image`](Wal::needs_full_page_image) said no.
+    ///
+    /// This closes the race between that decision and a checkpoint taking a
+    /// new redo point: on `None` the caller decides again (now with images)
+    /// and rebuilds the record. A caller whose blocks all carry images, or
+    /// who holds off checkpoints, can use [`insert`](Wal::insert).
+    pub fn insert_unless_image_needed(
+        &self,
+        record: &Record,
+        fpw_lsn: Lsn,
+    ) -> Result<Option<(Lsn, Lsn)>> {
+        let check = self.full_page_writes.then_some(fpw_lsn);
+        self.shared.insert(record, check)
+    }
+
+    /// Does the next change to a page whose LSN is `page_lsn` need a
+    /// full-page image? True when full-page writes are on and the page has
+    /// not been WAL-logged since the current redo point (`page_lsn <= redo`):
+    /// a torn write of the page after this change could not be repaired from
+    /// a record without the whole page, because replay starts at the redo
+    /// point. Heap and B-tree ask this for each block they register; see
+    /// [`insert_unless_image_needed`](Wal::insert_unless_image_needed) for the
+    /// race with a concurrent checkpoint.
+    pub fn needs_full_page_image(&self, page_lsn: Lsn) -> bool {
+        self.full_page_writes && page_lsn <= self.redo_lsn()
+    }
+
+    /// The redo pointer: the redo point of the latest checkpoint (one being
+    /// taken counts from the moment it takes its redo point), or that of the
+    /// control file at open, or 0 in a log that never had a checkpoint.
+    pub fn redo_lsn(&self) -> Lsn {
+        Lsn(self.shared.redo_lsn.load(Ordering::Acquire))
+    }
+
+    /// Are full-page writes on?
+    pub fn full_page_writes(&self) -> bool {
+        self.full_page_writes
+    }
+
+    /// WAL bytes inserted since the redo point of the latest checkpoint: what
+    /// a checkpointer compares with its volume trigger (PostgreSQL's
+    /// `max_wal_size` / `CheckPointSegments`).
+    pub fn bytes_since_checkpoint(&self) -> u64 {
+        self.insert_lsn().distance_from(self.redo_lsn())
+    }
+
+    /// The checkpoint the control file names: the one found at open, or the
+    /// latest completed by [`checkpoint`](Wal::checkpoint). `None` for a data
+    /// directory that never completed one.
+    pub fn last_checkpoint(&self) -> Option<ControlData> {
+        *self.last_checkpoint.lock()
+    }
+
+    /// The data directory (holds `wal/` and `control`).
+    pub fn datadir(&self) -> &Path {
+        &self.datadir
     }
 
     /// Return once every byte before `lsn` is durable (written and
@@ -455,7 +563,7 @@ impl Wal {
     }
 
     /// Remove every segment that lies entirely before `lsn` (a checkpoint's
-    /// redo point, in a later step). `lsn` must be flushed already. Returns
+    /// redo point; [`checkpoint`](Wal::checkpoint) calls it last). `lsn` must be flushed already. Returns
     /// how many segments were removed.
     pub fn recycle_before(&self, lsn: Lsn) -> Result<usize> {
         let flushed = self.flushed_lsn();
@@ -510,7 +618,9 @@ impl Shared {
         }
     }
 
-    fn insert(&self, record: &Record) -> Result<(Lsn, Lsn)> {
+    /// Insert `record`; with `fpw_check = Some(lsn)`, insert nothing and
+    /// return `None` if `lsn <= redo pointer` (read under `insert`).
+    fn insert(&self, record: &Record, fpw_check: Option<Lsn>) -> Result<Option<(Lsn, Lsn)>> {
         // Step 1: everything that needs no lock.
         let mut unlinked = record.encode_unlinked();
         let len = unlinked.len();
@@ -523,6 +633,11 @@ impl Shared {
                 self.write_out(false)?;
                 continue;
             }
+            if let Some(lsn) = fpw_check
+                && lsn.0 <= self.redo_lsn.load(Ordering::Acquire)
+            {
+                return Ok(None);
+            }
             // Step 2: take the position and link into the chain.
             let start = ins.next;
             let end = Lsn(start.0 + len as u64);
@@ -533,8 +648,19 @@ impl Shared {
             ins.records += 1;
             ins.bytes += len as u64;
             self.insert_lsn.store(end.0, Ordering::Release);
-            return Ok((start, end));
+            return Ok(Some((start, end)));
         }
+    }
+
+    /// Take a checkpoint's redo point: the insert position, under `insert`,
+    /// published as the redo pointer before the lock is released. Every
+    /// record inserted later starts at or after it, and every insert that
+    /// checks the redo pointer under `insert` sees the new value.
+    pub(crate) fn take_redo_point(&self) -> Lsn {
+        let ins = self.insert.lock();
+        let redo = ins.next;
+        self.redo_lsn.fetch_max(redo.0, Ordering::AcqRel);
+        redo
     }
 
     /// Steps a-e of the module docs: write out everything inserted so far,

@@ -16,7 +16,7 @@
 //!
 //! 1. The **start LSN** is the position of the record's first byte. It names the
 //!    record: the reader yields it, the next record's `prev_lsn` points at it,
-//!    and a checkpoint's redo point (a later step) is one.
+//!    and a checkpoint's redo point is one.
 //! 2. The **end LSN** is the position just after its last byte, which is also
 //!    where the next record starts. A caller that changes a page stores the
 //!    *end* LSN as the page LSN (PostgreSQL's `PageSetLSN(page, EndRecPtr)`),
