@@ -1,0 +1,573 @@
+//! What every scenario shares: the common options and their per-scenario
+//! defaults, the expansion of the option lists into a matrix of pool
+//! configurations, aligned tables, the JSON report and progress bars.
+//!
+//! ```text
+//!   CommonArgs (command line) ──resolve(Defaults)──> Settings ──configs()──> [Config]
+//!                                                      │                       │
+//!                                    scenario run ─────┴── one row per Config ─┘
+//!                                                      │
+//!                                  finish(): print table, write JSON, fail on data errors
+//! ```
+//!
+//! A matrix is ordered so that the two evictors of one configuration run
+//! back to back (evictor is the innermost loop): machine drift between them
+//! is as small as it can be, and their rows sit next to each other.
+
+use std::fmt;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bufmgr::{Evictor, PAGE_SIZE, SweepBatch};
+use clap::ValueEnum;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{BenchError, Result};
+
+/// `--evictor`: one policy or both.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EvictorChoice {
+    Clock,
+    Hotcool,
+    Both,
+}
+
+impl EvictorChoice {
+    pub fn evictors(self) -> Vec<Evictor> {
+        match self {
+            EvictorChoice::Clock => vec![Evictor::Clock],
+            EvictorChoice::Hotcool => vec![Evictor::HotCool],
+            EvictorChoice::Both => vec![Evictor::Clock, Evictor::HotCool],
+        }
+    }
+}
+
+/// `--ring` and `--huge-pages`: on, off, or one row of each.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Toggle {
+    On,
+    Off,
+    Both,
+}
+
+impl Toggle {
+    pub fn values(self) -> Vec<bool> {
+        match self {
+            Toggle::On => vec![true],
+            Toggle::Off => vec![false],
+            Toggle::Both => vec![false, true],
+        }
+    }
+}
+
+/// The options every scenario accepts. Each is global, so it may come before
+/// or after the scenario name; an option left out takes the scenario's
+/// default ([`Defaults`]).
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct CommonArgs {
+    /// Pool size in MiB [default: 128; 16 with --quick]
+    #[arg(long, global = true, value_name = "N")]
+    pub pool_mib: Option<usize>,
+    /// Pool size in 8 KiB pages (overrides --pool-mib; for tiny test pools)
+    #[arg(long, global = true, value_name = "N")]
+    pub pool_pages: Option<usize>,
+    /// Length of the measured window, in seconds [default: per scenario]
+    #[arg(long, global = true, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Warm-up before the measured window, in seconds [default: 2; 0.5 with --quick]
+    #[arg(long, global = true, value_name = "SECS")]
+    pub warmup: Option<f64>,
+    /// Worker thread counts, comma-separated [default: per scenario]
+    #[arg(long, global = true, value_delimiter = ',', value_name = "N[,N...]")]
+    pub threads: Option<Vec<usize>>,
+    /// Replacement policy [default: both]
+    #[arg(long, global = true, value_enum)]
+    pub evictor: Option<EvictorChoice>,
+    /// Sweep batch sizes, comma-separated; "auto" lets the pool choose [default: 1,16,64]
+    #[arg(
+        long,
+        global = true,
+        value_delimiter = ',',
+        value_name = "N|auto[,...]"
+    )]
+    pub batch: Option<Vec<SweepBatch>>,
+    /// Pool partition counts, comma-separated [default: 1]
+    #[arg(long, global = true, value_delimiter = ',', value_name = "N[,N...]")]
+    pub partitions: Option<Vec<usize>>,
+    /// Buffer rings (recorded; irrelevant to sweep and ticks) [default: on]
+    #[arg(long, global = true, value_enum)]
+    pub ring: Option<Toggle>,
+    /// Transparent huge pages for the pool [default: per scenario]
+    #[arg(long, global = true, value_enum)]
+    pub huge_pages: Option<Toggle>,
+    /// Write the report as JSON to FILE
+    #[arg(long, global = true, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Small pool, short windows, threads 1,2: a smoke run of a few seconds
+    #[arg(long, global = true)]
+    pub quick: bool,
+    /// Where the benchmark relations are built and cached
+    #[arg(long, global = true, value_name = "DIR", default_value = "bench-data")]
+    pub data_dir: PathBuf,
+    /// Do not draw progress bars
+    #[arg(long, global = true)]
+    pub no_progress: bool,
+}
+
+/// A scenario's defaults for the options left out.
+#[derive(Clone, Debug)]
+pub struct Defaults {
+    pub duration: Duration,
+    pub warmup: Duration,
+    pub threads: Vec<usize>,
+    pub batches: Vec<SweepBatch>,
+    pub huge_pages: Toggle,
+}
+
+/// PostgreSQL's default `shared_buffers`.
+pub const DEFAULT_POOL_MIB: usize = 128;
+/// `--quick`: small enough to fill in a fraction of a second.
+pub const QUICK_POOL_MIB: usize = 16;
+pub const DEFAULT_WARMUP: Duration = Duration::from_secs(2);
+pub const QUICK_WARMUP: Duration = Duration::from_millis(500);
+pub const QUICK_DURATION: Duration = Duration::from_secs(1);
+/// The sweep batches of seed 000: stock, and the two batched sizes measured.
+pub const DEFAULT_BATCHES: [SweepBatch; 3] = [
+    SweepBatch::Fixed(1),
+    SweepBatch::Fixed(16),
+    SweepBatch::Fixed(64),
+];
+
+/// Cores this process may use.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Everything a scenario run needs, resolved from the options and defaults.
+/// Fields are public so tests can build one directly.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub pool_buffers: usize,
+    pub duration: Duration,
+    pub warmup: Duration,
+    pub threads: Vec<usize>,
+    pub evictors: Vec<Evictor>,
+    pub batches: Vec<SweepBatch>,
+    pub partitions: Vec<usize>,
+    pub rings: Vec<bool>,
+    pub huge_pages: Vec<bool>,
+    pub data_dir: PathBuf,
+    pub json: Option<PathBuf>,
+    pub progress: bool,
+}
+
+fn secs(what: &str, s: f64) -> Result<Duration> {
+    if s.is_finite() && s > 0.0 {
+        Ok(Duration::from_secs_f64(s))
+    } else {
+        Err(BenchError::Config(format!(
+            "--{what} must be a positive number of seconds, not {s}"
+        )))
+    }
+}
+
+fn non_empty<T>(what: &str, v: Vec<T>) -> Result<Vec<T>> {
+    if v.is_empty() {
+        Err(BenchError::Config(format!(
+            "--{what} needs at least one value"
+        )))
+    } else {
+        Ok(v)
+    }
+}
+
+impl CommonArgs {
+    /// Fill in what the command line left out from `d` (and `--quick`).
+    pub fn resolve(&self, d: &Defaults) -> Result<Settings> {
+        let pool_buffers = match (self.pool_pages, self.pool_mib) {
+            (Some(p), _) => p,
+            (None, Some(m)) => m * 1024 * 1024 / PAGE_SIZE,
+            (None, None) if self.quick => QUICK_POOL_MIB * 1024 * 1024 / PAGE_SIZE,
+            (None, None) => DEFAULT_POOL_MIB * 1024 * 1024 / PAGE_SIZE,
+        };
+        let duration = match self.duration {
+            Some(s) => secs("duration", s)?,
+            None if self.quick => QUICK_DURATION,
+            None => d.duration,
+        };
+        let warmup = match self.warmup {
+            Some(s) => secs("warmup", s)?,
+            None if self.quick => QUICK_WARMUP,
+            None => d.warmup,
+        };
+        let threads = match &self.threads {
+            Some(t) => t.clone(),
+            None if self.quick => vec![1, 2],
+            None => d.threads.clone(),
+        };
+        if threads.contains(&0) {
+            return Err(BenchError::Config("--threads must be at least 1".into()));
+        }
+        let partitions = self.partitions.clone().unwrap_or_else(|| vec![1]);
+        if partitions.contains(&0) {
+            return Err(BenchError::Config("--partitions must be at least 1".into()));
+        }
+        Ok(Settings {
+            pool_buffers,
+            duration,
+            warmup,
+            threads: non_empty("threads", threads)?,
+            evictors: self.evictor.unwrap_or(EvictorChoice::Both).evictors(),
+            batches: non_empty(
+                "batch",
+                self.batch.clone().unwrap_or_else(|| d.batches.clone()),
+            )?,
+            partitions: non_empty("partitions", partitions)?,
+            rings: self.ring.unwrap_or(Toggle::On).values(),
+            huge_pages: self.huge_pages.unwrap_or(d.huge_pages).values(),
+            data_dir: self.data_dir.clone(),
+            json: self.json.clone(),
+            progress: !self.no_progress,
+        })
+    }
+}
+
+/// One pool configuration of the matrix.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub evictor: Evictor,
+    pub batch: SweepBatch,
+    pub partitions: usize,
+    pub threads: usize,
+    pub huge_pages: bool,
+    pub ring: bool,
+}
+
+impl fmt::Display for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} batch={} partitions={} threads={} huge={} ring={}",
+            self.evictor,
+            self.batch,
+            self.partitions,
+            self.threads,
+            on_off(self.huge_pages),
+            on_off(self.ring)
+        )
+    }
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b { "on" } else { "off" }
+}
+
+impl Settings {
+    /// Every combination of the option lists, evictor innermost.
+    pub fn configs(&self) -> Vec<Config> {
+        let mut out = Vec::new();
+        for &huge_pages in &self.huge_pages {
+            for &ring in &self.rings {
+                for &partitions in &self.partitions {
+                    for &threads in &self.threads {
+                        for &batch in &self.batches {
+                            for &evictor in &self.evictors {
+                                out.push(Config {
+                                    evictor,
+                                    batch,
+                                    partitions,
+                                    threads,
+                                    huge_pages,
+                                    ring,
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The pool configuration of one matrix cell (no background writer,
+    /// checksums on: the defaults).
+    pub fn pool_config(&self, c: &Config) -> bufmgr::PoolConfig {
+        bufmgr::PoolConfig::new(self.pool_buffers)
+            .evictor(c.evictor)
+            .batch(c.batch)
+            .partitions(c.partitions)
+            .huge_pages(c.huge_pages)
+            .rings(c.ring)
+    }
+}
+
+/// A sweep batch as the report writes it: the number, or `"auto"`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum BatchField {
+    Fixed(u32),
+    Named(String),
+}
+
+impl From<SweepBatch> for BatchField {
+    fn from(b: SweepBatch) -> Self {
+        match b {
+            SweepBatch::Fixed(n) => BatchField::Fixed(n),
+            SweepBatch::Auto => BatchField::Named("auto".into()),
+        }
+    }
+}
+
+impl fmt::Display for BatchField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BatchField::Fixed(n) => write!(f, "{n}"),
+            BatchField::Named(s) => f.write_str(s),
+        }
+    }
+}
+
+/// An aligned text table: first column left-aligned, the rest right-aligned.
+#[derive(Clone, Debug, Default)]
+pub struct Table {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(header: &[&str]) -> Table {
+        Table {
+            header: header.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, row: Vec<String>) {
+        debug_assert_eq!(row.len(), self.header.len());
+        self.rows.push(row);
+    }
+}
+
+impl fmt::Display for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        for r in &self.rows {
+            for (w, cell) in widths.iter_mut().zip(r) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let line = |f: &mut fmt::Formatter<'_>, cells: &[String]| -> fmt::Result {
+            for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+                if i == 0 {
+                    write!(f, "{cell:<w$}")?;
+                } else {
+                    write!(f, "  {cell:>w$}")?;
+                }
+            }
+            writeln!(f)
+        };
+        line(f, &self.header)?;
+        let total = widths.iter().sum::<usize>() + 2 * widths.len().saturating_sub(1);
+        writeln!(f, "{}", "-".repeat(total))?;
+        for r in &self.rows {
+            line(f, r)?;
+        }
+        Ok(())
+    }
+}
+
+/// A rate for a table: 1.23M, 45.6k, 789.
+pub fn fmt_rate(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.1}k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// A ratio for a table (`-` when undefined).
+pub fn fmt_ratio(x: Option<f64>) -> String {
+    match x {
+        Some(r) if r.is_finite() => format!("{r:.2}x"),
+        _ => "-".into(),
+    }
+}
+
+/// A progress bar on stderr; hidden when `enabled` is false (indicatif also
+/// hides it when stderr is not a terminal).
+pub fn progress_bar(len: u64, enabled: bool, message: &str) -> ProgressBar {
+    if !enabled {
+        return ProgressBar::hidden();
+    }
+    let style = ProgressStyle::with_template("{msg:50} [{bar:30}] {percent:>3}% {elapsed:>4}")
+        .expect("the template is valid")
+        .progress_chars("=> ");
+    ProgressBar::new(len)
+        .with_style(style)
+        .with_message(message.to_string())
+}
+
+/// Where CPU time went during a window: this process's and the whole
+/// machine's, read from `/proc` (Linux; `None` elsewhere). On a shared
+/// machine a row measured while other processes took a core is not
+/// comparable with one measured on an idle machine; the report shows both so
+/// a reader can tell.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct CpuSample {
+    /// utime + stime of this process, in clock ticks.
+    process_ticks: u64,
+    /// Busy time of all CPUs (everything but idle and iowait), in clock ticks.
+    machine_busy_ticks: u64,
+}
+
+/// `/proc` reports times in USER_HZ, which Linux fixes at 100 on every
+/// architecture it exports to user space.
+const USER_HZ: f64 = 100.0;
+
+impl CpuSample {
+    pub fn now() -> Option<CpuSample> {
+        let stat = fs::read_to_string("/proc/self/stat").ok()?;
+        // The command name (field 2) may hold spaces; fields after its ')'.
+        let after = &stat[stat.rfind(')')? + 2..];
+        let f: Vec<&str> = after.split_whitespace().collect();
+        // Fields 14 and 15 of the file (utime, stime) are 11 and 12 after ')'.
+        let process_ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+        let machine = fs::read_to_string("/proc/stat").ok()?;
+        let cpu: Vec<u64> = machine
+            .lines()
+            .next()?
+            .split_whitespace()
+            .skip(1)
+            .take(8)
+            .map(|x| x.parse().ok())
+            .collect::<Option<_>>()?;
+        // user nice system idle iowait irq softirq steal
+        let busy = cpu.iter().sum::<u64>() - cpu.get(3)? - cpu.get(4)?;
+        Some(CpuSample {
+            process_ticks,
+            machine_busy_ticks: busy,
+        })
+    }
+
+    /// Cores used by this process and by everything else between `earlier`
+    /// and `self`, over `secs` seconds.
+    pub fn cores_since(&self, earlier: &CpuSample, secs: f64) -> (f64, f64) {
+        let ours = self.process_ticks.saturating_sub(earlier.process_ticks) as f64 / USER_HZ;
+        let all = self
+            .machine_busy_ticks
+            .saturating_sub(earlier.machine_busy_ticks) as f64
+            / USER_HZ;
+        (ours / secs, (all - ours).max(0.0) / secs)
+    }
+}
+
+/// A finished scenario: what `finish` prints, writes and judges.
+pub trait Report: fmt::Debug {
+    /// The scenario's name (`"sweep"`).
+    fn scenario(&self) -> &str;
+    /// The side-by-side table and any summary lines.
+    fn render(&self) -> String;
+    /// `{"scenario": name, "rows": [...], ...}`.
+    fn to_json(&self) -> serde_json::Value;
+    /// Data errors found during the run or by the end-of-run check.
+    fn failures(&self) -> Vec<String>;
+}
+
+/// Write a JSON value to `path`, pretty-printed.
+pub fn write_json(path: &Path, value: &serde_json::Value) -> Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(|source| BenchError::Json {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    fs::write(path, text + "\n").map_err(|source| BenchError::Io {
+        op: "write",
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Print a report, write its JSON if asked, and fail if its data was wrong.
+pub fn finish<R: Report>(report: R, settings: &Settings) -> Result<R> {
+    print!("{}", report.render());
+    if let Some(path) = &settings.json {
+        write_json(path, &report.to_json())?;
+        println!("wrote {}", path.display());
+    }
+    let failures = report.failures();
+    if failures.is_empty() {
+        Ok(report)
+    } else {
+        Err(BenchError::Data(format!(
+            "{}: {}",
+            report.scenario(),
+            failures.join("; ")
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defaults() -> Defaults {
+        Defaults {
+            duration: Duration::from_secs(5),
+            warmup: DEFAULT_WARMUP,
+            threads: vec![1, 2, 4],
+            batches: DEFAULT_BATCHES.to_vec(),
+            huge_pages: Toggle::Off,
+        }
+    }
+
+    #[test]
+    fn quick_shrinks_what_was_not_given() {
+        let args = CommonArgs {
+            quick: true,
+            pool_mib: Some(32),
+            ..Default::default()
+        };
+        let s = args.resolve(&defaults()).unwrap();
+        assert_eq!(s.pool_buffers, 4096, "--pool-mib wins over --quick");
+        assert_eq!(s.duration, QUICK_DURATION);
+        assert_eq!(s.threads, [1, 2]);
+        assert_eq!(s.evictors, [Evictor::Clock, Evictor::HotCool]);
+    }
+
+    #[test]
+    fn the_matrix_has_every_combination_with_evictor_innermost() {
+        let s = CommonArgs::default().resolve(&defaults()).unwrap();
+        let c = s.configs();
+        assert_eq!(c.len(), 2 * 3 * 3);
+        assert_eq!(c[0].evictor, Evictor::Clock);
+        assert_eq!(c[1].evictor, Evictor::HotCool);
+        assert_eq!(c[0].batch, c[1].batch);
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        let args = CommonArgs {
+            duration: Some(0.0),
+            ..Default::default()
+        };
+        assert!(args.resolve(&defaults()).is_err());
+        let args = CommonArgs {
+            threads: Some(vec![0]),
+            ..Default::default()
+        };
+        assert!(args.resolve(&defaults()).is_err());
+    }
+
+    #[test]
+    fn table_columns_line_up() {
+        let mut t = Table::new(&["a", "bb"]);
+        t.push(vec!["xyz".into(), "1".into()]);
+        let s = t.to_string();
+        let lines: Vec<_> = s.lines().collect();
+        assert_eq!(lines[0], "a    bb");
+        assert_eq!(lines[2], "xyz   1");
+    }
+}

@@ -1,0 +1,35 @@
+//! Errors of the bench program, grouped by fault: the pool's own errors, bad
+//! options, files we could not read or write, and data that failed its check.
+
+use std::path::PathBuf;
+
+/// Anything that stops a scenario.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// The buffer pool refused or failed an operation.
+    #[error(transparent)]
+    Pool(#[from] bufmgr::Error),
+    /// An option value that cannot be run.
+    #[error("invalid option: {0}")]
+    Config(String),
+    /// A file of our own (the JSON report) could not be written or read.
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("JSON report {path}: {source}")]
+    Json {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    /// A page did not hold what the benchmark wrote into it: the run is void.
+    #[error("data check failed: {0}")]
+    Data(String),
+    /// A worker thread panicked.
+    #[error("worker thread panicked: {0}")]
+    Panic(String),
+}
+
+pub type Result<T, E = BenchError> = std::result::Result<T, E>;

@@ -1,0 +1,10 @@
+#![doc = include_str!("../README.md")]
+
+pub mod common;
+pub mod data;
+pub mod error;
+pub mod scenarios;
+
+pub use common::{CommonArgs, Settings};
+pub use error::{BenchError, Result};
+pub use scenarios::ScenarioKind;

@@ -1,0 +1,705 @@
+//! `sweep` and `ticks`: threads reading random pages of a relation larger
+//! than the pool, so that the clock sweep runs continuously (seed 000).
+//!
+//! The two scenarios are one measurement with two access distributions:
+//!
+//! ```text
+//!   sweep   relation 1, 1.7 x pool pages, uniform random blocks:
+//!           ~40% of accesses miss, every miss evicts; the clock hand is the
+//!           hot cache line, the sweep batch is what varies.
+//!   ticks   relation 2, 1.5 x pool pages, zipfian (theta 0.99) ranks
+//!           scrambled over the relation by a fixed permutation: hot pages
+//!           are hit again and again, so the clock's usage counts climb to 5
+//!           and the hand must pass them up to 5 times before it finds a
+//!           victim; HOT/COOL demotes a page in one pass.
+//! ```
+//!
+//! Per configuration of the matrix: a fresh pool (no background writer,
+//! checksums on), T threads each looping `read_buffer` -> `lock_shared` ->
+//! check the page's block number -> drop, a warm-up, then a measured window
+//! between two `PoolStats` snapshots. Block numbers are drawn before the run
+//! into one shared array (drawing a zipfian sample costs ~65 ns, as much as a
+//! hit); each thread walks it from its own offset.
+//!
+//! The window's maximum ticks per victim is estimated: `PoolStats::since`
+//! keeps the later snapshot's all-time maximum, so the report clamps it to
+//! the range of the highest histogram bucket that filled during the window
+//! (exact below 64 ticks).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use bufmgr::stats::{TICK_BUCKETS, TicksHistogram, bucket_floor};
+use bufmgr::{BlockNumber, BufferPool, Evictor, FileStorage, PoolStats, RelFork, RelId};
+use indicatif::ProgressBar;
+use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
+use rand::{RngExt, SeedableRng};
+use rand_distr::{Distribution, Zipf};
+use serde::{Deserialize, Serialize};
+
+use crate::common::{
+    self, BatchField, Config, CpuSample, Report, Settings, Table, fmt_rate, fmt_ratio, progress_bar,
+};
+use crate::data;
+use crate::error::{BenchError, Result};
+
+/// How the threads pick blocks.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Access {
+    /// Every block equally likely.
+    Uniform,
+    /// Zipfian ranks with exponent `theta`, scrambled over the relation.
+    Zipf { theta: f64 },
+}
+
+impl Access {
+    fn describe(self) -> String {
+        match self {
+            Access::Uniform => "uniform random".into(),
+            Access::Zipf { theta } => format!("zipfian (theta {theta}) scrambled"),
+        }
+    }
+}
+
+/// One of the two scenarios: its relation and access distribution.
+#[derive(Copy, Clone, Debug)]
+pub struct Workload {
+    pub name: &'static str,
+    pub rel: RelId,
+    /// Relation size in tenths of the pool.
+    pub pool_tenths: usize,
+    pub access: Access,
+}
+
+/// `sweep`: uniform over 1.7 x pool (SCENARIOS.md).
+pub const SWEEP: Workload = Workload {
+    name: "sweep",
+    rel: RelId(1),
+    pool_tenths: 17,
+    access: Access::Uniform,
+};
+
+/// `ticks`: zipfian theta 0.99 over 1.5 x pool (SCENARIOS.md).
+pub const TICKS: Workload = Workload {
+    name: "ticks",
+    rel: RelId(2),
+    pool_tenths: 15,
+    access: Access::Zipf { theta: 0.99 },
+};
+
+/// Seed of the block draws and of the zipfian permutation: fixed, so two runs
+/// (and the two evictors) see the same sequence.
+const SEED: u64 = 0x5EED_0000;
+
+/// Block numbers drawn per scenario: about 128 per block of the relation
+/// rounded up to a power of two, at least 64 Ki and at most 4 Mi (16 MiB). A
+/// thread that reaches the end starts again; the repeat distance is far
+/// beyond the pool size.
+///
+/// Thread `t` walks the array with stride `2t + 1` (odd, so it visits every
+/// slot of the power-of-two array once per lap). With one stride for all, two
+/// threads running at the same speed could fall into step on the same
+/// sequence, one re-reading what the other just loaded: a hit ratio no
+/// independent client would see (an early version measured 96% instead of
+/// 93.5% that way).
+const KEYS_PER_BLOCK: usize = 128;
+const MIN_KEYS: usize = 1 << 16;
+const MAX_KEYS: usize = 1 << 22;
+
+/// How often the driving thread wakes to update the progress bar and look
+/// for a worker that failed.
+const POLL: Duration = Duration::from_millis(50);
+
+/// One configuration's measured window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub evictor: String,
+    /// The configured batch: a number or `"auto"`.
+    pub batch: BatchField,
+    /// The batch the pool used at the end of the window (differs for auto).
+    pub batch_effective: u32,
+    pub partitions: usize,
+    pub threads: usize,
+    pub huge_pages: bool,
+    pub ring: bool,
+    pub window_secs: f64,
+    pub accesses: u64,
+    pub hits: u64,
+    pub evictions: u64,
+    pub victims: u64,
+    pub sweep_ticks: u64,
+    pub accesses_per_sec: f64,
+    pub evictions_per_sec: f64,
+    pub hits_per_sec: f64,
+    pub hit_ratio: f64,
+    pub ticks_per_victim_mean: f64,
+    pub ticks_per_victim_p99: u64,
+    pub ticks_per_victim_max: u64,
+    /// Pool memory the kernel backed with huge pages (`None`: unknown).
+    pub huge_pages_granted_mib: Option<f64>,
+    /// Evictions/s relative to batch 1 of the same evictor and configuration.
+    pub evictions_vs_batch1: Option<f64>,
+    /// Cores this process used during the window (utime + stime / secs).
+    pub cpu_cores_used: Option<f64>,
+    /// Evictions per CPU-second this process used: less sensitive than
+    /// evictions/s to other processes taking cores, blind to time spent
+    /// waiting (parked threads use no CPU).
+    pub evictions_per_cpu_sec: Option<f64>,
+    /// Cores everything else on the machine used meanwhile: more than a
+    /// few hundredths means the row competed for CPU.
+    pub other_cores_used: Option<f64>,
+    /// Pages whose block number was not the one asked for.
+    pub data_errors: u64,
+}
+
+/// HOT/COOL relative to the clock for one (batch, partitions, threads, huge
+/// pages, ring) group.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ratio {
+    pub batch: BatchField,
+    pub partitions: usize,
+    pub threads: usize,
+    pub huge_pages: bool,
+    pub ring: bool,
+    /// hotcool evictions/s / clock evictions/s.
+    pub evictions_per_sec: f64,
+    /// hotcool mean ticks per victim / clock mean ticks per victim.
+    pub ticks_per_victim_mean: f64,
+}
+
+/// The end-of-run check of every block.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DataCheck {
+    pub blocks: u64,
+    pub ok: bool,
+    pub error: Option<String>,
+}
+
+/// A finished `sweep` or `ticks` run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepReport {
+    pub scenario: String,
+    pub access: String,
+    pub relation: u32,
+    pub relation_blocks: u32,
+    pub pool_buffers: usize,
+    pub cores: usize,
+    pub warmup_secs: f64,
+    pub duration_secs: f64,
+    pub reused_data: bool,
+    pub rows: Vec<Row>,
+    pub ratios: Vec<Ratio>,
+    pub data_check: DataCheck,
+}
+
+/// Run `sweep`, print it, write its JSON; fail on data errors.
+pub fn sweep(settings: &Settings) -> Result<SweepReport> {
+    common::finish(run(&SWEEP, settings)?, settings)
+}
+
+/// Run `ticks`, print it, write its JSON; fail on data errors.
+pub fn ticks(settings: &Settings) -> Result<SweepReport> {
+    common::finish(run(&TICKS, settings)?, settings)
+}
+
+/// Build (or reuse) the relation, measure every configuration, check the data.
+pub fn run(w: &Workload, settings: &Settings) -> Result<SweepReport> {
+    let nblocks = BlockNumber::try_from(settings.pool_buffers * w.pool_tenths / 10)
+        .map_err(|_| BenchError::Config("relation too large".into()))?;
+    if nblocks == 0 {
+        return Err(BenchError::Config("pool too small for a relation".into()));
+    }
+    let storage = Arc::new(FileStorage::open(&settings.data_dir)?);
+    println!(
+        "== {}: {} reads over {} ({nblocks} blocks = {:.1} x pool of {} buffers, {} MiB); \
+         warm-up {:.1} s, window {:.1} s, {} cores",
+        w.name,
+        w.access.describe(),
+        w.rel,
+        nblocks as f64 / settings.pool_buffers as f64,
+        settings.pool_buffers,
+        (settings.pool_buffers * bufmgr::PAGE_SIZE) >> 20,
+        settings.warmup.as_secs_f64(),
+        settings.duration.as_secs_f64(),
+        common::cores(),
+    );
+    let reused = data::ensure_relation(
+        &storage,
+        w.rel,
+        nblocks,
+        settings.pool_buffers,
+        settings.progress,
+    )?;
+    let keys = draw_keys(w.access, nblocks)?;
+    let configs = settings.configs();
+    let mut rows = Vec::with_capacity(configs.len());
+    for (i, c) in configs.iter().enumerate() {
+        let label = format!("[{}/{}] {} {c}", i + 1, configs.len(), w.name);
+        let row = measure(&storage, w.rel, &keys, c, settings, &label)?;
+        eprintln!(
+            "{label}: {} evictions/s, {} hits/s, {:.2} ticks/victim",
+            fmt_rate(row.evictions_per_sec),
+            fmt_rate(row.hits_per_sec),
+            row.ticks_per_victim_mean
+        );
+        rows.push(row);
+    }
+    add_batch1_ratios(&mut rows);
+    let ratios = evictor_ratios(&rows);
+    let data_check = match data::verify_relation(
+        &storage,
+        w.rel,
+        nblocks,
+        settings.pool_buffers,
+        settings.progress,
+    ) {
+        Ok(blocks) => DataCheck {
+            blocks,
+            ok: true,
+            error: None,
+        },
+        Err(BenchError::Data(e)) => DataCheck {
+            blocks: u64::from(nblocks),
+            ok: false,
+            error: Some(e),
+        },
+        Err(e) => return Err(e),
+    };
+    Ok(SweepReport {
+        scenario: w.name.into(),
+        access: w.access.describe(),
+        relation: w.rel.0,
+        relation_blocks: nblocks,
+        pool_buffers: settings.pool_buffers,
+        cores: common::cores(),
+        warmup_secs: settings.warmup.as_secs_f64(),
+        duration_secs: settings.duration.as_secs_f64(),
+        reused_data: reused,
+        rows,
+        ratios,
+        data_check,
+    })
+}
+
+/// The block numbers every configuration's threads read, drawn once.
+fn draw_keys(access: Access, nblocks: BlockNumber) -> Result<Vec<BlockNumber>> {
+    let len = (nblocks as usize * KEYS_PER_BLOCK)
+        .next_power_of_two()
+        .clamp(MIN_KEYS, MAX_KEYS);
+    let mut rng = SmallRng::seed_from_u64(SEED);
+    Ok(match access {
+        Access::Uniform => (0..len).map(|_| rng.random_range(0..nblocks)).collect(),
+        Access::Zipf { theta } => {
+            // Rank r (1 = hottest) lives at block perm[r - 1], so the hot
+            // pages are spread over the relation (and over the pool's
+            // partitions and hash partitions), not packed at its start.
+            let mut perm: Vec<BlockNumber> = (0..nblocks).collect();
+            perm.shuffle(&mut rng);
+            let zipf = Zipf::new(f64::from(nblocks), theta)
+                .map_err(|e| BenchError::Config(format!("zipf theta {theta}: {e}")))?;
+            (0..len)
+                .map(|_| {
+                    let rank = zipf.sample(&mut rng) as usize;
+                    perm[rank.clamp(1, perm.len()) - 1]
+                })
+                .collect()
+        }
+    })
+}
+
+/// What one worker saw.
+#[derive(Debug, Default)]
+struct WorkerOutcome {
+    data_errors: u64,
+    first_error: Option<String>,
+}
+
+/// One thread's loop: read, lock shared, check the block number, drop.
+/// `keys.len()` is a power of two; thread `t` walks it with stride `2t + 1`.
+fn worker(
+    pool: &BufferPool,
+    rf: RelFork,
+    keys: &[BlockNumber],
+    t: usize,
+    stop: &AtomicBool,
+) -> Result<WorkerOutcome> {
+    debug_assert!(keys.len().is_power_of_two());
+    let mut out = WorkerOutcome::default();
+    let mask = keys.len() - 1;
+    let stride = 2 * t + 1;
+    let mut i = (t * keys.len() / 2) & mask;
+    while !stop.load(Ordering::Relaxed) {
+        let block = keys[i];
+        i = (i + stride) & mask;
+        let page = match pool.read_buffer(rf, block, None) {
+            Ok(pin) => pin.lock_shared(),
+            Err(e) => {
+                stop.store(true, Ordering::Relaxed);
+                return Err(e.into());
+            }
+        };
+        let found = data::page_block(&page);
+        drop(page);
+        if found != block {
+            out.data_errors += 1;
+            out.first_error
+                .get_or_insert_with(|| format!("read block {block}, got a page of block {found}"));
+        }
+    }
+    Ok(out)
+}
+
+/// Sleep `d` in short steps, moving the bar; false if a worker asked to stop.
+fn wait(d: Duration, pb: &ProgressBar, done_before: Duration, stop: &AtomicBool) -> bool {
+    let start = Instant::now();
+    loop {
+        let elapsed = start.elapsed();
+        pb.set_position((done_before + elapsed).as_millis() as u64);
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        if elapsed >= d {
+            return true;
+        }
+        std::thread::sleep(POLL.min(d - elapsed));
+    }
+}
+
+/// A statistics snapshot, the CPU times, and the instant they stand for (the
+/// middle of the time it took to collect them).
+fn snapshot(pool: &BufferPool) -> (PoolStats, Option<CpuSample>, Instant) {
+    let before = Instant::now();
+    let s = pool.stats();
+    let cpu = CpuSample::now();
+    let after = Instant::now();
+    (s, cpu, before + (after - before) / 2)
+}
+
+/// The window's highest tick count, as well as the histogram knows it.
+fn window_max(h: &TicksHistogram) -> u64 {
+    let Some(top) = h.buckets.iter().rposition(|&c| c > 0) else {
+        return 0;
+    };
+    let lo = bucket_floor(top);
+    let hi = if top + 1 < TICK_BUCKETS {
+        bucket_floor(top + 1) - 1
+    } else {
+        u64::MAX
+    };
+    h.max.clamp(lo, hi)
+}
+
+/// Measure one configuration on a fresh pool.
+fn measure(
+    storage: &Arc<FileStorage>,
+    rel: RelId,
+    keys: &[BlockNumber],
+    c: &Config,
+    settings: &Settings,
+    label: &str,
+) -> Result<Row> {
+    let pool = BufferPool::new(settings.pool_config(c), storage.clone())?;
+    let rf = RelFork::main(rel);
+    let stop = AtomicBool::new(false);
+    let pb = progress_bar(
+        (settings.warmup + settings.duration).as_millis() as u64,
+        settings.progress,
+        &format!("{label}: warm-up"),
+    );
+    let (window, outcomes) = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..c.threads)
+            .map(|t| {
+                let (pool, stop) = (&pool, &stop);
+                scope.spawn(move || worker(pool, rf, keys, t, stop))
+            })
+            .collect();
+        let mut window = None;
+        if wait(settings.warmup, &pb, Duration::ZERO, &stop) {
+            pb.set_message(format!("{label}: measuring"));
+            let (s0, c0, t0) = snapshot(&pool);
+            if wait(settings.duration, &pb, settings.warmup, &stop) {
+                let (s1, c1, t1) = snapshot(&pool);
+                let secs = (t1 - t0).as_secs_f64();
+                let cores = c0.zip(c1).map(|(c0, c1)| c1.cores_since(&c0, secs));
+                window = Some((s1.since(&s0), secs, cores));
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        let outcomes: Vec<_> = handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|p| {
+                    let msg = p
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| p.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "unknown panic".into());
+                    Err(BenchError::Panic(msg))
+                })
+            })
+            .collect();
+        (window, outcomes)
+    });
+    pb.finish_and_clear();
+    let mut data_errors = 0;
+    let mut first_error = None;
+    for o in outcomes {
+        let o = o?;
+        data_errors += o.data_errors;
+        first_error = first_error.or(o.first_error);
+    }
+    if let Some(e) = first_error {
+        eprintln!("{label}: DATA ERROR: {e} ({data_errors} in all)");
+    }
+    let (d, secs, cores) = window.ok_or_else(|| {
+        BenchError::Config(format!("{label}: the run stopped before its window ended"))
+    })?;
+    let t = d.totals();
+    let h = &d.ticks_per_victim;
+    Ok(Row {
+        evictor: c.evictor.name().into(),
+        batch: c.batch.into(),
+        batch_effective: d.batch,
+        partitions: d.partitions.len(),
+        threads: c.threads,
+        huge_pages: c.huge_pages,
+        ring: c.ring,
+        window_secs: secs,
+        accesses: t.accesses,
+        hits: t.hits,
+        evictions: t.evictions,
+        victims: t.victims,
+        sweep_ticks: t.sweep_ticks,
+        accesses_per_sec: t.accesses as f64 / secs,
+        evictions_per_sec: t.evictions as f64 / secs,
+        hits_per_sec: t.hits as f64 / secs,
+        hit_ratio: t.hit_ratio(),
+        ticks_per_victim_mean: h.mean(),
+        ticks_per_victim_p99: h.percentile(99.0),
+        ticks_per_victim_max: window_max(h),
+        huge_pages_granted_mib: d
+            .huge_pages
+            .huge_bytes
+            .map(|b| b as f64 / (1024.0 * 1024.0)),
+        evictions_vs_batch1: None,
+        cpu_cores_used: cores.map(|c| c.0),
+        evictions_per_cpu_sec: cores
+            .filter(|c| c.0 > 0.0)
+            .map(|c| t.evictions as f64 / (c.0 * secs)),
+        other_cores_used: cores.map(|c| c.1),
+        data_errors,
+    })
+}
+
+/// The rows of one (batch, partitions, threads, huge pages, ring) group.
+fn same_group(a: &Row, b: &Row) -> bool {
+    a.batch == b.batch
+        && a.partitions == b.partitions
+        && a.threads == b.threads
+        && a.huge_pages == b.huge_pages
+        && a.ring == b.ring
+}
+
+/// Fill `evictions_vs_batch1` where the matrix has batch 1.
+fn add_batch1_ratios(rows: &mut [Row]) {
+    let base: Vec<Row> = rows
+        .iter()
+        .filter(|r| r.batch == BatchField::Fixed(1))
+        .cloned()
+        .collect();
+    for r in rows.iter_mut() {
+        r.evictions_vs_batch1 = base
+            .iter()
+            .find(|b| {
+                b.evictor == r.evictor
+                    && b.partitions == r.partitions
+                    && b.threads == r.threads
+                    && b.huge_pages == r.huge_pages
+                    && b.ring == r.ring
+            })
+            .filter(|b| b.evictions_per_sec > 0.0)
+            .map(|b| r.evictions_per_sec / b.evictions_per_sec);
+    }
+}
+
+/// HOT/COOL over clock, per group that has both.
+fn evictor_ratios(rows: &[Row]) -> Vec<Ratio> {
+    let (clock, hotcool) = (Evictor::Clock.name(), Evictor::HotCool.name());
+    rows.iter()
+        .filter(|r| r.evictor == hotcool)
+        .filter_map(|h| {
+            let c = rows
+                .iter()
+                .find(|c| c.evictor == clock && same_group(c, h))?;
+            Some(Ratio {
+                batch: h.batch.clone(),
+                partitions: h.partitions,
+                threads: h.threads,
+                huge_pages: h.huge_pages,
+                ring: h.ring,
+                evictions_per_sec: h.evictions_per_sec / c.evictions_per_sec,
+                ticks_per_victim_mean: h.ticks_per_victim_mean / c.ticks_per_victim_mean,
+            })
+        })
+        .collect()
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "on".into() } else { "off".into() }
+}
+
+impl SweepReport {
+    /// The HOT/COOL-over-clock ratio to show on a HOT/COOL row.
+    fn ratio_for(&self, r: &Row) -> Option<&Ratio> {
+        if r.evictor != Evictor::HotCool.name() {
+            return None;
+        }
+        self.ratios.iter().find(|q| {
+            q.batch == r.batch
+                && q.partitions == r.partitions
+                && q.threads == r.threads
+                && q.huge_pages == r.huge_pages
+                && q.ring == r.ring
+        })
+    }
+}
+
+impl Report for SweepReport {
+    fn scenario(&self) -> &str {
+        &self.scenario
+    }
+
+    fn render(&self) -> String {
+        let mut t = Table::new(&[
+            "evictor",
+            "batch",
+            "parts",
+            "threads",
+            "huge",
+            "ring",
+            "evict/s",
+            "evict/cpu-s",
+            "hits/s",
+            "hit%",
+            "ticks mean",
+            "p99",
+            "max",
+            "huge MiB",
+            "cpu",
+            "others",
+            "vs b1",
+            "hc/clk evict/s",
+            "hc/clk ticks",
+        ]);
+        for r in &self.rows {
+            let batch = match r.batch {
+                BatchField::Named(ref n) => format!("{n}:{}", r.batch_effective),
+                BatchField::Fixed(n) => n.to_string(),
+            };
+            let ratio = self.ratio_for(r);
+            t.push(vec![
+                r.evictor.clone(),
+                batch,
+                r.partitions.to_string(),
+                r.threads.to_string(),
+                yes_no(r.huge_pages),
+                yes_no(r.ring),
+                fmt_rate(r.evictions_per_sec),
+                r.evictions_per_cpu_sec.map_or("?".into(), fmt_rate),
+                fmt_rate(r.hits_per_sec),
+                format!("{:.2}", 100.0 * r.hit_ratio),
+                format!("{:.2}", r.ticks_per_victim_mean),
+                r.ticks_per_victim_p99.to_string(),
+                r.ticks_per_victim_max.to_string(),
+                r.huge_pages_granted_mib
+                    .map_or("?".into(), |m| format!("{m:.0}")),
+                r.cpu_cores_used.map_or("?".into(), |c| format!("{c:.2}")),
+                r.other_cores_used.map_or("?".into(), |c| format!("{c:.2}")),
+                fmt_ratio(r.evictions_vs_batch1),
+                fmt_ratio(ratio.map(|q| q.evictions_per_sec)),
+                fmt_ratio(ratio.map(|q| q.ticks_per_victim_mean)),
+            ]);
+        }
+        let mut out = format!("\n{} ({} reads):\n{t}", self.scenario, self.access);
+        out += "evict/cpu-s: evictions per CPU-second of this run; \
+                cpu / others: cores used by this run / by other processes during the window; \
+                vs b1: evictions/s relative to batch 1; hc/clk: HOT/COOL relative to clock in \
+                the same configuration\n";
+        if self.data_check.ok {
+            out += &format!("data check: {} blocks ok\n", self.data_check.blocks);
+        } else {
+            out += &format!(
+                "data check: FAILED: {}\n",
+                self.data_check.error.as_deref().unwrap_or("?")
+            );
+        }
+        out
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("a report of plain fields serialises")
+    }
+
+    fn failures(&self) -> Vec<String> {
+        let mut f: Vec<String> = self
+            .rows
+            .iter()
+            .filter(|r| r.data_errors > 0)
+            .map(|r| {
+                format!(
+                    "{} data errors with {} batch={} threads={}",
+                    r.data_errors, r.evictor, r.batch, r.threads
+                )
+            })
+            .collect();
+        if let Some(e) = &self.data_check.error {
+            f.push(format!("end-of-run data check: {e}"));
+        }
+        f
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bufmgr::SweepBatch;
+
+    #[test]
+    fn zipf_keys_are_skewed_and_in_range() {
+        let keys = draw_keys(Access::Zipf { theta: 0.99 }, 1000).unwrap();
+        assert!(keys.iter().all(|&k| k < 1000));
+        let mut counts = vec![0usize; 1000];
+        for &k in &keys {
+            counts[k as usize] += 1;
+        }
+        counts.sort_unstable_by(|a, b| b.cmp(a));
+        let top10: usize = counts[..10].iter().sum();
+        assert!(
+            top10 * 4 > keys.len(),
+            "the 10 hottest of 1000 blocks get over a quarter of accesses"
+        );
+    }
+
+    #[test]
+    fn window_max_is_clamped_to_the_top_bucket() {
+        let mut h = TicksHistogram::default();
+        h.buckets[3] = 5;
+        h.max = 40; // seen before the window
+        assert_eq!(window_max(&h), 3);
+        h.buckets[65] = 1; // 128..255
+        h.max = 200;
+        assert_eq!(window_max(&h), 200);
+        h.max = 1000;
+        assert_eq!(window_max(&h), 255);
+    }
+
+    #[test]
+    fn batch_auto_is_not_a_batch_of_one() {
+        assert_ne!(
+            BatchField::from(SweepBatch::Auto),
+            BatchField::from(SweepBatch::Fixed(1))
+        );
+    }
+}

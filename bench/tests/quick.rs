@@ -1,0 +1,130 @@
+//! The `sweep` and `ticks` scenarios at a tiny scale (a 64-page pool, 0.2 s
+//! windows), called as a library: checks what they report, not how fast.
+
+use std::path::Path;
+use std::time::Duration;
+
+use bench::Settings;
+use bench::scenarios::sweep::{self, SweepReport};
+use bufmgr::{Evictor, SweepBatch};
+
+fn tiny(dir: &Path, json: &str) -> Settings {
+    Settings {
+        pool_buffers: 64,
+        duration: Duration::from_millis(200),
+        warmup: Duration::from_millis(50),
+        threads: vec![1, 2],
+        evictors: vec![Evictor::Clock, Evictor::HotCool],
+        batches: vec![SweepBatch::Fixed(1), SweepBatch::Fixed(16)],
+        partitions: vec![1],
+        rings: vec![true],
+        huge_pages: vec![false],
+        data_dir: dir.to_path_buf(),
+        json: Some(dir.join(json)),
+        progress: false,
+    }
+}
+
+/// Every row saw continuous eviction and sane figures; the data checked out.
+fn assert_sane(report: &SweepReport, settings: &Settings) {
+    assert_eq!(report.rows.len(), settings.configs().len());
+    for r in &report.rows {
+        assert!(r.evictions > 0, "no evictions: {r:?}");
+        assert!(r.evictions_per_sec > 0.0, "{r:?}");
+        assert!((0.0..=1.0).contains(&r.hit_ratio), "{r:?}");
+        assert!(r.ticks_per_victim_mean >= 1.0, "{r:?}");
+        assert!(r.ticks_per_victim_p99 >= 1, "{r:?}");
+        assert!(r.ticks_per_victim_max >= r.ticks_per_victim_p99, "{r:?}");
+        assert_eq!(r.data_errors, 0, "{r:?}");
+    }
+    assert!(report.data_check.ok, "{:?}", report.data_check);
+    assert_eq!(report.data_check.blocks, u64::from(report.relation_blocks));
+    // Both evictors of each (batch, threads) group are compared.
+    assert_eq!(report.ratios.len(), report.rows.len() / 2);
+}
+
+/// The JSON file parses back with the fields the README promises.
+fn assert_json(settings: &Settings, scenario: &str) {
+    let path = settings.json.as_ref().unwrap();
+    let text = std::fs::read_to_string(path).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["scenario"], scenario);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), settings.configs().len());
+    for row in rows {
+        for field in [
+            "evictor",
+            "batch",
+            "partitions",
+            "threads",
+            "huge_pages",
+            "ring",
+            "evictions_per_sec",
+            "hits_per_sec",
+            "hit_ratio",
+            "ticks_per_victim_mean",
+            "ticks_per_victim_p99",
+            "ticks_per_victim_max",
+            "huge_pages_granted_mib",
+        ] {
+            assert!(row.get(field).is_some(), "{field} missing from {row}");
+        }
+        assert!(
+            row["batch"].is_u64(),
+            "a fixed batch is written as a number"
+        );
+    }
+    // And it reads back into the report type.
+    let back: SweepReport = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.scenario, scenario);
+}
+
+#[test]
+fn sweep_evicts_continuously_and_checks_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = tiny(dir.path(), "sweep.json");
+    let report = sweep::sweep(&settings).unwrap();
+    assert_eq!(report.scenario, "sweep");
+    assert!(
+        !report.reused_data,
+        "a fresh directory has nothing to reuse"
+    );
+    assert_sane(&report, &settings);
+    assert_json(&settings, "sweep");
+    // Uniform over 1.7 x pool: most of the pool is hit now and then, but at
+    // most pool/relation of accesses can hit.
+    for r in &report.rows {
+        assert!(r.hit_ratio < 0.8, "{r:?}");
+    }
+    // A second run reuses the relation.
+    let again = sweep::sweep(&Settings {
+        threads: vec![1],
+        batches: vec![SweepBatch::Fixed(1)],
+        json: None,
+        ..settings
+    })
+    .unwrap();
+    assert!(again.reused_data);
+}
+
+#[test]
+fn ticks_clock_needs_more_ticks_per_victim_than_hotcool() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = tiny(dir.path(), "ticks.json");
+    let report = sweep::ticks(&settings).unwrap();
+    assert_eq!(report.scenario, "ticks");
+    assert_sane(&report, &settings);
+    assert_json(&settings, "ticks");
+    // Skewed access: hot pages are hit again and again.
+    for r in &report.rows {
+        assert!(r.hit_ratio > 0.5, "{r:?}");
+    }
+    // The clock lets hot pages climb to usage 5 and must pass them up to five
+    // times; HOT/COOL demotes in one pass.
+    for ratio in &report.ratios {
+        assert!(
+            ratio.ticks_per_victim_mean < 1.0,
+            "HOT/COOL should need fewer ticks per victim than the clock: {ratio:?}"
+        );
+    }
+}
