@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod checkpoint;
+pub mod checkpointer;
 pub mod control;
 pub mod error;
 pub mod log;
@@ -11,6 +12,7 @@ pub mod segment;
 pub mod sink;
 
 pub use checkpoint::{CHECKPOINT_ONLINE, CheckpointInfo, CheckpointPayload};
+pub use checkpointer::{Checkpointer, CheckpointerConfig, FlushPages, NextXid};
 pub use control::{ControlData, control_path, read_control};
 pub use error::{ErrorKind, Result, WalError};
 pub use log::{Startup, Wal, WalConfig, WalStats};
