@@ -9,13 +9,13 @@
 //! ```text
 //!  63        32 31 30 29 28 27 26 25 24 23 22 21    18 17               0
 //! +------------+--+--+--+--+--+--+--+--+--+--+--------+------------------+
-//! |   unused   |PM|CN|  |HD|IE|IO|TV|VA|DI|LK| usage  |    refcount      |
+//! |   unused   |PM|CN|IW|HD|IE|IO|TV|VA|DI|LK| usage  |    refcount      |
 //! +------------+--+--+--+--+--+--+--+--+--+--+--------+------------------+
 //!   LK = header lock (BM_LOCKED)        IO = I/O in progress
 //!   DI = dirty                          IE = last I/O failed
 //!   VA = valid (page contents loaded)   HD = dirtied by hint bits only
 //!   TV = tag valid (in mapping table)   CN = checkpoint needed
-//!   PM = permanent (WAL-logged relation)
+//!   PM = permanent (WAL-logged relation) IW = a thread waits for the I/O
 //!
 //!   usage, clock evictor:   a count 0..=5 (BM_MAX_USAGE_COUNT)
 //!   usage, HOT/COOL:        bit 18 = HOT (0 = COOL), bit 19 = reference bit
@@ -30,8 +30,9 @@
 //!    `fetch_sub` (unpin). A pin never proceeds while the header lock is held.
 //! 2. The header lock (`LK`) is taken with one `fetch_or` on the fast path and a
 //!    bounded spin with backoff under contention ([`BufferDesc::lock_header`]).
-//!    While it is held only unpins (`fetch_sub` of the refcount) may change the
-//!    word, so unlocking is a CAS loop that preserves the refcount.
+//!    While it is held only unpins (`fetch_sub` of the refcount) and I/O
+//!    waiters announcing themselves (`fetch_or` of `IW`) may change the word,
+//!    so unlocking is a CAS loop that preserves both.
 //! 3. The tag may change only while holding the header lock and the mapping
 //!    partition lock in exclusive mode, and only when the changer holds the one
 //!    pin. It may be read by anyone holding a pin (it cannot change under a
@@ -79,6 +80,9 @@ pub const IO_IN_PROGRESS: u64 = 1 << 26;
 pub const IO_ERROR: u64 = 1 << 27;
 /// The page was dirtied by hint bits only (no WAL-logged change since its last write).
 pub const HINT_DIRTY: u64 = 1 << 28;
+/// Someone sleeps in `wait_io` (PostgreSQL's bit 29 is `BM_PIN_COUNT_WAITER`,
+/// which we do not need): ending an I/O takes the sleep mutex only if set.
+pub const IO_WAITERS: u64 = 1 << 29;
 /// A checkpoint wants this page written.
 pub const CHECKPOINT_NEEDED: u64 = 1 << 30;
 /// The relation is WAL-logged: WAL must be flushed before the page is written.
@@ -91,6 +95,7 @@ pub const FLAG_MASK: u64 = DIRTY
     | IO_IN_PROGRESS
     | IO_ERROR
     | HINT_DIRTY
+    | IO_WAITERS
     | CHECKPOINT_NEEDED
     | PERMANENT;
 
@@ -258,20 +263,37 @@ impl BufferDesc {
         debug_assert!(refcount(old) > 0, "unpin of an unpinned buffer");
     }
 
-    /// Sleep until `IO_IN_PROGRESS` is clear.
+    /// Sleep until `IO_IN_PROGRESS` is clear. Sets `IO_WAITERS` (under the
+    /// sleep mutex) before each look, so the thread ending the I/O knows to wake us.
     pub(crate) fn wait_io(&self) {
         let mut guard = self.io_mutex.lock();
-        while self.load() & IO_IN_PROGRESS != 0 {
+        while self.state.fetch_or(IO_WAITERS, Ordering::AcqRel) & IO_IN_PROGRESS != 0 {
             self.io_done.wait(&mut guard);
         }
     }
 
-    /// Wake everyone sleeping in [`wait_io`](Self::wait_io). Call after clearing
-    /// `IO_IN_PROGRESS`: a waiter either saw the flag clear or is asleep on the
-    /// condvar by the time we hold the mutex.
-    pub(crate) fn wake_io_waiters(&self) {
-        let _guard = self.io_mutex.lock();
-        self.io_done.notify_all();
+    /// End an I/O: release the header lock (held by the caller) clearing
+    /// `IO_IN_PROGRESS` and `IO_WAITERS` with `set`/`unset` applied, and wake
+    /// the sleepers if any announced themselves. A waiter either set
+    /// `IO_WAITERS` before our CAS (we see it and take the mutex, which it
+    /// holds until it sleeps) or looked after it (and saw the I/O done).
+    pub(crate) fn unlock_header_end_io(&self, set: u64, unset: u64) {
+        let mut cur = self.state.load(Ordering::Relaxed);
+        loop {
+            debug_assert!(cur & LOCKED != 0, "unlocking an unlocked header");
+            let new = ((cur & !(unset | IO_IN_PROGRESS | IO_WAITERS)) | set) & !LOCKED;
+            match self
+                .state
+                .compare_exchange_weak(cur, new, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(actual) => cur = actual,
+            }
+        }
+        if cur & IO_WAITERS != 0 {
+            let _guard = self.io_mutex.lock();
+            self.io_done.notify_all();
+        }
     }
 
     /// Is the content lock held in any mode by anyone?

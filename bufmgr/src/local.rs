@@ -64,6 +64,7 @@ impl Drop for Local {
             && let Some(p) = self.pool.upgrade()
         {
             p.active_threads.fetch_sub(1, Ordering::Relaxed);
+            p.retire_thread(&self.stats);
         }
     }
 }

@@ -110,6 +110,8 @@ pub(crate) struct PoolShared {
     /// Every thread's counters, and a shared block for re-entrant calls.
     pub thread_stats: Mutex<Vec<Arc<ThreadStats>>>,
     pub fallback_stats: Arc<ThreadStats>,
+    /// Counters of threads that have exited (merged in when they do).
+    retired_stats: ThreadStats,
     pub counters: PoolCounters,
     /// Threads that ever registered (for round-robin homes) and that are alive.
     pub registered_threads: AtomicUsize,
@@ -178,6 +180,7 @@ impl BufferPool {
             write_failed: AtomicBool::new(false),
             thread_stats: Mutex::new(Vec::new()),
             fallback_stats: Arc::new(ThreadStats::new(nparts)),
+            retired_stats: ThreadStats::new(nparts),
             counters: PoolCounters::default(),
             registered_threads: AtomicUsize::new(0),
             active_threads: AtomicUsize::new(0),
@@ -455,9 +458,13 @@ impl BufferPool {
     /// A snapshot of the statistics.
     pub fn stats(&self) -> PoolStats {
         let s = &self.shared;
-        let threads = s.thread_stats.lock().clone();
+        // Under the registry lock, so a thread retiring meanwhile is counted once.
+        let threads = s.thread_stats.lock();
         PoolStats::collect(
-            threads.iter().map(|t| &**t).chain([&*s.fallback_stats]),
+            threads
+                .iter()
+                .map(|t| &**t)
+                .chain([&*s.fallback_stats, &s.retired_stats]),
             s.parts.len(),
             &s.counters,
             s.evictor,
@@ -733,8 +740,7 @@ impl PoolShared {
     pub(crate) fn terminate_io(&self, id: BufferId, set: u64, unset: u64) {
         let d = self.desc(id);
         d.lock_header();
-        d.unlock_header(set, unset | IO_IN_PROGRESS);
-        d.wake_io_waiters();
+        d.unlock_header_end_io(set, unset);
     }
 
     /// `GetVictimBuffer`: a buffer pinned by us alone, clean, with no tag.
@@ -1251,6 +1257,13 @@ impl PoolShared {
         let evicted = self.invalidate_victim(id);
         d.unpin();
         Ok((evicted, flushed))
+    }
+
+    /// Fold an exiting thread's counters into the retired block.
+    pub(crate) fn retire_thread(&self, stats: &Arc<ThreadStats>) {
+        let mut threads = self.thread_stats.lock();
+        threads.retain(|t| !Arc::ptr_eq(t, stats));
+        stats.merge_into(&self.retired_stats);
     }
 
     /// Register a thread's stats block.

@@ -49,8 +49,10 @@ pub(crate) fn bump(c: &AtomicU64, n: u64) {
     c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
-/// One thread's counters for one partition.
+/// One thread's counters for one partition, on cache lines of their own so
+/// that two threads' blocks never share one.
 #[derive(Debug, Default)]
+#[repr(align(128))]
 pub(crate) struct Counters {
     pub accesses: AtomicU64,
     pub hits: AtomicU64,
@@ -82,6 +84,32 @@ impl ThreadStats {
             ticks_sum: AtomicU64::new(0),
             ticks_max: AtomicU64::new(0),
         }
+    }
+
+    /// Add every counter of `self` into `into` (atomically: `into` may be
+    /// shared), for a thread that exits.
+    pub fn merge_into(&self, into: &ThreadStats) {
+        let add = |a: &AtomicU64, b: &AtomicU64| {
+            b.fetch_add(a.load(Ordering::Relaxed), Ordering::Relaxed);
+        };
+        for (a, b) in self.parts.iter().zip(into.parts.iter()) {
+            add(&a.accesses, &b.accesses);
+            add(&a.hits, &b.hits);
+            add(&a.reads, &b.reads);
+            add(&a.victims, &b.victims);
+            add(&a.evictions, &b.evictions);
+            add(&a.sweep_ticks, &b.sweep_ticks);
+            add(&a.ring_reuses, &b.ring_reuses);
+            add(&a.ring_rejects, &b.ring_rejects);
+            add(&a.writes_backend, &b.writes_backend);
+            add(&a.writes_ring, &b.writes_ring);
+        }
+        for (a, b) in self.ticks.iter().zip(into.ticks.iter()) {
+            add(a, b);
+        }
+        add(&self.ticks_sum, &into.ticks_sum);
+        into.ticks_max
+            .fetch_max(self.ticks_max.load(Ordering::Relaxed), Ordering::Relaxed);
     }
 
     /// Record one victim found after `ticks` ticks.

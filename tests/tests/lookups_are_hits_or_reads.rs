@@ -119,3 +119,34 @@ fn losing_the_insert_race_counts_as_a_hit() {
         );
     });
 }
+
+/// Counters of a thread that has exited are kept (folded into the pool's
+/// retired block), and counted once, however many threads come and go.
+#[test]
+fn counters_outlive_their_threads() {
+    with_timeout(60, || {
+        let db = TestDb::new();
+        let rf = rel(1);
+        db.create_rel(rf, 8);
+        let pool = db.pool(small_config(16));
+        for round in 1..=20u64 {
+            std::thread::scope(|s| {
+                for _ in 0..3 {
+                    s.spawn(|| {
+                        for b in 0..8 {
+                            read_version(&pool, rf, b);
+                        }
+                    });
+                }
+            });
+            let t = pool.stats().totals();
+            assert_eq!(t.accesses, round * 24, "round {round}");
+            assert_eq!(t.hits + t.reads, t.accesses);
+        }
+        assert_eq!(
+            pool.stats().totals().reads,
+            8,
+            "8 distinct blocks, read once each"
+        );
+    });
+}
