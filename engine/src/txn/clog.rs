@@ -1,0 +1,294 @@
+//! The commit log (clog): what became of every transaction, two bits each,
+//! plus the commit record's LSN per group of 32 xids.
+//!
+//! PostgreSQL keeps transaction status in `pg_xact`, an SLRU of 8 KiB pages
+//! with two bits per xid, and beside it, in memory, one LSN per group of
+//! `CLOG_XACTS_PER_LSN_GROUP` = 32 xids: the largest end LSN of a commit
+//! record among the group. Here both live in the pages of one relation,
+//! `reserved::CLOG_REL`, read and written through the
+//! buffer pool like any other relation, so the pool's eviction, checksums and
+//! WAL-before-data rule apply to them unchanged.
+//!
+//! # Page layout
+//!
+//! ```text
+//!  byte 0         8        12       16                                  8192
+//!       +---------+--------+--------+-------------------------------------+
+//!       | LSN     | cksum  | unused | group 0 | group 1 | ... | group 510 |
+//!       +---------+--------+--------+-------------------------------------+
+//!        (owned by the pool)          each group: 16 bytes
+//!
+//!  group g (32 xids) at byte 16 + 16 * g:
+//!       +-------------------------------+-------------------------------+
+//!       | status bits: u64 LE           | group commit LSN: u64 LE      |
+//!       | xid i of the group at bits    | max end LSN of the commit     |
+//!       | 2i .. 2i+2                    | records of the group's xids   |
+//!       +-------------------------------+-------------------------------+
+//!
+//!  status: 00 in progress (or never started, or crashed)
+//!          01 committed
+//!          10 aborted
+//!          11 sub-committed (PostgreSQL's; unused here, read as in progress)
+//! ```
+//!
+//! A page holds (8192 - 16) / 16 = 511 groups = [`XIDS_PER_PAGE`] = 16,352
+//! xids. Xid `x` lives on block `x / XIDS_PER_PAGE`, group
+//! `(x % XIDS_PER_PAGE) / 32`, bits `2 * (x % 32)`. Keeping the LSN beside the
+//! bits of its group means one page access answers "status and commit LSN".
+//!
+//! # Rules
+//!
+//! 1. A clog page is created with `pool.extend` when the first xid on it is
+//!    handed out (or first replayed), zeroed: every xid on it reads "in
+//!    progress" until its commit or abort is recorded. Creation is not
+//!    WAL-logged; a page missing at replay is simply extended again.
+//! 2. Status bits change only under the page's exclusive content lock (a
+//!    read-modify-write of a 64-bit word shared by 32 xids).
+//! 3. Marking an xid committed raises both the group LSN and the **page LSN**
+//!    to the commit record's end LSN. The page LSN is what makes the pool's
+//!    WAL-before-data rule flush the commit record before this page is
+//!    written: with asynchronous commit, a clog page saying "committed" must
+//!    never reach disk ahead of the record that makes the commit true
+//!    (PostgreSQL's reason for the group LSN in `SlruPhysicalWritePage`).
+//! 4. Clog changes are not WAL-logged themselves: the Xact commit/abort
+//!    record is the durable truth and redo replays it here (idempotently:
+//!    setting the same bits twice changes nothing; LSNs only grow).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use bufmgr::{BlockNumber, BufferPool, PAGE_SIZE, RelFork};
+use parking_lot::Mutex;
+use wal::Lsn;
+
+use crate::error::{EngineError, Result};
+use crate::reserved::CLOG_REL;
+use crate::txn::Xid;
+
+/// The clog's relation fork.
+pub const CLOG_FORK: RelFork = RelFork::main(CLOG_REL);
+/// First byte of the clog's own part of a page (after the pool's 12 bytes and
+/// 4 unused bytes that keep the groups 8-aligned).
+pub const CLOG_HEADER_LEN: usize = 16;
+/// Xids per LSN group: PostgreSQL's `CLOG_XACTS_PER_LSN_GROUP`.
+pub const XIDS_PER_GROUP: u64 = 32;
+/// Bytes per group: 32 xids x 2 bits, then the group LSN.
+pub const GROUP_LEN: usize = 16;
+/// Groups per page.
+pub const GROUPS_PER_PAGE: usize = (PAGE_SIZE - CLOG_HEADER_LEN) / GROUP_LEN;
+/// Xids per page: 511 x 32 = 16,352.
+pub const XIDS_PER_PAGE: u64 = GROUPS_PER_PAGE as u64 * XIDS_PER_GROUP;
+
+// The groups fit in the page and leave the pool's 12 bytes alone.
+const _: () = assert!(CLOG_HEADER_LEN + GROUPS_PER_PAGE * GROUP_LEN <= PAGE_SIZE);
+const _: () = assert!(CLOG_HEADER_LEN >= 12);
+
+/// Two bits of status, as stored.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum ClogStatus {
+    /// 00: running, never started, or crashed before finishing.
+    InProgress,
+    /// 01: committed; the group LSN covers the commit record.
+    Committed,
+    /// 10: aborted.
+    Aborted,
+}
+
+impl ClogStatus {
+    fn bits(self) -> u64 {
+        match self {
+            ClogStatus::InProgress => 0b00,
+            ClogStatus::Committed => 0b01,
+            ClogStatus::Aborted => 0b10,
+        }
+    }
+
+    fn from_bits(b: u64) -> ClogStatus {
+        match b & 0b11 {
+            0b01 => ClogStatus::Committed,
+            0b10 => ClogStatus::Aborted,
+            // 0b11 (sub-committed) is never written here.
+            _ => ClogStatus::InProgress,
+        }
+    }
+}
+
+/// Where an xid's bits live.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct ClogPosition {
+    pub block: BlockNumber,
+    /// Byte offset of the group's status word in the page.
+    pub group_offset: usize,
+    /// Bit shift of the xid's two bits in the status word.
+    pub shift: u32,
+}
+
+/// The position of `xid`, or an error if the clog cannot address it.
+pub fn position(xid: Xid) -> Result<ClogPosition> {
+    let block = xid / XIDS_PER_PAGE;
+    let block = BlockNumber::try_from(block)
+        .ok()
+        .filter(|b| *b < BlockNumber::MAX)
+        .ok_or_else(|| EngineError::InvalidXid {
+            xid,
+            detail: format!("its commit-log page {block} is beyond the largest block number"),
+        })?;
+    let in_page = xid % XIDS_PER_PAGE;
+    let group = (in_page / XIDS_PER_GROUP) as usize;
+    Ok(ClogPosition {
+        block,
+        group_offset: CLOG_HEADER_LEN + group * GROUP_LEN,
+        shift: 2 * (in_page % XIDS_PER_GROUP) as u32,
+    })
+}
+
+fn read_u64(page: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(page[at..at + 8].try_into().expect("8 bytes"))
+}
+
+fn write_u64(page: &mut [u8], at: usize, v: u64) {
+    page[at..at + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// The commit log over a buffer pool.
+#[derive(Debug)]
+pub struct Clog {
+    /// Pages known to exist (a cache of `nblocks`, which only grows).
+    pages: AtomicU32,
+    /// Serialises extension of the clog relation.
+    extend_lock: Mutex<()>,
+}
+
+impl Clog {
+    /// Open the clog of `pool`, creating its (empty) relation if needed.
+    pub fn open(pool: &BufferPool) -> Result<Clog> {
+        pool.create_fork(CLOG_FORK).map_err(EngineError::buffer(
+            "could not create the commit log relation",
+        ))?;
+        let n = pool.nblocks(CLOG_FORK).map_err(EngineError::buffer(
+            "could not size the commit log relation",
+        ))?;
+        Ok(Clog {
+            pages: AtomicU32::new(n),
+            extend_lock: Mutex::new(()),
+        })
+    }
+
+    /// Pages the clog has.
+    pub fn pages(&self) -> BlockNumber {
+        self.pages.load(Ordering::Acquire)
+    }
+
+    /// Make sure the page holding `xid` exists (rule 1).
+    pub fn ensure_page(&self, pool: &BufferPool, xid: Xid) -> Result<()> {
+        let block = position(xid)?.block;
+        if block < self.pages.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let _g = self.extend_lock.lock();
+        let mut n = pool.nblocks(CLOG_FORK).map_err(EngineError::buffer(
+            "could not size the commit log relation",
+        ))?;
+        while n <= block {
+            let mut page = pool
+                .extend(CLOG_FORK, None)
+                .map_err(EngineError::buffer(format!(
+                    "could not extend the commit log to page {n} (for xid {xid})"
+                )))?;
+            // A zeroed page is a valid clog page: every xid in progress.
+            page.mark_dirty();
+            n = page.block() + 1;
+        }
+        self.pages.store(n, Ordering::Release);
+        Ok(())
+    }
+
+    /// The recorded status of `xid` and its group's commit LSN. An xid on a
+    /// page that does not exist reads as in progress with LSN 0.
+    pub fn get(&self, pool: &BufferPool, xid: Xid) -> Result<(ClogStatus, Lsn)> {
+        let pos = position(xid)?;
+        if pos.block >= self.pages.load(Ordering::Acquire) {
+            return Ok((ClogStatus::InProgress, Lsn::ZERO));
+        }
+        let page = pool
+            .read_buffer(CLOG_FORK, pos.block, None)
+            .map_err(EngineError::buffer(format!(
+                "could not read commit-log page {} (for xid {xid})",
+                pos.block
+            )))?
+            .lock_shared();
+        let word = read_u64(&page, pos.group_offset);
+        let lsn = read_u64(&page, pos.group_offset + 8);
+        Ok((ClogStatus::from_bits(word >> pos.shift), Lsn(lsn)))
+    }
+
+    /// Record `status` for `xid`. For `Committed`, `commit_end` is the end LSN
+    /// of its commit record: the group LSN and the page LSN are raised to it
+    /// (rule 3). Creates the page if needed.
+    pub fn set(
+        &self,
+        pool: &BufferPool,
+        xid: Xid,
+        status: ClogStatus,
+        commit_end: Lsn,
+    ) -> Result<()> {
+        self.ensure_page(pool, xid)?;
+        let pos = position(xid)?;
+        let mut page = pool
+            .read_buffer(CLOG_FORK, pos.block, None)
+            .map_err(EngineError::buffer(format!(
+                "could not read commit-log page {} to record xid {xid} as {status:?}",
+                pos.block
+            )))?
+            .lock_exclusive();
+        let word = read_u64(&page, pos.group_offset);
+        let new = (word & !(0b11 << pos.shift)) | (status.bits() << pos.shift);
+        write_u64(&mut page, pos.group_offset, new);
+        if status == ClogStatus::Committed {
+            let group_lsn = read_u64(&page, pos.group_offset + 8);
+            if commit_end.0 > group_lsn {
+                write_u64(&mut page, pos.group_offset + 8, commit_end.0);
+            }
+            if commit_end.0 > page.lsn() {
+                page.set_lsn(commit_end.0);
+            }
+        }
+        page.mark_dirty();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capacity_follows_from_the_layout() {
+        assert_eq!(GROUPS_PER_PAGE, 511);
+        assert_eq!(XIDS_PER_PAGE, 16_352);
+    }
+
+    #[test]
+    fn positions() {
+        let p = position(0).unwrap();
+        assert_eq!((p.block, p.group_offset, p.shift), (0, 16, 0));
+        let p = position(33).unwrap();
+        assert_eq!((p.block, p.group_offset, p.shift), (0, 32, 2));
+        let p = position(XIDS_PER_PAGE - 1).unwrap();
+        assert_eq!((p.block, p.group_offset, p.shift), (0, PAGE_SIZE - 16, 62));
+        let p = position(XIDS_PER_PAGE).unwrap();
+        assert_eq!((p.block, p.group_offset, p.shift), (1, 16, 0));
+        assert!(position(u64::MAX).is_err());
+    }
+
+    #[test]
+    fn status_bits_round_trip() {
+        for s in [
+            ClogStatus::InProgress,
+            ClogStatus::Committed,
+            ClogStatus::Aborted,
+        ] {
+            assert_eq!(ClogStatus::from_bits(s.bits()), s);
+        }
+        assert_eq!(ClogStatus::from_bits(0b11), ClogStatus::InProgress);
+    }
+}

@@ -1,0 +1,62 @@
+//! Shared helpers: open WAL + pool + transaction manager on a directory, and
+//! a watchdog that fails a test instead of letting it hang.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc::{RecvTimeoutError, channel};
+use std::time::Duration;
+
+use bufmgr::{BufferPool, FileStorage, PoolConfig, StorageBackend};
+use engine::{TransactionManager, next_xid_hint};
+use wal::{Wal, WalConfig};
+
+/// Everything a test needs, owned.
+#[derive(Debug)]
+pub struct Env {
+    pub wal: Arc<Wal>,
+    pub pool: Arc<BufferPool>,
+    pub tm: Arc<TransactionManager>,
+}
+
+pub fn wal_config() -> WalConfig {
+    WalConfig {
+        segment_size: 1 << 20,
+        ..WalConfig::default()
+    }
+}
+
+/// Open on `dir` with a pool of `buffers`; `wrap` may wrap the file storage.
+pub fn open_with(
+    dir: &Path,
+    buffers: usize,
+    wrap: impl FnOnce(Arc<Wal>, Arc<dyn StorageBackend>) -> Arc<dyn StorageBackend>,
+) -> Env {
+    let wal = Arc::new(Wal::open(dir, wal_config()).expect("open WAL"));
+    let files: Arc<dyn StorageBackend> = Arc::new(FileStorage::open(dir).expect("open storage"));
+    let storage = wrap(wal.clone(), files);
+    let pool = Arc::new(
+        BufferPool::with_wal(PoolConfig::new(buffers).partitions(1), storage, wal.clone())
+            .expect("open pool"),
+    );
+    let hint = next_xid_hint(&wal);
+    let tm = Arc::new(TransactionManager::open(pool.clone(), wal.clone(), hint).expect("open tm"));
+    Env { wal, pool, tm }
+}
+
+pub fn open(dir: &Path, buffers: usize) -> Env {
+    open_with(dir, buffers, |_, s| s)
+}
+
+/// Run `f` on its own thread; panic if it takes longer than `limit` or panics.
+pub fn watchdog<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(v) => v,
+        Err(RecvTimeoutError::Timeout) => panic!("watchdog: test still running after {limit:?}"),
+        Err(RecvTimeoutError::Disconnected) => panic!("watchdog: the test thread panicked"),
+    }
+}
