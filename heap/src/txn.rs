@@ -114,8 +114,12 @@ impl InMemoryTransactions {
 
     /// Start a transaction: a new xid, running.
     pub fn begin(&self) -> Xid {
+        // Allocate and register under the one lock `snapshot` takes: else a
+        // snapshot taken in between would count the new xid as below its
+        // xmax yet not running, and so see its later commit.
+        let mut status = self.status.lock();
         let xid = self.next.fetch_add(1, Ordering::Relaxed);
-        self.status.lock().insert(xid, XidStatus::InProgress);
+        status.insert(xid, XidStatus::InProgress);
         xid
     }
 
