@@ -130,6 +130,15 @@ pub struct BufferPool {
     bgwriter: Option<crate::bgwriter::BgWriterHandle>,
 }
 
+/// How a miss fills the buffer.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum ReadMode {
+    /// Read the block from storage and verify its checksum.
+    Normal,
+    /// Zero the buffer instead of reading (PostgreSQL's `RBM_ZERO_AND_LOCK`).
+    ZeroNoRead,
+}
+
 /// Outcome of starting I/O on a buffer.
 enum StartIo {
     /// Someone else did it (the page is valid / no longer dirty).
@@ -287,9 +296,33 @@ impl BufferPool {
     ) -> Result<PinnedBuffer<'_>> {
         let tag = BufferTag::new(rf, block);
         let id = with_local(&self.shared, |local| {
-            self.shared.read_buffer(local, tag, ring)
+            self.shared.read_buffer(local, tag, ring, ReadMode::Normal)
         })?;
         Ok(PinnedBuffer::new(&self.shared, id))
+    }
+
+    /// Block `block` of `rf`, exclusively locked, *without reading it* on a
+    /// miss: the buffer is zeroed instead (PostgreSQL's `RBM_ZERO_AND_LOCK`).
+    /// For redo of a record that rewrites the whole page (a full-page image,
+    /// or a record that initialises the page): the copy on disk may be torn
+    /// and must not be read. If the page is already in the pool it is
+    /// returned as it is. The block must exist in the file (extend first).
+    pub fn read_buffer_zeroed(&self, rf: RelFork, block: BlockNumber) -> Result<PageWrite<'_>> {
+        let nblocks = self.shared.storage.nblocks(rf)?;
+        if block >= nblocks {
+            return Err(Error::BlockOutOfRange {
+                relfork: rf,
+                block,
+                nblocks,
+                path: self.shared.storage.path(rf),
+            });
+        }
+        let tag = BufferTag::new(rf, block);
+        let id = with_local(&self.shared, |local| {
+            self.shared
+                .read_buffer(local, tag, None, ReadMode::ZeroNoRead)
+        })?;
+        Ok(PinnedBuffer::new(&self.shared, id).lock_exclusive())
     }
 
     /// Append a zeroed page to `rf` and return it exclusively locked. The
@@ -569,6 +602,7 @@ impl PoolShared {
         local: &mut Local,
         tag: BufferTag,
         ring: Option<&mut Ring>,
+        mode: ReadMode,
     ) -> Result<BufferId> {
         if let Some(r) = ring.as_deref()
             && r.pool_id() != self.id
@@ -593,7 +627,7 @@ impl PoolShared {
                 return Ok(id);
             }
             // Being read by someone else, or their read failed: wait, or retry it.
-            return match self.finish_read(local, id, tag) {
+            return match self.finish_read(local, id, tag, mode) {
                 Ok(read_by_us) => {
                     if !read_by_us {
                         bump(&local.stats.parts[part].hits, 1);
@@ -623,7 +657,7 @@ impl PoolShared {
             let part = self.parts.partition_of(existing);
             bump(&local.stats.parts[part].accesses, 1);
             let read_by_us = if state & VALID == 0 {
-                match self.finish_read(local, existing, tag) {
+                match self.finish_read(local, existing, tag, mode) {
                     Ok(read_by_us) => read_by_us,
                     Err(e) => {
                         self.desc(existing).unpin();
@@ -657,7 +691,7 @@ impl PoolShared {
         drop(map);
         let c = &local.stats.parts[self.parts.partition_of(victim)];
         bump(&c.accesses, 1);
-        if let Err(e) = self.do_read(local, victim, tag) {
+        if let Err(e) = self.do_read(local, victim, tag, mode) {
             // Leave no tag-valid, never-valid entry behind (it would stand in
             // the way of extending the relation to this block). If others
             // are waiting on it they retry the read themselves.
@@ -670,18 +704,37 @@ impl PoolShared {
 
     /// Wait for another thread's read of `id`, or do it ourselves if there is
     /// none and the page is not valid. Returns whether we read it.
-    fn finish_read(&self, local: &mut Local, id: BufferId, tag: BufferTag) -> Result<bool> {
+    fn finish_read(
+        &self,
+        local: &mut Local,
+        id: BufferId,
+        tag: BufferTag,
+        mode: ReadMode,
+    ) -> Result<bool> {
         match self.start_io(id, true) {
             StartIo::AlreadyDone => Ok(false),
-            StartIo::Ready => self.do_read(local, id, tag).map(|()| true),
+            StartIo::Ready => self.do_read(local, id, tag, mode).map(|()| true),
         }
     }
 
     /// Read the page into buffer `id`; we hold `IO_IN_PROGRESS` on it.
-    fn do_read(&self, local: &mut Local, id: BufferId, tag: BufferTag) -> Result<()> {
+    fn do_read(
+        &self,
+        local: &mut Local,
+        id: BufferId,
+        tag: BufferTag,
+        mode: ReadMode,
+    ) -> Result<()> {
         // SAFETY: arena rule 2: IO_IN_PROGRESS is ours and the page is not
         // VALID, so nobody else reads or writes these bytes until we finish.
         let page = unsafe { self.arena.page_mut(id) };
+        if mode == ReadMode::ZeroNoRead {
+            page.fill(0);
+            // Counted as a read: the buffer was filled, not found.
+            bump(&local.stats.parts[self.parts.partition_of(id)].reads, 1);
+            self.terminate_io(id, VALID, IO_ERROR);
+            return Ok(());
+        }
         let result = self.storage.read(tag, page).and_then(|()| {
             if self.config.checksums
                 && let Err((stored, computed)) = page::verify(page, tag.block)

@@ -130,7 +130,7 @@ pub struct PartitionStats {
     pub accesses: u64,
     /// Lookups that found the page in the pool.
     pub hits: u64,
-    /// Pages read from storage.
+    /// Pages read from storage (or zero-filled for redo).
     pub reads: u64,
     /// Buffers taken by the clock sweep.
     pub victims: u64,

@@ -3,8 +3,9 @@
 //! For each block a record references, in order:
 //! 1. If the reference carries a full-page image, the page becomes the image
 //!    (zeros in the hole), whatever was there: this is how torn pages are
-//!    repaired. A page whose stored checksum fails is never read: the
-//!    image is written in its place first.
+//!    repaired. Such a page, and one an initialising record rebuilds, is
+//!    never read from disk (`BufferPool::read_buffer_zeroed`, PostgreSQL's
+//!    `RBM_ZERO_AND_LOCK`): the copy there may be torn.
 //! 2. Else, if the page LSN is at or past the record's end LSN, the change is
 //!    already on the page: skip it (redo is idempotent).
 //! 3. Else apply the change with the same page functions the live path used
@@ -46,7 +47,8 @@ pub fn redo(record: &Record, lsn_end: Lsn, pool: &BufferPool) -> Result<()> {
     for (i, bref) in record.blocks().iter().enumerate() {
         let tag = bref.tag();
         let image = record.restore_page(i);
-        let mut page = page_for_redo(pool, tag, image.as_ref())?;
+        let rewrites_page = image.is_some() || initializes(&rec, i, record.blocks().len());
+        let mut page = page_for_redo(pool, tag, rewrites_page)?;
         if let Some(img) = image {
             page.copy_from_slice(&img[..]);
         } else if Lsn(page.lsn()) >= lsn_end {
@@ -124,14 +126,21 @@ fn set_xmax(page: &mut [u8], id: PageId, offset: u16, xid: u64, ctid: Tid) -> Re
     Ok(())
 }
 
+/// Does `rec` initialise its block number `i` from scratch (a "will init"
+/// insert or update target)? Such a page is never read before redo.
+fn initializes(rec: &HeapRecord, i: usize, nblocks: usize) -> bool {
+    match rec {
+        HeapRecord::Insert { init, .. } => *init,
+        HeapRecord::Update { init, .. } => *init && i + 1 == nblocks,
+        _ => false,
+    }
+}
+
 /// The page `tag`, exclusively locked, extending the relation up to it if
-/// the file is too short. With an `image` in hand, a page that fails its
-/// checksum (torn) is replaced on disk by the image instead of being read.
-fn page_for_redo<'p>(
-    pool: &'p BufferPool,
-    tag: BufferTag,
-    image: Option<&[u8; bufmgr::PAGE_SIZE]>,
-) -> Result<PageWrite<'p>> {
+/// the file is too short. A page the record rewrites whole (`rewrites_page`:
+/// a full-page image or an initialising record) is not read from disk, where
+/// it may be torn: the buffer is zeroed instead (`read_buffer_zeroed`).
+fn page_for_redo(pool: &BufferPool, tag: BufferTag, rewrites_page: bool) -> Result<PageWrite<'_>> {
     let rf = tag.relfork();
     pool.create_fork(rf)?;
     let nblocks = pool.nblocks(rf)?;
@@ -149,16 +158,8 @@ fn page_for_redo<'p>(
         }
         return Ok(page);
     }
-    match pool.read_buffer(rf, tag.block, None) {
-        Ok(pin) => Ok(pin.lock_exclusive()),
-        Err(bufmgr::Error::ChecksumMismatch { .. }) if image.is_some() => {
-            // bufmgr has no "zero instead of read" mode (PostgreSQL's
-            // RBM_ZERO_AND_LOCK): put the image on disk, then read it.
-            let mut img = *image.expect("checked");
-            bufmgr::page::set_checksum(&mut img, tag.block);
-            pool.storage().write(tag, &img)?;
-            Ok(pool.read_buffer(rf, tag.block, None)?.lock_exclusive())
-        }
-        Err(e) => Err(e.into()),
+    if rewrites_page {
+        return Ok(pool.read_buffer_zeroed(rf, tag.block)?);
     }
+    Ok(pool.read_buffer(rf, tag.block, None)?.lock_exclusive())
 }
