@@ -96,6 +96,14 @@ pub enum WalError {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 
+    /// Replaying a record into the buffer pool failed.
+    #[error("redo of {tag} failed: {source}")]
+    Redo {
+        tag: bufmgr::BufferTag,
+        #[source]
+        source: bufmgr::Error,
+    },
+
     /// An earlier write or fdatasync failed. After a failed fdatasync the
     /// kernel may have dropped the dirty pages, so a retry could report
     /// success for data that is gone (PostgreSQL PANICs here); the log refuses
@@ -120,6 +128,11 @@ impl WalError {
             WalError::Io { .. } | WalError::CheckpointFlush { .. } | WalError::WritesRefused(_) => {
                 ErrorKind::Io
             }
+            WalError::Redo { source, .. } => match source.kind() {
+                bufmgr::ErrorKind::BadInput => ErrorKind::BadInput,
+                bufmgr::ErrorKind::CorruptData => ErrorKind::CorruptData,
+                bufmgr::ErrorKind::Io | bufmgr::ErrorKind::ResourceExhausted => ErrorKind::Io,
+            },
         }
     }
 

@@ -8,6 +8,7 @@ pub mod log;
 pub mod lsn;
 pub mod reader;
 pub mod record;
+pub mod redo;
 pub mod segment;
 pub mod sink;
 
@@ -19,5 +20,6 @@ pub use log::{Startup, Wal, WalConfig, WalStats};
 pub use lsn::Lsn;
 pub use reader::{EndReason, Torn, WalEnd, WalReader};
 pub use record::{BlockRef, Hole, PageImage, Record, RecordBuilder, RmgrKind, Xid, decode};
+pub use redo::redo_full_page;
 pub use segment::{DEFAULT_SEGMENT_SIZE, MIN_SEGMENT_SIZE};
 pub use sink::{FPI_FOR_HINT, page_lsn};
