@@ -8,14 +8,20 @@
 //!
 //! | kind | variants |
 //! |---|---|
-//! | bad input | `InvalidXid` |
-//! | corrupt data | `MalformedXactRecord` |
-//! | I/O (or an earlier I/O failure) | `Buffer`, `Wal` |
+//! | bad input | `InvalidXid`, `InvalidOption`, `NotADatabase`, `IncompatibleVersion`, `ChecksumSettingMismatch`, `UnknownTable`, `UnknownColumn`, `TableExists`, `InvalidSchema`, `WrongColumnCount`, `TypeMismatch`, `NullNotAllowed`, `RowTooLarge`, `BadRowId`, `RowNotVisible`, `IndexesNotAvailable` |
+//! | conflict (retry) | `WriteConflict`, `DatabaseInUse` |
+//! | corrupt data | `MalformedXactRecord`, `CorruptRow`, `CorruptCatalog`, `CorruptDataDir` |
+//! | I/O (or an earlier I/O failure) | `Buffer`, `Wal`, `Io`, `Checkpoint` |
 //! | raised by a caller's redo function | `Redo` |
+//! | wrapped heap errors | `Heap` (kind from the heap error) |
 
+use std::path::PathBuf;
+
+use heap::Tid;
 use wal::Lsn;
 
 use crate::txn::Xid;
+use crate::value::ColumnType;
 
 /// Result type of the engine.
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
@@ -31,6 +37,9 @@ pub enum ErrorKind {
     Io,
     /// A resource ran out (every buffer of the pool pinned).
     ResourceExhausted,
+    /// Another transaction or process got there first: retry (a write
+    /// conflict), or wait for the other user (a database in use).
+    Conflict,
 }
 
 /// An error from the engine.
@@ -72,6 +81,155 @@ pub enum EngineError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+
+    // ---- the Database API: bad input ----
+    /// An option value out of range or inconsistent with another.
+    #[error("invalid option {option}: {detail}")]
+    InvalidOption {
+        option: &'static str,
+        detail: String,
+    },
+
+    /// A directory (or a file in it) that is not an engine data directory.
+    #[error("{path} is not a data directory of this engine: {detail}")]
+    NotADatabase { path: PathBuf, detail: String },
+
+    /// A data directory written by an incompatible format version.
+    #[error("{path}: data directory format version {found}, this engine reads version {expected}")]
+    IncompatibleVersion {
+        path: PathBuf,
+        found: String,
+        expected: u32,
+    },
+
+    /// Checksums were set differently when the directory was created.
+    #[error(
+        "{path}: the data directory was created with checksums {recorded}, \
+         but the options ask for checksums {requested}; open it with checksums {recorded}"
+    )]
+    ChecksumSettingMismatch {
+        path: PathBuf,
+        recorded: &'static str,
+        requested: &'static str,
+    },
+
+    /// No table of that name.
+    #[error("unknown table {name:?}")]
+    UnknownTable { name: String },
+
+    /// No column of that name in the table.
+    #[error("table {table:?} has no column {column:?}")]
+    UnknownColumn { table: String, column: String },
+
+    /// A table or index of that name exists already.
+    #[error("a relation named {name:?} exists already")]
+    TableExists { name: String },
+
+    /// A table definition that cannot be stored (no columns, duplicate or
+    /// empty names, a name too long).
+    #[error("invalid definition of {name:?}: {detail}")]
+    InvalidSchema { name: String, detail: String },
+
+    /// A row with the wrong number of values.
+    #[error("table {table:?} has {expected} columns, the row has {got} values")]
+    WrongColumnCount {
+        table: String,
+        expected: usize,
+        got: usize,
+    },
+
+    /// A value of the wrong type for its column.
+    #[error("table {table:?}, column {column:?}: expected a {expected} value, got {got}")]
+    TypeMismatch {
+        table: String,
+        column: String,
+        expected: ColumnType,
+        got: &'static str,
+    },
+
+    /// NULL for a NOT NULL column.
+    #[error("table {table:?}, column {column:?}: NULL in a NOT NULL column")]
+    NullNotAllowed { table: String, column: String },
+
+    /// An encoded row larger than a page can hold (there is no TOAST).
+    #[error("table {table:?}: row of {len} bytes is too large (at most {max} bytes fit on a page)")]
+    RowTooLarge {
+        table: String,
+        len: usize,
+        max: usize,
+    },
+
+    /// A row id that names no tuple of the table (offset 0, or a block past
+    /// its end).
+    #[error("table {table:?}: bad row id {row_id}: {reason}")]
+    BadRowId {
+        table: String,
+        row_id: Tid,
+        reason: &'static str,
+    },
+
+    /// An update or delete of a row this transaction cannot see (deleted
+    /// before its snapshot, never committed, or already changed by itself).
+    #[error("table {table:?}: row {row_id} is not visible to this transaction")]
+    RowNotVisible { table: String, row_id: Tid },
+
+    /// Indexes come with the B-tree crate (issue 6, step 2).
+    #[error("cannot create index {name:?}: indexes are not available yet")]
+    IndexesNotAvailable { name: String },
+
+    // ---- conflict ----
+    /// A concurrent transaction changed the row first: roll back and retry.
+    #[error(
+        "table {table:?}: write conflict on row {row_id}: a concurrent transaction updated or deleted it; roll back and retry"
+    )]
+    WriteConflict { table: String, row_id: Tid },
+
+    /// Another `Database` (in this or another process) holds the directory.
+    #[error(
+        "database is in use: {path} is locked by another open Database (in this or another process)"
+    )]
+    DatabaseInUse { path: PathBuf },
+
+    // ---- corrupt data ----
+    /// A stored row whose bytes do not decode against its table.
+    #[error("table {table:?}, row {row_id}: corrupt row: {detail}")]
+    CorruptRow {
+        table: String,
+        row_id: Tid,
+        detail: String,
+    },
+
+    /// A catalog row that does not decode.
+    #[error("corrupt catalog: {detail}")]
+    CorruptCatalog { detail: String },
+
+    /// A file of the data directory that is damaged (version stamp).
+    #[error("corrupt data directory file {path}: {detail}")]
+    CorruptDataDir { path: PathBuf, detail: String },
+
+    // ---- I/O ----
+    /// An operating-system error on a file of the data directory.
+    #[error("could not {op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A checkpoint that failed (the previous one stands).
+    #[error("checkpoint failed: {detail}")]
+    Checkpoint { detail: String },
+
+    // ---- wrapped heap errors ----
+    /// The heap failed while the engine was doing `what` (which names the
+    /// table); the kind follows the heap error's.
+    #[error("{what}: {source}")]
+    Heap {
+        what: String,
+        #[source]
+        source: heap::HeapError,
+    },
 }
 
 impl EngineError {
@@ -92,7 +250,54 @@ impl EngineError {
                 wal::ErrorKind::Io => ErrorKind::Io,
             },
             EngineError::Redo { .. } => ErrorKind::CorruptData,
+            EngineError::InvalidOption { .. }
+            | EngineError::NotADatabase { .. }
+            | EngineError::IncompatibleVersion { .. }
+            | EngineError::ChecksumSettingMismatch { .. }
+            | EngineError::UnknownTable { .. }
+            | EngineError::UnknownColumn { .. }
+            | EngineError::TableExists { .. }
+            | EngineError::InvalidSchema { .. }
+            | EngineError::WrongColumnCount { .. }
+            | EngineError::TypeMismatch { .. }
+            | EngineError::NullNotAllowed { .. }
+            | EngineError::RowTooLarge { .. }
+            | EngineError::BadRowId { .. }
+            | EngineError::RowNotVisible { .. }
+            | EngineError::IndexesNotAvailable { .. } => ErrorKind::BadInput,
+            EngineError::WriteConflict { .. } | EngineError::DatabaseInUse { .. } => {
+                ErrorKind::Conflict
+            }
+            EngineError::CorruptRow { .. }
+            | EngineError::CorruptCatalog { .. }
+            | EngineError::CorruptDataDir { .. } => ErrorKind::CorruptData,
+            EngineError::Io { .. } | EngineError::Checkpoint { .. } => ErrorKind::Io,
+            EngineError::Heap { source, .. } => match source.kind() {
+                heap::ErrorKind::BadInput => ErrorKind::BadInput,
+                heap::ErrorKind::Conflict => ErrorKind::Conflict,
+                heap::ErrorKind::CorruptData => ErrorKind::CorruptData,
+                heap::ErrorKind::Io => ErrorKind::Io,
+                heap::ErrorKind::ResourceExhausted => ErrorKind::ResourceExhausted,
+            },
         }
+    }
+
+    /// Is this a write conflict (roll back and retry)?
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, EngineError::WriteConflict { .. })
+    }
+
+    pub(crate) fn io(
+        op: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(std::io::Error) -> EngineError {
+        let path = path.into();
+        move |source| EngineError::Io { op, path, source }
+    }
+
+    pub(crate) fn heap(what: impl Into<String>) -> impl FnOnce(heap::HeapError) -> EngineError {
+        let what = what.into();
+        move |source| EngineError::Heap { what, source }
     }
 
     pub(crate) fn buffer(what: impl Into<String>) -> impl FnOnce(bufmgr::Error) -> EngineError {

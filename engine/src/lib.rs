@@ -1,15 +1,32 @@
 #![doc = include_str!("../README.md")]
 
+pub mod catalog;
+pub mod checkpointer;
+pub mod database;
+pub mod datadir;
 pub mod error;
+pub mod options;
 pub mod recovery;
 pub mod reserved;
+pub mod transaction;
 pub mod txn;
+pub mod value;
 
+pub use catalog::{IndexInfo, RelKind, TableInfo};
+pub use database::{BufferInfo, BulkProgress, Database, ResidentPages, RowId, VacuumReport};
 pub use error::{EngineError, ErrorKind, Result};
+pub use options::{Options, Partitions, parse_evictor};
 pub use recovery::{RecoveryStats, recover, recover_from};
-pub use reserved::{CLOG_REL, FIRST_USER_REL};
+pub use reserved::{CATALOG_REL, CLOG_REL, FIRST_USER_REL};
+pub use transaction::{RowIter, Transaction};
 pub use txn::clog::{Clog, ClogStatus, XIDS_PER_PAGE};
 pub use txn::snapshot::RunningSet;
 pub use txn::xact::{
-    CommitMode, Transaction, TransactionManager, TxnStats, XactRecord, next_xid_hint, redo_xact,
+    CommitMode, TransactionManager, TxnStats, XactRecord, next_xid_hint, redo_xact,
 };
+pub use value::{Column, ColumnType, Row, Value};
+
+/// Re-exported so users need not depend on the lower crates for the types
+/// the API takes and returns.
+pub use bufmgr::{BgWriterConfig, Evictor, RingSizes, SweepBatch};
+pub use heap::{HintMode, RingChoice, ScanOptions};

@@ -9,3 +9,5 @@ use bufmgr::RelId;
 pub const CLOG_REL: RelId = RelId(1);
 /// The first relation number the catalog may hand to a table or index.
 pub const FIRST_USER_REL: RelId = RelId(1000);
+/// The catalog: a heap of table and index definitions (`catalog`).
+pub const CATALOG_REL: RelId = RelId(2);

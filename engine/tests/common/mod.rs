@@ -60,3 +60,29 @@ pub fn watchdog<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send
         Err(RecvTimeoutError::Disconnected) => panic!("watchdog: the test thread panicked"),
     }
 }
+
+/// Options for tests: a 64-buffer pool (512 KiB), 1 MiB WAL segments, one
+/// partition, the rest as the defaults.
+pub fn small_options() -> engine::Options {
+    engine::Options::new()
+        .pool_buffers(64)
+        .wal_segment_size(1 << 20)
+        .checkpoint_max_wal_bytes(64 << 20)
+        .partitions(engine::Partitions::Count(1))
+}
+
+/// The columns most tests use: `id i64 not null, name bytes null`.
+pub fn two_columns() -> Vec<engine::Column> {
+    vec![
+        engine::Column::new("id", engine::ColumnType::I64),
+        engine::Column::nullable("name", engine::ColumnType::Bytes),
+    ]
+}
+
+/// A row of [`two_columns`].
+pub fn row(id: i64, name: &str) -> engine::Row {
+    vec![
+        engine::Value::I64(id),
+        engine::Value::Bytes(name.as_bytes().to_vec()),
+    ]
+}

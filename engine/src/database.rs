@@ -1,0 +1,815 @@
+//! `Database`: open a data directory, recover it, serve transactions, close it.
+//!
+//! ```text
+//!   Database ── DirLock (flock on <dir>/LOCK, held until close/drop)
+//!      ├── Wal ◄──────────── WAL-before-data ─────────── BufferPool (+ bgwriter thread)
+//!      ├── TransactionManager (clog = relation 1, through the pool)
+//!      ├── catalog Heap (relation 2) + CatalogState (tables, indexes, next rel id)
+//!      ├── one Heap per table (relation >= 1000), each with its free-space map
+//!      ├── snapshot registry: xmin of every live Transaction's snapshot (vacuum horizon)
+//!      └── Checkpointer thread: tm.checkpoint() on time / WAL volume / request
+//! ```
+//!
+//! Open, recovery and close are numbered in the crate README; the code below
+//! follows those numbers.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::error::Error as StdError;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bufmgr::{
+    BufferPool, BufferRow, FileStorage, Fork, PoolStats, RelFork, RelId, RingKind, StorageBackend,
+};
+use heap::{Heap, Tid, VacuumStats};
+use parking_lot::{Mutex, RwLock};
+use wal::{CheckpointInfo, Lsn, Record, RmgrKind, Wal, WalStats};
+
+use crate::catalog::{
+    CATALOG_REL, CatalogEntry, CatalogState, IndexInfo, RelKind, TableHandle, TableInfo,
+    check_name, check_table,
+};
+use crate::checkpointer::Checkpointer;
+use crate::datadir::{self, DirLock};
+use crate::error::{EngineError, Result};
+use crate::options::Options;
+use crate::recovery::{RecoveryStats, recover};
+use crate::reserved::{CLOG_REL, FIRST_USER_REL};
+use crate::transaction::Transaction;
+use crate::txn::Xid;
+use crate::txn::xact::{CommitMode, TransactionManager, TxnStats, next_xid_hint};
+use crate::value::{Column, Row, encode_row};
+
+/// An open data directory. Share it between threads by reference (it is
+/// `Sync`); transactions borrow it.
+#[derive(Debug)]
+pub struct Database {
+    /// `None` once closed.
+    core: Option<Core>,
+}
+
+/// Everything an open database owns. Field order is drop order: the
+/// checkpointer stops before the manager and the pool it uses go.
+#[derive(Debug)]
+pub(crate) struct Core {
+    pub checkpointer: Option<Checkpointer>,
+    pub dir: PathBuf,
+    pub options: Options,
+    pub catalog: RwLock<CatalogState>,
+    pub catalog_heap: Heap,
+    /// DDL runs one at a time (catalog rule 1).
+    pub ddl: Mutex<()>,
+    /// xmin of each live transaction's snapshot -> how many hold it.
+    pub snapshots: Mutex<BTreeMap<Xid, usize>>,
+    /// One checkpoint at a time (see `checkpointer`).
+    pub checkpoint_serial: Arc<Mutex<()>>,
+    pub tm: Arc<TransactionManager>,
+    pub pool: Arc<BufferPool>,
+    pub wal: Arc<Wal>,
+    pub recovery: RecoveryStats,
+    pub lock: DirLock,
+}
+
+/// One row of [`Database::buffercache`]: the pool's row with its relation
+/// named.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BufferInfo {
+    pub row: BufferRow,
+    /// Table or index name, `"clog"`, `"catalog"`, or `"relation N"`.
+    pub relation: Option<String>,
+    pub kind: Option<RelKind>,
+}
+
+/// Pages of one relation fork resident in the pool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResidentPages {
+    pub rel: RelId,
+    pub fork: Fork,
+    pub name: String,
+    pub kind: RelKind,
+    pub pages: usize,
+}
+
+/// What a bulk load has done so far (handed to the progress callback).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct BulkProgress {
+    pub rows: u64,
+    /// Encoded row bytes inserted.
+    pub bytes: u64,
+    /// Pages the table grew by.
+    pub pages: u64,
+    /// Dirty pages the loader wrote out itself (ring emulation, see
+    /// [`Database::bulk_load`]).
+    pub pages_written: u64,
+    pub elapsed: Duration,
+    /// The last report: the load committed.
+    pub done: bool,
+}
+
+/// What [`Database::vacuum`] did.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct VacuumReport {
+    /// Tuples deleted by transactions older than this were removable.
+    pub horizon: Xid,
+    pub heap: VacuumStats,
+}
+
+type RedoError = Box<dyn StdError + Send + Sync>;
+
+/// Replay one non-Xact record (recovery step 4).
+fn redo_record(pool: &BufferPool, end: Lsn, record: &Record) -> Result<(), RedoError> {
+    match record.kind() {
+        RmgrKind::Heap => heap::redo(record, end, pool).map_err(Into::into),
+        RmgrKind::FullPage => wal::redo_full_page(record, end, pool).map_err(Into::into),
+        RmgrKind::Btree => Err("a B-tree record, but this engine has no indexes yet \
+             (issue 6 step 2); the WAL was written by a newer engine"
+            .into()),
+        kind => Err(format!("no redo for {kind:?} records (the catalog is a heap)").into()),
+    }
+}
+
+impl Database {
+    /// Create or open the data directory `dir` (see "Opening" in the crate
+    /// README for the steps).
+    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Database> {
+        let dir = dir.as_ref().to_path_buf();
+        // 1. Options.
+        options.validate()?;
+        // 2. The lock, then the version stamp (datadir rules 1-3).
+        let lock = datadir::lock(&dir)?;
+        datadir::check_or_stamp(&dir, options.checksums)?;
+        // 3. WAL (from the control file's redo point), storage, pool.
+        let wal = Arc::new(
+            Wal::open(&dir, options.wal_config()).map_err(EngineError::wal(format!(
+                "could not open the WAL of {}",
+                dir.display()
+            )))?,
+        );
+        let files: Arc<dyn StorageBackend> = Arc::new(
+            FileStorage::open(&dir)
+                .map_err(EngineError::buffer("could not open the relation files"))?,
+        );
+        let storage = match &options.wrap_storage {
+            Some(wrap) => wrap(files),
+            None => files,
+        };
+        let pool = Arc::new(
+            BufferPool::with_wal(options.pool_config(), storage, wal.clone())
+                .map_err(EngineError::buffer("could not open the buffer pool"))?,
+        );
+        let tm = Arc::new(TransactionManager::open(
+            pool.clone(),
+            wal.clone(),
+            next_xid_hint(&wal),
+        )?);
+        tm.set_commit_mode(options.commit_mode);
+        // 4. Redo from the redo point.
+        let recovery = recover(&tm, |_, end, rec| redo_record(&pool, end, rec))?;
+        // 5. The catalog.
+        let catalog_heap = Heap::open(pool.clone(), Some(wal.clone()), CATALOG_REL, true)
+            .map_err(EngineError::heap("could not open the catalog"))?
+            .with_hint_mode(options.hint_mode);
+        let mut core = Core {
+            checkpointer: None,
+            dir,
+            options,
+            catalog: RwLock::new(CatalogState::default()),
+            catalog_heap,
+            ddl: Mutex::new(()),
+            snapshots: Mutex::new(BTreeMap::new()),
+            checkpoint_serial: Arc::new(Mutex::new(())),
+            tm,
+            pool,
+            wal,
+            recovery,
+            lock,
+        };
+        core.load_catalog()?;
+        // 6. Orphan relation files go (catalog rule 3).
+        core.remove_orphans()?;
+        // 7. End-of-recovery checkpoint, so the next crash replays less.
+        if recovery.commits + recovery.aborts + recovery.other > 0 {
+            core.checkpoint()?;
+        }
+        // 8. The checkpointer (the bgwriter runs with the pool).
+        if core.options.checkpointer {
+            core.checkpointer = Some(
+                Checkpointer::start(
+                    core.tm.clone(),
+                    core.checkpoint_serial.clone(),
+                    core.options.checkpoint_interval,
+                    core.options.checkpoint_max_wal_bytes,
+                )
+                .map_err(EngineError::io("start the checkpointer thread", &core.dir))?,
+            );
+        }
+        Ok(Database { core: Some(core) })
+    }
+
+    pub(crate) fn core(&self) -> &Core {
+        self.core
+            .as_ref()
+            .expect("a Database is open until close() consumes it")
+    }
+
+    /// Shut down (see "Closing" in the crate README): stop the checkpointer,
+    /// write every dirty page (unlogged ones too), take a shutdown
+    /// checkpoint, close the WAL, release the lock. Dropping a `Database`
+    /// does the same and ignores errors.
+    pub fn close(mut self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<()> {
+        let Some(core) = self.core.take() else {
+            return Ok(());
+        };
+        let Core {
+            checkpointer,
+            catalog,
+            catalog_heap,
+            checkpoint_serial,
+            tm,
+            pool,
+            wal,
+            lock,
+            ..
+        } = core;
+        // 1. Stop the checkpointer (waits for a round in progress).
+        drop(checkpointer);
+        // 2. Every dirty page, unlogged included, then 3. the checkpoint.
+        let mut result = pool.flush_all(true).map(drop).map_err(EngineError::buffer(
+            "shutdown: could not write the dirty pages",
+        ));
+        if result.is_ok() {
+            let _one = checkpoint_serial.lock();
+            result = tm.checkpoint().map(drop);
+        }
+        // 4. Everything that holds the WAL goes, then the WAL closes.
+        drop(catalog);
+        drop(catalog_heap);
+        drop(tm);
+        drop(pool);
+        let closed = match Arc::try_unwrap(wal) {
+            Ok(w) => w.close(),
+            Err(w) => w.flush_all(),
+        }
+        .map_err(EngineError::wal("shutdown: could not close the WAL"));
+        // 5. The lock goes last.
+        drop(lock);
+        result.and(closed)
+    }
+
+    // ---- transactions ----
+
+    /// Begin a transaction in the database's commit mode.
+    pub fn begin(&self) -> Result<Transaction<'_>> {
+        let mode = self.core().tm.commit_mode();
+        Transaction::begin(self, mode)
+    }
+
+    /// Begin a transaction that commits in `mode`.
+    pub fn begin_with(&self, mode: CommitMode) -> Result<Transaction<'_>> {
+        Transaction::begin(self, mode)
+    }
+
+    // ---- the catalog ----
+
+    /// Create a table; the change commits before this returns (catalog rule 1).
+    pub fn create_table(&self, name: &str, columns: Vec<Column>) -> Result<TableInfo> {
+        check_table(name, &columns)?;
+        let c = self.core();
+        let _ddl = c.ddl.lock();
+        let (meta_tid, rel) = {
+            let st = c.catalog.read();
+            if st.tables.contains_key(name) || st.indexes.contains_key(name) {
+                return Err(EngineError::TableExists { name: name.into() });
+            }
+            (st.meta_tid, st.next_rel)
+        };
+        let Some(meta_tid) = meta_tid else {
+            return Err(EngineError::CorruptCatalog {
+                detail: "no meta row".into(),
+            });
+        };
+        let info = TableInfo {
+            name: name.to_string(),
+            rel: RelId(rel),
+            columns,
+        };
+        let txn = c.tm.begin()?;
+        let snap = txn.snapshot();
+        let what = || format!("create table {name:?}: catalog");
+        let meta = CatalogEntry::Meta { next_rel: rel + 1 }.encode()?;
+        // Never reuse `rel` in this run, whatever happens next.
+        c.catalog.write().next_rel = rel + 1;
+        let new_meta = c
+            .catalog_heap
+            .update(txn.xid(), &snap, &*c.tm, meta_tid, &meta)
+            .map_err(EngineError::heap(what()))?;
+        let row = CatalogEntry::Table(info.clone()).encode()?;
+        let catalog_tid = c
+            .catalog_heap
+            .insert(txn.xid(), &row)
+            .map_err(EngineError::heap(what()))?;
+        let heap = c.open_heap(info.rel, name)?;
+        txn.commit()?;
+        let mut st = c.catalog.write();
+        st.meta_tid = Some(new_meta);
+        st.tables.insert(
+            name.to_string(),
+            Arc::new(TableHandle {
+                info: info.clone(),
+                heap,
+                catalog_tid,
+                dropped: RwLock::new(false),
+            }),
+        );
+        Ok(info)
+    }
+
+    /// Drop a table: its catalog row is deleted (committed before this
+    /// returns), then its buffers are invalidated and its files removed.
+    /// Waits for operations on the table in progress; later ones (also in
+    /// transactions begun earlier) get [`EngineError::UnknownTable`].
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        let c = self.core();
+        let _ddl = c.ddl.lock();
+        let t = c.table(name)?;
+        let mut dropped = t.dropped.write();
+        let txn = c.tm.begin()?;
+        let snap = txn.snapshot();
+        c.catalog_heap
+            .delete(txn.xid(), &snap, &*c.tm, t.catalog_tid)
+            .map_err(EngineError::heap(format!("drop table {name:?}: catalog")))?;
+        txn.commit()?;
+        *dropped = true;
+        c.catalog.write().tables.remove(name);
+        c.pool
+            .drop_relation(t.info.rel)
+            .map_err(EngineError::buffer(format!(
+                "drop table {name:?}: could not remove its files"
+            )))
+    }
+
+    /// Check an index definition. Indexes need the B-tree crate (issue 6,
+    /// step 2): a valid definition gets [`EngineError::IndexesNotAvailable`].
+    pub fn create_index(
+        &self,
+        name: &str,
+        table: &str,
+        column: &str,
+        unique: bool,
+    ) -> Result<IndexInfo> {
+        check_name("index", name, name)?;
+        let c = self.core();
+        let t = c.table(table)?;
+        let col = t.info.column_index(column)?;
+        if c.catalog.read().tables.contains_key(name) || c.catalog.read().indexes.contains_key(name)
+        {
+            return Err(EngineError::TableExists { name: name.into() });
+        }
+        let _planned = IndexInfo {
+            name: name.to_string(),
+            rel: RelId(0),
+            table: t.info.rel,
+            column: col,
+            unique,
+        };
+        Err(EngineError::IndexesNotAvailable { name: name.into() })
+    }
+
+    /// The definition of table `name`.
+    pub fn table(&self, name: &str) -> Result<TableInfo> {
+        Ok(self.core().table(name)?.info.clone())
+    }
+
+    /// Every table, by name.
+    pub fn tables(&self) -> Vec<TableInfo> {
+        let mut v: Vec<TableInfo> = self
+            .core()
+            .catalog
+            .read()
+            .tables
+            .values()
+            .map(|t| t.info.clone())
+            .collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+
+    /// Every index, by name (none before step 2).
+    pub fn indexes(&self) -> Vec<IndexInfo> {
+        let mut v: Vec<IndexInfo> = self
+            .core()
+            .catalog
+            .read()
+            .indexes
+            .values()
+            .cloned()
+            .collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+
+    // ---- bulk load and vacuum ----
+
+    /// Load `rows` into `table` in one transaction (all or nothing),
+    /// WAL-logged, calling `progress` every `Options::bulk_load_progress_every`
+    /// rows and once at the end (`done`).
+    ///
+    /// The bulk-write ring: heap inserts take no ring, so the loader does
+    /// what the ring is for by hand. Each time the table has grown by a
+    /// ring's worth of pages (the pool's bulk-write ring size, capped at
+    /// pool / 8), the loader writes and evicts the table's unpinned pages
+    /// itself (`evict_relation`, which flushes the WAL first), so the load
+    /// neither floods the pool nor leaves its dirty pages to other threads.
+    /// With rings off it does not, and the load goes through the pool like
+    /// any insert.
+    pub fn bulk_load(
+        &self,
+        table: &str,
+        rows: impl IntoIterator<Item = Row>,
+        mut progress: impl FnMut(BulkProgress),
+    ) -> Result<BulkProgress> {
+        let c = self.core();
+        let t = c.table(table)?;
+        let every = c.options.bulk_load_progress_every;
+        let ring_pages = c.pool.ring(RingKind::BulkWrite).map(|r| r.len() as u64);
+        let rf = RelFork::main(t.info.rel);
+        let start_blocks = t
+            .heap
+            .nblocks()
+            .map_err(EngineError::heap(format!("bulk load into {table:?}")))?;
+        let txn = self.begin()?;
+        let started = Instant::now();
+        let mut p = BulkProgress::default();
+        let mut last_block = None;
+        let mut pages_since_evict = 0u64;
+        for row in rows {
+            let bytes = encode_row(table, &t.info.columns, &row)?;
+            let guard = t.dropped.read();
+            if *guard {
+                return Err(EngineError::UnknownTable { name: table.into() });
+            }
+            let tid = t
+                .heap
+                .insert(txn.xid(), &bytes)
+                .map_err(crate::transaction::map_heap(table, "bulk load"))?;
+            drop(guard);
+            p.rows += 1;
+            p.bytes += bytes.len() as u64;
+            if last_block != Some(tid.block) {
+                last_block = Some(tid.block);
+                pages_since_evict += 1;
+            }
+            if let Some(n) = ring_pages
+                && pages_since_evict >= n
+            {
+                let ev = c
+                    .pool
+                    .evict_relation(rf)
+                    .map_err(EngineError::buffer(format!(
+                        "bulk load into {table:?}: writing its pages"
+                    )))?;
+                p.pages_written += ev.flushed as u64;
+                pages_since_evict = 0;
+            }
+            if p.rows % every == 0 {
+                p.pages = c
+                    .pool
+                    .nblocks(rf)
+                    .unwrap_or(start_blocks)
+                    .saturating_sub(start_blocks) as u64;
+                p.elapsed = started.elapsed();
+                progress(p);
+            }
+        }
+        txn.commit()?;
+        p.pages = c
+            .pool
+            .nblocks(rf)
+            .unwrap_or(start_blocks)
+            .saturating_sub(start_blocks) as u64;
+        p.elapsed = started.elapsed();
+        p.done = true;
+        progress(p);
+        Ok(p)
+    }
+
+    /// Vacuum `table` through the vacuum ring: tuples deleted (or replaced)
+    /// by transactions that committed before every live snapshot's xmin are
+    /// removed and their space reused.
+    pub fn vacuum(&self, table: &str) -> Result<VacuumReport> {
+        let c = self.core();
+        let t = c.table(table)?;
+        let guard = t.dropped.read();
+        if *guard {
+            return Err(EngineError::UnknownTable { name: table.into() });
+        }
+        let horizon = c.vacuum_horizon();
+        let heap = t
+            .heap
+            .vacuum(horizon, &*c.tm)
+            .map_err(EngineError::heap(format!("vacuum of table {table:?}")))?;
+        Ok(VacuumReport { horizon, heap })
+    }
+
+    /// Take a checkpoint now (as the checkpointer does).
+    pub fn checkpoint(&self) -> Result<CheckpointInfo<usize>> {
+        self.core().checkpoint()
+    }
+
+    // ---- introspection ----
+
+    /// One row per buffer with the relation named (pg_buffercache).
+    pub fn buffercache(&self) -> Vec<BufferInfo> {
+        let c = self.core();
+        let names = c.rel_names();
+        c.pool
+            .buffercache()
+            .into_iter()
+            .map(|row| {
+                let (relation, kind) = match row.tag {
+                    Some(tag) => {
+                        let (n, k) = c.name_rel(&names, tag.rel);
+                        (Some(n), Some(k))
+                    }
+                    None => (None, None),
+                };
+                BufferInfo {
+                    row,
+                    relation,
+                    kind,
+                }
+            })
+            .collect()
+    }
+
+    /// Resident pages per relation fork, most first.
+    pub fn resident_pages(&self) -> Vec<ResidentPages> {
+        let c = self.core();
+        let names = c.rel_names();
+        let mut v: Vec<ResidentPages> = c
+            .pool
+            .resident_pages()
+            .into_iter()
+            .map(|(rf, pages)| {
+                let (name, kind) = c.name_rel(&names, rf.rel);
+                ResidentPages {
+                    rel: rf.rel,
+                    fork: rf.fork,
+                    name,
+                    kind,
+                    pages,
+                }
+            })
+            .collect();
+        v.sort_by(|a, b| b.pages.cmp(&a.pages).then(a.rel.cmp(&b.rel)));
+        v
+    }
+
+    pub fn pool_stats(&self) -> PoolStats {
+        self.core().pool.stats()
+    }
+
+    pub fn wal_stats(&self) -> WalStats {
+        self.core().wal.stats()
+    }
+
+    pub fn txn_stats(&self) -> TxnStats {
+        self.core().tm.stats()
+    }
+
+    /// What recovery did when this database opened.
+    pub fn recovery_stats(&self) -> RecoveryStats {
+        self.core().recovery
+    }
+
+    /// Checkpoints completed by the checkpointer thread, and its last error.
+    pub fn checkpointer_status(&self) -> (u64, Option<String>) {
+        match &self.core().checkpointer {
+            Some(c) => (c.completed(), c.last_error()),
+            None => (0, None),
+        }
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.core().options
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.core().dir
+    }
+
+    /// The buffer pool, for benchmarks and tests that look underneath.
+    pub fn pool(&self) -> &Arc<BufferPool> {
+        &self.core().pool
+    }
+
+    /// The WAL, for benchmarks and tests that look underneath.
+    pub fn wal(&self) -> &Arc<Wal> {
+        &self.core().wal
+    }
+
+    /// The transaction manager, for benchmarks and tests that look underneath.
+    pub fn transaction_manager(&self) -> &Arc<TransactionManager> {
+        &self.core().tm
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+impl Core {
+    pub fn table(&self, name: &str) -> Result<Arc<TableHandle>> {
+        self.catalog
+            .read()
+            .tables
+            .get(name)
+            .cloned()
+            .ok_or_else(|| EngineError::UnknownTable { name: name.into() })
+    }
+
+    fn open_heap(&self, rel: RelId, name: &str) -> Result<Heap> {
+        Ok(
+            Heap::open(self.pool.clone(), Some(self.wal.clone()), rel, true)
+                .map_err(EngineError::heap(format!("could not open table {name:?}")))?
+                .with_hint_mode(self.options.hint_mode),
+        )
+    }
+
+    pub fn checkpoint(&self) -> Result<CheckpointInfo<usize>> {
+        let _one = self.checkpoint_serial.lock();
+        self.tm.checkpoint()
+    }
+
+    /// Register a snapshot's xmin (taken under the registry lock, so a
+    /// vacuum computing its horizon never misses it).
+    pub fn register_snapshot(&self, take: impl FnOnce() -> heap::Snapshot) -> heap::Snapshot {
+        let mut reg = self.snapshots.lock();
+        let snap = take();
+        *reg.entry(snap.xmin).or_insert(0) += 1;
+        snap
+    }
+
+    pub fn release_snapshot(&self, xmin: Xid) {
+        let mut reg = self.snapshots.lock();
+        if let Some(n) = reg.get_mut(&xmin) {
+            *n -= 1;
+            if *n == 0 {
+                reg.remove(&xmin);
+            }
+        }
+    }
+
+    /// The oldest xid a live snapshot may treat as running: every snapshot
+    /// taken later has an xmin at least the oldest running xid now.
+    pub fn vacuum_horizon(&self) -> Xid {
+        let reg = self.snapshots.lock();
+        let running = self.tm.oldest_running();
+        reg.keys().next().map_or(running, |&x| x.min(running))
+    }
+
+    /// Read the catalog with a fresh snapshot; bootstrap it if empty.
+    fn load_catalog(&mut self) -> Result<()> {
+        let snap = self.tm.snapshot();
+        let rows = self
+            .catalog_heap
+            .scan(&snap, &*self.tm, heap::ScanOptions::default())
+            .map_err(EngineError::heap("could not read the catalog"))?;
+        let mut st = CatalogState {
+            next_rel: FIRST_USER_REL.0,
+            ..CatalogState::default()
+        };
+        let mut tables = Vec::new();
+        for (tid, bytes) in rows {
+            match CatalogEntry::decode(tid, &bytes)? {
+                CatalogEntry::Meta { next_rel } => {
+                    if st.meta_tid.is_some() {
+                        return Err(EngineError::CorruptCatalog {
+                            detail: format!("a second meta row at {tid}"),
+                        });
+                    }
+                    st.meta_tid = Some(tid);
+                    st.next_rel = st.next_rel.max(next_rel);
+                }
+                CatalogEntry::Table(info) => {
+                    st.next_rel = st.next_rel.max(info.rel.0 + 1);
+                    tables.push((tid, info));
+                }
+                CatalogEntry::Index(info) => {
+                    st.next_rel = st.next_rel.max(info.rel.0 + 1);
+                    st.indexes.insert(info.name.clone(), info);
+                }
+            }
+        }
+        for (catalog_tid, info) in tables {
+            let heap = self.open_heap(info.rel, &info.name)?;
+            st.tables.insert(
+                info.name.clone(),
+                Arc::new(TableHandle {
+                    info,
+                    heap,
+                    catalog_tid,
+                    dropped: RwLock::new(false),
+                }),
+            );
+        }
+        // Catalog rule 2: past every relation file too.
+        for rel in self.relation_files()? {
+            st.next_rel = st.next_rel.max(rel.0 + 1);
+        }
+        if st.meta_tid.is_none() {
+            if !st.tables.is_empty() || !st.indexes.is_empty() {
+                return Err(EngineError::CorruptCatalog {
+                    detail: "tables but no meta row".into(),
+                });
+            }
+            let txn = self.tm.begin()?;
+            let row = CatalogEntry::Meta {
+                next_rel: st.next_rel,
+            }
+            .encode()?;
+            let tid = self
+                .catalog_heap
+                .insert(txn.xid(), &row)
+                .map_err(EngineError::heap("could not create the catalog"))?;
+            txn.commit()?;
+            st.meta_tid = Some(tid);
+        }
+        *self.catalog.get_mut() = st;
+        Ok(())
+    }
+
+    /// Relation ids of the files in `base/`.
+    fn relation_files(&self) -> Result<HashSet<RelId>> {
+        let base = self.dir.join("base");
+        let mut rels = HashSet::new();
+        let entries = match std::fs::read_dir(&base) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(rels),
+            Err(e) => return Err(EngineError::io("list", &base)(e)),
+        };
+        for e in entries {
+            let e = e.map_err(EngineError::io("list", &base))?;
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            let digits: String = name.chars().take_while(char::is_ascii_digit).collect();
+            if let Ok(n) = digits.parse::<u32>() {
+                rels.insert(RelId(n));
+            }
+        }
+        Ok(rels)
+    }
+
+    fn remove_orphans(&self) -> Result<()> {
+        let known: HashSet<RelId> = {
+            let st = self.catalog.read();
+            st.tables
+                .values()
+                .map(|t| t.info.rel)
+                .chain(st.indexes.values().map(|i| i.rel))
+                .collect()
+        };
+        for rel in self.relation_files()? {
+            if rel >= FIRST_USER_REL && !known.contains(&rel) {
+                self.pool
+                    .drop_relation(rel)
+                    .map_err(EngineError::buffer(format!(
+                        "could not remove orphaned {rel}"
+                    )))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn rel_names(&self) -> HashMap<RelId, (String, RelKind)> {
+        let st = self.catalog.read();
+        let mut m: HashMap<RelId, (String, RelKind)> = st
+            .tables
+            .values()
+            .map(|t| (t.info.rel, (t.info.name.clone(), RelKind::Table)))
+            .collect();
+        for i in st.indexes.values() {
+            m.insert(i.rel, (i.name.clone(), RelKind::Index));
+        }
+        m.insert(CLOG_REL, ("clog".into(), RelKind::Clog));
+        m.insert(CATALOG_REL, ("catalog".into(), RelKind::Catalog));
+        m
+    }
+
+    fn name_rel(&self, names: &HashMap<RelId, (String, RelKind)>, rel: RelId) -> (String, RelKind) {
+        names
+            .get(&rel)
+            .cloned()
+            .unwrap_or_else(|| (rel.to_string(), RelKind::Unknown))
+    }
+}
+
+/// The TID type rows are named by.
+pub type RowId = Tid;

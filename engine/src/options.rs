@@ -1,0 +1,522 @@
+//! `Options`: everything a [`Database`](crate::Database) is opened with.
+//!
+//! A builder with defaults; [`Options::validate`] runs at open and names the
+//! bad value. Every switch the scenarios of `SCENARIOS.md` vary is here:
+//!
+//! | scenario flag | option | default |
+//! |---|---|---|
+//! | `--pool-mib` | `pool_mib` / `pool_buffers` | 16,384 pages (128 MiB) |
+//! | `--evictor` | `evictor` (`"clock"`, `"hotcool"`) | clock |
+//! | `--batch` | `sweep_batch` (`"auto"` or N) | 1 |
+//! | `--partitions` | `partitions` (`Partitions::Count(n)` or `Topology`), `balancing`, `partition_floor` | topology, balancing on, no floor |
+//! | `--ring` | `rings`, `ring_sizes` | on; 256 KiB / 16 MiB / 2 MiB, each capped at pool / 8 |
+//! | huge pages (ticks) | `huge_pages` | off |
+//! | checksums (hint-bits) | `checksums` | on |
+//! | commit (oltp) | `commit_mode`, `async_flush_interval` | synchronous; 200 ms |
+//! | hint mode (hint-bits) | `hint_mode` | per-page |
+//! | bgwriter (bulkload) | `bgwriter` | on, PostgreSQL's defaults |
+//! | I/O backend (torn pages) | `wrap_storage` | the pread/pwrite file backend |
+//!
+//! plus `full_page_writes`, `checkpoint_interval`, `checkpoint_max_wal_bytes`,
+//! `wal_segment_size`, `bulk_load_progress_every` and a fixed `topology` for
+//! tests. [`Options::set`] takes any of them as `key`, `value` strings (for
+//! command lines and config files).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bufmgr::config::{BULK_READ_RING_KIB, BULK_WRITE_RING_KIB, VACUUM_RING_KIB};
+use bufmgr::{BgWriterConfig, Evictor, PAGE_SIZE, RingSizes, StorageBackend, SweepBatch, Topology};
+use heap::HintMode;
+
+use crate::error::{EngineError, Result};
+use crate::txn::xact::CommitMode;
+
+/// Smallest pool a Database accepts: PostgreSQL's minimum of 16 buffers.
+/// The commit log, the catalog and a table each want a page or two pinned at
+/// once, and a ring may take an eighth; below 16 nearly every statement
+/// would evict what the previous one needed.
+pub const MIN_POOL_BUFFERS: usize = 16;
+/// Default pool: 16,384 pages = 128 MiB (`SCENARIOS.md`, PostgreSQL's
+/// default `shared_buffers`).
+pub const DEFAULT_POOL_BUFFERS: usize = 16_384;
+/// Checkpoint every 5 minutes (PostgreSQL's `checkpoint_timeout`).
+pub const DEFAULT_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(300);
+/// ... or after 512 MiB of WAL (about half of PostgreSQL's `max_wal_size`).
+pub const DEFAULT_CHECKPOINT_MAX_WAL_BYTES: u64 = 512 * 1024 * 1024;
+/// The WAL writer flushes asynchronous commits every 200 ms
+/// (PostgreSQL's `wal_writer_delay`).
+pub const DEFAULT_ASYNC_FLUSH_INTERVAL: Duration = Duration::from_millis(200);
+/// Bulk load reports progress every 10,000 rows: often enough for a
+/// progress bar, rare enough to cost nothing.
+pub const DEFAULT_PROGRESS_EVERY: u64 = 10_000;
+/// Shortest checkpoint interval accepted: a checkpoint flushes the pool, and
+/// more often than this would do little else.
+pub const MIN_CHECKPOINT_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How the pool is cut into partitions.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+pub enum Partitions {
+    /// From the machine's NUMA topology (nodes x ceil(4 / nodes)).
+    #[default]
+    Topology,
+    /// Exactly this many (virtual NUMA on a one-node machine).
+    Count(usize),
+}
+
+/// Wraps the file storage backend (e.g. in a `bufmgr::FaultyStorage`).
+pub type StorageWrapper =
+    Arc<dyn Fn(Arc<dyn StorageBackend>) -> Arc<dyn StorageBackend> + Send + Sync>;
+
+/// Options of [`Database::open`](crate::Database::open).
+#[derive(Clone)]
+pub struct Options {
+    pub pool_buffers: usize,
+    pub evictor: Evictor,
+    pub sweep_batch: SweepBatch,
+    pub partitions: Partitions,
+    pub balancing: bool,
+    pub partition_floor: Option<usize>,
+    pub rings: bool,
+    /// `None`: PostgreSQL's sizes, each capped at pool / 8 by the pool.
+    /// Sizes set here are checked: a ring larger than the pool is an error.
+    pub ring_sizes: Option<RingSizes>,
+    pub huge_pages: bool,
+    pub checksums: bool,
+    pub full_page_writes: bool,
+    pub commit_mode: CommitMode,
+    /// `None`: no WAL writer; asynchronous commits become durable with the
+    /// next synchronous flush or checkpoint.
+    pub async_flush_interval: Option<Duration>,
+    pub hint_mode: HintMode,
+    /// `None` runs no background writer.
+    pub bgwriter: Option<BgWriterConfig>,
+    /// `false` runs no checkpointer thread (checkpoints then happen only on
+    /// [`Database::checkpoint`](crate::Database::checkpoint) and at close).
+    pub checkpointer: bool,
+    pub checkpoint_interval: Duration,
+    pub checkpoint_max_wal_bytes: u64,
+    pub wal_segment_size: u64,
+    pub bulk_load_progress_every: u64,
+    /// `None` detects the machine's shape.
+    pub topology: Option<Topology>,
+    /// `None` uses the file backend as it is.
+    pub wrap_storage: Option<StorageWrapper>,
+}
+
+impl fmt::Debug for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Options")
+            .field("pool_buffers", &self.pool_buffers)
+            .field("evictor", &self.evictor)
+            .field("sweep_batch", &self.sweep_batch)
+            .field("partitions", &self.partitions)
+            .field("balancing", &self.balancing)
+            .field("partition_floor", &self.partition_floor)
+            .field("rings", &self.rings)
+            .field("ring_sizes", &self.ring_sizes)
+            .field("huge_pages", &self.huge_pages)
+            .field("checksums", &self.checksums)
+            .field("full_page_writes", &self.full_page_writes)
+            .field("commit_mode", &self.commit_mode)
+            .field("async_flush_interval", &self.async_flush_interval)
+            .field("hint_mode", &self.hint_mode)
+            .field("bgwriter", &self.bgwriter)
+            .field("checkpointer", &self.checkpointer)
+            .field("checkpoint_interval", &self.checkpoint_interval)
+            .field("checkpoint_max_wal_bytes", &self.checkpoint_max_wal_bytes)
+            .field("wal_segment_size", &self.wal_segment_size)
+            .field("bulk_load_progress_every", &self.bulk_load_progress_every)
+            .field("topology", &self.topology)
+            .field("wrap_storage", &self.wrap_storage.as_ref().map(|_| "<fn>"))
+            .finish()
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            pool_buffers: DEFAULT_POOL_BUFFERS,
+            evictor: Evictor::Clock,
+            sweep_batch: SweepBatch::Fixed(1),
+            partitions: Partitions::Topology,
+            balancing: true,
+            partition_floor: None,
+            rings: true,
+            ring_sizes: None,
+            huge_pages: false,
+            checksums: true,
+            full_page_writes: true,
+            commit_mode: CommitMode::Synchronous,
+            async_flush_interval: Some(DEFAULT_ASYNC_FLUSH_INTERVAL),
+            hint_mode: HintMode::PerPage,
+            bgwriter: Some(BgWriterConfig::default()),
+            checkpointer: true,
+            checkpoint_interval: DEFAULT_CHECKPOINT_INTERVAL,
+            checkpoint_max_wal_bytes: DEFAULT_CHECKPOINT_MAX_WAL_BYTES,
+            wal_segment_size: wal::DEFAULT_SEGMENT_SIZE,
+            bulk_load_progress_every: DEFAULT_PROGRESS_EVERY,
+            topology: None,
+            wrap_storage: None,
+        }
+    }
+}
+
+fn invalid(option: &'static str, detail: impl Into<String>) -> EngineError {
+    EngineError::InvalidOption {
+        option,
+        detail: detail.into(),
+    }
+}
+
+fn parse_bool(option: &'static str, v: &str) -> Result<bool> {
+    match v {
+        "on" | "true" | "yes" | "1" => Ok(true),
+        "off" | "false" | "no" | "0" => Ok(false),
+        _ => Err(invalid(option, format!("{v:?} is not on/off"))),
+    }
+}
+
+fn parse_num<T: std::str::FromStr>(option: &'static str, v: &str) -> Result<T> {
+    v.parse()
+        .map_err(|_| invalid(option, format!("{v:?} is not a whole number")))
+}
+
+fn parse_millis(option: &'static str, v: &str) -> Result<Duration> {
+    Ok(Duration::from_millis(parse_num(option, v)?))
+}
+
+impl Options {
+    /// The defaults (see the table in the module docs).
+    pub fn new() -> Options {
+        Options::default()
+    }
+
+    /// A pool of `n` pages.
+    pub fn pool_buffers(mut self, n: usize) -> Self {
+        self.pool_buffers = n;
+        self
+    }
+    /// A pool of `mib` MiB.
+    pub fn pool_mib(mut self, mib: usize) -> Self {
+        self.pool_buffers = mib.saturating_mul(1024 * 1024) / PAGE_SIZE;
+        self
+    }
+    pub fn evictor(mut self, e: Evictor) -> Self {
+        self.evictor = e;
+        self
+    }
+    pub fn sweep_batch(mut self, b: SweepBatch) -> Self {
+        self.sweep_batch = b;
+        self
+    }
+    pub fn partitions(mut self, p: Partitions) -> Self {
+        self.partitions = p;
+        self
+    }
+    pub fn balancing(mut self, on: bool) -> Self {
+        self.balancing = on;
+        self
+    }
+    pub fn partition_floor(mut self, buffers: Option<usize>) -> Self {
+        self.partition_floor = buffers;
+        self
+    }
+    pub fn rings(mut self, on: bool) -> Self {
+        self.rings = on;
+        self
+    }
+    pub fn ring_sizes(mut self, sizes: RingSizes) -> Self {
+        self.ring_sizes = Some(sizes);
+        self
+    }
+    pub fn huge_pages(mut self, on: bool) -> Self {
+        self.huge_pages = on;
+        self
+    }
+    pub fn checksums(mut self, on: bool) -> Self {
+        self.checksums = on;
+        self
+    }
+    pub fn full_page_writes(mut self, on: bool) -> Self {
+        self.full_page_writes = on;
+        self
+    }
+    pub fn commit_mode(mut self, mode: CommitMode) -> Self {
+        self.commit_mode = mode;
+        self
+    }
+    pub fn async_flush_interval(mut self, every: Option<Duration>) -> Self {
+        self.async_flush_interval = every;
+        self
+    }
+    pub fn hint_mode(mut self, mode: HintMode) -> Self {
+        self.hint_mode = mode;
+        self
+    }
+    pub fn bgwriter(mut self, bg: Option<BgWriterConfig>) -> Self {
+        self.bgwriter = bg;
+        self
+    }
+    pub fn checkpointer(mut self, on: bool) -> Self {
+        self.checkpointer = on;
+        self
+    }
+    pub fn checkpoint_interval(mut self, every: Duration) -> Self {
+        self.checkpoint_interval = every;
+        self
+    }
+    pub fn checkpoint_max_wal_bytes(mut self, bytes: u64) -> Self {
+        self.checkpoint_max_wal_bytes = bytes;
+        self
+    }
+    pub fn wal_segment_size(mut self, bytes: u64) -> Self {
+        self.wal_segment_size = bytes;
+        self
+    }
+    pub fn bulk_load_progress_every(mut self, rows: u64) -> Self {
+        self.bulk_load_progress_every = rows;
+        self
+    }
+    pub fn topology(mut self, t: Topology) -> Self {
+        self.topology = Some(t);
+        self
+    }
+    /// Wrap the file storage backend, e.g. in a `bufmgr::FaultyStorage`.
+    pub fn wrap_storage(
+        mut self,
+        f: impl Fn(Arc<dyn StorageBackend>) -> Arc<dyn StorageBackend> + Send + Sync + 'static,
+    ) -> Self {
+        self.wrap_storage = Some(Arc::new(f));
+        self
+    }
+
+    /// Set one option from strings, as a command line or config file gives
+    /// it. Keys: `pool_mib`, `pool_buffers`, `evictor`, `sweep_batch`,
+    /// `partitions` (`topology` or N), `balancing`, `partition_floor` (`off` or
+    /// N), `rings`, `bulk_read_ring_kib`, `bulk_write_ring_kib`,
+    /// `vacuum_ring_kib`, `huge_pages`, `checksums`, `full_page_writes`,
+    /// `commit` (`sync`/`async`), `async_flush_ms` (`off` or ms), `hint_mode`,
+    /// `bgwriter`, `checkpointer`, `checkpoint_interval_ms`,
+    /// `checkpoint_max_wal_bytes`, `wal_segment_size`.
+    pub fn set(mut self, key: &str, value: &str) -> Result<Self> {
+        let v = value.trim();
+        match key {
+            "pool_mib" => self = self.pool_mib(parse_num("pool_mib", v)?),
+            "pool_buffers" => self.pool_buffers = parse_num("pool_buffers", v)?,
+            "evictor" => self.evictor = parse_evictor(v)?,
+            "sweep_batch" | "batch" => {
+                self.sweep_batch = v.parse().map_err(|e: String| invalid("sweep_batch", e))?
+            }
+            "partitions" => {
+                self.partitions = if v == "topology" || v == "auto" {
+                    Partitions::Topology
+                } else {
+                    Partitions::Count(parse_num("partitions", v)?)
+                }
+            }
+            "balancing" => self.balancing = parse_bool("balancing", v)?,
+            "partition_floor" => {
+                self.partition_floor = if v == "off" {
+                    None
+                } else {
+                    Some(parse_num("partition_floor", v)?)
+                }
+            }
+            "rings" | "ring" => self.rings = parse_bool("rings", v)?,
+            "bulk_read_ring_kib" => {
+                self.ring_sizes.get_or_insert_default().bulk_read_kib =
+                    parse_num("bulk_read_ring_kib", v)?
+            }
+            "bulk_write_ring_kib" => {
+                self.ring_sizes.get_or_insert_default().bulk_write_kib =
+                    parse_num("bulk_write_ring_kib", v)?
+            }
+            "vacuum_ring_kib" => {
+                self.ring_sizes.get_or_insert_default().vacuum_kib =
+                    parse_num("vacuum_ring_kib", v)?
+            }
+            "huge_pages" => self.huge_pages = parse_bool("huge_pages", v)?,
+            "checksums" => self.checksums = parse_bool("checksums", v)?,
+            "full_page_writes" => self.full_page_writes = parse_bool("full_page_writes", v)?,
+            "commit" | "commit_mode" => {
+                self.commit_mode = match v {
+                    "sync" | "synchronous" | "on" => CommitMode::Synchronous,
+                    "async" | "asynchronous" | "off" => CommitMode::Asynchronous,
+                    _ => {
+                        return Err(invalid(
+                            "commit_mode",
+                            format!("{v:?} is not sync or async"),
+                        ));
+                    }
+                }
+            }
+            "async_flush_ms" => {
+                self.async_flush_interval = if v == "off" {
+                    None
+                } else {
+                    Some(parse_millis("async_flush_ms", v)?)
+                }
+            }
+            "hint_mode" => {
+                self.hint_mode = v.parse().map_err(|e: String| invalid("hint_mode", e))?
+            }
+            "bgwriter" => self.bgwriter = parse_bool("bgwriter", v)?.then(BgWriterConfig::default),
+            "checkpointer" => self.checkpointer = parse_bool("checkpointer", v)?,
+            "checkpoint_interval_ms" => {
+                self.checkpoint_interval = parse_millis("checkpoint_interval_ms", v)?
+            }
+            "checkpoint_max_wal_bytes" => {
+                self.checkpoint_max_wal_bytes = parse_num("checkpoint_max_wal_bytes", v)?
+            }
+            "wal_segment_size" => self.wal_segment_size = parse_num("wal_segment_size", v)?,
+            _ => {
+                return Err(EngineError::InvalidOption {
+                    option: "(key)",
+                    detail: format!("unknown option {key:?}"),
+                });
+            }
+        }
+        Ok(self)
+    }
+
+    /// Check every value; the error names the option and the bad value.
+    pub fn validate(&self) -> Result<()> {
+        if self.pool_buffers < MIN_POOL_BUFFERS {
+            return Err(invalid(
+                "pool_buffers",
+                format!(
+                    "a pool of {} buffers is below the minimum of {MIN_POOL_BUFFERS}",
+                    self.pool_buffers
+                ),
+            ));
+        }
+        if let SweepBatch::Fixed(b) = self.sweep_batch
+            && (b == 0 || b as usize > self.pool_buffers)
+        {
+            return Err(invalid(
+                "sweep_batch",
+                format!(
+                    "batch {b} is outside 1 ..= the pool ({} buffers)",
+                    self.pool_buffers
+                ),
+            ));
+        }
+        if let Partitions::Count(n) = self.partitions {
+            let max = bufmgr::partition::MAX_PARTITIONS;
+            if n == 0 || n > max {
+                return Err(invalid(
+                    "partitions",
+                    format!("{n} partitions is outside 1 ..= {max}"),
+                ));
+            }
+            if n > self.pool_buffers / bufmgr::partition::MIN_PARTITION_BUFFERS {
+                return Err(invalid(
+                    "partitions",
+                    format!(
+                        "{n} partitions of a {}-buffer pool leave fewer than {} buffers each",
+                        self.pool_buffers,
+                        bufmgr::partition::MIN_PARTITION_BUFFERS
+                    ),
+                ));
+            }
+        }
+        if let Some(f) = self.partition_floor
+            && f > self.pool_buffers
+        {
+            return Err(invalid(
+                "partition_floor",
+                format!(
+                    "a floor of {f} buffers is larger than the pool ({})",
+                    self.pool_buffers
+                ),
+            ));
+        }
+        let pool_kib = self.pool_buffers * (PAGE_SIZE / 1024);
+        let sizes = self.ring_sizes.unwrap_or_default();
+        for (name, kib) in [
+            ("bulk_read_ring_kib", sizes.bulk_read_kib),
+            ("bulk_write_ring_kib", sizes.bulk_write_kib),
+            ("vacuum_ring_kib", sizes.vacuum_kib),
+        ] {
+            if self.rings && self.ring_sizes.is_some() && kib > pool_kib {
+                return Err(invalid(
+                    name,
+                    format!("a ring of {kib} KiB is larger than the pool ({pool_kib} KiB)"),
+                ));
+            }
+        }
+        if self.async_flush_interval == Some(Duration::ZERO) {
+            return Err(invalid(
+                "async_flush_interval",
+                "0 ms; use None to turn it off",
+            ));
+        }
+        if self.checkpoint_interval < MIN_CHECKPOINT_INTERVAL {
+            return Err(invalid(
+                "checkpoint_interval",
+                format!(
+                    "{:?} is shorter than the minimum {MIN_CHECKPOINT_INTERVAL:?}",
+                    self.checkpoint_interval
+                ),
+            ));
+        }
+        if self.checkpoint_max_wal_bytes < self.wal_segment_size {
+            return Err(invalid(
+                "checkpoint_max_wal_bytes",
+                format!(
+                    "{} bytes is less than one WAL segment ({} bytes)",
+                    self.checkpoint_max_wal_bytes, self.wal_segment_size
+                ),
+            ));
+        }
+        if self.bulk_load_progress_every == 0 {
+            return Err(invalid("bulk_load_progress_every", "0 rows; at least 1"));
+        }
+        self.wal_config()
+            .validate()
+            .map_err(|e| invalid("wal_segment_size", e.to_string()))?;
+        self.pool_config()
+            .validate()
+            .map_err(|e| invalid("pool", e.to_string()))?;
+        Ok(())
+    }
+
+    pub(crate) fn pool_config(&self) -> bufmgr::PoolConfig {
+        let mut c = bufmgr::PoolConfig::new(self.pool_buffers)
+            .evictor(self.evictor)
+            .batch(self.sweep_batch)
+            .balancing(self.balancing)
+            .partition_floor(self.partition_floor)
+            .rings(self.rings)
+            .ring_sizes(self.ring_sizes.unwrap_or_default())
+            .huge_pages(self.huge_pages)
+            .checksums(self.checksums)
+            .bgwriter(self.bgwriter);
+        if let Partitions::Count(n) = self.partitions {
+            c = c.partitions(n);
+        }
+        if let Some(t) = &self.topology {
+            c = c.topology(t.clone());
+        }
+        c
+    }
+
+    pub(crate) fn wal_config(&self) -> wal::WalConfig {
+        wal::WalConfig {
+            segment_size: self.wal_segment_size,
+            async_flush_interval: self.async_flush_interval,
+            full_page_writes: self.full_page_writes,
+            ..wal::WalConfig::default()
+        }
+    }
+}
+
+/// Parse an evictor name (`clock`, `hotcool`); the error lists the choices.
+pub fn parse_evictor(name: &str) -> Result<Evictor> {
+    name.parse().map_err(|e: String| invalid("evictor", e))
+}
+
+/// The default ring sizes in KiB, for reference: bulk read, bulk write, vacuum.
+pub const DEFAULT_RING_KIB: [usize; 3] = [BULK_READ_RING_KIB, BULK_WRITE_RING_KIB, VACUUM_RING_KIB];

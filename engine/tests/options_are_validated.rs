@@ -1,0 +1,125 @@
+//! Bad options are refused at open with an error naming the option and the
+//! value; string settings parse with clear errors.
+
+mod common;
+
+use engine::{Database, EngineError, Evictor, Options, Partitions, RingSizes, SweepBatch};
+
+fn refused(o: Options, needles: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Database::open(dir.path(), o).unwrap_err();
+    assert!(matches!(e, EngineError::InvalidOption { .. }), "{e}");
+    assert_eq!(e.kind(), engine::ErrorKind::BadInput);
+    for n in needles {
+        assert!(e.to_string().contains(n), "{n:?} not in: {e}");
+    }
+    // Nothing was created but the lock and the directory itself.
+    assert!(!dir.path().join("VERSION").exists());
+}
+
+#[test]
+fn bad_values_are_named() {
+    let o = common::small_options;
+    refused(
+        o().pool_buffers(8),
+        &["pool_buffers", "8 buffers", "minimum of 16"],
+    );
+    refused(
+        o().ring_sizes(RingSizes {
+            bulk_read_kib: 1024,
+            ..RingSizes::default()
+        }),
+        &["bulk_read_ring_kib", "1024 KiB", "larger than the pool"],
+    );
+    refused(
+        o().sweep_batch(SweepBatch::Fixed(0)),
+        &["sweep_batch", "batch 0"],
+    );
+    refused(
+        o().sweep_batch(SweepBatch::Fixed(65)),
+        &["sweep_batch", "batch 65"],
+    );
+    refused(
+        o().partitions(Partitions::Count(0)),
+        &["partitions", "0 partitions"],
+    );
+    refused(
+        o().partitions(Partitions::Count(8)),
+        &["partitions", "8 partitions"],
+    );
+    refused(
+        o().partition_floor(Some(1000)),
+        &["partition_floor", "1000"],
+    );
+    refused(o().wal_segment_size(12345), &["wal_segment_size"]);
+    refused(
+        o().checkpoint_interval(std::time::Duration::ZERO),
+        &["checkpoint_interval"],
+    );
+    refused(
+        o().checkpoint_max_wal_bytes(10),
+        &["checkpoint_max_wal_bytes", "10 bytes"],
+    );
+    refused(
+        o().bulk_load_progress_every(0),
+        &["bulk_load_progress_every"],
+    );
+    refused(
+        o().async_flush_interval(Some(std::time::Duration::ZERO)),
+        &["async_flush_interval"],
+    );
+    // Default ring sizes are capped by the pool, not refused.
+    Options::new().pool_buffers(16).validate().unwrap();
+    // With rings off, their sizes do not matter.
+    o().rings(false)
+        .ring_sizes(RingSizes {
+            bulk_write_kib: 1 << 20,
+            ..RingSizes::default()
+        })
+        .validate()
+        .unwrap();
+}
+
+#[test]
+fn strings_parse_with_clear_errors() {
+    let e = engine::parse_evictor("lru").unwrap_err();
+    assert!(
+        e.to_string().contains("\"lru\"") && e.to_string().contains("hotcool"),
+        "{e}"
+    );
+    assert_eq!(engine::parse_evictor("hotcool").unwrap(), Evictor::HotCool);
+    let o = Options::new()
+        .set("evictor", "hotcool")
+        .unwrap()
+        .set("sweep_batch", "16")
+        .unwrap()
+        .set("partitions", "2")
+        .unwrap()
+        .set("rings", "off")
+        .unwrap()
+        .set("commit", "async")
+        .unwrap()
+        .set("hint_mode", "per-tuple")
+        .unwrap()
+        .set("pool_mib", "1")
+        .unwrap();
+    assert_eq!(o.evictor, Evictor::HotCool);
+    assert_eq!(o.sweep_batch, SweepBatch::Fixed(16));
+    assert_eq!(o.partitions, Partitions::Count(2));
+    assert!(!o.rings);
+    assert_eq!(o.commit_mode, engine::CommitMode::Asynchronous);
+    assert_eq!(o.hint_mode, engine::HintMode::PerTuple);
+    assert_eq!(o.pool_buffers, 128);
+    for (k, v, needle) in [
+        ("evictor", "lru", "unknown evictor"),
+        ("sweep_batch", "x", "sweep batch"),
+        ("rings", "maybe", "on/off"),
+        ("commit", "later", "sync or async"),
+        ("hint_mode", "sometimes", "unknown hint mode"),
+        ("pool_mib", "-1", "whole number"),
+        ("colour", "blue", "unknown option"),
+    ] {
+        let e = Options::new().set(k, v).unwrap_err();
+        assert!(e.to_string().contains(needle), "{k}={v}: {e}");
+    }
+}
