@@ -30,7 +30,6 @@ use crate::catalog::{
     CATALOG_REL, CatalogEntry, CatalogState, IndexInfo, RelKind, TableHandle, TableInfo,
     check_name, check_table,
 };
-use crate::checkpointer::Checkpointer;
 use crate::datadir::{self, DirLock};
 use crate::error::{EngineError, Result};
 use crate::options::Options;
@@ -53,7 +52,7 @@ pub struct Database {
 /// checkpointer stops before the manager and the pool it uses go.
 #[derive(Debug)]
 pub(crate) struct Core {
-    pub checkpointer: Option<Checkpointer>,
+    pub checkpointer: Option<wal::Checkpointer>,
     pub dir: PathBuf,
     pub options: Options,
     pub catalog: RwLock<CatalogState>,
@@ -194,15 +193,23 @@ impl Database {
         }
         // 8. The checkpointer (the bgwriter runs with the pool).
         if core.options.checkpointer {
-            core.checkpointer = Some(
-                Checkpointer::start(
-                    core.tm.clone(),
-                    core.checkpoint_serial.clone(),
-                    core.options.checkpoint_interval,
-                    core.options.checkpoint_max_wal_bytes,
-                )
-                .map_err(EngineError::io("start the checkpointer thread", &core.dir))?,
-            );
+            // wal's thread with the engine's checkpoint: the transaction
+            // manager's (commit gate, next xid taken after the redo point),
+            // one at a time under the database's checkpoint mutex.
+            let (tm, serial) = (core.tm.clone(), core.checkpoint_serial.clone());
+            let config = wal::CheckpointerConfig {
+                interval: core.options.checkpoint_interval,
+                max_wal_bytes: core.options.checkpoint_max_wal_bytes,
+                ..Default::default()
+            };
+            core.checkpointer = Some(wal::Checkpointer::start(
+                core.wal.clone(),
+                config,
+                Box::new(move || {
+                    let _one = serial.lock();
+                    tm.checkpoint().map(drop).map_err(Into::into)
+                }),
+            ));
         }
         Ok(Database { core: Some(core) })
     }

@@ -1,7 +1,6 @@
 #![doc = include_str!("../README.md")]
 
 pub mod catalog;
-pub mod checkpointer;
 pub mod database;
 pub mod datadir;
 pub mod error;

@@ -9,9 +9,10 @@
 //! 1. Sleep until the next deadline (`interval` after the last checkpoint),
 //!    waking every `poll` to compare [`Wal::bytes_since_checkpoint`] with
 //!    `max_wal_bytes`, or at once on [`Checkpointer::request`] or stop.
-//! 2. Take the checkpoint ([`Wal::checkpoint`]) with the page flush the owner
-//!    supplied (the engine passes `|_| pool.flush_all(false)`) and the next
-//!    xid it reports at that moment.
+//! 2. Run the checkpoint the owner supplied: a closure that calls
+//!    [`Wal::checkpoint`] with its page flush (`|_| pool.flush_all(false)`)
+//!    and next xid, plus whatever protocol the owner needs around it (the
+//!    engine's `TransactionManager::checkpoint` holds its commit gate).
 //! 3. Count it, or remember the error (the previous checkpoint stands; the
 //!    next deadline retries).
 //!
@@ -25,13 +26,10 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::log::Wal;
-use crate::lsn::Lsn;
 
-/// The page flush a checkpoint runs (step 2 of [`Wal::checkpoint`]).
-pub type FlushPages =
-    Box<dyn Fn(Lsn) -> Result<usize, Box<dyn std::error::Error + Send + Sync>> + Send>;
-/// Reports the next transaction id, stored in the checkpoint.
-pub type NextXid = Box<dyn Fn() -> u64 + Send>;
+/// One checkpoint, as the owner takes it (usually a call of [`Wal::checkpoint`]).
+pub type CheckpointFn =
+    Box<dyn Fn() -> Result<(), Box<dyn std::error::Error + Send + Sync>> + Send>;
 
 /// When the checkpointer checkpoints.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -79,19 +77,19 @@ pub struct Checkpointer {
 }
 
 impl Checkpointer {
-    /// Start the thread.
+    /// Start the thread. `wal` is watched for the volume trigger;
+    /// `checkpoint` takes one checkpoint.
     pub fn start(
         wal: Arc<Wal>,
         config: CheckpointerConfig,
-        flush_pages: FlushPages,
-        next_xid: NextXid,
+        checkpoint: CheckpointFn,
     ) -> Checkpointer {
         let shared = Arc::new(Shared::default());
         let thread = {
             let shared = shared.clone();
             std::thread::Builder::new()
                 .name("checkpointer".into())
-                .spawn(move || run(&wal, config, &flush_pages, &next_xid, &shared))
+                .spawn(move || run(&wal, config, &checkpoint, &shared))
                 .expect("spawn the checkpointer")
         };
         Checkpointer {
@@ -146,13 +144,7 @@ impl Drop for Checkpointer {
     }
 }
 
-fn run(
-    wal: &Wal,
-    config: CheckpointerConfig,
-    flush_pages: &FlushPages,
-    next_xid: &NextXid,
-    shared: &Shared,
-) {
+fn run(wal: &Wal, config: CheckpointerConfig, checkpoint: &CheckpointFn, shared: &Shared) {
     let mut last = Instant::now();
     loop {
         {
@@ -174,7 +166,7 @@ fn run(
                     .wait_for(&mut st, until_deadline.min(config.poll));
             }
         }
-        let result = wal.checkpoint(flush_pages, next_xid());
+        let result = checkpoint();
         last = Instant::now();
         let mut st = shared.state.lock();
         st.attempts += 1;

@@ -13,7 +13,7 @@ pub mod segment;
 pub mod sink;
 
 pub use checkpoint::{CHECKPOINT_ONLINE, CheckpointInfo, CheckpointPayload};
-pub use checkpointer::{Checkpointer, CheckpointerConfig, FlushPages, NextXid};
+pub use checkpointer::{CheckpointFn, Checkpointer, CheckpointerConfig};
 pub use control::{ControlData, control_path, read_control};
 pub use error::{ErrorKind, Result, WalError};
 pub use log::{Startup, Wal, WalConfig, WalStats};

@@ -9,15 +9,21 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{payload_record, small_segments, within};
-use wal::{Checkpointer, CheckpointerConfig, FlushPages, Wal, read_control};
+use wal::{CheckpointFn, Checkpointer, CheckpointerConfig, Wal, read_control};
 
 const HOUR: Duration = Duration::from_secs(3600);
 
-fn counting_flush(calls: &Arc<AtomicUsize>) -> FlushPages {
-    let calls = calls.clone();
-    Box::new(move |_redo| {
-        calls.fetch_add(1, Ordering::SeqCst);
-        Ok(0)
+/// A checkpoint of `wal` whose page flush counts its calls.
+fn counting_checkpoint(wal: &Arc<Wal>, calls: &Arc<AtomicUsize>, next_xid: u64) -> CheckpointFn {
+    let (wal, calls) = (wal.clone(), calls.clone());
+    Box::new(move || {
+        let flush = |_redo| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, std::io::Error>(0)
+        };
+        wal.checkpoint(flush, next_xid)
+            .map(drop)
+            .map_err(Into::into)
     })
 }
 
@@ -44,8 +50,7 @@ fn checkpoints_when_the_interval_passes() {
             max_wal_bytes: u64::MAX,
             poll: Duration::from_millis(10),
         };
-        let ckpt =
-            Checkpointer::start(wal.clone(), config, counting_flush(&calls), Box::new(|| 77));
+        let ckpt = Checkpointer::start(wal.clone(), config, counting_checkpoint(&wal, &calls, 77));
         wait_for("two timed checkpoints", || ckpt.completed() >= 2);
         ckpt.stop();
         assert!(calls.load(Ordering::SeqCst) >= 2);
@@ -66,7 +71,7 @@ fn checkpoints_when_the_wal_volume_passes_its_limit() {
             max_wal_bytes: 32 * 1024,
             poll: Duration::from_millis(5),
         };
-        let ckpt = Checkpointer::start(wal.clone(), config, counting_flush(&calls), Box::new(|| 3));
+        let ckpt = Checkpointer::start(wal.clone(), config, counting_checkpoint(&wal, &calls, 3));
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(
             ckpt.completed(),
@@ -92,17 +97,20 @@ fn a_request_checkpoints_at_once_and_a_failure_is_reported() {
             poll: Duration::from_millis(10),
         };
         let fail = Arc::new(AtomicUsize::new(0));
-        let flush: FlushPages = {
-            let fail = fail.clone();
-            Box::new(move |_| {
-                if fail.load(Ordering::SeqCst) == 1 {
-                    Err("disk on fire".into())
-                } else {
-                    Ok(5)
-                }
+        let checkpoint: CheckpointFn = {
+            let (fail, wal) = (fail.clone(), wal.clone());
+            Box::new(move || {
+                let flush = |_| {
+                    if fail.load(Ordering::SeqCst) == 1 {
+                        Err("disk on fire")
+                    } else {
+                        Ok(5)
+                    }
+                };
+                wal.checkpoint(flush, 9).map(drop).map_err(Into::into)
             })
         };
-        let ckpt = Checkpointer::start(wal.clone(), config, flush, Box::new(|| 9));
+        let ckpt = Checkpointer::start(wal.clone(), config, checkpoint);
         assert!(ckpt.request(Duration::from_secs(10)));
         assert_eq!(ckpt.completed(), 1);
         let first = wal.last_checkpoint().unwrap();
