@@ -1,1 +1,24 @@
 #![doc = include_str!("../README.md")]
+
+pub mod error;
+pub mod index;
+pub mod insert;
+pub mod key;
+pub mod page;
+pub mod record;
+
+pub mod residency;
+pub mod scan;
+pub mod vacuum;
+pub mod verify;
+
+pub use error::{BtreeError, ErrorKind, Result};
+pub use index::{Index, IndexOptions};
+pub use insert::{AssumeLive, HeapVisibility, Liveness};
+pub use key::{Key, KeyType};
+pub use page::{MAX_KEY_SIZE, PageKind, page_kind};
+pub use record::redo;
+pub use residency::Residency;
+pub use scan::Scan;
+pub use vacuum::VacuumStats;
+pub use verify::{HeapRow, Violation};

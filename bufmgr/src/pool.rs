@@ -325,6 +325,35 @@ impl BufferPool {
         Ok(PinnedBuffer::new(&self.shared, id).lock_exclusive())
     }
 
+    /// The page a WAL record is about to be replayed on, exclusively locked
+    /// (PostgreSQL's `XLogReadBufferForRedo`): the fork is created and the
+    /// relation extended with zero pages up to `block` if its file is shorter
+    /// (it lost writes, or replay starts from empty files). With
+    /// `rewrites_whole_page` (a full-page image, or a record that
+    /// initialises the page) the copy on disk, which may be torn, is not
+    /// read: see [`read_buffer_zeroed`](Self::read_buffer_zeroed).
+    pub fn read_buffer_for_redo(
+        &self,
+        rf: RelFork,
+        block: BlockNumber,
+        rewrites_whole_page: bool,
+    ) -> Result<PageWrite<'_>> {
+        self.create_fork(rf)?;
+        let mut nblocks = self.nblocks(rf)?;
+        while nblocks <= block {
+            let page = self.extend(rf, None)?;
+            if page.block() == block {
+                return Ok(page);
+            }
+            nblocks = page.block() + 1;
+        }
+        if rewrites_whole_page {
+            self.read_buffer_zeroed(rf, block)
+        } else {
+            Ok(self.read_buffer(rf, block, None)?.lock_exclusive())
+        }
+    }
+
     /// Append a zeroed page to `rf` and return it exclusively locked. The
     /// caller initialises it and marks it dirty. The file grows by one page
     /// at once, so a later extension never reuses this block number.

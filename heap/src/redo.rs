@@ -17,7 +17,7 @@
 //! empty) is created by extending the relation. Records carry everything
 //! needed: offsets, whole tuple bytes, the pointers a prune changed.
 
-use bufmgr::{BufferPool, BufferTag, PageWrite};
+use bufmgr::BufferPool;
 use wal::{Lsn, Record, RmgrKind};
 
 use crate::error::{HeapError, Result};
@@ -48,7 +48,7 @@ pub fn redo(record: &Record, lsn_end: Lsn, pool: &BufferPool) -> Result<()> {
         let tag = bref.tag();
         let image = record.restore_page(i);
         let rewrites_page = image.is_some() || initializes(&rec, i, record.blocks().len());
-        let mut page = page_for_redo(pool, tag, rewrites_page)?;
+        let mut page = pool.read_buffer_for_redo(tag.relfork(), tag.block, rewrites_page)?;
         if let Some(img) = image {
             page.copy_from_slice(&img[..]);
         } else if Lsn(page.lsn()) >= lsn_end {
@@ -134,32 +134,4 @@ fn initializes(rec: &HeapRecord, i: usize, nblocks: usize) -> bool {
         HeapRecord::Update { init, .. } => *init && i + 1 == nblocks,
         _ => false,
     }
-}
-
-/// The page `tag`, exclusively locked, extending the relation up to it if
-/// the file is too short. A page the record rewrites whole (`rewrites_page`:
-/// a full-page image or an initialising record) is not read from disk, where
-/// it may be torn: the buffer is zeroed instead (`read_buffer_zeroed`).
-fn page_for_redo(pool: &BufferPool, tag: BufferTag, rewrites_page: bool) -> Result<PageWrite<'_>> {
-    let rf = tag.relfork();
-    pool.create_fork(rf)?;
-    let nblocks = pool.nblocks(rf)?;
-    if tag.block >= nblocks {
-        for _ in nblocks..tag.block {
-            drop(pool.extend(rf, None)?);
-        }
-        let page = pool.extend(rf, None)?;
-        if page.block() != tag.block {
-            return Err(HeapError::BadRecord(format!(
-                "redo extended {rf} to block {} instead of {}",
-                page.block(),
-                tag.block
-            )));
-        }
-        return Ok(page);
-    }
-    if rewrites_page {
-        return Ok(pool.read_buffer_zeroed(rf, tag.block)?);
-    }
-    Ok(pool.read_buffer(rf, tag.block, None)?.lock_exclusive())
 }

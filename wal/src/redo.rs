@@ -27,15 +27,9 @@ pub fn redo_full_page(record: &Record, end_lsn: Lsn, pool: &BufferPool) -> Resul
                 "full-page record block {i} ({tag}) carries no image"
             )));
         };
-        let rf = tag.relfork();
-        let buf_err = |source| WalError::Redo { tag, source };
-        pool.create_fork(rf).map_err(buf_err)?;
-        let mut nblocks = pool.nblocks(rf).map_err(buf_err)?;
-        while nblocks <= tag.block {
-            drop(pool.extend(rf, None).map_err(buf_err)?);
-            nblocks += 1;
-        }
-        let mut page = pool.read_buffer_zeroed(rf, tag.block).map_err(buf_err)?;
+        let mut page = pool
+            .read_buffer_for_redo(tag.relfork(), tag.block, true)
+            .map_err(|source| WalError::Redo { tag, source })?;
         debug_assert_eq!(image.len(), PAGE_SIZE);
         page.copy_from_slice(&image[..]);
         page.set_lsn(end_lsn.as_u64());

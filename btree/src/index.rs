@@ -1,0 +1,398 @@
+//! [`Index`]: one B-tree relation, its root cache, and the descent every
+//! operation starts with.
+//!
+//! # Descent (Lehman & Yao, as PostgreSQL's `_bt_search`)
+//!
+//! 1. Start at the cached root (block and level). If the page found there
+//!    is no longer flagged `ROOT` (a new root was made above it), re-read the
+//!    meta page and start again. The cache is refreshed only then: a lookup
+//!    pins root to leaf and nothing else.
+//! 2. On each page, while the search key is at or beyond the page's high key,
+//!    release the page and take its right sibling (a concurrent split moved
+//!    the key right). Pages are never deleted, so the right link is always
+//!    a valid page.
+//! 3. Pick the child whose range holds the key, remember the page in the
+//!    stack (a hint for finding the parent later), **release the page, then
+//!    lock the child**: no lock coupling on the way down.
+//! 4. Searches lock shared all the way. Inserts lock the target level
+//!    exclusively, and finish any incomplete split they meet on the way
+//!    (PostgreSQL's `_bt_moveright` with `forupdate`), then start again.
+//!
+//! # Lock order
+//!
+//! Locks are only ever *waited for* bottom-up (a child before its parent,
+//! the meta page last) and left-to-right within a level. A search holds one
+//! lock at a time. An insert holds the page it split while it inserts the
+//! downlink into the parent (and so on upwards); a unique check holds the
+//! first leaf while it reads right siblings. Nobody holding a page waits for
+//! a page below it or to its left, so there is no deadlock.
+//!
+//! Splits extend the relation (`pool.extend`) while holding the page being
+//! split, as PostgreSQL's `_bt_split` does: the extension lock never waits
+//! for a content lock (bufmgr writes dirty victims under a try-lock).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bufmgr::{BlockNumber, BufferPool, PageRead, PageWrite, RelFork, RelId};
+use wal::Wal;
+
+use crate::error::{BtreeError, Result};
+use crate::key::{Key, KeyType, SearchKey};
+use crate::page::{
+    Header, LEAF, MAX_KEY_SIZE, META_BLOCK, Meta, NO_RIGHT, PageId, ROOT, TreePage, build_page,
+};
+use crate::record;
+
+/// What an index is created with.
+#[derive(Clone, Debug)]
+pub struct IndexOptions {
+    /// Name used in error messages.
+    pub name: String,
+    /// The relation holding the index's pages.
+    pub rel: RelId,
+    pub key_type: KeyType,
+    /// A unique index refuses a second live entry with the same key.
+    pub unique: bool,
+}
+
+/// A B-tree index over one relation of the buffer pool.
+#[derive(Debug)]
+pub struct Index {
+    pub(crate) name: String,
+    pub(crate) rel: RelId,
+    pub(crate) key_type: KeyType,
+    pub(crate) unique: bool,
+    pub(crate) pool: Arc<BufferPool>,
+    /// `None`: changes are not WAL-logged (tests, unlogged use).
+    pub(crate) wal: Option<Arc<Wal>>,
+    /// The root as last read from the meta page: `block << 32 | level`.
+    /// An atomic, because it is only a hint: every use checks the page's
+    /// `ROOT` flag under the page's lock.
+    root_cache: AtomicU64,
+}
+
+/// A page locked shared or exclusive.
+#[derive(Debug)]
+pub(crate) enum Locked<'p> {
+    Shared(PageRead<'p>),
+    Exclusive(PageWrite<'p>),
+}
+
+impl Locked<'_> {
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Locked::Shared(p) => p,
+            Locked::Exclusive(p) => p,
+        }
+    }
+}
+
+/// A page visited on the way down: where to look for a parent later.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct StackEntry {
+    pub block: BlockNumber,
+    pub level: u32,
+}
+
+/// How a descent locks and what it does about incomplete splits.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(crate) enum Mode {
+    /// Shared locks everywhere; incomplete splits are simply moved across.
+    Read,
+    /// Exclusive lock at the target level; incomplete splits met on the way
+    /// are finished first.
+    Insert,
+}
+
+/// Outcome of one descent attempt.
+enum Descent<'p> {
+    Found(Locked<'p>, Vec<StackEntry>),
+    Restart,
+}
+
+impl Index {
+    /// Create an index in the empty relation `options.rel`: the meta page
+    /// (block 0) and an empty root leaf (block 1), logged as one record.
+    pub fn create(
+        pool: Arc<BufferPool>,
+        wal: Option<Arc<Wal>>,
+        options: IndexOptions,
+    ) -> Result<Index> {
+        let rf = RelFork::main(options.rel);
+        pool.create_fork(rf)?;
+        let n = pool.nblocks(rf)?;
+        if n != 0 {
+            return Err(BtreeError::BadOptions {
+                index: options.name,
+                detail: format!("relation {} already has {n} blocks", options.rel.0),
+            });
+        }
+        {
+            let mut meta = pool.extend(rf, None)?;
+            let mut root = pool.extend(rf, None)?;
+            if meta.block() != META_BLOCK {
+                return Err(BtreeError::BadOptions {
+                    index: options.name,
+                    detail: "another session extended the relation while the index was created"
+                        .into(),
+                });
+            }
+            build_page(
+                &mut root,
+                Header {
+                    flags: LEAF | ROOT,
+                    level: 0,
+                    right: NO_RIGHT,
+                },
+                &[],
+            );
+            Meta {
+                root: root.block(),
+                root_level: 0,
+                key_type: options.key_type,
+                unique: options.unique,
+            }
+            .write(&mut meta);
+            record::log(
+                wal.as_deref(),
+                record::CREATE,
+                &mut [&mut meta, &mut root],
+                &[],
+                true,
+            )?;
+        }
+        Index::open(pool, wal, &options.name, options.rel)
+    }
+
+    /// Open an existing index: its key type and uniqueness come from the meta page.
+    pub fn open(
+        pool: Arc<BufferPool>,
+        wal: Option<Arc<Wal>>,
+        name: &str,
+        rel: RelId,
+    ) -> Result<Index> {
+        let meta = read_meta(&pool, rel)?;
+        Ok(Index {
+            name: name.to_string(),
+            rel,
+            key_type: meta.key_type,
+            unique: meta.unique,
+            pool,
+            wal,
+            root_cache: AtomicU64::new(pack(meta.root, meta.root_level)),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn rel(&self) -> RelId {
+        self.rel
+    }
+    pub fn key_type(&self) -> KeyType {
+        self.key_type
+    }
+    pub fn is_unique(&self) -> bool {
+        self.unique
+    }
+    pub fn pool(&self) -> &Arc<BufferPool> {
+        &self.pool
+    }
+
+    pub(crate) fn relfork(&self) -> RelFork {
+        RelFork::main(self.rel)
+    }
+
+    pub(crate) fn page_id(&self, block: BlockNumber) -> PageId {
+        PageId {
+            rel: self.rel,
+            block,
+        }
+    }
+
+    /// Check a key's type and size, and return its stored form.
+    pub(crate) fn encode_key(&self, key: &Key) -> Result<Vec<u8>> {
+        if key.key_type() != self.key_type {
+            return Err(BtreeError::WrongKeyType {
+                index: self.name.clone(),
+                expected: self.key_type,
+                got: key.key_type(),
+            });
+        }
+        let bytes = key.encode();
+        if bytes.len() > MAX_KEY_SIZE {
+            return Err(BtreeError::KeyTooLarge {
+                index: self.name.clone(),
+                size: bytes.len(),
+                max: MAX_KEY_SIZE,
+            });
+        }
+        Ok(bytes)
+    }
+
+    pub(crate) fn decode_key(&self, bytes: &[u8], block: BlockNumber) -> Result<Key> {
+        Key::decode(self.key_type, bytes).ok_or_else(|| {
+            self.page_id(block).corrupt(format!(
+                "a key of {} bytes is not a {:?}",
+                bytes.len(),
+                self.key_type
+            ))
+        })
+    }
+
+    /// The root (block, level): the cached one, or the meta page's.
+    pub(crate) fn root(&self, refresh: bool) -> Result<(BlockNumber, u32)> {
+        if !refresh {
+            let c = self.root_cache.load(Ordering::Acquire);
+            if c != 0 {
+                return Ok(unpack(c));
+            }
+        }
+        let meta = read_meta(&self.pool, self.rel)?;
+        self.root_cache
+            .store(pack(meta.root, meta.root_level), Ordering::Release);
+        Ok((meta.root, meta.root_level))
+    }
+
+    pub(crate) fn set_root_cache(&self, block: BlockNumber, level: u32) {
+        self.root_cache.store(pack(block, level), Ordering::Release);
+    }
+
+    pub(crate) fn lock(&self, block: BlockNumber, exclusive: bool) -> Result<Locked<'_>> {
+        let pin = self.pool.read_buffer(self.relfork(), block, None)?;
+        Ok(if exclusive {
+            Locked::Exclusive(pin.lock_exclusive())
+        } else {
+            Locked::Shared(pin.lock_shared())
+        })
+    }
+
+    pub(crate) fn lock_exclusive(&self, block: BlockNumber) -> Result<PageWrite<'_>> {
+        Ok(self
+            .pool
+            .read_buffer(self.relfork(), block, None)?
+            .lock_exclusive())
+    }
+
+    /// Descend to the page at `level` whose key range holds `skey`. With
+    /// `start`, begin at that page (a remembered parent; it lies at or left
+    /// of the target, since pages only ever split to the right) instead of
+    /// the root. Returns the page, locked as `mode` says, and the stack of
+    /// pages above it.
+    pub(crate) fn descend(
+        &self,
+        skey: &SearchKey,
+        level: u32,
+        mode: Mode,
+        start: Option<StackEntry>,
+    ) -> Result<(Locked<'_>, Vec<StackEntry>)> {
+        let mut refresh = false;
+        loop {
+            match self.try_descend(skey, level, mode, start, refresh)? {
+                Descent::Found(page, stack) => return Ok((page, stack)),
+                Descent::Restart => refresh = true,
+            }
+        }
+    }
+
+    fn try_descend(
+        &self,
+        skey: &SearchKey,
+        target: u32,
+        mode: Mode,
+        start: Option<StackEntry>,
+        refresh: bool,
+    ) -> Result<Descent<'_>> {
+        let (mut block, mut level, from_root) = match start {
+            Some(s) => (s.block, s.level, false),
+            _ => {
+                let (b, l) = self.root(refresh)?;
+                (b, l, true)
+            }
+        };
+        if level < target {
+            if refresh {
+                return Err(self.page_id(block).corrupt(format!(
+                    "the root is at level {level}, below the level {target} asked for"
+                )));
+            }
+            return Ok(Descent::Restart);
+        }
+        let mut stack: Vec<StackEntry> = Vec::new();
+        let mut page = self.lock(block, mode == Mode::Insert && level == target)?;
+        let mut first = true;
+        loop {
+            // Move right (step 2), finishing incomplete splits in insert mode.
+            loop {
+                let tp = TreePage::parse(page.bytes(), self.page_id(block))?;
+                if tp.level != level {
+                    return Err(self.page_id(block).corrupt(format!(
+                        "page at level {} where level {level} was expected",
+                        tp.level
+                    )));
+                }
+                if first && from_root && !tp.is_root() {
+                    // Step 1: the cached root has been split and a new root made.
+                    return Ok(Descent::Restart);
+                }
+                first = false;
+                if mode == Mode::Insert && tp.is_incomplete_split() {
+                    drop(page);
+                    let mut w = self.lock_exclusive(block)?;
+                    let tp = TreePage::parse(&w, self.page_id(block))?;
+                    if tp.is_incomplete_split() {
+                        self.finish_split(&mut w, &stack)?;
+                    }
+                    return Ok(Descent::Restart);
+                }
+                if tp.beyond_high_key(skey)? {
+                    block = tp.right;
+                    drop(page);
+                    page = self.lock(block, mode == Mode::Insert && level == target)?;
+                    continue;
+                }
+                break;
+            }
+            if level == target {
+                return Ok(Descent::Found(page, stack));
+            }
+            let child = TreePage::parse(page.bytes(), self.page_id(block))?.child_for(skey)?;
+            stack.push(StackEntry { block, level });
+            drop(page);
+            block = child;
+            level -= 1;
+            page = self.lock(block, mode == Mode::Insert && level == target)?;
+        }
+    }
+
+    /// The leftmost page of `level` (following the first downlink down).
+    pub(crate) fn leftmost(&self, level: u32) -> Result<BlockNumber> {
+        let (page, _) = self.descend(&SearchKey::minus_infinity(), level, Mode::Read, None)?;
+        Ok(match page {
+            Locked::Shared(p) => p.block(),
+            Locked::Exclusive(p) => p.block(),
+        })
+    }
+}
+
+fn pack(block: BlockNumber, level: u32) -> u64 {
+    (u64::from(block) << 32) | u64::from(level)
+}
+
+fn unpack(v: u64) -> (BlockNumber, u32) {
+    ((v >> 32) as BlockNumber, v as u32)
+}
+
+pub(crate) fn read_meta(pool: &BufferPool, rel: RelId) -> Result<Meta> {
+    let id = PageId {
+        rel,
+        block: META_BLOCK,
+    };
+    let rf = RelFork::main(rel);
+    if pool.nblocks(rf)? == 0 {
+        return Err(id.corrupt("the index relation is empty (no meta page)"));
+    }
+    let page = pool.read_buffer(rf, META_BLOCK, None)?.lock_shared();
+    Meta::read(&page, id)
+}

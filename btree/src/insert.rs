@@ -1,0 +1,499 @@
+//! Insertion, splits, downlinks, new roots, and the unique check.
+//!
+//! # Inserting an entry (PostgreSQL's `_bt_doinsert`)
+//!
+//! 1. Descend in insert mode to the leaf for (key, TID), exclusively locked.
+//!    A unique index descends for (key, -infinity) instead: the first leaf
+//!    where the key could be.
+//! 2. Unique index: read every entry with the same key, starting there and
+//!    reading right siblings (shared, while the first leaf stays locked), and
+//!    ask the caller's [`HeapVisibility`] about each one's heap tuple. A live
+//!    one is a [`BtreeError::UniqueViolation`], one whose transaction is in
+//!    progress a [`BtreeError::UniqueInProgress`]; dead ones are ignored.
+//!    Then move right to the (key, TID) position, taking each right page's
+//!    lock *before* releasing the left one, so that a concurrent insert of
+//!    the same key, which waits for the first leaf, sees our entry.
+//! 3. If the page carries `INCOMPLETE_SPLIT`, finish that split first (a
+//!    page with a missing downlink must not split again).
+//! 4. If the entry fits, add it and log `INSERT_LEAF`. Otherwise split.
+//!
+//! # Splitting (Lehman & Yao; `_bt_split`, `_bt_insert_parent`)
+//!
+//! 1. Take the page's data items plus the new one, and choose the split
+//!    point that balances the bytes of the two halves (each half with its
+//!    high key must fit; `MAX_KEY_SIZE` guarantees one point does).
+//! 2. Extend the relation by one page: the new **right** sibling gets the
+//!    upper items, the old high key and the old right link. The left page
+//!    keeps the lower items, gets the first right item's (key, TID) as its
+//!    high key, the new page as its right link, and `INCOMPLETE_SPLIT`. On an
+//!    internal page the first right pivot becomes the right page's minus
+//!    infinity, and its key the separator.
+//! 3. Log `SPLIT` with both images (and the child whose downlink caused it).
+//!    From now on searches reach the right page by moving right.
+//! 4. Insert the downlink (left's high key -> right page) into the parent,
+//!    found by descending to the parent level from the remembered parent (or
+//!    the root); the parent may split in turn. The same record clears the
+//!    left page's flag. The left page stays locked until then; the right
+//!    page is released first.
+//! 5. If the left page was the root, instead make a new root above both
+//!    (`NEWROOT`: new root, old root without `ROOT`, meta page), holding
+//!    both halves until the meta page names it, so that nobody needs a
+//!    parent that does not exist yet.
+
+use heap::tuple::Tid;
+
+use crate::error::{BtreeError, Result};
+use crate::index::{Index, Locked, Mode, StackEntry};
+use crate::key::{Key, SearchKey, TID_MIN};
+use crate::page::{
+    self, HAS_HIGH_KEY, Header, INCOMPLETE_SPLIT, ITEM_POINTER_SIZE, LEAF, META_BLOCK, Meta,
+    NO_RIGHT, PAGE_CAPACITY, ROOT, TreePage, build_page, encode_item, high_key_from, insert_item,
+    space_for,
+};
+use crate::record;
+use bufmgr::PageWrite;
+
+/// What the heap says about the tuple an existing entry points to.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Liveness {
+    /// Deleted and committed, or inserted by an aborted transaction: not a conflict.
+    Dead,
+    /// Visible to everyone from now on: a conflict.
+    Live,
+    /// Inserted or deleted by a transaction still running.
+    InProgress(u64),
+}
+
+/// The caller's view of the heap, asked during a unique check. It is called
+/// with a leaf page of the index locked: it must not use this index.
+pub trait HeapVisibility {
+    fn liveness(
+        &self,
+        tid: Tid,
+    ) -> std::result::Result<Liveness, Box<dyn std::error::Error + Send + Sync>>;
+}
+
+/// Treat every existing entry as live (tests; non-unique indexes never ask).
+#[derive(Copy, Clone, Debug, Default)]
+pub struct AssumeLive;
+
+impl HeapVisibility for AssumeLive {
+    fn liveness(
+        &self,
+        _tid: Tid,
+    ) -> std::result::Result<Liveness, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(Liveness::Live)
+    }
+}
+
+impl<F> HeapVisibility for F
+where
+    F: Fn(Tid) -> Liveness,
+{
+    fn liveness(
+        &self,
+        tid: Tid,
+    ) -> std::result::Result<Liveness, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(self(tid))
+    }
+}
+
+/// How full a split leaves the left page when keys arrive in ascending
+/// order: PostgreSQL's leaf fillfactor default of 90%.
+const RIGHTMOST_FILL: usize = PAGE_CAPACITY * 9 / 10;
+
+fn into_write(l: Locked<'_>) -> PageWrite<'_> {
+    match l {
+        Locked::Exclusive(w) => w,
+        Locked::Shared(_) => unreachable!("insert-mode descents lock the target exclusively"),
+    }
+}
+
+impl Index {
+    /// Insert the entry (`key`, `tid`). On a unique index, `heap` is asked
+    /// about existing entries with the same key (see the module docs).
+    pub fn insert(&self, key: &Key, tid: Tid, heap: &dyn HeapVisibility) -> Result<()> {
+        let kb = self.encode_key(key)?;
+        let target = SearchKey::new(kb.clone(), tid);
+        let item = encode_item(&kb, tid, None, false);
+        if !self.unique {
+            let (leaf, stack) = self.descend(&target, 0, Mode::Insert, None)?;
+            return self.insert_into_page(into_write(leaf), item, &stack, None);
+        }
+        let first = SearchKey::new(kb.clone(), TID_MIN);
+        let (leaf, stack) = self.descend(&first, 0, Mode::Insert, None)?;
+        let leaf = into_write(leaf);
+        self.check_unique(&leaf, key, &kb, tid, heap)?;
+        let leaf = self.move_right_coupled(leaf, &target)?;
+        self.insert_into_page(leaf, item, &stack, None)
+    }
+
+    /// Step 2 of insertion: look at every entry equal to `kb`.
+    fn check_unique(
+        &self,
+        leaf: &PageWrite<'_>,
+        key: &Key,
+        kb: &[u8],
+        tid: Tid,
+        heap: &dyn HeapVisibility,
+    ) -> Result<()> {
+        let first = SearchKey::new(kb.to_vec(), TID_MIN);
+        let check_page = |tp: &TreePage<'_>| -> Result<bool> {
+            let mut j = tp.lower_bound(&first)?;
+            while j < tp.data_len() {
+                let it = tp.data(j)?;
+                if it.key != kb {
+                    return Ok(false);
+                }
+                if it.tid != tid {
+                    let l = heap
+                        .liveness(it.tid)
+                        .map_err(|source| BtreeError::HeapCheck {
+                            index: self.name.clone(),
+                            source,
+                        })?;
+                    match l {
+                        Liveness::Dead => {}
+                        Liveness::Live => {
+                            return Err(BtreeError::UniqueViolation {
+                                index: self.name.clone(),
+                                key: key.clone(),
+                            });
+                        }
+                        Liveness::InProgress(xid) => {
+                            return Err(BtreeError::UniqueInProgress {
+                                index: self.name.clone(),
+                                key: key.clone(),
+                                xid,
+                            });
+                        }
+                    }
+                }
+                j += 1;
+            }
+            // Equal keys may continue on the right sibling if the high key
+            // has this key.
+            Ok(match tp.high_key()? {
+                Some(hk) => hk.key == kb,
+                None => false,
+            })
+        };
+        let tp = TreePage::parse(leaf, self.page_id(leaf.block()))?;
+        let mut more = check_page(&tp)?;
+        let mut next = tp.right;
+        while more {
+            let Locked::Shared(p) = self.lock(next, false)? else {
+                unreachable!("asked for a shared lock")
+            };
+            let tp = TreePage::parse(&p, self.page_id(next))?;
+            more = check_page(&tp)?;
+            next = tp.right;
+        }
+        Ok(())
+    }
+
+    /// Move right from `page` to the page whose range holds `skey`, locking
+    /// each right sibling before releasing the page to its left.
+    fn move_right_coupled<'p>(
+        &'p self,
+        mut page: PageWrite<'p>,
+        skey: &SearchKey,
+    ) -> Result<PageWrite<'p>> {
+        loop {
+            let tp = TreePage::parse(&page, self.page_id(page.block()))?;
+            if !tp.beyond_high_key(skey)? {
+                return Ok(page);
+            }
+            let right = self.lock_exclusive(tp.right)?;
+            page = right;
+        }
+    }
+
+    /// Add `item` to the exclusively locked `page` (leaf entry or pivot),
+    /// splitting as needed. `child`, for a pivot, is the left half of the
+    /// split whose downlink this is: its `INCOMPLETE_SPLIT` is cleared in
+    /// the same record. `stack` holds the pages above `page`.
+    pub(crate) fn insert_into_page<'p>(
+        &'p self,
+        mut page: PageWrite<'p>,
+        item: Vec<u8>,
+        stack: &[StackEntry],
+        child: Option<&mut PageWrite<'p>>,
+    ) -> Result<()> {
+        let id = self.page_id(page.block());
+        let tp = TreePage::parse(&page, id)?;
+        if tp.is_incomplete_split() {
+            self.finish_split(&mut page, stack)?;
+        }
+        let tp = TreePage::parse(&page, id)?;
+        let decoded = page::decode_item(&item, !tp.is_leaf(), id)?;
+        let pos = tp.lower_bound(&decoded.search_key())?;
+        if pos < tp.data_len() {
+            let there = tp.data(pos)?;
+            if !there.minus_infinity && there.key == decoded.key && there.tid == decoded.tid {
+                // The very entry is present already (an insert repeated by
+                // the caller): nothing to do.
+                if child.is_none() {
+                    return Ok(());
+                }
+                return Err(id.corrupt("a downlink with this separator exists already"));
+            }
+        }
+        if tp.free_space() >= item.len() + ITEM_POINTER_SIZE {
+            let index = pos + usize::from(tp.has_high_key());
+            insert_item(&mut page, index, &item);
+            return match child {
+                None => record::log(
+                    self.wal.as_deref(),
+                    record::INSERT_LEAF,
+                    &mut [&mut page],
+                    &item,
+                    false,
+                ),
+                Some(c) => {
+                    let cflags = TreePage::parse(c, self.page_id(c.block()))?.flags;
+                    page::set_flags(c, cflags & !INCOMPLETE_SPLIT);
+                    record::log(
+                        self.wal.as_deref(),
+                        record::INSERT_DOWNLINK,
+                        &mut [&mut page, c],
+                        &item,
+                        false,
+                    )
+                }
+            };
+        }
+        self.split(page, pos, item, stack, child)
+    }
+
+    /// Split `page` while adding `item` at data position `pos` (steps 1-5).
+    fn split<'p>(
+        &'p self,
+        mut left: PageWrite<'p>,
+        pos: usize,
+        item: Vec<u8>,
+        stack: &[StackEntry],
+        child: Option<&mut PageWrite<'p>>,
+    ) -> Result<()> {
+        let id = self.page_id(left.block());
+        let tp = TreePage::parse(&left, id)?;
+        let internal = !tp.is_leaf();
+        let mut items: Vec<Vec<u8>> = (0..tp.data_len())
+            .map(|j| tp.data(j).map(|it| it.raw.to_vec()))
+            .collect::<Result<_>>()?;
+        items.insert(pos, item);
+        let old_hk = tp.high_key()?.map(|h| h.raw.to_vec());
+        let (flags, level, old_right) = (tp.flags, tp.level, tp.right);
+
+        // Step 1: the most balanced split point where both halves fit.
+        let n = items.len();
+        let total: usize = space_for(items.iter().map(Vec::as_slice));
+        let old_hk_space = old_hk.as_ref().map_or(0, |h| h.len() + ITEM_POINTER_SIZE);
+        // Appending to the rightmost page (ascending keys): leave the left
+        // page nearly full instead of half full, as PostgreSQL does.
+        let rightmost_append = old_hk.is_none() && pos == n - 1;
+        let mut best: Option<(usize, usize)> = None;
+        let mut left_items_space = 0;
+        for k in 1..n {
+            left_items_space += items[k - 1].len() + ITEM_POINTER_SIZE;
+            let first_right = page::decode_item(&items[k], internal, id)?;
+            let hk_len = high_key_from(&first_right, internal).len() + ITEM_POINTER_SIZE;
+            let left_space = left_items_space + hk_len;
+            let mut right_space = total - left_items_space + old_hk_space;
+            if internal {
+                // The first right pivot loses its key (minus infinity).
+                right_space -= first_right.key.len();
+            }
+            if left_space <= PAGE_CAPACITY && right_space <= PAGE_CAPACITY {
+                let imbalance = if rightmost_append {
+                    left_space.abs_diff(RIGHTMOST_FILL)
+                } else {
+                    left_space.abs_diff(right_space)
+                };
+                if best.is_none_or(|(_, b)| imbalance < b) {
+                    best = Some((k, imbalance));
+                }
+            }
+        }
+        let Some((k, _)) = best else {
+            return Err(id.corrupt(format!(
+                "no split point fits {n} items (a bug: MAX_KEY_SIZE should prevent this)"
+            )));
+        };
+
+        // Step 2: build both halves.
+        let first_right = page::decode_item(&items[k], internal, id)?;
+        let left_hk = high_key_from(&first_right, internal);
+        let mut right_items: Vec<Vec<u8>> = Vec::with_capacity(n - k + 1);
+        if let Some(h) = &old_hk {
+            right_items.push(h.clone());
+        }
+        if internal {
+            right_items.push(encode_item(&[], TID_MIN, Some(first_right.child), true));
+            right_items.extend(items[k + 1..].iter().cloned());
+        } else {
+            right_items.extend(items[k..].iter().cloned());
+        }
+        let mut left_items: Vec<&[u8]> = vec![&left_hk];
+        left_items.extend(items[..k].iter().map(Vec::as_slice));
+
+        let mut right = self.pool.extend(self.relfork(), None)?;
+        let right_flags = (flags & LEAF) | if old_hk.is_some() { HAS_HIGH_KEY } else { 0 };
+        let refs: Vec<&[u8]> = right_items.iter().map(Vec::as_slice).collect();
+        build_page(
+            &mut right,
+            Header {
+                flags: right_flags,
+                level,
+                right: old_right,
+            },
+            &refs,
+        );
+        let left_flags = flags | HAS_HIGH_KEY | INCOMPLETE_SPLIT;
+        build_page(
+            &mut left,
+            Header {
+                flags: left_flags,
+                level,
+                right: right.block(),
+            },
+            &left_items,
+        );
+
+        // Step 3: log both halves (and the child whose split this finishes).
+        match child {
+            None => record::log(
+                self.wal.as_deref(),
+                record::SPLIT,
+                &mut [&mut left, &mut right],
+                &[],
+                true,
+            )?,
+            Some(c) => {
+                let cflags = TreePage::parse(c, self.page_id(c.block()))?.flags;
+                page::set_flags(c, cflags & !INCOMPLETE_SPLIT);
+                record::log(
+                    self.wal.as_deref(),
+                    record::SPLIT,
+                    &mut [&mut left, &mut right, c],
+                    &[],
+                    true,
+                )?;
+            }
+        }
+
+        // Steps 4 and 5.
+        if flags & ROOT != 0 {
+            return self.new_root(&mut left, &mut right);
+        }
+        drop(right);
+        self.finish_split(&mut left, stack)
+    }
+
+    /// Insert the downlink for `left`'s right sibling into the parent level
+    /// and clear `left`'s `INCOMPLETE_SPLIT` (PostgreSQL's `_bt_finish_split`).
+    pub(crate) fn finish_split<'p>(
+        &'p self,
+        left: &mut PageWrite<'p>,
+        stack: &[StackEntry],
+    ) -> Result<()> {
+        let id = self.page_id(left.block());
+        let tp = TreePage::parse(left, id)?;
+        let Some(hk) = tp.high_key()? else {
+            return Err(id.corrupt("INCOMPLETE_SPLIT on a page without a right sibling"));
+        };
+        let right_block = tp.right;
+        if tp.is_root() {
+            // A root split interrupted by a crash before the new root.
+            let mut right = self.lock_exclusive(right_block)?;
+            return self.new_root(left, &mut right);
+        }
+        let sep = hk.search_key();
+        let downlink = encode_item(hk.key, hk.tid, Some(right_block), false);
+        let parent_level = tp.level + 1;
+        let hint = stack
+            .iter()
+            .rev()
+            .find(|e| e.level == parent_level)
+            .copied();
+        let above: Vec<StackEntry> = stack
+            .iter()
+            .filter(|e| e.level > parent_level)
+            .copied()
+            .collect();
+        let (parent, mut pstack) = self.descend(&sep, parent_level, Mode::Insert, hint)?;
+        if hint.is_some() {
+            pstack = above;
+        }
+        self.insert_into_page(into_write(parent), downlink, &pstack, Some(left))
+    }
+
+    /// Make a new root above the split root `left` and its sibling `right`.
+    fn new_root<'p>(&'p self, left: &mut PageWrite<'p>, right: &mut PageWrite<'p>) -> Result<()> {
+        let lid = self.page_id(left.block());
+        let ltp = TreePage::parse(left, lid)?;
+        let hk = ltp
+            .high_key()?
+            .ok_or_else(|| lid.corrupt("a split root without a high key"))?;
+        let level = ltp.level + 1;
+        let first = encode_item(&[], TID_MIN, Some(left.block()), true);
+        let second = encode_item(hk.key, hk.tid, Some(right.block()), false);
+        let left_flags = ltp.flags & !(ROOT | INCOMPLETE_SPLIT);
+        let mut root = self.pool.extend(self.relfork(), None)?;
+        build_page(
+            &mut root,
+            Header {
+                flags: ROOT,
+                level,
+                right: NO_RIGHT,
+            },
+            &[&first, &second],
+        );
+        page::set_flags(left, left_flags);
+        let mut meta = self.lock_exclusive(META_BLOCK)?;
+        let mut m = Meta::read(&meta, self.page_id(META_BLOCK))?;
+        m.root = root.block();
+        m.root_level = level;
+        m.write(&mut meta);
+        record::log(
+            self.wal.as_deref(),
+            record::NEWROOT,
+            &mut [&mut root, left, &mut meta],
+            &[],
+            true,
+        )?;
+        self.set_root_cache(root.block(), level);
+        Ok(())
+    }
+}
+
+impl Index {
+    /// Finish every split that a crash left without its downlink, level by
+    /// level from the top; returns how many. Not needed for correctness
+    /// (inserts finish what they meet, searches move right), but recovery
+    /// can call it so that `verify` finds a tree with no loose ends.
+    pub fn finish_incomplete_splits(&self) -> Result<usize> {
+        let mut finished = 0;
+        'again: loop {
+            let (_, root_level) = self.root(true)?;
+            for level in (0..=root_level).rev() {
+                let mut block = Some(self.leftmost(level)?);
+                while let Some(b) = block {
+                    let page = self.lock(b, false)?;
+                    let tp = TreePage::parse(page.bytes(), self.page_id(b))?;
+                    if tp.is_incomplete_split() {
+                        drop(page);
+                        let mut w = self.lock_exclusive(b)?;
+                        if TreePage::parse(&w, self.page_id(b))?.is_incomplete_split() {
+                            self.finish_split(&mut w, &[])?;
+                            finished += 1;
+                        }
+                        continue 'again;
+                    }
+                    block = tp.right_link();
+                }
+            }
+            return Ok(finished);
+        }
+    }
+}

@@ -1,0 +1,626 @@
+//! Page layouts: the meta page, and the leaf and internal pages of the tree.
+//!
+//! Every page starts with the 12 bytes that belong to the buffer pool (page
+//! LSN and checksum). Block 0 of an index is its **meta page**; every other
+//! block is a **tree page**. All integers are little-endian.
+//!
+//! ```text
+//! meta page (block 0)
+//!   0  .. 8   page LSN            (pool)
+//!   8  .. 12  checksum            (pool)
+//!   12 .. 14  magic 0xB7EE        (as on tree pages: identifies a B-tree page)
+//!   14 .. 16  flags = META
+//!   16 .. 20  format version (1)
+//!   20 .. 24  root block
+//!   24 .. 28  root level          (0 while the root is a leaf)
+//!   28        key type            (1 I64, 2 Bytes)
+//!   29        unique              (0 or 1)
+//!   30 ..     zeros
+//!
+//! tree page (leaf or internal)
+//!   0  .. 12  pool's LSN and checksum
+//!   12 .. 14  magic 0xB7EE
+//!   14 .. 16  flags: LEAF 0x1, ROOT 0x2, INCOMPLETE_SPLIT 0x4, HAS_HIGH_KEY 0x8
+//!   16 .. 20  level               (0 = leaf)
+//!   20 .. 24  right link          (0 = none: block 0 is the meta page)
+//!   24 .. 26  lower               (end of the item pointer array)
+//!   26 .. 28  upper               (start of the item bytes)
+//!   28 ..     item pointers, 4 bytes each: offset u16, length u16
+//!   lower .. upper   free space (the hole a full-page image leaves out)
+//!   upper .. 8192    items, packed towards the end of the page
+//!
+//! item
+//!   0  .. 2      key length k
+//!   2  .. 4      item flags: MINUS_INFINITY 0x1
+//!   4  .. 4+k    key, in its order-preserving form (see `key`)
+//!   4+k .. 10+k  heap TID: block u32, offset u16
+//!   10+k .. 14+k child block u32 (internal pages only, high key included)
+//! ```
+//!
+//! Invariants of a tree page (checked by `verify`):
+//!
+//! 1. With `HAS_HIGH_KEY`, item 0 is the **high key**: every entry on the page
+//!    sorts strictly below it. A page without one is the rightmost of its
+//!    level (its upper bound is +infinity) and has no right link.
+//! 2. The data items (from item 1 with a high key, else item 0) are in
+//!    strictly ascending (key, TID) order.
+//! 3. On an internal page every data item is a *pivot*: a separator (key,
+//!    TID) and a child block; the child holds the entries from its separator
+//!    up to the next one (the last: up to the page's high key). The first data
+//!    item's separator is minus infinity (`MINUS_INFINITY`, empty key): its
+//!    lower bound is the page's own lower bound, as in PostgreSQL.
+//! 4. `INCOMPLETE_SPLIT` on a page means its right sibling has no downlink in
+//!    the parent level yet.
+//!
+//! Decoders check every offset and length; a page that breaks the layout is
+//! [`BtreeError::Corrupt`] naming relation and block, never a panic.
+
+use bufmgr::{BlockNumber, PAGE_SIZE, RelId};
+use heap::tuple::Tid;
+
+use crate::error::{BtreeError, Result};
+use crate::key::{KeyType, SearchKey};
+
+/// Identifies both kinds of B-tree page (bytes 12..14).
+pub const BTREE_MAGIC: u16 = 0xB7EE;
+/// Version of the meta page layout.
+pub const FORMAT_VERSION: u32 = 1;
+/// Block of the meta page.
+pub const META_BLOCK: BlockNumber = 0;
+/// A right link of 0 means "no right sibling" (block 0 is the meta page,
+/// never a tree page: PostgreSQL's `P_NONE`).
+pub const NO_RIGHT: BlockNumber = 0;
+
+/// The first bytes of every page belong to the buffer pool (LSN, checksum).
+pub const POOL_HEADER: usize = 12;
+/// Size of the tree page header, including the pool's 12 bytes.
+pub const HEADER_SIZE: usize = 28;
+/// Size of one item pointer.
+pub const ITEM_POINTER_SIZE: usize = 4;
+/// Bytes of an item besides its key: length, flags, TID.
+pub const ITEM_FIXED: usize = 2 + 2 + 6;
+/// The child block on internal pages.
+pub const CHILD_SIZE: usize = 4;
+/// Room for item pointers and items on a tree page.
+pub const PAGE_CAPACITY: usize = PAGE_SIZE - HEADER_SIZE;
+/// End of the meta page's contents (the rest is its image's hole).
+pub const META_END: usize = 30;
+
+/// The largest key, in bytes of its stored form. A page must hold three of
+/// the largest items with their pointers (two entries and a high key), so
+/// that splitting a full page into balanced halves always leaves room for
+/// the new entry and each half's high key: `3 * (MAX_KEY_SIZE + ITEM_FIXED
+/// + CHILD_SIZE + ITEM_POINTER_SIZE) <= PAGE_CAPACITY`. That is 2703 bytes;
+/// we keep 100 bytes spare. PostgreSQL's limit is the same third of a page
+/// (2704 bytes for `BTMaxItemSize`).
+pub const MAX_KEY_SIZE: usize = 2600;
+const _: () =
+    assert!(3 * (MAX_KEY_SIZE + ITEM_FIXED + CHILD_SIZE + ITEM_POINTER_SIZE) <= PAGE_CAPACITY);
+
+// Page flags.
+pub const LEAF: u16 = 0x1;
+pub const ROOT: u16 = 0x2;
+pub const INCOMPLETE_SPLIT: u16 = 0x4;
+pub const HAS_HIGH_KEY: u16 = 0x8;
+pub const META: u16 = 0x10;
+const KNOWN_FLAGS: u16 = LEAF | ROOT | INCOMPLETE_SPLIT | HAS_HIGH_KEY;
+
+// Item flags.
+pub const MINUS_INFINITY: u16 = 0x1;
+
+fn u16_at(p: &[u8], off: usize) -> u16 {
+    u16::from_le_bytes([p[off], p[off + 1]])
+}
+fn u32_at(p: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes([p[off], p[off + 1], p[off + 2], p[off + 3]])
+}
+fn put_u16(p: &mut [u8], off: usize, v: u16) {
+    p[off..off + 2].copy_from_slice(&v.to_le_bytes());
+}
+fn put_u32(p: &mut [u8], off: usize, v: u32) {
+    p[off..off + 4].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Which page of which relation: for error messages.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct PageId {
+    pub rel: RelId,
+    pub block: BlockNumber,
+}
+
+impl PageId {
+    pub fn corrupt(self, detail: impl Into<String>) -> BtreeError {
+        BtreeError::Corrupt {
+            rel: self.rel,
+            block: self.block,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// What a raw page is, as far as the B-tree is concerned (for residency counts).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug)]
+pub struct PageKind {
+    /// The meta page (block 0).
+    pub is_meta: bool,
+    /// Level of a tree page (0 = leaf); 0 for the meta page.
+    pub level: u32,
+}
+
+/// Tell from raw page bytes whether this is a B-tree page, and which: the
+/// index-residency scenario counts resident index pages per level with it.
+/// `None` for anything else (heap pages, zeroed pages, short slices).
+pub fn page_kind(page: &[u8]) -> Option<PageKind> {
+    if page.len() != PAGE_SIZE || u16_at(page, 12) != BTREE_MAGIC {
+        return None;
+    }
+    let flags = u16_at(page, 14);
+    if flags & META != 0 {
+        return Some(PageKind {
+            is_meta: true,
+            level: 0,
+        });
+    }
+    Some(PageKind {
+        is_meta: false,
+        level: u32_at(page, 16),
+    })
+}
+
+// ---------------------------------------------------------------- meta page
+
+/// The meta page's contents.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct Meta {
+    pub root: BlockNumber,
+    pub root_level: u32,
+    pub key_type: KeyType,
+    pub unique: bool,
+}
+
+impl Meta {
+    pub fn read(page: &[u8], id: PageId) -> Result<Meta> {
+        if page.len() != PAGE_SIZE {
+            return Err(id.corrupt("meta page of the wrong size"));
+        }
+        if u16_at(page, 12) != BTREE_MAGIC || u16_at(page, 14) != META {
+            return Err(id.corrupt("not a B-tree meta page (bad magic or flags)"));
+        }
+        let version = u32_at(page, 16);
+        if version != FORMAT_VERSION {
+            return Err(id.corrupt(format!(
+                "meta page format version {version}, expected {FORMAT_VERSION}"
+            )));
+        }
+        let key_type = KeyType::from_code(page[28])
+            .ok_or_else(|| id.corrupt(format!("unknown key type code {}", page[28])))?;
+        let unique = match page[29] {
+            0 => false,
+            1 => true,
+            u => return Err(id.corrupt(format!("unique flag {u} is neither 0 nor 1"))),
+        };
+        let root = u32_at(page, 20);
+        if root == META_BLOCK {
+            return Err(id.corrupt("meta page names block 0 as the root"));
+        }
+        Ok(Meta {
+            root,
+            root_level: u32_at(page, 24),
+            key_type,
+            unique,
+        })
+    }
+
+    pub fn write(&self, page: &mut [u8]) {
+        page[POOL_HEADER..].fill(0);
+        put_u16(page, 12, BTREE_MAGIC);
+        put_u16(page, 14, META);
+        put_u32(page, 16, FORMAT_VERSION);
+        put_u32(page, 20, self.root);
+        put_u32(page, 24, self.root_level);
+        page[28] = self.key_type.code();
+        page[29] = u8::from(self.unique);
+    }
+}
+
+// ---------------------------------------------------------------- items
+
+/// One decoded item, borrowing the page.
+#[derive(Copy, Clone, Debug)]
+pub struct Item<'a> {
+    pub key: &'a [u8],
+    pub tid: Tid,
+    pub minus_infinity: bool,
+    /// The child block (internal pages; 0 on leaves and in high keys).
+    pub child: BlockNumber,
+    /// The item's bytes as stored.
+    pub raw: &'a [u8],
+}
+
+impl Item<'_> {
+    /// Compare this item with a search key; minus infinity is below everything.
+    pub fn cmp_search(&self, skey: &SearchKey) -> std::cmp::Ordering {
+        if self.minus_infinity {
+            std::cmp::Ordering::Less
+        } else {
+            skey.cmp_entry(self.key, self.tid)
+        }
+    }
+
+    pub fn search_key(&self) -> SearchKey {
+        SearchKey::new(self.key.to_vec(), self.tid)
+    }
+}
+
+/// Encode an item. `child` is `Some` exactly on internal pages.
+pub fn encode_item(
+    key: &[u8],
+    tid: Tid,
+    child: Option<BlockNumber>,
+    minus_infinity: bool,
+) -> Vec<u8> {
+    let mut v = Vec::with_capacity(ITEM_FIXED + key.len() + CHILD_SIZE);
+    v.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    v.extend_from_slice(&(if minus_infinity { MINUS_INFINITY } else { 0 }).to_le_bytes());
+    v.extend_from_slice(key);
+    v.extend_from_slice(&tid.block.to_le_bytes());
+    v.extend_from_slice(&tid.offset.to_le_bytes());
+    if let Some(c) = child {
+        v.extend_from_slice(&c.to_le_bytes());
+    }
+    v
+}
+
+/// Decode an item's bytes; `internal` says whether a child block follows.
+pub fn decode_item(raw: &[u8], internal: bool, id: PageId) -> Result<Item<'_>> {
+    if raw.len() < ITEM_FIXED {
+        return Err(id.corrupt(format!(
+            "item of {} bytes is shorter than its fixed part",
+            raw.len()
+        )));
+    }
+    let klen = u16_at(raw, 0) as usize;
+    let flags = u16_at(raw, 2);
+    let want = ITEM_FIXED + klen + if internal { CHILD_SIZE } else { 0 };
+    if raw.len() != want {
+        return Err(id.corrupt(format!(
+            "item of {} bytes, but its key length {klen} makes {want}",
+            raw.len()
+        )));
+    }
+    if flags & !MINUS_INFINITY != 0 {
+        return Err(id.corrupt(format!("unknown item flags {flags:#x}")));
+    }
+    let key = &raw[4..4 + klen];
+    let t = 4 + klen;
+    let tid = Tid::new(u32_at(raw, t), u16_at(raw, t + 4));
+    let child = if internal { u32_at(raw, t + 6) } else { 0 };
+    Ok(Item {
+        key,
+        tid,
+        minus_infinity: flags & MINUS_INFINITY != 0,
+        child,
+        raw,
+    })
+}
+
+/// The high key made from an item: its key and TID (child 0 on internal pages).
+pub fn high_key_from(item: &Item<'_>, internal: bool) -> Vec<u8> {
+    encode_item(item.key, item.tid, internal.then_some(0), false)
+}
+
+// ---------------------------------------------------------------- tree pages
+
+/// A checked view of a tree page.
+#[derive(Copy, Clone, Debug)]
+pub struct TreePage<'a> {
+    page: &'a [u8],
+    pub id: PageId,
+    pub flags: u16,
+    pub level: u32,
+    pub right: BlockNumber,
+    pub lower: usize,
+    pub upper: usize,
+    nitems: usize,
+}
+
+impl<'a> TreePage<'a> {
+    /// Check the header and return a view; items are checked when read.
+    pub fn parse(page: &'a [u8], id: PageId) -> Result<TreePage<'a>> {
+        if page.len() != PAGE_SIZE {
+            return Err(id.corrupt(format!("page of {} bytes", page.len())));
+        }
+        if u16_at(page, 12) != BTREE_MAGIC {
+            return Err(id.corrupt(format!(
+                "not a B-tree page (magic {:#06x}, expected {BTREE_MAGIC:#06x})",
+                u16_at(page, 12)
+            )));
+        }
+        let flags = u16_at(page, 14);
+        if flags & !KNOWN_FLAGS != 0 {
+            return Err(id.corrupt(format!("unknown page flags {flags:#x} (or the meta page)")));
+        }
+        let level = u32_at(page, 16);
+        if (flags & LEAF != 0) != (level == 0) {
+            return Err(id.corrupt(format!("LEAF flag disagrees with level {level}")));
+        }
+        let right = u32_at(page, 20);
+        let lower = u16_at(page, 24) as usize;
+        let upper = u16_at(page, 26) as usize;
+        if lower < HEADER_SIZE || lower > upper || upper > PAGE_SIZE {
+            return Err(id.corrupt(format!("bad lower {lower} / upper {upper}")));
+        }
+        if (lower - HEADER_SIZE) % ITEM_POINTER_SIZE != 0 {
+            return Err(id.corrupt(format!("lower {lower} is not at an item pointer boundary")));
+        }
+        let nitems = (lower - HEADER_SIZE) / ITEM_POINTER_SIZE;
+        let tp = TreePage {
+            page,
+            id,
+            flags,
+            level,
+            right,
+            lower,
+            upper,
+            nitems,
+        };
+        if tp.has_high_key() && nitems == 0 {
+            return Err(id.corrupt("HAS_HIGH_KEY set on a page without items"));
+        }
+        if tp.has_high_key() == (right == NO_RIGHT) {
+            return Err(id.corrupt(format!(
+                "high key {} but right link {right}: only the rightmost page lacks a high key",
+                if tp.has_high_key() {
+                    "present"
+                } else {
+                    "absent"
+                }
+            )));
+        }
+        Ok(tp)
+    }
+
+    pub fn is_leaf(&self) -> bool {
+        self.flags & LEAF != 0
+    }
+    pub fn is_root(&self) -> bool {
+        self.flags & ROOT != 0
+    }
+    pub fn is_incomplete_split(&self) -> bool {
+        self.flags & INCOMPLETE_SPLIT != 0
+    }
+    pub fn has_high_key(&self) -> bool {
+        self.flags & HAS_HIGH_KEY != 0
+    }
+    pub fn right_link(&self) -> Option<BlockNumber> {
+        (self.right != NO_RIGHT).then_some(self.right)
+    }
+
+    /// Raw item `i` (0-based over all items, high key included).
+    pub fn item(&self, i: usize) -> Result<Item<'a>> {
+        if i >= self.nitems {
+            return Err(self.id.corrupt(format!("item {i} of {}", self.nitems)));
+        }
+        let p = HEADER_SIZE + i * ITEM_POINTER_SIZE;
+        let off = u16_at(self.page, p) as usize;
+        let len = u16_at(self.page, p + 2) as usize;
+        if off < self.upper || off + len > PAGE_SIZE {
+            return Err(self.id.corrupt(format!(
+                "item {i} at {off}..{} lies outside the item area {}..{PAGE_SIZE}",
+                off + len,
+                self.upper
+            )));
+        }
+        decode_item(&self.page[off..off + len], !self.is_leaf(), self.id)
+    }
+
+    /// The high key, if the page has one.
+    pub fn high_key(&self) -> Result<Option<Item<'a>>> {
+        if self.has_high_key() {
+            self.item(0).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn first_data(&self) -> usize {
+        usize::from(self.has_high_key())
+    }
+
+    /// Number of data items (entries or pivots; the high key not counted).
+    pub fn data_len(&self) -> usize {
+        self.nitems - self.first_data()
+    }
+
+    /// Data item `j` (0-based, high key not counted).
+    pub fn data(&self, j: usize) -> Result<Item<'a>> {
+        self.item(j + self.first_data())
+    }
+
+    /// Is `skey` at or beyond this page's high key (so it belongs to the
+    /// right: L&Y's move-right test)?
+    pub fn beyond_high_key(&self, skey: &SearchKey) -> Result<bool> {
+        Ok(match self.high_key()? {
+            Some(hk) => hk.cmp_search(skey) != std::cmp::Ordering::Greater,
+            None => false,
+        })
+    }
+
+    /// First data index whose item is >= `skey` (`data_len()` if none).
+    pub fn lower_bound(&self, skey: &SearchKey) -> Result<usize> {
+        let (mut lo, mut hi) = (0, self.data_len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.data(mid)?.cmp_search(skey) == std::cmp::Ordering::Less {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(lo)
+    }
+
+    /// On an internal page: the child whose range holds `skey` (the last
+    /// pivot <= `skey`; the first pivot is minus infinity).
+    pub fn child_for(&self, skey: &SearchKey) -> Result<BlockNumber> {
+        if self.is_leaf() || self.data_len() == 0 {
+            return Err(self
+                .id
+                .corrupt("looking for a child on a leaf or an empty internal page"));
+        }
+        // Index of the first pivot > skey, minus one.
+        let (mut lo, mut hi) = (0, self.data_len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.data(mid)?.cmp_search(skey) != std::cmp::Ordering::Greater {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let child = self.data(lo.saturating_sub(1))?.child;
+        if child == META_BLOCK {
+            return Err(self
+                .id
+                .corrupt("a downlink points at block 0 (the meta page)"));
+        }
+        Ok(child)
+    }
+
+    /// Free bytes between the item pointers and the items.
+    pub fn free_space(&self) -> usize {
+        self.upper - self.lower
+    }
+
+    /// Every item's raw bytes, high key included (for a rebuild).
+    pub fn all_items(&self) -> Result<Vec<Vec<u8>>> {
+        (0..self.nitems)
+            .map(|i| self.item(i).map(|it| it.raw.to_vec()))
+            .collect()
+    }
+}
+
+/// Header fields of a tree page being written.
+#[derive(Copy, Clone, Debug)]
+pub struct Header {
+    pub flags: u16,
+    pub level: u32,
+    pub right: BlockNumber,
+}
+
+/// Lay out a tree page from scratch with `items` (high key first if
+/// `HAS_HIGH_KEY`). The caller has checked that they fit (`fits`).
+pub fn build_page(page: &mut [u8], h: Header, items: &[&[u8]]) {
+    page[POOL_HEADER..].fill(0);
+    put_u16(page, 12, BTREE_MAGIC);
+    put_u16(page, 14, h.flags);
+    put_u32(page, 16, h.level);
+    put_u32(page, 20, h.right);
+    let mut upper = PAGE_SIZE;
+    for (i, it) in items.iter().enumerate() {
+        upper -= it.len();
+        page[upper..upper + it.len()].copy_from_slice(it);
+        let p = HEADER_SIZE + i * ITEM_POINTER_SIZE;
+        put_u16(page, p, upper as u16);
+        put_u16(page, p + 2, it.len() as u16);
+    }
+    put_u16(
+        page,
+        24,
+        (HEADER_SIZE + items.len() * ITEM_POINTER_SIZE) as u16,
+    );
+    put_u16(page, 26, upper as u16);
+}
+
+/// Bytes `items` take on a page, pointers included.
+pub fn space_for<'i>(items: impl IntoIterator<Item = &'i [u8]>) -> usize {
+    items.into_iter().map(|i| i.len() + ITEM_POINTER_SIZE).sum()
+}
+
+/// Set a tree page's flags (bytes 14..16).
+pub fn set_flags(page: &mut [u8], flags: u16) {
+    put_u16(page, 14, flags);
+}
+
+/// Insert `item` as item number `index` (high key counted) of a parsed page
+/// with room for it (`free_space() >= item.len() + ITEM_POINTER_SIZE`).
+pub fn insert_item(page: &mut [u8], index: usize, item: &[u8]) {
+    let lower = u16_at(page, 24) as usize;
+    let upper = u16_at(page, 26) as usize - item.len();
+    page[upper..upper + item.len()].copy_from_slice(item);
+    let at = HEADER_SIZE + index * ITEM_POINTER_SIZE;
+    page.copy_within(at..lower, at + ITEM_POINTER_SIZE);
+    put_u16(page, at, upper as u16);
+    put_u16(page, at + 2, item.len() as u16);
+    put_u16(page, 24, (lower + ITEM_POINTER_SIZE) as u16);
+    put_u16(page, 26, upper as u16);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::Key;
+
+    const ID: PageId = PageId {
+        rel: RelId(9),
+        block: 3,
+    };
+
+    #[test]
+    fn build_then_insert_keeps_order_and_decodes() {
+        let mut page = vec![0u8; PAGE_SIZE];
+        let a = encode_item(&Key::I64(1).encode(), Tid::new(1, 1), None, false);
+        let c = encode_item(&Key::I64(3).encode(), Tid::new(1, 3), None, false);
+        build_page(
+            &mut page,
+            Header {
+                flags: LEAF,
+                level: 0,
+                right: NO_RIGHT,
+            },
+            &[&a, &c],
+        );
+        let b = encode_item(&Key::I64(2).encode(), Tid::new(1, 2), None, false);
+        let tp = TreePage::parse(&page, ID).unwrap();
+        let pos = tp
+            .lower_bound(&SearchKey::new(Key::I64(2).encode(), Tid::new(1, 2)))
+            .unwrap();
+        assert_eq!(pos, 1);
+        insert_item(&mut page, pos, &b);
+        let tp = TreePage::parse(&page, ID).unwrap();
+        let tids: Vec<_> = (0..tp.data_len())
+            .map(|j| tp.data(j).unwrap().tid.offset)
+            .collect();
+        assert_eq!(tids, [1, 2, 3]);
+        assert_eq!(
+            page_kind(&page),
+            Some(PageKind {
+                is_meta: false,
+                level: 0
+            })
+        );
+    }
+
+    #[test]
+    fn corrupt_pointer_is_an_error_naming_the_block() {
+        let mut page = vec![0u8; PAGE_SIZE];
+        let a = encode_item(b"abc", Tid::new(1, 1), None, false);
+        build_page(
+            &mut page,
+            Header {
+                flags: LEAF,
+                level: 0,
+                right: NO_RIGHT,
+            },
+            &[&a],
+        );
+        put_u16(&mut page, HEADER_SIZE + 2, 9000); // length past the page
+        let tp = TreePage::parse(&page, ID).unwrap();
+        let err = tp.data(0).unwrap_err().to_string();
+        assert!(err.contains("relation 9 block 3"), "{err}");
+        put_u16(&mut page, 24, 5000);
+        put_u16(&mut page, 26, 100);
+        assert!(TreePage::parse(&page, ID).is_err());
+        assert_eq!(page_kind(&[0u8; 10]), None);
+    }
+}
