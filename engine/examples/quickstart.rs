@@ -1,8 +1,11 @@
-//! Create a table, bulk-load rows, query them, and show what the buffer pool
-//! holds. `cargo run -p engine --example quickstart [DIR]` (a temporary
+//! Create a table and a unique index, bulk-load rows, query them by key and
+//! by range, and show what the buffer pool holds. `cargo run -p engine --example quickstart [DIR]` (a temporary
 //! directory by default).
 
-use engine::{Column, ColumnType, Database, Options, Value};
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use engine::{Column, ColumnType, Database, Options, RelKind, Value};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tmp;
@@ -29,8 +32,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Column::nullable("filler", ColumnType::Bytes),
             ],
         )?;
+        db.create_index("accounts_pkey", "accounts", "aid", true)?;
     }
-    let rows = (0..50_000i64)
+    // Run again on the same directory, it appends the next 50,000 accounts.
+    let base = db.begin()?.scan("accounts")?.count() as i64;
+    let rows = (base..base + 50_000)
         .map(|aid| vec![Value::I64(aid), Value::I64(0), Value::Bytes(vec![b'x'; 84])]);
     let loaded = db.bulk_load("accounts", rows, |p| {
         if !p.done {
@@ -39,17 +45,40 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     })?;
     println!("bulk load: {loaded:?}");
 
-    // Query: the sum of balances after moving money between two accounts.
+    // Move money between two accounts found through the unique index.
     let t = db.begin()?;
-    let mut first = t.scan("accounts")?.take(2);
-    let (a, mut ra) = first.next().expect("a row")?;
-    let (b, mut rb) = first.next().expect("a row")?;
-    drop(first);
+    let key = |aid: i64| Value::I64(aid);
+    let (_, mut ra) = t
+        .get_by_key("accounts", "aid", &key(1))?
+        .expect("account 1");
+    let (_, mut rb) = t
+        .get_by_key("accounts", "aid", &key(2))?
+        .expect("account 2");
     ra[1] = Value::I64(ra[1].as_i64().unwrap_or(0) - 10);
     rb[1] = Value::I64(rb[1].as_i64().unwrap_or(0) + 10);
-    t.update("accounts", a, ra)?;
-    t.update("accounts", b, rb)?;
+    t.update_by_key("accounts", "aid", &key(1), ra)?;
+    t.update_by_key("accounts", "aid", &key(2), rb)?;
     t.commit()?;
+    // An ordered range through the index.
+    let t = db.begin()?;
+    let range: Vec<String> = t
+        .index_range(
+            "accounts_pkey",
+            Bound::Included(key(0)),
+            Bound::Excluded(key(4)),
+        )?
+        .map(|r| {
+            r.map(|(_, row)| {
+                format!(
+                    "{}:{}",
+                    row[0].as_i64().unwrap_or(0),
+                    row[1].as_i64().unwrap_or(0)
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    println!("accounts 0..4 (aid:balance): {}", range.join(" "));
+    drop(t);
     let t = db.begin()?;
     let (mut n, mut sum) = (0u64, 0i64);
     for r in t.scan("accounts")? {
@@ -63,10 +92,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("resident pages:");
     for r in db.resident_pages() {
         println!(
-            "  {:<10} {:?} {:?}: {} pages",
+            "  {:<14} {:?} {:?}: {} pages",
             r.name, r.kind, r.fork, r.pages
         );
     }
+    let mut levels: BTreeMap<u32, usize> = BTreeMap::new();
+    for b in db.buffercache() {
+        if let (Some(RelKind::Index), Some(k)) = (b.kind, b.index_page)
+            && !k.is_meta
+        {
+            *levels.entry(k.level).or_default() += 1;
+        }
+    }
+    println!("resident index pages per level (0 = leaf): {levels:?}");
     let s = db.pool_stats().totals();
     println!(
         "pool: {} accesses, {:.1}% hits; WAL: {} records, {} bytes",

@@ -5,7 +5,7 @@
 //! code of its own. Every catalog row has the same four columns:
 //!
 //! ```text
-//!   kind  i64    0 meta, 1 table, 2 index
+//!   kind  i64    0 meta, 1 table, 2 index, 3 unlogged table
 //!   rel   i64    meta: the next relation id to hand out; otherwise the relation's id
 //!   name  bytes  the table or index name (UTF-8); meta: "next_rel"
 //!   def   bytes  table: per column  u8 type (1 i64, 2 bytes), u8 nullable,
@@ -49,6 +49,8 @@ pub const MAX_COLUMNS: usize = 1600;
 const KIND_META: i64 = 0;
 const KIND_TABLE: i64 = 1;
 const KIND_INDEX: i64 = 2;
+/// A table whose contents are not WAL-logged (same `def` as a table).
+const KIND_UNLOGGED_TABLE: i64 = 3;
 const META_NAME: &str = "next_rel";
 
 /// What kind of relation a relation id names.
@@ -70,6 +72,8 @@ pub struct TableInfo {
     pub name: String,
     pub rel: RelId,
     pub columns: Vec<Column>,
+    /// `false` for an unlogged table: no WAL, emptied after a crash.
+    pub logged: bool,
 }
 
 impl TableInfo {
@@ -85,7 +89,7 @@ impl TableInfo {
     }
 }
 
-/// An index as the catalog knows it (created from step 2 of issue 6 on).
+/// An index as the catalog knows it.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct IndexInfo {
     pub name: String,
@@ -96,7 +100,7 @@ pub struct IndexInfo {
     pub unique: bool,
 }
 
-/// An open table: its definition and its heap.
+/// An open table: its definition, its heap and its indexes.
 #[derive(Debug)]
 pub(crate) struct TableHandle {
     pub info: TableInfo,
@@ -104,15 +108,33 @@ pub(crate) struct TableHandle {
     /// Where its catalog row is.
     pub catalog_tid: Tid,
     /// Operations hold it shared; DROP takes it exclusively and sets it, so a
-    /// dropped table's heap is never touched again.
+    /// dropped table's heap is never touched again. CREATE / DROP INDEX take
+    /// it exclusively too (PostgreSQL's ShareLock for CREATE INDEX, coarser:
+    /// readers wait as well), so every operation sees one set of indexes.
     pub dropped: RwLock<bool>,
+    /// The table's indexes; changed only under `dropped`'s write lock.
+    pub indexes: RwLock<Vec<Arc<IndexHandle>>>,
+}
+
+/// An open index.
+#[derive(Debug)]
+pub(crate) struct IndexHandle {
+    pub info: IndexInfo,
+    /// The table's name (for messages).
+    pub table: String,
+    pub btree: btree::Index,
+    /// Where its catalog row is.
+    pub catalog_tid: Tid,
+    /// Set (under the table's write lock) when the index is dropped; range
+    /// iterators check it before each batch.
+    pub dropped: std::sync::atomic::AtomicBool,
 }
 
 /// The catalog in memory.
 #[derive(Debug, Default)]
 pub(crate) struct CatalogState {
     pub tables: HashMap<String, Arc<TableHandle>>,
-    pub indexes: HashMap<String, IndexInfo>,
+    pub indexes: HashMap<String, Arc<IndexHandle>>,
     pub meta_tid: Option<Tid>,
     pub next_rel: u32,
 }
@@ -159,7 +181,11 @@ impl CatalogEntry {
                     def.extend_from_slice(c.name.as_bytes());
                 }
                 vec![
-                    Value::I64(KIND_TABLE),
+                    Value::I64(if t.logged {
+                        KIND_TABLE
+                    } else {
+                        KIND_UNLOGGED_TABLE
+                    }),
                     Value::I64(i64::from(t.rel.0)),
                     Value::Bytes(t.name.as_bytes().to_vec()),
                     Value::Bytes(def),
@@ -193,7 +219,7 @@ impl CatalogEntry {
             String::from_utf8(name.clone()).map_err(|_| corrupt(tid, "name is not UTF-8"))?;
         match *kind {
             KIND_META => Ok(CatalogEntry::Meta { next_rel: rel }),
-            KIND_TABLE => {
+            KIND_TABLE | KIND_UNLOGGED_TABLE => {
                 let mut columns = Vec::new();
                 let mut p = 0usize;
                 while p < def.len() {
@@ -224,6 +250,7 @@ impl CatalogEntry {
                     name,
                     rel: RelId(rel),
                     columns,
+                    logged: *kind == KIND_TABLE,
                 }))
             }
             KIND_INDEX => {
@@ -300,11 +327,12 @@ mod tests {
                 Column::new("id", ColumnType::I64),
                 Column::nullable("v", ColumnType::Bytes),
             ],
+            logged: false,
         });
         let tid = Tid::new(0, 1);
         let b = t.encode().unwrap();
         match CatalogEntry::decode(tid, &b).unwrap() {
-            CatalogEntry::Table(d) => assert_eq!(d.columns.len(), 2),
+            CatalogEntry::Table(d) => assert!(d.columns.len() == 2 && !d.logged),
             other => panic!("{other:?}"),
         }
         for cut in 0..b.len() {

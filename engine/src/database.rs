@@ -6,6 +6,7 @@
 //!      ├── TransactionManager (clog = relation 1, through the pool)
 //!      ├── catalog Heap (relation 2) + CatalogState (tables, indexes, next rel id)
 //!      ├── one Heap per table (relation >= 1000), each with its free-space map
+//!      │     └── its B-tree indexes (relations >= 1000 too)
 //!      ├── snapshot registry: xmin of every live Transaction's snapshot (vacuum horizon)
 //!      └── Checkpointer thread: tm.checkpoint() on time / WAL volume / request
 //! ```
@@ -17,21 +18,24 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::error::Error as StdError;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use btree::{IndexOptions, PageKind};
 use bufmgr::{
     BufferPool, BufferRow, FileStorage, Fork, PoolStats, RelFork, RelId, RingKind, StorageBackend,
 };
-use heap::{Heap, Tid, VacuumStats};
+use heap::{Heap, HeapError, Tid, VacuumStats};
 use parking_lot::{Mutex, RwLock};
 use wal::{CheckpointInfo, Lsn, Record, RmgrKind, Wal, WalStats};
 
 use crate::catalog::{
-    CATALOG_REL, CatalogEntry, CatalogState, IndexInfo, RelKind, TableHandle, TableInfo,
-    check_name, check_table,
+    CATALOG_REL, CatalogEntry, CatalogState, IndexHandle, IndexInfo, RelKind, TableHandle,
+    TableInfo, check_name, check_table,
 };
 use crate::datadir::{self, DirLock};
 use crate::error::{EngineError, Result};
+use crate::index::{self, key_type, map_btree};
 use crate::options::Options;
 use crate::recovery::{RecoveryStats, recover};
 use crate::reserved::{CLOG_REL, FIRST_USER_REL};
@@ -59,6 +63,8 @@ pub(crate) struct Core {
     pub catalog_heap: Heap,
     /// DDL runs one at a time (catalog rule 1).
     pub ddl: Mutex<()>,
+    /// Rollbacks hold it shared, vacuum exclusively (see [`Database::vacuum`]).
+    pub abort_gate: RwLock<()>,
     /// xmin of each live transaction's snapshot -> how many hold it.
     pub snapshots: Mutex<BTreeMap<Xid, usize>>,
     /// One checkpoint at a time (see `checkpointer`).
@@ -78,6 +84,9 @@ pub struct BufferInfo {
     /// Table or index name, `"clog"`, `"catalog"`, or `"relation N"`.
     pub relation: Option<String>,
     pub kind: Option<RelKind>,
+    /// For a page of an index: meta page or tree page and its level (0 =
+    /// leaf), read from the page itself (`btree::page_kind`).
+    pub index_page: Option<PageKind>,
 }
 
 /// Pages of one relation fork resident in the pool.
@@ -87,7 +96,37 @@ pub struct ResidentPages {
     pub fork: Fork,
     pub name: String,
     pub kind: RelKind,
+    /// For an index, its table's name.
+    pub table: Option<String>,
     pub pages: usize,
+}
+
+/// How a table is created ([`Database::create_table_with`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TableOptions {
+    /// `false`: an unlogged table (and unlogged indexes): no WAL, not
+    /// written by checkpoints, written at a clean close, **emptied at the
+    /// first open after a crash** (PostgreSQL's `UNLOGGED`).
+    pub logged: bool,
+}
+
+impl Default for TableOptions {
+    fn default() -> TableOptions {
+        TableOptions { logged: true }
+    }
+}
+
+/// One broken invariant found by [`Database::verify_indexes`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexViolation {
+    pub index: String,
+    pub violation: btree::Violation,
+}
+
+impl std::fmt::Display for IndexViolation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "index {:?}: {}", self.index, self.violation)
+    }
 }
 
 /// What a bulk load has done so far (handed to the progress callback).
@@ -107,10 +146,12 @@ pub struct BulkProgress {
 }
 
 /// What [`Database::vacuum`] did.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VacuumReport {
     /// Tuples deleted by transactions older than this were removable.
     pub horizon: Xid,
+    /// Each index of the table (vacuumed first), by name.
+    pub indexes: Vec<(String, btree::VacuumStats)>,
     pub heap: VacuumStats,
 }
 
@@ -121,9 +162,7 @@ fn redo_record(pool: &BufferPool, end: Lsn, record: &Record) -> Result<(), RedoE
     match record.kind() {
         RmgrKind::Heap => heap::redo(record, end, pool).map_err(Into::into),
         RmgrKind::FullPage => wal::redo_full_page(record, end, pool).map_err(Into::into),
-        RmgrKind::Btree => Err("a B-tree record, but this engine has no indexes yet \
-             (issue 6 step 2); the WAL was written by a newer engine"
-            .into()),
+        RmgrKind::Btree => btree::redo(record, end, pool).map_err(Into::into),
         kind => Err(format!("no redo for {kind:?} records (the catalog is a heap)").into()),
     }
 }
@@ -138,6 +177,8 @@ impl Database {
         // 2. The lock, then the version stamp (datadir rules 1-3).
         let lock = datadir::lock(&dir)?;
         datadir::check_or_stamp(&dir, options.checksums)?;
+        // Was the last run closed cleanly? (Unlogged tables are emptied if not.)
+        let clean = datadir::take_clean_marker(&dir)?;
         // 3. WAL (from the control file's redo point), storage, pool.
         let wal = Arc::new(
             Wal::open(&dir, options.wal_config()).map_err(EngineError::wal(format!(
@@ -176,6 +217,7 @@ impl Database {
             catalog: RwLock::new(CatalogState::default()),
             catalog_heap,
             ddl: Mutex::new(()),
+            abort_gate: RwLock::new(()),
             snapshots: Mutex::new(BTreeMap::new()),
             checkpoint_serial: Arc::new(Mutex::new(())),
             tm,
@@ -184,11 +226,14 @@ impl Database {
             recovery,
             lock,
         };
-        core.load_catalog()?;
+        let replayed = recovery.commits + recovery.aborts + recovery.other > 0;
+        core.load_catalog(!clean || replayed)?;
         // 6. Orphan relation files go (catalog rule 3).
         core.remove_orphans()?;
-        // 7. End-of-recovery checkpoint, so the next crash replays less.
-        if recovery.commits + recovery.aborts + recovery.other > 0 {
+        // 7. Splits a crash cut short get their downlinks, then the
+        //    end-of-recovery checkpoint, so the next crash replays less.
+        if replayed {
+            core.finish_incomplete_splits()?;
             core.checkpoint()?;
         }
         // 8. The checkpointer (the bgwriter runs with the pool).
@@ -234,6 +279,7 @@ impl Database {
         };
         let Core {
             checkpointer,
+            dir,
             catalog,
             catalog_heap,
             checkpoint_serial,
@@ -263,9 +309,14 @@ impl Database {
             Err(w) => w.flush_all(),
         }
         .map_err(EngineError::wal("shutdown: could not close the WAL"));
-        // 5. The lock goes last.
+        let mut result = result.and(closed);
+        // 5. Everything is on disk: mark the shutdown clean (unlogged tables
+        //    keep their rows), then the lock goes last.
+        if result.is_ok() {
+            result = datadir::write_clean_marker(&dir);
+        }
         drop(lock);
-        result.and(closed)
+        result
     }
 
     // ---- transactions ----
@@ -283,27 +334,28 @@ impl Database {
 
     // ---- the catalog ----
 
-    /// Create a table; the change commits before this returns (catalog rule 1).
+    /// Create a (logged) table; the change commits before this returns
+    /// (catalog rule 1).
     pub fn create_table(&self, name: &str, columns: Vec<Column>) -> Result<TableInfo> {
+        self.create_table_with(name, columns, TableOptions::default())
+    }
+
+    /// Create a table with `options` (an unlogged table: `logged: false`).
+    pub fn create_table_with(
+        &self,
+        name: &str,
+        columns: Vec<Column>,
+        options: TableOptions,
+    ) -> Result<TableInfo> {
         check_table(name, &columns)?;
         let c = self.core();
         let _ddl = c.ddl.lock();
-        let (meta_tid, rel) = {
-            let st = c.catalog.read();
-            if st.tables.contains_key(name) || st.indexes.contains_key(name) {
-                return Err(EngineError::TableExists { name: name.into() });
-            }
-            (st.meta_tid, st.next_rel)
-        };
-        let Some(meta_tid) = meta_tid else {
-            return Err(EngineError::CorruptCatalog {
-                detail: "no meta row".into(),
-            });
-        };
+        let (meta_tid, rel) = c.name_free(name)?;
         let info = TableInfo {
             name: name.to_string(),
             rel: RelId(rel),
             columns,
+            logged: options.logged,
         };
         let txn = c.tm.begin()?;
         let snap = txn.snapshot();
@@ -320,7 +372,7 @@ impl Database {
             .catalog_heap
             .insert(txn.xid(), &row)
             .map_err(EngineError::heap(what()))?;
-        let heap = c.open_heap(info.rel, name)?;
+        let heap = c.open_heap(info.rel, name, info.logged)?;
         txn.commit()?;
         let mut st = c.catalog.write();
         st.meta_tid = Some(new_meta);
@@ -331,37 +383,64 @@ impl Database {
                 heap,
                 catalog_tid,
                 dropped: RwLock::new(false),
+                indexes: RwLock::new(Vec::new()),
             }),
         );
         Ok(info)
     }
 
-    /// Drop a table: its catalog row is deleted (committed before this
-    /// returns), then its buffers are invalidated and its files removed.
-    /// Waits for operations on the table in progress; later ones (also in
-    /// transactions begun earlier) get [`EngineError::UnknownTable`].
+    /// Drop a table and its indexes: their catalog rows are deleted
+    /// (committed before this returns), then their buffers are invalidated
+    /// and their files removed. Waits for operations on the table in
+    /// progress; later ones (also in transactions begun earlier) get
+    /// [`EngineError::UnknownTable`].
     pub fn drop_table(&self, name: &str) -> Result<()> {
         let c = self.core();
         let _ddl = c.ddl.lock();
         let t = c.table(name)?;
         let mut dropped = t.dropped.write();
+        let indexes: Vec<Arc<IndexHandle>> = t.indexes.read().clone();
         let txn = c.tm.begin()?;
         let snap = txn.snapshot();
+        let what = || format!("drop table {name:?}: catalog");
         c.catalog_heap
             .delete(txn.xid(), &snap, &*c.tm, t.catalog_tid)
-            .map_err(EngineError::heap(format!("drop table {name:?}: catalog")))?;
+            .map_err(EngineError::heap(what()))?;
+        for ix in &indexes {
+            c.catalog_heap
+                .delete(txn.xid(), &snap, &*c.tm, ix.catalog_tid)
+                .map_err(EngineError::heap(what()))?;
+        }
         txn.commit()?;
         *dropped = true;
-        c.catalog.write().tables.remove(name);
-        c.pool
-            .drop_relation(t.info.rel)
-            .map_err(EngineError::buffer(format!(
-                "drop table {name:?}: could not remove its files"
-            )))
+        {
+            let mut st = c.catalog.write();
+            st.tables.remove(name);
+            for ix in &indexes {
+                ix.dropped.store(true, Ordering::Release);
+                st.indexes.remove(&ix.info.name);
+            }
+        }
+        t.indexes.write().clear();
+        drop(dropped);
+        for rel in indexes.iter().map(|ix| ix.info.rel).chain([t.info.rel]) {
+            c.pool
+                .drop_relation(rel)
+                .map_err(EngineError::buffer(format!(
+                    "drop table {name:?}: could not remove the files of {rel}"
+                )))?;
+        }
+        Ok(())
     }
 
-    /// Check an index definition. Indexes need the B-tree crate (issue 6,
-    /// step 2): a valid definition gets [`EngineError::IndexesNotAvailable`].
+    /// Create an index on one column of `table` (`CREATE [UNIQUE] INDEX`),
+    /// built over the rows already there, in one transaction that commits
+    /// before this returns. The table is locked for the build (operations
+    /// on it wait). A unique index over rows with a live duplicate key is
+    /// [`EngineError::UniqueViolation`] (or [`EngineError::UniqueConflict`]
+    /// if a transaction in progress holds the duplicate), and nothing is
+    /// created. NULLs are not indexed. An index on an unlogged table is
+    /// unlogged too.
     pub fn create_index(
         &self,
         name: &str,
@@ -371,20 +450,89 @@ impl Database {
     ) -> Result<IndexInfo> {
         check_name("index", name, name)?;
         let c = self.core();
+        let _ddl = c.ddl.lock();
         let t = c.table(table)?;
         let col = t.info.column_index(column)?;
-        if c.catalog.read().tables.contains_key(name) || c.catalog.read().indexes.contains_key(name)
-        {
-            return Err(EngineError::TableExists { name: name.into() });
+        let (meta_tid, rel) = c.name_free(name)?;
+        let dropped = t.dropped.write();
+        if *dropped {
+            return Err(EngineError::UnknownTable { name: table.into() });
         }
-        let _planned = IndexInfo {
+        let info = IndexInfo {
             name: name.to_string(),
-            rel: RelId(0),
+            rel: RelId(rel),
             table: t.info.rel,
             column: col,
             unique,
         };
-        Err(EngineError::IndexesNotAvailable { name: name.into() })
+        let txn = c.tm.begin()?;
+        let snap = txn.snapshot();
+        let what = || format!("create index {name:?}: catalog");
+        let meta = CatalogEntry::Meta { next_rel: rel + 1 }.encode()?;
+        c.catalog.write().next_rel = rel + 1;
+        let new_meta = c
+            .catalog_heap
+            .update(txn.xid(), &snap, &*c.tm, meta_tid, &meta)
+            .map_err(EngineError::heap(what()))?;
+        let catalog_tid = c
+            .catalog_heap
+            .insert(txn.xid(), &CatalogEntry::Index(info.clone()).encode()?)
+            .map_err(EngineError::heap(what()))?;
+        let built = c
+            .open_index(&t, info.clone(), catalog_tid, true)
+            .and_then(|ix| {
+                let nblocks = t.heap.nblocks().map_err(EngineError::heap(format!(
+                    "create index {name:?}: reading table {table:?}"
+                )))?;
+                let ring = if nblocks as usize > c.pool.size() / 4 {
+                    c.pool.ring(RingKind::BulkRead)
+                } else {
+                    None
+                };
+                let horizon = c.vacuum_horizon();
+                index::build(&t, &ix, txn.xid(), horizon, &*c.tm, ring)?;
+                Ok(ix)
+            });
+        let ix = match built {
+            Ok(ix) => ix,
+            Err(e) => {
+                drop(txn); // aborts: the catalog rows never become visible
+                let _ = c.pool.drop_relation(info.rel);
+                return Err(e);
+            }
+        };
+        txn.commit()?;
+        t.indexes.write().push(ix.clone());
+        let mut st = c.catalog.write();
+        st.meta_tid = Some(new_meta);
+        st.indexes.insert(name.to_string(), ix);
+        Ok(info)
+    }
+
+    /// Drop an index: its catalog row is deleted (committed before this
+    /// returns), then its buffers are invalidated and its file removed.
+    /// Waits for operations on its table in progress.
+    pub fn drop_index(&self, name: &str) -> Result<()> {
+        let c = self.core();
+        let _ddl = c.ddl.lock();
+        let ix = c.index(name)?;
+        let t = c.table(&ix.table)?;
+        let dropped = t.dropped.write();
+        let txn = c.tm.begin()?;
+        let snap = txn.snapshot();
+        c.catalog_heap
+            .delete(txn.xid(), &snap, &*c.tm, ix.catalog_tid)
+            .map_err(EngineError::heap(format!("drop index {name:?}: catalog")))?;
+        txn.commit()?;
+        ix.dropped.store(true, Ordering::Release);
+        t.indexes.write().retain(|i| !Arc::ptr_eq(i, &ix));
+        c.catalog.write().indexes.remove(name);
+        drop(dropped);
+        c.pool
+            .drop_relation(ix.info.rel)
+            .map_err(EngineError::buffer(format!(
+                "drop index {name:?}: could not remove its file"
+            )))
     }
 
     /// The definition of table `name`.
@@ -406,7 +554,7 @@ impl Database {
         v
     }
 
-    /// Every index, by name (none before step 2).
+    /// Every index, by name.
     pub fn indexes(&self) -> Vec<IndexInfo> {
         let mut v: Vec<IndexInfo> = self
             .core()
@@ -414,7 +562,7 @@ impl Database {
             .read()
             .indexes
             .values()
-            .cloned()
+            .map(|ix| ix.info.clone())
             .collect();
         v.sort_by(|a, b| a.name.cmp(&b.name));
         v
@@ -434,6 +582,9 @@ impl Database {
     /// neither floods the pool nor leaves its dirty pages to other threads.
     /// With rings off it does not, and the load goes through the pool like
     /// any insert.
+    ///
+    /// Every index of the table gets its entries as each row goes in (no
+    /// bottom-up build); a unique violation fails the load like a bad row.
     pub fn bulk_load(
         &self,
         table: &str,
@@ -460,10 +611,14 @@ impl Database {
             if *guard {
                 return Err(EngineError::UnknownTable { name: table.into() });
             }
+            let indexes = t.indexes.read();
+            index::check_key_sizes(&indexes, &row)?;
             let tid = t
                 .heap
                 .insert(txn.xid(), &bytes)
                 .map_err(crate::transaction::map_heap(table, "bulk load"))?;
+            index::insert_entries(&t, &indexes, &row, tid, txn.xid(), &*c.tm)?;
+            drop(indexes);
             drop(guard);
             p.rows += 1;
             p.bytes += bytes.len() as u64;
@@ -505,9 +660,22 @@ impl Database {
         Ok(p)
     }
 
-    /// Vacuum `table` through the vacuum ring: tuples deleted (or replaced)
-    /// by transactions that committed before every live snapshot's xmin are
-    /// removed and their space reused.
+    /// Vacuum `table` and its indexes through the vacuum ring: tuples
+    /// deleted (or replaced) by transactions that committed before every
+    /// live snapshot's xmin are removed and their space reused.
+    ///
+    /// Order (PostgreSQL's `lazy_vacuum_all_indexes` before the heap's line
+    /// pointers are freed): first every index drops the entries whose heap
+    /// tuple has no storage or is dead to every snapshot at the horizon,
+    /// then the heap prunes those tuples and makes their line pointers
+    /// unused. The heap's vacuum prunes and frees in one pass, so a tuple
+    /// that becomes dead *between* the two steps would lose its line pointer
+    /// while its entries stay. With a fixed horizon only an abort can do
+    /// that (a deleter below the horizon has already finished), so rollbacks
+    /// wait while a vacuum runs (`abort_gate`); a commit whose WAL write
+    /// fails aborts inside the transaction manager without waiting, which
+    /// is the one exception (readers re-check keys, so it is never wrong
+    /// rows, only a stale entry).
     pub fn vacuum(&self, table: &str) -> Result<VacuumReport> {
         let c = self.core();
         let t = c.table(table)?;
@@ -515,12 +683,70 @@ impl Database {
         if *guard {
             return Err(EngineError::UnknownTable { name: table.into() });
         }
+        let _no_aborts = c.abort_gate.write();
         let horizon = c.vacuum_horizon();
+        let indexes = t.indexes.read().clone();
+        let ring = Mutex::new(c.pool.ring(RingKind::Vacuum));
+        let mut index_stats = Vec::new();
+        for ix in &indexes {
+            let failure: Mutex<Option<HeapError>> = Mutex::new(None);
+            let stats = ix
+                .btree
+                .vacuum(|tid| {
+                    let mut ring = ring.lock();
+                    match index::vacuum_dead(&t.heap, tid, horizon, &*c.tm, ring.as_mut()) {
+                        Ok(dead) => dead,
+                        Err(e) => {
+                            failure.lock().get_or_insert(e);
+                            false
+                        }
+                    }
+                })
+                .map_err(map_btree(ix, "vacuum"))?;
+            if let Some(e) = failure.into_inner() {
+                return Err(EngineError::heap(format!(
+                    "vacuum of index {:?}: reading table {table:?}",
+                    ix.info.name
+                ))(e));
+            }
+            index_stats.push((ix.info.name.clone(), stats));
+        }
         let heap = t
             .heap
             .vacuum(horizon, &*c.tm)
             .map_err(EngineError::heap(format!("vacuum of table {table:?}")))?;
-        Ok(VacuumReport { horizon, heap })
+        Ok(VacuumReport {
+            horizon,
+            indexes: index_stats,
+            heap,
+        })
+    }
+
+    /// Check every index of `table` (`btree::verify`: page order, high keys,
+    /// right links, parent/child agreement, no incomplete split) against the
+    /// heap: every entry points to an existing tuple with the same key, and
+    /// every live row (inserter committed, no committed deleter) with a
+    /// non-NULL key has its entry. Empty when clean. Run it on a quiet table.
+    pub fn verify_indexes(&self, table: &str) -> Result<Vec<IndexViolation>> {
+        let c = self.core();
+        let t = c.table(table)?;
+        let guard = t.dropped.read();
+        if *guard {
+            return Err(EngineError::UnknownTable { name: table.into() });
+        }
+        let mut out = Vec::new();
+        for ix in t.indexes.read().iter() {
+            let rows = index::heap_rows(&t, ix.info.column, &*c.tm)?;
+            let found = ix
+                .btree
+                .verify(Some(&|| rows.clone()))
+                .map_err(map_btree(ix, "verify"))?;
+            out.extend(found.into_iter().map(|violation| IndexViolation {
+                index: ix.info.name.clone(),
+                violation,
+            }));
+        }
+        Ok(out)
     }
 
     /// Take a checkpoint now (as the checkpointer does).
@@ -530,31 +756,44 @@ impl Database {
 
     // ---- introspection ----
 
-    /// One row per buffer with the relation named (pg_buffercache).
+    /// One row per buffer with the relation named (pg_buffercache), and
+    /// for index pages the B-tree level. The level is read from the page:
+    /// each resident index page is pinned and share-locked once, through a
+    /// bulk-read ring so that a page already used is not made hotter
+    /// (`btree::Index::residency` does the same without the ring). A page
+    /// evicted between the snapshot and the read is read back.
     pub fn buffercache(&self) -> Vec<BufferInfo> {
         let c = self.core();
         let names = c.rel_names();
+        let mut ring = c.pool.ring_forced(RingKind::BulkRead, 256);
         c.pool
             .buffercache()
             .into_iter()
             .map(|row| {
-                let (relation, kind) = match row.tag {
-                    Some(tag) => {
-                        let (n, k) = c.name_rel(&names, tag.rel);
-                        (Some(n), Some(k))
+                let (mut relation, mut kind, mut index_page) = (None, None, None);
+                if let Some(tag) = row.tag {
+                    let (n, k, _) = c.name_rel(&names, tag.rel);
+                    if k == RelKind::Index {
+                        index_page = c
+                            .pool
+                            .read_buffer(tag.relfork(), tag.block, ring.as_mut())
+                            .ok()
+                            .and_then(|pin| btree::page_kind(&pin.lock_shared()));
                     }
-                    None => (None, None),
-                };
+                    (relation, kind) = (Some(n), Some(k));
+                }
                 BufferInfo {
                     row,
                     relation,
                     kind,
+                    index_page,
                 }
             })
             .collect()
     }
 
-    /// Resident pages per relation fork, most first.
+    /// Resident pages per relation fork, most first: each table and each
+    /// index separately (an index row names its table).
     pub fn resident_pages(&self) -> Vec<ResidentPages> {
         let c = self.core();
         let names = c.rel_names();
@@ -563,12 +802,13 @@ impl Database {
             .resident_pages()
             .into_iter()
             .map(|(rf, pages)| {
-                let (name, kind) = c.name_rel(&names, rf.rel);
+                let (name, kind, table) = c.name_rel(&names, rf.rel);
                 ResidentPages {
                     rel: rf.rel,
                     fork: rf.fork,
                     name,
                     kind,
+                    table,
                     pages,
                 }
             })
@@ -642,12 +882,117 @@ impl Core {
             .ok_or_else(|| EngineError::UnknownTable { name: name.into() })
     }
 
-    fn open_heap(&self, rel: RelId, name: &str) -> Result<Heap> {
+    pub fn index(&self, name: &str) -> Result<Arc<IndexHandle>> {
+        self.catalog
+            .read()
+            .indexes
+            .get(name)
+            .cloned()
+            .ok_or_else(|| EngineError::UnknownIndex {
+                name: name.into(),
+                detail: String::new(),
+            })
+    }
+
+    /// Check that no table or index is called `name`; the meta row's place
+    /// and the next relation id.
+    fn name_free(&self, name: &str) -> Result<(Tid, u32)> {
+        let st = self.catalog.read();
+        if st.tables.contains_key(name) || st.indexes.contains_key(name) {
+            return Err(EngineError::TableExists { name: name.into() });
+        }
+        let meta = st.meta_tid.ok_or_else(|| EngineError::CorruptCatalog {
+            detail: "no meta row".into(),
+        })?;
+        Ok((meta, st.next_rel))
+    }
+
+    fn open_heap(&self, rel: RelId, name: &str, logged: bool) -> Result<Heap> {
         Ok(
-            Heap::open(self.pool.clone(), Some(self.wal.clone()), rel, true)
+            Heap::open(self.pool.clone(), Some(self.wal.clone()), rel, logged)
                 .map_err(EngineError::heap(format!("could not open table {name:?}")))?
                 .with_hint_mode(self.options.hint_mode),
         )
+    }
+
+    /// Open (or, with `create`, create empty) the B-tree of index `info` of
+    /// table `t`: WAL-logged if the table is, else declared unlogged to the
+    /// pool and written without WAL.
+    fn open_index(
+        &self,
+        t: &TableHandle,
+        info: IndexInfo,
+        catalog_tid: Tid,
+        create: bool,
+    ) -> Result<Arc<IndexHandle>> {
+        let name = info.name.clone();
+        let col = t
+            .info
+            .columns
+            .get(info.column)
+            .ok_or_else(|| EngineError::CorruptCatalog {
+                detail: format!(
+                    "index {name:?}: column {} of table {:?} does not exist",
+                    info.column, t.info.name
+                ),
+            })?;
+        let wal = t.info.logged.then(|| self.wal.clone());
+        self.pool.set_unlogged(info.rel, !t.info.logged);
+        let opened = if create {
+            btree::Index::create(
+                self.pool.clone(),
+                wal,
+                IndexOptions {
+                    name: name.clone(),
+                    rel: info.rel,
+                    key_type: key_type(col.ty),
+                    unique: info.unique,
+                },
+            )
+        } else {
+            btree::Index::open(self.pool.clone(), wal, &name, info.rel)
+        };
+        let btree = opened.map_err(|source| EngineError::Index {
+            what: format!("could not open index {name:?}"),
+            source,
+        })?;
+        if btree.key_type() != key_type(col.ty) || btree.is_unique() != info.unique {
+            return Err(EngineError::CorruptCatalog {
+                detail: format!("index {name:?}: its meta page disagrees with the catalog"),
+            });
+        }
+        Ok(Arc::new(IndexHandle {
+            info,
+            table: t.info.name.clone(),
+            btree,
+            catalog_tid,
+            dropped: AtomicBool::new(false),
+        }))
+    }
+
+    /// After recovery: give every logged index's interrupted splits their
+    /// downlinks (`btree::Index::finish_incomplete_splits`).
+    fn finish_incomplete_splits(&self) -> Result<()> {
+        let indexes: Vec<Arc<IndexHandle>> =
+            self.catalog.read().indexes.values().cloned().collect();
+        for ix in indexes {
+            ix.btree
+                .finish_incomplete_splits()
+                .map_err(map_btree(&ix, "finishing incomplete splits"))?;
+        }
+        Ok(())
+    }
+
+    /// Empty an unlogged relation (PostgreSQL resets them from their init
+    /// fork at the end of crash recovery).
+    fn reset_relation(&self, rel: RelId) -> Result<()> {
+        let rf = RelFork::main(rel);
+        self.pool
+            .create_fork(rf)
+            .and_then(|_| self.pool.truncate_relation(rf, 0))
+            .map_err(EngineError::buffer(format!(
+                "could not empty unlogged {rel} after a crash"
+            )))
     }
 
     pub fn checkpoint(&self) -> Result<CheckpointInfo<usize>> {
@@ -682,8 +1027,10 @@ impl Core {
         reg.keys().next().map_or(running, |&x| x.min(running))
     }
 
-    /// Read the catalog with a fresh snapshot; bootstrap it if empty.
-    fn load_catalog(&mut self) -> Result<()> {
+    /// Read the catalog with a fresh snapshot; bootstrap it if empty. With
+    /// `reset_unlogged` (the last run did not close cleanly), unlogged tables
+    /// and their indexes are emptied first.
+    fn load_catalog(&mut self, reset_unlogged: bool) -> Result<()> {
         let snap = self.tm.snapshot();
         let rows = self
             .catalog_heap
@@ -694,6 +1041,7 @@ impl Core {
             ..CatalogState::default()
         };
         let mut tables = Vec::new();
+        let mut indexes = Vec::new();
         for (tid, bytes) in rows {
             match CatalogEntry::decode(tid, &bytes)? {
                 CatalogEntry::Meta { next_rel } => {
@@ -711,21 +1059,42 @@ impl Core {
                 }
                 CatalogEntry::Index(info) => {
                     st.next_rel = st.next_rel.max(info.rel.0 + 1);
-                    st.indexes.insert(info.name.clone(), info);
+                    indexes.push((tid, info));
                 }
             }
         }
+        let mut by_rel: HashMap<RelId, Arc<TableHandle>> = HashMap::new();
         for (catalog_tid, info) in tables {
-            let heap = self.open_heap(info.rel, &info.name)?;
-            st.tables.insert(
-                info.name.clone(),
-                Arc::new(TableHandle {
-                    info,
-                    heap,
-                    catalog_tid,
-                    dropped: RwLock::new(false),
-                }),
-            );
+            if !info.logged && reset_unlogged {
+                self.reset_relation(info.rel)?;
+            }
+            let heap = self.open_heap(info.rel, &info.name, info.logged)?;
+            let t = Arc::new(TableHandle {
+                info,
+                heap,
+                catalog_tid,
+                dropped: RwLock::new(false),
+                indexes: RwLock::new(Vec::new()),
+            });
+            by_rel.insert(t.info.rel, t.clone());
+            st.tables.insert(t.info.name.clone(), t);
+        }
+        for (catalog_tid, info) in indexes {
+            let t = by_rel
+                .get(&info.table)
+                .ok_or_else(|| EngineError::CorruptCatalog {
+                    detail: format!(
+                        "index {:?} of relation {}, which is no table",
+                        info.name, info.table.0
+                    ),
+                })?;
+            let reset = !t.info.logged && reset_unlogged;
+            if reset {
+                self.reset_relation(info.rel)?;
+            }
+            let ix = self.open_index(t, info, catalog_tid, reset)?;
+            t.indexes.write().push(ix.clone());
+            st.indexes.insert(ix.info.name.clone(), ix);
         }
         // Catalog rule 2: past every relation file too.
         for rel in self.relation_files()? {
@@ -780,7 +1149,7 @@ impl Core {
             st.tables
                 .values()
                 .map(|t| t.info.rel)
-                .chain(st.indexes.values().map(|i| i.rel))
+                .chain(st.indexes.values().map(|i| i.info.rel))
                 .collect()
         };
         for rel in self.relation_files()? {
@@ -795,28 +1164,34 @@ impl Core {
         Ok(())
     }
 
-    fn rel_names(&self) -> HashMap<RelId, (String, RelKind)> {
+    /// Relation id -> (name, kind, the table of an index).
+    fn rel_names(&self) -> RelNames {
         let st = self.catalog.read();
-        let mut m: HashMap<RelId, (String, RelKind)> = st
+        let mut m: RelNames = st
             .tables
             .values()
-            .map(|t| (t.info.rel, (t.info.name.clone(), RelKind::Table)))
+            .map(|t| (t.info.rel, (t.info.name.clone(), RelKind::Table, None)))
             .collect();
         for i in st.indexes.values() {
-            m.insert(i.rel, (i.name.clone(), RelKind::Index));
+            m.insert(
+                i.info.rel,
+                (i.info.name.clone(), RelKind::Index, Some(i.table.clone())),
+            );
         }
-        m.insert(CLOG_REL, ("clog".into(), RelKind::Clog));
-        m.insert(CATALOG_REL, ("catalog".into(), RelKind::Catalog));
+        m.insert(CLOG_REL, ("clog".into(), RelKind::Clog, None));
+        m.insert(CATALOG_REL, ("catalog".into(), RelKind::Catalog, None));
         m
     }
 
-    fn name_rel(&self, names: &HashMap<RelId, (String, RelKind)>, rel: RelId) -> (String, RelKind) {
+    fn name_rel(&self, names: &RelNames, rel: RelId) -> (String, RelKind, Option<String>) {
         names
             .get(&rel)
             .cloned()
-            .unwrap_or_else(|| (rel.to_string(), RelKind::Unknown))
+            .unwrap_or_else(|| (rel.to_string(), RelKind::Unknown, None))
     }
 }
+
+type RelNames = HashMap<RelId, (String, RelKind, Option<String>)>;
 
 /// The TID type rows are named by.
 pub type RowId = Tid;

@@ -3,6 +3,7 @@
 //! ```text
 //!   <dir>/VERSION    "pgbuf-engine data directory\nformat 1\nchecksums on\n"
 //!   <dir>/LOCK       empty; flock(LOCK_EX | LOCK_NB) held while a Database is open
+//!   <dir>/CLEAN_SHUTDOWN  present only between a clean close and the next open
 //!   <dir>/control    the WAL's control file (last checkpoint), wal crate
 //!   <dir>/wal/       WAL segments, wal crate
 //!   <dir>/base/      one file per relation fork (`1` clog, `2` catalog, `1000`.. tables)
@@ -34,6 +35,10 @@ pub const FORMAT_VERSION: u32 = 1;
 /// File names inside the data directory.
 pub const VERSION_FILE: &str = "VERSION";
 pub const LOCK_FILE: &str = "LOCK";
+/// Written (and fsynced) by a clean close after its shutdown checkpoint;
+/// removed (durably) by the next open. Its absence at open means the last
+/// run crashed (or was never closed): unlogged tables are then emptied.
+pub const CLEAN_FILE: &str = "CLEAN_SHUTDOWN";
 /// `VERSION` is tiny; a larger file is not ours (and is not read whole).
 const MAX_VERSION_LEN: u64 = 4096;
 
@@ -193,4 +198,33 @@ pub fn read_stamp(path: &Path) -> Result<Stamp> {
         }
     };
     Ok(Stamp { checksums })
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(EngineError::io("fsync", dir))
+}
+
+/// At open: was the last shutdown clean? Removes the marker durably, so a
+/// crash of this run is never mistaken for a clean one.
+pub fn take_clean_marker(dir: &Path) -> Result<bool> {
+    let path = dir.join(CLEAN_FILE);
+    match fs::remove_file(&path) {
+        Ok(()) => {
+            sync_dir(dir)?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(EngineError::io("remove", path)(e)),
+    }
+}
+
+/// At a clean close, after the shutdown checkpoint: write the marker.
+pub fn write_clean_marker(dir: &Path) -> Result<()> {
+    let path = dir.join(CLEAN_FILE);
+    File::create(&path)
+        .and_then(|f| f.sync_all())
+        .map_err(EngineError::io("create", &path))?;
+    sync_dir(dir)
 }

@@ -8,12 +8,12 @@
 //!
 //! | kind | variants |
 //! |---|---|
-//! | bad input | `InvalidXid`, `InvalidOption`, `NotADatabase`, `IncompatibleVersion`, `ChecksumSettingMismatch`, `UnknownTable`, `UnknownColumn`, `TableExists`, `InvalidSchema`, `WrongColumnCount`, `TypeMismatch`, `NullNotAllowed`, `RowTooLarge`, `BadRowId`, `RowNotVisible`, `IndexesNotAvailable` |
-//! | conflict (retry) | `WriteConflict`, `DatabaseInUse` |
+//! | bad input | `InvalidXid`, `InvalidOption`, `NotADatabase`, `IncompatibleVersion`, `ChecksumSettingMismatch`, `UnknownTable`, `UnknownColumn`, `TableExists`, `InvalidSchema`, `WrongColumnCount`, `TypeMismatch`, `NullNotAllowed`, `RowTooLarge`, `BadRowId`, `RowNotVisible`, `UnknownIndex`, `NoIndex`, `UniqueViolation`, `KeyTooLarge` |
+//! | conflict (retry) | `WriteConflict`, `UniqueConflict`, `TransactionAborted`, `DatabaseInUse` |
 //! | corrupt data | `MalformedXactRecord`, `CorruptRow`, `CorruptCatalog`, `CorruptDataDir` |
 //! | I/O (or an earlier I/O failure) | `Buffer`, `Wal`, `Io`, `Checkpoint` |
 //! | raised by a caller's redo function | `Redo` |
-//! | wrapped heap errors | `Heap` (kind from the heap error) |
+//! | wrapped heap / B-tree errors | `Heap`, `Index` (kind from the wrapped error) |
 
 use std::path::PathBuf;
 
@@ -173,9 +173,37 @@ pub enum EngineError {
     #[error("table {table:?}: row {row_id} is not visible to this transaction")]
     RowNotVisible { table: String, row_id: Tid },
 
-    /// Indexes come with the B-tree crate (issue 6, step 2).
-    #[error("cannot create index {name:?}: indexes are not available yet")]
-    IndexesNotAvailable { name: String },
+    /// No index of that name (or a table name where an index was expected
+    /// and the table has not exactly one index).
+    #[error("unknown index {name:?}{detail}")]
+    UnknownIndex { name: String, detail: String },
+
+    /// A by-key call on a column without a (unique) index.
+    #[error("table {table:?} has no {what} on column {column:?}")]
+    NoIndex {
+        table: String,
+        column: String,
+        what: &'static str,
+    },
+
+    /// A committed (or this transaction's own) row already holds the key in
+    /// a unique index. Nothing was changed.
+    #[error(
+        "duplicate key value violates unique index {index:?} on table {table:?}: key {key} already exists"
+    )]
+    UniqueViolation {
+        index: String,
+        table: String,
+        key: String,
+    },
+
+    /// A key too long for an index (a third of a page).
+    #[error("index {index:?}: key of {size} bytes is too large (at most {max} bytes)")]
+    KeyTooLarge {
+        index: String,
+        size: usize,
+        max: usize,
+    },
 
     // ---- conflict ----
     /// A concurrent transaction changed the row first: roll back and retry.
@@ -183,6 +211,25 @@ pub enum EngineError {
         "table {table:?}: write conflict on row {row_id}: a concurrent transaction updated or deleted it; roll back and retry"
     )]
     WriteConflict { table: String, row_id: Tid },
+
+    /// A transaction still in progress holds (inserted or deleted) a row with
+    /// the same key in a unique index: roll back and retry (there is no
+    /// waiting). Nothing was changed.
+    #[error(
+        "unique index {index:?} on table {table:?}: key {key} is held by transaction {xid}, still in progress; roll back and retry"
+    )]
+    UniqueConflict {
+        index: String,
+        table: String,
+        key: String,
+        xid: Xid,
+    },
+
+    /// An earlier operation of this transaction failed half-way (an update
+    /// whose new index entry lost a race on a unique key): the transaction
+    /// can only roll back. `commit` rolls it back and returns this error.
+    #[error("the transaction must roll back: {reason}")]
+    TransactionAborted { reason: String },
 
     /// Another `Database` (in this or another process) holds the directory.
     #[error(
@@ -221,7 +268,16 @@ pub enum EngineError {
     #[error("checkpoint failed: {detail}")]
     Checkpoint { detail: String },
 
-    // ---- wrapped heap errors ----
+    // ---- wrapped heap and B-tree errors ----
+    /// A B-tree index failed while the engine was doing `what` (which names
+    /// the index); the kind follows the B-tree error's.
+    #[error("{what}: {source}")]
+    Index {
+        what: String,
+        #[source]
+        source: btree::BtreeError,
+    },
+
     /// The heap failed while the engine was doing `what` (which names the
     /// table); the kind follows the heap error's.
     #[error("{what}: {source}")]
@@ -264,10 +320,21 @@ impl EngineError {
             | EngineError::RowTooLarge { .. }
             | EngineError::BadRowId { .. }
             | EngineError::RowNotVisible { .. }
-            | EngineError::IndexesNotAvailable { .. } => ErrorKind::BadInput,
-            EngineError::WriteConflict { .. } | EngineError::DatabaseInUse { .. } => {
-                ErrorKind::Conflict
-            }
+            | EngineError::UnknownIndex { .. }
+            | EngineError::NoIndex { .. }
+            | EngineError::UniqueViolation { .. }
+            | EngineError::KeyTooLarge { .. } => ErrorKind::BadInput,
+            EngineError::WriteConflict { .. }
+            | EngineError::UniqueConflict { .. }
+            | EngineError::TransactionAborted { .. }
+            | EngineError::DatabaseInUse { .. } => ErrorKind::Conflict,
+            EngineError::Index { source, .. } => match source.kind() {
+                btree::ErrorKind::BadInput => ErrorKind::BadInput,
+                btree::ErrorKind::Conflict => ErrorKind::Conflict,
+                btree::ErrorKind::CorruptData => ErrorKind::CorruptData,
+                btree::ErrorKind::Io => ErrorKind::Io,
+                btree::ErrorKind::ResourceExhausted => ErrorKind::ResourceExhausted,
+            },
             EngineError::CorruptRow { .. }
             | EngineError::CorruptCatalog { .. }
             | EngineError::CorruptDataDir { .. } => ErrorKind::CorruptData,
@@ -282,9 +349,16 @@ impl EngineError {
         }
     }
 
-    /// Is this a write conflict (roll back and retry)?
+    /// Is this a conflict with a concurrent transaction (roll back and
+    /// retry): a write conflict, a unique key held by a transaction in
+    /// progress, or a transaction that must roll back?
     pub fn is_conflict(&self) -> bool {
-        matches!(self, EngineError::WriteConflict { .. })
+        matches!(
+            self,
+            EngineError::WriteConflict { .. }
+                | EngineError::UniqueConflict { .. }
+                | EngineError::TransactionAborted { .. }
+        )
     }
 
     pub(crate) fn io(

@@ -4,6 +4,7 @@ pub mod catalog;
 pub mod database;
 pub mod datadir;
 pub mod error;
+mod index;
 pub mod options;
 pub mod recovery;
 pub mod reserved;
@@ -12,12 +13,15 @@ pub mod txn;
 pub mod value;
 
 pub use catalog::{IndexInfo, RelKind, TableInfo};
-pub use database::{BufferInfo, BulkProgress, Database, ResidentPages, RowId, VacuumReport};
+pub use database::{
+    BufferInfo, BulkProgress, Database, IndexViolation, ResidentPages, RowId, TableOptions,
+    VacuumReport,
+};
 pub use error::{EngineError, ErrorKind, Result};
 pub use options::{Options, Partitions, parse_evictor};
 pub use recovery::{RecoveryStats, recover, recover_from};
 pub use reserved::{CATALOG_REL, CLOG_REL, FIRST_USER_REL};
-pub use transaction::{RowIter, Transaction};
+pub use transaction::{IndexRange, RowIter, Transaction};
 pub use txn::clog::{Clog, ClogStatus, XIDS_PER_PAGE};
 pub use txn::snapshot::RunningSet;
 pub use txn::xact::{
@@ -25,6 +29,7 @@ pub use txn::xact::{
 };
 pub use value::{Column, ColumnType, Row, Value};
 
+pub use btree::{PageKind, VacuumStats as IndexVacuumStats, Violation};
 /// Re-exported so users need not depend on the lower crates for the types
 /// the API takes and returns.
 pub use bufmgr::{BgWriterConfig, Evictor, RingSizes, SweepBatch};

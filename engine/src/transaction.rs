@@ -17,9 +17,33 @@
 //! A failed operation changes nothing, and the transaction stays usable; a
 //! write conflict means the caller's plan no longer holds, so the usual
 //! answer is to roll back and retry.
+//!
+//! Indexes (see `index` for the rules):
+//! - `insert`: heap tuple, then an entry in every index. If an index refuses
+//!   (unique violation, a unique key held by a transaction in progress), the
+//!   new tuple is deleted again by this transaction, so nothing visible
+//!   changed and the transaction stays usable; entries already added to
+//!   other indexes point to that dead tuple until vacuum removes them.
+//! - `update`: unique keys are checked first (nothing changes on a
+//!   conflict), then the new version and its entries in every index (no
+//!   HOT). If the B-tree's own check, under the leaf lock, still finds a
+//!   conflict (another transaction inserted the key in between), the old
+//!   version is already marked replaced and cannot be restored: the
+//!   transaction is then **aborted** (PostgreSQL aborts on any error):
+//!   every later call is [`EngineError::TransactionAborted`] and `commit`
+//!   rolls back.
+//! - `delete`: heap only; entries stay until vacuum.
+//! - reads through an index fetch each entry's tuple through the snapshot
+//!   and re-check the key (entries may point to versions this transaction
+//!   does not see, or to versions with another key).
 
 use std::collections::VecDeque;
+use std::ops::Bound;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use btree::Key;
+use parking_lot::Mutex;
 
 use bufmgr::config::BULK_READ_RING_KIB;
 use bufmgr::{Ring, RingKind};
@@ -28,12 +52,13 @@ use heap::visibility::visit_visible_tuples;
 use heap::{HeapError, RingChoice, ScanOptions, Snapshot, Tid};
 use wal::Lsn;
 
-use crate::catalog::TableHandle;
+use crate::catalog::{IndexHandle, TableHandle};
 use crate::database::{Core, Database, RowId};
 use crate::error::{EngineError, Result};
+use crate::index::{self, map_btree, search_key, value_key};
 use crate::txn::Xid;
 use crate::txn::xact::{CommitMode, Transaction as XactTransaction};
-use crate::value::{Row, decode_row, encode_row};
+use crate::value::{Row, Value, decode_row, encode_row};
 
 /// Map a heap error of operation `op` on `table` to the engine's.
 pub(crate) fn map_heap(table: &str, op: &str) -> impl FnOnce(HeapError) -> EngineError {
@@ -72,6 +97,8 @@ pub struct Transaction<'db> {
     snapshot: Snapshot,
     mode: CommitMode,
     registered: bool,
+    /// Why the transaction can only roll back (see the module docs).
+    aborted: Mutex<Option<String>>,
 }
 
 impl<'db> Transaction<'db> {
@@ -85,6 +112,7 @@ impl<'db> Transaction<'db> {
             snapshot,
             mode,
             registered: true,
+            aborted: Mutex::new(None),
         })
     }
 
@@ -109,19 +137,43 @@ impl<'db> Transaction<'db> {
     }
 
     /// Commit; returns the commit record's end LSN. In synchronous mode the
-    /// commit is durable when this returns.
+    /// commit is durable when this returns. A transaction that must roll back
+    /// (see the module docs) is rolled back and the reason returned.
     pub fn commit(mut self) -> Result<Lsn> {
+        let aborted = self.aborted.lock().clone();
+        if let Some(reason) = aborted {
+            self.abort_now()?;
+            return Err(EngineError::TransactionAborted { reason });
+        }
         let mode = self.mode;
         self.release().commit_with(mode)
     }
 
     /// Roll back: nothing this transaction wrote is ever visible.
     pub fn rollback(mut self) -> Result<()> {
-        self.release().abort()
+        self.abort_now()
     }
 
-    /// The table, held against DROP while `f` runs.
+    /// Abort, waiting for a vacuum in progress (see `Database::vacuum`).
+    fn abort_now(&mut self) -> Result<()> {
+        let txn = self.release();
+        let _gate = self.core.abort_gate.read();
+        txn.abort()
+    }
+
+    /// Has an earlier failure left this transaction able only to roll back?
+    fn check_usable(&self) -> Result<()> {
+        match &*self.aborted.lock() {
+            Some(reason) => Err(EngineError::TransactionAborted {
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The table, held against DROP (and CREATE / DROP INDEX) while `f` runs.
     fn with_table<R>(&self, table: &str, f: impl FnOnce(&TableHandle) -> Result<R>) -> Result<R> {
+        self.check_usable()?;
         let t = self.core.table(table)?;
         let dropped = t.dropped.read();
         if *dropped {
@@ -130,13 +182,35 @@ impl<'db> Transaction<'db> {
         f(&t)
     }
 
-    /// Insert `row`; returns its row id.
+    /// Insert `row`; returns its row id. Every index of the table gets its
+    /// entry; a unique index may refuse ([`EngineError::UniqueViolation`],
+    /// or [`EngineError::UniqueConflict`] if a transaction in progress holds
+    /// the key), and then nothing visible changed.
     pub fn insert(&self, table: &str, row: Row) -> Result<RowId> {
         self.with_table(table, |t| {
             let bytes = encode_row(table, &t.info.columns, &row)?;
-            t.heap
+            let indexes = t.indexes.read();
+            index::check_key_sizes(&indexes, &row)?;
+            let tid = t
+                .heap
                 .insert(self.xid(), &bytes)
-                .map_err(map_heap(table, "insert"))
+                .map_err(map_heap(table, "insert"))?;
+            if let Err(e) =
+                index::insert_entries(t, &indexes, &row, tid, self.xid(), &*self.core.tm)
+            {
+                // Take the tuple back: deleted by its own inserter, it is
+                // invisible to everyone and dead once we finish.
+                if let Err(undo) = t
+                    .heap
+                    .delete(self.xid(), &self.snapshot, &*self.core.tm, tid)
+                {
+                    *self.aborted.lock() = Some(format!(
+                        "insert into {table:?} failed ({e}) and could not be undone ({undo})"
+                    ));
+                }
+                return Err(e);
+            }
+            Ok(tid)
         })
     }
 
@@ -153,13 +227,27 @@ impl<'db> Transaction<'db> {
         })
     }
 
-    /// Replace the row at `row_id`; returns the new version's row id.
+    /// Replace the row at `row_id`; returns the new version's row id. The
+    /// new version gets an entry in every index (unique keys are checked
+    /// before anything changes).
     pub fn update(&self, table: &str, row_id: RowId, row: Row) -> Result<RowId> {
         self.with_table(table, |t| {
             let bytes = encode_row(table, &t.info.columns, &row)?;
-            t.heap
-                .update(self.xid(), &self.snapshot, &*self.core.tm, row_id, &bytes)
-                .map_err(map_heap(table, "update"))
+            let indexes = t.indexes.read();
+            index::check_key_sizes(&indexes, &row)?;
+            let tm = &*self.core.tm;
+            index::precheck_unique(t, &indexes, &row, row_id, self.xid(), tm)?;
+            let new = t
+                .heap
+                .update(self.xid(), &self.snapshot, tm, row_id, &bytes)
+                .map_err(map_heap(table, "update"))?;
+            if let Err(e) = index::insert_entries(t, &indexes, &row, new, self.xid(), tm) {
+                *self.aborted.lock() = Some(format!(
+                    "update of row {row_id} in {table:?} could not index the new version: {e}"
+                ));
+                return Err(e);
+            }
+            Ok(new)
         })
     }
 
@@ -170,6 +258,191 @@ impl<'db> Transaction<'db> {
                 .delete(self.xid(), &self.snapshot, &*self.core.tm, row_id)
                 .map_err(map_heap(table, "delete"))
         })
+    }
+
+    /// The visible row at `tid` if its column `column` still holds `key`.
+    fn fetch_matching(
+        &self,
+        t: &TableHandle,
+        tid: Tid,
+        column: usize,
+        key: &Key,
+    ) -> Result<Option<Row>> {
+        let name = &t.info.name;
+        let got = t
+            .heap
+            .fetch_with(tid, &self.snapshot, &*self.core.tm, |bytes| {
+                decode_row(&t.info.columns, bytes, corrupt_row(name, tid))
+            })
+            .map_err(map_heap(name, "index fetch"))?
+            .transpose()?;
+        Ok(got.filter(|row| value_key(&row[column]).as_ref() == Some(key)))
+    }
+
+    /// Index `name`, or the only index of table `name`, with its table held
+    /// against DROP while `f` runs.
+    fn with_index<R>(
+        &self,
+        name: &str,
+        f: impl FnOnce(&TableHandle, &IndexHandle) -> Result<R>,
+    ) -> Result<R> {
+        self.check_usable()?;
+        let ix = match self.core.index(name) {
+            Ok(ix) => ix,
+            Err(e) => {
+                let Ok(t) = self.core.table(name) else {
+                    return Err(e);
+                };
+                let ixs = t.indexes.read();
+                match ixs.as_slice() {
+                    [only] => only.clone(),
+                    many => {
+                        let names: Vec<&str> = many.iter().map(|i| i.info.name.as_str()).collect();
+                        return Err(EngineError::UnknownIndex {
+                            name: name.into(),
+                            detail: format!(
+                                " (table {name:?} has {} indexes {names:?}: name one)",
+                                many.len()
+                            ),
+                        });
+                    }
+                }
+            }
+        };
+        self.with_table(&ix.table, |t| {
+            if ix.dropped.load(Ordering::Acquire) {
+                return Err(EngineError::UnknownIndex {
+                    name: ix.info.name.clone(),
+                    detail: String::new(),
+                });
+            }
+            f(t, &ix)
+        })
+    }
+
+    /// The unique index on `table.column`.
+    fn unique_index(&self, t: &TableHandle, column: &str) -> Result<Arc<IndexHandle>> {
+        let col = t.info.column_index(column)?;
+        t.indexes
+            .read()
+            .iter()
+            .find(|ix| ix.info.column == col && ix.info.unique)
+            .cloned()
+            .ok_or_else(|| EngineError::NoIndex {
+                table: t.info.name.clone(),
+                column: column.into(),
+                what: "unique index",
+            })
+    }
+
+    /// The row whose `column` is `value`, through the unique index on that
+    /// column, if this transaction sees one. NULL finds nothing.
+    pub fn get_by_key(
+        &self,
+        table: &str,
+        column: &str,
+        value: &Value,
+    ) -> Result<Option<(RowId, Row)>> {
+        self.with_table(table, |t| {
+            let ix = self.unique_index(t, column)?;
+            let Some(key) = search_key(&ix, &t.info.columns, value)? else {
+                return Ok(None);
+            };
+            for tid in ix.btree.lookup(&key).map_err(map_btree(&ix, "lookup"))? {
+                if let Some(row) = self.fetch_matching(t, tid, ix.info.column, &key)? {
+                    return Ok(Some((tid, row)));
+                }
+            }
+            Ok(None)
+        })
+    }
+
+    /// Every row this transaction sees whose indexed column is `value`, in
+    /// row-id order, through index `index` (or the only index of the table
+    /// named `index`). NULL finds nothing (NULLs are not indexed).
+    pub fn index_lookup(&self, index: &str, value: &Value) -> Result<Vec<(RowId, Row)>> {
+        self.with_index(index, |t, ix| {
+            let Some(key) = search_key(ix, &t.info.columns, value)? else {
+                return Ok(Vec::new());
+            };
+            let mut out = Vec::new();
+            for tid in ix.btree.lookup(&key).map_err(map_btree(ix, "lookup"))? {
+                if let Some(row) = self.fetch_matching(t, tid, ix.info.column, &key)? {
+                    out.push((tid, row));
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// The rows this transaction sees with `lower <= key <= upper` (as the
+    /// bounds say) in index `index`, in key order (row-id order among equal
+    /// keys), as an iterator that reads the index in batches. A NULL bound
+    /// is a type error (NULLs are not indexed).
+    pub fn index_range(
+        &self,
+        index: &str,
+        lower: Bound<Value>,
+        upper: Bound<Value>,
+    ) -> Result<IndexRange<'db>> {
+        self.with_index(index, |t, ix| {
+            let conv = |b: Bound<Value>| -> Result<Bound<Key>> {
+                Ok(match b {
+                    Bound::Unbounded => Bound::Unbounded,
+                    Bound::Included(v) | Bound::Excluded(v) if v == Value::Null => {
+                        let col = &t.info.columns[ix.info.column];
+                        return Err(EngineError::TypeMismatch {
+                            table: t.info.name.clone(),
+                            column: col.name.clone(),
+                            expected: col.ty,
+                            got: "null (NULLs are not indexed)",
+                        });
+                    }
+                    Bound::Included(v) => {
+                        Bound::Included(search_key(ix, &t.info.columns, &v)?.expect("not null"))
+                    }
+                    Bound::Excluded(v) => {
+                        Bound::Excluded(search_key(ix, &t.info.columns, &v)?.expect("not null"))
+                    }
+                })
+            };
+            Ok(IndexRange {
+                core: self.core,
+                table: self.core.table(&ix.table)?,
+                index: self.core.index(&ix.info.name)?,
+                snapshot: self.snapshot.clone(),
+                lower: conv(lower)?,
+                upper: conv(upper)?,
+                after: None,
+                rows: VecDeque::new(),
+                done: false,
+            })
+        })
+    }
+
+    /// Replace the row whose `column` is `value` (found through the unique
+    /// index on that column); returns the new version's row id, or `None` if
+    /// this transaction sees no such row.
+    pub fn update_by_key(
+        &self,
+        table: &str,
+        column: &str,
+        value: &Value,
+        row: Row,
+    ) -> Result<Option<RowId>> {
+        match self.get_by_key(table, column, value)? {
+            Some((id, _)) => self.update(table, id, row).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Delete the row whose `column` is `value` (found through the unique
+    /// index on that column); `false` if this transaction sees no such row.
+    pub fn delete_by_key(&self, table: &str, column: &str, value: &Value) -> Result<bool> {
+        match self.get_by_key(table, column, value)? {
+            Some((id, _)) => self.delete(table, id).map(|()| true),
+            None => Ok(false),
+        }
     }
 
     /// Every row this transaction sees, in row-id order, a page at a time.
@@ -187,6 +460,7 @@ impl<'db> Transaction<'db> {
 
     /// [`scan`](Self::scan) with the ring and hint mode chosen by the caller.
     pub fn scan_with(&self, table: &str, opts: ScanOptions) -> Result<RowIter<'db>> {
+        self.check_usable()?;
         let t = self.core.table(table)?;
         let nblocks = {
             let dropped = t.dropped.read();
@@ -225,7 +499,7 @@ impl Drop for Transaction<'_> {
         if self.txn.is_some() {
             // Roll back; errors cannot be reported from drop (the clog says
             // aborted either way).
-            let _ = self.release().abort();
+            let _ = self.abort_now();
         }
     }
 }
@@ -316,6 +590,108 @@ impl Iterator for RowIter<'_> {
             }
             if let Err(e) = self.read_page() {
                 self.failed = true;
+                return Some(Err(e));
+            }
+        }
+    }
+}
+
+/// Entries an [`IndexRange`] reads from the B-tree at a time.
+const RANGE_BATCH: usize = 128;
+
+/// Rows of an index range scan in key order (see
+/// [`Transaction::index_range`]). The index is read in batches of entries:
+/// each batch is a fresh B-tree scan starting after the last entry handed
+/// out, taken with the table held against DROP; the rows of a batch are
+/// fetched through the snapshot and their keys re-checked before any is
+/// handed out. No page stays pinned between calls.
+#[derive(Debug)]
+pub struct IndexRange<'db> {
+    core: &'db Core,
+    table: Arc<TableHandle>,
+    index: Arc<IndexHandle>,
+    snapshot: Snapshot,
+    lower: Bound<Key>,
+    upper: Bound<Key>,
+    /// The last entry read: the next batch starts after it.
+    after: Option<(Key, Tid)>,
+    rows: VecDeque<Result<(RowId, Row)>>,
+    done: bool,
+}
+
+impl IndexRange<'_> {
+    fn read_batch(&mut self) -> Result<()> {
+        let t = &self.table;
+        let ix = &self.index;
+        let dropped = t.dropped.read();
+        if *dropped {
+            return Err(EngineError::UnknownTable {
+                name: t.info.name.clone(),
+            });
+        }
+        if ix.dropped.load(Ordering::Acquire) {
+            return Err(EngineError::UnknownIndex {
+                name: ix.info.name.clone(),
+                detail: String::new(),
+            });
+        }
+        let lower = match &self.after {
+            Some((k, _)) => Bound::Included(k),
+            None => self.lower.as_ref(),
+        };
+        let scan = ix
+            .btree
+            .scan(lower, self.upper.as_ref())
+            .map_err(map_btree(ix, "range scan"))?;
+        let mut entries = Vec::with_capacity(RANGE_BATCH);
+        for e in scan {
+            let (key, tid) = e.map_err(map_btree(ix, "range scan"))?;
+            if let Some((ak, at)) = &self.after
+                && (&key, tid) <= (ak, *at)
+            {
+                continue;
+            }
+            entries.push((key, tid));
+            if entries.len() == RANGE_BATCH {
+                break;
+            }
+        }
+        if entries.len() < RANGE_BATCH {
+            self.done = true;
+        }
+        self.after = entries.last().cloned();
+        let name = &t.info.name;
+        for (key, tid) in entries {
+            let got = t
+                .heap
+                .fetch_with(tid, &self.snapshot, &*self.core.tm, |bytes| {
+                    decode_row(&t.info.columns, bytes, corrupt_row(name, tid))
+                })
+                .map_err(map_heap(name, "index fetch"))?
+                .transpose()?;
+            if let Some(row) = got
+                && value_key(&row[ix.info.column]).as_ref() == Some(&key)
+            {
+                self.rows.push_back(Ok((tid, row)));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for IndexRange<'_> {
+    type Item = Result<(RowId, Row)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(r) = self.rows.pop_front() {
+                return Some(r);
+            }
+            if self.done {
+                return None;
+            }
+            if let Err(e) = self.read_batch() {
+                self.done = true;
                 return Some(Err(e));
             }
         }

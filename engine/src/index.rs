@@ -1,0 +1,474 @@
+//! Indexes in the engine: keys from values, the unique check's view of the
+//! heap, index maintenance, builds, and the heap side of vacuum and verify.
+//!
+//! ```text
+//!   Transaction::insert ── heap.insert ──> TID ── for each index of the table:
+//!                                                 btree.insert(key, TID, &UniqueCheck)
+//!                                                   └─ unique index, equal key found:
+//!                                                      UniqueCheck reads that entry's heap tuple
+//!                                                      (leaf locked; heap page locked shared)
+//!   Transaction::update ── unique pre-check ── heap.update ──> new TID ── entries for every index
+//!   Transaction::delete ── heap.delete (entries stay; vacuum removes them once the tuple is dead)
+//! ```
+//!
+//! Rules:
+//! 1. **Keys**: an `I64` column gives `KeyType::I64` keys, a `Bytes` column
+//!    `KeyType::Bytes`. **NULLs are not indexed** (no entry; lookups of NULL
+//!    find nothing; a unique index allows any number of NULLs, as in SQL).
+//! 2. **No HOT**: every new tuple version gets an entry in every index, even
+//!    if its key did not change (PostgreSQL without heap-only tuples).
+//! 3. **Liveness for unique checks** comes from the transaction manager's
+//!    *current* state, never from the inserter's snapshot (PostgreSQL's
+//!    `SnapshotDirty`): inserter aborted, or deleter committed, or deleted by
+//!    the checking transaction itself = `Dead`; inserter and deleter (if any)
+//!    finished in a way that leaves the row in place = `Live`; inserter or
+//!    deleter still running = `InProgress`. The checking transaction's own
+//!    insert counts as `Live`. An entry whose heap tuple has no storage, or
+//!    holds another key (a reused line pointer), is `Dead`.
+//! 4. **Readers re-check**: an entry may point to a version the reader cannot
+//!    see, or (a stale entry over a reused line pointer) to a tuple with
+//!    another key; reads fetch through the snapshot and compare the key.
+//! 5. **Vacuum order**: index entries whose heap tuple is dead to every
+//!    snapshot (the heap vacuum's horizon, or no storage any more) go first,
+//!    then the heap turns dead tuples into unused line pointers. See
+//!    `Database::vacuum` for why rollbacks wait for a vacuum in progress.
+
+use std::sync::Arc;
+
+use btree::{BtreeError, HeapRow, HeapVisibility, Key, KeyType, Liveness};
+use bufmgr::{RelFork, Ring};
+use heap::page::HeapPage;
+use heap::prune::dead_to_everyone;
+use heap::tuple::{
+    HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID,
+    TUPLE_HEADER_SIZE, TupleHeader,
+};
+use heap::txn::INVALID_XID;
+use heap::{Heap, HeapError, Tid, TransactionStatus, XidStatus};
+
+use crate::catalog::{IndexHandle, TableHandle};
+use crate::error::{EngineError, Result};
+use crate::txn::Xid;
+use crate::value::{Column, ColumnType, Row, Value, decode_row};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The B-tree key type of a column type.
+pub(crate) fn key_type(ty: ColumnType) -> KeyType {
+    match ty {
+        ColumnType::I64 => KeyType::I64,
+        ColumnType::Bytes => KeyType::Bytes,
+    }
+}
+
+/// The key of a value; `None` for NULL (not indexed).
+pub(crate) fn value_key(v: &Value) -> Option<Key> {
+    match v {
+        Value::I64(i) => Some(Key::I64(*i)),
+        Value::Bytes(b) => Some(Key::Bytes(b.clone())),
+        Value::Null => None,
+    }
+}
+
+/// A caller's search value as a key of index `ix`: a value of another type
+/// than the column's is [`EngineError::TypeMismatch`]; NULL is `None`.
+pub(crate) fn search_key(ix: &IndexHandle, columns: &[Column], v: &Value) -> Result<Option<Key>> {
+    let col = &columns[ix.info.column];
+    let fits = matches!(
+        (col.ty, v),
+        (ColumnType::I64, Value::I64(_)) | (ColumnType::Bytes, Value::Bytes(_)) | (_, Value::Null)
+    );
+    if !fits {
+        return Err(EngineError::TypeMismatch {
+            table: ix.table.clone(),
+            column: col.name.clone(),
+            expected: col.ty,
+            got: v.type_name(),
+        });
+    }
+    Ok(value_key(v))
+}
+
+/// Map a B-tree error of `op` on index `ix` to the engine's.
+pub(crate) fn map_btree(ix: &IndexHandle, op: &str) -> impl FnOnce(BtreeError) -> EngineError {
+    let (index, table) = (ix.info.name.clone(), ix.table.clone());
+    let op = op.to_string();
+    move |e| match e {
+        BtreeError::UniqueViolation { key, .. } => EngineError::UniqueViolation {
+            index,
+            table,
+            key: key.to_string(),
+        },
+        BtreeError::UniqueInProgress { key, xid, .. } => EngineError::UniqueConflict {
+            index,
+            table,
+            key: key.to_string(),
+            xid,
+        },
+        BtreeError::KeyTooLarge { size, max, .. } => EngineError::KeyTooLarge { index, size, max },
+        source => EngineError::Index {
+            what: format!("{op} in index {index:?} of table {table:?}"),
+            source,
+        },
+    }
+}
+
+/// Hand the tuple at `tid` (header, row bytes) to `f` under the page's
+/// shared lock; `None` if the TID names no tuple with storage (unused or
+/// dead line pointer, offset past the end, block past the end).
+pub(crate) fn with_tuple<R>(
+    heap: &Heap,
+    tid: Tid,
+    ring: Option<&mut Ring>,
+    f: impl FnOnce(&TupleHeader, &[u8]) -> R,
+) -> Result<Option<R>, HeapError> {
+    if tid.offset == 0 {
+        return Ok(None);
+    }
+    let pin = match heap
+        .pool()
+        .read_buffer(RelFork::main(heap.rel()), tid.block, ring)
+    {
+        Ok(p) => p,
+        Err(bufmgr::Error::BlockOutOfRange { .. }) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let page = pin.lock_shared();
+    let view = HeapPage::parse(
+        &page,
+        heap::page::PageId {
+            rel: heap.rel(),
+            block: tid.block,
+        },
+    )?;
+    let Some((_, bytes)) = view.tuple(tid.offset)? else {
+        return Ok(None);
+    };
+    let h = TupleHeader::decode(bytes).expect("tuple() checked the length");
+    Ok(Some(f(&h, &bytes[TUPLE_HEADER_SIZE..])))
+}
+
+/// Did `xid` commit, as the transaction manager says now?
+fn committed(tm: &dyn TransactionStatus, xid: Xid) -> bool {
+    matches!(tm.status(xid), XidStatus::Committed { .. })
+}
+
+/// Rule 3 of the module docs, for the transaction `own`.
+pub(crate) fn liveness(h: &TupleHeader, own: Xid, tm: &dyn TransactionStatus) -> Liveness {
+    let frozen = h.has(HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID);
+    if !frozen {
+        if h.has(HEAP_XMIN_INVALID) {
+            return Liveness::Dead;
+        }
+        let own_insert = h.xmin == own && own != INVALID_XID;
+        if !(h.has(HEAP_XMIN_COMMITTED) || own_insert) {
+            match tm.status(h.xmin) {
+                XidStatus::Aborted => return Liveness::Dead,
+                XidStatus::InProgress => return Liveness::InProgress(h.xmin),
+                XidStatus::Committed { .. } => {}
+            }
+        }
+    }
+    if h.xmax == INVALID_XID || h.has(HEAP_XMAX_INVALID) {
+        return Liveness::Live;
+    }
+    if (h.xmax == own && own != INVALID_XID) || h.has(HEAP_XMAX_COMMITTED) {
+        return Liveness::Dead;
+    }
+    match tm.status(h.xmax) {
+        XidStatus::Aborted => Liveness::Live,
+        XidStatus::InProgress => Liveness::InProgress(h.xmax),
+        XidStatus::Committed { .. } => Liveness::Dead,
+    }
+}
+
+/// A row every snapshot from now on sees (inserter committed, no committed
+/// deleter): what `verify` requires an entry for.
+fn live_now(h: &TupleHeader, tm: &dyn TransactionStatus) -> bool {
+    let frozen = h.has(HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID);
+    let xmin_ok = frozen
+        || h.has(HEAP_XMIN_COMMITTED)
+        || (!h.has(HEAP_XMIN_INVALID) && committed(tm, h.xmin));
+    let xmax_done = h.xmax != INVALID_XID
+        && !h.has(HEAP_XMAX_INVALID)
+        && (h.has(HEAP_XMAX_COMMITTED) || committed(tm, h.xmax));
+    xmin_ok && !xmax_done
+}
+
+/// The heap as a unique check sees it (rule 3), for inserting `key` on
+/// behalf of transaction `own`.
+pub(crate) struct UniqueCheck<'a> {
+    pub heap: &'a Heap,
+    pub tm: &'a dyn TransactionStatus,
+    pub own: Xid,
+    pub columns: &'a [Column],
+    pub column: usize,
+    pub key: &'a Key,
+}
+
+impl UniqueCheck<'_> {
+    fn check(&self, tid: Tid) -> Result<Liveness, BoxError> {
+        let got = with_tuple(self.heap, tid, None, |h, data| {
+            let row = decode_row(self.columns, data, |d| EngineError::CorruptRow {
+                table: format!("relation {}", self.heap.rel().0),
+                row_id: tid,
+                detail: d,
+            })?;
+            if value_key(&row[self.column]).as_ref() != Some(self.key) {
+                // A reused line pointer: the entry is stale.
+                return Ok::<_, EngineError>(Liveness::Dead);
+            }
+            Ok(liveness(h, self.own, self.tm))
+        })?;
+        match got {
+            None => Ok(Liveness::Dead),
+            Some(r) => Ok(r?),
+        }
+    }
+}
+
+impl HeapVisibility for UniqueCheck<'_> {
+    fn liveness(&self, tid: Tid) -> Result<Liveness, BoxError> {
+        self.check(tid)
+    }
+}
+
+impl std::fmt::Debug for UniqueCheck<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UniqueCheck")
+            .field("own", &self.own)
+            .field("key", &self.key)
+            .finish()
+    }
+}
+
+/// Check the keys `row` gives the indexes before anything changes (so a key
+/// that is too long fails an update cleanly).
+pub(crate) fn check_key_sizes(indexes: &[Arc<IndexHandle>], row: &Row) -> Result<()> {
+    for ix in indexes {
+        if let Some(k) = value_key(&row[ix.info.column]) {
+            let size = k.encode().len();
+            if size > btree::MAX_KEY_SIZE {
+                return Err(EngineError::KeyTooLarge {
+                    index: ix.info.name.clone(),
+                    size,
+                    max: btree::MAX_KEY_SIZE,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Add the entries of the tuple `tid` holding `row` to every index.
+pub(crate) fn insert_entries(
+    t: &TableHandle,
+    indexes: &[Arc<IndexHandle>],
+    row: &Row,
+    tid: Tid,
+    own: Xid,
+    tm: &dyn TransactionStatus,
+) -> Result<()> {
+    for ix in indexes {
+        insert_entry(t, ix, row, tid, own, tm)?;
+    }
+    Ok(())
+}
+
+/// Add the entry of the tuple `tid` holding `row` to index `ix`.
+pub(crate) fn insert_entry(
+    t: &TableHandle,
+    ix: &IndexHandle,
+    row: &Row,
+    tid: Tid,
+    own: Xid,
+    tm: &dyn TransactionStatus,
+) -> Result<()> {
+    let Some(key) = value_key(&row[ix.info.column]) else {
+        return Ok(());
+    };
+    let check = UniqueCheck {
+        heap: &t.heap,
+        tm,
+        own,
+        columns: &t.info.columns,
+        column: ix.info.column,
+        key: &key,
+    };
+    ix.btree
+        .insert(&key, tid, &check)
+        .map_err(map_btree(ix, "insert"))
+}
+
+/// Before an update: would `row` conflict in a unique index with a row
+/// other than `replacing`? (The B-tree checks again, under the leaf lock,
+/// when the entry goes in; this only keeps the common case clean.)
+pub(crate) fn precheck_unique(
+    t: &TableHandle,
+    indexes: &[Arc<IndexHandle>],
+    row: &Row,
+    replacing: Tid,
+    own: Xid,
+    tm: &dyn TransactionStatus,
+) -> Result<()> {
+    for ix in indexes.iter().filter(|ix| ix.info.unique) {
+        let Some(key) = value_key(&row[ix.info.column]) else {
+            continue;
+        };
+        let check = UniqueCheck {
+            heap: &t.heap,
+            tm,
+            own,
+            columns: &t.info.columns,
+            column: ix.info.column,
+            key: &key,
+        };
+        for tid in ix
+            .btree
+            .lookup(&key)
+            .map_err(map_btree(ix, "unique check"))?
+        {
+            if tid == replacing {
+                continue;
+            }
+            let l = check.check(tid).map_err(|source| EngineError::Index {
+                what: format!("unique check in index {:?}", ix.info.name),
+                source: BtreeError::HeapCheck {
+                    index: ix.info.name.clone(),
+                    source,
+                },
+            })?;
+            match l {
+                Liveness::Dead => {}
+                Liveness::Live => {
+                    return Err(EngineError::UniqueViolation {
+                        index: ix.info.name.clone(),
+                        table: ix.table.clone(),
+                        key: key.to_string(),
+                    });
+                }
+                Liveness::InProgress(xid) => {
+                    return Err(EngineError::UniqueConflict {
+                        index: ix.info.name.clone(),
+                        table: ix.table.clone(),
+                        key: key.to_string(),
+                        xid,
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Visit every tuple with storage of the table, a page at a time: the
+/// page's tuples are copied under its shared lock and handed to `f` after
+/// it is released.
+pub(crate) fn for_each_tuple(
+    t: &TableHandle,
+    mut ring: Option<Ring>,
+    mut f: impl FnMut(Tid, &TupleHeader, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let what = || format!("reading table {:?}", t.info.name);
+    let nblocks = t.heap.nblocks().map_err(EngineError::heap(what()))?;
+    let rf = RelFork::main(t.heap.rel());
+    let mut batch: Vec<(Tid, TupleHeader, Vec<u8>)> = Vec::new();
+    for block in 0..nblocks {
+        batch.clear();
+        {
+            let page = t
+                .heap
+                .pool()
+                .read_buffer(rf, block, ring.as_mut())
+                .map_err(|e| EngineError::heap(what())(e.into()))?
+                .lock_shared();
+            let view = HeapPage::parse(
+                &page,
+                heap::page::PageId {
+                    rel: t.heap.rel(),
+                    block,
+                },
+            )
+            .map_err(EngineError::heap(what()))?;
+            for item in view.tuples() {
+                let (off, _, bytes) = item.map_err(EngineError::heap(what()))?;
+                let h = TupleHeader::decode(bytes).expect("tuples() checked the length");
+                batch.push((Tid::new(block, off), h, bytes[TUPLE_HEADER_SIZE..].to_vec()));
+            }
+        }
+        for (tid, h, data) in &batch {
+            f(*tid, h, data)?;
+        }
+    }
+    Ok(())
+}
+
+/// Build index `ix` over the table's existing tuples: every tuple not yet
+/// dead to every snapshot (`horizon`) gets its entry, so snapshots older
+/// than the index still find what they see (PostgreSQL indexes
+/// RECENTLY_DEAD tuples too). Runs as transaction `own` with the table
+/// locked exclusively; a unique index fails on a live duplicate.
+pub(crate) fn build(
+    t: &TableHandle,
+    ix: &IndexHandle,
+    own: Xid,
+    horizon: Xid,
+    tm: &dyn TransactionStatus,
+    ring: Option<Ring>,
+) -> Result<u64> {
+    let mut n = 0u64;
+    let columns = &t.info.columns;
+    for_each_tuple(t, ring, |tid, h, data| {
+        if dead_to_everyone(h, horizon, tm) {
+            return Ok(());
+        }
+        let row = decode_row(columns, data, |d| EngineError::CorruptRow {
+            table: t.info.name.clone(),
+            row_id: tid,
+            detail: d,
+        })?;
+        insert_entry(t, ix, &row, tid, own, tm)?;
+        n += 1;
+        Ok(())
+    })?;
+    Ok(n)
+}
+
+/// The heap's rows as `btree::verify` wants them for index `ix`: every tuple
+/// with storage and a non-NULL key; `live` if every snapshot from now on
+/// sees it.
+pub(crate) fn heap_rows(
+    t: &TableHandle,
+    column: usize,
+    tm: &dyn TransactionStatus,
+) -> Result<Vec<HeapRow>> {
+    let mut rows = Vec::new();
+    for_each_tuple(t, None, |tid, h, data| {
+        let row = decode_row(&t.info.columns, data, |d| EngineError::CorruptRow {
+            table: t.info.name.clone(),
+            row_id: tid,
+            detail: d,
+        })?;
+        if let Some(key) = value_key(&row[column]) {
+            rows.push(HeapRow {
+                key,
+                tid,
+                live: live_now(h, tm),
+            });
+        }
+        Ok(())
+    })?;
+    Ok(rows)
+}
+
+/// Index vacuum's question about a TID (rule 5): does it name no tuple with
+/// storage, or one dead to every snapshot given `horizon`?
+pub(crate) fn vacuum_dead(
+    heap: &Heap,
+    tid: Tid,
+    horizon: Xid,
+    tm: &dyn TransactionStatus,
+    ring: Option<&mut Ring>,
+) -> Result<bool, HeapError> {
+    Ok(with_tuple(heap, tid, ring, |h, _| dead_to_everyone(h, horizon, tm))?.unwrap_or(true))
+}
