@@ -67,7 +67,7 @@ impl Toggle {
 /// default ([`Defaults`]).
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct CommonArgs {
-    /// Pool size in MiB [default: 128; 16 with --quick]
+    /// Pool size in MiB [default: 128; 16 with --quick (hint-bits: 32)]
     #[arg(long, global = true, value_name = "N")]
     pub pool_mib: Option<usize>,
     /// Pool size in 8 KiB pages (overrides --pool-mib; for tiny test pools)
@@ -82,10 +82,10 @@ pub struct CommonArgs {
     /// Worker thread counts, comma-separated [default: per scenario]
     #[arg(long, global = true, value_delimiter = ',', value_name = "N[,N...]")]
     pub threads: Option<Vec<usize>>,
-    /// Replacement policy [default: both]
+    /// Replacement policy [default: both; hint-bits: clock]
     #[arg(long, global = true, value_enum)]
     pub evictor: Option<EvictorChoice>,
-    /// Sweep batch sizes, comma-separated; "auto" lets the pool choose [default: 1,16,64]
+    /// Sweep batch sizes, comma-separated; "auto" lets the pool choose [default: 1,16,64; hint-bits: 1]
     #[arg(
         long,
         global = true,
@@ -96,7 +96,7 @@ pub struct CommonArgs {
     /// Pool partition counts, comma-separated [default: 1]
     #[arg(long, global = true, value_delimiter = ',', value_name = "N[,N...]")]
     pub partitions: Option<Vec<usize>>,
-    /// Buffer rings (recorded; irrelevant to sweep and ticks) [default: on]
+    /// Buffer rings (recorded; irrelevant to sweep, ticks and hint-bits) [default: on]
     #[arg(long, global = true, value_enum)]
     pub ring: Option<Toggle>,
     /// Transparent huge pages for the pool [default: per scenario]
@@ -124,6 +124,10 @@ pub struct Defaults {
     pub threads: Vec<usize>,
     pub batches: Vec<SweepBatch>,
     pub huge_pages: Toggle,
+    /// `--evictor` when not given.
+    pub evictor: EvictorChoice,
+    /// The pool under `--quick` when neither `--pool-mib` nor `--pool-pages` is given.
+    pub quick_pool_mib: usize,
 }
 
 /// PostgreSQL's default `shared_buffers`.
@@ -161,6 +165,8 @@ pub struct Settings {
     pub data_dir: PathBuf,
     pub json: Option<PathBuf>,
     pub progress: bool,
+    /// `--quick` was given (scenarios with their own scale shrink it).
+    pub quick: bool,
 }
 
 fn secs(what: &str, s: f64) -> Result<Duration> {
@@ -189,7 +195,7 @@ impl CommonArgs {
         let pool_buffers = match (self.pool_pages, self.pool_mib) {
             (Some(p), _) => p,
             (None, Some(m)) => m * 1024 * 1024 / PAGE_SIZE,
-            (None, None) if self.quick => QUICK_POOL_MIB * 1024 * 1024 / PAGE_SIZE,
+            (None, None) if self.quick => d.quick_pool_mib * 1024 * 1024 / PAGE_SIZE,
             (None, None) => DEFAULT_POOL_MIB * 1024 * 1024 / PAGE_SIZE,
         };
         let duration = match self.duration {
@@ -219,7 +225,7 @@ impl CommonArgs {
             duration,
             warmup,
             threads: non_empty("threads", threads)?,
-            evictors: self.evictor.unwrap_or(EvictorChoice::Both).evictors(),
+            evictors: self.evictor.unwrap_or(d.evictor).evictors(),
             batches: non_empty(
                 "batch",
                 self.batch.clone().unwrap_or_else(|| d.batches.clone()),
@@ -230,6 +236,7 @@ impl CommonArgs {
             data_dir: self.data_dir.clone(),
             json: self.json.clone(),
             progress: !self.no_progress,
+            quick: self.quick,
         })
     }
 }
@@ -520,6 +527,8 @@ mod tests {
             threads: vec![1, 2, 4],
             batches: DEFAULT_BATCHES.to_vec(),
             huge_pages: Toggle::Off,
+            evictor: EvictorChoice::Both,
+            quick_pool_mib: QUICK_POOL_MIB,
         }
     }
 

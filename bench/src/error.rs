@@ -9,10 +9,20 @@ pub enum BenchError {
     /// The buffer pool refused or failed an operation.
     #[error(transparent)]
     Pool(#[from] bufmgr::Error),
+    /// The write-ahead log failed.
+    #[error(transparent)]
+    Wal(#[from] wal::WalError),
+    /// A heap operation failed.
+    #[error(transparent)]
+    Heap(#[from] heap::HeapError),
+    /// The transaction manager or recovery failed.
+    #[error(transparent)]
+    Engine(#[from] engine::EngineError),
     /// An option value that cannot be run.
     #[error("invalid option: {0}")]
     Config(String),
-    /// A file of our own (the JSON report) could not be written or read.
+    /// A file of our own (the JSON report, a data-directory copy) could not
+    /// be written or read.
     #[error("{op} {path}: {source}")]
     Io {
         op: &'static str,

@@ -22,6 +22,7 @@ fn tiny(dir: &Path, json: &str) -> Settings {
         data_dir: dir.to_path_buf(),
         json: Some(dir.join(json)),
         progress: false,
+        quick: false,
     }
 }
 
@@ -127,4 +128,133 @@ fn ticks_clock_needs_more_ticks_per_victim_than_hotcool() {
             "HOT/COOL should need fewer ticks per victim than the clock: {ratio:?}"
         );
     }
+}
+
+/// `hint-bits` at a tiny scale (4,000 rows, a 256-page pool, one scan per
+/// configuration, 1 MiB WAL segments): what each mode does to pages and
+/// WAL, not how fast.
+#[test]
+fn hint_bits_modes_dirty_pages_and_log_images_as_documented() {
+    use bench::scenarios::hint_bits::{self, HintBitsReport, Params};
+    use heap::HintMode;
+
+    let dir = tempfile::tempdir().unwrap();
+    let settings = Settings {
+        pool_buffers: 256,
+        threads: vec![1],
+        evictors: vec![Evictor::Clock],
+        batches: vec![SweepBatch::Fixed(1)],
+        ..tiny(dir.path(), "hint-bits.json")
+    };
+    let params = Params {
+        rows: 4_000,
+        reps: 1,
+        modes: HintMode::ALL.to_vec(),
+        checksums: vec![false, true],
+        logged: vec![false, true],
+        load_batch: 1_000,
+        wal_segment_size: 1 << 20,
+    };
+    let report = hint_bits::run(&settings, &params).unwrap();
+    bench::common::finish(report.clone(), &settings).unwrap();
+    assert!(
+        !report.reused_data,
+        "a fresh directory has nothing to reuse"
+    );
+    assert_eq!(report.rows.len(), 12);
+    assert!(report.table_pages > 0);
+    assert!(report.data_check.ok, "{:?}", report.data_check);
+    let pages = u64::from(report.table_pages);
+    for r in &report.rows {
+        assert_eq!(r.tuples_visible, params.rows, "{r:?}");
+        assert_eq!(r.pages, pages, "{r:?}");
+        assert_eq!(r.data_errors, 0, "{r:?}");
+        assert_eq!(r.pages_read, 0, "the warm-up holds the table: {r:?}");
+        assert_eq!(r.scan_ms.len(), 1);
+        assert!(r.scan_ms_min <= r.scan_ms_median && r.scan_ms_median <= r.scan_ms_max);
+        assert!(r.tuples_per_sec > 0.0, "{r:?}");
+        match r.mode.as_str() {
+            "never" => {
+                assert_eq!(r.pages_dirtied, 0, "{r:?}");
+                assert_eq!(r.wal_bytes, 0, "{r:?}");
+                assert_eq!(r.hint_calls, 0, "{r:?}");
+            }
+            mode => {
+                // The first reader hints every tuple: every page is dirtied.
+                assert_eq!(r.pages_dirtied, pages, "{r:?}");
+                let calls = if mode == "per-page" {
+                    pages
+                } else {
+                    params.rows
+                };
+                assert_eq!(r.hint_calls, calls, "{r:?}");
+                if r.checksums && r.logged {
+                    // One full-page image per page, for its first hint.
+                    assert_eq!(r.hint_fpis, pages, "{r:?}");
+                    assert!(r.wal_bytes > pages * 8192, "{r:?}");
+                } else {
+                    assert_eq!(r.hint_fpis, 0, "{r:?}");
+                    assert_eq!(r.wal_bytes, 0, "{r:?}");
+                }
+            }
+        }
+    }
+    // Every comparison of the closing note is there: per-page/never and
+    // per-tuple/per-page for each (checksums, logged), checksums on/off for
+    // each (mode, logged).
+    let count = |c: &str| report.ratios.iter().filter(|q| q.compare == c).count();
+    assert_eq!(count("per-page/never"), 4);
+    assert_eq!(count("per-tuple/per-page"), 4);
+    assert_eq!(count("checksums on/off"), 6);
+    assert!(
+        report
+            .rows
+            .iter()
+            .all(|r| (r.mode == "never") == r.vs_never.is_none())
+    );
+
+    // The JSON has the fields the README promises and reads back.
+    let text = std::fs::read_to_string(settings.json.as_ref().unwrap()).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["scenario"], "hint-bits");
+    for row in v["rows"].as_array().unwrap() {
+        for field in [
+            "mode",
+            "checksums",
+            "logged",
+            "scan_ms_median",
+            "scan_ms_min",
+            "scan_ms_max",
+            "tuples_per_sec",
+            "pages_dirtied",
+            "wal_bytes",
+            "evictor",
+            "batch",
+            "partitions",
+            "threads",
+            "huge_pages",
+            "ring",
+        ] {
+            assert!(row.get(field).is_some(), "{field} missing from {row}");
+        }
+        assert!(row["checksums"].is_boolean() && row["logged"].is_boolean());
+    }
+    let back: HintBitsReport = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.rows.len(), report.rows.len());
+
+    // A second run reuses both tables.
+    let again = hint_bits::run(
+        &Settings {
+            json: None,
+            ..settings
+        },
+        &Params {
+            modes: vec![HintMode::PerPage],
+            checksums: vec![true],
+            ..params
+        },
+    )
+    .unwrap();
+    assert!(again.reused_data);
+    assert!(again.data_check.ok);
 }

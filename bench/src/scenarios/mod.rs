@@ -6,9 +6,13 @@
 
 use std::time::Duration;
 
-use crate::common::{self, DEFAULT_BATCHES, DEFAULT_WARMUP, Defaults, Report, Settings, Toggle};
+use crate::common::{
+    self, DEFAULT_BATCHES, DEFAULT_WARMUP, Defaults, EvictorChoice, QUICK_POOL_MIB, Report,
+    Settings, Toggle,
+};
 use crate::error::Result;
 
+pub mod hint_bits;
 pub mod sweep;
 
 /// The scenarios this program runs.
@@ -18,6 +22,8 @@ pub enum ScenarioKind {
     Sweep,
     /// Zipfian (theta 0.99) reads over 1.5 x pool pages: ticks per victim, huge pages on/off (seed 000)
     Ticks,
+    /// The first seq scan of an unhinted table: hint modes x checksums x logged (seed 003)
+    HintBits(hint_bits::HintBitsArgs),
 }
 
 /// The scenarios of the run with no scenario named, in order.
@@ -33,6 +39,7 @@ impl ScenarioKind {
         match self {
             ScenarioKind::Sweep => "sweep",
             ScenarioKind::Ticks => "ticks",
+            ScenarioKind::HintBits(_) => "hint-bits",
         }
     }
 
@@ -48,6 +55,8 @@ impl ScenarioKind {
                 threads: dedup(vec![1, cores, 2 * cores]),
                 batches: DEFAULT_BATCHES.to_vec(),
                 huge_pages: Toggle::Off,
+                evictor: EvictorChoice::Both,
+                quick_pool_mib: QUICK_POOL_MIB,
             },
             // One thread per core: continuous eviction without oversubscription.
             ScenarioKind::Ticks => Defaults {
@@ -56,6 +65,20 @@ impl ScenarioKind {
                 threads: vec![cores],
                 batches: DEFAULT_BATCHES.to_vec(),
                 huge_pages: Toggle::Both,
+                evictor: EvictorChoice::Both,
+                quick_pool_mib: QUICK_POOL_MIB,
+            },
+            // One scan by one thread of a table that fits the pool: nothing
+            // is evicted, so one evictor and batch 1; a 32 MiB pool under
+            // --quick. Duration, warm-up and threads do not apply.
+            ScenarioKind::HintBits(_) => Defaults {
+                duration: Duration::from_secs(5),
+                warmup: DEFAULT_WARMUP,
+                threads: vec![1],
+                batches: vec![DEFAULT_BATCHES[0]],
+                huge_pages: Toggle::Off,
+                evictor: EvictorChoice::Clock,
+                quick_pool_mib: hint_bits::QUICK_POOL_MIB,
             },
         }
     }
@@ -84,6 +107,13 @@ impl ScenarioKind {
                 sweep::run(&sweep::TICKS, settings)?,
                 settings,
             )?),
+            ScenarioKind::HintBits(args) => {
+                let params = hint_bits::Params::resolve(&args, settings)?;
+                Box::new(common::finish(
+                    hint_bits::run(settings, &params)?,
+                    settings,
+                )?)
+            }
         })
     }
 }
