@@ -170,3 +170,44 @@ fn no_clog_page_is_written_before_its_commit_records_are_durable() {
         );
     });
 }
+
+/// An abort raises the clog page LSN to its abort record's end, so the page
+/// cannot reach disk saying "aborted" before the abort record does. (Else a
+/// crash could hand the xid out again, and its stale "aborted" bits would
+/// hide the new transaction's rows from readers that set hints.)
+#[test]
+fn no_clog_page_says_aborted_before_the_abort_record_is_durable() {
+    common::watchdog(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let mut checker = None;
+        let env = common::open_with(dir.path(), 8, |wal, inner| {
+            let c = Arc::new(WalBeforeClog {
+                inner,
+                wal,
+                clog_writes: AtomicU64::new(0),
+                violations: AtomicU64::new(0),
+            });
+            checker = Some(c.clone());
+            c as Arc<dyn StorageBackend>
+        });
+        let checker = checker.unwrap();
+        let tm = &env.tm;
+        tm.begin().unwrap().commit().unwrap();
+        let flushed_before = env.wal.flushed_lsn();
+        let t = tm.begin().unwrap();
+        let x = t.xid();
+        t.abort().unwrap();
+        assert_eq!(tm.status(x), XidStatus::Aborted);
+        assert!(
+            env.wal.insert_lsn() > flushed_before,
+            "the abort record is in the WAL buffers, not yet durable"
+        );
+        env.pool.flush_relation(RelFork::main(CLOG_REL)).unwrap();
+        assert!(checker.clog_writes.load(Ordering::Relaxed) >= 1);
+        assert_eq!(checker.violations.load(Ordering::Relaxed), 0);
+        assert!(
+            env.wal.flushed_lsn() >= env.wal.insert_lsn(),
+            "writing the clog page flushed the abort record first"
+        );
+    });
+}

@@ -189,11 +189,11 @@ impl Clog {
             "could not size the commit log relation",
         ))?;
         while n <= block {
-            let mut page = pool
-                .extend(CLOG_FORK, None)
-                .map_err(EngineError::buffer(format!(
+            let mut page = pool.extend(CLOG_FORK, None).map_err(|e| {
+                EngineError::buffer(format!(
                     "could not extend the commit log to page {n} (for xid {xid})"
-                )))?;
+                ))(e)
+            })?;
             // A zeroed page is a valid clog page: every xid in progress.
             page.mark_dirty();
             n = page.block() + 1;
@@ -211,10 +211,12 @@ impl Clog {
         }
         let page = pool
             .read_buffer(CLOG_FORK, pos.block, None)
-            .map_err(EngineError::buffer(format!(
-                "could not read commit-log page {} (for xid {xid})",
-                pos.block
-            )))?
+            .map_err(|e| {
+                EngineError::buffer(format!(
+                    "could not read commit-log page {} (for xid {xid})",
+                    pos.block
+                ))(e)
+            })?
             .lock_shared();
         let word = read_u64(&page, pos.group_offset);
         let lsn = read_u64(&page, pos.group_offset + 8);
@@ -223,7 +225,11 @@ impl Clog {
 
     /// Record `status` for `xid`. For `Committed`, `commit_end` is the end LSN
     /// of its commit record: the group LSN and the page LSN are raised to it
-    /// (rule 3). Creates the page if needed.
+    /// (rule 3). For `Aborted`, `commit_end` is the end of the abort record
+    /// (or zero if none was logged): only the page LSN is raised, so the page
+    /// cannot reach disk saying "aborted" before the abort record does. (Were
+    /// it to, a crash could hand the xid out again, whose stale "aborted" bits
+    /// would then hide the new transaction's rows.) Creates the page if needed.
     pub fn set(
         &self,
         pool: &BufferPool,
@@ -235,10 +241,12 @@ impl Clog {
         let pos = position(xid)?;
         let mut page = pool
             .read_buffer(CLOG_FORK, pos.block, None)
-            .map_err(EngineError::buffer(format!(
-                "could not read commit-log page {} to record xid {xid} as {status:?}",
-                pos.block
-            )))?
+            .map_err(|e| {
+                EngineError::buffer(format!(
+                    "could not read commit-log page {} to record xid {xid} as {status:?}",
+                    pos.block
+                ))(e)
+            })?
             .lock_exclusive();
         let word = read_u64(&page, pos.group_offset);
         let new = (word & !(0b11 << pos.shift)) | (status.bits() << pos.shift);
@@ -248,9 +256,9 @@ impl Clog {
             if commit_end.0 > group_lsn {
                 write_u64(&mut page, pos.group_offset + 8, commit_end.0);
             }
-            if commit_end.0 > page.lsn() {
-                page.set_lsn(commit_end.0);
-            }
+        }
+        if commit_end.0 > page.lsn() {
+            page.set_lsn(commit_end.0);
         }
         page.mark_dirty();
         Ok(())

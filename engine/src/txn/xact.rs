@@ -136,10 +136,12 @@ impl XactRecord {
         Record::builder(RmgrKind::Xact, info, self.xid)
             .payload(self.time_micros.to_le_bytes().to_vec())
             .build()
-            .map_err(EngineError::wal(format!(
-                "could not build the transaction record of xid {}",
-                self.xid
-            )))
+            .map_err(|e| {
+                EngineError::wal(format!(
+                    "could not build the transaction record of xid {}",
+                    self.xid
+                ))(e)
+            })
     }
 
     /// Decode `record`; `end_lsn` only names it in errors.
@@ -339,7 +341,7 @@ impl TransactionManager {
                 Err(e) => {
                     // Nothing was logged: the transaction is aborted. The
                     // WAL error is the one worth reporting.
-                    let _ = self.finish_aborted(xid, shard);
+                    let _ = self.finish_aborted(xid, shard, Lsn::ZERO);
                     return Err(EngineError::Wal {
                         what: format!("could not write the commit record of xid {xid}"),
                         source: e,
@@ -350,9 +352,9 @@ impl TransactionManager {
                 // On failure the commit is in doubt (the record may yet reach
                 // disk): the xid stays running, invisible, and the WAL refuses
                 // every later write (wal rule 7).
-                self.wal.flush(end).map_err(EngineError::wal(format!(
+                self.wal.flush(end).map_err(|e| EngineError::wal(format!(
                     "could not flush the commit record of xid {xid} to {end}; its outcome is in doubt"
-                )))?;
+                ))(e))?;
             }
             self.clog.set(&self.pool, xid, ClogStatus::Committed, end)?;
             end
@@ -362,10 +364,12 @@ impl TransactionManager {
         Ok(end)
     }
 
-    fn finish_aborted(&self, xid: Xid, shard: usize) -> Result<()> {
+    /// Record `xid` as aborted; `abort_end` is the end of its abort record
+    /// (zero if none could be logged), which the clog page LSN is raised to.
+    fn finish_aborted(&self, xid: Xid, shard: usize, abort_end: Lsn) -> Result<()> {
         let set = self
             .clog
-            .set(&self.pool, xid, ClogStatus::Aborted, Lsn::ZERO);
+            .set(&self.pool, xid, ClogStatus::Aborted, abort_end);
         self.running.finish(xid, shard);
         self.aborted.fetch_add(1, Ordering::Relaxed);
         set
@@ -379,11 +383,12 @@ impl TransactionManager {
         }
         .to_record()
         .and_then(|rec| {
-            self.wal.insert(&rec).map_err(EngineError::wal(format!(
-                "could not write the abort record of xid {xid}"
-            )))
+            self.wal.insert(&rec).map_err(|e| {
+                EngineError::wal(format!("could not write the abort record of xid {xid}"))(e)
+            })
         });
-        let set = self.finish_aborted(xid, shard);
+        let abort_end = logged.as_ref().map_or(Lsn::ZERO, |&(_, end)| end);
+        let set = self.finish_aborted(xid, shard, abort_end);
         logged?;
         set
     }
