@@ -23,7 +23,7 @@ fn heap_rows(model: &Model) -> Vec<HeapRow> {
     model
         .iter()
         .map(|((k, t), live)| HeapRow {
-            key: k.clone(),
+            key: Some(k.clone()),
             tid: *t,
             live: *live,
         })

@@ -34,7 +34,7 @@ use std::sync::Arc;
 
 use bufmgr::RelId;
 use heap::{Heap, Tid};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use crate::error::{EngineError, Result};
 use crate::value::{Column, ColumnType, Row, Value, decode_row, encode_row};
@@ -114,6 +114,10 @@ pub(crate) struct TableHandle {
     pub dropped: RwLock<bool>,
     /// The table's indexes; changed only under `dropped`'s write lock.
     pub indexes: RwLock<Vec<Arc<IndexHandle>>>,
+    /// One vacuum of the table at a time (PostgreSQL's
+    /// `ShareUpdateExclusiveLock`): a second vacuum's dead set could name a
+    /// pointer the first one freed and an insert reused.
+    pub vacuum: Mutex<()>,
 }
 
 /// An open index.

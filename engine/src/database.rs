@@ -25,7 +25,7 @@ use btree::{IndexOptions, PageKind};
 use bufmgr::{
     BufferPool, BufferRow, FileStorage, Fork, PoolStats, RelFork, RelId, RingKind, StorageBackend,
 };
-use heap::{Heap, HeapError, Tid, VacuumStats};
+use heap::{Heap, Tid, VacuumStats};
 use parking_lot::{Mutex, RwLock};
 use wal::{CheckpointInfo, Lsn, Record, RmgrKind, Wal, WalStats};
 
@@ -63,8 +63,6 @@ pub(crate) struct Core {
     pub catalog_heap: Heap,
     /// DDL runs one at a time (catalog rule 1).
     pub ddl: Mutex<()>,
-    /// Rollbacks hold it shared, vacuum exclusively (see [`Database::vacuum`]).
-    pub abort_gate: RwLock<()>,
     /// xmin of each live transaction's snapshot -> how many hold it.
     pub snapshots: Mutex<BTreeMap<Xid, usize>>,
     /// One checkpoint at a time (see `checkpointer`).
@@ -217,7 +215,6 @@ impl Database {
             catalog: RwLock::new(CatalogState::default()),
             catalog_heap,
             ddl: Mutex::new(()),
-            abort_gate: RwLock::new(()),
             snapshots: Mutex::new(BTreeMap::new()),
             checkpoint_serial: Arc::new(Mutex::new(())),
             tm,
@@ -384,6 +381,7 @@ impl Database {
                 catalog_tid,
                 dropped: RwLock::new(false),
                 indexes: RwLock::new(Vec::new()),
+                vacuum: Mutex::new(()),
             }),
         );
         Ok(info)
@@ -662,20 +660,21 @@ impl Database {
 
     /// Vacuum `table` and its indexes through the vacuum ring: tuples
     /// deleted (or replaced) by transactions that committed before every
-    /// live snapshot's xmin are removed and their space reused.
+    /// live snapshot's xmin, and tuples of aborted transactions, are removed
+    /// and their space and line pointers reused.
     ///
-    /// Order (PostgreSQL's `lazy_vacuum_all_indexes` before the heap's line
-    /// pointers are freed): first every index drops the entries whose heap
-    /// tuple has no storage or is dead to every snapshot at the horizon,
-    /// then the heap prunes those tuples and makes their line pointers
-    /// unused. The heap's vacuum prunes and frees in one pass, so a tuple
-    /// that becomes dead *between* the two steps would lose its line pointer
-    /// while its entries stay. With a fixed horizon only an abort can do
-    /// that (a deleter below the horizon has already finished), so rollbacks
-    /// wait while a vacuum runs (`abort_gate`); a commit whose WAL write
-    /// fails aborts inside the transaction manager without waiting, which
-    /// is the one exception (readers re-check keys, so it is never wrong
-    /// rows, only a stale entry).
+    /// PostgreSQL's lazy vacuum order, one vacuum of the table at a time:
+    /// 1. the horizon is fixed (oldest registered snapshot xmin or running xid);
+    /// 2. heap pass 1 (`lazy_scan_heap`): every page pruned, dead versions'
+    ///    pointers become `Dead`; the set of dead TIDs is returned;
+    /// 3. every index drops the entries whose TID is in that set (and no
+    ///    others: `is_dead = |tid| dead.contains(&tid)`, no heap reads);
+    /// 4. heap pass 2 (`free_dead`): only those pointers, if still `Dead`,
+    ///    become `Unused`.
+    ///
+    /// A tuple that becomes dead during the vacuum (a transaction rolling
+    /// back between the steps) is not in the set, so its pointer and its
+    /// entries both stay until the next vacuum: rollbacks never wait.
     pub fn vacuum(&self, table: &str) -> Result<VacuumReport> {
         let c = self.core();
         let t = c.table(table)?;
@@ -683,38 +682,29 @@ impl Database {
         if *guard {
             return Err(EngineError::UnknownTable { name: table.into() });
         }
-        let _no_aborts = c.abort_gate.write();
+        let _one_vacuum = t.vacuum.lock();
         let horizon = c.vacuum_horizon();
+        let (mut heap, dead) = t
+            .heap
+            .lazy_scan_heap(horizon, &*c.tm)
+            .map_err(EngineError::heap(format!("vacuum of table {table:?}")))?;
         let indexes = t.indexes.read().clone();
-        let ring = Mutex::new(c.pool.ring(RingKind::Vacuum));
         let mut index_stats = Vec::new();
         for ix in &indexes {
-            let failure: Mutex<Option<HeapError>> = Mutex::new(None);
-            let stats = ix
-                .btree
-                .vacuum(|tid| {
-                    let mut ring = ring.lock();
-                    match index::vacuum_dead(&t.heap, tid, horizon, &*c.tm, ring.as_mut()) {
-                        Ok(dead) => dead,
-                        Err(e) => {
-                            failure.lock().get_or_insert(e);
-                            false
-                        }
-                    }
-                })
-                .map_err(map_btree(ix, "vacuum"))?;
-            if let Some(e) = failure.into_inner() {
-                return Err(EngineError::heap(format!(
-                    "vacuum of index {:?}: reading table {table:?}",
-                    ix.info.name
-                ))(e));
-            }
+            let stats = if dead.is_empty() {
+                btree::VacuumStats::default()
+            } else {
+                ix.btree
+                    .vacuum(|tid| dead.contains(&tid))
+                    .map_err(map_btree(ix, "vacuum"))?
+            };
             index_stats.push((ix.info.name.clone(), stats));
         }
-        let heap = t
+        let freed = t
             .heap
-            .vacuum(horizon, &*c.tm)
+            .free_dead(&dead)
             .map_err(EngineError::heap(format!("vacuum of table {table:?}")))?;
+        heap.add_pass_two(freed);
         Ok(VacuumReport {
             horizon,
             indexes: index_stats,
@@ -726,7 +716,12 @@ impl Database {
     /// right links, parent/child agreement, no incomplete split) against the
     /// heap: every entry points to an existing tuple with the same key, and
     /// every live row (inserter committed, no committed deleter) with a
-    /// non-NULL key has its entry. Empty when clean. Run it on a quiet table.
+    /// non-NULL key has its entry. Empty when clean. An entry naming a DEAD
+    /// line pointer is not a violation: the tuple is gone and the pointer
+    /// waits for a vacuum's index pass (a crash between a vacuum's heap pass 1
+    /// and its index pass leaves such entries; the next vacuum removes them).
+    /// Entries naming an unused pointer, or no pointer at all, are reported.
+    /// Run it on a quiet table.
     pub fn verify_indexes(&self, table: &str) -> Result<Vec<IndexViolation>> {
         let c = self.core();
         let t = c.table(table)?;
@@ -735,8 +730,20 @@ impl Database {
             return Err(EngineError::UnknownTable { name: table.into() });
         }
         let mut out = Vec::new();
-        for ix in t.indexes.read().iter() {
-            let rows = index::heap_rows(&t, ix.info.column, &*c.tm)?;
+        let indexes = t.indexes.read();
+        let dead = if indexes.is_empty() {
+            HashSet::new()
+        } else {
+            index::dead_pointers(&t)?
+        };
+        for ix in indexes.iter() {
+            let mut rows = index::heap_rows(&t, ix.info.column, &*c.tm)?;
+            // Dead line pointers: their entries wait for a vacuum's index pass.
+            rows.extend(dead.iter().map(|&tid| btree::HeapRow {
+                key: None,
+                tid,
+                live: false,
+            }));
             let found = ix
                 .btree
                 .verify(Some(&|| rows.clone()))
@@ -1075,6 +1082,7 @@ impl Core {
                 catalog_tid,
                 dropped: RwLock::new(false),
                 indexes: RwLock::new(Vec::new()),
+                vacuum: Mutex::new(()),
             });
             by_rel.insert(t.info.rel, t.clone());
             st.tables.insert(t.info.name.clone(), t);

@@ -28,16 +28,19 @@
 //! 4. **Readers re-check**: an entry may point to a version the reader cannot
 //!    see, or (a stale entry over a reused line pointer) to a tuple with
 //!    another key; reads fetch through the snapshot and compare the key.
-//! 5. **Vacuum order**: index entries whose heap tuple is dead to every
-//!    snapshot (the heap vacuum's horizon, or no storage any more) go first,
-//!    then the heap turns dead tuples into unused line pointers. See
-//!    `Database::vacuum` for why rollbacks wait for a vacuum in progress.
+//! 5. **Vacuum order** (PostgreSQL's lazy vacuum): the heap's first pass
+//!    prunes and returns the TIDs whose line pointers are dead; the indexes
+//!    drop the entries naming exactly those TIDs; the heap's second pass
+//!    turns only those dead pointers unused. A tuple that dies during the
+//!    vacuum (a rollback) keeps its pointer and its entries until the next
+//!    one, so rollbacks never wait (see `Database::vacuum`).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use btree::{BtreeError, HeapRow, HeapVisibility, Key, KeyType, Liveness};
 use bufmgr::{RelFork, Ring};
-use heap::page::HeapPage;
+use heap::page::{HeapPage, LpState};
 use heap::prune::dead_to_everyone;
 use heap::tuple::{
     HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID,
@@ -451,7 +454,7 @@ pub(crate) fn heap_rows(
         })?;
         if let Some(key) = value_key(&row[column]) {
             rows.push(HeapRow {
-                key,
+                key: Some(key),
                 tid,
                 live: live_now(h, tm),
             });
@@ -461,14 +464,35 @@ pub(crate) fn heap_rows(
     Ok(rows)
 }
 
-/// Index vacuum's question about a TID (rule 5): does it name no tuple with
-/// storage, or one dead to every snapshot given `horizon`?
-pub(crate) fn vacuum_dead(
-    heap: &Heap,
-    tid: Tid,
-    horizon: Xid,
-    tm: &dyn TransactionStatus,
-    ring: Option<&mut Ring>,
-) -> Result<bool, HeapError> {
-    Ok(with_tuple(heap, tid, ring, |h, _| dead_to_everyone(h, horizon, tm))?.unwrap_or(true))
+/// The TIDs of the table's DEAD line pointers: tuples a vacuum's heap pass 1
+/// removed whose pointers wait for its index pass and heap pass 2 (or for
+/// the next vacuum, if a crash cut this one short).
+pub(crate) fn dead_pointers(t: &TableHandle) -> Result<HashSet<Tid>> {
+    let what = || format!("reading table {:?}", t.info.name);
+    let nblocks = t.heap.nblocks().map_err(EngineError::heap(what()))?;
+    let rf = RelFork::main(t.heap.rel());
+    let mut dead = HashSet::new();
+    for block in 0..nblocks {
+        let page = t
+            .heap
+            .pool()
+            .read_buffer(rf, block, None)
+            .map_err(|e| EngineError::heap(what())(e.into()))?
+            .lock_shared();
+        let id = heap::page::PageId {
+            rel: t.heap.rel(),
+            block,
+        };
+        let view = HeapPage::parse(&page, id).map_err(EngineError::heap(what()))?;
+        if view.is_new() {
+            continue;
+        }
+        for off in 1..=view.item_count() {
+            let item = view.item(off).map_err(EngineError::heap(what()))?;
+            if item.state == LpState::Dead {
+                dead.insert(Tid::new(block, off));
+            }
+        }
+    }
+    Ok(dead)
 }

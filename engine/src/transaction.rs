@@ -154,11 +154,9 @@ impl<'db> Transaction<'db> {
         self.abort_now()
     }
 
-    /// Abort, waiting for a vacuum in progress (see `Database::vacuum`).
+    /// Abort (never waits: see `Database::vacuum`).
     fn abort_now(&mut self) -> Result<()> {
-        let txn = self.release();
-        let _gate = self.core.abort_gate.read();
-        txn.abort()
+        self.release().abort()
     }
 
     /// Has an earlier failure left this transaction able only to roll back?

@@ -20,5 +20,5 @@ pub use redo::redo;
 pub use scan::{RingChoice, ScanOptions, ScanStats};
 pub use tuple::{Tid, TupleHeader};
 pub use txn::{InMemoryTransactions, Snapshot, TransactionStatus, XidStatus};
-pub use vacuum::VacuumStats;
+pub use vacuum::{DeadTids, FreeDeadStats, VacuumStats};
 pub use visibility::HintMode;

@@ -475,6 +475,27 @@ pub fn apply_prune(
     compact(page, id)
 }
 
+/// Vacuum's second pass over one page (PostgreSQL's
+/// `lazy_vacuum_heap_page`): every listed line pointer, which must be
+/// `Dead`, becomes `Unused`; trailing unused pointers are cut off and
+/// `PD_HAS_FREE_LINES` is set as [`apply_prune`] does; `prune_xid` is kept.
+/// A listed pointer that is not dead is corrupt data (the caller checks the
+/// states before logging, so redo finds them dead too). Deterministic.
+pub fn apply_vacuum(page: &mut [u8], id: PageId, offsets: &[u16]) -> Result<()> {
+    let view = HeapPage::parse(page, id)?;
+    if view.is_new() {
+        return Err(id.corrupt("vacuum of an uninitialised page"));
+    }
+    for &off in offsets {
+        if off == 0 || off > view.item_count() || view.item(off)?.state != LpState::Dead {
+            return Err(id.corrupt(format!("vacuum: line pointer {off} is not a dead pointer")));
+        }
+    }
+    let prune_xid = view.prune_xid();
+    let changes: Vec<(u16, LpState)> = offsets.iter().map(|&o| (o, LpState::Unused)).collect();
+    apply_prune(page, id, &changes, prune_xid)
+}
+
 /// Move every normal tuple to the end of the page, highest first, closing
 /// the gaps left by pruned ones (PostgreSQL's `PageRepairFragmentation`).
 /// Line pointer numbers do not change. Processing tuples in descending
@@ -634,6 +655,29 @@ mod tests {
             2,
             "the unused pointer is reused"
         );
+    }
+
+    #[test]
+    fn vacuum_frees_only_dead_pointers() {
+        let mut page = vec![0u8; PAGE_SIZE];
+        for off in 1..=4 {
+            add_tuple(&mut page, ID, off, &tuple(3, &[off as u8; 50])).unwrap();
+        }
+        apply_prune(&mut page, ID, &[(2, LpState::Dead), (4, LpState::Dead)], 7).unwrap();
+        // A normal pointer, an out-of-range one, and an unused one are refused.
+        for bad in [1u16, 9, 0] {
+            let before = page.clone();
+            assert!(apply_vacuum(&mut page, ID, &[2, bad]).is_err(), "{bad}");
+            assert_eq!(page, before, "nothing changed by a refused vacuum");
+        }
+        apply_vacuum(&mut page, ID, &[2, 4]).unwrap();
+        let view = HeapPage::parse(&page, ID).unwrap();
+        assert_eq!(view.item_count(), 3, "trailing pointer 4 cut off");
+        assert_eq!(view.item(2).unwrap().state, LpState::Unused);
+        assert_eq!(view.prune_xid(), 7, "prune_xid kept");
+        assert_ne!(view.flags() & PD_HAS_FREE_LINES, 0);
+        assert_eq!(next_offset(&view).unwrap(), 2);
+        assert!(apply_vacuum(&mut page, ID, &[2]).is_err(), "already unused");
     }
 
     #[test]

@@ -12,11 +12,13 @@
 //! to the end of the page, recomputes `prune_xid`, and WAL-logs a PRUNE
 //! record listing the pointers changed (redo repeats the same deterministic
 //! steps). Dead pointers stay so that a TID held elsewhere (an index entry)
-//! never silently names a different tuple; vacuum turns them into `Unused`.
+//! never silently names a different tuple; only vacuum's second pass
+//! ([`Heap::free_dead`], after the indexes dropped their entries) turns them
+//! into `Unused`.
 //!
 //! Shortcuts: no HOT chains, so no redirect pointers; pruning is not done
 //! opportunistically by readers (PostgreSQL's `heap_page_prune_opt`): the
-//! engine calls [`Heap::prune_page`] or [`Heap::vacuum`].
+//! engine calls [`Heap::prune_page`] or vacuums ([`crate::vacuum`]).
 
 use bufmgr::{BlockNumber, PageWrite};
 use wal::Xid;
@@ -33,9 +35,9 @@ use crate::txn::{INVALID_XID, TransactionStatus, XidStatus};
 /// What pruning one page (or vacuuming a relation) did.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
 pub struct PruneStats {
-    /// Tuples removed (their pointers became dead or unused).
+    /// Tuples removed (their pointers became dead).
     pub tuples_removed: u64,
-    /// Line pointers made unused (vacuum only).
+    /// Line pointers made unused (vacuum's second pass only).
     pub line_pointers_freed: u64,
     /// Bytes of free space gained on the page.
     pub bytes_freed: u64,
@@ -69,21 +71,21 @@ impl Heap {
             .pool()
             .read_buffer(self.relfork(), block, None)?
             .lock_exclusive();
-        let stats = self.prune_locked(&mut page, horizon, oracle, false)?;
+        let stats = self.prune_locked(&mut page, horizon, oracle)?;
         if let Ok(view) = HeapPage::parse(&page, self.page_id(block)) {
             self.fsm().update(block, view.free_space());
         }
         Ok(stats)
     }
 
-    /// Prune an exclusively locked page; with `reclaim`, also make dead
-    /// pointers (old and new) unused. Logs one PRUNE record if anything changed.
+    /// Prune an exclusively locked page: dead versions lose their storage
+    /// and their pointers become `Dead` (never `Unused`). Logs one PRUNE
+    /// record if anything changed.
     pub(crate) fn prune_locked(
         &self,
         page: &mut PageWrite<'_>,
         horizon: Xid,
         oracle: &dyn TransactionStatus,
-        reclaim: bool,
     ) -> Result<PruneStats> {
         let id = self.page_id(page.block());
         let view = HeapPage::parse(page, id)?;
@@ -95,33 +97,18 @@ impl Heap {
         let mut stats = PruneStats::default();
         let mut prune_xid = 0;
         for off in 1..=view.item_count() {
-            let item = view.item(off)?;
-            match item.state {
-                LpState::Normal => {
-                    let (_, h) = view.header(off)?.expect("normal pointer has a tuple");
-                    if dead_to_everyone(&h, horizon, oracle) {
-                        stats.tuples_removed += 1;
-                        changes.push((
-                            off,
-                            if reclaim {
-                                LpState::Unused
-                            } else {
-                                LpState::Dead
-                            },
-                        ));
-                        stats.line_pointers_freed += u64::from(reclaim);
-                    } else if h.xmax != INVALID_XID
-                        && !h.has(HEAP_XMAX_INVALID)
-                        && (prune_xid == 0 || h.xmax < prune_xid)
-                    {
-                        prune_xid = h.xmax;
-                    }
-                }
-                LpState::Dead if reclaim => {
-                    changes.push((off, LpState::Unused));
-                    stats.line_pointers_freed += 1;
-                }
-                _ => {}
+            if view.item(off)?.state != LpState::Normal {
+                continue;
+            }
+            let (_, h) = view.header(off)?.expect("normal pointer has a tuple");
+            if dead_to_everyone(&h, horizon, oracle) {
+                stats.tuples_removed += 1;
+                changes.push((off, LpState::Dead));
+            } else if h.xmax != INVALID_XID
+                && !h.has(HEAP_XMAX_INVALID)
+                && (prune_xid == 0 || h.xmax < prune_xid)
+            {
+                prune_xid = h.xmax;
             }
         }
         if changes.is_empty() {

@@ -12,13 +12,17 @@
 //!  0x20  UPDATE   0: old page, [1: new page]   old offset u16, new offset u16, init u8, new tuple bytes
 //!                 (one block when the new version is on the old page)
 //!  0x30  PRUNE    0: the page                  prune_xid u64, count u16, count x (offset u16, state u8)
+//!  0x40  VACUUM   0: the page                  count u16, count x offset u16 (dead -> unused)
 //! ```
 //!
 //! `init` says the page was never initialised before this change (it was
 //! just extended), so redo initialises it instead of reading what is there
 //! (PostgreSQL's `XLOG_HEAP_INIT_PAGE`); such a block is registered
-//! `WILL_INIT` and needs no full-page image. PRUNE serves both pruning
-//! (pointers become dead) and vacuum (dead pointers become unused).
+//! `WILL_INIT` and needs no full-page image. PRUNE is vacuum's first pass
+//! (and `prune_page`): dead versions lose their storage and their pointers
+//! become dead. VACUUM is its second pass, after the indexes let go of those
+//! TIDs: dead pointers become unused (PostgreSQL's `XLOG_HEAP2_VACUUM`);
+//! redo refuses a listed pointer that is not dead.
 
 use crate::error::{HeapError, Result};
 use crate::page::LpState;
@@ -31,6 +35,8 @@ pub const XLOG_HEAP_DELETE: u8 = 0x10;
 pub const XLOG_HEAP_UPDATE: u8 = 0x20;
 /// `info` of a prune or vacuum of one page.
 pub const XLOG_HEAP_PRUNE: u8 = 0x30;
+/// `info` of vacuum's second pass over one page (dead pointers -> unused).
+pub const XLOG_HEAP_VACUUM: u8 = 0x40;
 
 /// A decoded heap WAL record payload.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -52,6 +58,9 @@ pub enum HeapRecord {
     Prune {
         prune_xid: u64,
         changes: Vec<(u16, LpState)>,
+    },
+    Vacuum {
+        offsets: Vec<u16>,
     },
 }
 
@@ -139,6 +148,13 @@ impl HeapRecord {
                 }
                 XLOG_HEAP_PRUNE
             }
+            HeapRecord::Vacuum { offsets } => {
+                p.extend_from_slice(&(offsets.len() as u16).to_le_bytes());
+                for off in offsets {
+                    p.extend_from_slice(&off.to_le_bytes());
+                }
+                XLOG_HEAP_VACUUM
+            }
         };
         (info, p)
     }
@@ -182,6 +198,14 @@ impl HeapRecord {
                 }
                 HeapRecord::Prune { prune_xid, changes }
             }
+            XLOG_HEAP_VACUUM => {
+                let n = c.u16()?;
+                let mut offsets = Vec::with_capacity(usize::from(n));
+                for _ in 0..n {
+                    offsets.push(c.u16()?);
+                }
+                HeapRecord::Vacuum { offsets }
+            }
             _ => return Err(bad(info, "unknown heap record type")),
         };
         c.done()?;
@@ -211,6 +235,9 @@ mod tests {
             HeapRecord::Prune {
                 prune_xid: 77,
                 changes: vec![(1, LpState::Dead), (4, LpState::Unused)],
+            },
+            HeapRecord::Vacuum {
+                offsets: vec![2, 5, 9],
             },
         ];
         for r in recs {

@@ -113,6 +113,7 @@ fn apply(rec: &HeapRecord, record: &Record, i: usize, page: &mut [u8], id: PageI
         HeapRecord::Prune { prune_xid, changes } => {
             page::apply_prune(page, id, changes, *prune_xid)
         }
+        HeapRecord::Vacuum { offsets } => page::apply_vacuum(page, id, offsets),
     }
 }
 

@@ -1,67 +1,199 @@
-//! Vacuum: prune every page of a relation through the vacuum ring, make
-//! dead line pointers reusable, and set the free-space map exactly.
+//! Vacuum in two passes over the heap, with the indexes in between
+//! (PostgreSQL's lazy vacuum: `lazy_scan_heap`, `lazy_vacuum_all_indexes`,
+//! `lazy_vacuum_heap_rel`).
 //!
 //! ```text
-//!  for block in 0..nblocks:            (pages read through RingKind::Vacuum,
-//!      pin + exclusive lock             so a vacuum does not flush the pool)
-//!      prune, dead pointers -> unused   one PRUNE record per changed page
-//!      fsm[block] = free space
+//!  pass 1  Heap::lazy_scan_heap(horizon)      every page through the vacuum ring, exclusive lock:
+//!          -> (stats, dead TIDs)              prune (dead versions -> Dead pointers, storage
+//!                                             reclaimed, one PRUNE record per changed page),
+//!                                             collect every Dead pointer, fsm[block] = free space
+//!  caller  remove index entries whose TID is in the set (exactly those; nothing else)
+//!  pass 2  Heap::free_dead(&dead TIDs)        page by page through the vacuum ring, exclusive lock:
+//!          -> FreeDeadStats                   listed pointers that are Dead -> Unused (others are
+//!                                             left alone), one VACUUM record per changed page,
+//!                                             fsm[block] = free space
 //! ```
 //!
-//! Making pointers unused is safe only while nothing else holds TIDs of
-//! this relation. There are no indexes yet; when the B-tree arrives, vacuum
-//! must remove index entries pointing at dead pointers first (PostgreSQL's
-//! `lazy_vacuum_all_indexes` between its two heap passes). The relation is
-//! never truncated.
+//! Rules:
+//! 1. Only pass 2 makes a pointer `Unused`, and only a pointer pass 1 (or an
+//!    earlier prune) made `Dead`. Inserts reuse `Unused` pointers only, so
+//!    a `Dead` pointer keeps its TID until pass 2: an index entry naming it
+//!    can never come to name another tuple while it exists.
+//! 2. A tuple that becomes dead after pass 1 (a rollback racing the vacuum)
+//!    is not in the set: its index entries and its pointer both stay, for
+//!    the next vacuum. So the caller's index pass needs no heap access and
+//!    no lock against aborts.
+//! 3. Pass 2 checks each listed pointer under the page's exclusive lock and
+//!    frees it only if it is still `Dead` (a pointer already freed, or a TID
+//!    past the page's pointers or the relation's end, is counted in
+//!    `not_dead` and skipped). Redo of a VACUUM record refuses a pointer
+//!    that is not dead (`page::apply_vacuum`).
+//! 4. Two vacuums of one relation must not overlap (the second's set could
+//!    name a pointer the first freed and an insert reused): the caller
+//!    serialises them (the engine takes a per-table vacuum mutex, as
+//!    PostgreSQL's `ShareUpdateExclusiveLock` does).
+//!
+//! [`Heap::vacuum`] runs both passes back to back, for relations that no
+//! index refers to. The relation is never truncated.
 
-use bufmgr::RingKind;
+use std::collections::BTreeSet;
+
+use bufmgr::{BlockNumber, RingKind};
 use wal::Xid;
 
 use crate::error::Result;
 use crate::heap::Heap;
-use crate::page::HeapPage;
+use crate::page::{self, HeapPage, LpState};
 use crate::prune::PruneStats;
-use crate::txn::TransactionStatus;
+use crate::record::HeapRecord;
+use crate::tuple::Tid;
+use crate::txn::{INVALID_XID, TransactionStatus};
+
+/// The TIDs whose line pointers pass 1 found dead, in TID order.
+pub type DeadTids = BTreeSet<Tid>;
 
 /// What a vacuum of a relation did.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
 pub struct VacuumStats {
-    /// Pages visited.
+    /// Pages visited by pass 1.
     pub pages_scanned: u64,
-    /// Pages changed (a PRUNE record each, when logged).
+    /// Pages pass 1 changed (a PRUNE record each, when logged).
     pub pages_pruned: u64,
-    /// Totals over all pages.
+    /// Totals over all pages: tuples removed and bytes gained by pass 1,
+    /// line pointers freed by pass 2.
     pub pruned: PruneStats,
+    /// Dead line pointers pass 1 found (the TIDs handed to the indexes
+    /// and to pass 2), including those an earlier prune left.
+    pub dead_pointers: u64,
+    /// Pages pass 2 changed (a VACUUM record each, when logged).
+    pub pages_vacuumed: u64,
     /// Whether the vacuum ring was used.
     pub used_ring: bool,
 }
 
+/// What pass 2 ([`Heap::free_dead`]) did.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+pub struct FreeDeadStats {
+    /// Pages changed (a VACUUM record each, when logged).
+    pub pages_vacuumed: u64,
+    /// Line pointers made unused.
+    pub line_pointers_freed: u64,
+    /// Listed TIDs whose pointer was not dead (skipped).
+    pub not_dead: u64,
+}
+
+impl VacuumStats {
+    /// Add what pass 2 did.
+    pub fn add_pass_two(&mut self, f: FreeDeadStats) {
+        self.pages_vacuumed += f.pages_vacuumed;
+        self.pruned.line_pointers_freed += f.line_pointers_freed;
+    }
+}
+
 impl Heap {
-    /// Vacuum the relation: remove every tuple dead to all snapshots older
-    /// than `horizon` (see [`crate::prune`]) and make its line pointer reusable.
-    pub fn vacuum(&self, horizon: Xid, oracle: &dyn TransactionStatus) -> Result<VacuumStats> {
+    /// Pass 1: prune every page (tuples dead to every snapshot older than
+    /// `horizon`, see [`crate::prune`], lose their storage; their pointers
+    /// become `Dead`) and return the TIDs of every `Dead` pointer. Nothing
+    /// becomes `Unused` here.
+    pub fn lazy_scan_heap(
+        &self,
+        horizon: Xid,
+        oracle: &dyn TransactionStatus,
+    ) -> Result<(VacuumStats, DeadTids)> {
         let nblocks = self.nblocks()?;
         let mut ring = self.pool().ring(RingKind::Vacuum);
         let mut stats = VacuumStats {
             used_ring: ring.is_some(),
             ..VacuumStats::default()
         };
+        let mut dead = DeadTids::new();
         for block in 0..nblocks {
             let mut page = self
                 .pool()
                 .read_buffer(self.relfork(), block, ring.as_mut())?
                 .lock_exclusive();
-            let s = self.prune_locked(&mut page, horizon, oracle, true)?;
+            let s = self.prune_locked(&mut page, horizon, oracle)?;
             stats.pages_scanned += 1;
             if s != PruneStats::default() {
                 stats.pages_pruned += 1;
             }
             stats.pruned.tuples_removed += s.tuples_removed;
-            stats.pruned.line_pointers_freed += s.line_pointers_freed;
             stats.pruned.bytes_freed += s.bytes_freed;
             let view = HeapPage::parse(&page, self.page_id(block))?;
+            if !view.is_new() {
+                for off in 1..=view.item_count() {
+                    if view.item(off)?.state == LpState::Dead {
+                        dead.insert(Tid::new(block, off));
+                    }
+                }
+            }
             self.fsm().update(block, view.free_space());
         }
+        stats.dead_pointers = dead.len() as u64;
+        Ok((stats, dead))
+    }
+
+    /// Pass 2 (PostgreSQL's `lazy_vacuum_heap_page` for each page): make
+    /// the listed pointers that are `Dead` unused, one VACUUM record per
+    /// changed page; anything else listed is skipped. Call it only once no
+    /// index holds an entry for these TIDs.
+    pub fn free_dead(&self, dead: &DeadTids) -> Result<FreeDeadStats> {
+        let mut stats = FreeDeadStats::default();
+        if dead.is_empty() {
+            return Ok(stats);
+        }
+        let nblocks = self.nblocks()?;
+        let mut ring = self.pool().ring(RingKind::Vacuum);
+        let mut tids = dead.iter().peekable();
+        while let Some(&first) = tids.next() {
+            let block: BlockNumber = first.block;
+            let mut offsets = vec![first.offset];
+            while let Some(t) = tids.next_if(|t| t.block == block) {
+                offsets.push(t.offset);
+            }
+            if block >= nblocks {
+                stats.not_dead += offsets.len() as u64;
+                continue;
+            }
+            let mut page = self
+                .pool()
+                .read_buffer(self.relfork(), block, ring.as_mut())?
+                .lock_exclusive();
+            let id = self.page_id(block);
+            let view = HeapPage::parse(&page, id)?;
+            let mut free = Vec::with_capacity(offsets.len());
+            for off in offsets {
+                let is_dead = !view.is_new()
+                    && off >= 1
+                    && off <= view.item_count()
+                    && view.item(off)?.state == LpState::Dead;
+                if is_dead {
+                    free.push(off);
+                } else {
+                    stats.not_dead += 1;
+                }
+            }
+            if !free.is_empty() {
+                page::apply_vacuum(&mut page, id, &free)?;
+                stats.pages_vacuumed += 1;
+                stats.line_pointers_freed += free.len() as u64;
+                self.log(
+                    INVALID_XID,
+                    &HeapRecord::Vacuum { offsets: free },
+                    &mut [&mut page],
+                    None,
+                )?;
+            }
+            let view = HeapPage::parse(&page, id)?;
+            self.fsm().update(block, view.free_space());
+        }
+        Ok(stats)
+    }
+
+    /// Both passes back to back: for a relation no index refers to.
+    pub fn vacuum(&self, horizon: Xid, oracle: &dyn TransactionStatus) -> Result<VacuumStats> {
+        let (mut stats, dead) = self.lazy_scan_heap(horizon, oracle)?;
+        stats.add_pass_two(self.free_dead(&dead)?);
         Ok(stats)
     }
 }
