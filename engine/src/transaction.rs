@@ -234,6 +234,11 @@ impl<'db> Transaction<'db> {
             let indexes = t.indexes.read();
             index::check_key_sizes(&indexes, &row)?;
             let tm = &*self.core.tm;
+            // A row changed by a concurrent transaction is a write conflict,
+            // whatever the unique check would say about its key.
+            t.heap
+                .check_updatable(row_id, &self.snapshot, tm)
+                .map_err(map_heap(table, "update"))?;
             index::precheck_unique(t, &indexes, &row, row_id, self.xid(), tm)?;
             let new = t
                 .heap

@@ -385,3 +385,36 @@ fn bulk_load_maintains_indexes() {
         db.close().unwrap();
     });
 }
+
+/// Updating a row that a concurrent transaction updated and committed after
+/// our snapshot is a write conflict (retry), not a unique violation on the
+/// row's own key, even though the unique index now holds a live entry for
+/// that key (the other transaction's new version).
+#[test]
+fn concurrent_update_of_a_uniquely_indexed_row_is_a_write_conflict() {
+    watchdog(Duration::from_secs(30), || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), small_options()).unwrap();
+        db.create_table("t", two_columns()).unwrap();
+        db.create_index("t_id", "t", "id", true).unwrap();
+        let t = db.begin().unwrap();
+        let rid = t.insert("t", row(1, "a")).unwrap();
+        t.commit().unwrap();
+
+        let slow = db.begin().unwrap();
+        let fast = db.begin().unwrap();
+        fast.update("t", rid, row(1, "b")).unwrap();
+        fast.commit().unwrap();
+        let err = slow.update("t", rid, row(1, "c")).unwrap_err();
+        assert!(
+            matches!(err, EngineError::WriteConflict { .. }),
+            "expected a write conflict, got {err}"
+        );
+        assert_eq!(err.kind(), ErrorKind::Conflict);
+        drop(slow);
+        let t = db.begin().unwrap();
+        let (_, got) = t.get_by_key("t", "id", &Value::I64(1)).unwrap().unwrap();
+        assert_eq!(got, row(1, "b"));
+        assert!(db.verify_indexes("t").unwrap().is_empty());
+    });
+}

@@ -259,6 +259,22 @@ impl Heap {
         self.fetch_with(tid, snap, oracle, <[u8]>::to_vec)
     }
 
+    /// May transaction `snap.own` update or delete the row at `tid` now?
+    /// `Ok` if so; [`HeapError::WriteConflict`] if a concurrent transaction
+    /// changed it; [`HeapError::NotVisible`] if it cannot see it. A pre-check
+    /// for callers with other checks to make first (the engine's unique
+    /// checks, which must not report a write conflict as a duplicate key);
+    /// `update` and `delete` decide again under their own lock.
+    pub fn check_updatable(
+        &self,
+        tid: Tid,
+        snap: &Snapshot,
+        oracle: &dyn TransactionStatus,
+    ) -> Result<()> {
+        let page = self.lock_page(tid)?;
+        self.check_writable(&page, tid, snap, oracle).map(drop)
+    }
+
     /// Check that `snap.own` may change the tuple at `off` of a locked page.
     fn check_writable(
         &self,
