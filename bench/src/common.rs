@@ -114,6 +114,9 @@ pub struct CommonArgs {
     /// Do not draw progress bars
     #[arg(long, global = true)]
     pub no_progress: bool,
+    /// Write plots (SVG) of the scenarios that draw them into DIR
+    #[arg(long, global = true, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
 }
 
 /// A scenario's defaults for the options left out.
@@ -296,6 +299,20 @@ impl Settings {
             }
         }
         out
+    }
+
+    /// The engine `Options` of one matrix cell: pool size, evictor, sweep
+    /// batch, partitions (exactly `c.partitions`), rings and huge pages; the
+    /// rest at the engine's defaults. A cached database must be opened with
+    /// the checksum setting it was created with: set it on the result.
+    pub fn engine_options(&self, c: &Config) -> engine::Options {
+        engine::Options::new()
+            .pool_buffers(self.pool_buffers)
+            .evictor(c.evictor)
+            .sweep_batch(c.batch)
+            .partitions(engine::Partitions::Count(c.partitions))
+            .rings(c.ring)
+            .huge_pages(c.huge_pages)
     }
 
     /// The pool configuration of one matrix cell (no background writer,
@@ -482,6 +499,37 @@ pub trait Report: fmt::Debug {
     fn to_json(&self) -> serde_json::Value;
     /// Data errors found during the run or by the end-of-run check.
     fn failures(&self) -> Vec<String>;
+    /// Plots of the run (`--svg DIR`): none unless the scenario draws some.
+    fn svg_plots(&self) -> Vec<SvgPlot> {
+        Vec::new()
+    }
+}
+
+/// One plot: its file name in the `--svg` directory and the SVG text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SvgPlot {
+    pub file: String,
+    pub svg: String,
+}
+
+/// Write `plots` into `dir` (created if needed); returns the paths written.
+pub fn write_svgs(dir: &Path, plots: &[SvgPlot]) -> Result<Vec<PathBuf>> {
+    fs::create_dir_all(dir).map_err(|source| BenchError::Io {
+        op: "create",
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut out = Vec::new();
+    for p in plots {
+        let path = dir.join(&p.file);
+        fs::write(&path, &p.svg).map_err(|source| BenchError::Io {
+            op: "write",
+            path: path.clone(),
+            source,
+        })?;
+        out.push(path);
+    }
+    Ok(out)
 }
 
 /// Write a JSON value to `path`, pretty-printed.

@@ -37,6 +37,9 @@ pub enum BenchError {
     /// A page did not hold what the benchmark wrote into it: the run is void.
     #[error("data check failed: {0}")]
     Data(String),
+    /// A plot could not be drawn.
+    #[error("plot: {0}")]
+    Plot(String),
     /// A worker thread panicked.
     #[error("worker thread panicked: {0}")]
     Panic(String),

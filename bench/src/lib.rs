@@ -2,7 +2,9 @@
 
 pub mod common;
 pub mod data;
+pub mod dataset;
 pub mod error;
+pub mod plot;
 pub mod scenarios;
 
 pub use common::{CommonArgs, Settings};

@@ -1,17 +1,21 @@
-//! `bench`: run the scenarios of SCENARIOS.md against the buffer pool.
+//! `bench`: run the scenarios of SCENARIOS.md on the engine and the buffer
+//! pool.
 //!
-//! `bench <scenario> [options]` runs one scenario; `bench [options]` with no
-//! scenario runs the short default comparison (`sweep` then `ticks` with
-//! 2-second windows) and, with `--json`, writes both reports into one file
-//! as `{"scenarios": [...]}`. See the crate README for the options.
+//! `bench <scenario> [options]` runs one scenario; `bench all` runs every
+//! scenario one after the other; `bench [options]` with no scenario runs the
+//! default comparison (`scan-resistance` and `index-residency`, clock vs
+//! HOT/COOL, at a 32 MiB pool) and ends with one line saying which design
+//! kept more of the hot set. With `--json`, `all` and the default run write
+//! every report into one file as `{"scenarios": [...]}`; `--svg DIR` writes
+//! the plots. See the crate README for the options.
 
 use std::process::ExitCode;
 use std::time::Instant;
 
-use bench::common::Report;
-use bench::scenarios::{self, ScenarioKind};
+use bench::common::{self, Report};
+use bench::scenarios::{ScenarioKind, default_run};
 use bench::{CommonArgs, Result};
-use clap::Parser;
+use clap::{Parser, Subcommand};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -20,24 +24,47 @@ use clap::Parser;
     long_about = None
 )]
 struct Cli {
-    /// The scenario to run; none runs a short comparison of sweep and ticks.
+    /// The scenario to run; none runs the default comparison (scan-resistance
+    /// and index-residency, clock vs HOT/COOL, 32 MiB pool, ~1-2 min).
     #[command(subcommand)]
-    scenario: Option<ScenarioKind>,
+    command: Option<Command>,
     #[command(flatten)]
     common: CommonArgs,
 }
 
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Every scenario, one after the other, each with its default matrix
+    All,
+    #[command(flatten)]
+    Scenario(ScenarioKind),
+}
+
+fn write_plots(common: &CommonArgs, reports: &[Box<dyn Report>]) -> Result<()> {
+    if let Some(dir) = &common.svg {
+        let plots: Vec<_> = reports.iter().flat_map(|r| r.svg_plots()).collect();
+        if plots.is_empty() {
+            println!("no plots for this run");
+        }
+        for p in common::write_svgs(dir, &plots)? {
+            println!("wrote {}", p.display());
+        }
+    }
+    Ok(())
+}
+
 fn run(cli: &Cli) -> Result<()> {
     let started = Instant::now();
-    match cli.scenario {
-        Some(kind) => {
-            let settings = cli.common.resolve(&kind.defaults())?;
-            kind.run(&settings)?;
+    match cli.command {
+        Some(Command::Scenario(kind)) => {
+            let settings = kind.settings(&cli.common)?;
+            let report = kind.run(&settings)?;
+            write_plots(&cli.common, &[report])?;
         }
-        None => {
+        Some(Command::All) => {
             let mut reports: Vec<Box<dyn Report>> = Vec::new();
-            for kind in scenarios::DEFAULT_RUN {
-                let mut settings = cli.common.resolve(&kind.default_run_defaults())?;
+            for kind in ScenarioKind::all() {
+                let mut settings = kind.settings(&cli.common)?;
                 // One file for the whole run, written below.
                 settings.json = None;
                 let t = Instant::now();
@@ -48,9 +75,13 @@ fn run(cli: &Cli) -> Result<()> {
                 let all = serde_json::json!({
                     "scenarios": reports.iter().map(|r| r.to_json()).collect::<Vec<_>>()
                 });
-                bench::common::write_json(path, &all)?;
+                common::write_json(path, &all)?;
                 println!("wrote {}", path.display());
             }
+            write_plots(&cli.common, &reports)?;
+        }
+        None => {
+            default_run::run(&cli.common)?;
         }
     }
     println!("wall time: {:.1} s", started.elapsed().as_secs_f64());

@@ -258,3 +258,123 @@ fn hint_bits_modes_dirty_pages_and_log_images_as_documented() {
     assert!(again.reused_data);
     assert!(again.data_check.ok);
 }
+
+/// The index-scan part of `hint-bits` at a tiny scale: every ordered index
+/// scan returns every row in key order; `never` dirties and logs nothing;
+/// the other two modes dirty every heap page and make one `set_hints` call
+/// per fetched tuple (a fetch has one tuple: `per-page` cannot batch), with
+/// one full-page image per page only for a logged table with checksums.
+#[test]
+fn hint_bits_index_scan_counts_rows_and_never_dirties_nothing() {
+    use bench::scenarios::hint_bits::{self, HintBitsReport, Params};
+    use heap::HintMode;
+
+    let dir = tempfile::tempdir().unwrap();
+    let settings = Settings {
+        pool_buffers: 256,
+        threads: vec![1],
+        evictors: vec![Evictor::Clock],
+        batches: vec![SweepBatch::Fixed(1)],
+        ..tiny(dir.path(), "hint-bits-index.json")
+    };
+    let params = Params {
+        rows: 3_000,
+        reps: 2,
+        modes: HintMode::ALL.to_vec(),
+        checksums: vec![true],
+        logged: vec![false, true],
+        load_batch: 1_000,
+        wal_segment_size: 1 << 20,
+    };
+    let report = hint_bits::run(&settings, &params).unwrap();
+    bench::common::finish(report.clone(), &settings).unwrap();
+    assert_eq!(report.rows.len(), 6);
+    assert_eq!(report.index_rows.len(), 6);
+    let check = report
+        .index_data_check
+        .as_ref()
+        .expect("the index part ran");
+    assert!(check.ok, "{check:?}");
+    assert_eq!(check.runs, 12);
+    assert!(report.index_table_pages > 0 && report.index_pages > 0);
+    assert!(
+        report.index_pool_buffers >= (report.index_table_pages + report.index_pages) as usize,
+        "the pool holds table and index"
+    );
+    let pages = u64::from(report.index_table_pages);
+    for r in &report.rows {
+        assert_eq!(r.scan, "seq");
+    }
+    for r in &report.index_rows {
+        assert_eq!(r.scan, "index", "{r:?}");
+        assert_eq!(r.tuples_visible, params.rows, "{r:?}");
+        assert_eq!(r.pages, pages, "{r:?}");
+        assert_eq!(r.data_errors, 0, "{r:?}");
+        assert_eq!(r.pages_read, 0, "the warm-up holds table and index: {r:?}");
+        assert_eq!(r.scan_ms.len(), 2);
+        assert!(r.scan_ms_min <= r.scan_ms_median && r.scan_ms_median <= r.scan_ms_max);
+        assert!(r.tuples_per_sec > 0.0, "{r:?}");
+        if r.mode == "never" {
+            assert_eq!(r.pages_dirtied, 0, "{r:?}");
+            assert_eq!(r.wal_bytes, 0, "{r:?}");
+            assert_eq!(r.hint_calls, 0, "{r:?}");
+            assert_eq!(r.hint_fpis, 0, "{r:?}");
+        } else {
+            assert_eq!(r.pages_dirtied, pages, "{r:?}");
+            // One call per fetched tuple in both modes.
+            assert_eq!(r.hint_calls, params.rows, "{r:?}");
+            if r.logged {
+                assert_eq!(r.hint_fpis, pages, "{r:?}");
+                assert!(r.wal_bytes > pages * 4096, "{r:?}");
+            } else {
+                assert_eq!(r.hint_fpis, 0, "{r:?}");
+                assert_eq!(r.wal_bytes, 0, "{r:?}");
+            }
+        }
+    }
+    let count = |c: &str| {
+        report
+            .index_ratios
+            .iter()
+            .filter(|q| q.compare == c)
+            .count()
+    };
+    assert_eq!(count("per-page/never"), 2);
+    assert_eq!(count("per-tuple/per-page"), 2);
+
+    // The JSON carries the index rows with their `scan` field and reads back.
+    let text = std::fs::read_to_string(settings.json.as_ref().unwrap()).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for row in v["index_rows"].as_array().unwrap() {
+        assert_eq!(row["scan"], "index");
+        for field in [
+            "mode",
+            "scan_ms_median",
+            "scan_ms_min",
+            "scan_ms_max",
+            "tuples_per_sec",
+            "pages_dirtied",
+            "wal_bytes",
+        ] {
+            assert!(row.get(field).is_some(), "{field} missing from {row}");
+        }
+    }
+    let back: HintBitsReport = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.index_rows.len(), 6);
+
+    // A second run reuses the indexed tables too.
+    let again = hint_bits::run(
+        &Settings {
+            json: None,
+            ..settings
+        },
+        &Params {
+            modes: vec![HintMode::Never],
+            logged: vec![true],
+            ..params
+        },
+    )
+    .unwrap();
+    assert!(again.reused_data);
+    assert!(again.index_data_check.is_some_and(|c| c.ok));
+}

@@ -28,17 +28,55 @@
 //! one on the same copy would measure a hinted table. Every scan must see
 //! exactly N visible tuples, each of which still wanted a hint (the copy was
 //! unhinted); otherwise the run is a failed run.
+//!
+//! Then the index part (seed 003's "plain index scan"), through the engine's
+//! public API, over the same kind of table:
+//!
+//! ```text
+//!   index template (one per logged x checksums: the engine records the
+//!   checksum setting and refuses the other one; cached in --data-dir):
+//!     Database::open (hint mode never); hb(id i64, k i64, neg i64) with a
+//!     non-unique B-tree hb_k on k, k = a seeded random permutation of the
+//!     ids; one bulk_load in id order (heap order = id order, key order a
+//!     random walk over the heap); clean close; reopened to check it
+//!     (verify_indexes, one index scan with hints off, nothing dirtied).
+//!
+//!   one measured run, per cell x repetition, after all the seq scans:
+//!     copy the template; Database::open with the cell's pool, checksums and
+//!     hint mode, no bgwriter, no checkpointer, pool >= table + index
+//!     warm: read_buffer every page of table, index and commit log
+//!     ── timed ──────────────────────────────────────────────────────────
+//!     txn.index_range(hb_k, unbounded, unbounded): every row in key order;
+//!     each entry is one heap fetch (Heap::fetch_with) of one tuple
+//!     ───────────────────────────────────────────────────────────────────
+//!     the same counters as the seq scan; close; delete the copy
+//! ```
+//!
+//! A fetch has one tuple to look at, so `per-page` cannot batch: it is one
+//! `set_hints` call per tuple, exactly as `per-tuple` (`Heap::fetch_with`),
+//! and every fetch of a tuple on an already-dirtied page still makes its own
+//! call. The index part's rows (`scan: "index"`) are in `index_rows`; each
+//! scan must return keys 0, 1, 2, ... in order, each row `(id, k, -id)`,
+//! every id once; `never` must dirty nothing, the other modes must make one
+//! hint call per row (the copy was unhinted).
 
 use std::fs;
 use std::hint::black_box;
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 use bufmgr::{BufferPool, FileStorage, PoolConfig, RelFork, RelId};
 use clap::ValueEnum;
-use engine::{CLOG_REL, FIRST_USER_REL, TransactionManager, next_xid_hint, recover};
+use engine::{
+    CLOG_REL, Column, ColumnType, Database, FIRST_USER_REL, Options, Partitions, TableOptions,
+    TransactionManager, Value, next_xid_hint, recover,
+};
 use heap::{Heap, HintMode, RingChoice, ScanOptions};
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 use wal::{DEFAULT_SEGMENT_SIZE, Lsn, Record, RmgrKind, Wal, WalConfig};
 
@@ -611,12 +649,504 @@ fn measure_once(
 }
 
 // ---------------------------------------------------------------------------
+// The index scan (seed 003's "plain index scan"), through engine::Database
+// ---------------------------------------------------------------------------
+
+/// The index-scan table: `(id, k, neg)`, all i64, `k` = a random permutation
+/// of the ids, `neg = -id`; loaded in id order, so heap order is id order.
+pub const INDEX_TABLE: &str = "hb";
+/// The non-unique B-tree on `hb.k`: key order is a random walk over the heap.
+pub const INDEX_NAME: &str = "hb_k";
+/// Seed of the permutation held in `k`.
+pub const PERMUTATION_SEED: u64 = 0x5eed_0003;
+const INDEX_TEMPLATE_FORMAT: u32 = 1;
+/// Pool pages the index part leaves free beyond table + index (catalog,
+/// commit log, headroom).
+const INDEX_POOL_HEADROOM: usize = 256;
+
+/// What an index-scan template holds (its marker file).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexTemplateInfo {
+    pub format: u32,
+    pub rows: u64,
+    pub logged: bool,
+    /// The engine records the checksum setting at creation and refuses to
+    /// open a directory with the other one: one template per setting.
+    pub checksums: bool,
+    pub wal_segment_size: u64,
+    pub seed: u64,
+    pub table_rel: u32,
+    pub index_rel: u32,
+    pub table_pages: u32,
+    pub index_pages: u32,
+}
+
+fn index_template_dir(
+    settings: &Settings,
+    params: &Params,
+    logged: bool,
+    checksums: bool,
+) -> PathBuf {
+    settings.data_dir.join("hint-bits").join(format!(
+        "{}-rows-{}-checksums-{}-index",
+        params.rows,
+        logged_name(logged),
+        on_off(checksums)
+    ))
+}
+
+/// `0..rows` shuffled with [`PERMUTATION_SEED`].
+fn permutation(rows: u64) -> Vec<i64> {
+    let mut p: Vec<i64> = (0..rows as i64).collect();
+    p.shuffle(&mut SmallRng::seed_from_u64(PERMUTATION_SEED));
+    p
+}
+
+fn index_columns() -> Vec<Column> {
+    vec![
+        Column::new("id", ColumnType::I64),
+        Column::new("k", ColumnType::I64),
+        Column::new("neg", ColumnType::I64),
+    ]
+}
+
+/// Engine options for the index part: the pool of `cell`'s configuration
+/// with `buffers` pages, no background writer and no checkpointer (nothing
+/// runs beside the timed scan), the hint mode of the cell.
+fn engine_options(
+    pool: &Config,
+    buffers: usize,
+    params: &Params,
+    checksums: bool,
+    mode: HintMode,
+) -> Options {
+    Options::new()
+        .pool_buffers(buffers)
+        .evictor(pool.evictor)
+        .sweep_batch(pool.batch)
+        .partitions(Partitions::Count(pool.partitions))
+        .huge_pages(pool.huge_pages)
+        .rings(pool.ring)
+        .checksums(checksums)
+        .hint_mode(mode)
+        .bgwriter(None)
+        .checkpointer(false)
+        .wal_segment_size(params.wal_segment_size)
+}
+
+/// The checks every index scan makes on the rows it is handed: keys
+/// `0, 1, 2, ...` in order (the permutation, read back sorted), each row
+/// `(id, k, -id)`, every id once (count and sum).
+#[derive(Debug, Default)]
+struct IndexScanCheck {
+    seen: u64,
+    ok: u64,
+    id_sum: u64,
+    error: Option<String>,
+}
+
+impl IndexScanCheck {
+    #[inline]
+    fn row(&mut self, row: &[Value]) {
+        let want = self.seen as i64;
+        self.seen += 1;
+        match row {
+            [Value::I64(id), Value::I64(k), Value::I64(neg)]
+                if *k == want && *id >= 0 && *neg == id.wrapping_neg() =>
+            {
+                self.ok += 1;
+                self.id_sum = self.id_sum.wrapping_add(*id as u64);
+            }
+            _ => {
+                self.error
+                    .get_or_insert_with(|| format!("entry {want} of the index scan is {row:?}"));
+            }
+        }
+    }
+
+    /// What is wrong with the whole scan of a table of `rows` rows.
+    fn verdict(&self, rows: u64) -> Option<String> {
+        let want_sum = rows.wrapping_mul(rows.wrapping_sub(1)) / 2;
+        if let Some(e) = &self.error {
+            Some(e.clone())
+        } else if self.seen != rows || self.ok != rows || self.id_sum != want_sum {
+            Some(format!(
+                "the index scan saw {} rows ({} well-formed, id sum {}), expected {rows} (id sum {want_sum})",
+                self.seen, self.ok, self.id_sum
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// Scan the whole index in key order through `txn`, checking every row.
+fn index_scan(txn: &engine::Transaction<'_>, check: &mut IndexScanCheck) -> Result<()> {
+    for r in txn.index_range(INDEX_NAME, Bound::Unbounded, Bound::Unbounded)? {
+        let (_, row) = r?;
+        check.row(&row);
+    }
+    Ok(())
+}
+
+/// The marker if it matches and the table and index files have the sizes
+/// it names.
+fn usable_index_template(
+    dir: &Path,
+    params: &Params,
+    logged: bool,
+    checksums: bool,
+) -> Option<IndexTemplateInfo> {
+    let text = fs::read_to_string(dir.join(MARKER)).ok()?;
+    let info: IndexTemplateInfo = serde_json::from_str(&text).ok()?;
+    let want = IndexTemplateInfo {
+        format: INDEX_TEMPLATE_FORMAT,
+        rows: params.rows,
+        logged,
+        checksums,
+        wal_segment_size: params.wal_segment_size,
+        seed: PERMUTATION_SEED,
+        ..info.clone()
+    };
+    let storage = FileStorage::open(dir).ok()?;
+    let size = |rel: u32| {
+        fs::metadata(bufmgr::StorageBackend::path(
+            &storage,
+            RelFork::main(RelId(rel)),
+        ))
+        .ok()
+        .map(|m| m.len())
+    };
+    let page = bufmgr::PAGE_SIZE as u64;
+    (info == want
+        && size(info.table_rel)? == u64::from(info.table_pages) * page
+        && size(info.index_rel)? == u64::from(info.index_pages) * page)
+        .then_some(info)
+}
+
+/// Build (or reuse) the index-scan template for `logged` x `checksums`:
+/// an engine database with the table and its index, loaded by one
+/// `bulk_load` into the indexed table (entries added row by row, keys in
+/// random order), closed cleanly. Nothing has read a tuple: unhinted.
+fn ensure_index_template(
+    settings: &Settings,
+    params: &Params,
+    logged: bool,
+    checksums: bool,
+) -> Result<(IndexTemplateInfo, bool)> {
+    let dir = index_template_dir(settings, params, logged, checksums);
+    let what = format!("{} checksums={}", logged_name(logged), on_off(checksums));
+    if let Some(info) = usable_index_template(&dir, params, logged, checksums) {
+        println!(
+            "reusing the indexed {what} table of {} rows ({} + {} index pages) in {}",
+            info.rows,
+            info.table_pages,
+            info.index_pages,
+            dir.display()
+        );
+        return Ok((info, true));
+    }
+    remove_dir(&dir)?;
+    fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+    let started = Instant::now();
+    // Large enough for table + index (~75 rows a page together); the
+    // checkpointer recycles the load's WAL, so copies stay small.
+    let buffers = settings.pool_buffers.max(params.rows as usize / 40 + 1024);
+    let opts = Options::new()
+        .pool_buffers(buffers)
+        .checksums(checksums)
+        .hint_mode(HintMode::Never)
+        .wal_segment_size(params.wal_segment_size);
+    let db = Database::open(&dir, opts)?;
+    db.create_table_with(INDEX_TABLE, index_columns(), TableOptions { logged })?;
+    db.create_index(INDEX_NAME, INDEX_TABLE, "k", false)?;
+    let pb = progress_bar(
+        params.rows,
+        settings.progress,
+        &format!("loading {} indexed rows ({what})", params.rows),
+    );
+    let perm = permutation(params.rows);
+    let rows = perm.iter().enumerate().map(|(id, &k)| {
+        vec![
+            Value::I64(id as i64),
+            Value::I64(k),
+            Value::I64(-(id as i64)),
+        ]
+    });
+    db.bulk_load(INDEX_TABLE, rows, |p| pb.set_position(p.rows))?;
+    drop(perm);
+    let table_rel = db.table(INDEX_TABLE)?.rel;
+    let index_rel = db
+        .indexes()
+        .into_iter()
+        .find(|i| i.name == INDEX_NAME)
+        .map(|i| i.rel)
+        .ok_or_else(|| BenchError::Data(format!("index {INDEX_NAME} missing after creation")))?;
+    db.close()?;
+    // Check it with hints off: the index against the heap, one index scan,
+    // and nothing dirtied (no hint was set).
+    pb.set_message(format!("checking ({what})"));
+    let db = Database::open(&dir, opts_never(buffers, params, checksums))?;
+    let violations = db.verify_indexes(INDEX_TABLE)?;
+    if let Some(v) = violations.first() {
+        return Err(BenchError::Data(format!(
+            "the loaded index has {} violations, the first: {v:?}",
+            violations.len()
+        )));
+    }
+    let mut check = IndexScanCheck::default();
+    {
+        let txn = db.begin()?;
+        index_scan(&txn, &mut check)?;
+        txn.rollback()?;
+    }
+    if let Some(e) = check.verdict(params.rows) {
+        return Err(BenchError::Data(format!("the loaded indexed table: {e}")));
+    }
+    let dirty = dirty_pages(db.pool(), table_rel);
+    if dirty != 0 {
+        return Err(BenchError::Data(format!(
+            "checking the loaded indexed table dirtied {dirty} pages (hints were set)"
+        )));
+    }
+    let table_pages = db.pool().nblocks(RelFork::main(table_rel))?;
+    let index_pages = db.pool().nblocks(RelFork::main(index_rel))?;
+    db.close()?;
+    pb.finish_and_clear();
+    let info = IndexTemplateInfo {
+        format: INDEX_TEMPLATE_FORMAT,
+        rows: params.rows,
+        logged,
+        checksums,
+        wal_segment_size: params.wal_segment_size,
+        seed: PERMUTATION_SEED,
+        table_rel: table_rel.0,
+        index_rel: index_rel.0,
+        table_pages,
+        index_pages,
+    };
+    let marker = dir.join(MARKER);
+    let text = serde_json::to_string_pretty(&info).expect("plain fields serialise");
+    fs::write(&marker, text + "\n").map_err(io_err("write", &marker))?;
+    println!(
+        "built the indexed {what} table: {} rows in {table_pages} pages + {index_pages} index pages \
+         in {:.1} s, in {}",
+        params.rows,
+        started.elapsed().as_secs_f64(),
+        dir.display()
+    );
+    Ok((info, false))
+}
+
+fn opts_never(buffers: usize, params: &Params, checksums: bool) -> Options {
+    Options::new()
+        .pool_buffers(buffers)
+        .checksums(checksums)
+        .hint_mode(HintMode::Never)
+        .bgwriter(None)
+        .checkpointer(false)
+        .wal_segment_size(params.wal_segment_size)
+}
+
+/// Copy the index template, open it, warm the pool (table, index, commit
+/// log), time one ordered scan of the whole index fetching every row.
+/// Returns the sample and what was wrong with the scan, if anything.
+fn measure_index_once(
+    template: &Path,
+    run: &Path,
+    params: &Params,
+    cell: &Cell,
+    info: &IndexTemplateInfo,
+    buffers: usize,
+) -> Result<(Sample, Option<String>)> {
+    remove_dir(run)?;
+    copy_dir(template, run)?;
+    let db = Database::open(
+        run,
+        engine_options(&cell.pool, buffers, params, cell.checksums, cell.mode),
+    )?;
+    let pool = db.pool().clone();
+    let table = RelId(info.table_rel);
+    for rel in [table, RelId(info.index_rel), CLOG_REL] {
+        let rf = RelFork::main(rel);
+        for block in 0..pool.nblocks(rf)? {
+            drop(pool.read_buffer(rf, block, None)?);
+        }
+    }
+    let txn = db.begin()?;
+    let dirty_before = dirty_pages(&pool, table);
+    let (pool_before, wal_before) = (pool.stats(), db.wal_stats());
+    let mut check = IndexScanCheck::default();
+    let cpu_before = CpuSample::now();
+    let started = Instant::now();
+    index_scan(&txn, &mut check)?;
+    let elapsed = started.elapsed();
+    let cpu_after = CpuSample::now();
+    let (pool_after, wal_after) = (pool.stats(), db.wal_stats());
+    let dirty_after = dirty_pages(&pool, table);
+    txn.rollback()?;
+    let stats = pool_after.since(&pool_before);
+    let sample = Sample {
+        scan_ms: elapsed.as_secs_f64() * 1e3,
+        tuples_seen: check.seen,
+        tuples_checked: check.ok,
+        tuples_visible: check.seen,
+        // One set_hints call per fetch that found a hint to set.
+        hints_wanted: stats.hints_set,
+        hint_calls: stats.hints_set,
+        pages: u64::from(info.table_pages),
+        pages_read: stats.totals().reads,
+        pages_dirtied: dirty_after.saturating_sub(dirty_before),
+        wal_bytes: wal_after.bytes - wal_before.bytes,
+        wal_segments_created: wal_after.segments_created - wal_before.segments_created,
+        hint_fpis: stats.hint_fpis,
+        other_cores: cpu_before
+            .zip(cpu_after)
+            .map(|(a, b)| b.cores_since(&a, elapsed.as_secs_f64()).1),
+    };
+    let error = check.verdict(params.rows).or_else(|| {
+        if cell.mode == HintMode::Never {
+            (sample.pages_dirtied != 0 || sample.hint_calls != 0).then(|| {
+                format!(
+                    "hints off, yet {} pages dirtied and {} hint calls",
+                    sample.pages_dirtied, sample.hint_calls
+                )
+            })
+        } else {
+            (sample.hint_calls != params.rows).then(|| {
+                format!(
+                    "only {} of {} fetches set a hint: the copy was not unhinted",
+                    sample.hint_calls, params.rows
+                )
+            })
+        }
+    });
+    db.close()?;
+    remove_dir(run)?;
+    Ok((sample, error))
+}
+
+/// What the index part of a run produced.
+struct IndexPart {
+    rows: Vec<Row>,
+    ratios: Vec<Ratio>,
+    data_check: DataCheck,
+    table_pages: u32,
+    index_pages: u32,
+    pool_buffers: usize,
+    reused: bool,
+}
+
+/// After the seq scans: build or reuse the index templates, then measure
+/// every cell `reps` times with an ordered index scan.
+fn run_index_part(settings: &Settings, params: &Params, cells: &[Cell]) -> Result<IndexPart> {
+    let mut templates: Vec<((bool, bool), IndexTemplateInfo)> = Vec::new();
+    let mut reused = true;
+    for c in cells {
+        let key = (c.logged, c.checksums);
+        if !templates.iter().any(|(k, _)| *k == key) {
+            let (info, r) = ensure_index_template(settings, params, c.logged, c.checksums)?;
+            reused &= r;
+            templates.push((key, info));
+        }
+    }
+    let table_pages = templates
+        .iter()
+        .map(|(_, i)| i.table_pages)
+        .max()
+        .unwrap_or(0);
+    let index_pages = templates
+        .iter()
+        .map(|(_, i)| i.index_pages)
+        .max()
+        .unwrap_or(0);
+    // The pool holds table and index: the scenario's pool, or larger.
+    let buffers = settings
+        .pool_buffers
+        .max(table_pages as usize + index_pages as usize + INDEX_POOL_HEADROOM);
+    println!(
+        "index scan: table {table_pages} pages + index {index_pages} pages, pool of {buffers} buffers \
+         ({} MiB){}",
+        (buffers * bufmgr::PAGE_SIZE) >> 20,
+        if buffers > settings.pool_buffers {
+            " (raised so that table and index fit)"
+        } else {
+            ""
+        }
+    );
+    let run = run_dir(settings);
+    let total = cells.len() * params.reps;
+    let pb = progress_bar(total as u64, settings.progress, "hint-bits (index scan)");
+    let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); cells.len()];
+    let mut errors = vec![0u64; cells.len()];
+    let mut first_error = None;
+    for rep in 0..params.reps {
+        for (i, cell) in cells.iter().enumerate() {
+            let label = format!(
+                "[{}/{}] index scan {}",
+                rep * cells.len() + i + 1,
+                total,
+                cell.label()
+            );
+            pb.set_message(label.clone());
+            let info = &templates
+                .iter()
+                .find(|(k, _)| *k == (cell.logged, cell.checksums))
+                .expect("a template per (logged, checksums)")
+                .1;
+            let template = index_template_dir(settings, params, cell.logged, cell.checksums);
+            let (s, e) = measure_index_once(&template, &run, params, cell, info, buffers)?;
+            if let Some(e) = e {
+                errors[i] += 1;
+                first_error.get_or_insert_with(|| format!("index scan {}: {e}", cell.label()));
+            }
+            pb.suspend(|| {
+                eprintln!(
+                    "{label}: {:.1} ms, {} pages dirtied, {} WAL bytes",
+                    s.scan_ms, s.pages_dirtied, s.wal_bytes
+                )
+            });
+            samples[i].push(s);
+            pb.inc(1);
+        }
+    }
+    pb.finish_and_clear();
+    let mut rows: Vec<Row> = cells
+        .iter()
+        .zip(&samples)
+        .zip(&errors)
+        .map(|((c, s), e)| Row {
+            scan: "index".into(),
+            ..make_row(c, s, params.rows, *e)
+        })
+        .collect();
+    let ratios = compare(cells, &mut rows);
+    Ok(IndexPart {
+        rows,
+        ratios,
+        data_check: DataCheck {
+            runs: total as u64,
+            tuples_per_run: params.rows,
+            ok: first_error.is_none(),
+            error: first_error,
+        },
+        table_pages,
+        index_pages,
+        pool_buffers: buffers,
+        reused,
+    })
+}
+
+// ---------------------------------------------------------------------------
 // The report
 // ---------------------------------------------------------------------------
 
 /// One configuration over its repetitions.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
+    /// `seq` (the heap scan) or `index` (the ordered index scan).
+    #[serde(default = "seq_scan")]
+    pub scan: String,
     /// `never`, `per-tuple` or `per-page`.
     pub mode: String,
     pub checksums: bool,
@@ -662,6 +1192,10 @@ pub struct Row {
     pub vs_checksums_off: Option<f64>,
     /// Scans that saw the wrong number of tuples, or a hinted copy.
     pub data_errors: u64,
+}
+
+fn seq_scan() -> String {
+    "seq".into()
 }
 
 /// One of the comparisons the scenario exists for.
@@ -710,6 +1244,21 @@ pub struct HintBitsReport {
     pub rows: Vec<Row>,
     pub ratios: Vec<Ratio>,
     pub data_check: DataCheck,
+    /// The index part: pages of the indexed table and of its index, and the
+    /// pool it ran with (raised above `pool_buffers` if both did not fit).
+    #[serde(default)]
+    pub index_table_pages: u32,
+    #[serde(default)]
+    pub index_pages: u32,
+    #[serde(default)]
+    pub index_pool_buffers: usize,
+    /// One row per configuration (`scan`: `index`), as `rows`.
+    #[serde(default)]
+    pub index_rows: Vec<Row>,
+    #[serde(default)]
+    pub index_ratios: Vec<Ratio>,
+    #[serde(default)]
+    pub index_data_check: Option<DataCheck>,
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -751,6 +1300,7 @@ fn make_row(cell: &Cell, samples: &[Sample], rows: u64, errors: u64) -> Row {
     let med = median(&times);
     let m = |f: fn(&Sample) -> u64| median_u64(samples.iter().map(f));
     Row {
+        scan: "seq".into(),
         mode: cell.mode.name().into(),
         checksums: cell.checksums,
         logged: cell.logged,
@@ -911,6 +1461,8 @@ pub fn run(settings: &Settings, params: &Params) -> Result<HintBitsReport> {
         ok: first_error.is_none(),
         error: first_error,
     };
+    let index = run_index_part(settings, params, &cells)?;
+    reused &= index.reused;
     Ok(HintBitsReport {
         scenario: "hint-bits".into(),
         table_rows: params.rows,
@@ -924,17 +1476,22 @@ pub fn run(settings: &Settings, params: &Params) -> Result<HintBitsReport> {
         rows,
         ratios,
         data_check,
+        index_table_pages: index.table_pages,
+        index_pages: index.index_pages,
+        index_pool_buffers: index.pool_buffers,
+        index_rows: index.rows,
+        index_ratios: index.ratios,
+        index_data_check: Some(index.data_check),
     })
 }
 
 impl HintBitsReport {
     /// The comparisons of the closing note, median (and fastest) scan time
     /// ratios side by side.
-    fn render_ratios(&self) -> String {
+    fn render_ratios(ratios: &[Ratio]) -> String {
         let mut out = String::new();
         for compare in ["per-page/never", "per-tuple/per-page", "checksums on/off"] {
-            let parts: Vec<String> = self
-                .ratios
+            let parts: Vec<String> = ratios
                 .iter()
                 .filter(|q| q.compare == compare)
                 .map(|q| {
@@ -954,6 +1511,91 @@ impl HintBitsReport {
             if !parts.is_empty() {
                 out += &format!("{compare:>19}: {}\n", parts.join(", "));
             }
+        }
+        out
+    }
+}
+
+impl HintBitsReport {
+    /// The index-scan table, its notes and its data check.
+    fn render_index_part(&self, several_pools: bool) -> String {
+        if self.index_rows.is_empty() {
+            return String::new();
+        }
+        let t = rows_table(&self.index_rows, several_pools);
+        let mut out = format!(
+            "\nhint-bits, ordered index scan ({} rows in {} pages + {} index pages, k a random \
+             permutation of the heap order; pool of {} buffers, {} scans per row):\n{t}",
+            self.table_rows,
+            self.index_table_pages,
+            self.index_pages,
+            self.index_pool_buffers,
+            self.reps,
+        );
+        out += "one Transaction::index_range over every key of a fresh unhinted copy, pool warm \
+                (table, index, commit log): one heap fetch per entry, pages visited in random \
+                order; a fetch hints its one tuple, so per-page is one set_hints call per tuple \
+                like per-tuple (the batch needs a page's worth of tuples: seed 003's case that \
+                cannot use it); dirtied: heap pages\n";
+        out += &Self::render_ratios(&self.index_ratios);
+        let per_mode: Vec<String> = self
+            .index_rows
+            .iter()
+            .filter_map(|ix| {
+                let seq = self.rows.iter().find(|r| {
+                    r.mode == ix.mode
+                        && r.checksums == ix.checksums
+                        && r.logged == ix.logged
+                        && pool_label(r) == pool_label(ix)
+                })?;
+                Some(format!(
+                    "{} {} checksums {} {}",
+                    logged_name(ix.logged),
+                    ix.mode,
+                    on_off(ix.checksums),
+                    fmt_ratio(Some(seq.tuples_per_sec / ix.tuples_per_sec))
+                ))
+            })
+            .collect();
+        if !per_mode.is_empty() {
+            out += &format!("{:>19}: {}\n", "seq/index tuples/s", per_mode.join(", "));
+        }
+        let segments = self
+            .index_rows
+            .iter()
+            .map(|r| r.wal_segments_created)
+            .max()
+            .unwrap_or(0);
+        if segments > 0 {
+            out += &format!(
+                "note: index scans that logged hint images created up to {segments} WAL segments each\n"
+            );
+        }
+        let read = self
+            .index_rows
+            .iter()
+            .map(|r| r.pages_read)
+            .max()
+            .unwrap_or(0);
+        if read > 0 {
+            out += &format!(
+                "note: some index scans read up to {read} pages from storage (the warm-up did not hold table and index)\n"
+            );
+        }
+        match &self.index_data_check {
+            Some(c) if c.ok => {
+                out += &format!(
+                    "data check: {} index scans each saw {} rows in key order, every id once\n",
+                    c.runs, c.tuples_per_run
+                )
+            }
+            Some(c) => {
+                out += &format!(
+                    "data check: FAILED: {}\n",
+                    c.error.as_deref().unwrap_or("?")
+                )
+            }
+            None => {}
         }
         out
     }
@@ -980,6 +1622,56 @@ fn fmt_bytes(b: u64) -> String {
     }
 }
 
+/// The table of `rows` (one scan kind), with the pool column if the rows
+/// ran with several pool configurations.
+fn rows_table(rows: &[Row], several_pools: bool) -> Table {
+    let mut header = vec![
+        "mode",
+        "checksums",
+        "table",
+        "median ms",
+        "min ms",
+        "max ms",
+        "tuples/s",
+        "dirtied",
+        "WAL bytes",
+        "hint FPIs",
+        "hint calls",
+        "vs never",
+        "tuple/page",
+        "cks on/off",
+        "others",
+    ];
+    if several_pools {
+        header.push("pool");
+    }
+    let mut t = Table::new(&header);
+    for r in rows {
+        let mut cells = vec![
+            r.mode.clone(),
+            on_off(r.checksums).into(),
+            logged_name(r.logged).into(),
+            format!("{:.1}", r.scan_ms_median),
+            format!("{:.1}", r.scan_ms_min),
+            format!("{:.1}", r.scan_ms_max),
+            fmt_rate(r.tuples_per_sec),
+            r.pages_dirtied.to_string(),
+            fmt_bytes(r.wal_bytes),
+            r.hint_fpis.to_string(),
+            r.hint_calls.to_string(),
+            fmt_ratio(r.vs_never),
+            fmt_ratio(r.vs_per_page),
+            fmt_ratio(r.vs_checksums_off),
+            r.other_cores_used.map_or("?".into(), |c| format!("{c:.2}")),
+        ];
+        if several_pools {
+            cells.push(pool_label(r));
+        }
+        t.push(cells);
+    }
+    t
+}
+
 impl Report for HintBitsReport {
     fn scenario(&self) -> &str {
         &self.scenario
@@ -989,50 +1681,7 @@ impl Report for HintBitsReport {
         let mut pools: Vec<String> = self.rows.iter().map(pool_label).collect();
         pools.dedup();
         let several_pools = pools.len() > 1;
-        let mut header = vec![
-            "mode",
-            "checksums",
-            "table",
-            "median ms",
-            "min ms",
-            "max ms",
-            "tuples/s",
-            "dirtied",
-            "WAL bytes",
-            "hint FPIs",
-            "hint calls",
-            "vs never",
-            "tuple/page",
-            "cks on/off",
-            "others",
-        ];
-        if several_pools {
-            header.push("pool");
-        }
-        let mut t = Table::new(&header);
-        for r in &self.rows {
-            let mut cells = vec![
-                r.mode.clone(),
-                on_off(r.checksums).into(),
-                logged_name(r.logged).into(),
-                format!("{:.1}", r.scan_ms_median),
-                format!("{:.1}", r.scan_ms_min),
-                format!("{:.1}", r.scan_ms_max),
-                fmt_rate(r.tuples_per_sec),
-                r.pages_dirtied.to_string(),
-                fmt_bytes(r.wal_bytes),
-                r.hint_fpis.to_string(),
-                r.hint_calls.to_string(),
-                fmt_ratio(r.vs_never),
-                fmt_ratio(r.vs_per_page),
-                fmt_ratio(r.vs_checksums_off),
-                r.other_cores_used.map_or("?".into(), |c| format!("{c:.2}")),
-            ];
-            if several_pools {
-                cells.push(pool_label(r));
-            }
-            t.push(cells);
-        }
+        let t = rows_table(&self.rows, several_pools);
         let mut out = format!(
             "\nhint-bits ({} rows in {} pages, pool of {} buffers, {} scans per row{}):\n{t}",
             self.table_rows,
@@ -1051,7 +1700,7 @@ impl Report for HintBitsReport {
                 vs never / tuple/page / cks on/off: ratios of median scan times \
                 (per-page|per-tuple over never, per-tuple over per-page, checksums on over off); \
                 others: cores other processes used during the scans\n";
-        out += &self.render_ratios();
+        out += &Self::render_ratios(&self.ratios);
         let segments: u64 = self
             .rows
             .iter()
@@ -1081,6 +1730,7 @@ impl Report for HintBitsReport {
                 self.data_check.error.as_deref().unwrap_or("?")
             );
         }
+        out += &self.render_index_part(several_pools);
         out
     }
 
@@ -1105,6 +1755,27 @@ impl Report for HintBitsReport {
             .collect();
         if let Some(e) = &self.data_check.error {
             f.push(format!("data check: {e}"));
+        }
+        f.extend(
+            self.index_rows
+                .iter()
+                .filter(|r| r.data_errors > 0)
+                .map(|r| {
+                    format!(
+                        "{} bad index scans with {} checksums={} {}",
+                        r.data_errors,
+                        r.mode,
+                        on_off(r.checksums),
+                        logged_name(r.logged)
+                    )
+                }),
+        );
+        if let Some(e) = self
+            .index_data_check
+            .as_ref()
+            .and_then(|c| c.error.as_ref())
+        {
+            f.push(format!("index data check: {e}"));
         }
         f
     }

@@ -12,8 +12,16 @@ use crate::common::{
 };
 use crate::error::Result;
 
+pub mod bulkload;
+pub mod default_run;
 pub mod hint_bits;
+pub mod index_residency;
+pub mod oltp;
+pub mod readonly;
+pub mod scan_resistance;
+pub mod seqscan_partitions;
 pub mod sweep;
+pub mod tables;
 
 /// The scenarios this program runs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, clap::Subcommand)]
@@ -24,6 +32,18 @@ pub enum ScenarioKind {
     Ticks,
     /// The first seq scan of an unhinted table: hint modes x checksums x logged (seed 003)
     HintBits(hint_bits::HintBitsArgs),
+    /// One client scanning a table of 60% of the pool: partitions x balancing x floor (seed 001)
+    SeqscanPartitions(seqscan_partitions::Args),
+    /// pgbench-like write mix on ~2 x pool: evictor x batch x commit sync/async (seed 000)
+    Oltp(oltp::Args),
+    /// Uniform point lookups by primary key on ~2 x pool, threads = cores: partitions x evictor (seed 002)
+    Readonly(readonly::Args),
+    /// Lookups on a 40%-of-pool hot set while one thread bulk-loads 2 x pool: ring on/off (seed 000)
+    Bulkload(bulkload::Args),
+    /// OLTP point lookups under a concurrent big seq scan: evictor x ring x scan speed (seed 000)
+    ScanResistance(scan_resistance::ScanResistanceArgs),
+    /// Zipfian probes through 3 secondary indexes, heap ~4 x pool: evictor x partitions, 5 runs (seed 001)
+    IndexResidency(index_residency::IndexResidencyArgs),
 }
 
 /// The scenarios of the run with no scenario named, in order.
@@ -40,6 +60,12 @@ impl ScenarioKind {
             ScenarioKind::Sweep => "sweep",
             ScenarioKind::Ticks => "ticks",
             ScenarioKind::HintBits(_) => "hint-bits",
+            ScenarioKind::SeqscanPartitions(_) => seqscan_partitions::NAME,
+            ScenarioKind::Oltp(_) => oltp::NAME,
+            ScenarioKind::Readonly(_) => readonly::NAME,
+            ScenarioKind::Bulkload(_) => bulkload::NAME,
+            ScenarioKind::ScanResistance(_) => scan_resistance::NAME,
+            ScenarioKind::IndexResidency(_) => index_residency::NAME,
         }
     }
 
@@ -80,6 +106,30 @@ impl ScenarioKind {
                 evictor: EvictorChoice::Clock,
                 quick_pool_mib: hint_bits::QUICK_POOL_MIB,
             },
+            ScenarioKind::SeqscanPartitions(_) => seqscan_partitions::defaults(),
+            ScenarioKind::Oltp(_) => oltp::defaults(),
+            ScenarioKind::Readonly(_) => readonly::defaults(),
+            ScenarioKind::Bulkload(_) => bulkload::defaults(),
+            // 2 lookup threads (the scan thread comes on top); one batch.
+            ScenarioKind::ScanResistance(_) => Defaults {
+                duration: Duration::from_secs(5),
+                warmup: Duration::from_secs(3),
+                threads: vec![2],
+                batches: vec![DEFAULT_BATCHES[0]],
+                huge_pages: Toggle::Off,
+                evictor: EvictorChoice::Both,
+                quick_pool_mib: QUICK_POOL_MIB,
+            },
+            // 16 threads on purpose (more than cores); 5 runs of each.
+            ScenarioKind::IndexResidency(_) => Defaults {
+                duration: Duration::from_secs(4),
+                warmup: Duration::from_secs(3),
+                threads: vec![16],
+                batches: vec![DEFAULT_BATCHES[0]],
+                huge_pages: Toggle::Off,
+                evictor: EvictorChoice::Both,
+                quick_pool_mib: QUICK_POOL_MIB,
+            },
         }
     }
 
@@ -114,7 +164,82 @@ impl ScenarioKind {
                     settings,
                 )?)
             }
+            ScenarioKind::SeqscanPartitions(args) => Box::new(common::finish(
+                seqscan_partitions::run(settings, &args)?,
+                settings,
+            )?),
+            ScenarioKind::Oltp(args) => {
+                Box::new(common::finish(oltp::run(settings, &args)?, settings)?)
+            }
+            ScenarioKind::Readonly(args) => {
+                Box::new(common::finish(readonly::run(settings, &args)?, settings)?)
+            }
+            ScenarioKind::Bulkload(args) => {
+                Box::new(common::finish(bulkload::run(settings, &args)?, settings)?)
+            }
+            ScenarioKind::ScanResistance(args) => {
+                let params = scan_resistance::Params::resolve(&args, settings)?;
+                Box::new(common::finish(
+                    scan_resistance::run(settings, &params)?,
+                    settings,
+                )?)
+            }
+            ScenarioKind::IndexResidency(args) => {
+                let params = index_residency::Params::resolve(&args, settings)?;
+                Box::new(common::finish(
+                    index_residency::run(settings, &params)?,
+                    settings,
+                )?)
+            }
         })
+    }
+
+    /// The settings of this scenario from the command line: the options
+    /// given, else the scenario's [`defaults`](Self::defaults), plus the
+    /// per-scenario defaults `Defaults` has no field for (applied only when
+    /// the option was left out): `scan-resistance` runs ring on and off and
+    /// 2 lookup threads even under `--quick`; `index-residency` runs
+    /// partitions {1, 6} and 16 threads even under `--quick`.
+    pub fn settings(self, args: &common::CommonArgs) -> Result<Settings> {
+        let mut s = args.resolve(&self.defaults())?;
+        match self {
+            ScenarioKind::ScanResistance(_) => {
+                if args.ring.is_none() {
+                    s.rings = vec![true, false];
+                }
+                if args.threads.is_none() {
+                    s.threads = vec![2];
+                }
+            }
+            ScenarioKind::IndexResidency(_) => {
+                if args.partitions.is_none() {
+                    s.partitions = vec![1, 6];
+                }
+                if args.threads.is_none() {
+                    s.threads = vec![16];
+                }
+            }
+            _ => {}
+        }
+        Ok(s)
+    }
+
+    /// Every scenario, in declaration order, with its own options at their
+    /// defaults (what `bench all` runs).
+    pub fn all() -> Vec<ScenarioKind> {
+        use clap::{FromArgMatches, Subcommand};
+        let cmd = || ScenarioKind::augment_subcommands(clap::Command::new("bench"));
+        let names: Vec<String> = cmd()
+            .get_subcommands()
+            .map(|c| c.get_name().to_string())
+            .collect();
+        names
+            .iter()
+            .filter_map(|name| {
+                let m = cmd().try_get_matches_from(["bench", name.as_str()]).ok()?;
+                ScenarioKind::from_arg_matches(&m).ok()
+            })
+            .collect()
     }
 }
 

@@ -152,6 +152,11 @@ pub struct Row {
     pub other_cores_used: Option<f64>,
     /// Pages whose block number was not the one asked for.
     pub data_errors: u64,
+    /// Victims per ticks bucket in the window (bucket i = i ticks below 64,
+    /// then one bucket per power of two: `bufmgr::stats::bucket_floor`);
+    /// trailing empty buckets left out.
+    #[serde(default)]
+    pub ticks_histogram: Vec<u64>,
 }
 
 /// HOT/COOL relative to the clock for one (batch, partitions, threads, huge
@@ -490,6 +495,10 @@ fn measure(
             .map(|c| t.evictions as f64 / (c.0 * secs)),
         other_cores_used: cores.map(|c| c.1),
         data_errors,
+        ticks_histogram: {
+            let top = h.buckets.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
+            h.buckets[..top].to_vec()
+        },
     })
 }
 
@@ -659,6 +668,127 @@ impl Report for SweepReport {
         }
         f
     }
+
+    /// Ticks-per-victim histograms, one file per configuration with a
+    /// panel per evictor (share of victims per tick count).
+    fn svg_plots(&self) -> Vec<crate::common::SvgPlot> {
+        let mut out = Vec::new();
+        let mut done: Vec<usize> = Vec::new();
+        for (i, r) in self.rows.iter().enumerate() {
+            if done.contains(&i) {
+                continue;
+            }
+            let group: Vec<(usize, &Row)> = self
+                .rows
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| same_group(o, r))
+                .collect();
+            done.extend(group.iter().map(|g| g.0));
+            let (labels, panels) = ticks_panels(&group.iter().map(|g| g.1).collect::<Vec<_>>());
+            let title = format!(
+                "{}: clock ticks per victim (batch {}, {} threads, huge pages {})",
+                self.scenario,
+                r.batch,
+                r.threads,
+                yes_no(r.huge_pages)
+            );
+            if let Ok(svg) = crate::plot::histograms(
+                &title,
+                "ticks of the clock hand per victim",
+                "% of victims",
+                &labels,
+                &panels,
+            ) {
+                out.push(crate::common::SvgPlot {
+                    file: format!(
+                        "{}-b{}-t{}-p{}-huge-{}.svg",
+                        self.scenario,
+                        r.batch,
+                        r.threads,
+                        r.partitions,
+                        yes_no(r.huge_pages)
+                    ),
+                    svg,
+                });
+            }
+        }
+        out
+    }
+}
+
+/// Bins of the ticks plots: 1..=16 one by one, then 17-32, 33-63, then the
+/// power-of-two buckets of the histogram (64-127, ...) below `buckets` (the
+/// longest histogram of the rows drawn).
+fn ticks_bins(buckets: usize) -> Vec<(String, u64, u64)> {
+    let mut bins: Vec<(String, u64, u64)> = (1..=16).map(|t| (t.to_string(), t, t)).collect();
+    bins.push(("17-32".into(), 17, 32));
+    bins.push(("33-63".into(), 33, 63));
+    for b in 64..buckets.min(TICK_BUCKETS) {
+        let lo = bucket_floor(b);
+        let hi = if b + 1 < TICK_BUCKETS {
+            bucket_floor(b + 1) - 1
+        } else {
+            u64::MAX
+        };
+        bins.push((format!("{lo}-{}", hi.min(99_999_999)), lo, hi));
+    }
+    bins
+}
+
+/// The labels and one panel per row (share of victims per bin, in %).
+fn ticks_panels(rows: &[&Row]) -> (Vec<String>, Vec<crate::plot::Bars>) {
+    let bins = ticks_bins(
+        rows.iter()
+            .map(|r| r.ticks_histogram.len())
+            .max()
+            .unwrap_or(0),
+    );
+    let share = |r: &Row| -> Vec<f64> {
+        let total: u64 = r.ticks_histogram.iter().sum();
+        bins.iter()
+            .map(|&(_, lo, hi)| {
+                let n: u64 = r
+                    .ticks_histogram
+                    .iter()
+                    .enumerate()
+                    .filter(|&(b, _)| {
+                        let f = bucket_floor(b);
+                        f >= lo && f <= hi
+                    })
+                    .map(|(_, &c)| c)
+                    .sum();
+                100.0 * n as f64 / total.max(1) as f64
+            })
+            .collect()
+    };
+    let shares: Vec<Vec<f64>> = rows.iter().map(|r| share(r)).collect();
+    let used = shares
+        .iter()
+        .filter_map(|s| s.iter().rposition(|&x| x > 0.0))
+        .max()
+        .map_or(8, |i| (i + 1).max(8))
+        .min(bins.len());
+    let labels = bins[..used].iter().map(|b| b.0.clone()).collect();
+    let panels = rows
+        .iter()
+        .zip(shares)
+        .map(|(r, s)| crate::plot::Bars {
+            name: format!(
+                "{}: mean {:.2}, p99 {}, max {}",
+                if r.evictor == "hotcool" {
+                    "HOT/COOL"
+                } else {
+                    "clock"
+                },
+                r.ticks_per_victim_mean,
+                r.ticks_per_victim_p99,
+                r.ticks_per_victim_max
+            ),
+            values: s[..used].to_vec(),
+        })
+        .collect();
+    (labels, panels)
 }
 
 #[cfg(test)]
@@ -680,6 +810,51 @@ mod tests {
             top10 * 4 > keys.len(),
             "the 10 hottest of 1000 blocks get over a quarter of accesses"
         );
+    }
+
+    #[test]
+    fn ticks_panels_bin_every_victim_once() {
+        let mut h = vec![0u64; 66];
+        h[1] = 50;
+        h[2] = 30;
+        h[20] = 10; // 17-32
+        h[65] = 10; // 128-255
+        let row = Row {
+            evictor: "clock".into(),
+            batch: BatchField::Fixed(1),
+            batch_effective: 1,
+            partitions: 1,
+            threads: 1,
+            huge_pages: false,
+            ring: true,
+            window_secs: 1.0,
+            accesses: 0,
+            hits: 0,
+            evictions: 0,
+            victims: 100,
+            sweep_ticks: 0,
+            accesses_per_sec: 0.0,
+            evictions_per_sec: 0.0,
+            hits_per_sec: 0.0,
+            hit_ratio: 0.0,
+            ticks_per_victim_mean: 0.0,
+            ticks_per_victim_p99: 0,
+            ticks_per_victim_max: 0,
+            huge_pages_granted_mib: None,
+            evictions_vs_batch1: None,
+            cpu_cores_used: None,
+            evictions_per_cpu_sec: None,
+            other_cores_used: None,
+            data_errors: 0,
+            ticks_histogram: h,
+        };
+        let (labels, panels) = ticks_panels(&[&row]);
+        assert_eq!(labels.last().unwrap(), "128-255");
+        assert_eq!(labels.len(), panels[0].values.len());
+        let v = &panels[0].values;
+        assert_eq!((v[0], v[1], v[16]), (50.0, 30.0, 10.0));
+        assert_eq!(*v.last().unwrap(), 10.0);
+        assert!((v.iter().sum::<f64>() - 100.0).abs() < 1e-9);
     }
 
     #[test]

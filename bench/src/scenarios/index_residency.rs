@@ -1,0 +1,941 @@
+//! `index-residency`: secondary indexes under memory pressure (seed 001).
+//!
+//! ```text
+//!   t(id i64, k1 i64, k2 i64, k3 i64, filler 140 bytes), N rows (heap ~4 x pool)
+//!   t_k1, t_k2, t_k3: B-tree indexes, each key an independent random permutation of 1..N
+//!
+//!   16 threads (more than cores on purpose), each probe:
+//!       one of the three indexes, uniformly;
+//!       a zipfian key (theta 0.99; rank -> key through a fixed random
+//!       permutation, so hot keys are spread over the leaves);
+//!       txn.index_lookup(index, key): the descent, then the heap row (checked)
+//!   warm-up, measured window; R runs per configuration, the two evictors
+//!   alternating (ABBA: clock first in even runs, HOT/COOL first in odd ones)
+//! ```
+//!
+//! Per-relation figures, without a per-relation counter in the pool:
+//! - misses of relation R = its pages read from storage in the window
+//!   ([`CountingStorage`](crate::dataset::CountingStorage), exact);
+//! - evictions of R = misses of R - (pages of R resident at the end - at the
+//!   start): every page that came in and is no longer there left by
+//!   eviction (nothing is dropped or truncated during a window);
+//! - `index_eviction_share` = evictions of the three indexes / evictions of
+//!   every relation (`evictions_pool` is the pool's own count, a cross-check);
+//! - `index_hit_ratio` = 1 - index misses / index accesses, where index
+//!   accesses = all buffer accesses in the window - one heap access per probe
+//!   (a probe fetches exactly one heap row; the tables are hinted, so no
+//!   commit-log reads; the commit-log page of `begin`/rollback, once per
+//!   1,000 probes, is counted as an index hit). `accesses_per_probe` shows
+//!   the attribution is sound (index height + 1, a little more for probes
+//!   that step right to a sibling leaf).
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use engine::{Column, ColumnType, Database, Evictor, Value};
+use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
+use rand::{RngExt, SeedableRng};
+use rand_distr::{Distribution, Zipf};
+use serde::{Deserialize, Serialize};
+
+use crate::common::{self, BatchField, Config, Report, Settings, SvgPlot, Table, fmt_rate};
+use crate::dataset::{self, DataCheck, Dataset, RelPages, Stamp};
+use crate::error::{BenchError, Result};
+use crate::scenarios::scan_resistance::{residency_bars, sample_interval};
+
+pub const NAME: &str = "index-residency";
+pub const TABLE: &str = "t";
+pub const INDEXES: [&str; 3] = ["t_k1", "t_k2", "t_k3"];
+const KEY_COLUMNS: [&str; 3] = ["k1", "k2", "k3"];
+pub const FILLER_LEN: usize = 140;
+/// SCENARIOS.md: 2,700,000 rows for a 128 MiB (16,384-page) pool.
+const ROWS_PER_POOL_PAGE: f64 = 2_700_000.0 / 16_384.0;
+pub const THETA: f64 = 0.99;
+const PROBES_PER_TXN: u64 = 1000;
+const PUBLISH_EVERY: u64 = 64;
+const SEED: u64 = 0x1DE7_0001;
+
+/// The options of `index-residency` (after the scenario name).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::Args)]
+pub struct IndexResidencyArgs {
+    /// Rows of t [default: 2,700,000 per 128 MiB of pool (heap ~4 x pool)]
+    #[arg(long, value_name = "N")]
+    pub rows: Option<u64>,
+    /// Runs per configuration, the evictors alternating [default: 5; 2 with --quick]
+    #[arg(long, value_name = "N")]
+    pub runs: Option<usize>,
+}
+
+/// What `index-residency` runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    pub rows: u64,
+    pub runs: usize,
+}
+
+impl Params {
+    pub fn resolve(args: &IndexResidencyArgs, settings: &Settings) -> Result<Params> {
+        let rows = args
+            .rows
+            .unwrap_or((ROWS_PER_POOL_PAGE * settings.pool_buffers as f64) as u64);
+        let runs = args.runs.unwrap_or(if settings.quick { 2 } else { 5 });
+        if rows < 16 || runs == 0 {
+            return Err(BenchError::Config(
+                "index-residency needs at least 16 rows and one run".into(),
+            ));
+        }
+        Ok(Params { rows, runs })
+    }
+}
+
+/// One run of one configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub evictor: String,
+    pub ring: bool,
+    pub batch: BatchField,
+    pub partitions: usize,
+    pub threads: usize,
+    pub huge_pages: bool,
+    /// Which run (0-based); `null` on a median row.
+    pub run: Option<usize>,
+    pub window_secs: f64,
+    pub probes: u64,
+    pub probes_per_sec: f64,
+    /// Index pages resident at the end, all three indexes.
+    pub index_resident_pages: f64,
+    /// Per index (t_k1, t_k2, t_k3).
+    pub index_resident_by_index: Vec<f64>,
+    pub heap_resident_pages: f64,
+    pub index_eviction_share: f64,
+    pub index_hit_ratio: f64,
+    pub heap_hit_ratio: f64,
+    pub accesses_per_probe: f64,
+    /// Evictions derived per relation (all relations), and the pool's count.
+    pub evictions: f64,
+    pub evictions_pool: f64,
+    /// (seconds since the warm-up began, index pages resident).
+    pub residency_samples: Vec<(f64, usize)>,
+    pub resident_end: Vec<RelPages>,
+    pub data_errors: u64,
+}
+
+/// HOT/COOL against the clock for one configuration, over the runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub partitions: usize,
+    pub batch: BatchField,
+    pub ring: bool,
+    pub threads: usize,
+    pub clock_index_resident_median: f64,
+    pub hotcool_index_resident_median: f64,
+    /// HOT/COOL's median over the clock's, in percent.
+    pub index_resident_delta_pct: Option<f64>,
+    /// (min, max) over the runs.
+    pub clock_index_resident_range: (f64, f64),
+    pub hotcool_index_resident_range: (f64, f64),
+    /// Whether the per-run figures of the two evictors overlap.
+    pub index_resident_overlap: bool,
+    pub clock_index_eviction_share_median: f64,
+    pub hotcool_index_eviction_share_median: f64,
+    pub clock_index_eviction_share_range: (f64, f64),
+    pub hotcool_index_eviction_share_range: (f64, f64),
+    pub index_eviction_share_overlap: bool,
+    /// HOT/COOL runs with more index pages resident than every clock run.
+    pub hotcool_runs_above_every_clock_run: usize,
+    pub runs: usize,
+}
+
+/// A finished `index-residency` run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IndexResidencyReport {
+    pub scenario: String,
+    pub pool_buffers: usize,
+    pub table_rows: u64,
+    pub relations: Vec<RelPages>,
+    pub theta: f64,
+    pub warmup_secs: f64,
+    pub duration_secs: f64,
+    pub runs_per_config: usize,
+    pub reused_data: bool,
+    pub build_secs: f64,
+    /// One row per configuration: the median of its runs, metric by metric.
+    pub rows: Vec<Row>,
+    /// Every run, in the order they ran.
+    pub runs: Vec<Row>,
+    pub comparisons: Vec<Comparison>,
+    pub data_check: DataCheck,
+}
+
+fn columns() -> Vec<Column> {
+    vec![
+        Column::new("id", ColumnType::I64),
+        Column::new("k1", ColumnType::I64),
+        Column::new("k2", ColumnType::I64),
+        Column::new("k3", ColumnType::I64),
+        Column::new("filler", ColumnType::Bytes),
+    ]
+}
+
+/// Three independent random permutations of 1..=n (as u32): k_j of row
+/// `id` is `perms[j][id - 1]`.
+fn key_permutations(n: u64) -> [Vec<u32>; 3] {
+    let mut rng = SmallRng::seed_from_u64(SEED);
+    std::array::from_fn(|_| {
+        let mut p: Vec<u32> = (1..=n as u32).collect();
+        p.shuffle(&mut rng);
+        p
+    })
+}
+
+/// Build (or reuse) the table and its three indexes.
+pub fn ensure_data(settings: &Settings, p: &Params) -> Result<Dataset> {
+    if p.rows > u64::from(u32::MAX) {
+        return Err(BenchError::Config("index-residency: too many rows".into()));
+    }
+    let tag = format!("rows-{}", p.rows);
+    let want = Stamp::new(NAME, tag.clone(), &[(TABLE, p.rows)]);
+    let dir = dataset::dataset_dir(&settings.data_dir, NAME, &tag);
+    let (n, progress) = (p.rows, settings.progress);
+    dataset::ensure(&dir, &want, settings.pool_buffers, progress, |db| {
+        db.create_table(TABLE, columns())?;
+        // The indexes first: bulk_load maintains them row by row, so one
+        // pass (with one progress bar) builds everything.
+        for (ix, col) in INDEXES.iter().zip(KEY_COLUMNS) {
+            db.create_index(ix, TABLE, col, false)?;
+        }
+        let perms = key_permutations(n);
+        let filler = vec![b'f'; FILLER_LEN];
+        dataset::load(
+            db,
+            TABLE,
+            n,
+            (0..n as usize).map(|i| {
+                vec![
+                    Value::I64(i as i64 + 1),
+                    Value::I64(i64::from(perms[0][i])),
+                    Value::I64(i64::from(perms[1][i])),
+                    Value::I64(i64::from(perms[2][i])),
+                    Value::Bytes(filler.clone()),
+                ]
+            }),
+            progress,
+        )?;
+        Ok(())
+    })
+}
+
+/// The probes every configuration's threads walk: `index << 32 | key`.
+/// The array's length is a power of two; thread `t` walks it with stride
+/// `2t + 1` from its own offset (see `sweep`).
+pub fn draw_probes(rows: u64, len: usize) -> Result<Vec<u64>> {
+    let mut rng = SmallRng::seed_from_u64(SEED ^ 0xABCD);
+    let mut scramble: Vec<u32> = (1..=rows as u32).collect();
+    scramble.shuffle(&mut rng);
+    let zipf = Zipf::new(rows as f64, THETA)
+        .map_err(|e| BenchError::Config(format!("zipf theta {THETA}: {e}")))?;
+    Ok((0..len)
+        .map(|_| {
+            let rank = (zipf.sample(&mut rng) as usize).clamp(1, scramble.len());
+            let index = rng.random_range(0..3u64);
+            (index << 32) | u64::from(scramble[rank - 1])
+        })
+        .collect())
+}
+
+/// Run `index-residency`.
+pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
+    println!(
+        "== {NAME}: {} threads of zipfian (theta {THETA}) probes through 3 secondary indexes; \
+         pool {} buffers ({} MiB); warm-up {:.1} s, window {:.1} s, {} runs per configuration",
+        settings
+            .threads
+            .iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        settings.pool_buffers,
+        (settings.pool_buffers * bufmgr::PAGE_SIZE) >> 20,
+        settings.warmup.as_secs_f64(),
+        settings.duration.as_secs_f64(),
+        p.runs
+    );
+    let ds = ensure_data(settings, p)?;
+    let configs = settings.configs();
+    let first = *configs
+        .first()
+        .ok_or_else(|| BenchError::Config("empty matrix".into()))?;
+    let relations = {
+        let db = Database::open(
+            &ds.dir,
+            settings
+                .engine_options(&first)
+                .checksums(ds.stamp.checksums),
+        )?;
+        let r = dataset::relation_sizes(&db)?;
+        db.close()?;
+        r
+    };
+    let size = |n: &str| {
+        relations
+            .iter()
+            .find(|r| r.name == n)
+            .map_or(0, |r| r.pages)
+    };
+    let index_pages: usize = INDEXES.iter().map(|i| size(i)).sum();
+    println!(
+        "{TABLE}: {} rows, heap {} pages = {:.1} x pool; indexes {} pages = {:.2} x pool ({})",
+        p.rows,
+        size(TABLE),
+        size(TABLE) as f64 / settings.pool_buffers as f64,
+        index_pages,
+        index_pages as f64 / settings.pool_buffers as f64,
+        INDEXES
+            .iter()
+            .map(|i| format!("{i} {}", size(i)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let len = ((p.rows as usize) * 2)
+        .next_power_of_two()
+        .clamp(1 << 16, 1 << 22);
+    let probes = draw_probes(p.rows, len)?;
+    // Group the matrix by everything but the evictor; within a group run
+    // the evictors alternately, ABBA.
+    let nev = settings.evictors.len().max(1);
+    let groups: Vec<&[Config]> = configs.chunks(nev).collect();
+    let total = configs.len() * p.runs;
+    let mut runs = Vec::with_capacity(total);
+    let mut done = 0;
+    for group in &groups {
+        for run in 0..p.runs {
+            let mut order: Vec<&Config> = group.iter().collect();
+            if run % 2 == 1 {
+                order.reverse();
+            }
+            for c in order {
+                done += 1;
+                let label = format!(
+                    "[{done}/{total}] {NAME} {} partitions={} run {}",
+                    c.evictor,
+                    c.partitions,
+                    run + 1
+                );
+                let row = measure(&ds, settings, c, &probes, run, &label)?;
+                eprintln!(
+                    "{label}: {} probes/s, index pages resident {:.0}, heap {:.0}, index share of evictions {:.2}%, index hit {:.2}%",
+                    fmt_rate(row.probes_per_sec),
+                    row.index_resident_pages,
+                    row.heap_resident_pages,
+                    100.0 * row.index_eviction_share,
+                    100.0 * row.index_hit_ratio
+                );
+                runs.push(row);
+            }
+        }
+    }
+    let rows: Vec<Row> = configs.iter().map(|c| median_row(&runs, c)).collect();
+    let comparisons = compare(&runs, &rows);
+    let data_check = dataset::check(&ds, settings.engine_options(&first), settings.progress)?;
+    Ok(IndexResidencyReport {
+        scenario: NAME.into(),
+        pool_buffers: settings.pool_buffers,
+        table_rows: p.rows,
+        relations,
+        theta: THETA,
+        warmup_secs: settings.warmup.as_secs_f64(),
+        duration_secs: settings.duration.as_secs_f64(),
+        runs_per_config: p.runs,
+        reused_data: ds.reused,
+        build_secs: ds.build_secs,
+        rows,
+        runs,
+        comparisons,
+        data_check,
+    })
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    stop: AtomicBool,
+    probes: AtomicU64,
+    data_errors: AtomicU64,
+    first_error: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn error(&self, e: String) {
+        self.data_errors.fetch_add(1, Ordering::Relaxed);
+        self.first_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(e);
+    }
+}
+
+fn worker(db: &Database, probes: &[u64], t: usize, sh: &Shared) -> Result<()> {
+    debug_assert!(probes.len().is_power_of_two());
+    let mask = probes.len() - 1;
+    let stride = 2 * t + 1;
+    let mut i = (t.wrapping_mul(0x9E37_79B9) ^ (t * probes.len() / 16)) & mask;
+    let mut unpublished = 0;
+    while !sh.stop.load(Ordering::Relaxed) {
+        let txn = db.begin()?;
+        for _ in 0..PROBES_PER_TXN {
+            let probe = probes[i];
+            i = (i + stride) & mask;
+            let j = (probe >> 32) as usize;
+            let key = (probe & 0xFFFF_FFFF) as i64;
+            let found = txn.index_lookup(INDEXES[j], &Value::I64(key))?;
+            let ok = found.len() == 1 && found[0].1.get(1 + j) == Some(&Value::I64(key));
+            if !ok {
+                sh.error(format!(
+                    "probe of {} = {key} found {} rows",
+                    INDEXES[j],
+                    found.len()
+                ));
+            }
+            unpublished += 1;
+            if unpublished == PUBLISH_EVERY {
+                sh.probes.fetch_add(unpublished, Ordering::Relaxed);
+                unpublished = 0;
+                if sh.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+            }
+        }
+        txn.rollback()?;
+    }
+    sh.probes.fetch_add(unpublished, Ordering::Relaxed);
+    Ok(())
+}
+
+struct Point {
+    at: Instant,
+    accesses: u64,
+    evictions: u64,
+    reads: Vec<u64>,
+    resident: Vec<RelPages>,
+    probes: u64,
+}
+
+fn point(db: &Database, reads: &dataset::ReadCounts, sh: &Shared) -> Point {
+    let t = db.pool_stats().totals();
+    Point {
+        at: Instant::now(),
+        accesses: t.accesses,
+        evictions: t.evictions,
+        reads: reads.snapshot(),
+        resident: dataset::residency(db),
+        probes: sh.probes.load(Ordering::Relaxed),
+    }
+}
+
+fn measure(
+    ds: &Dataset,
+    settings: &Settings,
+    c: &Config,
+    probes: &[u64],
+    run: usize,
+    label: &str,
+) -> Result<Row> {
+    let (db, reads) = dataset::open_counting(ds, settings.engine_options(c))?;
+    let sh = Shared::default();
+    let every = sample_interval(settings.duration);
+    let total = settings.warmup + settings.duration;
+    let pb = common::progress_bar(
+        total.as_millis() as u64,
+        settings.progress,
+        &format!("{label}: warm-up"),
+    );
+    let measured = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..c.threads)
+            .map(|t| {
+                let (db, sh) = (&db, &sh);
+                s.spawn(move || worker(db, probes, t, sh))
+            })
+            .collect();
+        let start = Instant::now();
+        let window_at = start + settings.warmup;
+        let end_at = window_at + settings.duration;
+        let mut samples = Vec::new();
+        let mut p0 = None;
+        let mut next_sample = start;
+        loop {
+            let now = Instant::now();
+            if sh.stop.load(Ordering::Relaxed) || now >= end_at {
+                break;
+            }
+            if p0.is_none() && now >= window_at {
+                let p = point(&db, &reads, &sh);
+                samples.push((
+                    now.duration_since(start).as_secs_f64(),
+                    dataset::resident_of(&p.resident, &INDEXES),
+                ));
+                p0 = Some(p);
+                pb.set_message(format!("{label}: measuring"));
+                next_sample = now + every;
+            } else if now >= next_sample {
+                samples.push((
+                    now.duration_since(start).as_secs_f64(),
+                    dataset::resident_of(&dataset::residency(&db), &INDEXES),
+                ));
+                next_sample += every;
+            }
+            pb.set_position(now.duration_since(start).as_millis() as u64);
+            let wake = next_sample
+                .min(if p0.is_none() { window_at } else { end_at })
+                .min(now + Duration::from_millis(50));
+            std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+        }
+        let p1 = point(&db, &reads, &sh);
+        samples.push((
+            p1.at.duration_since(start).as_secs_f64(),
+            dataset::resident_of(&p1.resident, &INDEXES),
+        ));
+        sh.stop.store(true, Ordering::Relaxed);
+        let mut first_err = None;
+        for h in hs {
+            let r = h
+                .join()
+                .unwrap_or_else(|e| Err(BenchError::Panic(dataset::panic_message(e))));
+            if let Err(e) = r {
+                first_err.get_or_insert(e);
+            }
+        }
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        let p0 = p0.ok_or_else(|| {
+            BenchError::Config(format!("{label}: the run stopped before its window"))
+        })?;
+        Ok((p0, p1, samples))
+    });
+    pb.finish_and_clear();
+    let (p0, p1, samples) = measured?;
+    // Relation ids of the table and its indexes.
+    let table_rel = db.table(TABLE)?.rel.0;
+    let index_rels: Vec<u32> = INDEXES
+        .iter()
+        .map(|n| {
+            db.indexes()
+                .iter()
+                .find(|i| i.name == *n)
+                .map(|i| i.rel.0)
+                .ok_or_else(|| BenchError::Data(format!("index {n} is missing")))
+        })
+        .collect::<Result<_>>()?;
+    db.close()?;
+    let data_errors = sh.data_errors.load(Ordering::Relaxed);
+    if let Some(e) = sh
+        .first_error
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+    {
+        eprintln!("{label}: DATA ERROR: {e} ({data_errors} in all)");
+    }
+    let secs = (p1.at - p0.at).as_secs_f64();
+    let slot = |rel: u32| (rel as usize).min(p1.reads.len() - 1);
+    let misses = |rel: u32| p1.reads[slot(rel)].saturating_sub(p0.reads[slot(rel)]);
+    let res = |pts: &[RelPages], rel: u32| {
+        pts.iter().find(|r| r.rel == rel).map_or(0, |r| r.pages) as i64
+    };
+    let evicted = |rel: u32| {
+        (misses(rel) as i64 - (res(&p1.resident, rel) - res(&p0.resident, rel))).max(0) as u64
+    };
+    // Every relation that was read or resident in the window.
+    let mut rels: Vec<u32> = p0
+        .resident
+        .iter()
+        .chain(&p1.resident)
+        .map(|r| r.rel)
+        .collect();
+    rels.extend(
+        p1.reads
+            .iter()
+            .zip(&p0.reads)
+            .enumerate()
+            .filter(|(_, (a, b))| a > b)
+            .map(|(i, _)| i as u32),
+    );
+    rels.sort_unstable();
+    rels.dedup();
+    let evictions_all: u64 = rels.iter().map(|&r| evicted(r)).sum();
+    let evictions_index: u64 = index_rels.iter().map(|&r| evicted(r)).sum();
+    let probes = p1.probes - p0.probes;
+    let accesses = p1.accesses - p0.accesses;
+    let index_accesses = accesses.saturating_sub(probes);
+    let index_misses: u64 = index_rels.iter().map(|&r| misses(r)).sum();
+    let heap_misses = misses(table_rel);
+    let by_index: Vec<f64> = index_rels
+        .iter()
+        .map(|&r| res(&p1.resident, r) as f64)
+        .collect();
+    Ok(Row {
+        evictor: c.evictor.name().into(),
+        ring: c.ring,
+        batch: c.batch.into(),
+        partitions: c.partitions,
+        threads: c.threads,
+        huge_pages: c.huge_pages,
+        run: Some(run),
+        window_secs: secs,
+        probes,
+        probes_per_sec: probes as f64 / secs,
+        index_resident_pages: by_index.iter().sum(),
+        index_resident_by_index: by_index,
+        heap_resident_pages: res(&p1.resident, table_rel) as f64,
+        index_eviction_share: if evictions_all == 0 {
+            0.0
+        } else {
+            evictions_index as f64 / evictions_all as f64
+        },
+        index_hit_ratio: if index_accesses == 0 {
+            1.0
+        } else {
+            1.0 - index_misses as f64 / index_accesses as f64
+        },
+        heap_hit_ratio: if probes == 0 {
+            1.0
+        } else {
+            1.0 - heap_misses as f64 / probes as f64
+        },
+        accesses_per_probe: accesses as f64 / probes.max(1) as f64,
+        evictions: evictions_all as f64,
+        evictions_pool: (p1.evictions - p0.evictions) as f64,
+        residency_samples: samples,
+        resident_end: p1.resident,
+        data_errors,
+    })
+}
+
+fn same_config(r: &Row, c: &Config) -> bool {
+    r.evictor == c.evictor.name()
+        && r.ring == c.ring
+        && r.batch == BatchField::from(c.batch)
+        && r.partitions == c.partitions
+        && r.threads == c.threads
+        && r.huge_pages == c.huge_pages
+}
+
+/// The median of every metric over a configuration's runs; the residency
+/// samples and end residency of the run whose index residency is the median.
+fn median_row(runs: &[Row], c: &Config) -> Row {
+    let rs: Vec<&Row> = runs.iter().filter(|r| same_config(r, c)).collect();
+    let m = |f: &dyn Fn(&Row) -> f64| dataset::median(&rs.iter().map(|r| f(r)).collect::<Vec<_>>());
+    let index_resident = m(&|r| r.index_resident_pages);
+    let typical = rs
+        .iter()
+        .min_by(|a, b| {
+            (a.index_resident_pages - index_resident)
+                .abs()
+                .total_cmp(&(b.index_resident_pages - index_resident).abs())
+        })
+        .copied();
+    let Some(typical) = typical else {
+        // No runs: an empty row.
+        return Row {
+            evictor: c.evictor.name().into(),
+            ring: c.ring,
+            batch: c.batch.into(),
+            partitions: c.partitions,
+            threads: c.threads,
+            huge_pages: c.huge_pages,
+            run: None,
+            window_secs: 0.0,
+            probes: 0,
+            probes_per_sec: 0.0,
+            index_resident_pages: 0.0,
+            index_resident_by_index: vec![0.0; 3],
+            heap_resident_pages: 0.0,
+            index_eviction_share: 0.0,
+            index_hit_ratio: 0.0,
+            heap_hit_ratio: 0.0,
+            accesses_per_probe: 0.0,
+            evictions: 0.0,
+            evictions_pool: 0.0,
+            residency_samples: Vec::new(),
+            resident_end: Vec::new(),
+            data_errors: 0,
+        };
+    };
+    Row {
+        run: None,
+        window_secs: m(&|r| r.window_secs),
+        probes: m(&|r| r.probes as f64) as u64,
+        probes_per_sec: m(&|r| r.probes_per_sec),
+        index_resident_pages: index_resident,
+        index_resident_by_index: (0..3)
+            .map(|i| m(&|r| r.index_resident_by_index.get(i).copied().unwrap_or(0.0)))
+            .collect(),
+        heap_resident_pages: m(&|r| r.heap_resident_pages),
+        index_eviction_share: m(&|r| r.index_eviction_share),
+        index_hit_ratio: m(&|r| r.index_hit_ratio),
+        heap_hit_ratio: m(&|r| r.heap_hit_ratio),
+        accesses_per_probe: m(&|r| r.accesses_per_probe),
+        evictions: m(&|r| r.evictions),
+        evictions_pool: m(&|r| r.evictions_pool),
+        data_errors: rs.iter().map(|r| r.data_errors).sum(),
+        ..typical.clone()
+    }
+}
+
+fn range(v: &[f64]) -> (f64, f64) {
+    (
+        v.iter().copied().fold(f64::INFINITY, f64::min),
+        v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    )
+}
+
+fn overlap(a: (f64, f64), b: (f64, f64)) -> bool {
+    a.0.max(b.0) <= a.1.min(b.1)
+}
+
+fn compare(runs: &[Row], medians: &[Row]) -> Vec<Comparison> {
+    let mut out = Vec::new();
+    for h in medians
+        .iter()
+        .filter(|r| r.evictor == Evictor::HotCool.name())
+    {
+        let Some(c) = medians.iter().find(|c| {
+            c.evictor == Evictor::Clock.name()
+                && c.ring == h.ring
+                && c.batch == h.batch
+                && c.partitions == h.partitions
+                && c.threads == h.threads
+                && c.huge_pages == h.huge_pages
+        }) else {
+            continue;
+        };
+        let of = |m: &Row| -> Vec<&Row> {
+            runs.iter()
+                .filter(|r| {
+                    r.evictor == m.evictor
+                        && r.ring == m.ring
+                        && r.batch == m.batch
+                        && r.partitions == m.partitions
+                        && r.threads == m.threads
+                        && r.huge_pages == m.huge_pages
+                })
+                .collect()
+        };
+        let (cr, hr) = (of(c), of(h));
+        let c_idx: Vec<f64> = cr.iter().map(|r| r.index_resident_pages).collect();
+        let h_idx: Vec<f64> = hr.iter().map(|r| r.index_resident_pages).collect();
+        let c_sh: Vec<f64> = cr.iter().map(|r| r.index_eviction_share).collect();
+        let h_sh: Vec<f64> = hr.iter().map(|r| r.index_eviction_share).collect();
+        let c_max = c_idx.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        out.push(Comparison {
+            partitions: h.partitions,
+            batch: h.batch.clone(),
+            ring: h.ring,
+            threads: h.threads,
+            clock_index_resident_median: c.index_resident_pages,
+            hotcool_index_resident_median: h.index_resident_pages,
+            index_resident_delta_pct: dataset::pct_change(
+                h.index_resident_pages,
+                c.index_resident_pages,
+            ),
+            clock_index_resident_range: range(&c_idx),
+            hotcool_index_resident_range: range(&h_idx),
+            index_resident_overlap: overlap(range(&c_idx), range(&h_idx)),
+            clock_index_eviction_share_median: c.index_eviction_share,
+            hotcool_index_eviction_share_median: h.index_eviction_share,
+            clock_index_eviction_share_range: range(&c_sh),
+            hotcool_index_eviction_share_range: range(&h_sh),
+            index_eviction_share_overlap: overlap(range(&c_sh), range(&h_sh)),
+            hotcool_runs_above_every_clock_run: h_idx.iter().filter(|&&x| x > c_max).count(),
+            runs: h_idx.len().min(c_idx.len()),
+        });
+    }
+    out
+}
+
+impl IndexResidencyReport {
+    /// The headline comparison: one partition if run, else the first.
+    pub fn headline(&self) -> Option<&Comparison> {
+        self.comparisons
+            .iter()
+            .find(|c| c.partitions == 1)
+            .or_else(|| self.comparisons.first())
+    }
+
+    fn label(r: &Row) -> String {
+        format!("{} p={}", r.evictor, r.partitions)
+    }
+
+    fn index_pages_total(&self) -> usize {
+        self.relations
+            .iter()
+            .filter(|r| r.kind == "index")
+            .map(|r| r.pages)
+            .sum()
+    }
+}
+
+impl Report for IndexResidencyReport {
+    fn scenario(&self) -> &str {
+        &self.scenario
+    }
+
+    fn render(&self) -> String {
+        let mut header = vec!["evictor", "parts", "run", "probes/s"];
+        header.extend(INDEXES);
+        header.extend([
+            "index pages",
+            "index % pool",
+            "heap pages",
+            "index evict share%",
+            "index hit%",
+            "heap hit%",
+            "acc/probe",
+        ]);
+        let mut runs_t = Table::new(&header);
+        let push = |t: &mut Table, r: &Row| {
+            let mut row = vec![
+                r.evictor.clone(),
+                r.partitions.to_string(),
+                r.run.map_or("median".into(), |x| (x + 1).to_string()),
+                fmt_rate(r.probes_per_sec),
+            ];
+            row.extend(r.index_resident_by_index.iter().map(|x| format!("{x:.0}")));
+            row.extend([
+                format!("{:.0}", r.index_resident_pages),
+                format!(
+                    "{:.1}",
+                    100.0 * r.index_resident_pages / self.pool_buffers as f64
+                ),
+                format!("{:.0}", r.heap_resident_pages),
+                format!("{:.2}", 100.0 * r.index_eviction_share),
+                format!("{:.2}", 100.0 * r.index_hit_ratio),
+                format!("{:.2}", 100.0 * r.heap_hit_ratio),
+                format!("{:.2}", r.accesses_per_probe),
+            ]);
+            t.push(row);
+        };
+        for r in &self.runs {
+            push(&mut runs_t, r);
+        }
+        let mut med_t = Table::new(&header);
+        for r in &self.rows {
+            push(&mut med_t, r);
+        }
+        let size = |n: &str| {
+            self.relations
+                .iter()
+                .find(|r| r.name == n)
+                .map_or(0, |r| r.pages)
+        };
+        let mut out = format!(
+            "\n{} (pool {} buffers; {} rows; heap {} pages = {:.1} x pool, indexes {} pages = {:.2} x pool), per run:\n{runs_t}\nmedians:\n{med_t}",
+            self.scenario,
+            self.pool_buffers,
+            self.table_rows,
+            size(TABLE),
+            size(TABLE) as f64 / self.pool_buffers as f64,
+            self.index_pages_total(),
+            self.index_pages_total() as f64 / self.pool_buffers as f64,
+        );
+        out += "index pages / heap pages: resident at the end of the window; index evict share: evictions of index pages / all \
+                (per relation: pages read - growth of residency); index hit%: 1 - index pages read / (accesses - probes); \
+                acc/probe: buffer accesses per probe\n";
+        for c in &self.comparisons {
+            out += &format!(
+                "  partitions {}: index pages resident clock {:.0} ({:.0}-{:.0}) vs HOT/COOL {:.0} ({:.0}-{:.0}): {}; per-run figures {}; \
+                 index share of evictions {:.2}% vs {:.2}% ({:+.2} pt, runs {})\n",
+                c.partitions,
+                c.clock_index_resident_median,
+                c.clock_index_resident_range.0,
+                c.clock_index_resident_range.1,
+                c.hotcool_index_resident_median,
+                c.hotcool_index_resident_range.0,
+                c.hotcool_index_resident_range.1,
+                c.index_resident_delta_pct
+                    .map_or("-".into(), |x| format!("{x:+.2}% with HOT/COOL")),
+                if c.index_resident_overlap {
+                    "overlap".to_string()
+                } else {
+                    "do not overlap".to_string()
+                },
+                100.0 * c.clock_index_eviction_share_median,
+                100.0 * c.hotcool_index_eviction_share_median,
+                100.0
+                    * (c.hotcool_index_eviction_share_median - c.clock_index_eviction_share_median),
+                if c.index_eviction_share_overlap {
+                    "overlap"
+                } else {
+                    "do not overlap"
+                },
+            );
+        }
+        let labels: Vec<String> = self
+            .rows
+            .iter()
+            .map(|r| format!("{} (median run)", Self::label(r)))
+            .collect();
+        let ends: Vec<&[RelPages]> = self
+            .rows
+            .iter()
+            .map(|r| r.resident_end.as_slice())
+            .collect();
+        out += &format!(
+            "where the buffers went (pages resident at the end of the median run):\n{}",
+            dataset::residency_table(&labels, &ends, self.pool_buffers)
+        );
+        out += &self.data_check.describe();
+        out.push('\n');
+        out
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("a report of plain fields serialises")
+    }
+
+    fn failures(&self) -> Vec<String> {
+        let mut f: Vec<String> = self
+            .runs
+            .iter()
+            .filter(|r| r.data_errors > 0)
+            .map(|r| format!("{} data errors with {}", r.data_errors, Self::label(r)))
+            .collect();
+        if let Some(e) = &self.data_check.error {
+            f.push(format!("end-of-run data check: {e}"));
+        }
+        f
+    }
+
+    fn svg_plots(&self) -> Vec<SvgPlot> {
+        let configs: Vec<(String, &[RelPages])> = self
+            .rows
+            .iter()
+            .map(|r| {
+                (
+                    format!(
+                        "{} p={}",
+                        if r.evictor == "hotcool" {
+                            "HOT/COOL"
+                        } else {
+                            "clock"
+                        },
+                        r.partitions
+                    ),
+                    r.resident_end.as_slice(),
+                )
+            })
+            .collect();
+        residency_bars(
+            "index-residency: pages resident by relation at the end (median run)",
+            self.pool_buffers,
+            &configs,
+        )
+        .map(|svg| SvgPlot {
+            file: "index-residency-by-relation.svg".into(),
+            svg,
+        })
+        .into_iter()
+        .collect()
+    }
+}

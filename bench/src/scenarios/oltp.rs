@@ -1,0 +1,749 @@
+//! `oltp`: a pgbench-like write-bound mix (seed 000), per evictor x sweep
+//! batch x commit mode.
+//!
+//! ```text
+//!   data (cached per scale): accounts (heap 1.75 x pool + pk index: ~2 x pool),
+//!     branches (one per 10,000 accounts), tellers (10 per branch), history
+//!     (empty); pk indexes on accounts, tellers, branches; every balance 0
+//!
+//!   per cell: copy the cached directory to <data-dir>/oltp/run, open it
+//!     with the cell's Options (commit sync/async), T clients each looping:
+//!       BEGIN
+//!       (rid, a) = get_by_key(accounts, aid)          random aid, tid, bid
+//!       update(accounts, rid, abalance + delta)       delta in -5000..=5000
+//!       get_by_key(accounts, aid) == abalance + delta  (read it back)
+//!       teller, branch: get_by_key + update (+ delta)
+//!       insert(history, (tid, bid, aid, delta, mtime))
+//!       COMMIT                      a write conflict: roll back, retry
+//!     warm-up, then a window between PoolStats / WalStats snapshots
+//!   end: sum(abalance) == sum(tbalance) == sum(bbalance) == sum(delta),
+//!     history rows == commits, row counts, verify_indexes; delete the copy
+//! ```
+//!
+//! Snapshot isolation with first-updater-wins: two clients updating the
+//! same teller or branch, one aborts (`WriteConflict`) and retries; the
+//! retries are counted. Latency runs from the first attempt's BEGIN to the
+//! successful COMMIT.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bufmgr::{PoolStats, SweepBatch};
+use clap::ValueEnum;
+use engine::{CommitMode, Database, EngineError, Transaction, Value};
+use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
+use serde::{Deserialize, Serialize};
+use wal::WalStats;
+
+use super::tables::{
+    self, ABALANCE, ACCOUNTS, BBALANCE, BRANCHES, BRANCHES_PK, DataCheck, HDELTA, HISTORY,
+    Residency, TBALANCE, TELLERS, TELLERS_PK, TableCheck,
+};
+use crate::common::{
+    self, BatchField, Config, CpuSample, Defaults, EvictorChoice, Report, Settings, Table,
+    fmt_rate, fmt_ratio,
+};
+use crate::error::{BenchError, Result};
+
+pub const NAME: &str = "oltp";
+/// Accounts per branch (pgbench: 100,000; fewer here so that two clients
+/// rarely collide on a branch row at small scales).
+pub const ACCOUNTS_PER_BRANCH: u64 = 10_000;
+pub const TELLERS_PER_BRANCH: u64 = 10;
+/// Accounts heap pages per pool page: with the pk index, ~2 x pool.
+pub const HEAP_PCT_OF_POOL: u64 = 175;
+/// `--quick`: an 8 MiB pool (data ~16 MiB).
+pub const QUICK_POOL_MIB: usize = 8;
+/// Checkpoint every this many milliseconds (`--checkpoint-ms`), so that a
+/// window sees the checkpointer write.
+pub const CHECKPOINT_MS: u64 = 5_000;
+
+/// `--commit`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CommitChoice {
+    Sync,
+    Async,
+    Both,
+}
+
+impl CommitChoice {
+    pub fn modes(self) -> Vec<CommitMode> {
+        match self {
+            CommitChoice::Sync => vec![CommitMode::Synchronous],
+            CommitChoice::Async => vec![CommitMode::Asynchronous],
+            CommitChoice::Both => vec![CommitMode::Synchronous, CommitMode::Asynchronous],
+        }
+    }
+}
+
+fn mode_name(m: CommitMode) -> &'static str {
+    match m {
+        CommitMode::Synchronous => "sync",
+        CommitMode::Asynchronous => "async",
+    }
+}
+
+/// The options of `oltp` (after the scenario name).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::Args)]
+pub struct Args {
+    /// Commit mode [default: both]
+    #[arg(long, value_enum)]
+    pub commit: Option<CommitChoice>,
+    /// Checkpoint interval in milliseconds [default: 5000]
+    #[arg(long, value_name = "MS")]
+    pub checkpoint_ms: Option<u64>,
+}
+
+/// Defaults: both evictors, batch {1, 64}, threads = cores, 5 s windows.
+pub fn defaults() -> Defaults {
+    let mut d = super::ScenarioKind::Sweep.defaults();
+    d.duration = Duration::from_secs(5);
+    d.warmup = Duration::from_secs(2);
+    d.threads = vec![common::cores()];
+    d.batches = vec![SweepBatch::Fixed(1), SweepBatch::Fixed(64)];
+    d.evictor = EvictorChoice::Both;
+    d.quick_pool_mib = QUICK_POOL_MIB;
+    d
+}
+
+/// The scale: rows of each table.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Scale {
+    pub accounts: u64,
+    pub tellers: u64,
+    pub branches: u64,
+}
+
+impl Scale {
+    pub fn for_pool(pool: usize) -> Scale {
+        let accounts = tables::accounts_for_pages(pool as u64 * HEAP_PCT_OF_POOL / 100);
+        let branches = accounts.div_ceil(ACCOUNTS_PER_BRANCH).max(1);
+        Scale {
+            accounts,
+            tellers: branches * TELLERS_PER_BRANCH,
+            branches,
+        }
+    }
+}
+
+/// One measured cell.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Cell {
+    pub pool: Config,
+    pub commit: CommitMode,
+}
+
+pub fn cells(settings: &Settings, args: &Args) -> Vec<Cell> {
+    let threads = tables::threads_or(settings, &[common::cores()]);
+    let mut out = Vec::new();
+    for pool in tables::configs_with(settings, &threads, &settings.partitions) {
+        for &commit in &args.commit.unwrap_or(CommitChoice::Both).modes() {
+            out.push(Cell { pool, commit });
+        }
+    }
+    // Commit mode outermost of the pool's settings, evictor innermost.
+    out.sort_by_key(|c| c.commit == CommitMode::Asynchronous);
+    out
+}
+
+/// One cell's window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub evictor: String,
+    pub batch: BatchField,
+    pub partitions: usize,
+    pub threads: usize,
+    pub huge_pages: bool,
+    pub ring: bool,
+    /// `sync` or `async`.
+    pub commit: String,
+    pub window_secs: f64,
+    pub transactions: u64,
+    pub tps: f64,
+    pub latency_p50_ms: f64,
+    pub latency_p99_ms: f64,
+    pub latency_max_ms: f64,
+    /// Attempts rolled back on a write conflict and retried, in the window.
+    pub retries: u64,
+    /// Of those, conflicts the engine reported as a unique violation of
+    /// the updated row's own key (see `Attempt::UniqueOnUpdate`).
+    pub unique_violation_retries: u64,
+    pub wal_bytes: u64,
+    pub wal_bytes_per_txn: f64,
+    pub wal_fsyncs: u64,
+    pub hit_ratio: f64,
+    pub reads: u64,
+    pub evictions: u64,
+    /// Dirty buffers written, by who wrote them (PoolStats deltas).
+    pub writes_backend: u64,
+    pub writes_ring: u64,
+    pub writes_bgwriter: u64,
+    pub writes_checkpoint: u64,
+    pub writes_other: u64,
+    /// writes_backend / all writes.
+    pub backend_write_share: f64,
+    /// tps over the batch-1 row of the same evictor and commit mode.
+    pub vs_batch1: Option<f64>,
+    pub cpu_cores_used: Option<f64>,
+    pub other_cores_used: Option<f64>,
+    pub resident: Vec<Residency>,
+    /// The balance sums at the end: accounts, tellers, branches, history.
+    pub sums: [i64; 4],
+    pub data_errors: u64,
+}
+
+/// A finished `oltp` run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OltpReport {
+    pub scenario: String,
+    pub scale: Scale,
+    /// Bytes of the cached database directory.
+    pub data_bytes: u64,
+    pub pool_buffers: usize,
+    pub cores: usize,
+    pub warmup_secs: f64,
+    pub duration_secs: f64,
+    pub checkpoint_secs: f64,
+    pub reused_data: bool,
+    pub rows: Vec<Row>,
+    pub data_check: DataCheck,
+}
+
+/// Build the four tables.
+fn build(db: &Database, s: &Scale, pb: &indicatif::ProgressBar) -> Result<()> {
+    tables::load_accounts(db, s.accounts, ACCOUNTS_PER_BRANCH, pb)?;
+    db.create_table(TELLERS, tables::tellers_columns())?;
+    db.create_index(TELLERS_PK, TELLERS, "tid", true)?;
+    tables::load_rows(
+        db,
+        TELLERS,
+        s.tellers,
+        pb,
+        (1..=s.tellers as i64)
+            .map(|t| tables::teller_row(t, (t - 1) / TELLERS_PER_BRANCH as i64 + 1, 0)),
+    )?;
+    db.create_table(BRANCHES, tables::branches_columns())?;
+    db.create_index(BRANCHES_PK, BRANCHES, "bid", true)?;
+    tables::load_rows(
+        db,
+        BRANCHES,
+        s.branches,
+        pb,
+        (1..=s.branches as i64).map(|b| tables::branch_row(b, 0)),
+    )?;
+    db.create_table(HISTORY, tables::history_columns())?;
+    Ok(())
+}
+
+/// What one client did.
+#[derive(Debug, Default)]
+struct ClientOut {
+    /// Latencies (ms) of the transactions that committed in the window.
+    latencies: Vec<f64>,
+    retries: u64,
+    unique_retries: u64,
+    /// Every commit, warm-up included (history rows).
+    commits: u64,
+    data_errors: u64,
+    first_error: Option<String>,
+}
+
+const WARMUP: u8 = 0;
+const MEASURE: u8 = 1;
+const STOP: u8 = 2;
+
+/// Add `delta` to i64 column `col` of the row `key` of `table` (through
+/// the unique index on `column`); returns the new value.
+fn add_to(
+    txn: &Transaction<'_>,
+    table: &str,
+    column: &str,
+    key: i64,
+    col: usize,
+    delta: i64,
+) -> Result<i64> {
+    let (rid, mut row) = txn
+        .get_by_key(table, column, &Value::I64(key))?
+        .ok_or_else(|| BenchError::Data(format!("{table}: no row with {column} = {key}")))?;
+    let v = row[col]
+        .as_i64()
+        .ok_or_else(|| BenchError::Data(format!("{table}: {column} = {key} has no balance")))?
+        + delta;
+    row[col] = Value::I64(v);
+    txn.update(table, rid, row)?;
+    Ok(v)
+}
+
+/// How one attempt ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Attempt {
+    Committed,
+    /// A write conflict (first updater wins): rolled back.
+    Conflict,
+    /// The update of a row another transaction updated and committed since
+    /// our snapshot was refused as a unique violation of its own key (the
+    /// engine checks the unique index before the heap's conflict rule):
+    /// the same conflict, reported differently; rolled back.
+    UniqueOnUpdate,
+}
+
+/// One pgbench transaction. A read-back that differs is a data error.
+fn transaction(
+    db: &Database,
+    rng: &mut SmallRng,
+    s: &Scale,
+    out: &mut ClientOut,
+) -> Result<Attempt> {
+    let aid = rng.random_range(1..=s.accounts as i64);
+    let tid = rng.random_range(1..=s.tellers as i64);
+    let bid = rng.random_range(1..=s.branches as i64);
+    let delta = rng.random_range(-5000..=5000i64);
+    let txn = db.begin()?;
+    let mut body = || -> Result<()> {
+        let v = add_to(&txn, ACCOUNTS, "aid", aid, ABALANCE, delta)?;
+        let back = txn
+            .get_by_key(ACCOUNTS, "aid", &Value::I64(aid))?
+            .and_then(|(_, r)| r[ABALANCE].as_i64());
+        if back != Some(v) {
+            out.data_errors += 1;
+            out.first_error.get_or_insert_with(|| {
+                format!("account {aid} read back {back:?} after setting {v}")
+            });
+        }
+        add_to(&txn, TELLERS, "tid", tid, TBALANCE, delta)?;
+        add_to(&txn, BRANCHES, "bid", bid, BBALANCE, delta)?;
+        let mtime = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as i64);
+        txn.insert(HISTORY, tables::history_row(tid, bid, aid, delta, mtime))?;
+        Ok(())
+    };
+    match body() {
+        Ok(()) => {}
+        Err(BenchError::Engine(e)) if e.is_conflict() => {
+            txn.rollback()?;
+            return Ok(Attempt::Conflict);
+        }
+        // Our updates never change a key: a unique violation on one is a
+        // concurrent update of the same row.
+        Err(BenchError::Engine(EngineError::UniqueViolation { .. })) => {
+            txn.rollback()?;
+            return Ok(Attempt::UniqueOnUpdate);
+        }
+        Err(e) => return Err(e),
+    }
+    match txn.commit() {
+        Ok(_) => Ok(Attempt::Committed),
+        Err(e) if e.is_conflict() => Ok(Attempt::Conflict),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn client(
+    db: &Database,
+    seed: u64,
+    s: &Scale,
+    phase: &AtomicU8,
+    done: &AtomicU64,
+) -> Result<ClientOut> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut out = ClientOut::default();
+    loop {
+        let p = phase.load(Ordering::Relaxed);
+        if p == STOP {
+            return Ok(out);
+        }
+        let start = Instant::now();
+        let (mut tries, mut unique) = (0u64, 0u64);
+        loop {
+            match transaction(db, &mut rng, s, &mut out)? {
+                Attempt::Committed => break,
+                Attempt::Conflict => tries += 1,
+                Attempt::UniqueOnUpdate => {
+                    tries += 1;
+                    unique += 1;
+                }
+            }
+            if phase.load(Ordering::Relaxed) == STOP {
+                return Ok(out);
+            }
+        }
+        out.commits += 1;
+        if phase.load(Ordering::Relaxed) == MEASURE && p == MEASURE {
+            out.latencies.push(start.elapsed().as_secs_f64() * 1e3);
+            out.retries += tries;
+            out.unique_retries += unique;
+            done.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+type Snap = (PoolStats, WalStats, Option<CpuSample>, Instant, u64);
+
+fn snap(db: &Database, done: &AtomicU64) -> Snap {
+    (
+        db.pool_stats(),
+        db.wal_stats(),
+        CpuSample::now(),
+        Instant::now(),
+        done.load(Ordering::Relaxed),
+    )
+}
+
+/// The balance sums and row counts of the four tables, checked.
+fn check(db: &Database, s: &Scale, commits: u64, check: &mut DataCheck) -> Result<[i64; 4]> {
+    let mut sums = [0i64; 4];
+    let specs = [
+        (ACCOUNTS, ABALANCE, Some(s.accounts)),
+        (TELLERS, TBALANCE, Some(s.tellers)),
+        (BRANCHES, BBALANCE, Some(s.branches)),
+        (HISTORY, HDELTA, Some(commits)),
+    ];
+    for (i, (table, col, want)) in specs.into_iter().enumerate() {
+        let (n, sum) = tables::scan_sum(db, table, Some(col))?;
+        sums[i] = sum as i64;
+        let violations = db.verify_indexes(table)?;
+        check.add(TableCheck {
+            table: table.into(),
+            rows: n,
+            expected_rows: want,
+            index_violations: violations.len(),
+            first_violation: violations.first().map(|v| v.to_string()),
+        });
+    }
+    if sums.iter().any(|&x| x != sums[0]) {
+        check.fail(format!(
+            "balance sums differ: accounts {}, tellers {}, branches {}, history deltas {}",
+            sums[0], sums[1], sums[2], sums[3]
+        ));
+    }
+    Ok(sums)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    settings: &Settings,
+    cached: &Path,
+    run_dir: &Path,
+    cell: &Cell,
+    scale: &Scale,
+    checkpoint: Duration,
+    label: &str,
+    data: &mut DataCheck,
+) -> Result<Row> {
+    tables::remove_dir(run_dir)?;
+    tables::copy_dir(cached, run_dir)?;
+    let opts = tables::options(settings, &cell.pool)
+        .commit_mode(cell.commit)
+        .checkpoint_interval(checkpoint);
+    let db = Database::open(run_dir, opts)?;
+    let phase = AtomicU8::new(WARMUP);
+    let done = AtomicU64::new(0);
+    let pb = tables::window_bar(
+        settings,
+        settings.warmup + settings.duration,
+        &format!("{NAME} {label}"),
+    );
+    let threads = cell.pool.threads;
+    let (before, after, outs) = std::thread::scope(|s| -> Result<_> {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let (db, phase, done) = (&db, &phase, &done);
+                s.spawn(move || client(db, 0x01f7 + t as u64, scale, phase, done))
+            })
+            .collect();
+        let alive = || hs.iter().all(|h| !h.is_finished());
+        tables::run_window(&pb, settings.warmup, |_| alive());
+        phase.store(MEASURE, Ordering::Relaxed);
+        let before = snap(&db, &done);
+        tables::run_window(&pb, settings.duration, |_| alive());
+        let after = snap(&db, &done);
+        phase.store(STOP, Ordering::Relaxed);
+        let mut outs = Vec::new();
+        for h in hs {
+            outs.push(
+                h.join()
+                    .map_err(|p| BenchError::Panic(tables::panic_text(p)))??,
+            );
+        }
+        Ok((before, after, outs))
+    })?;
+    pb.finish_and_clear();
+    let secs = after.3.duration_since(before.3).as_secs_f64();
+    let stats = after.0.since(&before.0);
+    let t = stats.totals();
+    let wal_bytes = after.1.bytes - before.1.bytes;
+    let txns = after.4 - before.4;
+    let mut lat: Vec<f64> = outs
+        .iter()
+        .flat_map(|o| o.latencies.iter().copied())
+        .collect();
+    lat.sort_by(f64::total_cmp);
+    let commits: u64 = outs.iter().map(|o| o.commits).sum();
+    let data_errors: u64 = outs.iter().map(|o| o.data_errors).sum();
+    if let Some(e) = outs.iter().find_map(|o| o.first_error.clone()) {
+        data.fail(format!("{label}: {e}"));
+    }
+    let writes = [
+        t.writes_backend,
+        t.writes_ring,
+        stats.writes_bgwriter,
+        stats.writes_checkpoint,
+        stats.writes_other,
+    ];
+    let all_writes: u64 = writes.iter().sum();
+    let cpu = before.2.zip(after.2).map(|(a, b)| b.cores_since(&a, secs));
+    let resident = tables::residency(&db);
+    let pb = tables::window_bar(
+        settings,
+        Duration::from_secs(1),
+        &format!("{NAME}: checking"),
+    );
+    let sums = check(&db, scale, commits, data)?;
+    pb.finish_and_clear();
+    db.close()?;
+    tables::remove_dir(run_dir)?;
+    Ok(Row {
+        evictor: cell.pool.evictor.name().into(),
+        batch: cell.pool.batch.into(),
+        partitions: cell.pool.partitions,
+        threads,
+        huge_pages: cell.pool.huge_pages,
+        ring: cell.pool.ring,
+        commit: mode_name(cell.commit).into(),
+        window_secs: secs,
+        transactions: txns,
+        tps: txns as f64 / secs,
+        latency_p50_ms: tables::percentile(&lat, 50.0),
+        latency_p99_ms: tables::percentile(&lat, 99.0),
+        latency_max_ms: lat.last().copied().unwrap_or(0.0),
+        retries: outs.iter().map(|o| o.retries).sum(),
+        unique_violation_retries: outs.iter().map(|o| o.unique_retries).sum(),
+        wal_bytes,
+        wal_bytes_per_txn: if txns > 0 {
+            wal_bytes as f64 / txns as f64
+        } else {
+            0.0
+        },
+        wal_fsyncs: after.1.fsyncs - before.1.fsyncs,
+        hit_ratio: t.hit_ratio(),
+        reads: t.reads,
+        evictions: t.evictions,
+        writes_backend: writes[0],
+        writes_ring: writes[1],
+        writes_bgwriter: writes[2],
+        writes_checkpoint: writes[3],
+        writes_other: writes[4],
+        backend_write_share: if all_writes > 0 {
+            writes[0] as f64 / all_writes as f64
+        } else {
+            0.0
+        },
+        vs_batch1: None,
+        cpu_cores_used: cpu.map(|c| c.0),
+        other_cores_used: cpu.map(|c| c.1),
+        resident,
+        sums,
+        data_errors,
+    })
+}
+
+fn compare(rows: &mut [Row]) {
+    let base: Vec<Option<f64>> = rows
+        .iter()
+        .map(|r| {
+            rows.iter()
+                .find(|b| {
+                    b.batch == BatchField::Fixed(1)
+                        && b.evictor == r.evictor
+                        && b.commit == r.commit
+                        && b.partitions == r.partitions
+                        && b.threads == r.threads
+                        && b.ring == r.ring
+                        && b.huge_pages == r.huge_pages
+                })
+                .map(|b| b.tps)
+        })
+        .collect();
+    for (r, b) in rows.iter_mut().zip(base) {
+        r.vs_batch1 = b.and_then(|b| tables::ratio(r.tps, b));
+    }
+}
+
+/// Build or reuse the data, measure every cell on a fresh copy, check.
+pub fn run(settings: &Settings, args: &Args) -> Result<OltpReport> {
+    let scale = Scale::for_pool(settings.pool_buffers);
+    let checkpoint_ms = args.checkpoint_ms.unwrap_or(CHECKPOINT_MS);
+    if checkpoint_ms < 100 {
+        return Err(BenchError::Config(format!(
+            "--checkpoint-ms must be at least 100, not {checkpoint_ms}"
+        )));
+    }
+    let checkpoint_secs = checkpoint_ms as f64 / 1e3;
+    let cells = cells(settings, args);
+    println!(
+        "== {NAME}: pgbench-like transactions on {} accounts, {} tellers, {} branches \
+         (~2 x pool); {} configurations; pool of {} buffers ({} MiB), {} cores",
+        scale.accounts,
+        scale.tellers,
+        scale.branches,
+        cells.len(),
+        settings.pool_buffers,
+        (settings.pool_buffers * bufmgr::PAGE_SIZE) >> 20,
+        common::cores()
+    );
+    let key = format!("accounts-{}-branches-{}", scale.accounts, scale.branches);
+    let stamp = serde_json::to_value(scale).expect("plain fields");
+    let (cached, reused) =
+        tables::ensure_db(settings, NAME, &key, &stamp, |db, pb| build(db, &scale, pb))?;
+    let data_bytes = tables::dir_bytes(&cached);
+    let run_dir = settings.data_dir.join(NAME).join("run");
+    let mut data_check = DataCheck::default();
+    let mut rows = Vec::new();
+    for (i, cell) in cells.iter().enumerate() {
+        let label = format!(
+            "[{}/{}] {} batch={} threads={} commit={}",
+            i + 1,
+            cells.len(),
+            cell.pool.evictor,
+            cell.pool.batch,
+            cell.pool.threads,
+            mode_name(cell.commit)
+        );
+        let r = measure(
+            settings,
+            &cached,
+            &run_dir,
+            cell,
+            &scale,
+            Duration::from_millis(checkpoint_ms),
+            &label,
+            &mut data_check,
+        )?;
+        eprintln!(
+            "{label}: {:.0} tps, p99 {:.2} ms, {:.0} WAL bytes/txn, writes backend {} bgwriter {} checkpoint {}",
+            r.tps,
+            r.latency_p99_ms,
+            r.wal_bytes_per_txn,
+            r.writes_backend,
+            r.writes_bgwriter,
+            r.writes_checkpoint
+        );
+        rows.push(r);
+    }
+    compare(&mut rows);
+    if data_check.tables.is_empty() {
+        data_check.ok = data_check.errors.is_empty();
+    }
+    Ok(OltpReport {
+        scenario: NAME.into(),
+        scale,
+        data_bytes,
+        pool_buffers: settings.pool_buffers,
+        cores: common::cores(),
+        warmup_secs: settings.warmup.as_secs_f64(),
+        duration_secs: settings.duration.as_secs_f64(),
+        checkpoint_secs,
+        reused_data: reused,
+        rows,
+        data_check,
+    })
+}
+
+impl Report for OltpReport {
+    fn scenario(&self) -> &str {
+        &self.scenario
+    }
+
+    fn render(&self) -> String {
+        let mut t = Table::new(&[
+            "evictor",
+            "batch",
+            "threads",
+            "commit",
+            "tps",
+            "p50 ms",
+            "p99 ms",
+            "retries",
+            "WAL B/txn",
+            "hit%",
+            "reads",
+            "w backend",
+            "w bgwriter",
+            "w ckpt",
+            "w other",
+            "vs b1",
+            "others",
+        ]);
+        for r in &self.rows {
+            t.push(vec![
+                r.evictor.clone(),
+                r.batch.to_string(),
+                r.threads.to_string(),
+                r.commit.clone(),
+                fmt_rate(r.tps),
+                format!("{:.2}", r.latency_p50_ms),
+                format!("{:.2}", r.latency_p99_ms),
+                r.retries.to_string(),
+                format!("{:.0}", r.wal_bytes_per_txn),
+                tables::pct(r.hit_ratio),
+                r.reads.to_string(),
+                r.writes_backend.to_string(),
+                r.writes_bgwriter.to_string(),
+                r.writes_checkpoint.to_string(),
+                (r.writes_other + r.writes_ring).to_string(),
+                fmt_ratio(r.vs_batch1),
+                r.other_cores_used.map_or("?".into(), |c| format!("{c:.2}")),
+            ]);
+        }
+        let mut out = format!(
+            "\n{NAME}: {} accounts / {} tellers / {} branches ({} MiB on disk), pool {} buffers; \
+             {:.1} s windows, checkpoint every {:.1} s\n",
+            self.scale.accounts,
+            self.scale.tellers,
+            self.scale.branches,
+            self.data_bytes >> 20,
+            self.pool_buffers,
+            self.duration_secs,
+            self.checkpoint_secs
+        );
+        out += &t.to_string();
+        out += "p50/p99: latency from BEGIN to COMMIT (retries included); retries: attempts \
+                rolled back on a write conflict; w backend / bgwriter / ckpt / other: dirty \
+                buffers written in the window by a thread needing a victim, the background \
+                writer, checkpoints, explicit flushes; vs b1: tps over batch 1\n";
+        let res: Vec<(String, Vec<Residency>)> = self
+            .rows
+            .iter()
+            .map(|r| {
+                (
+                    format!("{} b={} {}", r.evictor, r.batch, r.commit),
+                    r.resident.clone(),
+                )
+            })
+            .collect();
+        out += &tables::render_residency(self.pool_buffers, &res);
+        if self.data_check.ok {
+            let sums: Vec<String> = self.rows.iter().map(|r| r.sums[0].to_string()).collect();
+            out += &format!(
+                "data check: ok ({} runs on fresh copies: account, teller, branch and history \
+                 sums equal in each ({}); row counts right; indexes verified clean)\n",
+                self.rows.len(),
+                sums.join(", ")
+            );
+        } else {
+            out += &self.data_check.render();
+        }
+        out
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("a report of plain fields serialises")
+    }
+
+    fn failures(&self) -> Vec<String> {
+        self.data_check.errors.clone()
+    }
+}

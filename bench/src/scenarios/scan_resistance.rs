@@ -1,0 +1,1080 @@
+//! `scan-resistance`: OLTP point lookups under a concurrent big seq scan
+//! (seed 000).
+//!
+//! ```text
+//!   accounts(aid i64, abalance i64, filler 84 bytes) + unique index accounts_pkey(aid)
+//!       heap + index ~ 40% of the pool: the hot set
+//!   history(id i64, a i64, b i64, filler 84 bytes): ~4 x pool, no index
+//!
+//!   2 lookup threads: txn.get_by_key("accounts", "aid", uniform random aid)
+//!                     (index descent, then the heap page), checked
+//!   1 scan thread:    txn.scan("history") in a loop            ring on (bulk-read ring)
+//!                     txn.scan_with(.., RingChoice::Never)      ring off (Options rings off too)
+//!                     full speed, throttled to --scan-rate pages/s, or paced to
+//!                     N scan pages per lookup (--pages-per-lookup; the faster side waits)
+//!   sampler:          accounts + accounts_pkey pages resident, every second
+//!                     (every window/10 for windows under 10 s)
+//! ```
+//!
+//! The OLTP hit ratio counts the lookup threads' buffer accesses only. The
+//! pool counts accesses and hits per partition, not per thread, so the
+//! lookups' share is derived:
+//! - misses of the lookups = pages of `accounts` and `accounts_pkey` read
+//!   from storage during the window (only the lookups touch those relations;
+//!   counted exactly per relation by the [`CountingStorage`] wrapper);
+//! - accesses of the lookups = all buffer accesses in the window minus the
+//!   pages the scan read (the scan thread counts its pages: every history
+//!   page holds rows, so a new block in the row stream is one `read_buffer`).
+//!   Nothing else touches the pool during the window: the tables were hinted
+//!   at build time, so no visibility check reads the commit log; the
+//!   sampler reads buffer descriptors, not pages. What is left (the commit
+//!   log page read by `begin`/rollback, once per 1,000 lookups) counts as a
+//!   lookup hit; `accesses_per_lookup` in every row shows the attribution is
+//!   sound (index height + 1).
+//!
+//! [`CountingStorage`]: crate::dataset::CountingStorage
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use engine::{Column, ColumnType, Database, RingChoice, ScanOptions, Value};
+use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use crate::common::{self, BatchField, Config, Report, Settings, SvgPlot, Table, fmt_rate};
+use crate::dataset::{self, DataCheck, Dataset, ReadCounts, RelPages, Stamp};
+use crate::error::{BenchError, Result};
+use crate::plot;
+
+pub const NAME: &str = "scan-resistance";
+pub const ACCOUNTS: &str = "accounts";
+pub const ACCOUNTS_PK: &str = "accounts_pkey";
+pub const HISTORY: &str = "history";
+/// Filler bytes of both tables (SCENARIOS.md).
+pub const FILLER_LEN: usize = 84;
+/// Heap rows per 8 KiB page, measured: accounts 57 (107 encoded bytes + 28
+/// of tuple header and line pointer), history 54.
+const ACCOUNTS_ROWS_PER_PAGE: f64 = 57.0;
+const HISTORY_ROWS_PER_PAGE: f64 = 54.0;
+/// Entries per page of accounts_pkey built in key order, measured.
+const PK_ENTRIES_PER_PAGE: f64 = 200.0;
+/// The hot set's share of the pool (SCENARIOS.md: ~40%).
+const HOT_SHARE: f64 = 0.40;
+/// history is this many pools.
+const HISTORY_POOLS: f64 = 4.0;
+/// Lookups per transaction (begin + rollback: one commit-log access each).
+const LOOKUPS_PER_TXN: u64 = 1000;
+/// Lookup threads publish their count every this many lookups.
+const PUBLISH_EVERY: u64 = 64;
+/// The throttled scan sleeps at most every this many pages.
+const THROTTLE_EVERY: u64 = 8;
+const SEED: u64 = 0x5CA1_AB1E;
+/// Paced runs: how far (in lookups) the lookups may run ahead of the scan,
+/// and how long a lookup thread that is ahead sleeps before looking again.
+const PACE_SLACK: f64 = 256.0;
+const PACE_WAIT: Duration = Duration::from_micros(100);
+
+/// The options of `scan-resistance` (after the scenario name).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::Args)]
+pub struct ScanResistanceArgs {
+    /// Throttle the scan to this many pages per second (0 = full speed)
+    /// [default: full speed, and 1 scan page per lookup]
+    #[arg(long, value_name = "PAGES_PER_SEC")]
+    pub scan_rate: Option<u64>,
+    /// Hold the ratio at N scan pages per lookup by pacing whichever side is
+    /// faster (here the lookups: a full-speed scan reads well under one
+    /// page per lookup) [default: 1, with a full-speed row]
+    #[arg(long, value_name = "N")]
+    pub pages_per_lookup: Option<u32>,
+    /// Rows of accounts [default: heap + index ~ 40% of the pool]
+    #[arg(long, value_name = "N")]
+    pub accounts_rows: Option<u64>,
+    /// Rows of history [default: ~4 x pool]
+    #[arg(long, value_name = "N")]
+    pub history_rows: Option<u64>,
+}
+
+/// How fast the scan runs relative to the lookups in one configuration.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ScanRate {
+    /// Both sides as fast as they go.
+    Full,
+    /// The scan throttled to this many pages per second.
+    Fixed(u64),
+    /// N scan pages per lookup: the faster side waits for the slower one.
+    PerLookup(u32),
+}
+
+impl ScanRate {
+    /// The `scan` column and `scan_speed` field.
+    pub fn label(self) -> String {
+        match self {
+            ScanRate::Full => "full".into(),
+            ScanRate::Fixed(r) => format!("{r} pages/s"),
+            ScanRate::PerLookup(n) => format!("{n} page/lookup"),
+        }
+    }
+}
+
+/// What `scan-resistance` runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    pub accounts_rows: u64,
+    pub history_rows: u64,
+    pub rates: Vec<ScanRate>,
+}
+
+impl Params {
+    pub fn resolve(args: &ScanResistanceArgs, settings: &Settings) -> Result<Params> {
+        let pool = settings.pool_buffers as f64;
+        let accounts_rows = args.accounts_rows.unwrap_or_else(|| {
+            (HOT_SHARE * pool / (1.0 / ACCOUNTS_ROWS_PER_PAGE + 1.0 / PK_ENTRIES_PER_PAGE)) as u64
+        });
+        let history_rows = args
+            .history_rows
+            .unwrap_or((HISTORY_POOLS * pool * HISTORY_ROWS_PER_PAGE) as u64);
+        if accounts_rows == 0 || history_rows == 0 {
+            return Err(BenchError::Config(
+                "scan-resistance needs rows in both tables".into(),
+            ));
+        }
+        let mut rates = Vec::new();
+        match args.scan_rate {
+            Some(0) => rates.push(ScanRate::Full),
+            Some(r) => rates.push(ScanRate::Fixed(r)),
+            None => {}
+        }
+        match args.pages_per_lookup {
+            Some(0) => {}
+            Some(n) => rates.push(ScanRate::PerLookup(n)),
+            None => {}
+        }
+        if rates.is_empty() {
+            rates = vec![ScanRate::Full, ScanRate::PerLookup(1)];
+        }
+        Ok(Params {
+            accounts_rows,
+            history_rows,
+            rates,
+        })
+    }
+}
+
+/// One configuration's measured window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub evictor: String,
+    /// Rings on in `Options`, and the scan may take the bulk-read ring.
+    pub ring: bool,
+    pub batch: BatchField,
+    pub partitions: usize,
+    /// Lookup threads (the scan thread comes on top).
+    pub threads: usize,
+    pub scan_threads: usize,
+    pub huge_pages: bool,
+    /// `"full"`, `"N pages/s"` (throttled scan) or `"N page/lookup"` (paced).
+    pub scan_speed: String,
+    /// The scan throttle's target in pages/s (`null`: not throttled).
+    pub scan_rate_target: Option<f64>,
+    /// The paced ratio of scan pages per lookup (`null`: not paced).
+    pub pages_per_lookup_target: Option<f64>,
+    /// Whether the scan read through a ring.
+    pub scan_used_ring: bool,
+    pub window_secs: f64,
+    pub lookups: u64,
+    pub lookups_per_sec: f64,
+    /// Buffer accesses attributed to the lookups (see the module docs).
+    pub lookup_accesses: u64,
+    /// Pages of accounts and accounts_pkey read from storage.
+    pub lookup_misses: u64,
+    pub oltp_hit_ratio: f64,
+    pub accesses_per_lookup: f64,
+    pub scan_pages: u64,
+    pub scan_pages_per_sec: f64,
+    pub scan_pages_per_lookup: f64,
+    /// Pages of history read from storage / pages scanned.
+    pub scan_hit_ratio: f64,
+    /// Scans of history that finished in the window.
+    pub scans_completed: u64,
+    /// Pages of accounts + accounts_pkey (the hot set).
+    pub hot_set_pages: usize,
+    pub hot_resident_min: usize,
+    pub hot_resident_end: usize,
+    pub hot_resident_mean: f64,
+    /// Victims that held a page (all threads).
+    pub evictions: u64,
+    /// (seconds since the warm-up began, hot-set pages resident).
+    pub residency_samples: Vec<(f64, usize)>,
+    /// Where the window began on the samples' time axis.
+    pub window_start_secs: f64,
+    /// Resident pages per relation at the end of the window.
+    pub resident_end: Vec<RelPages>,
+    pub data_errors: u64,
+}
+
+/// HOT/COOL against the clock for one (ring, scan speed) pair.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub ring: bool,
+    pub scan_speed: String,
+    pub clock_miss_ratio: f64,
+    pub hotcool_miss_ratio: f64,
+    /// HOT/COOL's misses over the clock's (below 1 = fewer).
+    pub miss_ratio_vs_clock: Option<f64>,
+    pub clock_hot_resident_mean: f64,
+    pub hotcool_hot_resident_mean: f64,
+    /// HOT/COOL's mean hot-set residency over the clock's, in percent.
+    pub hot_resident_delta_pct: Option<f64>,
+    pub scan_pages_per_lookup_clock: f64,
+    pub scan_pages_per_lookup_hotcool: f64,
+}
+
+/// A finished `scan-resistance` run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScanResistanceReport {
+    pub scenario: String,
+    pub pool_buffers: usize,
+    pub accounts_rows: u64,
+    pub history_rows: u64,
+    /// Size of every table and index, in pages.
+    pub relations: Vec<RelPages>,
+    pub hot_set_pages: usize,
+    pub history_pages: usize,
+    pub warmup_secs: f64,
+    pub duration_secs: f64,
+    pub reused_data: bool,
+    pub build_secs: f64,
+    pub rows: Vec<Row>,
+    pub comparisons: Vec<Comparison>,
+    pub data_check: DataCheck,
+}
+
+fn columns_accounts() -> Vec<Column> {
+    vec![
+        Column::new("aid", ColumnType::I64),
+        Column::new("abalance", ColumnType::I64),
+        Column::new("filler", ColumnType::Bytes),
+    ]
+}
+
+fn columns_history() -> Vec<Column> {
+    vec![
+        Column::new("id", ColumnType::I64),
+        Column::new("a", ColumnType::I64),
+        Column::new("b", ColumnType::I64),
+        Column::new("filler", ColumnType::Bytes),
+    ]
+}
+
+/// The balance an account is loaded with (checked by every lookup).
+fn balance(aid: i64) -> i64 {
+    aid.wrapping_mul(7) % 10_007
+}
+
+/// Build (or reuse) the two tables.
+pub fn ensure_data(settings: &Settings, p: &Params) -> Result<Dataset> {
+    let tag = format!("accounts-{}-history-{}", p.accounts_rows, p.history_rows);
+    let want = Stamp::new(
+        NAME,
+        tag.clone(),
+        &[(ACCOUNTS, p.accounts_rows), (HISTORY, p.history_rows)],
+    );
+    let dir = dataset::dataset_dir(&settings.data_dir, NAME, &tag);
+    let (na, nh, progress) = (p.accounts_rows, p.history_rows, settings.progress);
+    dataset::ensure(&dir, &want, settings.pool_buffers, progress, |db| {
+        db.create_table(ACCOUNTS, columns_accounts())?;
+        db.create_table(HISTORY, columns_history())?;
+        let filler = vec![b'a'; FILLER_LEN];
+        dataset::load(
+            db,
+            ACCOUNTS,
+            na,
+            (1..=na as i64).map(|aid| {
+                vec![
+                    Value::I64(aid),
+                    Value::I64(balance(aid)),
+                    Value::Bytes(filler.clone()),
+                ]
+            }),
+            progress,
+        )?;
+        dataset::create_index(db, ACCOUNTS_PK, ACCOUNTS, "aid", true)?;
+        let filler = vec![b'h'; FILLER_LEN];
+        dataset::load(
+            db,
+            HISTORY,
+            nh,
+            (1..=nh as i64).map(|id| {
+                vec![
+                    Value::I64(id),
+                    Value::I64(id % 1000),
+                    Value::I64(-id),
+                    Value::Bytes(filler.clone()),
+                ]
+            }),
+            progress,
+        )?;
+        Ok(())
+    })
+}
+
+/// Run `scan-resistance`: build or reuse the data, measure every
+/// configuration x scan speed, check the data.
+pub fn run(settings: &Settings, p: &Params) -> Result<ScanResistanceReport> {
+    println!(
+        "== {NAME}: 2 x uniform point lookups on {ACCOUNTS} vs 1 seq scan of {HISTORY}; \
+         pool {} buffers ({} MiB); warm-up {:.1} s, window {:.1} s",
+        settings.pool_buffers,
+        (settings.pool_buffers * bufmgr::PAGE_SIZE) >> 20,
+        settings.warmup.as_secs_f64(),
+        settings.duration.as_secs_f64(),
+    );
+    let ds = ensure_data(settings, p)?;
+    let configs = settings.configs();
+    let first = configs
+        .first()
+        .ok_or_else(|| BenchError::Config("empty matrix".into()))?;
+    // Sizes, from a database opened once.
+    let relations = {
+        let db = Database::open(
+            &ds.dir,
+            settings.engine_options(first).checksums(ds.stamp.checksums),
+        )?;
+        let r = dataset::relation_sizes(&db)?;
+        db.close()?;
+        r
+    };
+    let size = |n: &str| {
+        relations
+            .iter()
+            .find(|r| r.name == n)
+            .map_or(0, |r| r.pages)
+    };
+    let hot_set_pages = size(ACCOUNTS) + size(ACCOUNTS_PK);
+    let history_pages = size(HISTORY);
+    println!(
+        "hot set: {ACCOUNTS} {} + {ACCOUNTS_PK} {} pages = {:.0}% of the pool; {HISTORY} {} pages = {:.1} x pool",
+        size(ACCOUNTS),
+        size(ACCOUNTS_PK),
+        100.0 * hot_set_pages as f64 / settings.pool_buffers as f64,
+        history_pages,
+        history_pages as f64 / settings.pool_buffers as f64
+    );
+    let mut cells = Vec::new();
+    for &rate in &p.rates {
+        for c in &configs {
+            cells.push((rate, *c));
+        }
+    }
+    let mut rows = Vec::with_capacity(cells.len());
+    for (i, (rate, c)) in cells.iter().enumerate() {
+        let label = format!(
+            "[{}/{}] {NAME} {} ring={} scan={}",
+            i + 1,
+            cells.len(),
+            c.evictor,
+            if c.ring { "on" } else { "off" },
+            rate.label()
+        );
+        let row = measure(&ds, settings, c, *rate, hot_set_pages, p, &label)?;
+        eprintln!(
+            "{label}: {} lookups/s, OLTP hit {:.3}%, {:.2} scan pages/lookup, hot set {}..{} of {}",
+            fmt_rate(row.lookups_per_sec),
+            100.0 * row.oltp_hit_ratio,
+            row.scan_pages_per_lookup,
+            row.hot_resident_min,
+            row.hot_resident_end,
+            hot_set_pages
+        );
+        rows.push(row);
+    }
+    let comparisons = compare(&rows);
+    let data_check = dataset::check(&ds, settings.engine_options(first), settings.progress)?;
+    Ok(ScanResistanceReport {
+        scenario: NAME.into(),
+        pool_buffers: settings.pool_buffers,
+        accounts_rows: p.accounts_rows,
+        history_rows: p.history_rows,
+        relations,
+        hot_set_pages,
+        history_pages,
+        warmup_secs: settings.warmup.as_secs_f64(),
+        duration_secs: settings.duration.as_secs_f64(),
+        reused_data: ds.reused,
+        build_secs: ds.build_secs,
+        rows,
+        comparisons,
+        data_check,
+    })
+}
+
+/// Counters the workers publish.
+#[derive(Debug, Default)]
+struct Shared {
+    stop: AtomicBool,
+    lookups: AtomicU64,
+    scan_pages: AtomicU64,
+    scans_completed: AtomicU64,
+    scan_used_ring: AtomicBool,
+    data_errors: AtomicU64,
+    first_error: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn error(&self, e: String) {
+        self.data_errors.fetch_add(1, Ordering::Relaxed);
+        self.first_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert(e);
+    }
+
+    fn take_error(&self) -> Option<String> {
+        self.first_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    }
+}
+
+/// One lookup thread: transactions of [`LOOKUPS_PER_TXN`] uniform random
+/// lookups by aid, each checked.
+fn lookup_worker(db: &Database, n: u64, t: usize, pace: Option<f64>, sh: &Shared) -> Result<()> {
+    let mut rng = SmallRng::seed_from_u64(SEED ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9));
+    let mut unpublished = 0;
+    while !sh.stop.load(Ordering::Relaxed) {
+        let txn = db.begin()?;
+        for _ in 0..LOOKUPS_PER_TXN {
+            if let Some(ratio) = pace {
+                // Paced: no further ahead of the scan than PACE_SLACK lookups.
+                while sh.lookups.load(Ordering::Relaxed) as f64
+                    > sh.scan_pages.load(Ordering::Relaxed) as f64 / ratio + PACE_SLACK
+                {
+                    if sh.stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    std::thread::sleep(PACE_WAIT);
+                }
+            }
+            let aid = rng.random_range(1..=n as i64);
+            match txn.get_by_key(ACCOUNTS, "aid", &Value::I64(aid))? {
+                Some((_, row))
+                    if row.first() == Some(&Value::I64(aid))
+                        && row.get(1) == Some(&Value::I64(balance(aid))) => {}
+                other => sh.error(format!("lookup of aid {aid} returned {other:?}")),
+            }
+            unpublished += 1;
+            if unpublished == PUBLISH_EVERY {
+                sh.lookups.fetch_add(unpublished, Ordering::Relaxed);
+                unpublished = 0;
+                if sh.stop.load(Ordering::Relaxed) {
+                    break;
+                }
+            }
+        }
+        txn.rollback()?;
+    }
+    sh.lookups.fetch_add(unpublished, Ordering::Relaxed);
+    Ok(())
+}
+
+/// The scan thread: history from start to end, again and again; each
+/// complete scan must see every row. `rate`: pages per second, or full speed.
+fn scan_worker(db: &Database, ring: bool, rate: Option<f64>, rows: u64, sh: &Shared) -> Result<()> {
+    let started = Instant::now();
+    let mut pages_total = 0u64;
+    while !sh.stop.load(Ordering::Relaxed) {
+        let txn = db.begin()?;
+        let iter = if ring {
+            txn.scan(HISTORY)?
+        } else {
+            txn.scan_with(
+                HISTORY,
+                ScanOptions {
+                    ring: RingChoice::Never,
+                    hint_mode: db.options().hint_mode,
+                },
+            )?
+        };
+        sh.scan_used_ring.store(iter.uses_ring(), Ordering::Relaxed);
+        let mut seen = 0u64;
+        let mut last_block = None;
+        let mut complete = true;
+        for r in iter {
+            let (rid, row) = r?;
+            if last_block != Some(rid.block) {
+                last_block = Some(rid.block);
+                sh.scan_pages.fetch_add(1, Ordering::Relaxed);
+                pages_total += 1;
+                if let Some(rate) = rate
+                    && pages_total % THROTTLE_EVERY == 0
+                {
+                    let due = started + Duration::from_secs_f64(pages_total as f64 / rate);
+                    let now = Instant::now();
+                    if due > now {
+                        std::thread::sleep(due - now);
+                    }
+                }
+                if sh.stop.load(Ordering::Relaxed) {
+                    complete = false;
+                    break;
+                }
+            }
+            if row.len() != 4 || row.get(2) != Some(&Value::I64(-row[0].as_i64().unwrap_or(0))) {
+                sh.error(format!("history row {rid:?} is {row:?}"));
+            }
+            seen += 1;
+        }
+        txn.rollback()?;
+        if complete {
+            if seen != rows {
+                sh.error(format!("a scan of {HISTORY} saw {seen} rows, not {rows}"));
+            }
+            sh.scans_completed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    Ok(())
+}
+
+/// The counters at one instant of the window.
+struct Point {
+    at: Instant,
+    accesses: u64,
+    evictions: u64,
+    reads: Vec<u64>,
+    lookups: u64,
+    scan_pages: u64,
+    scans: u64,
+}
+
+fn point(db: &Database, reads: &ReadCounts, sh: &Shared) -> Point {
+    let t = db.pool_stats().totals();
+    Point {
+        at: Instant::now(),
+        accesses: t.accesses,
+        evictions: t.evictions,
+        reads: reads.snapshot(),
+        lookups: sh.lookups.load(Ordering::Relaxed),
+        scan_pages: sh.scan_pages.load(Ordering::Relaxed),
+        scans: sh.scans_completed.load(Ordering::Relaxed),
+    }
+}
+
+/// How often residency is sampled: every second, or window/10 when the
+/// window is under 10 s (at least every 100 ms).
+pub fn sample_interval(window: Duration) -> Duration {
+    if window >= Duration::from_secs(10) {
+        Duration::from_secs(1)
+    } else {
+        (window / 10).max(Duration::from_millis(100))
+    }
+}
+
+fn measure(
+    ds: &Dataset,
+    settings: &Settings,
+    c: &Config,
+    speed: ScanRate,
+    hot_set_pages: usize,
+    p: &Params,
+    label: &str,
+) -> Result<Row> {
+    let rate = match speed {
+        ScanRate::Fixed(r) => Some(r as f64),
+        _ => None,
+    };
+    let pace = match speed {
+        ScanRate::PerLookup(n) => Some(f64::from(n)),
+        _ => None,
+    };
+    let (db, reads) = dataset::open_counting(ds, settings.engine_options(c))?;
+    let rel_of = |name: &str| db.table(name).map(|t| t.rel.0 as usize);
+    let accounts_rel = rel_of(ACCOUNTS)?;
+    let history_rel = rel_of(HISTORY)?;
+    let pk_rel = db
+        .indexes()
+        .iter()
+        .find(|i| i.name == ACCOUNTS_PK)
+        .map(|i| i.rel.0 as usize)
+        .ok_or_else(|| BenchError::Data(format!("index {ACCOUNTS_PK} is missing")))?;
+    let sh = Shared::default();
+    let every = sample_interval(settings.duration);
+    let total = settings.warmup + settings.duration;
+    let pb = common::progress_bar(
+        total.as_millis() as u64,
+        settings.progress,
+        &format!("{label}: warm-up"),
+    );
+    let hot =
+        |db: &Database| dataset::resident_of(&dataset::residency(db), &[ACCOUNTS, ACCOUNTS_PK]);
+    let measured = std::thread::scope(|s| {
+        let mut hs = Vec::new();
+        for t in 0..c.threads {
+            let (db, sh) = (&db, &sh);
+            hs.push(s.spawn(move || lookup_worker(db, p.accounts_rows, t, pace, sh)));
+        }
+        {
+            let (db, sh) = (&db, &sh);
+            let ring = c.ring;
+            hs.push(s.spawn(move || scan_worker(db, ring, rate, p.history_rows, sh)));
+        }
+        let start = Instant::now();
+        let window_at = start + settings.warmup;
+        let end_at = window_at + settings.duration;
+        let mut samples = Vec::new();
+        let mut p0 = None;
+        let mut next_sample = start;
+        loop {
+            let now = Instant::now();
+            if sh.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if p0.is_none() && now >= window_at {
+                p0 = Some(point(&db, &reads, &sh));
+                pb.set_message(format!("{label}: measuring"));
+                samples.push((now.duration_since(start).as_secs_f64(), hot(&db)));
+                next_sample = now + every;
+            }
+            if now >= end_at {
+                break;
+            }
+            if now >= next_sample {
+                samples.push((now.duration_since(start).as_secs_f64(), hot(&db)));
+                next_sample += every;
+            }
+            pb.set_position(now.duration_since(start).as_millis() as u64);
+            let wake = next_sample
+                .min(if p0.is_none() { window_at } else { end_at })
+                .min(now + Duration::from_millis(50));
+            std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+        }
+        let p1 = point(&db, &reads, &sh);
+        let end_res = dataset::residency(&db);
+        samples.push((
+            p1.at.duration_since(start).as_secs_f64(),
+            dataset::resident_of(&end_res, &[ACCOUNTS, ACCOUNTS_PK]),
+        ));
+        sh.stop.store(true, Ordering::Relaxed);
+        let mut first_err = None;
+        for h in hs {
+            let r = h
+                .join()
+                .unwrap_or_else(|e| Err(BenchError::Panic(dataset::panic_message(e))));
+            if let Err(e) = r {
+                first_err.get_or_insert(e);
+            }
+        }
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        let p0 = p0.ok_or_else(|| {
+            BenchError::Config(format!("{label}: the run stopped before its window"))
+        })?;
+        Ok((p0, p1, samples, end_res, window_at.duration_since(start)))
+    });
+    pb.finish_and_clear();
+    let (p0, p1, samples, resident_end, window_start) = measured?;
+    db.close()?;
+    let data_errors = sh.data_errors.load(Ordering::Relaxed);
+    if let Some(e) = sh.take_error() {
+        eprintln!("{label}: DATA ERROR: {e} ({data_errors} in all)");
+    }
+    let secs = (p1.at - p0.at).as_secs_f64();
+    let d = |v: &[u64], i: usize| v[i].saturating_sub(p0.reads[i]);
+    let lookups = p1.lookups - p0.lookups;
+    let scan_pages = p1.scan_pages - p0.scan_pages;
+    let accesses = p1.accesses - p0.accesses;
+    let lookup_accesses = accesses.saturating_sub(scan_pages);
+    let lookup_misses = d(&p1.reads, accounts_rel.min(p1.reads.len() - 1))
+        + d(&p1.reads, pk_rel.min(p1.reads.len() - 1));
+    let scan_misses = d(&p1.reads, history_rel.min(p1.reads.len() - 1));
+    let window: Vec<usize> = samples
+        .iter()
+        .filter(|(t, _)| *t + 1e-9 >= window_start.as_secs_f64())
+        .map(|s| s.1)
+        .collect();
+    let ratio = |a: u64, b: u64| {
+        if b == 0 {
+            1.0
+        } else {
+            1.0 - a as f64 / b as f64
+        }
+    };
+    Ok(Row {
+        evictor: c.evictor.name().into(),
+        ring: c.ring,
+        batch: c.batch.into(),
+        partitions: c.partitions,
+        threads: c.threads,
+        scan_threads: 1,
+        huge_pages: c.huge_pages,
+        scan_speed: speed.label(),
+        scan_rate_target: rate,
+        pages_per_lookup_target: pace,
+        scan_used_ring: sh.scan_used_ring.load(Ordering::Relaxed),
+        window_secs: secs,
+        lookups,
+        lookups_per_sec: lookups as f64 / secs,
+        lookup_accesses,
+        lookup_misses,
+        oltp_hit_ratio: ratio(lookup_misses, lookup_accesses),
+        accesses_per_lookup: lookup_accesses as f64 / lookups.max(1) as f64,
+        scan_pages,
+        scan_pages_per_sec: scan_pages as f64 / secs,
+        scan_pages_per_lookup: scan_pages as f64 / lookups.max(1) as f64,
+        scan_hit_ratio: ratio(scan_misses, scan_pages),
+        scans_completed: p1.scans - p0.scans,
+        hot_set_pages,
+        hot_resident_min: window.iter().copied().min().unwrap_or(0),
+        hot_resident_end: window.last().copied().unwrap_or(0),
+        hot_resident_mean: window.iter().sum::<usize>() as f64 / window.len().max(1) as f64,
+        evictions: p1.evictions - p0.evictions,
+        residency_samples: samples,
+        window_start_secs: window_start.as_secs_f64(),
+        resident_end,
+        data_errors,
+    })
+}
+
+fn compare(rows: &[Row]) -> Vec<Comparison> {
+    let mut out = Vec::new();
+    for h in rows.iter().filter(|r| r.evictor == "hotcool") {
+        let Some(c) = rows.iter().find(|c| {
+            c.evictor == "clock"
+                && c.ring == h.ring
+                && c.scan_speed == h.scan_speed
+                && c.batch == h.batch
+                && c.partitions == h.partitions
+                && c.threads == h.threads
+                && c.huge_pages == h.huge_pages
+        }) else {
+            continue;
+        };
+        let (cm, hm) = (1.0 - c.oltp_hit_ratio, 1.0 - h.oltp_hit_ratio);
+        out.push(Comparison {
+            ring: h.ring,
+            scan_speed: h.scan_speed.clone(),
+            clock_miss_ratio: cm,
+            hotcool_miss_ratio: hm,
+            miss_ratio_vs_clock: (cm > 0.0).then(|| hm / cm),
+            clock_hot_resident_mean: c.hot_resident_mean,
+            hotcool_hot_resident_mean: h.hot_resident_mean,
+            hot_resident_delta_pct: dataset::pct_change(h.hot_resident_mean, c.hot_resident_mean),
+            scan_pages_per_lookup_clock: c.scan_pages_per_lookup,
+            scan_pages_per_lookup_hotcool: h.scan_pages_per_lookup,
+        });
+    }
+    out
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b { "on" } else { "off" }
+}
+
+impl ScanResistanceReport {
+    /// The headline comparison: ring off, paced to scan pages per lookup
+    /// (the regime of the model), else ring off at full speed, else the
+    /// first.
+    pub fn headline(&self) -> Option<&Comparison> {
+        self.comparisons
+            .iter()
+            .find(|c| !c.ring && c.scan_speed.ends_with("page/lookup"))
+            .or_else(|| {
+                self.comparisons
+                    .iter()
+                    .find(|c| !c.ring && c.scan_speed == "full")
+            })
+            .or_else(|| self.comparisons.first())
+    }
+
+    /// Ring off at full speed, if it ran.
+    pub fn full_speed_ring_off(&self) -> Option<&Comparison> {
+        self.comparisons
+            .iter()
+            .find(|c| !c.ring && c.scan_speed == "full")
+    }
+
+    fn label(r: &Row) -> String {
+        format!(
+            "{} ring={} scan={}",
+            r.evictor,
+            on_off(r.ring),
+            r.scan_speed
+        )
+    }
+}
+
+impl Report for ScanResistanceReport {
+    fn scenario(&self) -> &str {
+        &self.scenario
+    }
+
+    fn render(&self) -> String {
+        let mut t = Table::new(&[
+            "evictor",
+            "ring",
+            "scan",
+            "lookups/s",
+            "scan pg/s",
+            "scan pg/lookup",
+            "OLTP hit%",
+            "OLTP miss%",
+            "hot min",
+            "hot end",
+            "hot mean%",
+            "scans",
+            "acc/lookup",
+            "hc/clk misses",
+        ]);
+        for r in &self.rows {
+            let cmp = (r.evictor == "hotcool")
+                .then(|| {
+                    self.comparisons
+                        .iter()
+                        .find(|c| c.ring == r.ring && c.scan_speed == r.scan_speed)
+                })
+                .flatten();
+            t.push(vec![
+                r.evictor.clone(),
+                on_off(r.ring).into(),
+                r.scan_speed.clone(),
+                fmt_rate(r.lookups_per_sec),
+                fmt_rate(r.scan_pages_per_sec),
+                format!("{:.2}", r.scan_pages_per_lookup),
+                format!("{:.3}", 100.0 * r.oltp_hit_ratio),
+                format!("{:.3}", 100.0 * (1.0 - r.oltp_hit_ratio)),
+                r.hot_resident_min.to_string(),
+                r.hot_resident_end.to_string(),
+                format!(
+                    "{:.1}",
+                    100.0 * r.hot_resident_mean / r.hot_set_pages.max(1) as f64
+                ),
+                r.scans_completed.to_string(),
+                format!("{:.2}", r.accesses_per_lookup),
+                cmp.and_then(|c| c.miss_ratio_vs_clock)
+                    .map_or("-".into(), |x| format!("{x:.2}x")),
+            ]);
+        }
+        let mut out = format!(
+            "\n{} (pool {} buffers; hot set {} pages = {:.0}% of the pool; history {} pages = {:.1} x pool):\n{t}",
+            self.scenario,
+            self.pool_buffers,
+            self.hot_set_pages,
+            100.0 * self.hot_set_pages as f64 / self.pool_buffers as f64,
+            self.history_pages,
+            self.history_pages as f64 / self.pool_buffers as f64,
+        );
+        out += "OLTP hit%: lookup threads' hits / accesses (misses = accounts + accounts_pkey pages read; \
+                accesses = all accesses - scan pages); hot min/end/mean: hot-set pages resident in the window; \
+                acc/lookup: buffer accesses per lookup (index height + 1 if the attribution is sound)\n";
+        for c in &self.comparisons {
+            out += &format!(
+                "  ring {:>3}, scan {:>13}: OLTP miss clock {:.3}% vs HOT/COOL {:.3}% ({}); hot set resident {} ({:.1} vs {:.1} scan pages per lookup)\n",
+                on_off(c.ring),
+                c.scan_speed,
+                100.0 * c.clock_miss_ratio,
+                100.0 * c.hotcool_miss_ratio,
+                c.miss_ratio_vs_clock
+                    .map_or("-".into(), |x| format!("{x:.2}x the clock's misses")),
+                c.hot_resident_delta_pct
+                    .map_or("-".into(), |x| format!("{x:+.1}% with HOT/COOL")),
+                c.scan_pages_per_lookup_clock,
+                c.scan_pages_per_lookup_hotcool,
+            );
+        }
+        let labels: Vec<String> = self.rows.iter().map(Self::label).collect();
+        let ends: Vec<&[RelPages]> = self
+            .rows
+            .iter()
+            .map(|r| r.resident_end.as_slice())
+            .collect();
+        out += &format!(
+            "where the buffers went (pages resident at the end of each window):\n{}",
+            dataset::residency_table(&labels, &ends, self.pool_buffers)
+        );
+        out += &self.data_check.describe();
+        out.push('\n');
+        out
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("a report of plain fields serialises")
+    }
+
+    fn failures(&self) -> Vec<String> {
+        let mut f: Vec<String> = self
+            .rows
+            .iter()
+            .filter(|r| r.data_errors > 0)
+            .map(|r| format!("{} data errors with {}", r.data_errors, Self::label(r)))
+            .collect();
+        if let Some(e) = &self.data_check.error {
+            f.push(format!("end-of-run data check: {e}"));
+        }
+        f
+    }
+
+    fn svg_plots(&self) -> Vec<SvgPlot> {
+        let mut out = Vec::new();
+        let mut speeds: Vec<&str> = Vec::new();
+        for r in &self.rows {
+            if !speeds.contains(&r.scan_speed.as_str()) {
+                speeds.push(&r.scan_speed);
+            }
+        }
+        for speed in speeds {
+            let rows: Vec<&Row> = self.rows.iter().filter(|r| r.scan_speed == speed).collect();
+            let series: Vec<plot::Series> = rows
+                .iter()
+                .map(|r| plot::Series {
+                    name: format!(
+                        "{} ring {} ({:.2} scan pages/lookup)",
+                        if r.evictor == "hotcool" {
+                            "HOT/COOL"
+                        } else {
+                            "clock"
+                        },
+                        on_off(r.ring),
+                        r.scan_pages_per_lookup
+                    ),
+                    points: r
+                        .residency_samples
+                        .iter()
+                        .map(|&(t, p)| (t, 100.0 * p as f64 / r.hot_set_pages.max(1) as f64))
+                        .collect(),
+                    dashed: r.ring,
+                    colour: usize::from(r.evictor != "hotcool"),
+                })
+                .collect();
+            let window = rows.first().map_or(0.0, |r| r.window_start_secs);
+            // Zoom on the window: from a little under its lowest sample (the
+            // warm-up's climb from an empty pool is cut off below that).
+            let lowest = series
+                .iter()
+                .flat_map(|s| s.points.iter().filter(|p| p.0 >= window).map(|p| p.1))
+                .fold(100.0_f64, f64::min);
+            let y_lo = ((lowest - 2.0).floor()).clamp(0.0, 95.0);
+            let series: Vec<plot::Series> = series
+                .into_iter()
+                .map(|mut s| {
+                    s.points.retain(|p| p.1 >= y_lo);
+                    s
+                })
+                .collect();
+            let title = if speed == "full" {
+                "scan-resistance: hot set resident under a full-speed seq scan".to_string()
+            } else {
+                format!("scan-resistance: hot set resident, seq scan at {speed}")
+            };
+            if let Ok(svg) = plot::lines(
+                &title,
+                "seconds since the warm-up began",
+                "accounts + accounts_pkey pages resident (% of the hot set)",
+                &series,
+                (y_lo, 100.0 + (100.0 - y_lo) * 0.04),
+                Some((window, " measured window")),
+            ) {
+                out.push(SvgPlot {
+                    file: format!(
+                        "scan-resistance-hot-set-{}.svg",
+                        speed.replace(['/', ' '], "-")
+                    ),
+                    svg,
+                });
+            }
+        }
+        if let Some(svg) = residency_bars(
+            "scan-resistance: where the buffers went (end of each window)",
+            self.pool_buffers,
+            &self
+                .rows
+                .iter()
+                .map(|r| {
+                    let speed = match r.pages_per_lookup_target {
+                        Some(n) => format!("{n} pg/lk"),
+                        None => r.scan_speed.replace(" pages/s", "/s"),
+                    };
+                    let ev = if r.evictor == "hotcool" {
+                        "HOT/COOL"
+                    } else {
+                        "clock"
+                    };
+                    (
+                        format!("{ev}, ring {}, {speed}", on_off(r.ring)),
+                        r.resident_end.as_slice(),
+                    )
+                })
+                .collect::<Vec<_>>(),
+        ) {
+            out.push(SvgPlot {
+                file: "scan-resistance-by-relation.svg".into(),
+                svg,
+            });
+        }
+        out
+    }
+}
+
+/// Stacked bars of resident pages per relation, one bar per configuration,
+/// plus the free buffers. Shared with `index-residency`.
+pub fn residency_bars(
+    title: &str,
+    pool_buffers: usize,
+    configs: &[(String, &[RelPages])],
+) -> Option<String> {
+    let mut names: Vec<String> = Vec::new();
+    for (_, res) in configs {
+        for r in res.iter() {
+            if (r.kind == "table" || r.kind == "index") && !names.contains(&r.name) {
+                names.push(r.name.clone());
+            }
+        }
+    }
+    names.sort_by_key(|n| {
+        // Indexes first (bottom of the stack), then tables.
+        let is_table = configs
+            .iter()
+            .flat_map(|(_, r)| r.iter())
+            .any(|r| &r.name == n && r.kind == "table");
+        (is_table, n.clone())
+    });
+    let mut parts: Vec<plot::Bars> = names
+        .iter()
+        .map(|n| plot::Bars {
+            name: n.clone(),
+            values: configs
+                .iter()
+                .map(|(_, r)| {
+                    r.iter()
+                        .find(|x| &x.name == n)
+                        .map_or(0.0, |x| x.pages as f64)
+                })
+                .collect(),
+        })
+        .collect();
+    parts.push(plot::Bars {
+        name: "other (clog, catalog)".into(),
+        values: configs
+            .iter()
+            .map(|(_, r)| {
+                r.iter()
+                    .filter(|x| x.kind != "table" && x.kind != "index")
+                    .map(|x| x.pages as f64)
+                    .sum()
+            })
+            .collect(),
+    });
+    parts.push(plot::Bars {
+        name: "free".into(),
+        values: configs
+            .iter()
+            .map(|(_, r)| {
+                pool_buffers.saturating_sub(r.iter().map(|x| x.pages).sum::<usize>()) as f64
+            })
+            .collect(),
+    });
+    let cats: Vec<String> = configs.iter().map(|(l, _)| l.clone()).collect();
+    plot::stacked_bars(title, "pages resident", &cats, &parts).ok()
+}

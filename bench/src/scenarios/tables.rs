@@ -1,0 +1,715 @@
+//! What `seqscan-partitions`, `oltp`, `readonly` and `bulkload` share:
+//! pgbench-like tables built through the engine's public API, a database
+//! directory cached per scenario and scale, the engine `Options` of one
+//! matrix cell, the end-of-run checks, the per-relation residency summary,
+//! and a storage wrapper that counts pages read per relation.
+//!
+//! ```text
+//!   --data-dir/<scenario>/<scale key>/      one engine data directory
+//!       VERSION, control, wal/, base/...    (engine::Database)
+//!       BENCH-STAMP.json                    written last: scenario + scale
+//!
+//!   ensure_db: stamp matches -> reuse; else delete, create, build (bulk_load
+//!   + create_index), one scan of every table (sets the hint bits, so no
+//!   measured run dirties pages for hints), checkpoint, close, write stamp.
+//!   Every configuration then opens the directory (or a copy of it, for the
+//!   scenarios that write) with its own Options.
+//! ```
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bufmgr::{BlockNumber, BufferTag, RelFork, StorageBackend};
+use engine::{
+    Column, ColumnType, Database, Options, Partitions, RelKind, RingChoice, Row, ScanOptions, Value,
+};
+use indicatif::ProgressBar;
+use serde::{Deserialize, Serialize};
+
+use crate::common::{Config, Settings, Table, progress_bar};
+use crate::error::{BenchError, Result};
+
+/// Filler bytes of accounts, tellers and branches rows (pgbench's are
+/// 84-97 chars; SCENARIOS.md fixes 84).
+pub const FILLER_LEN: usize = 84;
+/// Filler of a history row (pgbench: 22).
+pub const HISTORY_FILLER_LEN: usize = 22;
+pub const ACCOUNTS: &str = "accounts";
+pub const ACCOUNTS_PK: &str = "accounts_pkey";
+pub const TELLERS: &str = "tellers";
+pub const TELLERS_PK: &str = "tellers_pkey";
+pub const BRANCHES: &str = "branches";
+pub const BRANCHES_PK: &str = "branches_pkey";
+pub const HISTORY: &str = "history";
+/// Heap pages an accounts row takes, measured: 55 rows of 115 encoded
+/// bytes (+ 24-byte tuple header + 4-byte line pointer) per 8 KiB page.
+pub const ACCOUNTS_ROWS_PER_PAGE: u64 = 55;
+/// The stamp file, written last.
+pub const STAMP: &str = "BENCH-STAMP.json";
+/// Bump when the layout of a cached database changes.
+pub const STAMP_FORMAT: u32 = 1;
+
+pub fn filler(len: usize) -> Value {
+    Value::Bytes(vec![b'x'; len])
+}
+
+pub fn accounts_columns() -> Vec<Column> {
+    vec![
+        Column::new("aid", ColumnType::I64),
+        Column::new("bid", ColumnType::I64),
+        Column::new("abalance", ColumnType::I64),
+        Column::new("filler", ColumnType::Bytes),
+    ]
+}
+
+/// Column of `abalance` in an accounts row.
+pub const ABALANCE: usize = 2;
+
+pub fn account_row(aid: i64, bid: i64, abalance: i64) -> Row {
+    vec![
+        Value::I64(aid),
+        Value::I64(bid),
+        Value::I64(abalance),
+        filler(FILLER_LEN),
+    ]
+}
+
+pub fn tellers_columns() -> Vec<Column> {
+    vec![
+        Column::new("tid", ColumnType::I64),
+        Column::new("bid", ColumnType::I64),
+        Column::new("tbalance", ColumnType::I64),
+        Column::new("filler", ColumnType::Bytes),
+    ]
+}
+
+pub const TBALANCE: usize = 2;
+
+pub fn teller_row(tid: i64, bid: i64, tbalance: i64) -> Row {
+    vec![
+        Value::I64(tid),
+        Value::I64(bid),
+        Value::I64(tbalance),
+        filler(FILLER_LEN),
+    ]
+}
+
+pub fn branches_columns() -> Vec<Column> {
+    vec![
+        Column::new("bid", ColumnType::I64),
+        Column::new("bbalance", ColumnType::I64),
+        Column::new("filler", ColumnType::Bytes),
+    ]
+}
+
+pub const BBALANCE: usize = 1;
+
+pub fn branch_row(bid: i64, bbalance: i64) -> Row {
+    vec![Value::I64(bid), Value::I64(bbalance), filler(FILLER_LEN)]
+}
+
+pub fn history_columns() -> Vec<Column> {
+    vec![
+        Column::new("tid", ColumnType::I64),
+        Column::new("bid", ColumnType::I64),
+        Column::new("aid", ColumnType::I64),
+        Column::new("delta", ColumnType::I64),
+        Column::new("mtime", ColumnType::I64),
+        Column::new("filler", ColumnType::Bytes),
+    ]
+}
+
+pub const HDELTA: usize = 3;
+
+pub fn history_row(tid: i64, bid: i64, aid: i64, delta: i64, mtime: i64) -> Row {
+    vec![
+        Value::I64(tid),
+        Value::I64(bid),
+        Value::I64(aid),
+        Value::I64(delta),
+        Value::I64(mtime),
+        filler(HISTORY_FILLER_LEN),
+    ]
+}
+
+/// Accounts rows whose heap fills `pages` pages.
+pub fn accounts_for_pages(pages: u64) -> u64 {
+    (pages * ACCOUNTS_ROWS_PER_PAGE).max(ACCOUNTS_ROWS_PER_PAGE)
+}
+
+// ---------------------------------------------------------------------------
+// Building and caching
+// ---------------------------------------------------------------------------
+
+fn io_err(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> BenchError {
+    let path = path.to_path_buf();
+    move |source| BenchError::Io { op, path, source }
+}
+
+/// Delete `dir` if it exists.
+pub fn remove_dir(dir: &Path) -> Result<()> {
+    match fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_err("remove", dir)(e)),
+        _ => Ok(()),
+    }
+}
+
+/// Copy the directory tree `from` to `to` (which must not exist), without
+/// the `LOCK` file, fsyncing every file so that the kernel does not write
+/// the copy back during a measured window.
+pub fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    fs::create_dir_all(to).map_err(io_err("create", to))?;
+    for entry in fs::read_dir(from).map_err(io_err("list", from))? {
+        let entry = entry.map_err(io_err("list", from))?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        let kind = entry.file_type().map_err(io_err("stat", &src))?;
+        if kind.is_dir() {
+            copy_dir(&src, &dst)?;
+        } else if entry.file_name() != "LOCK" {
+            fs::copy(&src, &dst).map_err(io_err("copy", &src))?;
+            fs::File::open(&dst)
+                .and_then(|f| f.sync_all())
+                .map_err(io_err("fsync", &dst))?;
+        }
+    }
+    Ok(())
+}
+
+/// Bytes of the files under `dir`.
+pub fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(rd) = fs::read_dir(dir) else { return 0 };
+    rd.flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            _ => e.metadata().map_or(0, |m| m.len()),
+        })
+        .sum()
+}
+
+/// The options a cached database is built with: the run's pool, one
+/// partition, the clock, rings on (so `bulk_load` writes its own pages).
+pub fn build_options(settings: &Settings) -> Options {
+    Options::new()
+        .pool_buffers(settings.pool_buffers)
+        .partitions(Partitions::Count(1))
+}
+
+/// The engine options of one matrix cell: pool size, evictor, batch,
+/// partitions (an exact count), rings and huge pages; everything else the
+/// engine's defaults (balancing on, no floor, background writer and
+/// checkpointer running, synchronous commit, checksums on).
+pub fn options(settings: &Settings, c: &Config) -> Options {
+    Options::new()
+        .pool_buffers(settings.pool_buffers)
+        .evictor(c.evictor)
+        .sweep_batch(c.batch)
+        .partitions(Partitions::Count(c.partitions))
+        .rings(c.ring)
+        .huge_pages(c.huge_pages)
+}
+
+/// Make sure `<data-dir>/<scenario>/<key>` holds a database built by
+/// `build` whose stamp equals `scale`; returns its path and whether it was
+/// reused. `build` gets the open database and a progress bar; afterwards
+/// every table is scanned once (hint bits), a checkpoint taken and the
+/// database closed; the stamp is written last.
+pub fn ensure_db(
+    settings: &Settings,
+    scenario: &str,
+    key: &str,
+    scale: &serde_json::Value,
+    build: impl FnOnce(&Database, &ProgressBar) -> Result<()>,
+) -> Result<(PathBuf, bool)> {
+    let dir = settings.data_dir.join(scenario).join(key);
+    let stamp = serde_json::json!({
+        "format": STAMP_FORMAT,
+        "scenario": scenario,
+        "scale": scale,
+    });
+    let path = dir.join(STAMP);
+    if let Ok(text) = fs::read_to_string(&path)
+        && serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .as_ref()
+            == Some(&stamp)
+    {
+        println!(
+            "reusing the {scenario} database ({key}, {} MiB) in {}",
+            dir_bytes(&dir) >> 20,
+            dir.display()
+        );
+        return Ok((dir, true));
+    }
+    remove_dir(&dir)?;
+    fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+    let started = Instant::now();
+    let db = Database::open(&dir, build_options(settings))?;
+    let pb = progress_bar(
+        1,
+        settings.progress,
+        &format!("building {scenario} ({key})"),
+    );
+    build(&db, &pb)?;
+    for t in db.tables() {
+        pb.set_message(format!("{scenario}: setting hint bits on {}", t.name));
+        scan_count(&db, &t.name)?;
+    }
+    pb.set_message(format!("{scenario}: checkpoint"));
+    db.checkpoint()?;
+    db.close()?;
+    pb.finish_and_clear();
+    let text = serde_json::to_string_pretty(&stamp).expect("plain JSON");
+    fs::write(&path, text + "\n").map_err(io_err("write", &path))?;
+    println!(
+        "built the {scenario} database ({key}, {} MiB) in {:.1} s, in {}",
+        dir_bytes(&dir) >> 20,
+        started.elapsed().as_secs_f64(),
+        dir.display()
+    );
+    Ok((dir, false))
+}
+
+/// Load `n` accounts rows (aid 1..=n, `per_branch` to a branch, balance 0)
+/// through `bulk_load` with its progress on `pb`, then the primary key.
+pub fn load_accounts(db: &Database, n: u64, per_branch: u64, pb: &ProgressBar) -> Result<()> {
+    db.create_table(ACCOUNTS, accounts_columns())?;
+    // The index first: bulk_load maintains it row by row, in key order.
+    db.create_index(ACCOUNTS_PK, ACCOUNTS, "aid", true)?;
+    load_rows(
+        db,
+        ACCOUNTS,
+        n,
+        pb,
+        (1..=n as i64).map(|aid| account_row(aid, (aid - 1) / per_branch as i64 + 1, 0)),
+    )
+}
+
+/// `bulk_load` `rows` (`n` of them) into `table`, the progress bar following.
+pub fn load_rows(
+    db: &Database,
+    table: &str,
+    n: u64,
+    pb: &ProgressBar,
+    rows: impl Iterator<Item = Row>,
+) -> Result<()> {
+    pb.set_length(n.max(1));
+    pb.set_position(0);
+    pb.set_message(format!("loading {n} rows into {table}"));
+    let done = db.bulk_load(table, rows, |p| pb.set_position(p.rows))?;
+    if done.rows != n {
+        return Err(BenchError::Data(format!(
+            "bulk load into {table} reported {} rows, expected {n}",
+            done.rows
+        )));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Checks
+// ---------------------------------------------------------------------------
+
+/// Rows of `table` visible now, counted by a seq scan.
+pub fn scan_count(db: &Database, table: &str) -> Result<u64> {
+    Ok(scan_sum(db, table, None)?.0)
+}
+
+/// Rows of `table` visible now and the sum of i64 column `col` (if given).
+pub fn scan_sum(db: &Database, table: &str, col: Option<usize>) -> Result<(u64, i128)> {
+    let txn = db.begin()?;
+    let (mut n, mut sum) = (0u64, 0i128);
+    for r in txn.scan_with(
+        table,
+        ScanOptions {
+            ring: RingChoice::Auto,
+            hint_mode: db.options().hint_mode,
+        },
+    )? {
+        let (_, row) = r?;
+        n += 1;
+        if let Some(c) = col {
+            let v = row.get(c).and_then(Value::as_i64).ok_or_else(|| {
+                BenchError::Data(format!("{table}: a row without an i64 in column {c}"))
+            })?;
+            sum += i128::from(v);
+        }
+    }
+    txn.rollback()?;
+    Ok((n, sum))
+}
+
+/// The end-of-run check of one table: rows counted, index violations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TableCheck {
+    pub table: String,
+    pub rows: u64,
+    pub expected_rows: Option<u64>,
+    pub index_violations: usize,
+    pub first_violation: Option<String>,
+}
+
+impl TableCheck {
+    pub fn error(&self) -> Option<String> {
+        if let Some(e) = self.expected_rows
+            && e != self.rows
+        {
+            return Some(format!(
+                "{} has {} rows, expected {e}",
+                self.table, self.rows
+            ));
+        }
+        self.first_violation.as_ref().map(|v| {
+            format!(
+                "{}: {} index violations, first: {v}",
+                self.table, self.index_violations
+            )
+        })
+    }
+}
+
+/// Count the rows of `table` and verify its indexes against the heap.
+pub fn check_table(db: &Database, table: &str, expected: Option<u64>) -> Result<TableCheck> {
+    let rows = scan_count(db, table)?;
+    let violations = db.verify_indexes(table)?;
+    Ok(TableCheck {
+        table: table.into(),
+        rows,
+        expected_rows: expected,
+        index_violations: violations.len(),
+        first_violation: violations.first().map(|v| v.to_string()),
+    })
+}
+
+/// The checks of one run: every table checked, and what went wrong.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DataCheck {
+    pub tables: Vec<TableCheck>,
+    pub ok: bool,
+    pub errors: Vec<String>,
+}
+
+impl DataCheck {
+    pub fn add(&mut self, c: TableCheck) {
+        if let Some(e) = c.error() {
+            self.errors.push(e);
+        }
+        self.tables.push(c);
+        self.ok = self.errors.is_empty();
+    }
+
+    pub fn fail(&mut self, e: String) {
+        self.errors.push(e);
+        self.ok = false;
+    }
+
+    pub fn render(&self) -> String {
+        if self.ok {
+            let t: Vec<String> = self
+                .tables
+                .iter()
+                .map(|c| format!("{} {} rows", c.table, c.rows))
+                .collect();
+            format!(
+                "data check: ok ({}; indexes verified clean)\n",
+                t.join(", ")
+            )
+        } else {
+            format!("data check: FAILED: {}\n", self.errors.join("; "))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Residency
+// ---------------------------------------------------------------------------
+
+/// Pages of one relation resident in the pool.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Residency {
+    pub relation: String,
+    /// `table`, `index`, `clog`, `catalog`, `unknown`.
+    pub kind: String,
+    pub pages: usize,
+}
+
+fn kind_name(k: RelKind) -> &'static str {
+    match k {
+        RelKind::Clog => "clog",
+        RelKind::Catalog => "catalog",
+        RelKind::Table => "table",
+        RelKind::Index => "index",
+        RelKind::Unknown => "unknown",
+    }
+}
+
+/// Resident pages per relation now (no page is pinned to find out).
+pub fn residency(db: &Database) -> Vec<Residency> {
+    db.resident_pages()
+        .into_iter()
+        .map(|r| Residency {
+            relation: r.name,
+            kind: kind_name(r.kind).into(),
+            pages: r.pages,
+        })
+        .collect()
+}
+
+/// Pages of `names` resident now.
+pub fn resident_of(db: &Database, names: &[&str]) -> usize {
+    db.resident_pages()
+        .iter()
+        .filter(|r| names.contains(&r.name.as_str()))
+        .map(|r| r.pages)
+        .sum()
+}
+
+/// The summary of where the buffers went: one line per configuration, one
+/// column per relation (most pages first), `free` the buffers holding none.
+pub fn render_residency(pool_buffers: usize, rows: &[(String, Vec<Residency>)]) -> String {
+    let mut names: Vec<(String, usize)> = Vec::new();
+    for (_, res) in rows {
+        for r in res {
+            match names.iter_mut().find(|(n, _)| *n == r.relation) {
+                Some((_, p)) => *p += r.pages,
+                None => names.push((r.relation.clone(), r.pages)),
+            }
+        }
+    }
+    names.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut header = vec!["resident pages at the end".to_string()];
+    header.extend(names.iter().map(|(n, _)| n.clone()));
+    header.push("free".into());
+    let hdr: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut t = Table::new(&hdr);
+    for (label, res) in rows {
+        let mut cells = vec![label.clone()];
+        let mut used = 0;
+        for (n, _) in &names {
+            let p = res
+                .iter()
+                .filter(|r| &r.relation == n)
+                .map(|r| r.pages)
+                .sum::<usize>();
+            used += p;
+            cells.push(p.to_string());
+        }
+        cells.push(pool_buffers.saturating_sub(used).to_string());
+        t.push(cells);
+    }
+    t.to_string()
+}
+
+// ---------------------------------------------------------------------------
+// Reads per relation
+// ---------------------------------------------------------------------------
+
+/// Pages read from storage per relation number, counted by [`Counting`].
+#[derive(Debug, Default)]
+pub struct ReadCounter {
+    reads: Mutex<HashMap<u32, u64>>,
+}
+
+impl ReadCounter {
+    /// Reads of relation `rel` so far.
+    pub fn reads(&self, rel: u32) -> u64 {
+        let m = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(&rel).copied().unwrap_or(0)
+    }
+
+    fn bump(&self, rel: u32) {
+        let mut m = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        *m.entry(rel).or_default() += 1;
+    }
+}
+
+/// A storage backend that counts the pages read per relation and passes
+/// everything to the file backend underneath (`Options::wrap_storage`).
+#[derive(Debug)]
+pub struct Counting {
+    inner: Arc<dyn StorageBackend>,
+    counter: Arc<ReadCounter>,
+}
+
+impl Counting {
+    /// `Options` that wrap the database's storage, counting into `counter`.
+    pub fn wrap(options: Options, counter: &Arc<ReadCounter>) -> Options {
+        let counter = counter.clone();
+        options.wrap_storage(move |inner| {
+            Arc::new(Counting {
+                inner,
+                counter: counter.clone(),
+            }) as Arc<dyn StorageBackend>
+        })
+    }
+}
+
+impl StorageBackend for Counting {
+    fn name(&self) -> &'static str {
+        "counting"
+    }
+    fn path(&self, rf: RelFork) -> PathBuf {
+        self.inner.path(rf)
+    }
+    fn create(&self, rf: RelFork) -> bufmgr::Result<()> {
+        self.inner.create(rf)
+    }
+    fn exists(&self, rf: RelFork) -> bufmgr::Result<bool> {
+        self.inner.exists(rf)
+    }
+    fn nblocks(&self, rf: RelFork) -> bufmgr::Result<BlockNumber> {
+        self.inner.nblocks(rf)
+    }
+    fn read(&self, tag: BufferTag, page: &mut [u8]) -> bufmgr::Result<()> {
+        self.inner.read(tag, page)?;
+        self.counter.bump(tag.rel.0);
+        Ok(())
+    }
+    fn write(&self, tag: BufferTag, page: &[u8]) -> bufmgr::Result<()> {
+        self.inner.write(tag, page)
+    }
+    fn truncate(&self, rf: RelFork, nblocks: BlockNumber) -> bufmgr::Result<()> {
+        self.inner.truncate(rf, nblocks)
+    }
+    fn sync(&self, rf: RelFork) -> bufmgr::Result<()> {
+        self.inner.sync(rf)
+    }
+    fn sync_all(&self) -> bufmgr::Result<()> {
+        self.inner.sync_all()
+    }
+    fn unlink(&self, rf: RelFork) -> bufmgr::Result<()> {
+        self.inner.unlink(rf)
+    }
+    fn relations(&self) -> bufmgr::Result<Vec<RelFork>> {
+        self.inner.relations()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Matrix defaults and windows
+// ---------------------------------------------------------------------------
+
+/// The thread counts of a run: `--threads` as given, except that the
+/// common `--quick` default (1,2) is replaced by `quick`.
+pub fn threads_or(settings: &Settings, quick: &[usize]) -> Vec<usize> {
+    if settings.quick && settings.threads == [1, 2] {
+        quick.to_vec()
+    } else {
+        settings.threads.clone()
+    }
+}
+
+/// The partition counts of a run: `--partitions` as given, except that the
+/// common default (1) is replaced by the scenario's list.
+pub fn partitions_or(settings: &Settings, default: &[usize]) -> Vec<usize> {
+    if settings.partitions == [1] {
+        default.to_vec()
+    } else {
+        settings.partitions.clone()
+    }
+}
+
+/// The pool matrix with the thread counts replaced by `threads`, without
+/// duplicates, evictor innermost.
+pub fn configs_with(settings: &Settings, threads: &[usize], partitions: &[usize]) -> Vec<Config> {
+    let mut s = settings.clone();
+    s.threads = threads.to_vec();
+    s.partitions = partitions.to_vec();
+    let mut out: Vec<Config> = Vec::new();
+    for c in s.configs() {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// How often a measuring loop wakes to move its progress bar and sample.
+pub const TICK: Duration = Duration::from_millis(100);
+
+/// Sleep for `d` in steps of [`TICK`], moving `pb` (whose length is in
+/// milliseconds) and calling `each` after every step; stops early if
+/// `each` returns false.
+pub fn run_window(pb: &ProgressBar, d: Duration, mut each: impl FnMut(Duration) -> bool) {
+    let start = Instant::now();
+    loop {
+        let el = start.elapsed();
+        if el >= d {
+            break;
+        }
+        std::thread::sleep(TICK.min(d - el));
+        pb.set_position(start.elapsed().as_millis() as u64);
+        if !each(start.elapsed()) {
+            break;
+        }
+    }
+}
+
+/// A progress bar over a window of `d`, labelled `label`.
+pub fn window_bar(settings: &Settings, d: Duration, label: &str) -> ProgressBar {
+    progress_bar(d.as_millis() as u64, settings.progress, label)
+}
+
+/// The `p`-th percentile (0..=100) of sorted `v` (0 when empty).
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// `a / b`, `None` when `b` is 0.
+pub fn ratio(a: f64, b: f64) -> Option<f64> {
+    (b != 0.0 && a.is_finite() && b.is_finite()).then(|| a / b)
+}
+
+/// A percentage for a table.
+pub fn pct(x: f64) -> String {
+    format!("{:.2}%", 100.0 * x)
+}
+
+/// A panic payload as text.
+pub fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_and_ratios() {
+        let v = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(percentile(&v, 50.0), 3.0);
+        assert_eq!(percentile(&v, 100.0), 5.0);
+        assert_eq!(percentile(&[], 99.0), 0.0);
+        assert_eq!(ratio(1.0, 0.0), None);
+        assert_eq!(ratio(1.0, 2.0), Some(0.5));
+    }
+
+    #[test]
+    fn residency_table_has_a_column_per_relation() {
+        let r = |n: &str, p| Residency {
+            relation: n.into(),
+            kind: "table".into(),
+            pages: p,
+        };
+        let s = render_residency(
+            100,
+            &[
+                ("a".into(), vec![r("t", 60), r("i", 5)]),
+                ("b".into(), vec![r("t", 10)]),
+            ],
+        );
+        let lines: Vec<&str> = s.lines().collect();
+        assert!(lines[0].contains('t') && lines[0].contains("free"));
+        assert!(lines[2].ends_with("35"), "{s}");
+        assert!(lines[3].ends_with("90"), "{s}");
+    }
+}

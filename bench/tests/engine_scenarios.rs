@@ -1,0 +1,184 @@
+//! `scan-resistance` and `index-residency` at a tiny scale, called as a
+//! library: the direction of the headline results, the data checks, the
+//! JSON and the plots; no timings.
+//!
+//! scan-resistance is asserted at 1 scan page per lookup (paced), not at
+//! full scan speed: in this engine a full-speed scan reads only ~0.1-0.3
+//! pages per lookup (it decodes every row; the lookups are cheaper), and
+//! there both evictors keep the whole hot set, so the two hit ratios are
+//! equal and "HOT/COOL above the clock" is not a property of the workload.
+//! At one page per lookup (the rate of the model in SCENARIOS.md) the clock
+//! loses hot pages and HOT/COOL keeps them.
+
+use std::path::Path;
+use std::time::Duration;
+
+use bench::Settings;
+use bench::common::Report;
+use bench::scenarios::index_residency::{self, IndexResidencyReport};
+use bench::scenarios::scan_resistance::{self, ScanRate, ScanResistanceReport};
+use bufmgr::{Evictor, SweepBatch};
+
+fn tiny(dir: &Path, pool_buffers: usize, threads: usize) -> Settings {
+    Settings {
+        pool_buffers,
+        duration: Duration::from_millis(1500),
+        warmup: Duration::from_millis(700),
+        threads: vec![threads],
+        evictors: vec![Evictor::Clock, Evictor::HotCool],
+        batches: vec![SweepBatch::Fixed(1)],
+        partitions: vec![1],
+        rings: vec![true, false],
+        huge_pages: vec![false],
+        data_dir: dir.to_path_buf(),
+        json: Some(dir.join("report.json")),
+        progress: false,
+        quick: true,
+    }
+}
+
+fn json_rows(settings: &Settings) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(settings.json.as_ref().unwrap()).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["rows"].as_array().unwrap().clone()
+}
+
+#[test]
+fn scan_resistance_hotcool_keeps_more_of_the_hot_set_without_a_ring() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = tiny(dir.path(), 512, 2);
+    let params = scan_resistance::Params {
+        rates: vec![ScanRate::PerLookup(1)],
+        ..scan_resistance::Params::resolve(&Default::default(), &settings).unwrap()
+    };
+    let report: ScanResistanceReport =
+        bench::common::finish(scan_resistance::run(&settings, &params).unwrap(), &settings)
+            .unwrap();
+    assert!(!report.reused_data);
+    assert!(report.data_check.ok, "{:?}", report.data_check);
+    assert_eq!(report.rows.len(), 4);
+    let row = |ev: &str, ring: bool| {
+        report
+            .rows
+            .iter()
+            .find(|r| r.evictor == ev && r.ring == ring)
+            .unwrap()
+    };
+    for r in &report.rows {
+        assert_eq!(r.data_errors, 0, "{r:?}");
+        assert!(r.lookups > 0 && r.scan_pages > 0, "{r:?}");
+        // Paced to one scan page per lookup.
+        assert!(
+            (0.8..1.2).contains(&r.scan_pages_per_lookup),
+            "{}",
+            r.scan_pages_per_lookup
+        );
+        // The attribution of accesses holds: index levels + 1 heap page.
+        assert!(
+            (2.0..5.0).contains(&r.accesses_per_lookup),
+            "{}",
+            r.accesses_per_lookup
+        );
+        assert_eq!(r.scan_used_ring, r.ring, "{r:?}");
+        assert!(r.hot_resident_min <= r.hot_resident_end && r.hot_resident_end <= r.hot_set_pages);
+        assert!(!r.residency_samples.is_empty());
+    }
+    // With the ring both keep the hot set.
+    for ev in ["clock", "hotcool"] {
+        assert!(row(ev, true).oltp_hit_ratio > 0.999, "{:?}", row(ev, true));
+    }
+    // Without it HOT/COOL keeps more of it than the clock.
+    let (c, h) = (row("clock", false), row("hotcool", false));
+    assert!(
+        h.oltp_hit_ratio > c.oltp_hit_ratio,
+        "HOT/COOL {} vs clock {}",
+        h.oltp_hit_ratio,
+        c.oltp_hit_ratio
+    );
+    for row in json_rows(&settings) {
+        for f in [
+            "evictor",
+            "ring",
+            "batch",
+            "partitions",
+            "threads",
+            "oltp_hit_ratio",
+            "hot_resident_min",
+            "hot_resident_end",
+            "lookups_per_sec",
+            "scan_pages_per_lookup",
+        ] {
+            assert!(row.get(f).is_some(), "{f} missing");
+        }
+        assert!(row["ring"].is_boolean());
+    }
+    let plots = report.svg_plots();
+    assert!(plots.iter().all(|p| p.svg.starts_with("<svg")));
+    assert!(plots.len() >= 2);
+    // A second run reuses the data set.
+    let again = scan_resistance::run(
+        &Settings {
+            evictors: vec![Evictor::HotCool],
+            rings: vec![true],
+            json: None,
+            duration: Duration::from_millis(300),
+            warmup: Duration::from_millis(100),
+            ..settings
+        },
+        &params,
+    )
+    .unwrap();
+    assert!(again.reused_data);
+}
+
+#[test]
+fn index_residency_hotcool_keeps_at_least_as_many_index_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = Settings {
+        rings: vec![true],
+        ..tiny(dir.path(), 512, 8)
+    };
+    let params = index_residency::Params::resolve(&Default::default(), &settings).unwrap();
+    assert_eq!(params.runs, 2);
+    let report: IndexResidencyReport =
+        bench::common::finish(index_residency::run(&settings, &params).unwrap(), &settings)
+            .unwrap();
+    assert!(report.data_check.ok, "{:?}", report.data_check);
+    assert_eq!(report.runs.len(), 4);
+    assert_eq!(report.rows.len(), 2);
+    for r in &report.runs {
+        assert_eq!(r.data_errors, 0, "{r:?}");
+        assert!(r.probes > 0);
+        assert!((0.0..=1.0).contains(&r.index_eviction_share), "{r:?}");
+        assert!((0.0..=1.0).contains(&r.index_hit_ratio), "{r:?}");
+        assert!(
+            (2.0..6.0).contains(&r.accesses_per_probe),
+            "{}",
+            r.accesses_per_probe
+        );
+        assert!(r.index_resident_pages + r.heap_resident_pages <= settings.pool_buffers as f64);
+        assert!(r.evictions > 0.0);
+    }
+    let c = &report.comparisons[0];
+    assert!(
+        c.hotcool_index_resident_median >= c.clock_index_resident_median,
+        "{c:?}"
+    );
+    for row in json_rows(&settings) {
+        for f in [
+            "evictor",
+            "ring",
+            "batch",
+            "partitions",
+            "threads",
+            "index_resident_pages",
+            "heap_resident_pages",
+            "index_eviction_share",
+            "index_hit_ratio",
+            "probes_per_sec",
+        ] {
+            assert!(row.get(f).is_some(), "{f} missing");
+        }
+    }
+    assert_eq!(report.svg_plots().len(), 1);
+}
