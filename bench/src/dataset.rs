@@ -26,7 +26,7 @@
 //!
 //! Reads per relation: the engine counts buffer accesses and hits per pool
 //! partition, not per relation or per thread. A measured database is opened
-//! with its storage wrapped in [`CountingStorage`] (`Options::wrap_storage`),
+//! with its storage wrapped by [`count_reads`] (`bufmgr::ObservedStorage`),
 //! which counts the pages read from storage per relation: a pool miss is
 //! exactly one such read, so "misses of relation R" is exact. See the
 //! scenarios for how accesses are attributed.
@@ -38,7 +38,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use bufmgr::{BlockNumber, BufferTag, RelFork, RelId, StorageBackend};
+use bufmgr::{BufferTag, ObservedStorage, RelFork, RelId, StorageBackend, StorageObserver};
 use engine::{BulkProgress, Database, Options, Partitions, RelKind, Row};
 use serde::{Deserialize, Serialize};
 
@@ -299,66 +299,26 @@ impl ReadCounts {
     }
 }
 
-/// A storage backend that counts reads per relation and forwards everything.
-#[derive(Debug)]
-pub struct CountingStorage {
-    inner: Arc<dyn StorageBackend>,
-    counts: Arc<ReadCounts>,
+impl StorageObserver for ReadCounts {
+    fn on_read(&self, tag: BufferTag) {
+        self.slots[Self::slot(tag.rel)].fetch_add(1, Ordering::Relaxed);
+    }
 }
 
-impl StorageBackend for CountingStorage {
-    fn name(&self) -> &'static str {
-        "counting"
-    }
-    fn path(&self, rf: RelFork) -> PathBuf {
-        self.inner.path(rf)
-    }
-    fn create(&self, rf: RelFork) -> bufmgr::Result<()> {
-        self.inner.create(rf)
-    }
-    fn exists(&self, rf: RelFork) -> bufmgr::Result<bool> {
-        self.inner.exists(rf)
-    }
-    fn nblocks(&self, rf: RelFork) -> bufmgr::Result<BlockNumber> {
-        self.inner.nblocks(rf)
-    }
-    fn read(&self, tag: BufferTag, page: &mut [u8]) -> bufmgr::Result<()> {
-        self.counts.slots[ReadCounts::slot(tag.rel)].fetch_add(1, Ordering::Relaxed);
-        self.inner.read(tag, page)
-    }
-    fn write(&self, tag: BufferTag, page: &[u8]) -> bufmgr::Result<()> {
-        self.inner.write(tag, page)
-    }
-    fn truncate(&self, rf: RelFork, nblocks: BlockNumber) -> bufmgr::Result<()> {
-        self.inner.truncate(rf, nblocks)
-    }
-    fn sync(&self, rf: RelFork) -> bufmgr::Result<()> {
-        self.inner.sync(rf)
-    }
-    fn sync_all(&self) -> bufmgr::Result<()> {
-        self.inner.sync_all()
-    }
-    fn unlink(&self, rf: RelFork) -> bufmgr::Result<()> {
-        self.inner.unlink(rf)
-    }
-    fn relations(&self) -> bufmgr::Result<Vec<RelFork>> {
-        self.inner.relations()
-    }
+/// `options` with the database's storage wrapped so that `counts` sees
+/// every page read (the pool's misses), per relation.
+pub fn count_reads(options: Options, counts: &Arc<ReadCounts>) -> Options {
+    let counts = counts.clone();
+    options.wrap_storage(move |inner| {
+        Arc::new(ObservedStorage::new(inner, counts.clone())) as Arc<dyn StorageBackend>
+    })
 }
 
 /// Open a data set for a measurement with `options` (its checksum setting
 /// replaced by the stamp's), counting reads per relation.
 pub fn open_counting(ds: &Dataset, options: Options) -> Result<(Database, Arc<ReadCounts>)> {
     let counts = Arc::new(ReadCounts::default());
-    let c = counts.clone();
-    let options = options
-        .checksums(ds.stamp.checksums)
-        .wrap_storage(move |inner| {
-            Arc::new(CountingStorage {
-                inner,
-                counts: c.clone(),
-            })
-        });
+    let options = count_reads(options.checksums(ds.stamp.checksums), &counts);
     Ok((Database::open(&ds.dir, options)?, counts))
 }
 

@@ -67,9 +67,11 @@ fn scan_resistance_hotcool_keeps_more_of_the_hot_set_without_a_ring() {
     for r in &report.rows {
         assert_eq!(r.data_errors, 0, "{r:?}");
         assert!(r.lookups > 0 && r.scan_pages > 0, "{r:?}");
-        // Paced to one scan page per lookup.
+        // Paced toward one scan page per lookup. The pacing is a matter of
+        // timing (on a loaded machine the scan can fall behind), so only a
+        // gross failure of it is an error here.
         assert!(
-            (0.8..1.2).contains(&r.scan_pages_per_lookup),
+            (0.3..3.0).contains(&r.scan_pages_per_lookup),
             "{}",
             r.scan_pages_per_lookup
         );

@@ -402,6 +402,76 @@ impl StorageBackend for FileStorage {
 }
 
 /// The faults a [`FaultyStorage`] injects.
+/// Hooks called by [`ObservedStorage`] around the calls it passes through.
+/// Both default to doing nothing; implement the ones you need.
+pub trait StorageObserver: Send + Sync + std::fmt::Debug {
+    /// After a successful read of `tag`.
+    fn on_read(&self, _tag: BufferTag) {}
+    /// Before `page` is written as `tag` (the page LSN is in its first 8 bytes).
+    fn on_write(&self, _tag: BufferTag, _page: &[u8]) {}
+}
+
+/// A backend that passes every call to another one and tells an observer
+/// about reads and writes: for benchmarks that count reads per relation and
+/// tests that check an invariant at every write (WAL before data).
+#[derive(Debug)]
+pub struct ObservedStorage<O: StorageObserver> {
+    inner: Arc<dyn StorageBackend>,
+    observer: Arc<O>,
+}
+
+impl<O: StorageObserver> ObservedStorage<O> {
+    pub fn new(inner: Arc<dyn StorageBackend>, observer: Arc<O>) -> ObservedStorage<O> {
+        ObservedStorage { inner, observer }
+    }
+
+    pub fn observer(&self) -> &Arc<O> {
+        &self.observer
+    }
+}
+
+impl<O: StorageObserver> StorageBackend for ObservedStorage<O> {
+    fn name(&self) -> &'static str {
+        "observed"
+    }
+    fn path(&self, rf: RelFork) -> PathBuf {
+        self.inner.path(rf)
+    }
+    fn create(&self, rf: RelFork) -> Result<()> {
+        self.inner.create(rf)
+    }
+    fn exists(&self, rf: RelFork) -> Result<bool> {
+        self.inner.exists(rf)
+    }
+    fn nblocks(&self, rf: RelFork) -> Result<BlockNumber> {
+        self.inner.nblocks(rf)
+    }
+    fn read(&self, tag: BufferTag, page: &mut [u8]) -> Result<()> {
+        self.inner.read(tag, page)?;
+        self.observer.on_read(tag);
+        Ok(())
+    }
+    fn write(&self, tag: BufferTag, page: &[u8]) -> Result<()> {
+        self.observer.on_write(tag, page);
+        self.inner.write(tag, page)
+    }
+    fn truncate(&self, rf: RelFork, nblocks: BlockNumber) -> Result<()> {
+        self.inner.truncate(rf, nblocks)
+    }
+    fn sync(&self, rf: RelFork) -> Result<()> {
+        self.inner.sync(rf)
+    }
+    fn sync_all(&self) -> Result<()> {
+        self.inner.sync_all()
+    }
+    fn unlink(&self, rf: RelFork) -> Result<()> {
+        self.inner.unlink(rf)
+    }
+    fn relations(&self) -> Result<Vec<RelFork>> {
+        self.inner.relations()
+    }
+}
+
 #[derive(Debug, Default)]
 struct Faults {
     /// Writes still allowed before every write fails; `None`: no limit.
@@ -759,6 +829,39 @@ mod tests {
             Error::Io { source, .. } => source.to_string(),
             other => panic!("expected Error::Io, got {other:?}"),
         }
+    }
+
+    #[derive(Debug, Default)]
+    struct Seen {
+        reads: parking_lot::Mutex<Vec<BufferTag>>,
+        writes: parking_lot::Mutex<Vec<(BufferTag, u8)>>,
+    }
+
+    impl StorageObserver for Seen {
+        fn on_read(&self, tag: BufferTag) {
+            self.reads.lock().push(tag);
+        }
+        fn on_write(&self, tag: BufferTag, page: &[u8]) {
+            self.writes.lock().push((tag, page[0]));
+        }
+    }
+
+    #[test]
+    fn observed_storage_reports_successful_reads_and_every_write() {
+        let (_dir, s) = storage_with(0);
+        let seen = Arc::new(Seen::default());
+        let o = ObservedStorage::new(Arc::new(s), seen.clone());
+        o.write(tag(0), &page(5)).unwrap();
+        let mut buf = vec![0u8; PAGE_SIZE];
+        o.read(tag(0), &mut buf).unwrap();
+        assert!(o.read(tag(3), &mut buf).is_err(), "past the end");
+        assert_eq!(*seen.writes.lock(), [(tag(0), page(5)[0])]);
+        assert_eq!(
+            *seen.reads.lock(),
+            [tag(0)],
+            "a failed read is not reported"
+        );
+        assert_eq!(o.nblocks(REL).unwrap(), 1);
     }
 
     #[test]

@@ -5,70 +5,48 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bufmgr::{BlockNumber, BufferTag, RelFork, StorageBackend};
+use bufmgr::{BufferTag, ObservedStorage, RelFork, StorageBackend, StorageObserver};
 use engine::{CLOG_REL, CommitMode};
 use heap::txn::{TransactionStatus, XidStatus};
 use wal::{Lsn, Wal};
 
-/// Passes everything through; at each write of a clog page, checks that the
-/// WAL is flushed at least to the page's LSN.
+/// At each write of a clog page, checks that the WAL is flushed at least to
+/// the page's LSN (installed with `bufmgr::ObservedStorage`).
 #[derive(Debug)]
 struct WalBeforeClog {
-    inner: Arc<dyn StorageBackend>,
     wal: Arc<Wal>,
     clog_writes: AtomicU64,
     violations: AtomicU64,
 }
 
-impl StorageBackend for WalBeforeClog {
-    fn name(&self) -> &'static str {
-        "wal-before-clog"
-    }
-    fn path(&self, rf: RelFork) -> PathBuf {
-        self.inner.path(rf)
-    }
-    fn create(&self, rf: RelFork) -> bufmgr::Result<()> {
-        self.inner.create(rf)
-    }
-    fn exists(&self, rf: RelFork) -> bufmgr::Result<bool> {
-        self.inner.exists(rf)
-    }
-    fn nblocks(&self, rf: RelFork) -> bufmgr::Result<BlockNumber> {
-        self.inner.nblocks(rf)
-    }
-    fn read(&self, tag: BufferTag, page: &mut [u8]) -> bufmgr::Result<()> {
-        self.inner.read(tag, page)
-    }
-    fn write(&self, tag: BufferTag, page: &[u8]) -> bufmgr::Result<()> {
+impl StorageObserver for WalBeforeClog {
+    fn on_write(&self, tag: BufferTag, page: &[u8]) {
         if tag.rel == CLOG_REL {
             self.clog_writes.fetch_add(1, Ordering::Relaxed);
-            let lsn = bufmgr::page::page_lsn(page);
-            if self.wal.flushed_lsn().0 < lsn {
+            if self.wal.flushed_lsn().0 < bufmgr::page::page_lsn(page) {
                 self.violations.fetch_add(1, Ordering::Relaxed);
             }
         }
-        self.inner.write(tag, page)
     }
-    fn truncate(&self, rf: RelFork, nblocks: BlockNumber) -> bufmgr::Result<()> {
-        self.inner.truncate(rf, nblocks)
-    }
-    fn sync(&self, rf: RelFork) -> bufmgr::Result<()> {
-        self.inner.sync(rf)
-    }
-    fn sync_all(&self) -> bufmgr::Result<()> {
-        self.inner.sync_all()
-    }
-    fn unlink(&self, rf: RelFork) -> bufmgr::Result<()> {
-        self.inner.unlink(rf)
-    }
-    fn relations(&self) -> bufmgr::Result<Vec<RelFork>> {
-        self.inner.relations()
-    }
+}
+
+/// Open with a [`WalBeforeClog`] observing the storage.
+fn open_checked(dir: &std::path::Path, buffers: usize) -> (common::Env, Arc<WalBeforeClog>) {
+    let mut checker = None;
+    let env = common::open_with(dir, buffers, |wal, inner| {
+        let c = Arc::new(WalBeforeClog {
+            wal,
+            clog_writes: AtomicU64::new(0),
+            violations: AtomicU64::new(0),
+        });
+        checker = Some(c.clone());
+        Arc::new(ObservedStorage::new(inner, c)) as Arc<dyn StorageBackend>
+    });
+    (env, checker.expect("open_with calls the wrapper"))
 }
 
 #[test]
@@ -126,18 +104,7 @@ fn asynchronous_commit_returns_before_the_flush() {
 fn no_clog_page_is_written_before_its_commit_records_are_durable() {
     common::watchdog(Duration::from_secs(60), || {
         let dir = tempfile::tempdir().unwrap();
-        let mut checker = None;
-        let env = common::open_with(dir.path(), 4, |wal, inner| {
-            let c = Arc::new(WalBeforeClog {
-                inner,
-                wal,
-                clog_writes: AtomicU64::new(0),
-                violations: AtomicU64::new(0),
-            });
-            checker = Some(c.clone());
-            c as Arc<dyn StorageBackend>
-        });
-        let checker = checker.unwrap();
+        let (env, checker) = open_checked(dir.path(), 4);
         let tm = &env.tm;
         tm.set_commit_mode(CommitMode::Asynchronous);
         let mut last = Lsn::ZERO;
@@ -179,18 +146,7 @@ fn no_clog_page_is_written_before_its_commit_records_are_durable() {
 fn no_clog_page_says_aborted_before_the_abort_record_is_durable() {
     common::watchdog(Duration::from_secs(60), || {
         let dir = tempfile::tempdir().unwrap();
-        let mut checker = None;
-        let env = common::open_with(dir.path(), 8, |wal, inner| {
-            let c = Arc::new(WalBeforeClog {
-                inner,
-                wal,
-                clog_writes: AtomicU64::new(0),
-                violations: AtomicU64::new(0),
-            });
-            checker = Some(c.clone());
-            c as Arc<dyn StorageBackend>
-        });
-        let checker = checker.unwrap();
+        let (env, checker) = open_checked(dir.path(), 8);
         let tm = &env.tm;
         tm.begin().unwrap().commit().unwrap();
         let flushed_before = env.wal.flushed_lsn();

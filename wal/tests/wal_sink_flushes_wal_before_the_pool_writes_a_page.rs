@@ -5,23 +5,21 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bufmgr::{
-    BlockNumber, BufferPool, BufferTag, FileStorage, PoolConfig, RelFork, RelId, StorageBackend,
-    WalSink,
+    BufferPool, BufferTag, FileStorage, ObservedStorage, PoolConfig, RelFork, RelId,
+    StorageObserver, WalSink,
 };
 use common::{payload_record, small_segments, within};
 use parking_lot::Mutex;
 use wal::{BlockRef, Lsn, Record, RmgrKind, Wal, page_lsn};
 
-/// File storage that checks rule 5 on every write.
+/// Checks rule 5 at every page write (installed with `bufmgr::ObservedStorage`).
 #[derive(Debug)]
 struct CheckingStorage {
-    inner: FileStorage,
     wal: Arc<Wal>,
     /// Writes of pages with a non-zero LSN (those rule 5 is about).
     logged_writes: AtomicUsize,
@@ -29,26 +27,8 @@ struct CheckingStorage {
     violations: Mutex<Vec<(BufferTag, Lsn, Lsn)>>,
 }
 
-impl StorageBackend for CheckingStorage {
-    fn name(&self) -> &'static str {
-        "checking"
-    }
-    fn path(&self, rf: RelFork) -> PathBuf {
-        self.inner.path(rf)
-    }
-    fn create(&self, rf: RelFork) -> bufmgr::Result<()> {
-        self.inner.create(rf)
-    }
-    fn exists(&self, rf: RelFork) -> bufmgr::Result<bool> {
-        self.inner.exists(rf)
-    }
-    fn nblocks(&self, rf: RelFork) -> bufmgr::Result<BlockNumber> {
-        self.inner.nblocks(rf)
-    }
-    fn read(&self, tag: BufferTag, page: &mut [u8]) -> bufmgr::Result<()> {
-        self.inner.read(tag, page)
-    }
-    fn write(&self, tag: BufferTag, page: &[u8]) -> bufmgr::Result<()> {
+impl StorageObserver for CheckingStorage {
+    fn on_write(&self, tag: BufferTag, page: &[u8]) {
         let lsn = page_lsn(page);
         if lsn > Lsn::ZERO {
             self.logged_writes.fetch_add(1, Ordering::Relaxed);
@@ -57,22 +37,6 @@ impl StorageBackend for CheckingStorage {
                 self.violations.lock().push((tag, lsn, flushed));
             }
         }
-        self.inner.write(tag, page)
-    }
-    fn truncate(&self, rf: RelFork, nblocks: BlockNumber) -> bufmgr::Result<()> {
-        self.inner.truncate(rf, nblocks)
-    }
-    fn sync(&self, rf: RelFork) -> bufmgr::Result<()> {
-        self.inner.sync(rf)
-    }
-    fn sync_all(&self) -> bufmgr::Result<()> {
-        self.inner.sync_all()
-    }
-    fn unlink(&self, rf: RelFork) -> bufmgr::Result<()> {
-        self.inner.unlink(rf)
-    }
-    fn relations(&self) -> bufmgr::Result<Vec<RelFork>> {
-        self.inner.relations()
     }
 }
 
@@ -87,13 +51,14 @@ fn setup() -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let wal = Arc::new(Wal::open(dir.path(), small_segments()).unwrap());
     let storage = Arc::new(CheckingStorage {
-        inner: FileStorage::open(dir.path()).unwrap(),
         wal: Arc::clone(&wal),
         logged_writes: AtomicUsize::new(0),
         violations: Mutex::new(Vec::new()),
     });
+    let files = Arc::new(FileStorage::open(dir.path()).unwrap());
+    let observed = Arc::new(ObservedStorage::new(files, storage.clone()));
     let sink: Arc<dyn WalSink> = wal.clone();
-    let pool = BufferPool::with_wal(PoolConfig::new(16), storage.clone(), sink).unwrap();
+    let pool = BufferPool::with_wal(PoolConfig::new(16), observed, sink).unwrap();
     Setup {
         _dir: dir,
         wal,

@@ -38,10 +38,11 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use super::tables::{self, ACCOUNTS, ACCOUNTS_PK, Counting, DataCheck, ReadCounter, Residency};
+use super::tables::{self, ACCOUNTS, ACCOUNTS_PK, DataCheck, Residency};
 use crate::common::{
     self, BatchField, Config, Defaults, EvictorChoice, Report, Settings, Table, fmt_rate,
 };
+use crate::dataset::{self, ReadCounts};
 use crate::error::{BenchError, Result};
 
 pub const NAME: &str = "bulkload";
@@ -215,10 +216,10 @@ fn measure(
 ) -> Result<Row> {
     tables::remove_dir(run_dir)?;
     tables::copy_dir(cached, run_dir)?;
-    let counter = Arc::new(ReadCounter::default());
+    let counter = Arc::new(ReadCounts::default());
     let db = Database::open(
         run_dir,
-        Counting::wrap(tables::options(settings, c), &counter),
+        dataset::count_reads(tables::options(settings, c), &counter),
     )?;
     db.create_table(BULK, tables::accounts_columns())?;
     let hot_rels = [
@@ -237,7 +238,12 @@ fn measure(
         u64::from(pool.nblocks(bufmgr::RelFork::main(t))?)
             + u64::from(pool.nblocks(bufmgr::RelFork::main(i))?)
     };
-    let hot_reads = || hot_rels.iter().map(|&r| counter.reads(r)).sum::<u64>();
+    let hot_reads = || {
+        hot_rels
+            .iter()
+            .map(|&r| counter.get(bufmgr::RelId(r)))
+            .sum::<u64>()
+    };
     let phase = AtomicU8::new(0);
     let done = AtomicU64::new(0);
     let written = AtomicU64::new(0);

@@ -15,7 +15,7 @@
 //!
 //! Per-relation figures, without a per-relation counter in the pool:
 //! - misses of relation R = its pages read from storage in the window
-//!   ([`CountingStorage`](crate::dataset::CountingStorage), exact);
+//!   ([`count_reads`](crate::dataset::count_reads), exact);
 //! - evictions of R = misses of R - (pages of R resident at the end - at the
 //!   start): every page that came in and is no longer there left by
 //!   eviction (nothing is dropped or truncated during a window);

@@ -21,7 +21,7 @@
 //! lookups' share is derived:
 //! - misses of the lookups = pages of `accounts` and `accounts_pkey` read
 //!   from storage during the window (only the lookups touch those relations;
-//!   counted exactly per relation by the [`CountingStorage`] wrapper);
+//!   counted exactly per relation by [`count_reads`]);
 //! - accesses of the lookups = all buffer accesses in the window minus the
 //!   pages the scan read (the scan thread counts its pages: every history
 //!   page holds rows, so a new block in the row stream is one `read_buffer`).
@@ -32,7 +32,7 @@
 //!   lookup hit; `accesses_per_lookup` in every row shows the attribution is
 //!   sound (index height + 1).
 //!
-//! [`CountingStorage`]: crate::dataset::CountingStorage
+//! [`count_reads`]: crate::dataset::count_reads
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -16,13 +16,10 @@
 //!   scenarios that write) with its own Options.
 //! ```
 
-use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bufmgr::{BlockNumber, BufferTag, RelFork, StorageBackend};
 use engine::{
     Column, ColumnType, Database, Options, Partitions, RelKind, RingChoice, Row, ScanOptions, Value,
 };
@@ -500,91 +497,6 @@ pub fn render_residency(pool_buffers: usize, rows: &[(String, Vec<Residency>)]) 
         t.push(cells);
     }
     t.to_string()
-}
-
-// ---------------------------------------------------------------------------
-// Reads per relation
-// ---------------------------------------------------------------------------
-
-/// Pages read from storage per relation number, counted by [`Counting`].
-#[derive(Debug, Default)]
-pub struct ReadCounter {
-    reads: Mutex<HashMap<u32, u64>>,
-}
-
-impl ReadCounter {
-    /// Reads of relation `rel` so far.
-    pub fn reads(&self, rel: u32) -> u64 {
-        let m = self.reads.lock().unwrap_or_else(|e| e.into_inner());
-        m.get(&rel).copied().unwrap_or(0)
-    }
-
-    fn bump(&self, rel: u32) {
-        let mut m = self.reads.lock().unwrap_or_else(|e| e.into_inner());
-        *m.entry(rel).or_default() += 1;
-    }
-}
-
-/// A storage backend that counts the pages read per relation and passes
-/// everything to the file backend underneath (`Options::wrap_storage`).
-#[derive(Debug)]
-pub struct Counting {
-    inner: Arc<dyn StorageBackend>,
-    counter: Arc<ReadCounter>,
-}
-
-impl Counting {
-    /// `Options` that wrap the database's storage, counting into `counter`.
-    pub fn wrap(options: Options, counter: &Arc<ReadCounter>) -> Options {
-        let counter = counter.clone();
-        options.wrap_storage(move |inner| {
-            Arc::new(Counting {
-                inner,
-                counter: counter.clone(),
-            }) as Arc<dyn StorageBackend>
-        })
-    }
-}
-
-impl StorageBackend for Counting {
-    fn name(&self) -> &'static str {
-        "counting"
-    }
-    fn path(&self, rf: RelFork) -> PathBuf {
-        self.inner.path(rf)
-    }
-    fn create(&self, rf: RelFork) -> bufmgr::Result<()> {
-        self.inner.create(rf)
-    }
-    fn exists(&self, rf: RelFork) -> bufmgr::Result<bool> {
-        self.inner.exists(rf)
-    }
-    fn nblocks(&self, rf: RelFork) -> bufmgr::Result<BlockNumber> {
-        self.inner.nblocks(rf)
-    }
-    fn read(&self, tag: BufferTag, page: &mut [u8]) -> bufmgr::Result<()> {
-        self.inner.read(tag, page)?;
-        self.counter.bump(tag.rel.0);
-        Ok(())
-    }
-    fn write(&self, tag: BufferTag, page: &[u8]) -> bufmgr::Result<()> {
-        self.inner.write(tag, page)
-    }
-    fn truncate(&self, rf: RelFork, nblocks: BlockNumber) -> bufmgr::Result<()> {
-        self.inner.truncate(rf, nblocks)
-    }
-    fn sync(&self, rf: RelFork) -> bufmgr::Result<()> {
-        self.inner.sync(rf)
-    }
-    fn sync_all(&self) -> bufmgr::Result<()> {
-        self.inner.sync_all()
-    }
-    fn unlink(&self, rf: RelFork) -> bufmgr::Result<()> {
-        self.inner.unlink(rf)
-    }
-    fn relations(&self) -> bufmgr::Result<Vec<RelFork>> {
-        self.inner.relations()
-    }
 }
 
 // ---------------------------------------------------------------------------
