@@ -12,7 +12,7 @@ use bench::{Result, Settings};
 
 /// Tiny settings for `kind`: a pool of `pages`, short windows, one evictor.
 fn tiny(kind: ScenarioKind, dir: &Path, pages: usize, extra: CommonArgs) -> Settings {
-    CommonArgs {
+    let args = CommonArgs {
         pool_pages: Some(pages),
         duration: Some(0.4),
         warmup: Some(0.3),
@@ -21,9 +21,8 @@ fn tiny(kind: ScenarioKind, dir: &Path, pages: usize, extra: CommonArgs) -> Sett
         json: Some(dir.join(format!("{}.json", kind.name()))),
         no_progress: true,
         ..extra
-    }
-    .resolve(&kind.defaults())
-    .unwrap()
+    };
+    kind.settings(&args).unwrap()
 }
 
 /// The JSON file parses and every row carries the configuration and `metrics`.

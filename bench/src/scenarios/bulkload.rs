@@ -80,15 +80,11 @@ pub fn defaults() -> Defaults {
     d
 }
 
-/// Ring off and on unless `--ring` says otherwise (`--ring on`, the common
-/// default, cannot be told apart from no option: it runs both).
+/// The matrix: `--ring` (off and on unless given; see
+/// `ScenarioKind::settings`) with the lookup threads.
 pub fn configs(settings: &Settings) -> Vec<Config> {
-    let mut s = settings.clone();
-    if s.rings == [true] {
-        s.rings = vec![false, true];
-    }
     let threads = tables::threads_or(settings, &[LOOKUP_THREADS]);
-    tables::configs_with(&s, &threads, &settings.partitions)
+    tables::configs_with(settings, &threads, &settings.partitions)
 }
 
 /// One sample taken during the load.

@@ -199,7 +199,9 @@ impl ScenarioKind {
     /// per-scenario defaults `Defaults` has no field for (applied only when
     /// the option was left out): `scan-resistance` runs ring on and off and
     /// 2 lookup threads even under `--quick`; `index-residency` runs
-    /// partitions {1, 6} and 16 threads even under `--quick`.
+    /// partitions {1, 6} and 16 threads even under `--quick`;
+    /// `seqscan-partitions` partitions {1, 2, 4, 6} ({1, 6} under `--quick`);
+    /// `readonly` partitions {1, 4}; `bulkload` ring off and on.
     pub fn settings(self, args: &common::CommonArgs) -> Result<Settings> {
         let mut s = args.resolve(&self.defaults())?;
         match self {
@@ -218,6 +220,19 @@ impl ScenarioKind {
                 if args.threads.is_none() {
                     s.threads = vec![16];
                 }
+            }
+            ScenarioKind::SeqscanPartitions(_) if args.partitions.is_none() => {
+                s.partitions = if s.quick {
+                    vec![1, 6]
+                } else {
+                    seqscan_partitions::PARTITIONS.to_vec()
+                };
+            }
+            ScenarioKind::Readonly(_) if args.partitions.is_none() => {
+                s.partitions = readonly::PARTITIONS.to_vec();
+            }
+            ScenarioKind::Bulkload(_) if args.ring.is_none() => {
+                s.rings = vec![false, true];
             }
             _ => {}
         }

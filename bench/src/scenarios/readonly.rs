@@ -64,8 +64,7 @@ pub fn accounts_for_pool(pool: usize) -> u64 {
 
 pub fn configs(settings: &Settings) -> Vec<Config> {
     let threads = tables::threads_or(settings, &[common::cores()]);
-    let parts = tables::partitions_or(settings, &PARTITIONS);
-    tables::configs_with(settings, &threads, &parts)
+    tables::configs_with(settings, &threads, &settings.partitions)
 }
 
 /// One cell's window.

@@ -96,14 +96,11 @@ fn on_off(b: bool) -> &'static str {
 
 /// Every cell: pool configs (one thread) x floor x balancing. With one
 /// partition balancing and a floor change nothing, so partitions=1 runs
-/// once (with the first balancing and floor values). `--quick` runs
-/// partitions {1, 6} unless `--partitions` is given.
+/// once (with the first balancing and floor values). The partition counts
+/// are `--partitions`, defaulting to [`PARTITIONS`] ({1, 6} under
+/// `--quick`; see `ScenarioKind::settings`).
 pub fn cells(settings: &Settings, args: &Args) -> Vec<Cell> {
-    let parts = if settings.quick && settings.partitions == [1] {
-        vec![1, 6]
-    } else {
-        tables::partitions_or(settings, &PARTITIONS)
-    };
+    let parts = settings.partitions.clone();
     let floors = args.floor.unwrap_or(Toggle::Both).values();
     let balancings = args.balancing.unwrap_or(Toggle::Both).values();
     let mut out = Vec::new();

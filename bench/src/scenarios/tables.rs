@@ -513,16 +513,6 @@ pub fn threads_or(settings: &Settings, quick: &[usize]) -> Vec<usize> {
     }
 }
 
-/// The partition counts of a run: `--partitions` as given, except that the
-/// common default (1) is replaced by the scenario's list.
-pub fn partitions_or(settings: &Settings, default: &[usize]) -> Vec<usize> {
-    if settings.partitions == [1] {
-        default.to_vec()
-    } else {
-        settings.partitions.clone()
-    }
-}
-
 /// The pool matrix with the thread counts replaced by `threads`, without
 /// duplicates, evictor innermost.
 pub fn configs_with(settings: &Settings, threads: &[usize], partitions: &[usize]) -> Vec<Config> {
