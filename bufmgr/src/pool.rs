@@ -137,6 +137,8 @@ enum ReadMode {
     Normal,
     /// Zero the buffer instead of reading (PostgreSQL's `RBM_ZERO_AND_LOCK`).
     ZeroNoRead,
+    /// Read without failing on a checksum mismatch (counted all the same).
+    NoVerify,
 }
 
 /// Outcome of starting I/O on a buffer.
@@ -323,6 +325,26 @@ impl BufferPool {
                 .read_buffer(local, tag, None, ReadMode::ZeroNoRead)
         })?;
         Ok(PinnedBuffer::new(&self.shared, id).lock_exclusive())
+    }
+
+    /// Pin block `block` of `rf` like [`read_buffer`](Self::read_buffer),
+    /// but accept a page whose checksum does not match (the mismatch is still
+    /// counted in the statistics). For redo of pages that replay makes whole
+    /// again without a full-page image: the commit log, whose status bits are
+    /// only ever set once and whose every change since the redo point is in
+    /// the WAL, so a torn copy (half old, half new) is repaired by replaying
+    /// onto it. Its checksum is recomputed when the page is next written.
+    pub fn read_buffer_unverified(
+        &self,
+        rf: RelFork,
+        block: BlockNumber,
+    ) -> Result<PinnedBuffer<'_>> {
+        let tag = BufferTag::new(rf, block);
+        let id = with_local(&self.shared, |local| {
+            self.shared
+                .read_buffer(local, tag, None, ReadMode::NoVerify)
+        })?;
+        Ok(PinnedBuffer::new(&self.shared, id))
     }
 
     /// The page a WAL record is about to be replayed on, exclusively locked
@@ -771,6 +793,9 @@ impl PoolShared {
                 self.counters
                     .checksum_failures
                     .fetch_add(1, Ordering::Relaxed);
+                if mode == ReadMode::NoVerify {
+                    return Ok(());
+                }
                 return Err(Error::ChecksumMismatch {
                     tag,
                     path: self.storage.path(tag.relfork()),

@@ -55,3 +55,29 @@ fn a_resident_page_is_returned_as_it_is_and_past_the_end_is_an_error() {
         assert_eq!(pool.pinned_buffers(), 0);
     });
 }
+
+/// `read_buffer_unverified` accepts a page whose checksum fails (for redo
+/// of the commit log, which replay repairs), counting the mismatch; the
+/// normal read still refuses it.
+#[test]
+fn an_unverified_read_accepts_a_torn_page_and_counts_it() {
+    with_timeout(30, || {
+        let db = TestDb::new();
+        let rf = rel(1);
+        db.create_rel(rf, 2);
+        let path = db.backend().path(rf);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[PAGE_SIZE + 6000] ^= 0xFF;
+        std::fs::write(&path, &bytes).unwrap();
+        let pool = db.pool(small_config(8));
+        assert!(pool.read_buffer(rf, 1, None).is_err());
+        let page = pool.read_buffer_unverified(rf, 1).unwrap().lock_shared();
+        assert_eq!(
+            page[6000],
+            bytes[PAGE_SIZE + 6000],
+            "the bytes on disk, as they are"
+        );
+        drop(page);
+        assert_eq!(pool.stats().checksum_failures, 2);
+    });
+}

@@ -237,10 +237,39 @@ impl Clog {
         status: ClogStatus,
         commit_end: Lsn,
     ) -> Result<()> {
+        self.set_with(pool, xid, status, commit_end, true)
+    }
+
+    /// [`set`](Self::set) for redo: a page whose checksum fails (a torn
+    /// write) is accepted and repaired by the replay, since every status set
+    /// since the redo point is in the WAL and the older ones are the same in
+    /// both halves of a torn page (a status bit pair is set once, from zero).
+    pub fn set_for_redo(
+        &self,
+        pool: &BufferPool,
+        xid: Xid,
+        status: ClogStatus,
+        commit_end: Lsn,
+    ) -> Result<()> {
+        self.set_with(pool, xid, status, commit_end, false)
+    }
+
+    fn set_with(
+        &self,
+        pool: &BufferPool,
+        xid: Xid,
+        status: ClogStatus,
+        commit_end: Lsn,
+        verify: bool,
+    ) -> Result<()> {
         self.ensure_page(pool, xid)?;
         let pos = position(xid)?;
-        let mut page = pool
-            .read_buffer(CLOG_FORK, pos.block, None)
+        let pinned = if verify {
+            pool.read_buffer(CLOG_FORK, pos.block, None)
+        } else {
+            pool.read_buffer_unverified(CLOG_FORK, pos.block)
+        };
+        let mut page = pinned
             .map_err(|e| {
                 EngineError::buffer(format!(
                     "could not read commit-log page {} to record xid {xid} as {status:?}",

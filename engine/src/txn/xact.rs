@@ -468,13 +468,12 @@ impl TransactionStatus for TransactionManager {
 pub fn redo_xact(record: &Record, end_lsn: Lsn, tm: &TransactionManager) -> Result<XactRecord> {
     let x = XactRecord::decode(record, end_lsn)?;
     tm.observe_xid(x.xid);
-    if x.committed {
-        tm.clog
-            .set(&tm.pool, x.xid, ClogStatus::Committed, end_lsn)?;
+    let status = if x.committed {
+        ClogStatus::Committed
     } else {
-        tm.clog
-            .set(&tm.pool, x.xid, ClogStatus::Aborted, Lsn::ZERO)?;
-    }
+        ClogStatus::Aborted
+    };
+    tm.clog.set_for_redo(&tm.pool, x.xid, status, end_lsn)?;
     Ok(x)
 }
 
