@@ -9,9 +9,8 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::ops::Bound;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{row, small_options, two_columns, watchdog};
@@ -48,33 +47,13 @@ fn committed_rows_are_found_through_indexes_after_sigkill() {
     watchdog(Duration::from_secs(90), || {
         let dir = tempfile::tempdir().unwrap();
         for round in 0..2 {
-            let mut child = Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "index_crash_child", "--ignored", "--nocapture"])
-                .env(CHILD_DIR, dir.path())
-                .stdout(Stdio::piped())
-                .spawn()
-                .unwrap();
-            let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-            let mut committed = BTreeSet::new();
-            let started = Instant::now();
-            let kill_after = 300 + round * 250;
-            while committed.len() < kill_after {
-                let line = lines.next().expect("child ended early").unwrap();
-                if let Some(id) = line.strip_prefix("COMMITTED ") {
-                    committed.insert(id.parse::<i64>().unwrap());
-                }
-                assert!(
-                    started.elapsed() < Duration::from_secs(60),
-                    "child too slow"
-                );
-            }
-            child.kill().unwrap();
-            child.wait().unwrap();
-            for line in lines {
-                if let Some(id) = line.unwrap().strip_prefix("COMMITTED ") {
-                    committed.insert(id.parse::<i64>().unwrap());
-                }
-            }
+            let committed = common::committed_before_sigkill(
+                "index_crash_child",
+                CHILD_DIR,
+                dir.path(),
+                300 + round * 250,
+                Duration::from_secs(60),
+            );
             let db = Database::open(dir.path(), small_options()).unwrap();
             assert!(
                 db.recovery_stats().other > 0,

@@ -33,9 +33,7 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bufmgr::{PoolStats, SweepBatch};
-use engine::{Database, Value};
-use rand::rngs::SmallRng;
-use rand::{RngExt, SeedableRng};
+use engine::Database;
 use serde::{Deserialize, Serialize};
 
 use super::tables::{self, ACCOUNTS, ACCOUNTS_PK, DataCheck, Residency};
@@ -166,34 +164,7 @@ pub struct BulkloadReport {
 }
 
 const CALIBRATE: u8 = 1;
-const STOP: u8 = 2;
-
-fn looker(
-    db: &Database,
-    seed: u64,
-    n: u64,
-    phase: &AtomicU8,
-    done: &AtomicU64,
-) -> Result<(u64, Option<String>)> {
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let (mut errors, mut first) = (0u64, None);
-    while phase.load(Ordering::Relaxed) != STOP {
-        let txn = db.begin()?;
-        for _ in 0..LOOKUPS_PER_TXN {
-            let aid = rng.random_range(1..=n as i64);
-            match txn.get_by_key(ACCOUNTS, "aid", &Value::I64(aid))? {
-                Some((_, row)) if row[0].as_i64() == Some(aid) => {}
-                other => {
-                    errors += 1;
-                    first.get_or_insert_with(|| format!("aid {aid} found {other:?}"));
-                }
-            }
-        }
-        txn.rollback()?;
-        done.fetch_add(LOOKUPS_PER_TXN, Ordering::Relaxed);
-    }
-    Ok((errors, first))
-}
+use tables::STOP;
 
 fn hot_resident(db: &Database) -> usize {
     tables::resident_of(db, &[ACCOUNTS, ACCOUNTS_PK])
@@ -253,7 +224,17 @@ fn measure(
         let hs: Vec<_> = (0..c.threads)
             .map(|t| {
                 let (db, phase, done) = (&db, &phase, &done);
-                s.spawn(move || looker(db, 0xb01c + t as u64, n, phase, done))
+                s.spawn(move || {
+                    tables::account_lookups(
+                        db,
+                        0xb01c + t as u64,
+                        n,
+                        LOOKUPS_PER_TXN,
+                        None,
+                        phase,
+                        done,
+                    )
+                })
             })
             .collect();
         let alive = || hs.iter().all(|h| !h.is_finished());

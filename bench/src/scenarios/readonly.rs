@@ -17,12 +17,10 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bufmgr::{PoolStats, SweepBatch};
-use engine::{Database, Value};
-use rand::rngs::SmallRng;
-use rand::{RngExt, SeedableRng};
+use engine::Database;
 use serde::{Deserialize, Serialize};
 
-use super::tables::{self, ABALANCE, ACCOUNTS, DataCheck, Residency};
+use super::tables::{self, ACCOUNTS, DataCheck, Residency};
 use crate::common::{
     self, BatchField, Config, CpuSample, Defaults, EvictorChoice, Report, Settings, Table,
     fmt_rate, fmt_ratio,
@@ -110,36 +108,7 @@ pub struct ReadonlyReport {
 }
 
 const MEASURE: u8 = 1;
-const STOP: u8 = 2;
-
-fn reader(
-    db: &Database,
-    seed: u64,
-    n: u64,
-    per_txn: u64,
-    phase: &AtomicU8,
-    done: &AtomicU64,
-) -> Result<(u64, Option<String>)> {
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let (mut errors, mut first) = (0u64, None);
-    while phase.load(Ordering::Relaxed) != STOP {
-        let txn = db.begin()?;
-        for _ in 0..per_txn {
-            let aid = rng.random_range(1..=n as i64);
-            match txn.get_by_key(ACCOUNTS, "aid", &Value::I64(aid))? {
-                Some((_, row))
-                    if row[0].as_i64() == Some(aid) && row[ABALANCE].as_i64() == Some(0) => {}
-                other => {
-                    errors += 1;
-                    first.get_or_insert_with(|| format!("aid {aid} found {other:?}"));
-                }
-            }
-        }
-        txn.rollback()?;
-        done.fetch_add(per_txn, Ordering::Relaxed);
-    }
-    Ok((errors, first))
-}
+use tables::STOP;
 
 type Snap = (PoolStats, Option<CpuSample>, Instant, u64);
 
@@ -172,7 +141,17 @@ fn measure(
         let hs: Vec<_> = (0..c.threads)
             .map(|t| {
                 let (db, phase, done) = (&db, &phase, &done);
-                s.spawn(move || reader(db, 0x5e1ec7 + t as u64, n, per_txn, phase, done))
+                s.spawn(move || {
+                    tables::account_lookups(
+                        db,
+                        0x5e1ec7 + t as u64,
+                        n,
+                        per_txn,
+                        Some(0),
+                        phase,
+                        done,
+                    )
+                })
             })
             .collect();
         let alive = || hs.iter().all(|h| !h.is_finished());

@@ -18,12 +18,15 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use engine::{
     Column, ColumnType, Database, Options, Partitions, RelKind, RingChoice, Row, ScanOptions, Value,
 };
 use indicatif::ProgressBar;
+use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::common::{Config, Settings, Table, progress_bar};
@@ -497,6 +500,49 @@ pub fn render_residency(pool_buffers: usize, rows: &[(String, Vec<Residency>)]) 
         t.push(cells);
     }
     t.to_string()
+}
+
+// ---------------------------------------------------------------------------
+// Point lookups on accounts
+// ---------------------------------------------------------------------------
+
+/// The `phase` value that stops [`account_lookups`].
+pub const STOP: u8 = 2;
+
+/// One lookup thread: uniform random `aid`s in `1..=n` through the primary
+/// key, `per_txn` per (rolled back, read-only) transaction, until `phase`
+/// reads [`STOP`]; `done` counts lookups. A row that is missing, has another
+/// aid, or (with `balance`) another balance is a data error: returns the
+/// count and the first one described.
+pub fn account_lookups(
+    db: &Database,
+    seed: u64,
+    n: u64,
+    per_txn: u64,
+    balance: Option<i64>,
+    phase: &AtomicU8,
+    done: &AtomicU64,
+) -> Result<(u64, Option<String>)> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let (mut errors, mut first) = (0u64, None);
+    while phase.load(Ordering::Relaxed) != STOP {
+        let txn = db.begin()?;
+        for _ in 0..per_txn {
+            let aid = rng.random_range(1..=n as i64);
+            match txn.get_by_key(ACCOUNTS, "aid", &Value::I64(aid))? {
+                Some((_, row))
+                    if row[0].as_i64() == Some(aid)
+                        && balance.is_none_or(|b| row[ABALANCE].as_i64() == Some(b)) => {}
+                other => {
+                    errors += 1;
+                    first.get_or_insert_with(|| format!("aid {aid} found {other:?}"));
+                }
+            }
+        }
+        txn.rollback()?;
+        done.fetch_add(per_txn, Ordering::Relaxed);
+    }
+    Ok((errors, first))
 }
 
 // ---------------------------------------------------------------------------

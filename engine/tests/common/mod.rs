@@ -133,3 +133,47 @@ impl Rng {
         self.next() % n
     }
 }
+
+/// Run the `#[ignore]`d test `child_test` of this test binary as a child
+/// process (the re-exec trick), with env var `dir_var` naming `dir`; read
+/// its stdout until it has printed `kill_after` lines `COMMITTED <id>` (the
+/// child prints one after each commit returns), kill it with SIGKILL, and
+/// return every id it reported, including lines still buffered in the pipe.
+/// Panics if the child ends early or takes longer than `limit`.
+#[allow(dead_code)]
+pub fn committed_before_sigkill(
+    child_test: &str,
+    dir_var: &str,
+    dir: &Path,
+    kill_after: usize,
+    limit: Duration,
+) -> std::collections::BTreeSet<i64> {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", child_test, "--ignored", "--nocapture"])
+        .env(dir_var, dir)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut committed = std::collections::BTreeSet::new();
+    let started = std::time::Instant::now();
+    let note = |line: &str, committed: &mut std::collections::BTreeSet<i64>| {
+        if let Some(id) = line.strip_prefix("COMMITTED ") {
+            committed.insert(id.parse::<i64>().unwrap());
+        }
+    };
+    while committed.len() < kill_after {
+        let line = lines.next().expect("child ended early").unwrap();
+        note(&line, &mut committed);
+        assert!(started.elapsed() < limit, "child too slow");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for line in lines {
+        note(&line.unwrap(), &mut committed);
+    }
+    committed
+}
