@@ -30,9 +30,12 @@
 //!    round-robin by the order threads first touch the pool.
 //! 5. Without balancing a thread takes every victim from its home partition
 //!    (falling back to the others only when home has no unpinned buffer).
-//!    With balancing, the weights are recomputed every
-//!    [`REBALANCE_EVERY`] allocations from who asked for how many, Vondra's
-//!    `StrategySyncBalance`, blended half-and-half with the previous weights.
+//!    With balancing, the weights are recomputed whenever the threads of one
+//!    home partition have asked for [`REBALANCE_EVERY`] allocations since the
+//!    last round, from who asked for how many (Vondra's
+//!    `StrategySyncBalance`), blended half-and-half with the previous weights.
+//!    Each home counts in its own cache line: no counter shared by every
+//!    thread on the allocation path.
 
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
@@ -51,7 +54,8 @@ pub const MAX_PARTITIONS: usize = 32;
 /// Smallest partition the automatic count will make. A sweep over fewer
 /// buffers than this mostly finds pinned ones.
 pub const MIN_PARTITION_BUFFERS: usize = 16;
-/// Allocations between two rebalancing rounds.
+/// Allocations asked for by one home partition's threads between two
+/// rebalancing rounds.
 pub const REBALANCE_EVERY: u64 = 4096;
 /// Rebalancing is skipped while the average partition saw fewer allocations
 /// than this (Vondra: "avg < 100").
@@ -113,8 +117,6 @@ pub struct PartitionMap {
     balance: Box<[[AtomicU8; MAX_PARTITIONS]]>,
     /// Allocations requested by threads homed in each partition since the last round.
     requested: Box<[CachePadded<AtomicU64>]>,
-    /// Total requested allocations, to trigger rebalancing.
-    total_requested: CachePadded<AtomicU64>,
     rebalance_lock: Mutex<()>,
 }
 
@@ -190,7 +192,6 @@ impl PartitionMap {
             balancing: spec.balancing,
             balance,
             requested,
-            total_requested: CachePadded(AtomicU64::new(0)),
             rebalance_lock: Mutex::new(()),
         })
     }
@@ -253,9 +254,8 @@ impl PartitionMap {
         if !self.balancing || self.parts.len() == 1 {
             return home;
         }
-        self.requested[home].fetch_add(1, Ordering::Relaxed);
-        let total = self.total_requested.fetch_add(1, Ordering::Relaxed) + 1;
-        if total % REBALANCE_EVERY == 0 {
+        let asked = self.requested[home].fetch_add(1, Ordering::Relaxed) + 1;
+        if asked % REBALANCE_EVERY == 0 {
             self.rebalance();
         }
         let weights = &self.balance[home];
