@@ -44,12 +44,31 @@ use crate::txn::Xid;
 use crate::txn::xact::{CommitMode, TransactionManager, TxnStats, next_xid_hint};
 use crate::value::{Column, Row, encode_row};
 
-/// An open data directory. Share it between threads by reference (it is
-/// `Sync`); transactions borrow it.
-#[derive(Debug)]
+/// An open data directory.
+///
+/// A handle: cloning it is one reference-count increment, and every clone,
+/// transaction and iterator shares the one open database (an `Arc` inside),
+/// so it can be handed to spawned threads. The database closes when
+/// [`close`](Database::close) is called on the last handle, or when the last
+/// handle, transaction or iterator is dropped (errors ignored then).
+#[derive(Clone, Debug)]
 pub struct Database {
-    /// `None` once closed.
+    shared: Arc<Shared>,
+}
+
+/// What every handle shares. `core` is `None` only while it is being shut
+/// down.
+#[derive(Debug)]
+pub(crate) struct Shared {
     core: Option<Core>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if let Some(core) = self.core.take() {
+            let _ = core.shutdown();
+        }
+    }
 }
 
 /// Everything an open database owns. Field order is drop order: the
@@ -253,27 +272,54 @@ impl Database {
                 }),
             ));
         }
-        Ok(Database { core: Some(core) })
+        Ok(Database {
+            shared: Arc::new(Shared { core: Some(core) }),
+        })
     }
 
+    #[inline]
     pub(crate) fn core(&self) -> &Core {
-        self.core
+        self.shared
+            .core
             .as_ref()
-            .expect("a Database is open until close() consumes it")
+            .expect("a Database is open while a handle exists")
     }
 
     /// Shut down (see "Closing" in the crate README): stop the checkpointer,
     /// write every dirty page (unlogged ones too), take a shutdown
-    /// checkpoint, close the WAL, release the lock. Dropping a `Database`
+    /// checkpoint, close the WAL, release the lock. Dropping the last handle
     /// does the same and ignores errors.
-    pub fn close(mut self) -> Result<()> {
-        self.shutdown()
+    ///
+    /// Only the last handle can close: while clones, transactions or
+    /// iterators are still alive this handle is dropped and
+    /// [`EngineError::StillInUse`] returned; the database then closes when
+    /// the last of them goes.
+    pub fn close(self) -> Result<()> {
+        match Arc::try_unwrap(self.shared) {
+            Ok(mut shared) => match shared.core.take() {
+                Some(core) => core.shutdown(),
+                None => Ok(()),
+            },
+            Err(shared) => Err(EngineError::StillInUse {
+                path: shared
+                    .core
+                    .as_ref()
+                    .map(|c| c.dir.clone())
+                    .unwrap_or_default(),
+                others: Arc::strong_count(&shared) - 1,
+            }),
+        }
     }
 
-    fn shutdown(&mut self) -> Result<()> {
-        let Some(core) = self.core.take() else {
-            return Ok(());
-        };
+    /// Handles to this database alive now (clones, transactions and
+    /// iterators), this one included.
+    pub fn handle_count(&self) -> usize {
+        Arc::strong_count(&self.shared)
+    }
+}
+
+impl Core {
+    fn shutdown(self) -> Result<()> {
         let Core {
             checkpointer,
             dir,
@@ -285,7 +331,7 @@ impl Database {
             wal,
             lock,
             ..
-        } = core;
+        } = self;
         // 1. Stop the checkpointer (waits for a round in progress).
         drop(checkpointer);
         // 2. Every dirty page, unlogged included, then 3. the checkpoint.
@@ -315,18 +361,32 @@ impl Database {
         drop(lock);
         result
     }
+}
 
+impl Database {
     // ---- transactions ----
 
-    /// Begin a transaction in the database's commit mode.
-    pub fn begin(&self) -> Result<Transaction<'_>> {
+    /// Begin a transaction in the database's commit mode. It takes its
+    /// snapshot now and a transaction id only at its first write: one that
+    /// only reads writes no commit record and never waits for the WAL, so
+    /// its `commit` costs what `rollback` does.
+    pub fn begin(&self) -> Result<Transaction> {
         let mode = self.core().tm.commit_mode();
-        Transaction::begin(self, mode)
+        Transaction::begin(self.clone(), mode, false)
     }
 
     /// Begin a transaction that commits in `mode`.
-    pub fn begin_with(&self, mode: CommitMode) -> Result<Transaction<'_>> {
-        Transaction::begin(self, mode)
+    pub fn begin_with(&self, mode: CommitMode) -> Result<Transaction> {
+        Transaction::begin(self.clone(), mode, false)
+    }
+
+    /// Begin a read-only transaction: a snapshot and nothing else. Every
+    /// write through it is [`EngineError::ReadOnlyTransaction`]; it never
+    /// takes a transaction id, and commit and rollback only release the
+    /// snapshot.
+    pub fn read(&self) -> Result<Transaction> {
+        let mode = self.core().tm.commit_mode();
+        Transaction::begin(self.clone(), mode, true)
     }
 
     // ---- the catalog ----
@@ -598,7 +658,7 @@ impl Database {
             .heap
             .nblocks()
             .map_err(EngineError::heap(format!("bulk load into {table:?}")))?;
-        let txn = self.begin()?;
+        let txn = c.tm.begin()?;
         let started = Instant::now();
         let mut p = BulkProgress::default();
         let mut last_block = None;
@@ -873,12 +933,6 @@ impl Database {
     }
 }
 
-impl Drop for Database {
-    fn drop(&mut self) {
-        let _ = self.shutdown();
-    }
-}
-
 impl Core {
     pub fn table(&self, name: &str) -> Result<Arc<TableHandle>> {
         self.catalog
@@ -1014,6 +1068,12 @@ impl Core {
         let snap = take();
         *reg.entry(snap.xmin).or_insert(0) += 1;
         snap
+    }
+
+    /// Register `xmin` once more, for an iterator that keeps a snapshot
+    /// alive past its transaction (the caller holds a registration already).
+    pub fn register_snapshot_again(&self, xmin: Xid) {
+        *self.snapshots.lock().entry(xmin).or_insert(0) += 1;
     }
 
     pub fn release_snapshot(&self, xmin: Xid) {

@@ -8,8 +8,8 @@
 //!
 //! | kind | variants |
 //! |---|---|
-//! | bad input | `InvalidXid`, `InvalidOption`, `NotADatabase`, `IncompatibleVersion`, `ChecksumSettingMismatch`, `UnknownTable`, `UnknownColumn`, `TableExists`, `InvalidSchema`, `WrongColumnCount`, `TypeMismatch`, `NullNotAllowed`, `RowTooLarge`, `BadRowId`, `RowNotVisible`, `UnknownIndex`, `NoIndex`, `UniqueViolation`, `KeyTooLarge` |
-//! | conflict (retry) | `WriteConflict`, `UniqueConflict`, `TransactionAborted`, `DatabaseInUse` |
+//! | bad input | `InvalidXid`, `InvalidOption`, `NotADatabase`, `IncompatibleVersion`, `ChecksumSettingMismatch`, `UnknownTable`, `UnknownColumn`, `TableExists`, `InvalidSchema`, `WrongColumnCount`, `TypeMismatch`, `NullNotAllowed`, `RowTooLarge`, `BadRowId`, `RowNotVisible`, `UnknownIndex`, `NoIndex`, `UniqueViolation`, `KeyTooLarge`, `ReadOnlyTransaction`, `WrongColumn` |
+//! | conflict (retry) | `WriteConflict`, `UniqueConflict`, `TransactionAborted`, `DatabaseInUse`, `StillInUse` |
 //! | corrupt data | `MalformedXactRecord`, `CorruptRow`, `CorruptCatalog`, `CorruptDataDir` |
 //! | I/O (or an earlier I/O failure) | `Buffer`, `Wal`, `Io`, `Checkpoint` |
 //! | raised by a caller's redo function | `Redo` |
@@ -205,6 +205,17 @@ pub enum EngineError {
         max: usize,
     },
 
+    /// A write through a read-only transaction ([`crate::Database::read`]).
+    #[error(
+        "{op} on table {table:?} in a read-only transaction (begin one with Database::begin to write)"
+    )]
+    ReadOnlyTransaction { op: &'static str, table: String },
+
+    /// A row column read as a type it does not have, or a column handle of
+    /// another table.
+    #[error("table {table:?}: {detail}")]
+    WrongColumn { table: String, detail: String },
+
     // ---- conflict ----
     /// A concurrent transaction changed the row first: roll back and retry.
     #[error(
@@ -236,6 +247,14 @@ pub enum EngineError {
         "database is in use: {path} is locked by another open Database (in this or another process)"
     )]
     DatabaseInUse { path: PathBuf },
+
+    /// `close()` of one handle of a database that other handles (clones of
+    /// the `Database`, transactions, iterators) still use: the database
+    /// closes when the last of them is dropped.
+    #[error(
+        "database {path} is still in use by {others} other handle(s) (clones, transactions or iterators); it closes when the last one is dropped"
+    )]
+    StillInUse { path: PathBuf, others: usize },
 
     // ---- corrupt data ----
     /// A stored row whose bytes do not decode against its table.
@@ -323,11 +342,14 @@ impl EngineError {
             | EngineError::UnknownIndex { .. }
             | EngineError::NoIndex { .. }
             | EngineError::UniqueViolation { .. }
-            | EngineError::KeyTooLarge { .. } => ErrorKind::BadInput,
+            | EngineError::KeyTooLarge { .. }
+            | EngineError::ReadOnlyTransaction { .. }
+            | EngineError::WrongColumn { .. } => ErrorKind::BadInput,
             EngineError::WriteConflict { .. }
             | EngineError::UniqueConflict { .. }
             | EngineError::TransactionAborted { .. }
-            | EngineError::DatabaseInUse { .. } => ErrorKind::Conflict,
+            | EngineError::DatabaseInUse { .. }
+            | EngineError::StillInUse { .. } => ErrorKind::Conflict,
             EngineError::Index { source, .. } => match source.kind() {
                 btree::ErrorKind::BadInput => ErrorKind::BadInput,
                 btree::ErrorKind::Conflict => ErrorKind::Conflict,

@@ -4,10 +4,12 @@ pub mod catalog;
 pub mod database;
 pub mod datadir;
 pub mod error;
+pub mod handle;
 mod index;
 pub mod options;
 pub mod recovery;
 pub mod reserved;
+pub mod row;
 pub mod transaction;
 pub mod txn;
 pub mod value;
@@ -18,9 +20,11 @@ pub use database::{
     VacuumReport,
 };
 pub use error::{EngineError, ErrorKind, Result};
+pub use handle::{Col, Index, IndexRef, Table, TableRef};
 pub use options::{Options, Partitions, parse_evictor};
 pub use recovery::{RecoveryStats, recover, recover_from};
 pub use reserved::{CATALOG_REL, CLOG_REL, FIRST_USER_REL};
+pub use row::RowRef;
 pub use transaction::{IndexRange, RowIter, Transaction};
 pub use txn::clog::{Clog, ClogStatus, XIDS_PER_PAGE};
 pub use txn::snapshot::RunningSet;

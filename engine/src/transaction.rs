@@ -1,22 +1,44 @@
 //! `Transaction`: rows in and out of tables under one snapshot.
 //!
-//! A transaction gets an xid at `begin` and takes **one snapshot** then, so
-//! every read sees the database as of that moment plus its own changes
-//! (snapshot isolation). Writes follow the heap's first-updater-wins rule:
-//! changing a row that a concurrent transaction changed is
-//! [`EngineError::WriteConflict`]; roll back and retry.
+//! A transaction takes **one snapshot** at `begin`, so every read sees the
+//! database as of that moment plus its own changes (snapshot isolation). It
+//! takes a **transaction id only at its first write** (PostgreSQL's lazy xid
+//! assignment; until then it runs under a virtual id): a transaction that
+//! only read writes no commit record, never waits for the WAL, and its
+//! `commit` costs what `rollback` does. Writes follow the heap's
+//! first-updater-wins rule: changing a row that a concurrent transaction
+//! changed is [`EngineError::WriteConflict`]; roll back and retry.
 //!
-//! 1. `begin`: xid from the transaction manager; snapshot taken and its xmin
-//!    registered with the database (the vacuum horizon) in one step.
-//! 2. Each operation looks the table up by name, holds the table's drop lock
-//!    shared for the duration, encodes or decodes rows against its columns,
-//!    and maps heap errors to errors naming the table.
-//! 3. `commit` / `rollback` / drop: the snapshot is unregistered and the xid
-//!    finished (drop of an unfinished transaction rolls back).
+//! 1. `begin`: snapshot taken and its xmin registered with the database (the
+//!    vacuum horizon) in one step. [`Database::read`] begins a read-only
+//!    transaction: every write is [`EngineError::ReadOnlyTransaction`].
+//! 2. The first write takes an xid from the transaction manager; from then
+//!    on the snapshot counts that xid as its own (an xid assigned after the
+//!    snapshot is at or past its `xmax`, so no other transaction's visibility
+//!    changes).
+//! 3. Each operation resolves the table (a [`Table`] handle, or a name looked
+//!    up per call), holds the table's drop lock shared for the duration,
+//!    encodes or decodes rows against its columns, and maps heap errors to
+//!    errors naming the table.
+//! 4. `commit` / `rollback` / drop: the snapshot is unregistered; an xid, if
+//!    one was taken, is committed (a commit record, flushed in synchronous
+//!    mode) or aborted (drop of an unfinished transaction rolls back).
+//!
+//! A `Transaction` owns a handle of its database, so it can be moved to
+//! another thread; iterators it returns own one too and keep their
+//! snapshot registered until they are dropped, so rows they will still
+//! return are never vacuumed away under them, even after the transaction
+//! ends.
 //!
 //! A failed operation changes nothing, and the transaction stays usable; a
 //! write conflict means the caller's plan no longer holds, so the usual
 //! answer is to roll back and retry.
+//!
+//! Reads come in two shapes. Owned rows (`get`, `index_lookup`, `scan`)
+//! copy and decode each row into a `Vec<Value>`. Borrowed rows
+//! (`get_with`, `lookup_each`, `scan_each`) hand a callback a [`RowRef`]
+//! on the share-locked page: nothing is copied, each accessor decodes one
+//! column, and a scan checks visibility and sets hints a page at a time.
 //!
 //! Indexes (see `index` for the rules):
 //! - `insert`: heap tuple, then an entry in every index. If an index refuses
@@ -39,15 +61,16 @@
 
 use std::collections::VecDeque;
 use std::ops::Bound;
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use btree::Key;
 use parking_lot::Mutex;
 
 use bufmgr::config::BULK_READ_RING_KIB;
-use bufmgr::{Ring, RingKind};
+use bufmgr::{BufferPool, RelFork, Ring, RingKind};
 use heap::page::PageId;
+use heap::tuple::TUPLE_HEADER_SIZE;
 use heap::visibility::visit_visible_tuples;
 use heap::{HeapError, RingChoice, ScanOptions, Snapshot, Tid};
 use wal::Lsn;
@@ -55,9 +78,11 @@ use wal::Lsn;
 use crate::catalog::{IndexHandle, TableHandle};
 use crate::database::{Core, Database, RowId};
 use crate::error::{EngineError, Result};
+use crate::handle::{Col, IndexRef, Table, TableRef, col_of};
 use crate::index::{self, map_btree, search_key, value_key};
+use crate::row::RowRef;
 use crate::txn::Xid;
-use crate::txn::xact::{CommitMode, Transaction as XactTransaction};
+use crate::txn::xact::CommitMode;
 use crate::value::{Row, Value, decode_row, encode_row};
 
 /// Map a heap error of operation `op` on `table` to the engine's.
@@ -88,65 +113,162 @@ fn corrupt_row(table: &str, row_id: Tid) -> impl Fn(String) -> EngineError + '_ 
     }
 }
 
-/// A running transaction on a [`Database`].
+/// The xid of a transaction that has written (rule 2 of the module docs).
 #[derive(Debug)]
-pub struct Transaction<'db> {
-    core: &'db Core,
-    /// `None` once committed or rolled back.
-    txn: Option<XactTransaction<'db>>,
+struct Writer {
+    xid: Xid,
+    /// The running-set shard the xid was begun in.
+    shard: usize,
+    /// The transaction's snapshot with `own` = `xid`.
     snapshot: Snapshot,
-    mode: CommitMode,
-    registered: bool,
-    /// Why the transaction can only roll back (see the module docs).
-    aborted: Mutex<Option<String>>,
 }
 
-impl<'db> Transaction<'db> {
-    pub(crate) fn begin(db: &'db Database, mode: CommitMode) -> Result<Transaction<'db>> {
-        let core = db.core();
-        let txn = core.tm.begin()?;
-        let snapshot = core.register_snapshot(|| txn.snapshot());
+/// One registration of a snapshot's xmin in the database's registry (the
+/// vacuum horizon), released when dropped.
+#[derive(Debug)]
+struct SnapshotReg {
+    db: Database,
+    xmin: Xid,
+}
+
+impl SnapshotReg {
+    /// Register `xmin` once more. The caller holds a registration of it
+    /// already, so the horizon has not passed it.
+    fn again(db: &Database, xmin: Xid) -> SnapshotReg {
+        db.core().register_snapshot_again(xmin);
+        SnapshotReg {
+            db: db.clone(),
+            xmin,
+        }
+    }
+}
+
+impl Drop for SnapshotReg {
+    fn drop(&mut self) {
+        self.db.core().release_snapshot(self.xmin);
+    }
+}
+
+/// A transaction on a [`Database`] (module docs). `Send`: it can be moved
+/// into a spawned thread.
+#[derive(Debug)]
+pub struct Transaction {
+    db: Database,
+    /// Taken at begin, with no own xid.
+    snapshot: Snapshot,
+    /// Set at the first write.
+    writer: OnceLock<Writer>,
+    /// Serializes the xid assignment of a transaction shared by threads.
+    assign: Mutex<()>,
+    mode: CommitMode,
+    read_only: bool,
+    /// Committed, rolled back, or being dropped: the snapshot is released.
+    finished: bool,
+    /// Why the transaction can only roll back (see the module docs).
+    aborted: Mutex<Option<String>>,
+    must_abort: AtomicBool,
+}
+
+impl Transaction {
+    pub(crate) fn begin(db: Database, mode: CommitMode, read_only: bool) -> Result<Transaction> {
+        let snapshot = {
+            let core = db.core();
+            core.register_snapshot(|| core.tm.snapshot())
+        };
         Ok(Transaction {
-            core,
-            txn: Some(txn),
+            db,
             snapshot,
+            writer: OnceLock::new(),
+            assign: Mutex::new(()),
             mode,
-            registered: true,
+            read_only,
+            finished: false,
             aborted: Mutex::new(None),
+            must_abort: AtomicBool::new(false),
         })
     }
 
-    /// This transaction's id.
-    pub fn xid(&self) -> Xid {
-        self.snapshot.own
+    #[inline]
+    fn core(&self) -> &Core {
+        self.db.core()
+    }
+
+    /// The database this transaction runs on.
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    /// This transaction's id, once it has written (`None` before: a
+    /// transaction that only reads never takes one).
+    pub fn xid(&self) -> Option<Xid> {
+        self.writer.get().map(|w| w.xid)
+    }
+
+    /// Whether this transaction was begun read-only ([`Database::read`]).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// The snapshot every read of this transaction uses.
+    #[inline]
     pub fn snapshot(&self) -> &Snapshot {
-        &self.snapshot
+        match self.writer.get() {
+            Some(w) => &w.snapshot,
+            None => &self.snapshot,
+        }
     }
 
-    fn release(&mut self) -> XactTransaction<'db> {
-        if self.registered {
-            self.registered = false;
-            self.core.release_snapshot(self.snapshot.xmin);
+    /// The xid to write under, taken now if this is the first write.
+    fn writer(&self, op: &'static str, table: &str) -> Result<&Writer> {
+        if let Some(w) = self.writer.get() {
+            return Ok(w);
         }
-        self.txn
-            .take()
-            .expect("a transaction is finished only once")
+        if self.read_only {
+            return Err(EngineError::ReadOnlyTransaction {
+                op,
+                table: table.to_string(),
+            });
+        }
+        let _one = self.assign.lock();
+        if let Some(w) = self.writer.get() {
+            return Ok(w);
+        }
+        let (xid, shard) = self.core().tm.begin_xid()?;
+        let mut snapshot = self.snapshot.clone();
+        snapshot.own = xid;
+        let _ = self.writer.set(Writer {
+            xid,
+            shard,
+            snapshot,
+        });
+        Ok(self.writer.get().expect("set just now"))
+    }
+
+    /// Release the snapshot and hand back the xid, if one was taken.
+    fn finish(&mut self) -> Option<Writer> {
+        if !self.finished {
+            self.finished = true;
+            self.core().release_snapshot(self.snapshot.xmin);
+        }
+        self.writer.take()
     }
 
     /// Commit; returns the commit record's end LSN. In synchronous mode the
-    /// commit is durable when this returns. A transaction that must roll back
-    /// (see the module docs) is rolled back and the reason returned.
+    /// commit is durable when this returns. A transaction that wrote nothing
+    /// has no record: it returns `Lsn::ZERO` at once. A transaction that
+    /// must roll back (see the module docs) is rolled back and the reason
+    /// returned.
     pub fn commit(mut self) -> Result<Lsn> {
-        let aborted = self.aborted.lock().clone();
-        if let Some(reason) = aborted {
+        if self.must_abort.load(Ordering::Acquire) {
+            let reason = self.aborted.lock().clone().unwrap_or_default();
             self.abort_now()?;
             return Err(EngineError::TransactionAborted { reason });
         }
         let mode = self.mode;
-        self.release().commit_with(mode)
+        match self.finish() {
+            None => Ok(Lsn::ZERO),
+            Some(w) => self.core().tm.commit_xid(w.xid, w.shard, mode),
+        }
     }
 
     /// Roll back: nothing this transaction wrote is ever visible.
@@ -156,54 +278,94 @@ impl<'db> Transaction<'db> {
 
     /// Abort (never waits: see `Database::vacuum`).
     fn abort_now(&mut self) -> Result<()> {
-        self.release().abort()
+        match self.finish() {
+            None => Ok(()),
+            Some(w) => self.core().tm.abort_xid(w.xid, w.shard),
+        }
+    }
+
+    fn set_must_abort(&self, reason: String) {
+        *self.aborted.lock() = Some(reason);
+        self.must_abort.store(true, Ordering::Release);
     }
 
     /// Has an earlier failure left this transaction able only to roll back?
+    #[inline]
     fn check_usable(&self) -> Result<()> {
-        match &*self.aborted.lock() {
-            Some(reason) => Err(EngineError::TransactionAborted {
-                reason: reason.clone(),
-            }),
-            None => Ok(()),
+        if !self.must_abort.load(Ordering::Acquire) {
+            return Ok(());
         }
+        Err(EngineError::TransactionAborted {
+            reason: self.aborted.lock().clone().unwrap_or_default(),
+        })
     }
 
     /// The table, held against DROP (and CREATE / DROP INDEX) while `f` runs.
-    fn with_table<R>(&self, table: &str, f: impl FnOnce(&TableHandle) -> Result<R>) -> Result<R> {
+    fn with_table<R>(
+        &self,
+        table: impl TableRef,
+        f: impl FnOnce(&TableHandle) -> Result<R>,
+    ) -> Result<R> {
         self.check_usable()?;
-        let t = self.core.table(table)?;
+        let t = table.resolve_table(&self.db)?;
+        let h = &*t.h;
+        let dropped = h.dropped.read();
+        if *dropped {
+            return Err(EngineError::UnknownTable {
+                name: h.info.name.clone(),
+            });
+        }
+        f(h)
+    }
+
+    /// Index `index` (a handle, its name, or the name of a table with one
+    /// index), with its table held against DROP while `f` runs.
+    fn with_index<R>(
+        &self,
+        index: impl IndexRef,
+        f: impl FnOnce(&TableHandle, &IndexHandle) -> Result<R>,
+    ) -> Result<R> {
+        self.check_usable()?;
+        let ix = index.resolve_index(&self.db)?;
+        let t = &*ix.table;
         let dropped = t.dropped.read();
         if *dropped {
-            return Err(EngineError::UnknownTable { name: table.into() });
+            return Err(EngineError::UnknownTable {
+                name: t.info.name.clone(),
+            });
         }
-        f(&t)
+        if ix.ix.dropped.load(Ordering::Acquire) {
+            return Err(EngineError::UnknownIndex {
+                name: ix.ix.info.name.clone(),
+                detail: String::new(),
+            });
+        }
+        f(t, &ix.ix)
     }
+
+    // ---- writes ----
 
     /// Insert `row`; returns its row id. Every index of the table gets its
     /// entry; a unique index may refuse ([`EngineError::UniqueViolation`],
     /// or [`EngineError::UniqueConflict`] if a transaction in progress holds
     /// the key), and then nothing visible changed.
-    pub fn insert(&self, table: &str, row: Row) -> Result<RowId> {
+    pub fn insert(&self, table: impl TableRef, row: Row) -> Result<RowId> {
         self.with_table(table, |t| {
-            let bytes = encode_row(table, &t.info.columns, &row)?;
+            let name = &t.info.name;
+            let bytes = encode_row(name, &t.info.columns, &row)?;
             let indexes = t.indexes.read();
             index::check_key_sizes(&indexes, &row)?;
+            let w = self.writer("insert", name)?;
             let tid = t
                 .heap
-                .insert(self.xid(), &bytes)
-                .map_err(map_heap(table, "insert"))?;
-            if let Err(e) =
-                index::insert_entries(t, &indexes, &row, tid, self.xid(), &*self.core.tm)
-            {
+                .insert(w.xid, &bytes)
+                .map_err(map_heap(name, "insert"))?;
+            if let Err(e) = index::insert_entries(t, &indexes, &row, tid, w.xid, &*self.core().tm) {
                 // Take the tuple back: deleted by its own inserter, it is
                 // invisible to everyone and dead once we finish.
-                if let Err(undo) = t
-                    .heap
-                    .delete(self.xid(), &self.snapshot, &*self.core.tm, tid)
-                {
-                    *self.aborted.lock() = Some(format!(
-                        "insert into {table:?} failed ({e}) and could not be undone ({undo})"
+                if let Err(undo) = t.heap.delete(w.xid, &w.snapshot, &*self.core().tm, tid) {
+                    self.set_must_abort(format!(
+                        "insert into {name:?} failed ({e}) and could not be undone ({undo})"
                     ));
                 }
                 return Err(e);
@@ -212,41 +374,30 @@ impl<'db> Transaction<'db> {
         })
     }
 
-    /// The row at `row_id` if this transaction sees it.
-    pub fn get(&self, table: &str, row_id: RowId) -> Result<Option<Row>> {
-        self.with_table(table, |t| {
-            let got = t
-                .heap
-                .fetch_with(row_id, &self.snapshot, &*self.core.tm, |bytes| {
-                    decode_row(&t.info.columns, bytes, corrupt_row(table, row_id))
-                })
-                .map_err(map_heap(table, "get"))?;
-            got.transpose()
-        })
-    }
-
     /// Replace the row at `row_id`; returns the new version's row id. The
     /// new version gets an entry in every index (unique keys are checked
     /// before anything changes).
-    pub fn update(&self, table: &str, row_id: RowId, row: Row) -> Result<RowId> {
+    pub fn update(&self, table: impl TableRef, row_id: RowId, row: Row) -> Result<RowId> {
         self.with_table(table, |t| {
-            let bytes = encode_row(table, &t.info.columns, &row)?;
+            let name = &t.info.name;
+            let bytes = encode_row(name, &t.info.columns, &row)?;
             let indexes = t.indexes.read();
             index::check_key_sizes(&indexes, &row)?;
-            let tm = &*self.core.tm;
+            let w = self.writer("update", name)?;
+            let tm = &*self.core().tm;
             // A row changed by a concurrent transaction is a write conflict,
             // whatever the unique check would say about its key.
             t.heap
-                .check_updatable(row_id, &self.snapshot, tm)
-                .map_err(map_heap(table, "update"))?;
-            index::precheck_unique(t, &indexes, &row, row_id, self.xid(), tm)?;
+                .check_updatable(row_id, &w.snapshot, tm)
+                .map_err(map_heap(name, "update"))?;
+            index::precheck_unique(t, &indexes, &row, row_id, w.xid, tm)?;
             let new = t
                 .heap
-                .update(self.xid(), &self.snapshot, tm, row_id, &bytes)
-                .map_err(map_heap(table, "update"))?;
-            if let Err(e) = index::insert_entries(t, &indexes, &row, new, self.xid(), tm) {
-                *self.aborted.lock() = Some(format!(
-                    "update of row {row_id} in {table:?} could not index the new version: {e}"
+                .update(w.xid, &w.snapshot, tm, row_id, &bytes)
+                .map_err(map_heap(name, "update"))?;
+            if let Err(e) = index::insert_entries(t, &indexes, &row, new, w.xid, tm) {
+                self.set_must_abort(format!(
+                    "update of row {row_id} in {name:?} could not index the new version: {e}"
                 ));
                 return Err(e);
             }
@@ -255,128 +406,229 @@ impl<'db> Transaction<'db> {
     }
 
     /// Delete the row at `row_id`.
-    pub fn delete(&self, table: &str, row_id: RowId) -> Result<()> {
+    pub fn delete(&self, table: impl TableRef, row_id: RowId) -> Result<()> {
         self.with_table(table, |t| {
+            let w = self.writer("delete", &t.info.name)?;
             t.heap
-                .delete(self.xid(), &self.snapshot, &*self.core.tm, row_id)
-                .map_err(map_heap(table, "delete"))
+                .delete(w.xid, &w.snapshot, &*self.core().tm, row_id)
+                .map_err(map_heap(&t.info.name, "delete"))
         })
     }
 
-    /// The visible row at `tid` if its column `column` still holds `key`.
-    fn fetch_matching(
+    /// Replace the row whose `column` is `value` (found through the unique
+    /// index on that column); returns the new version's row id, or `None` if
+    /// this transaction sees no such row.
+    pub fn update_by_key(
         &self,
-        t: &TableHandle,
-        tid: Tid,
-        column: usize,
-        key: &Key,
-    ) -> Result<Option<Row>> {
-        let name = &t.info.name;
-        let got = t
-            .heap
-            .fetch_with(tid, &self.snapshot, &*self.core.tm, |bytes| {
-                decode_row(&t.info.columns, bytes, corrupt_row(name, tid))
-            })
-            .map_err(map_heap(name, "index fetch"))?
-            .transpose()?;
-        Ok(got.filter(|row| value_key(&row[column]).as_ref() == Some(key)))
+        table: impl TableRef,
+        column: &str,
+        value: &Value,
+        row: Row,
+    ) -> Result<Option<RowId>> {
+        let t = table.resolve_table(&self.db)?;
+        match self.get_by_key(&*t, column, value)? {
+            Some((id, _)) => self.update(&*t, id, row).map(Some),
+            None => Ok(None),
+        }
     }
 
-    /// Index `name`, or the only index of table `name`, with its table held
-    /// against DROP while `f` runs.
-    fn with_index<R>(
-        &self,
-        name: &str,
-        f: impl FnOnce(&TableHandle, &IndexHandle) -> Result<R>,
-    ) -> Result<R> {
-        self.check_usable()?;
-        let ix = match self.core.index(name) {
-            Ok(ix) => ix,
-            Err(e) => {
-                let Ok(t) = self.core.table(name) else {
-                    return Err(e);
-                };
-                let ixs = t.indexes.read();
-                match ixs.as_slice() {
-                    [only] => only.clone(),
-                    many => {
-                        let names: Vec<&str> = many.iter().map(|i| i.info.name.as_str()).collect();
-                        return Err(EngineError::UnknownIndex {
-                            name: name.into(),
-                            detail: format!(
-                                " (table {name:?} has {} indexes {names:?}: name one)",
-                                many.len()
-                            ),
-                        });
-                    }
-                }
-            }
-        };
-        self.with_table(&ix.table, |t| {
-            if ix.dropped.load(Ordering::Acquire) {
-                return Err(EngineError::UnknownIndex {
-                    name: ix.info.name.clone(),
-                    detail: String::new(),
-                });
-            }
-            f(t, &ix)
-        })
+    /// Delete the row whose `column` is `value` (found through the unique
+    /// index on that column); `false` if this transaction sees no such row.
+    pub fn delete_by_key(&self, table: impl TableRef, column: &str, value: &Value) -> Result<bool> {
+        let t = table.resolve_table(&self.db)?;
+        match self.get_by_key(&*t, column, value)? {
+            Some((id, _)) => self.delete(&*t, id).map(|()| true),
+            None => Ok(false),
+        }
     }
 
-    /// The unique index on `table.column`.
-    fn unique_index(&self, t: &TableHandle, column: &str) -> Result<Arc<IndexHandle>> {
-        let col = t.info.column_index(column)?;
-        t.indexes
-            .read()
-            .iter()
-            .find(|ix| ix.info.column == col && ix.info.unique)
-            .cloned()
-            .ok_or_else(|| EngineError::NoIndex {
-                table: t.info.name.clone(),
-                column: column.into(),
-                what: "unique index",
-            })
+    // ---- reads of owned rows ----
+
+    /// The row at `row_id` if this transaction sees it.
+    pub fn get(&self, table: impl TableRef, row_id: RowId) -> Result<Option<Row>> {
+        self.get_with(table, row_id, |row| row.to_row())?
+            .transpose()
     }
 
     /// The row whose `column` is `value`, through the unique index on that
     /// column, if this transaction sees one. NULL finds nothing.
     pub fn get_by_key(
         &self,
-        table: &str,
+        table: impl TableRef,
         column: &str,
         value: &Value,
     ) -> Result<Option<(RowId, Row)>> {
         self.with_table(table, |t| {
-            let ix = self.unique_index(t, column)?;
+            let ix = unique_index(t, column)?;
             let Some(key) = search_key(&ix, &t.info.columns, value)? else {
                 return Ok(None);
             };
-            for tid in ix.btree.lookup(&key).map_err(map_btree(&ix, "lookup"))? {
-                if let Some(row) = self.fetch_matching(t, tid, ix.info.column, &key)? {
-                    return Ok(Some((tid, row)));
-                }
-            }
-            Ok(None)
+            let mut found = None;
+            self.each_match(t, &ix, &key, |row| {
+                found = Some((row.id(), row.to_row()?));
+                Ok(false)
+            })?;
+            Ok(found)
         })
     }
 
     /// Every row this transaction sees whose indexed column is `value`, in
     /// row-id order, through index `index` (or the only index of the table
     /// named `index`). NULL finds nothing (NULLs are not indexed).
-    pub fn index_lookup(&self, index: &str, value: &Value) -> Result<Vec<(RowId, Row)>> {
-        self.with_index(index, |t, ix| {
-            let Some(key) = search_key(ix, &t.info.columns, value)? else {
-                return Ok(Vec::new());
-            };
-            let mut out = Vec::new();
-            for tid in ix.btree.lookup(&key).map_err(map_btree(ix, "lookup"))? {
-                if let Some(row) = self.fetch_matching(t, tid, ix.info.column, &key)? {
-                    out.push((tid, row));
-                }
-            }
-            Ok(out)
+    pub fn index_lookup(&self, index: impl IndexRef, value: &Value) -> Result<Vec<(RowId, Row)>> {
+        let mut out = Vec::new();
+        self.lookup_each(index, value, |row| {
+            out.push((row.id(), row.to_row()?));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    // ---- reads of borrowed rows ----
+
+    /// `f` of the row at `row_id` as a [`RowRef`], if this transaction sees
+    /// it (the page is pinned and share-locked while `f` runs: see
+    /// [`RowRef`]).
+    pub fn get_with<R>(
+        &self,
+        table: impl TableRef,
+        row_id: RowId,
+        f: impl FnOnce(RowRef<'_>) -> R,
+    ) -> Result<Option<R>> {
+        self.with_table(table, |t| {
+            t.heap
+                .fetch_with(row_id, self.snapshot(), &*self.core().tm, |bytes| {
+                    f(RowRef::new(row_id, bytes, &t.info))
+                })
+                .map_err(map_heap(&t.info.name, "get"))
         })
     }
+
+    /// Call `f` on every row this transaction sees whose indexed column is
+    /// `value`, in row-id order, through `index`; returns how many. The
+    /// B-tree is searched for the key alone (no scan machinery), each match's
+    /// heap page pinned once, its visibility checked and its key re-checked
+    /// on the page; `f` gets the row as a [`RowRef`] (no copy). NULL finds
+    /// nothing.
+    pub fn lookup_each(
+        &self,
+        index: impl IndexRef,
+        value: &Value,
+        mut f: impl FnMut(RowRef<'_>) -> Result<()>,
+    ) -> Result<usize> {
+        self.with_index(index, |t, ix| {
+            let Some(key) = search_key(ix, &t.info.columns, value)? else {
+                return Ok(0);
+            };
+            let mut n = 0;
+            self.each_match(t, ix, &key, |row| {
+                n += 1;
+                f(row).map(|()| true)
+            })?;
+            Ok(n)
+        })
+    }
+
+    /// The visible rows of `t` whose column `ix` indexes hold `key`, to `f`
+    /// (which returns whether to go on). The B-tree's TIDs are gathered
+    /// first, so no heap page is locked under a leaf lock here.
+    fn each_match(
+        &self,
+        t: &TableHandle,
+        ix: &IndexHandle,
+        key: &Key,
+        mut f: impl FnMut(RowRef<'_>) -> Result<bool>,
+    ) -> Result<()> {
+        let tids = ix.btree.lookup(key).map_err(map_btree(ix, "lookup"))?;
+        let col = col_of(&t.info, ix.info.column);
+        let name = &t.info.name;
+        let tm = &*self.core().tm;
+        for tid in tids {
+            let went_on = t
+                .heap
+                .fetch_with(tid, self.snapshot(), tm, |bytes| {
+                    let row = RowRef::new(tid, bytes, &t.info);
+                    if !key_matches(&row, col, key)? {
+                        return Ok(true);
+                    }
+                    f(row)
+                })
+                .map_err(map_heap(name, "index fetch"))?
+                .transpose()?;
+            if went_on == Some(false) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Call `f` on every row this transaction sees, in row-id order, a page
+    /// at a time (see [`scan_until`](Self::scan_until)).
+    pub fn scan_each(
+        &self,
+        table: impl TableRef,
+        mut f: impl FnMut(RowRef<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let opts = self.default_scan_options();
+        self.scan_until(table, opts, |row| f(row).map(|()| true))
+    }
+
+    /// Call `f` on every row this transaction sees, in row-id order, until
+    /// it returns `false`. Each page is pinned and share-locked once; its
+    /// tuples' visibility is checked and hints set for the page in one
+    /// batch (`opts.hint_mode`); `f` gets each visible row as a [`RowRef`]
+    /// on the page: a predicate and a projection are whatever `f` reads,
+    /// and nothing is copied. Tables larger than a quarter of the pool are
+    /// read through the bulk-read ring (`opts.ring`). The table is held
+    /// against DROP for the whole scan.
+    pub fn scan_until(
+        &self,
+        table: impl TableRef,
+        opts: ScanOptions,
+        mut f: impl FnMut(RowRef<'_>) -> Result<bool>,
+    ) -> Result<()> {
+        self.with_table(table, |t| {
+            let name = &t.info.name;
+            let nblocks = t.heap.nblocks().map_err(map_heap(name, "scan"))?;
+            let pool = &self.core().pool;
+            let mut ring = scan_ring(pool, opts.ring, nblocks);
+            let mut batch = Vec::new();
+            for block in 0..nblocks {
+                let mut stop = None;
+                visit_page(
+                    self.core(),
+                    t,
+                    self.snapshot(),
+                    opts,
+                    ring.as_mut(),
+                    block,
+                    &mut batch,
+                    |row| {
+                        if stop.is_none() {
+                            match f(row) {
+                                Ok(true) => {}
+                                Ok(false) => stop = Some(Ok(())),
+                                Err(e) => stop = Some(Err(e)),
+                            }
+                        }
+                    },
+                )?;
+                if let Some(r) = stop {
+                    return r;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    fn default_scan_options(&self) -> ScanOptions {
+        ScanOptions {
+            ring: RingChoice::Auto,
+            hint_mode: self.core().options.hint_mode,
+        }
+    }
+
+    // ---- iterators ----
 
     /// The rows this transaction sees with `lower <= key <= upper` (as the
     /// bounds say) in index `index`, in key order (row-id order among equal
@@ -384,11 +636,12 @@ impl<'db> Transaction<'db> {
     /// is a type error (NULLs are not indexed).
     pub fn index_range(
         &self,
-        index: &str,
+        index: impl IndexRef,
         lower: Bound<Value>,
         upper: Bound<Value>,
-    ) -> Result<IndexRange<'db>> {
-        self.with_index(index, |t, ix| {
+    ) -> Result<IndexRange> {
+        let resolved = index.resolve_index(&self.db)?.into_owned();
+        self.with_index(&resolved, |t, ix| {
             let conv = |b: Bound<Value>| -> Result<Bound<Key>> {
                 Ok(match b {
                     Bound::Unbounded => Bound::Unbounded,
@@ -410,10 +663,10 @@ impl<'db> Transaction<'db> {
                 })
             };
             Ok(IndexRange {
-                core: self.core,
-                table: self.core.table(&ix.table)?,
-                index: self.core.index(&ix.info.name)?,
-                snapshot: self.snapshot.clone(),
+                _reg: SnapshotReg::again(&self.db, self.snapshot().xmin),
+                db: self.db.clone(),
+                index: resolved.clone(),
+                snapshot: self.snapshot().clone(),
                 lower: conv(lower)?,
                 upper: conv(upper)?,
                 after: None,
@@ -423,170 +676,242 @@ impl<'db> Transaction<'db> {
         })
     }
 
-    /// Replace the row whose `column` is `value` (found through the unique
-    /// index on that column); returns the new version's row id, or `None` if
-    /// this transaction sees no such row.
-    pub fn update_by_key(
-        &self,
-        table: &str,
-        column: &str,
-        value: &Value,
-        row: Row,
-    ) -> Result<Option<RowId>> {
-        match self.get_by_key(table, column, value)? {
-            Some((id, _)) => self.update(table, id, row).map(Some),
-            None => Ok(None),
-        }
-    }
-
-    /// Delete the row whose `column` is `value` (found through the unique
-    /// index on that column); `false` if this transaction sees no such row.
-    pub fn delete_by_key(&self, table: &str, column: &str, value: &Value) -> Result<bool> {
-        match self.get_by_key(table, column, value)? {
-            Some((id, _)) => self.delete(table, id).map(|()| true),
-            None => Ok(false),
-        }
-    }
-
-    /// Every row this transaction sees, in row-id order, a page at a time.
-    /// Tables larger than a quarter of the pool are read through the
-    /// bulk-read ring (PostgreSQL's `initscan` rule).
-    pub fn scan(&self, table: &str) -> Result<RowIter<'db>> {
-        self.scan_with(
-            table,
-            ScanOptions {
-                ring: RingChoice::Auto,
-                hint_mode: self.core.options.hint_mode,
-            },
-        )
+    /// Every row this transaction sees, in row-id order, a page at a time,
+    /// as owned rows. Tables larger than a quarter of the pool are read
+    /// through the bulk-read ring (PostgreSQL's `initscan` rule).
+    pub fn scan(&self, table: impl TableRef) -> Result<RowIter> {
+        let opts = self.default_scan_options();
+        self.scan_with(table, opts)
     }
 
     /// [`scan`](Self::scan) with the ring and hint mode chosen by the caller.
-    pub fn scan_with(&self, table: &str, opts: ScanOptions) -> Result<RowIter<'db>> {
-        self.check_usable()?;
-        let t = self.core.table(table)?;
-        let nblocks = {
-            let dropped = t.dropped.read();
-            if *dropped {
-                return Err(EngineError::UnknownTable { name: table.into() });
-            }
-            t.heap.nblocks().map_err(map_heap(table, "scan"))?
-        };
-        let pool = &self.core.pool;
-        let ring = match opts.ring {
-            RingChoice::Never => None,
-            RingChoice::Auto if (nblocks as usize) <= pool.size() / 4 => None,
-            RingChoice::Auto => pool.ring(RingKind::BulkRead),
-            RingChoice::Always => pool
-                .ring(RingKind::BulkRead)
-                .or_else(|| pool.ring_forced(RingKind::BulkRead, BULK_READ_RING_KIB)),
-        };
+    pub fn scan_with(&self, table: impl TableRef, opts: ScanOptions) -> Result<RowIter> {
+        let table = table.resolve_table(&self.db)?.into_owned();
+        let nblocks = self.with_table(&table, |t| {
+            t.heap.nblocks().map_err(map_heap(&t.info.name, "scan"))
+        })?;
+        let ring = scan_ring(&self.core().pool, opts.ring, nblocks);
         Ok(RowIter {
-            core: self.core,
-            table: t,
-            name: table.to_string(),
-            snapshot: self.snapshot.clone(),
+            _reg: SnapshotReg::again(&self.db, self.snapshot().xmin),
+            db: self.db.clone(),
+            table,
+            snapshot: self.snapshot().clone(),
             opts,
             ring,
             next_block: 0,
             nblocks,
             rows: VecDeque::new(),
             batch: Vec::new(),
+            filter: None,
+            projection: None,
             failed: false,
         })
     }
 }
 
-impl Drop for Transaction<'_> {
+impl Drop for Transaction {
     fn drop(&mut self) {
-        if self.txn.is_some() {
-            // Roll back; errors cannot be reported from drop (the clog says
-            // aborted either way).
-            let _ = self.abort_now();
-        }
+        // Roll back; errors cannot be reported from drop (the clog says
+        // aborted either way).
+        let _ = self.abort_now();
     }
 }
 
-/// Rows of a table scan, a page at a time (see [`Transaction::scan`]).
-/// Each page is read under its shared lock, its visible rows copied out,
-/// and the lock released before the rows are handed out.
+/// The unique index on `t.column`.
+fn unique_index(t: &TableHandle, column: &str) -> Result<std::sync::Arc<IndexHandle>> {
+    let col = t.info.column_index(column)?;
+    t.indexes
+        .read()
+        .iter()
+        .find(|ix| ix.info.column == col && ix.info.unique)
+        .cloned()
+        .ok_or_else(|| EngineError::NoIndex {
+            table: t.info.name.clone(),
+            column: column.into(),
+            what: "unique index",
+        })
+}
+
+/// Does the row's indexed column still hold `key`?
+#[inline]
+fn key_matches(row: &RowRef<'_>, col: Col, key: &Key) -> Result<bool> {
+    Ok(match key {
+        Key::I64(k) => row.i64_opt(col)? == Some(*k),
+        Key::Bytes(k) => row.bytes_opt(col)? == Some(k.as_slice()),
+    })
+}
+
+/// The ring a scan of `nblocks` pages reads through.
+fn scan_ring(pool: &BufferPool, choice: RingChoice, nblocks: u32) -> Option<Ring> {
+    match choice {
+        RingChoice::Never => None,
+        RingChoice::Auto if (nblocks as usize) <= pool.size() / 4 => None,
+        RingChoice::Auto => pool.ring(RingKind::BulkRead),
+        RingChoice::Always => pool
+            .ring(RingKind::BulkRead)
+            .or_else(|| pool.ring_forced(RingKind::BulkRead, BULK_READ_RING_KIB)),
+    }
+}
+
+/// Pin and share-lock page `block` of `t`, check its tuples against `snap`
+/// (hints per `opts.hint_mode`, in one batch per page), and call `each` for
+/// every visible row under the lock.
+#[allow(clippy::too_many_arguments)]
+fn visit_page(
+    core: &Core,
+    t: &TableHandle,
+    snap: &Snapshot,
+    opts: ScanOptions,
+    ring: Option<&mut Ring>,
+    block: u32,
+    batch: &mut Vec<(usize, u16)>,
+    mut each: impl FnMut(RowRef<'_>),
+) -> Result<()> {
+    let name = &t.info.name;
+    let heap = &t.heap;
+    let page = core
+        .pool
+        .read_buffer(RelFork::main(heap.rel()), block, ring)
+        .map_err(|e| map_heap(name, "scan")(HeapError::Buffer(e)))?
+        .lock_shared();
+    visit_visible_tuples(
+        &page,
+        PageId {
+            rel: heap.rel(),
+            block,
+        },
+        snap,
+        &*core.tm,
+        opts.hint_mode,
+        !heap.is_logged(),
+        batch,
+        |off, tuple| {
+            each(RowRef::new(
+                Tid::new(block, off),
+                &tuple[TUPLE_HEADER_SIZE..],
+                &t.info,
+            ))
+        },
+    )
+    .map_err(map_heap(name, "scan"))?;
+    Ok(())
+}
+
+/// A row predicate for [`RowIter::matching`].
+type RowFilter = Box<dyn FnMut(&RowRef<'_>) -> Result<bool> + Send>;
+
+/// Rows of a table scan as owned rows, a page at a time (see
+/// [`Transaction::scan`]). Each page is read under its shared lock, its
+/// visible rows that pass the filter decoded (whole, or the projected
+/// columns), and the lock released before the rows are handed out. The
+/// iterator keeps the transaction's snapshot registered until it is dropped,
+/// so it may outlive the transaction: vacuum never removes a row it will
+/// still return.
 #[derive(Debug)]
-pub struct RowIter<'db> {
-    core: &'db Core,
-    table: Arc<TableHandle>,
-    name: String,
+pub struct RowIter {
+    _reg: SnapshotReg,
+    db: Database,
+    table: Table,
     snapshot: Snapshot,
     opts: ScanOptions,
     ring: Option<Ring>,
     next_block: u32,
     nblocks: u32,
-    rows: VecDeque<(Tid, Vec<u8>)>,
+    rows: VecDeque<Result<(RowId, Row)>>,
     batch: Vec<(usize, u16)>,
+    filter: Option<FilterBox>,
+    projection: Option<Vec<Col>>,
     failed: bool,
 }
 
-impl RowIter<'_> {
+/// Debug-printable wrapper of a [`RowFilter`].
+struct FilterBox(RowFilter);
+
+impl std::fmt::Debug for FilterBox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RowFilter")
+    }
+}
+
+impl RowIter {
     /// Whether the scan reads through a ring.
     pub fn uses_ring(&self) -> bool {
         self.ring.is_some()
     }
 
+    /// Only rows for which `pred` holds, evaluated on the page under its
+    /// shared lock before anything is copied. Applies to pages not yet read.
+    pub fn matching(
+        mut self,
+        pred: impl FnMut(&RowRef<'_>) -> Result<bool> + Send + 'static,
+    ) -> RowIter {
+        self.filter = Some(FilterBox(Box::new(pred)));
+        self
+    }
+
+    /// Hand out only these columns, in this order (each row a `Vec<Value>`
+    /// of `cols.len()` values). Applies to pages not yet read.
+    pub fn project(mut self, cols: &[Col]) -> RowIter {
+        self.projection = Some(cols.to_vec());
+        self
+    }
+
     fn read_page(&mut self) -> Result<()> {
         let block = self.next_block;
         self.next_block += 1;
-        let dropped = self.table.dropped.read();
+        let t = &*self.table.h;
+        let dropped = t.dropped.read();
         if *dropped {
             return Err(EngineError::UnknownTable {
-                name: self.name.clone(),
+                name: t.info.name.clone(),
             });
         }
-        let heap = &self.table.heap;
-        let page = self
-            .core
-            .pool
-            .read_buffer(heap_relfork(heap), block, self.ring.as_mut())
-            .map_err(|e| map_heap(&self.name, "scan")(HeapError::Buffer(e)))?
-            .lock_shared();
         let rows = &mut self.rows;
-        visit_visible_tuples(
-            &page,
-            PageId {
-                rel: heap.rel(),
-                block,
-            },
+        let filter = &mut self.filter;
+        let projection = &self.projection;
+        visit_page(
+            self.db.core(),
+            t,
             &self.snapshot,
-            &*self.core.tm,
-            self.opts.hint_mode,
-            !heap.is_logged(),
+            self.opts,
+            self.ring.as_mut(),
+            block,
             &mut self.batch,
-            |off, tuple| {
-                rows.push_back((
-                    Tid::new(block, off),
-                    tuple[heap::tuple::TUPLE_HEADER_SIZE..].to_vec(),
-                ))
+            |row| {
+                let keep = match filter {
+                    Some(FilterBox(p)) => p(&row),
+                    None => Ok(true),
+                };
+                let out = keep.and_then(|keep| {
+                    if !keep {
+                        return Ok(None);
+                    }
+                    match projection {
+                        None => row.to_row().map(Some),
+                        Some(cols) => cols
+                            .iter()
+                            .map(|&c| row.value(c))
+                            .collect::<Result<Row>>()
+                            .map(Some),
+                    }
+                });
+                match out {
+                    Ok(None) => {}
+                    Ok(Some(r)) => rows.push_back(Ok((row.id(), r))),
+                    Err(e) => rows.push_back(Err(e)),
+                }
             },
         )
-        .map_err(map_heap(&self.name, "scan"))?;
-        Ok(())
     }
 }
 
-fn heap_relfork(heap: &heap::Heap) -> bufmgr::RelFork {
-    bufmgr::RelFork::main(heap.rel())
-}
-
-impl Iterator for RowIter<'_> {
+impl Iterator for RowIter {
     type Item = Result<(RowId, Row)>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let Some((tid, bytes)) = self.rows.pop_front() {
-                let row = decode_row(
-                    &self.table.info.columns,
-                    &bytes,
-                    corrupt_row(&self.name, tid),
-                );
-                return Some(row.map(|r| (tid, r)));
+            if let Some(r) = self.rows.pop_front() {
+                return Some(r);
             }
             if self.failed || self.next_block >= self.nblocks {
                 return None;
@@ -607,12 +932,13 @@ const RANGE_BATCH: usize = 128;
 /// each batch is a fresh B-tree scan starting after the last entry handed
 /// out, taken with the table held against DROP; the rows of a batch are
 /// fetched through the snapshot and their keys re-checked before any is
-/// handed out. No page stays pinned between calls.
+/// handed out. No page stays pinned between calls. Like [`RowIter`] it keeps
+/// its snapshot registered until dropped.
 #[derive(Debug)]
-pub struct IndexRange<'db> {
-    core: &'db Core,
-    table: Arc<TableHandle>,
-    index: Arc<IndexHandle>,
+pub struct IndexRange {
+    _reg: SnapshotReg,
+    db: Database,
+    index: crate::handle::Index,
     snapshot: Snapshot,
     lower: Bound<Key>,
     upper: Bound<Key>,
@@ -622,10 +948,10 @@ pub struct IndexRange<'db> {
     done: bool,
 }
 
-impl IndexRange<'_> {
+impl IndexRange {
     fn read_batch(&mut self) -> Result<()> {
-        let t = &self.table;
-        let ix = &self.index;
+        let t = &*self.index.table;
+        let ix = &*self.index.ix;
         let dropped = t.dropped.read();
         if *dropped {
             return Err(EngineError::UnknownTable {
@@ -664,10 +990,11 @@ impl IndexRange<'_> {
         }
         self.after = entries.last().cloned();
         let name = &t.info.name;
+        let tm = &*self.db.core().tm;
         for (key, tid) in entries {
             let got = t
                 .heap
-                .fetch_with(tid, &self.snapshot, &*self.core.tm, |bytes| {
+                .fetch_with(tid, &self.snapshot, tm, |bytes| {
                     decode_row(&t.info.columns, bytes, corrupt_row(name, tid))
                 })
                 .map_err(map_heap(name, "index fetch"))?
@@ -682,7 +1009,7 @@ impl IndexRange<'_> {
     }
 }
 
-impl Iterator for IndexRange<'_> {
+impl Iterator for IndexRange {
     type Item = Result<(RowId, Row)>;
 
     fn next(&mut self) -> Option<Self::Item> {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use common::{row, small_options, two_columns, watchdog};
 use engine::{Database, Value};
 
-fn range_ids(t: &engine::Transaction<'_>, index: &str) -> Vec<i64> {
+fn range_ids(t: &engine::Transaction, index: &str) -> Vec<i64> {
     t.index_range(index, Bound::Unbounded, Bound::Unbounded)
         .unwrap()
         .map(|r| r.unwrap().1[0].as_i64().unwrap())

@@ -27,7 +27,7 @@ fn model_row(id: i64, name: &Option<String>) -> engine::Row {
 }
 
 /// Every read path agrees with the model.
-fn check_reads(t: &Transaction<'_>, m: &Model) {
+fn check_reads(t: &Transaction, m: &Model) {
     // ordered range over everything
     let all: Vec<(i64, Option<String>)> = t
         .index_range("t_id", Bound::Unbounded, Bound::Unbounded)

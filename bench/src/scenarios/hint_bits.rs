@@ -781,7 +781,7 @@ impl IndexScanCheck {
 }
 
 /// Scan the whole index in key order through `txn`, checking every row.
-fn index_scan(txn: &engine::Transaction<'_>, check: &mut IndexScanCheck) -> Result<()> {
+fn index_scan(txn: &engine::Transaction, check: &mut IndexScanCheck) -> Result<()> {
     for r in txn.index_range(INDEX_NAME, Bound::Unbounded, Bound::Unbounded)? {
         let (_, row) = r?;
         check.row(&row);

@@ -257,7 +257,7 @@ const STOP: u8 = 2;
 /// Add `delta` to i64 column `col` of the row `key` of `table` (through
 /// the unique index on `column`); returns the new value.
 fn add_to(
-    txn: &Transaction<'_>,
+    txn: &Transaction,
     table: &str,
     column: &str,
     key: i64,

@@ -289,18 +289,25 @@ impl TransactionManager {
 
     /// Start a transaction: a new xid, running, with its clog page present.
     pub fn begin(&self) -> Result<Transaction<'_>> {
-        let (xid, shard) = self.running.begin();
-        if let Err(e) = self.clog.ensure_page(&self.pool, xid) {
-            self.running.finish(xid, shard);
-            return Err(e);
-        }
-        self.begun.fetch_add(1, Ordering::Relaxed);
+        let (xid, shard) = self.begin_xid()?;
         Ok(Transaction {
             tm: self,
             xid,
             shard,
             finished: false,
         })
+    }
+
+    /// A new xid, running, with its clog page present: (xid, running-set
+    /// shard), for a caller that finishes it with `commit_xid` / `abort_xid`.
+    pub(crate) fn begin_xid(&self) -> Result<(Xid, usize)> {
+        let (xid, shard) = self.running.begin();
+        if let Err(e) = self.clog.ensure_page(&self.pool, xid) {
+            self.running.finish(xid, shard);
+            return Err(e);
+        }
+        self.begun.fetch_add(1, Ordering::Relaxed);
+        Ok((xid, shard))
     }
 
     /// A snapshot for a reader that has no xid.
@@ -326,7 +333,7 @@ impl TransactionManager {
         }
     }
 
-    fn commit_xid(&self, xid: Xid, shard: usize, mode: CommitMode) -> Result<Lsn> {
+    pub(crate) fn commit_xid(&self, xid: Xid, shard: usize, mode: CommitMode) -> Result<Lsn> {
         let rec = XactRecord {
             xid,
             committed: true,
@@ -375,7 +382,7 @@ impl TransactionManager {
         set
     }
 
-    fn abort_xid(&self, xid: Xid, shard: usize) -> Result<()> {
+    pub(crate) fn abort_xid(&self, xid: Xid, shard: usize) -> Result<()> {
         let logged = XactRecord {
             xid,
             committed: false,
