@@ -1,0 +1,129 @@
+//! Read-path rates of the engine alone (the `compare-sqlite` scenario of
+//! `bench` puts them beside SQLite's): a table `accounts(aid, k, abalance,
+//! filler 84 bytes)` with an index on `k`, the pool holding everything (1 GiB:
+//! the table stays under a quarter of it, so scans take no ring and stay
+//! resident).
+//!
+//! `cargo run --release -p engine --example read_rates -- [ROWS]`
+//! (`READ_RATES_ONLY=scan` or `lookup` runs one half, for profiling).
+
+use std::time::{Duration, Instant};
+
+use engine::{Column, ColumnType, Database, Options, Value};
+
+fn main() -> engine::Result<()> {
+    let rows: i64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1_000_000);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = Database::open(dir.path(), Options::new().pool_mib(1024))?;
+    db.create_table(
+        "accounts",
+        vec![
+            Column::new("aid", ColumnType::I64),
+            Column::new("k", ColumnType::I64),
+            Column::new("abalance", ColumnType::I64),
+            Column::new("filler", ColumnType::Bytes),
+        ],
+    )?;
+    db.create_index("accounts_k", "accounts", "k", false)?;
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut rnd = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let data: Vec<_> = (0..rows)
+        .map(|aid| {
+            let k = (rnd() % rows as u64) as i64;
+            let bal = if aid % 1000 == 0 { -1 } else { aid % 977 };
+            vec![
+                Value::I64(aid),
+                Value::I64(k),
+                Value::I64(bal),
+                Value::Bytes(vec![b'f'; 84]),
+            ]
+        })
+        .collect();
+    let t0 = Instant::now();
+    db.bulk_load("accounts", data, |_| {})?;
+    let load = t0.elapsed();
+    println!(
+        "bulk load: {rows} rows in {:.2} s = {:.0} rows/s",
+        load.as_secs_f64(),
+        rows as f64 / load.as_secs_f64()
+    );
+    let acc = db.table_handle("accounts")?;
+    let (k, ab) = (acc.column("k")?, acc.column("abalance")?);
+    let by_k = db.index_handle("accounts_k")?;
+    // Warm: one scan sets every hint bit.
+    db.read()?.scan_each(&acc, |_| Ok(()))?;
+
+    let rate = |what: &str, n: u64, d: Duration| {
+        println!(
+            "{what:<44} {:>8.2} M/s",
+            n as f64 / d.as_secs_f64() / 1e6
+        )
+    };
+    // READ_RATES_ONLY=scan|lookup runs one half (for profiling).
+    let only = std::env::var("READ_RATES_ONLY").unwrap_or_default();
+    for _ in 0..match only.as_str() { "lookup" => 0, "scan" => 10, _ => 2 } {
+        let t = db.read()?;
+        let s = Instant::now();
+        let mut count = 0u64;
+        t.scan_each(&acc, |r| {
+            count += u64::from(r.i64(ab)? == -1);
+            Ok(())
+        })?;
+        rate("scan_each count(abalance = -1)", rows as u64, s.elapsed());
+        assert_eq!(count, (rows as u64).div_ceil(1000));
+        let s = Instant::now();
+        let mut sum = 0i64;
+        t.scan_each(&acc, |r| {
+            sum = sum.wrapping_add(r.i64(k)?);
+            Ok(())
+        })?;
+        rate("scan_each sum(k)", rows as u64, s.elapsed());
+        let s = Instant::now();
+        let n = t.scan(&acc)?.count();
+        rate("scan (owned rows)", n as u64, s.elapsed());
+    }
+    let lookups = |threads: usize, per_txn: usize, total: usize| -> Duration {
+        let s = Instant::now();
+        std::thread::scope(|sc| {
+            for th in 0..threads {
+                let (db, by_k) = (db.clone(), by_k.clone());
+                sc.spawn(move || {
+                    let mut key = th as i64 * 7919;
+                    let mut found = 0usize;
+                    for _ in 0..total / threads / per_txn {
+                        let t = db.begin().unwrap();
+                        for _ in 0..per_txn {
+                            key = (key * 48271 + 11) % rows;
+                            found += t
+                                .lookup_each(&by_k, &Value::I64(key), |r| r.i64(ab).map(drop))
+                                .unwrap();
+                        }
+                        t.commit().unwrap();
+                    }
+                    std::hint::black_box(found);
+                });
+            }
+        });
+        s.elapsed()
+    };
+    for threads in if only == "scan" { vec![] } else { vec![1, 2] } {
+        for per_txn in [1, 100] {
+            let n = 400_000;
+            let d = lookups(threads, per_txn, n);
+            rate(
+                &format!("lookups, {per_txn}/txn, {threads} thread(s)"),
+                n as u64,
+                d,
+            );
+        }
+    }
+    db.close()
+}
