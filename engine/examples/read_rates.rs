@@ -62,14 +62,15 @@ fn main() -> engine::Result<()> {
     db.read()?.scan_each(&acc, |_| Ok(()))?;
 
     let rate = |what: &str, n: u64, d: Duration| {
-        println!(
-            "{what:<44} {:>8.2} M/s",
-            n as f64 / d.as_secs_f64() / 1e6
-        )
+        println!("{what:<44} {:>8.2} M/s", n as f64 / d.as_secs_f64() / 1e6)
     };
     // READ_RATES_ONLY=scan|lookup runs one half (for profiling).
     let only = std::env::var("READ_RATES_ONLY").unwrap_or_default();
-    for _ in 0..match only.as_str() { "lookup" => 0, "scan" => 10, _ => 2 } {
+    for _ in 0..match only.as_str() {
+        "lookup" => 0,
+        "scan" => 10,
+        _ => 2,
+    } {
         let t = db.read()?;
         let s = Instant::now();
         let mut count = 0u64;

@@ -95,6 +95,11 @@ impl Heap {
         &self.pool
     }
 
+    /// The WAL this heap logs to (`None` if unlogged).
+    pub fn wal(&self) -> Option<&Arc<Wal>> {
+        self.wal.as_ref()
+    }
+
     pub fn fsm(&self) -> &FreeSpaceMap {
         &self.fsm
     }
@@ -150,7 +155,7 @@ impl Heap {
         Ok(tid)
     }
 
-    fn check_row(&self, data: &[u8]) -> Result<()> {
+    pub(crate) fn check_row(&self, data: &[u8]) -> Result<()> {
         if data.len() > MAX_ROW_LEN {
             return Err(HeapError::RowTooLarge {
                 rel: self.rel,

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod bulk;
 pub mod error;
 pub mod fsm;
 pub mod heap;
@@ -13,6 +14,7 @@ pub mod txn;
 pub mod vacuum;
 pub mod visibility;
 
+pub use bulk::{BulkStats, BulkWriter};
 pub use error::{ErrorKind, HeapError, Result};
 pub use heap::Heap;
 pub use prune::PruneStats;

@@ -22,4 +22,4 @@ pub use reader::{EndReason, Torn, WalEnd, WalReader};
 pub use record::{BlockRef, Hole, PageImage, Record, RecordBuilder, RmgrKind, Xid, decode};
 pub use redo::redo_full_page;
 pub use segment::{DEFAULT_SEGMENT_SIZE, MIN_SEGMENT_SIZE};
-pub use sink::{FPI_FOR_HINT, page_lsn};
+pub use sink::{FPI_FOR_HINT, FPI_NEW_PAGE, page_lsn};

@@ -39,6 +39,10 @@ use crate::record::{BlockRef, Hole, Record, RmgrKind};
 /// (PostgreSQL's `XLOG_FPI_FOR_HINT`).
 pub const FPI_FOR_HINT: u8 = 0x01;
 
+/// Info byte of a full-page record that logs a page written whole by a bulk
+/// operation (PostgreSQL's `XLOG_FPI` from `log_newpage`).
+pub const FPI_NEW_PAGE: u8 = 0x00;
+
 /// The page LSN: bytes 0..8 of the page, little-endian (`bufmgr`'s layout).
 /// A slice shorter than 8 bytes reads as LSN 0.
 pub fn page_lsn(page: &[u8]) -> Lsn {
@@ -67,6 +71,24 @@ impl Wal {
         // more necessary, not less.
         let (_start, end) = self.insert(&record)?;
         Ok(Some(end))
+    }
+}
+
+impl Wal {
+    /// Log an image of `page` (its `hole` left out) unconditionally, for a
+    /// page a bulk operation wrote whole (PostgreSQL's `log_newpage`):
+    /// `(start, end)` of the record; the caller sets the page LSN to `end`.
+    /// Replayed by `redo_full_page`, which never reads the on-disk copy.
+    pub fn log_new_page(
+        &self,
+        tag: BufferTag,
+        page: &[u8],
+        hole: Hole,
+    ) -> crate::Result<(Lsn, Lsn)> {
+        let record = Record::builder(RmgrKind::FullPage, FPI_NEW_PAGE, 0)
+            .block(BlockRef::with_image(tag, page, hole)?.will_init())
+            .build()?;
+        self.insert(&record)
     }
 }
 
