@@ -108,9 +108,11 @@ const KNOWN_FLAGS: u16 = LEAF | ROOT | INCOMPLETE_SPLIT | HAS_HIGH_KEY;
 // Item flags.
 pub const MINUS_INFINITY: u16 = 0x1;
 
+#[inline]
 fn u16_at(p: &[u8], off: usize) -> u16 {
     u16::from_le_bytes([p[off], p[off + 1]])
 }
+#[inline]
 fn u32_at(p: &[u8], off: usize) -> u32 {
     u32::from_le_bytes([p[off], p[off + 1], p[off + 2], p[off + 3]])
 }
@@ -246,16 +248,27 @@ impl Item<'_> {
     /// Compare this item with the position (`key`, `tid`) given by borrowed
     /// stored key bytes: the same order as [`Item::cmp_search`], without a
     /// [`SearchKey`] (nothing allocated).
+    #[inline]
     pub fn cmp_at(&self, key: &[u8], tid: Tid) -> std::cmp::Ordering {
         if self.minus_infinity {
             std::cmp::Ordering::Less
         } else {
-            self.key.cmp(key).then(self.tid.cmp(&tid))
+            cmp_keys(self.key, key).then(self.tid.cmp(&tid))
         }
     }
 
     pub fn search_key(&self) -> SearchKey {
         SearchKey::new(self.key.to_vec(), self.tid)
+    }
+}
+
+/// Compare two stored keys; 8-byte keys (every `i64` key) as one
+/// big-endian integer instead of a `memcmp` call: the same order.
+#[inline]
+pub fn cmp_keys(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    match (<&[u8; 8]>::try_from(a), <&[u8; 8]>::try_from(b)) {
+        (Ok(a), Ok(b)) => u64::from_be_bytes(*a).cmp(&u64::from_be_bytes(*b)),
+        _ => a.cmp(b),
     }
 }
 
@@ -279,6 +292,7 @@ pub fn encode_item(
 }
 
 /// Decode an item's bytes; `internal` says whether a child block follows.
+#[inline]
 pub fn decode_item(raw: &[u8], internal: bool, id: PageId) -> Result<Item<'_>> {
     if raw.len() < ITEM_FIXED {
         return Err(id.corrupt(format!(
@@ -404,6 +418,7 @@ impl<'a> TreePage<'a> {
     }
 
     /// Raw item `i` (0-based over all items, high key included).
+    #[inline]
     pub fn item(&self, i: usize) -> Result<Item<'a>> {
         if i >= self.nitems {
             return Err(self.id.corrupt(format!("item {i} of {}", self.nitems)));
@@ -422,6 +437,7 @@ impl<'a> TreePage<'a> {
     }
 
     /// The high key, if the page has one.
+    #[inline]
     pub fn high_key(&self) -> Result<Option<Item<'a>>> {
         if self.has_high_key() {
             self.item(0).map(Some)
@@ -430,6 +446,7 @@ impl<'a> TreePage<'a> {
         }
     }
 
+    #[inline]
     fn first_data(&self) -> usize {
         usize::from(self.has_high_key())
     }
@@ -440,6 +457,7 @@ impl<'a> TreePage<'a> {
     }
 
     /// Data item `j` (0-based, high key not counted).
+    #[inline]
     pub fn data(&self, j: usize) -> Result<Item<'a>> {
         self.item(j + self.first_data())
     }
