@@ -1,8 +1,10 @@
 //! Rough B-tree rates on a warm pool: inserts per second (with and without
-//! the WAL) and point lookups per second from 1 and 2 threads.
+//! the WAL) and point lookups per second from 1 and 2 threads, through the
+//! range scan, `lookup` and `lookup_each`.
 //!
 //! `cargo run --release -p btree --example btree_rates`
 
+use std::ops::Bound;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -60,28 +62,50 @@ fn main() {
         if with_wal {
             continue;
         }
-        for threads in [1u64, 2] {
-            let t = Instant::now();
-            let per = N / 2;
-            let hs: Vec<_> = (0..threads)
-                .map(|th| {
-                    let index = index.clone();
-                    std::thread::spawn(move || {
-                        for i in 0..per {
-                            let k = key((i * 7 + th * 13) % N);
-                            assert!(!index.lookup(&Key::I64(k)).unwrap().is_empty());
-                        }
+        // The same lookups three ways: through the general range scan (how
+        // `lookup` worked before `lookup_each`), `lookup` (a Vec), and
+        // `lookup_each` (no allocation).
+        for how in ["scan", "lookup", "lookup_each"] {
+            for threads in [1u64, 2] {
+                let t = Instant::now();
+                let per = N / 2;
+                let hs: Vec<_> = (0..threads)
+                    .map(|th| {
+                        let index = index.clone();
+                        std::thread::spawn(move || {
+                            for i in 0..per {
+                                let k = Key::I64(key((i * 7 + th * 13) % N));
+                                let found = match how {
+                                    "scan" => index
+                                        .scan(Bound::Included(&k), Bound::Included(&k))
+                                        .unwrap()
+                                        .count(),
+                                    "lookup" => index.lookup(&k).unwrap().len(),
+                                    _ => {
+                                        let mut n = 0;
+                                        index
+                                            .lookup_each(&k, |_| {
+                                                n += 1;
+                                                true
+                                            })
+                                            .unwrap();
+                                        n
+                                    }
+                                };
+                                assert!(found > 0);
+                            }
+                        })
                     })
-                })
-                .collect();
-            for h in hs {
-                h.join().unwrap();
+                    .collect();
+                for h in hs {
+                    h.join().unwrap();
+                }
+                let secs = t.elapsed().as_secs_f64();
+                println!(
+                    "{how}, {threads} thread(s), warm pool: {:.0} lookups/s",
+                    (per * threads) as f64 / secs
+                );
             }
-            let secs = t.elapsed().as_secs_f64();
-            println!(
-                "lookup, {threads} thread(s), warm pool: {:.0} lookups/s",
-                (per * threads) as f64 / secs
-            );
         }
         assert!(index.verify(None).unwrap().is_empty());
     }

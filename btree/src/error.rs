@@ -2,7 +2,7 @@
 //!
 //! | kind | variants | what the caller does |
 //! |---|---|---|
-//! | bad input | `KeyTooLarge`, `WrongKeyType`, `BadOptions` | fix the call |
+//! | bad input | `KeyTooLarge`, `WrongKeyType`, `BadOptions`, `UnsortedBuild` | fix the call |
 //! | conflict | `UniqueViolation`, `UniqueInProgress` | abort, or wait for the other transaction and retry |
 //! | corrupt data | `Corrupt`, `BadRecord` | stop; the message names relation and block |
 //! | I/O | `Buffer`, `Wal`, `HeapCheck` | the environment failed (or the heap callback did) |
@@ -57,6 +57,17 @@ pub enum BtreeError {
     #[error("index \"{index}\": {detail}")]
     BadOptions { index: String, detail: String },
 
+    /// [`crate::Index::build_sorted`] given an entry that is not above the
+    /// one before it in (key, TID) order; `position` counts from 0.
+    #[error(
+        "index \"{index}\": sorted build: entries out of order at position {position}: {detail}"
+    )]
+    UnsortedBuild {
+        index: String,
+        position: u64,
+        detail: String,
+    },
+
     // ---- conflict ----
     /// A live entry with the same key exists in a unique index.
     #[error("duplicate key value violates unique index \"{index}\": key {key} already exists")]
@@ -104,7 +115,8 @@ impl BtreeError {
         match self {
             BtreeError::KeyTooLarge { .. }
             | BtreeError::WrongKeyType { .. }
-            | BtreeError::BadOptions { .. } => ErrorKind::BadInput,
+            | BtreeError::BadOptions { .. }
+            | BtreeError::UnsortedBuild { .. } => ErrorKind::BadInput,
             BtreeError::UniqueViolation { .. } | BtreeError::UniqueInProgress { .. } => {
                 ErrorKind::Conflict
             }

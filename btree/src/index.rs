@@ -38,7 +38,9 @@ use bufmgr::{BlockNumber, BufferPool, PageRead, PageWrite, RelFork, RelId};
 use wal::Wal;
 
 use crate::error::{BtreeError, Result};
-use crate::key::{Key, KeyType, SearchKey};
+use heap::tuple::Tid;
+
+use crate::key::{Key, KeyType, SearchKey, TID_MIN};
 use crate::page::{
     Header, LEAF, MAX_KEY_SIZE, META_BLOCK, Meta, NO_RIGHT, PageId, ROOT, TreePage, build_page,
 };
@@ -93,16 +95,6 @@ impl Locked<'_> {
 pub(crate) struct StackEntry {
     pub block: BlockNumber,
     pub level: u32,
-}
-
-/// How a descent locks and what it does about incomplete splits.
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub(crate) enum Mode {
-    /// Shared locks everywhere; incomplete splits are simply moved across.
-    Read,
-    /// Exclusive lock at the target level; incomplete splits met on the way
-    /// are finished first.
-    Insert,
 }
 
 /// Outcome of one descent attempt.
@@ -213,6 +205,12 @@ impl Index {
 
     /// Check a key's type and size, and return its stored form.
     pub(crate) fn encode_key(&self, key: &Key) -> Result<Vec<u8>> {
+        self.check_key(key)?;
+        Ok(key.encode())
+    }
+
+    /// Check a key's type and size without encoding it.
+    pub(crate) fn check_key(&self, key: &Key) -> Result<()> {
         if key.key_type() != self.key_type {
             return Err(BtreeError::WrongKeyType {
                 index: self.name.clone(),
@@ -220,15 +218,18 @@ impl Index {
                 got: key.key_type(),
             });
         }
-        let bytes = key.encode();
-        if bytes.len() > MAX_KEY_SIZE {
+        self.check_key_size(key.encoded_len())
+    }
+
+    pub(crate) fn check_key_size(&self, size: usize) -> Result<()> {
+        if size > MAX_KEY_SIZE {
             return Err(BtreeError::KeyTooLarge {
                 index: self.name.clone(),
-                size: bytes.len(),
+                size,
                 max: MAX_KEY_SIZE,
             });
         }
-        Ok(bytes)
+        Ok(())
     }
 
     pub(crate) fn decode_key(&self, bytes: &[u8], block: BlockNumber) -> Result<Key> {
@@ -275,21 +276,21 @@ impl Index {
             .lock_exclusive())
     }
 
-    /// Descend to the page at `level` whose key range holds `skey`. With
-    /// `start`, begin at that page (a remembered parent; it lies at or left
-    /// of the target, since pages only ever split to the right) instead of
-    /// the root. Returns the page, locked as `mode` says, and the stack of
-    /// pages above it.
+    /// The insert-mode descent: to the page at `level` whose key range
+    /// holds `skey`, locked exclusively (shared above it), finishing the
+    /// incomplete splits met on the way. With `start`, begin at that page (a
+    /// remembered parent; it lies at or left of the target, since pages only
+    /// ever split to the right) instead of the root. Returns the page and
+    /// the stack of pages above it. (Reads use [`Index::descend_shared`].)
     pub(crate) fn descend(
         &self,
         skey: &SearchKey,
         level: u32,
-        mode: Mode,
         start: Option<StackEntry>,
     ) -> Result<(Locked<'_>, Vec<StackEntry>)> {
         let mut refresh = false;
         loop {
-            match self.try_descend(skey, level, mode, start, refresh)? {
+            match self.try_descend(skey, level, start, refresh)? {
                 Descent::Found(page, stack) => return Ok((page, stack)),
                 Descent::Restart => refresh = true,
             }
@@ -300,7 +301,6 @@ impl Index {
         &self,
         skey: &SearchKey,
         target: u32,
-        mode: Mode,
         start: Option<StackEntry>,
         refresh: bool,
     ) -> Result<Descent<'_>> {
@@ -320,7 +320,7 @@ impl Index {
             return Ok(Descent::Restart);
         }
         let mut stack: Vec<StackEntry> = Vec::new();
-        let mut page = self.lock(block, mode == Mode::Insert && level == target)?;
+        let mut page = self.lock(block, level == target)?;
         let mut first = true;
         loop {
             // Move right (step 2), finishing incomplete splits in insert mode.
@@ -337,7 +337,7 @@ impl Index {
                     return Ok(Descent::Restart);
                 }
                 first = false;
-                if mode == Mode::Insert && tp.is_incomplete_split() {
+                if tp.is_incomplete_split() {
                     drop(page);
                     let mut w = self.lock_exclusive(block)?;
                     let tp = TreePage::parse(&w, self.page_id(block))?;
@@ -349,7 +349,7 @@ impl Index {
                 if tp.beyond_high_key(skey)? {
                     block = tp.right;
                     drop(page);
-                    page = self.lock(block, mode == Mode::Insert && level == target)?;
+                    page = self.lock(block, level == target)?;
                     continue;
                 }
                 break;
@@ -362,17 +362,94 @@ impl Index {
             drop(page);
             block = child;
             level -= 1;
-            page = self.lock(block, mode == Mode::Insert && level == target)?;
+            page = self.lock(block, level == target)?;
         }
     }
 
     /// The leftmost page of `level` (following the first downlink down).
     pub(crate) fn leftmost(&self, level: u32) -> Result<BlockNumber> {
-        let (page, _) = self.descend(&SearchKey::minus_infinity(), level, Mode::Read, None)?;
-        Ok(match page {
-            Locked::Shared(p) => p.block(),
-            Locked::Exclusive(p) => p.block(),
-        })
+        Ok(self.descend_shared(&[], TID_MIN, level)?.block())
+    }
+
+    /// A read-only descent to the page at `level` whose range holds the
+    /// position (`key`, `tid`), `key` in stored form: shared locks, one at a
+    /// time, moving right past high keys, no stack kept and nothing
+    /// allocated (the point-lookup and scan-start path). Returns the page
+    /// locked shared.
+    pub(crate) fn descend_shared(&self, key: &[u8], tid: Tid, level: u32) -> Result<PageRead<'_>> {
+        let mut refresh = false;
+        'restart: loop {
+            let (mut block, mut at) = self.root(refresh)?;
+            if at < level {
+                if refresh {
+                    return Err(self.page_id(block).corrupt(format!(
+                        "the root is at level {at}, below the level {level} asked for"
+                    )));
+                }
+                refresh = true;
+                continue;
+            }
+            let mut page = self.read_shared(block)?;
+            let mut first = true;
+            loop {
+                loop {
+                    let tp = TreePage::parse(&page, self.page_id(block))?;
+                    if tp.level != at {
+                        return Err(self.page_id(block).corrupt(format!(
+                            "page at level {} where level {at} was expected",
+                            tp.level
+                        )));
+                    }
+                    if first && !tp.is_root() {
+                        // The cached root has been split and a new root made.
+                        refresh = true;
+                        continue 'restart;
+                    }
+                    first = false;
+                    if !tp.beyond_high_key_at(key, tid)? {
+                        break;
+                    }
+                    block = tp.right;
+                    drop(page);
+                    page = self.read_shared(block)?;
+                }
+                if at == level {
+                    return Ok(page);
+                }
+                block = TreePage::parse(&page, self.page_id(block))?.child_for_at(key, tid)?;
+                drop(page);
+                at -= 1;
+                page = self.read_shared(block)?;
+            }
+        }
+    }
+
+    /// Move right from the shared-locked `page` (of any level) while the
+    /// position (`key`, `tid`) is at or beyond its high key, releasing each
+    /// page before locking its right sibling.
+    pub(crate) fn move_right_shared<'p>(
+        &'p self,
+        mut page: PageRead<'p>,
+        key: &[u8],
+        tid: Tid,
+    ) -> Result<PageRead<'p>> {
+        loop {
+            let block = page.block();
+            let tp = TreePage::parse(&page, self.page_id(block))?;
+            if !tp.beyond_high_key_at(key, tid)? {
+                return Ok(page);
+            }
+            let right = tp.right;
+            drop(page);
+            page = self.read_shared(right)?;
+        }
+    }
+
+    pub(crate) fn read_shared(&self, block: BlockNumber) -> Result<PageRead<'_>> {
+        Ok(self
+            .pool
+            .read_buffer(self.relfork(), block, None)?
+            .lock_shared())
     }
 }
 

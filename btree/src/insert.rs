@@ -21,7 +21,13 @@
 //!
 //! 1. Take the page's data items plus the new one, and choose the split
 //!    point that balances the bytes of the two halves (each half with its
-//!    high key must fit; `MAX_KEY_SIZE` guarantees one point does).
+//!    high key must fit; `MAX_KEY_SIZE` guarantees one point does). The
+//!    rightmost-split rule: when the page is the rightmost of its level (no
+//!    high key) and the new item goes at its end (keys arriving in
+//!    ascending order), choose the point that leaves the left page
+//!    [`LEAF_FILLFACTOR`] = 90% full (a leaf) or [`NONLEAF_FILLFACTOR`] =
+//!    70% (an internal page) instead, as PostgreSQL does, so that ascending
+//!    keys fill pages instead of leaving them half empty.
 //! 2. Extend the relation by one page: the new **right** sibling gets the
 //!    upper items, the old high key and the old right link. The left page
 //!    keeps the lower items, gets the first right item's (key, TID) as its
@@ -43,7 +49,7 @@
 use heap::tuple::Tid;
 
 use crate::error::{BtreeError, Result};
-use crate::index::{Index, Locked, Mode, StackEntry};
+use crate::index::{Index, Locked, StackEntry};
 use crate::key::{Key, SearchKey, TID_MIN};
 use crate::page::{
     self, HAS_HIGH_KEY, Header, INCOMPLETE_SPLIT, ITEM_POINTER_SIZE, LEAF, META_BLOCK, Meta,
@@ -98,9 +104,25 @@ where
     }
 }
 
-/// How full a split leaves the left page when keys arrive in ascending
-/// order: PostgreSQL's leaf fillfactor default of 90%.
-const RIGHTMOST_FILL: usize = PAGE_CAPACITY * 9 / 10;
+/// Leaf fillfactor, percent: how full a rightmost split (and the sorted
+/// build) leaves a leaf. PostgreSQL's `BTREE_DEFAULT_FILLFACTOR`.
+pub const LEAF_FILLFACTOR: usize = 90;
+/// Internal-page fillfactor, percent: PostgreSQL's
+/// `BTREE_NONLEAF_FILLFACTOR`. Internal pages keep more room, because every
+/// split below adds a downlink to them.
+pub const NONLEAF_FILLFACTOR: usize = 70;
+
+/// How many bytes of `PAGE_CAPACITY` the left page of a rightmost split
+/// keeps (items, pointers and its new high key).
+fn rightmost_fill(leaf: bool) -> usize {
+    PAGE_CAPACITY
+        * if leaf {
+            LEAF_FILLFACTOR
+        } else {
+            NONLEAF_FILLFACTOR
+        }
+        / 100
+}
 
 fn into_write(l: Locked<'_>) -> PageWrite<'_> {
     match l {
@@ -117,11 +139,11 @@ impl Index {
         let target = SearchKey::new(kb.clone(), tid);
         let item = encode_item(&kb, tid, None, false);
         if !self.unique {
-            let (leaf, stack) = self.descend(&target, 0, Mode::Insert, None)?;
+            let (leaf, stack) = self.descend(&target, 0, None)?;
             return self.insert_into_page(into_write(leaf), item, &stack, None);
         }
         let first = SearchKey::new(kb.clone(), TID_MIN);
-        let (leaf, stack) = self.descend(&first, 0, Mode::Insert, None)?;
+        let (leaf, stack) = self.descend(&first, 0, None)?;
         let leaf = into_write(leaf);
         self.check_unique(&leaf, key, &kb, tid, heap)?;
         let leaf = self.move_right_coupled(leaf, &target)?;
@@ -290,8 +312,10 @@ impl Index {
         let total: usize = space_for(items.iter().map(Vec::as_slice));
         let old_hk_space = old_hk.as_ref().map_or(0, |h| h.len() + ITEM_POINTER_SIZE);
         // Appending to the rightmost page (ascending keys): leave the left
-        // page nearly full instead of half full, as PostgreSQL does.
+        // page 90% full (a leaf) or 70% (an internal page) instead of half
+        // full, as PostgreSQL's nbtsplitloc does for the rightmost page.
         let rightmost_append = old_hk.is_none() && pos == n - 1;
+        let fill = rightmost_fill(!internal);
         let mut best: Option<(usize, usize)> = None;
         let mut left_items_space = 0;
         for k in 1..n {
@@ -306,7 +330,7 @@ impl Index {
             }
             if left_space <= PAGE_CAPACITY && right_space <= PAGE_CAPACITY {
                 let imbalance = if rightmost_append {
-                    left_space.abs_diff(RIGHTMOST_FILL)
+                    left_space.abs_diff(fill)
                 } else {
                     left_space.abs_diff(right_space)
                 };
@@ -421,7 +445,7 @@ impl Index {
             .filter(|e| e.level > parent_level)
             .copied()
             .collect();
-        let (parent, mut pstack) = self.descend(&sep, parent_level, Mode::Insert, hint)?;
+        let (parent, mut pstack) = self.descend(&sep, parent_level, hint)?;
         if hint.is_some() {
             pstack = above;
         }

@@ -53,6 +53,7 @@ pub enum Key {
 }
 
 impl Key {
+    /// The column type this key belongs to.
     pub fn key_type(&self) -> KeyType {
         match self {
             Key::I64(_) => KeyType::I64,
@@ -63,9 +64,23 @@ impl Key {
     /// The order-preserving stored form.
     pub fn encode(&self) -> Vec<u8> {
         match self {
-            Key::I64(v) => ((*v as u64) ^ (1 << 63)).to_be_bytes().to_vec(),
+            Key::I64(v) => Key::encode_i64(*v).to_vec(),
             Key::Bytes(b) => b.clone(),
         }
+    }
+
+    /// Length of the stored form ([`Key::encode`]) without building it.
+    pub fn encoded_len(&self) -> usize {
+        match self {
+            Key::I64(_) => 8,
+            Key::Bytes(b) => b.len(),
+        }
+    }
+
+    /// The stored form of an `i64` key, on the stack: what
+    /// `Key::I64(v).encode()` returns, without allocating.
+    pub fn encode_i64(v: i64) -> [u8; 8] {
+        ((v as u64) ^ (1 << 63)).to_be_bytes()
     }
 
     /// The key whose stored form is `bytes`, for a column of type `ty`;

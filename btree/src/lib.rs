@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod build;
 pub mod error;
 pub mod index;
 pub mod insert;
@@ -12,9 +13,10 @@ pub mod scan;
 pub mod vacuum;
 pub mod verify;
 
+pub use build::BuildStats;
 pub use error::{BtreeError, ErrorKind, Result};
 pub use index::{Index, IndexOptions};
-pub use insert::{AssumeLive, HeapVisibility, Liveness};
+pub use insert::{AssumeLive, HeapVisibility, LEAF_FILLFACTOR, Liveness, NONLEAF_FILLFACTOR};
 pub use key::{Key, KeyType};
 pub use page::{MAX_KEY_SIZE, PageKind, page_kind};
 pub use record::redo;

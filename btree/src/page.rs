@@ -108,9 +108,11 @@ const KNOWN_FLAGS: u16 = LEAF | ROOT | INCOMPLETE_SPLIT | HAS_HIGH_KEY;
 // Item flags.
 pub const MINUS_INFINITY: u16 = 0x1;
 
+#[inline]
 fn u16_at(p: &[u8], off: usize) -> u16 {
     u16::from_le_bytes([p[off], p[off + 1]])
 }
+#[inline]
 fn u32_at(p: &[u8], off: usize) -> u32 {
     u32::from_le_bytes([p[off], p[off + 1], p[off + 2], p[off + 3]])
 }
@@ -240,15 +242,33 @@ pub struct Item<'a> {
 impl Item<'_> {
     /// Compare this item with a search key; minus infinity is below everything.
     pub fn cmp_search(&self, skey: &SearchKey) -> std::cmp::Ordering {
+        self.cmp_at(&skey.key, skey.tid)
+    }
+
+    /// Compare this item with the position (`key`, `tid`) given by borrowed
+    /// stored key bytes: the same order as [`Item::cmp_search`], without a
+    /// [`SearchKey`] (nothing allocated).
+    #[inline]
+    pub fn cmp_at(&self, key: &[u8], tid: Tid) -> std::cmp::Ordering {
         if self.minus_infinity {
             std::cmp::Ordering::Less
         } else {
-            skey.cmp_entry(self.key, self.tid)
+            cmp_keys(self.key, key).then(self.tid.cmp(&tid))
         }
     }
 
     pub fn search_key(&self) -> SearchKey {
         SearchKey::new(self.key.to_vec(), self.tid)
+    }
+}
+
+/// Compare two stored keys; 8-byte keys (every `i64` key) as one
+/// big-endian integer instead of a `memcmp` call: the same order.
+#[inline]
+pub fn cmp_keys(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    match (<&[u8; 8]>::try_from(a), <&[u8; 8]>::try_from(b)) {
+        (Ok(a), Ok(b)) => u64::from_be_bytes(*a).cmp(&u64::from_be_bytes(*b)),
+        _ => a.cmp(b),
     }
 }
 
@@ -272,6 +292,7 @@ pub fn encode_item(
 }
 
 /// Decode an item's bytes; `internal` says whether a child block follows.
+#[inline]
 pub fn decode_item(raw: &[u8], internal: bool, id: PageId) -> Result<Item<'_>> {
     if raw.len() < ITEM_FIXED {
         return Err(id.corrupt(format!(
@@ -397,6 +418,7 @@ impl<'a> TreePage<'a> {
     }
 
     /// Raw item `i` (0-based over all items, high key included).
+    #[inline]
     pub fn item(&self, i: usize) -> Result<Item<'a>> {
         if i >= self.nitems {
             return Err(self.id.corrupt(format!("item {i} of {}", self.nitems)));
@@ -415,6 +437,7 @@ impl<'a> TreePage<'a> {
     }
 
     /// The high key, if the page has one.
+    #[inline]
     pub fn high_key(&self) -> Result<Option<Item<'a>>> {
         if self.has_high_key() {
             self.item(0).map(Some)
@@ -423,6 +446,7 @@ impl<'a> TreePage<'a> {
         }
     }
 
+    #[inline]
     fn first_data(&self) -> usize {
         usize::from(self.has_high_key())
     }
@@ -433,6 +457,7 @@ impl<'a> TreePage<'a> {
     }
 
     /// Data item `j` (0-based, high key not counted).
+    #[inline]
     pub fn data(&self, j: usize) -> Result<Item<'a>> {
         self.item(j + self.first_data())
     }
@@ -440,18 +465,29 @@ impl<'a> TreePage<'a> {
     /// Is `skey` at or beyond this page's high key (so it belongs to the
     /// right: L&Y's move-right test)?
     pub fn beyond_high_key(&self, skey: &SearchKey) -> Result<bool> {
+        self.beyond_high_key_at(&skey.key, skey.tid)
+    }
+
+    /// [`TreePage::beyond_high_key`] for the position (`key`, `tid`).
+    pub fn beyond_high_key_at(&self, key: &[u8], tid: Tid) -> Result<bool> {
         Ok(match self.high_key()? {
-            Some(hk) => hk.cmp_search(skey) != std::cmp::Ordering::Greater,
+            Some(hk) => hk.cmp_at(key, tid) != std::cmp::Ordering::Greater,
             None => false,
         })
     }
 
     /// First data index whose item is >= `skey` (`data_len()` if none).
     pub fn lower_bound(&self, skey: &SearchKey) -> Result<usize> {
+        self.lower_bound_at(&skey.key, skey.tid)
+    }
+
+    /// [`TreePage::lower_bound`] for the position (`key`, `tid`): a binary
+    /// search comparing the items in place.
+    pub fn lower_bound_at(&self, key: &[u8], tid: Tid) -> Result<usize> {
         let (mut lo, mut hi) = (0, self.data_len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.data(mid)?.cmp_search(skey) == std::cmp::Ordering::Less {
+            if self.data(mid)?.cmp_at(key, tid) == std::cmp::Ordering::Less {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -463,6 +499,11 @@ impl<'a> TreePage<'a> {
     /// On an internal page: the child whose range holds `skey` (the last
     /// pivot <= `skey`; the first pivot is minus infinity).
     pub fn child_for(&self, skey: &SearchKey) -> Result<BlockNumber> {
+        self.child_for_at(&skey.key, skey.tid)
+    }
+
+    /// [`TreePage::child_for`] for the position (`key`, `tid`).
+    pub fn child_for_at(&self, key: &[u8], tid: Tid) -> Result<BlockNumber> {
         if self.is_leaf() || self.data_len() == 0 {
             return Err(self
                 .id
@@ -472,7 +513,7 @@ impl<'a> TreePage<'a> {
         let (mut lo, mut hi) = (0, self.data_len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.data(mid)?.cmp_search(skey) != std::cmp::Ordering::Greater {
+            if self.data(mid)?.cmp_at(key, tid) != std::cmp::Ordering::Greater {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -540,6 +581,82 @@ pub fn space_for<'i>(items: impl IntoIterator<Item = &'i [u8]>) -> usize {
 /// Set a tree page's flags (bytes 14..16).
 pub fn set_flags(page: &mut [u8], flags: u16) {
     put_u16(page, 14, flags);
+}
+
+/// A tree page's flags (bytes 14..16), unchecked.
+pub fn flags_of(page: &[u8]) -> u16 {
+    u16_at(page, 14)
+}
+
+/// Set a tree page's right link (bytes 20..24).
+pub fn set_right(page: &mut [u8], right: BlockNumber) {
+    put_u32(page, 20, right);
+}
+
+/// Free bytes of a tree page laid out by [`build_page`] (upper - lower), unchecked.
+pub fn free_bytes(page: &[u8]) -> usize {
+    (u16_at(page, 26) as usize).saturating_sub(u16_at(page, 24) as usize)
+}
+
+/// Bytes an item with a key of `key_len` bytes takes, without its pointer.
+pub fn item_len(key_len: usize, internal: bool) -> usize {
+    ITEM_FIXED + key_len + if internal { CHILD_SIZE } else { 0 }
+}
+
+/// Append an item after the last one of a page being filled in order (the
+/// sorted build), writing it in place: the same bytes as [`encode_item`].
+/// The caller has checked that it fits (`free_bytes`).
+pub fn append_item(
+    page: &mut [u8],
+    key: &[u8],
+    tid: Tid,
+    child: Option<BlockNumber>,
+    minus_infinity: bool,
+) {
+    let lower = u16_at(page, 24) as usize;
+    let upper = u16_at(page, 26) as usize;
+    let len = item_len(key.len(), child.is_some());
+    let at = upper - len;
+    put_u16(page, at, key.len() as u16);
+    put_u16(
+        page,
+        at + 2,
+        if minus_infinity { MINUS_INFINITY } else { 0 },
+    );
+    page[at + 4..at + 4 + key.len()].copy_from_slice(key);
+    let t = at + 4 + key.len();
+    put_u32(page, t, tid.block);
+    put_u16(page, t + 4, tid.offset);
+    if let Some(c) = child {
+        put_u32(page, t + 6, c);
+    }
+    put_u16(page, lower, at as u16);
+    put_u16(page, lower + 2, len as u16);
+    put_u16(page, 24, (lower + ITEM_POINTER_SIZE) as u16);
+    put_u16(page, 26, at as u16);
+}
+
+/// Remove and return the last item of a page filled by [`append_item`]
+/// (whose bytes lie at `upper`), zeroing the space it took. `None` if the
+/// page has no items or its last item is not the one at `upper`.
+pub fn pop_last_item(page: &mut [u8]) -> Option<Vec<u8>> {
+    let lower = u16_at(page, 24) as usize;
+    let upper = u16_at(page, 26) as usize;
+    if lower < HEADER_SIZE + ITEM_POINTER_SIZE {
+        return None;
+    }
+    let p = lower - ITEM_POINTER_SIZE;
+    let off = u16_at(page, p) as usize;
+    let len = u16_at(page, p + 2) as usize;
+    if off != upper || off + len > PAGE_SIZE {
+        return None;
+    }
+    let item = page[off..off + len].to_vec();
+    page[off..off + len].fill(0);
+    page[p..lower].fill(0);
+    put_u16(page, 24, p as u16);
+    put_u16(page, 26, (off + len) as u16);
+    Some(item)
 }
 
 /// Insert `item` as item number `index` (high key counted) of a parsed page

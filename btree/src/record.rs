@@ -16,6 +16,7 @@
 //! | 0x40 `SPLIT` | a page split in two (and, for an internal page, the child whose downlink it took) | left, right[, child] | none | restore the images |
 //! | 0x50 `NEWROOT` | a new root above a split root | new root, old root, meta | none | restore the images |
 //! | 0x60 `VACUUM` | entries removed from a leaf | leaf | u16 count, u16 item numbers | remove those items |
+//! | 0x70 `NEWPAGES` | pages written by the sorted build (one finished page; at the end the leftmost leaf and the meta page together) | 1 or more | none | restore the images |
 //!
 //! Splits, new roots and index creation are logged with **full images of every
 //! page they change**: the simplest record that is certainly enough to rebuild
@@ -46,6 +47,8 @@ pub const INSERT_DOWNLINK: u8 = 0x30;
 pub const SPLIT: u8 = 0x40;
 pub const NEWROOT: u8 = 0x50;
 pub const VACUUM: u8 = 0x60;
+/// Full images of pages written by the sorted build (`Index::build_sorted`).
+pub const NEWPAGES: u8 = 0x70;
 
 /// The hole of a B-tree page's image: the free space of a tree page, the
 /// tail of the meta page, none for anything else.
@@ -124,6 +127,7 @@ pub fn redo(record: &Record, end_lsn: Lsn, pool: &BufferPool) -> Result<()> {
         INSERT_DOWNLINK => 2..=2,
         SPLIT => 2..=3,
         NEWROOT => 3..=3,
+        NEWPAGES => 1..=wal::record::MAX_BLOCK_REFS,
         other => {
             return Err(BtreeError::BadRecord(format!(
                 "unknown info code {other:#x}"
@@ -138,7 +142,7 @@ pub fn redo(record: &Record, end_lsn: Lsn, pool: &BufferPool) -> Result<()> {
     for (i, bref) in record.blocks().iter().enumerate() {
         let tag = bref.tag();
         let image = record.restore_page(i);
-        if matches!(info, CREATE | SPLIT | NEWROOT) && image.is_none() {
+        if matches!(info, CREATE | SPLIT | NEWROOT | NEWPAGES) && image.is_none() {
             return Err(BtreeError::BadRecord(format!(
                 "record {info:#x} block {i} ({tag}) has no image"
             )));

@@ -1,5 +1,20 @@
 //! Point lookups and ordered forward range scans.
 //!
+//! # Point lookups
+//!
+//! [`Index::lookup_each`] is a dedicated descent for one key that allocates
+//! nothing: from the cached root, shared locks one at a time (a parent is
+//! released before its child is locked), a binary search comparing the
+//! search position (key, minus-infinity TID) with the page's items in place,
+//! moving right past high keys (Lehman & Yao). At the leaf it copies up to
+//! 32 TIDs of equal entries into a stack array, releases the leaf, and
+//! hands them to the callback; if more may follow (a full batch, or a high
+//! key equal to the search key) it locks the same page or its right sibling
+//! again and moves right to the position after the last TID handed out.
+//! [`Index::lookup`] collects the same into a `Vec`.
+//!
+//! # Range scans
+//!
 //! A scan descends (shared locks, moving right) to the leaf where its lower
 //! bound belongs, then reads the leaf chain left to right by right links,
 //! **a page at a time**: under the page's shared lock it copies the entries
@@ -19,9 +34,9 @@ use std::ops::Bound;
 use bufmgr::BlockNumber;
 use heap::tuple::Tid;
 
-use crate::error::Result;
-use crate::index::{Index, Locked, Mode};
-use crate::key::{Key, SearchKey, TID_MAX, TID_MIN};
+use crate::error::{BtreeError, Result};
+use crate::index::Index;
+use crate::key::{Key, KeyType, TID_MAX, TID_MIN};
 use crate::page::TreePage;
 
 /// An ordered scan over `(key, TID)` entries; see the module docs.
@@ -59,11 +74,115 @@ impl Index {
         })
     }
 
-    /// The heap TIDs of every entry with this key, in TID order.
+    /// The heap TIDs of every entry with this key, in TID order (built on
+    /// [`Index::lookup_each`]).
     pub fn lookup(&self, key: &Key) -> Result<Vec<Tid>> {
-        self.scan(Bound::Included(key), Bound::Included(key))?
-            .map(|r| r.map(|(_, t)| t))
-            .collect()
+        let mut tids = Vec::new();
+        self.lookup_each(key, |t| {
+            tids.push(t);
+            true
+        })?;
+        Ok(tids)
+    }
+
+    /// Call `f` with the heap TID of every entry with this key, in TID
+    /// order, until `f` returns `false` (stop) or the entries run out: the
+    /// point-lookup path of the module docs, which allocates nothing. `f`
+    /// runs with no page locked, so it may read the heap (or even use this
+    /// index). Errors: a key of the wrong type, a key longer than
+    /// [`crate::MAX_KEY_SIZE`], or I/O and corruption on the way.
+    pub fn lookup_each(&self, key: &Key, f: impl FnMut(Tid) -> bool) -> Result<()> {
+        self.check_key(key)?;
+        match key {
+            Key::I64(v) => self.lookup_encoded_each(&Key::encode_i64(*v), f),
+            Key::Bytes(b) => self.lookup_encoded_each(b, f),
+        }
+    }
+
+    /// [`Index::lookup_each`] for a key already in its stored form
+    /// ([`Key::encode`], or [`Key::encode_i64`] without allocating), for a
+    /// caller that encodes once and looks up many times. An `I64` index
+    /// refuses anything but 8 bytes (`WrongKeyType`); a longer key than
+    /// [`crate::MAX_KEY_SIZE`] is `KeyTooLarge`.
+    pub fn lookup_encoded_each(&self, key: &[u8], mut f: impl FnMut(Tid) -> bool) -> Result<()> {
+        if self.key_type == KeyType::I64 && key.len() != 8 {
+            return Err(BtreeError::WrongKeyType {
+                index: self.name.clone(),
+                expected: KeyType::I64,
+                got: KeyType::Bytes,
+            });
+        }
+        self.check_key_size(key.len())?;
+        let mut batch = [TID_MIN; LOOKUP_BATCH];
+        // Every entry before (key, from) has been handed out.
+        let mut from = TID_MIN;
+        let mut page = self.descend_shared(key, from, 0)?;
+        loop {
+            let block = page.block();
+            let tp = TreePage::parse(&page, self.page_id(block))?;
+            if !tp.is_leaf() {
+                return Err(self
+                    .page_id(block)
+                    .corrupt("the leaf chain leads to an internal page"));
+            }
+            let mut j = tp.lower_bound_at(key, from)?;
+            let mut n = 0;
+            let mut key_ends = false;
+            while n < LOOKUP_BATCH && j < tp.data_len() {
+                let it = tp.data(j)?;
+                if it.key != key {
+                    key_ends = true;
+                    break;
+                }
+                batch[n] = it.tid;
+                n += 1;
+                j += 1;
+            }
+            // Where to go on after this batch, if anywhere.
+            let next = if key_ends {
+                None
+            } else if n == LOOKUP_BATCH {
+                // The batch is full: go on from the same page.
+                Some(block)
+            } else {
+                // The page is exhausted: equal keys go on to the right only if
+                // the high key has this key.
+                match tp.high_key()? {
+                    Some(hk) if hk.key == key => Some(tp.right),
+                    _ => None,
+                }
+            };
+            drop(page);
+            for &t in &batch[..n] {
+                if !f(t) {
+                    return Ok(());
+                }
+            }
+            if n > 0 {
+                match successor(batch[n - 1]) {
+                    Some(t) => from = t,
+                    None => return Ok(()),
+                }
+            }
+            let Some(next) = next else {
+                return Ok(());
+            };
+            // The page may have split while unlocked: move right past it.
+            page = self.move_right_shared(self.read_shared(next)?, key, from)?;
+        }
+    }
+}
+
+/// TIDs handed to a lookup's callback per leaf visit: collected under the
+/// leaf's shared lock into a stack array, handed out after its release.
+const LOOKUP_BATCH: usize = 32;
+
+/// The next TID in order, `None` after the largest.
+fn successor(t: Tid) -> Option<Tid> {
+    if t.offset < u16::MAX {
+        Some(Tid::new(t.block, t.offset + 1))
+    } else {
+        t.block.checked_add(1).map(|b| Tid::new(b, 0))
     }
 }
 
@@ -116,15 +235,12 @@ impl Scan<'_> {
         while self.buffered.is_empty() {
             if !self.started {
                 self.started = true;
-                let start = match &self.lower {
-                    Bound::Included(k) => SearchKey::new(k.clone(), TID_MIN),
-                    Bound::Excluded(k) => SearchKey::new(k.clone(), TID_MAX),
-                    Bound::Unbounded => SearchKey::minus_infinity(),
+                let (key, tid): (&[u8], Tid) = match &self.lower {
+                    Bound::Included(k) => (k, TID_MIN),
+                    Bound::Excluded(k) => (k, TID_MAX),
+                    Bound::Unbounded => (&[], TID_MIN),
                 };
-                let (page, _) = self.index.descend(&start, 0, Mode::Read, None)?;
-                let Locked::Shared(p) = page else {
-                    unreachable!("read-mode descents lock shared")
-                };
+                let p = self.index.descend_shared(key, tid, 0)?;
                 self.read_page(&p, p.block())?;
             } else if let Some(block) = self.next {
                 let p = self

@@ -1,0 +1,396 @@
+//! Bottom-up build of an empty index from sorted entries (PostgreSQL's
+//! `nbtsort.c`).
+//!
+//! [`Index::build_sorted`] takes entries in strictly ascending (key, TID)
+//! order and fills pages left to right instead of inserting one entry at a
+//! time:
+//!
+//! 1. Each level has one page being filled, in private memory. An item is
+//!    appended while the page's free space is at least the level's reserve:
+//!    10% of the page on leaves ([`LEAF_FILLFACTOR`] = 90) and 30% on
+//!    internal pages ([`NONLEAF_FILLFACTOR`] = 70), as nbtsort's
+//!    `btps_full`; an item that does not fit at all also ends the page.
+//! 2. When the page is full, the relation is extended by one page for its
+//!    right sibling, and the page's **last** item moves there: the full page
+//!    gets that item's (key, TID) as its high key (on a leaf the same bytes
+//!    it took, so it always fits, as nbtsort does) and the new page as its
+//!    right link. On an internal level the moved pivot becomes the new page's
+//!    minus infinity. These are exactly the high keys, right links and
+//!    minus-infinity pivots a split would make.
+//! 3. The finished page is copied into its buffer and WAL-logged as a full
+//!    image (`NEWPAGES`, page LSN = the record's end, so the pool writes the
+//!    WAL before the page), then released. Its downlink (its lower bound ->
+//!    its block; minus infinity for the first page of a level) is added to
+//!    the level above, which is started when the first page of a level is
+//!    finished; adding it may finish that page in turn.
+//! 4. At the end, the last page of each level (no high key, no right link) is
+//!    finished bottom-up; the single page of the top level is the root.
+//! 5. Last, the leftmost leaf (the empty root the index was created with,
+//!    whose block the build keeps) and the meta page naming the new root are
+//!    logged in **one** `NEWPAGES` record. Until then every page written is
+//!    unreachable: a crash during the build leaves an empty index (the pages
+//!    already written stay unused past the end of the tree).
+//!
+//! The build holds the empty root leaf and the meta page exclusively for its
+//! whole length, so concurrent users of the index wait for it (they would
+//! find the root there). The entries' iterator runs with those two locked:
+//! it must not use this index.
+//!
+//! An unlogged index (no WAL) writes the same pages without records.
+
+use bufmgr::{BlockNumber, PAGE_SIZE, PageWrite};
+use heap::tuple::Tid;
+
+use crate::error::{BtreeError, Result};
+use crate::index::Index;
+use crate::insert::{LEAF_FILLFACTOR, NONLEAF_FILLFACTOR};
+use crate::key::{Key, TID_MIN};
+use crate::page::{
+    self, HAS_HIGH_KEY, Header, ITEM_POINTER_SIZE, LEAF, META_BLOCK, Meta, NO_RIGHT, POOL_HEADER,
+    ROOT, TreePage, build_page, encode_item,
+};
+use crate::record;
+
+/// What a sorted build did.
+#[derive(Copy, Clone, PartialEq, Eq, Default, Debug)]
+pub struct BuildStats {
+    /// Entries added.
+    pub entries: u64,
+    /// Leaf pages of the built tree.
+    pub leaf_pages: u64,
+    /// Internal pages of the built tree (the root among them, unless it is a leaf).
+    pub internal_pages: u64,
+    /// Level of the root (0: the root is a leaf).
+    pub root_level: u32,
+    /// WAL records written (0 for an unlogged index).
+    pub wal_records: u64,
+}
+
+/// The page being filled on one level.
+struct Level<'p> {
+    /// The page's bytes, laid out by `build_page`; copied into `dest` when finished.
+    buf: Vec<u8>,
+    block: BlockNumber,
+    /// The extended buffer the page goes to; `None` for the leftmost leaf,
+    /// which goes into the held root page at the very end.
+    dest: Option<PageWrite<'p>>,
+    /// Data items on the page.
+    items: usize,
+    /// The page's lower bound (the left sibling's high key); `None` = minus
+    /// infinity (the first page of the level).
+    low: Option<(Vec<u8>, Tid)>,
+}
+
+struct Builder<'p> {
+    index: &'p Index,
+    /// Level 0 first.
+    levels: Vec<Level<'p>>,
+    /// The leftmost leaf's finished bytes, kept for the last record.
+    first_leaf: Option<Vec<u8>>,
+    stats: BuildStats,
+}
+
+fn fresh_page(level: u32) -> Vec<u8> {
+    let mut buf = vec![0u8; PAGE_SIZE];
+    build_page(
+        &mut buf,
+        Header {
+            flags: if level == 0 { LEAF } else { 0 },
+            level,
+            right: NO_RIGHT,
+        },
+        &[],
+    );
+    buf
+}
+
+/// Free bytes a level's pages keep when filled in order (nbtsort's `btps_full`).
+fn reserve(level: usize) -> usize {
+    let fill = if level == 0 {
+        LEAF_FILLFACTOR
+    } else {
+        NONLEAF_FILLFACTOR
+    };
+    PAGE_SIZE * (100 - fill) / 100
+}
+
+impl<'p> Builder<'p> {
+    /// Append (key, TID[, child]) to the page being filled on `level`,
+    /// finishing the page first if it is full (steps 1 and 2).
+    fn add(
+        &mut self,
+        level: usize,
+        key: &[u8],
+        tid: Tid,
+        child: Option<BlockNumber>,
+    ) -> Result<()> {
+        let need = page::item_len(key.len(), child.is_some()) + ITEM_POINTER_SIZE;
+        let st = &self.levels[level];
+        let free = page::free_bytes(&st.buf);
+        if free < need || (free < reserve(level) && st.items >= 2) {
+            if st.items < 2 {
+                return Err(self.index.page_id(st.block).corrupt(format!(
+                    "sorted build: an item of {need} bytes does not fit a page with {} items (a bug: MAX_KEY_SIZE should prevent this)",
+                    st.items
+                )));
+            }
+            self.next_page(level)?;
+        }
+        let st = &mut self.levels[level];
+        page::append_item(&mut st.buf, key, tid, child, false);
+        st.items += 1;
+        Ok(())
+    }
+
+    /// Step 2: move the last item of `level`'s full page to a new right
+    /// sibling, finish the full page and add its downlink above.
+    fn next_page(&mut self, level: usize) -> Result<()> {
+        let internal = level > 0;
+        let index = self.index;
+        let right = index.pool.extend(index.relfork(), None)?;
+        let right_block = right.block();
+        let st = &mut self.levels[level];
+        let id = index.page_id(st.block);
+        let last_raw = page::pop_last_item(&mut st.buf)
+            .ok_or_else(|| id.corrupt("sorted build: no last item to move"))?;
+        let last = page::decode_item(&last_raw, internal, id)?;
+        let hk = encode_item(last.key, last.tid, internal.then_some(0), false);
+        page::insert_item(&mut st.buf, 0, &hk);
+        let flags = page::flags_of(&st.buf);
+        page::set_flags(&mut st.buf, flags | HAS_HIGH_KEY);
+        page::set_right(&mut st.buf, right_block);
+
+        let mut buf = fresh_page(level as u32);
+        if internal {
+            page::append_item(&mut buf, &[], TID_MIN, Some(last.child), true);
+        } else {
+            page::append_item(&mut buf, last.key, last.tid, None, false);
+        }
+        let next = Level {
+            buf,
+            block: right_block,
+            dest: Some(right),
+            items: 1,
+            low: Some((last.key.to_vec(), last.tid)),
+        };
+        let mut done = std::mem::replace(&mut self.levels[level], next);
+        self.write_out(&mut done, level)?;
+        self.add_downlink(level, done.low, done.block)
+    }
+
+    /// Add the downlink (`low` -> `block`) of a finished page of `level`
+    /// to the level above, starting that level with minus infinity if the
+    /// page is the first of its level.
+    fn add_downlink(
+        &mut self,
+        level: usize,
+        low: Option<(Vec<u8>, Tid)>,
+        block: BlockNumber,
+    ) -> Result<()> {
+        match low {
+            Some((key, tid)) => self.add(level + 1, &key, tid, Some(block)),
+            None => {
+                if self.levels.len() != level + 1 {
+                    return Err(self
+                        .index
+                        .page_id(block)
+                        .corrupt("sorted build: a second first page on one level"));
+                }
+                let dest = self.index.pool.extend(self.index.relfork(), None)?;
+                let mut buf = fresh_page(level as u32 + 1);
+                page::append_item(&mut buf, &[], TID_MIN, Some(block), true);
+                self.levels.push(Level {
+                    buf,
+                    block: dest.block(),
+                    dest: Some(dest),
+                    items: 1,
+                    low: None,
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// Step 3: copy a finished page into its buffer and log its image; the
+    /// leftmost leaf is kept for the last record instead.
+    fn write_out(&mut self, st: &mut Level<'p>, level: usize) -> Result<()> {
+        TreePage::parse(&st.buf, self.index.page_id(st.block))?;
+        if level == 0 {
+            self.stats.leaf_pages += 1;
+        } else {
+            self.stats.internal_pages += 1;
+        }
+        match st.dest.take() {
+            Some(mut page) => {
+                page[POOL_HEADER..].copy_from_slice(&st.buf[POOL_HEADER..]);
+                record::log(
+                    self.index.wal.as_deref(),
+                    record::NEWPAGES,
+                    &mut [&mut page],
+                    &[],
+                    true,
+                )?;
+                if self.index.wal.is_some() {
+                    self.stats.wal_records += 1;
+                }
+            }
+            None => self.first_leaf = Some(std::mem::take(&mut st.buf)),
+        }
+        Ok(())
+    }
+
+    /// Step 4: finish the last page of every level, bottom-up; returns the
+    /// root (block, level).
+    fn finish(&mut self) -> Result<(BlockNumber, u32)> {
+        let mut level = 0;
+        loop {
+            let top = level + 1 == self.levels.len();
+            let mut st = std::mem::replace(
+                &mut self.levels[level],
+                Level {
+                    buf: Vec::new(),
+                    block: 0,
+                    dest: None,
+                    items: 0,
+                    low: None,
+                },
+            );
+            if top {
+                let flags = page::flags_of(&st.buf);
+                page::set_flags(&mut st.buf, flags | ROOT);
+            }
+            self.write_out(&mut st, level)?;
+            if top {
+                return Ok((st.block, level as u32));
+            }
+            self.add_downlink(level, st.low, st.block)?;
+            level += 1;
+        }
+    }
+}
+
+impl Index {
+    /// Build this index, which must be empty (as [`Index::create`] left
+    /// it), bottom-up from `entries` in strictly ascending (key, TID) order,
+    /// as PostgreSQL's `nbtsort.c` does: leaves filled to
+    /// [`LEAF_FILLFACTOR`] = 90%, internal pages to [`NONLEAF_FILLFACTOR`]
+    /// = 70%, with the high keys, right links and downlinks a sequence of
+    /// inserts would make, so that searches, inserts, vacuum, `verify` and
+    /// redo work on the result as on any tree. A WAL-logged index logs every
+    /// page as a full image (`NEWPAGES`), the root leaf and meta page last
+    /// in one record, so a crash before the end leaves the index empty.
+    ///
+    /// Errors (the index stays empty): the index is not empty
+    /// (`BadOptions`); an entry not above the one before it
+    /// (`UnsortedBuild`, naming the index and the entry's position); on a
+    /// unique index, two entries with the same key (`UniqueViolation`: every
+    /// entry counts as live); a key of the wrong type or too long.
+    ///
+    /// The index's root leaf and meta page stay locked while `entries` is
+    /// iterated: the iterator must not use this index. Concurrent users of
+    /// the index wait for the build to end.
+    pub fn build_sorted(
+        &self,
+        entries: impl IntoIterator<Item = (Key, Tid)>,
+    ) -> Result<BuildStats> {
+        let (root_block, root_level) = self.root(true)?;
+        let not_empty = |detail: String| BtreeError::BadOptions {
+            index: self.name.clone(),
+            detail: format!("build_sorted needs an empty index: {detail}"),
+        };
+        if root_level != 0 {
+            return Err(not_empty(format!("the root is at level {root_level}")));
+        }
+        let mut root = self.lock_exclusive(root_block)?;
+        {
+            let tp = TreePage::parse(&root, self.page_id(root_block))?;
+            if !tp.is_root() || !tp.is_leaf() || tp.data_len() != 0 {
+                return Err(not_empty(format!(
+                    "the root leaf (block {root_block}) holds {} entries",
+                    tp.data_len()
+                )));
+            }
+        }
+        let mut meta = self.lock_exclusive(META_BLOCK)?;
+        let mut m = Meta::read(&meta, self.page_id(META_BLOCK))?;
+        if m.root != root_block || m.root_level != 0 {
+            return Err(not_empty("a new root was made meanwhile".into()));
+        }
+
+        let mut b = Builder {
+            index: self,
+            levels: vec![Level {
+                buf: fresh_page(0),
+                block: root_block,
+                dest: None,
+                items: 0,
+                low: None,
+            }],
+            first_leaf: None,
+            stats: BuildStats::default(),
+        };
+        let mut prev_key: Vec<u8> = Vec::new();
+        let mut prev_tid = TID_MIN;
+        for (position, (key, tid)) in entries.into_iter().enumerate() {
+            self.check_key(&key)?;
+            let inline;
+            let kb: &[u8] = match &key {
+                Key::I64(v) => {
+                    inline = Key::encode_i64(*v);
+                    &inline
+                }
+                Key::Bytes(bytes) => bytes,
+            };
+            if position > 0 {
+                if self.unique && kb == prev_key.as_slice() {
+                    return Err(BtreeError::UniqueViolation {
+                        index: self.name.clone(),
+                        key,
+                    });
+                }
+                if (prev_key.as_slice(), prev_tid) >= (kb, tid) {
+                    return Err(BtreeError::UnsortedBuild {
+                        index: self.name.clone(),
+                        position: position as u64,
+                        detail: format!(
+                            "entry {key} -> {tid} is not above the entry before it, {} -> {prev_tid}",
+                            Key::decode(self.key_type, &prev_key)
+                                .map_or_else(|| format!("{prev_key:?}"), |k| k.to_string())
+                        ),
+                    });
+                }
+            }
+            b.add(0, kb, tid, None)?;
+            b.stats.entries += 1;
+            prev_key.clear();
+            prev_key.extend_from_slice(kb);
+            prev_tid = tid;
+        }
+        if b.stats.entries == 0 {
+            return Ok(BuildStats::default());
+        }
+        let (new_root, new_level) = b.finish()?;
+        let first = b.first_leaf.take().ok_or_else(|| {
+            self.page_id(root_block)
+                .corrupt("sorted build lost its first leaf")
+        })?;
+        // Step 5: the leftmost leaf and the meta page, in one record.
+        root[POOL_HEADER..].copy_from_slice(&first[POOL_HEADER..]);
+        m.root = new_root;
+        m.root_level = new_level;
+        m.write(&mut meta);
+        record::log(
+            self.wal.as_deref(),
+            record::NEWPAGES,
+            &mut [&mut root, &mut meta],
+            &[],
+            true,
+        )?;
+        if self.wal.is_some() {
+            b.stats.wal_records += 1;
+        }
+        self.set_root_cache(new_root, new_level);
+        b.stats.root_level = new_level;
+        Ok(b.stats)
+    }
+}
