@@ -154,8 +154,9 @@ pub struct BulkProgress {
     pub bytes: u64,
     /// Pages the table grew by.
     pub pages: u64,
-    /// Dirty pages the loader wrote out itself (ring emulation, see
-    /// [`Database::bulk_load`]).
+    /// Pages written during the load by the bulk-write ring (into an empty
+    /// table: the pool's ring writes while it ran) or by the loader's own
+    /// evictions (into a table with pages; see [`Database::bulk_load`]).
     pub pages_written: u64,
     pub elapsed: Duration,
     /// The last report: the load committed.
@@ -632,25 +633,116 @@ impl Database {
     /// WAL-logged, calling `progress` every `Options::bulk_load_progress_every`
     /// rows and once at the end (`done`).
     ///
-    /// The bulk-write ring: heap inserts take no ring, so the loader does
-    /// what the ring is for by hand. Each time the table has grown by a
-    /// ring's worth of pages (the pool's bulk-write ring size, capped at
-    /// pool / 8), the loader writes and evicts the table's unpinned pages
-    /// itself (`evict_relation`, which flushes the WAL first), so the load
-    /// neither floods the pool nor leaves its dirty pages to other threads.
-    /// With rings off it does not, and the load goes through the pool like
-    /// any insert.
+    /// Into an **empty** table (PostgreSQL's COPY into a new table + CREATE
+    /// INDEX): the table is held exclusively for the load (its readers and
+    /// writers wait), the rows go onto new pages filled whole through the
+    /// bulk-write ring (`heap::BulkWriter`: one full-page WAL record per
+    /// page; recycling a ring slot writes its page, so the load writes its
+    /// own pages and leaves the rest of the pool alone), and each index is
+    /// built afterwards bottom-up from its sorted entries
+    /// (`btree::Index::build_sorted`). A duplicate key in a unique index
+    /// fails the load like a bad row.
     ///
-    /// Every index of the table gets its entries as each row goes in (no
-    /// bottom-up build); a unique violation fails the load like a bad row.
+    /// Into a table that has pages already, rows are inserted one by one,
+    /// each index maintained as they go in; each time the table has grown by
+    /// a ring's worth of pages the loader writes and evicts the table's
+    /// unpinned pages itself (`evict_relation`), the bulk-write ring's job
+    /// done by hand. With rings off neither ring is used.
     pub fn bulk_load(
         &self,
         table: &str,
         rows: impl IntoIterator<Item = Row>,
-        mut progress: impl FnMut(BulkProgress),
+        progress: impl FnMut(BulkProgress),
     ) -> Result<BulkProgress> {
         let c = self.core();
         let t = c.table(table)?;
+        let exclusive = t.dropped.write();
+        if *exclusive {
+            return Err(EngineError::UnknownTable { name: table.into() });
+        }
+        let empty = t
+            .heap
+            .nblocks()
+            .map_err(EngineError::heap(format!("bulk load into {table:?}")))?
+            == 0;
+        if empty {
+            return self.load_empty(&t, rows, progress);
+        }
+        drop(exclusive);
+        self.load_rows(&t, rows, progress)
+    }
+
+    /// `bulk_load` into an empty table, which the caller holds exclusively.
+    fn load_empty(
+        &self,
+        t: &TableHandle,
+        rows: impl IntoIterator<Item = Row>,
+        mut progress: impl FnMut(BulkProgress),
+    ) -> Result<BulkProgress> {
+        let c = self.core();
+        let table = &t.info.name;
+        let every = c.options.bulk_load_progress_every;
+        let ring_writes = |c: &Core| -> u64 {
+            c.pool
+                .stats()
+                .partitions
+                .iter()
+                .map(|p| p.writes_ring)
+                .sum()
+        };
+        let written_before = ring_writes(c);
+        let indexes: Vec<Arc<IndexHandle>> = t.indexes.read().clone();
+        let txn = c.tm.begin()?;
+        let started = Instant::now();
+        let mut p = BulkProgress::default();
+        let mut entries: Vec<Vec<(btree::Key, Tid)>> = vec![Vec::new(); indexes.len()];
+        let mut writer = t
+            .heap
+            .bulk_writer(txn.xid(), c.pool.ring(RingKind::BulkWrite));
+        for row in rows {
+            let bytes = encode_row(table, &t.info.columns, &row)?;
+            index::check_key_sizes(&indexes, &row)?;
+            let tid = writer
+                .insert(&bytes)
+                .map_err(crate::transaction::map_heap(table, "bulk load"))?;
+            for (ix, e) in indexes.iter().zip(&mut entries) {
+                if let Some(key) = index::value_key(&row[ix.info.column]) {
+                    e.push((key, tid));
+                }
+            }
+            p.rows += 1;
+            p.bytes += bytes.len() as u64;
+            if p.rows % every == 0 {
+                p.pages = writer.stats().pages;
+                p.pages_written = ring_writes(c) - written_before;
+                p.elapsed = started.elapsed();
+                progress(p);
+            }
+        }
+        p.pages = writer
+            .finish()
+            .map_err(crate::transaction::map_heap(table, "bulk load"))?
+            .pages;
+        for (ix, e) in indexes.iter().zip(entries) {
+            index::build_from_entries(t, ix, e, txn.xid(), &*c.tm)?;
+        }
+        txn.commit()?;
+        p.pages_written = ring_writes(c) - written_before;
+        p.elapsed = started.elapsed();
+        p.done = true;
+        progress(p);
+        Ok(p)
+    }
+
+    /// `bulk_load` into a table with pages: row by row (see `bulk_load`).
+    fn load_rows(
+        &self,
+        t: &TableHandle,
+        rows: impl IntoIterator<Item = Row>,
+        mut progress: impl FnMut(BulkProgress),
+    ) -> Result<BulkProgress> {
+        let c = self.core();
+        let table = &t.info.name;
         let every = c.options.bulk_load_progress_every;
         let ring_pages = c.pool.ring(RingKind::BulkWrite).map(|r| r.len() as u64);
         let rf = RelFork::main(t.info.rel);
@@ -667,7 +759,9 @@ impl Database {
             let bytes = encode_row(table, &t.info.columns, &row)?;
             let guard = t.dropped.read();
             if *guard {
-                return Err(EngineError::UnknownTable { name: table.into() });
+                return Err(EngineError::UnknownTable {
+                    name: table.clone(),
+                });
             }
             let indexes = t.indexes.read();
             index::check_key_sizes(&indexes, &row)?;
@@ -675,7 +769,7 @@ impl Database {
                 .heap
                 .insert(txn.xid(), &bytes)
                 .map_err(crate::transaction::map_heap(table, "bulk load"))?;
-            index::insert_entries(&t, &indexes, &row, tid, txn.xid(), &*c.tm)?;
+            index::insert_entries(t, &indexes, &row, tid, txn.xid(), &*c.tm)?;
             drop(indexes);
             drop(guard);
             p.rows += 1;

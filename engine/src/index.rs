@@ -287,20 +287,59 @@ pub(crate) fn insert_entry(
     own: Xid,
     tm: &dyn TransactionStatus,
 ) -> Result<()> {
-    let Some(key) = value_key(&row[ix.info.column]) else {
-        return Ok(());
-    };
+    match value_key(&row[ix.info.column]) {
+        Some(key) => insert_key(t, ix, &key, tid, own, tm),
+        None => Ok(()),
+    }
+}
+
+/// Add the entry `(key, tid)` to index `ix` (unique checks as rule 3 says).
+fn insert_key(
+    t: &TableHandle,
+    ix: &IndexHandle,
+    key: &Key,
+    tid: Tid,
+    own: Xid,
+    tm: &dyn TransactionStatus,
+) -> Result<()> {
     let check = UniqueCheck {
         heap: &t.heap,
         tm,
         own,
         columns: &t.info.columns,
         column: ix.info.column,
-        key: &key,
+        key,
     };
     ix.btree
-        .insert(&key, tid, &check)
+        .insert(key, tid, &check)
         .map_err(map_btree(ix, "insert"))
+}
+
+/// Fill the empty index `ix` with `entries` (in any order): sorted, then
+/// built bottom-up (`btree::Index::build_sorted`: leaves packed to its
+/// fillfactor, each page logged whole once) — unless `ix` is unique and two
+/// entries share a key, which takes the liveness check of rule 3 (one may
+/// be a dead version): then entry by entry, in key order. Returns the
+/// number of entries.
+pub(crate) fn build_from_entries(
+    t: &TableHandle,
+    ix: &IndexHandle,
+    mut entries: Vec<(Key, Tid)>,
+    own: Xid,
+    tm: &dyn TransactionStatus,
+) -> Result<u64> {
+    entries.sort_unstable();
+    let n = entries.len() as u64;
+    if ix.info.unique && entries.windows(2).any(|w| w[0].0 == w[1].0) {
+        for (key, tid) in &entries {
+            insert_key(t, ix, key, *tid, own, tm)?;
+        }
+    } else {
+        ix.btree
+            .build_sorted(entries)
+            .map_err(map_btree(ix, "build"))?;
+    }
+    Ok(n)
 }
 
 /// Before an update: would `row` conflict in a unique index with a row
@@ -409,8 +448,9 @@ pub(crate) fn for_each_tuple(
 /// Build index `ix` over the table's existing tuples: every tuple not yet
 /// dead to every snapshot (`horizon`) gets its entry, so snapshots older
 /// than the index still find what they see (PostgreSQL indexes
-/// RECENTLY_DEAD tuples too). Runs as transaction `own` with the table
-/// locked exclusively; a unique index fails on a live duplicate.
+/// RECENTLY_DEAD tuples too). The entries are gathered, sorted and built
+/// bottom-up (`build_from_entries`). Runs as transaction `own` with the
+/// table locked exclusively; a unique index fails on a live duplicate.
 pub(crate) fn build(
     t: &TableHandle,
     ix: &IndexHandle,
@@ -419,8 +459,8 @@ pub(crate) fn build(
     tm: &dyn TransactionStatus,
     ring: Option<Ring>,
 ) -> Result<u64> {
-    let mut n = 0u64;
     let columns = &t.info.columns;
+    let mut entries = Vec::new();
     for_each_tuple(t, ring, |tid, h, data| {
         if dead_to_everyone(h, horizon, tm) {
             return Ok(());
@@ -430,11 +470,12 @@ pub(crate) fn build(
             row_id: tid,
             detail: d,
         })?;
-        insert_entry(t, ix, &row, tid, own, tm)?;
-        n += 1;
+        if let Some(key) = value_key(&row[ix.info.column]) {
+            entries.push((key, tid));
+        }
         Ok(())
     })?;
-    Ok(n)
+    build_from_entries(t, ix, entries, own, tm)
 }
 
 /// The heap's rows as `btree::verify` wants them for index `ix`: every tuple

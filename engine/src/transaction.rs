@@ -530,8 +530,9 @@ impl Transaction {
     }
 
     /// The visible rows of `t` whose column `ix` indexes hold `key`, to `f`
-    /// (which returns whether to go on). The B-tree's TIDs are gathered
-    /// first, so no heap page is locked under a leaf lock here.
+    /// (which returns whether to go on): the B-tree's point lookup hands
+    /// over each entry's TID with no index page locked, and the heap page
+    /// is pinned once for the fetch, the visibility check and `f`.
     fn each_match(
         &self,
         t: &TableHandle,
@@ -539,27 +540,34 @@ impl Transaction {
         key: &Key,
         mut f: impl FnMut(RowRef<'_>) -> Result<bool>,
     ) -> Result<()> {
-        let tids = ix.btree.lookup(key).map_err(map_btree(ix, "lookup"))?;
         let col = col_of(&t.info, ix.info.column);
         let name = &t.info.name;
         let tm = &*self.core().tm;
-        for tid in tids {
-            let went_on = t
-                .heap
-                .fetch_with(tid, self.snapshot(), tm, |bytes| {
-                    let row = RowRef::new(tid, bytes, &t.info);
-                    if !key_matches(&row, col, key)? {
-                        return Ok(true);
+        let snap = self.snapshot();
+        let mut failed = None;
+        ix.btree
+            .lookup_each(key, |tid| {
+                let fetched = t
+                    .heap
+                    .fetch_with(tid, snap, tm, |bytes| {
+                        let row = RowRef::new(tid, bytes, &t.info);
+                        if !key_matches(&row, col, key)? {
+                            return Ok(true);
+                        }
+                        f(row)
+                    })
+                    .map_err(map_heap(name, "index fetch"));
+                match fetched {
+                    Ok(None) | Ok(Some(Ok(true))) => true,
+                    Ok(Some(Ok(false))) => false,
+                    Ok(Some(Err(e))) | Err(e) => {
+                        failed = Some(e);
+                        false
                     }
-                    f(row)
-                })
-                .map_err(map_heap(name, "index fetch"))?
-                .transpose()?;
-            if went_on == Some(false) {
-                break;
-            }
-        }
-        Ok(())
+                }
+            })
+            .map_err(map_btree(ix, "lookup"))?;
+        failed.map_or(Ok(()), Err)
     }
 
     /// Call `f` on every row this transaction sees, in row-id order, a page
