@@ -43,6 +43,19 @@ pub enum BenchError {
     /// A worker thread panicked.
     #[error("worker thread panicked: {0}")]
     Panic(String),
+    /// SQLite failed (`compare-sqlite`, built with `--features sqlite`).
+    #[error("SQLite: {0}")]
+    Sqlite(String),
+    /// The scenario needs a cargo feature this build does not have.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+#[cfg(feature = "sqlite")]
+impl From<rusqlite::Error> for BenchError {
+    fn from(e: rusqlite::Error) -> Self {
+        BenchError::Sqlite(e.to_string())
+    }
 }
 
 pub type Result<T, E = BenchError> = std::result::Result<T, E>;

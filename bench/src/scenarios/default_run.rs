@@ -308,7 +308,8 @@ mod tests {
         }
         use clap::Subcommand;
         let cmd = ScenarioKind::augment_subcommands(clap::Command::new("bench"));
-        assert_eq!(all.len(), cmd.get_subcommands().count());
+        let unavailable = usize::from(!crate::scenarios::compare_sqlite::AVAILABLE);
+        assert_eq!(all.len() + unavailable, cmd.get_subcommands().count());
     }
 
     #[test]

@@ -169,7 +169,7 @@ pub struct IndexResidencyReport {
     pub data_check: DataCheck,
 }
 
-fn columns() -> Vec<Column> {
+pub fn columns() -> Vec<Column> {
     vec![
         Column::new("id", ColumnType::I64),
         Column::new("k1", ColumnType::I64),
@@ -181,7 +181,7 @@ fn columns() -> Vec<Column> {
 
 /// Three independent random permutations of 1..=n (as u32): k_j of row
 /// `id` is `perms[j][id - 1]`.
-fn key_permutations(n: u64) -> [Vec<u32>; 3] {
+pub fn key_permutations(n: u64) -> [Vec<u32>; 3] {
     let mut rng = SmallRng::seed_from_u64(SEED);
     std::array::from_fn(|_| {
         let mut p: Vec<u32> = (1..=n as u32).collect();

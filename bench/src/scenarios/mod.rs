@@ -13,6 +13,7 @@ use crate::common::{
 use crate::error::Result;
 
 pub mod bulkload;
+pub mod compare_sqlite;
 pub mod default_run;
 pub mod hint_bits;
 pub mod index_residency;
@@ -44,6 +45,8 @@ pub enum ScenarioKind {
     ScanResistance(scan_resistance::ScanResistanceArgs),
     /// Zipfian probes through 3 secondary indexes, heap ~4 x pool: evictor x partitions, 5 runs (seed 001)
     IndexResidency(index_residency::IndexResidencyArgs),
+    /// The engine beside SQLite on the same data: lookups, scans, bulk load, zipf probes (needs --features sqlite)
+    CompareSqlite(compare_sqlite::Args),
 }
 
 /// The scenarios of the run with no scenario named, in order.
@@ -66,6 +69,7 @@ impl ScenarioKind {
             ScenarioKind::Bulkload(_) => bulkload::NAME,
             ScenarioKind::ScanResistance(_) => scan_resistance::NAME,
             ScenarioKind::IndexResidency(_) => index_residency::NAME,
+            ScenarioKind::CompareSqlite(_) => compare_sqlite::NAME,
         }
     }
 
@@ -130,6 +134,7 @@ impl ScenarioKind {
                 evictor: EvictorChoice::Both,
                 quick_pool_mib: QUICK_POOL_MIB,
             },
+            ScenarioKind::CompareSqlite(_) => compare_sqlite::defaults(),
         }
     }
 
@@ -191,6 +196,10 @@ impl ScenarioKind {
                     settings,
                 )?)
             }
+            ScenarioKind::CompareSqlite(args) => Box::new(common::finish(
+                compare_sqlite::run(settings, &args)?,
+                settings,
+            )?),
         })
     }
 
@@ -234,13 +243,23 @@ impl ScenarioKind {
             ScenarioKind::Bulkload(_) if args.ring.is_none() => {
                 s.rings = vec![false, true];
             }
+            ScenarioKind::CompareSqlite(_) => compare_sqlite::adjust_settings(args, &mut s),
             _ => {}
         }
         Ok(s)
     }
 
-    /// Every scenario, in declaration order, with its own options at their
-    /// defaults (what `bench all` runs).
+    /// Whether this build can run the scenario (`compare-sqlite` needs the
+    /// `sqlite` feature).
+    pub fn available(self) -> bool {
+        match self {
+            ScenarioKind::CompareSqlite(_) => compare_sqlite::AVAILABLE,
+            _ => true,
+        }
+    }
+
+    /// Every scenario this build can run, in declaration order, with its
+    /// own options at their defaults (what `bench all` runs).
     pub fn all() -> Vec<ScenarioKind> {
         use clap::{FromArgMatches, Subcommand};
         let cmd = || ScenarioKind::augment_subcommands(clap::Command::new("bench"));
@@ -254,6 +273,7 @@ impl ScenarioKind {
                 let m = cmd().try_get_matches_from(["bench", name.as_str()]).ok()?;
                 ScenarioKind::from_arg_matches(&m).ok()
             })
+            .filter(|k| k.available())
             .collect()
     }
 }
