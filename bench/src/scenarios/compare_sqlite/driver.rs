@@ -906,7 +906,8 @@ pub fn run(settings: &Settings, p: &Params) -> Result<CompareReport> {
         engine_settings: format!(
             "engine defaults (synchronous commit with fdatasync, checksums on, clock \
              evictor, background writer and checkpointer) except the pool and {} pool \
-             partition(s); today's read API: begin + index_lookup / scan + commit",
+             partition(s); read paths: handles, begin + lookup_each / scan_each + commit \
+             (a reader's commit writes nothing)",
             settings.partitions.first().copied().unwrap_or(1)
         ),
         accounts_data,

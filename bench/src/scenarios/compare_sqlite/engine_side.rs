@@ -1,9 +1,11 @@
 //! The engine's side of `compare-sqlite`, one small function per workload,
-//! written against today's read API (`db.begin()` + `index_lookup` /
-//! `scan` + `commit()` in the default, synchronous commit mode). When the
-//! read path changes (read-only transactions, borrowed-row scans with
-//! projection and predicate, table handles), these are the functions to
-//! rewrite; the driver only calls them.
+//! on the engine's fast read paths: resolved handles (`table_handle`,
+//! `index_handle`, `Table::column`), transactions that take no xid until
+//! they write (so `begin` + lookups + `commit` of a reader writes no
+//! commit record and waits for no fsync), `lookup_each` (the B-tree's
+//! point lookup, one heap pin per match, the row borrowed on its page) and
+//! `scan_each` (each visible row a `RowRef` on the share-locked page, only
+//! the column asked for decoded). The driver only calls these.
 //!
 //! Compiled in every build (not only with `--features sqlite`), so an API
 //! change that breaks them shows in a plain `cargo build`.
@@ -17,12 +19,8 @@ use super::{ABALANCE, AID, Accounts, K, K_INDEX, TABLE, Tally};
 use crate::error::{BenchError, Result};
 use crate::scenarios::index_residency::INDEXES as ZIPF_INDEXES;
 
-fn i64_at(row: &[Value], col: usize) -> Option<i64> {
-    row.get(col).and_then(Value::as_i64)
-}
-
 /// Workloads 1-3: look up `keys` by k, `per_txn` per transaction
-/// (`begin`, `index_lookup` each, `commit`), until the keys run out or
+/// (`begin`, `lookup_each` each, `commit`), until the keys run out or
 /// `stop` is set (looked at between transactions). Every lookup goes to
 /// `tally` (its aids). Returns the keys used.
 pub fn engine_lookups(
@@ -32,6 +30,11 @@ pub fn engine_lookups(
     stop: &AtomicBool,
     tally: &mut Tally<'_>,
 ) -> Result<usize> {
+    let by_k = db.index_handle(K_INDEX)?;
+    let table = by_k.table();
+    let (aid, k) = (table.column("aid")?, table.column("k")?);
+    debug_assert_eq!((aid.index(), k.index()), (AID, K));
+    let mut aids = Vec::new();
     let mut used = 0;
     for chunk in keys.chunks(per_txn.max(1)) {
         if stop.load(Ordering::Relaxed) {
@@ -39,14 +42,19 @@ pub fn engine_lookups(
         }
         let txn = db.begin()?;
         for &key in chunk {
-            let rows = txn.index_lookup(K_INDEX, &Value::I64(key))?;
-            if let Some((_, r)) = rows.iter().find(|(_, r)| i64_at(r, K) != Some(key)) {
+            aids.clear();
+            let mut wrong = None;
+            txn.lookup_each(&by_k, &Value::I64(key), |row| {
+                if row.i64(k)? != key {
+                    wrong.get_or_insert(row.to_row()?);
+                }
+                aids.push(row.i64(aid)?);
+                Ok(())
+            })?;
+            if let Some(r) = wrong {
                 tally.bad_row(format!("engine: lookup of k = {key} returned {r:?}"));
             }
-            tally.lookup(
-                key as u64,
-                rows.iter().map(|(_, r)| i64_at(r, AID).unwrap_or(i64::MIN)),
-            );
+            tally.lookup(key as u64, aids.iter().copied());
         }
         txn.commit()?;
         used += chunk.len();
@@ -56,34 +64,37 @@ pub fn engine_lookups(
 
 /// Workload 4: a full scan counting the rows whose abalance is -1.
 pub fn engine_scan_count(db: &Database) -> Result<u64> {
+    let table = db.table_handle(TABLE)?;
+    let abalance = table.column("abalance")?;
+    debug_assert_eq!(abalance.index(), ABALANCE);
     let txn = db.begin()?;
     let mut n = 0u64;
-    for r in txn.scan(TABLE)? {
-        let (_, row) = r?;
-        if row.get(ABALANCE) == Some(&Value::I64(-1)) {
-            n += 1;
-        }
-    }
+    txn.scan_each(&table, |row| {
+        n += u64::from(row.i64(abalance)? == -1);
+        Ok(())
+    })?;
     txn.commit()?;
     Ok(n)
 }
 
 /// Workload 5: a full scan summing k.
 pub fn engine_scan_sum(db: &Database) -> Result<i64> {
+    let table = db.table_handle(TABLE)?;
+    let k = table.column("k")?;
     let txn = db.begin()?;
     let mut sum = 0i64;
-    for r in txn.scan(TABLE)? {
-        let (_, row) = r?;
-        sum += i64_at(&row, K)
-            .ok_or_else(|| BenchError::Data(format!("engine: a row of {TABLE} without k")))?;
-    }
+    txn.scan_each(&table, |row| {
+        sum += row.i64(k)?;
+        Ok(())
+    })?;
     txn.commit()?;
     Ok(sum)
 }
 
 /// Workload 6: open a fresh database in `dir` with `options`, create the
-/// table and its index on k (the index first: `bulk_load` maintains it row
-/// by row), and `bulk_load` every row in one transaction. Returns the open
+/// table and its index on k, and `bulk_load` every row in one transaction
+/// (into the empty table: pages written whole through the bulk-write ring,
+/// the index built bottom-up from its sorted entries). Returns the open
 /// database (the caller checks it, then closes it).
 pub fn engine_bulk_load(dir: &Path, options: Options, data: &Accounts) -> Result<Database> {
     let db = Database::open(dir, options)?;
@@ -111,6 +122,12 @@ pub fn engine_zipf_probes(
     stop: &AtomicBool,
     tally: &mut Tally<'_>,
 ) -> Result<usize> {
+    let indexes = ZIPF_INDEXES
+        .iter()
+        .map(|name| db.index_handle(name))
+        .collect::<engine::Result<Vec<_>>>()?;
+    let cols = indexes[0].table().columns();
+    let mut ids = Vec::new();
     let mut used = 0;
     for chunk in probes.chunks(per_txn.max(1)) {
         if stop.load(Ordering::Relaxed) {
@@ -120,17 +137,22 @@ pub fn engine_zipf_probes(
         for &probe in chunk {
             let j = (probe >> 32) as usize;
             let key = (probe & 0xFFFF_FFFF) as i64;
-            let rows = txn.index_lookup(ZIPF_INDEXES[j], &Value::I64(key))?;
-            if let Some((_, r)) = rows.iter().find(|(_, r)| i64_at(r, 1 + j) != Some(key)) {
+            ids.clear();
+            let mut wrong = None;
+            txn.lookup_each(&indexes[j], &Value::I64(key), |row| {
+                if row.i64(cols[1 + j])? != key {
+                    wrong.get_or_insert(row.to_row()?);
+                }
+                ids.push(row.i64(cols[0])?);
+                Ok(())
+            })?;
+            if let Some(r) = wrong {
                 tally.bad_row(format!(
                     "engine: probe of {} = {key} returned {r:?}",
                     ZIPF_INDEXES[j]
                 ));
             }
-            tally.lookup(
-                probe,
-                rows.iter().map(|(_, r)| i64_at(r, 0).unwrap_or(i64::MIN)),
-            );
+            tally.lookup(probe, ids.iter().copied());
         }
         txn.commit()?;
         used += chunk.len();

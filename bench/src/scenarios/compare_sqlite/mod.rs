@@ -11,11 +11,11 @@
 //!            WAL, synchronous=FULL, cache_size = 2 x the file, one
 //!            connection per thread, warmed by scans of table and index
 //!
-//!   workload                engine (today's API)                 SQLite
-//!   lookup-1   (1,2 thr)    begin; index_lookup; commit          BEGIN; SELECT .. WHERE k=?; COMMIT
-//!   lookup-100 (1,2 thr)    begin; 100 x index_lookup; commit    BEGIN; 100 x SELECT; COMMIT
-//!   scan-count              scan, count abalance == -1           SELECT count(*) .. NOT INDEXED WHERE abalance=-1
-//!   scan-sum                scan, sum k                          SELECT sum(k) .. NOT INDEXED
+//!   workload                engine                               SQLite
+//!   lookup-1   (1,2 thr)    begin; lookup_each; commit           BEGIN; SELECT .. WHERE k=?; COMMIT
+//!   lookup-100 (1,2 thr)    begin; 100 x lookup_each; commit     BEGIN; 100 x SELECT; COMMIT
+//!   scan-count              scan_each, count abalance == -1      SELECT count(*) .. NOT INDEXED WHERE abalance=-1
+//!   scan-sum                scan_each, sum k                     SELECT sum(k) .. NOT INDEXED
 //!   bulk-load               open fresh, create table + index,    BEGIN; CREATE TABLE; N x INSERT;
 //!                           bulk_load N rows (one transaction)   CREATE INDEX; COMMIT
 //!   zipf (2 thr)            t(id, k1, k2, k3, filler 140) of 2.7 M rows (index-residency's data
@@ -24,7 +24,7 @@
 //! ```
 //!
 //! The engine's side of each workload is one function in [`engine_side`]
-//! (written against today's read API), SQLite's one in `sqlite_side`
+//! (handles, `lookup_each`, `scan_each`), SQLite's one in `sqlite_side`
 //! (built with `--features sqlite` only); the driver here times them.
 //! Without the feature, [`run`] fails with a message naming it.
 
