@@ -25,7 +25,7 @@ pub use options::{Options, Partitions, parse_evictor};
 pub use recovery::{RecoveryStats, recover, recover_from};
 pub use reserved::{CATALOG_REL, CLOG_REL, FIRST_USER_REL};
 pub use row::RowRef;
-pub use transaction::{IndexRange, RowIter, Transaction};
+pub use transaction::{IndexRange, RowIter, ScanSummary, Transaction};
 pub use txn::clog::{Clog, ClogStatus, XIDS_PER_PAGE};
 pub use txn::snapshot::RunningSet;
 pub use txn::xact::{

@@ -576,7 +576,7 @@ impl Transaction {
         &self,
         table: impl TableRef,
         mut f: impl FnMut(RowRef<'_>) -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<ScanSummary> {
         let opts = self.default_scan_options();
         self.scan_until(table, opts, |row| f(row).map(|()| true))
     }
@@ -588,20 +588,25 @@ impl Transaction {
     /// on the page: a predicate and a projection are whatever `f` reads,
     /// and nothing is copied. Tables larger than a quarter of the pool are
     /// read through the bulk-read ring (`opts.ring`). The table is held
-    /// against DROP for the whole scan.
+    /// against DROP for the whole scan. Returns what the scan did.
     pub fn scan_until(
         &self,
         table: impl TableRef,
         opts: ScanOptions,
         mut f: impl FnMut(RowRef<'_>) -> Result<bool>,
-    ) -> Result<()> {
+    ) -> Result<ScanSummary> {
         self.with_table(table, |t| {
             let name = &t.info.name;
             let nblocks = t.heap.nblocks().map_err(map_heap(name, "scan"))?;
             let pool = &self.core().pool;
             let mut ring = scan_ring(pool, opts.ring, nblocks);
+            let mut summary = ScanSummary {
+                used_ring: ring.is_some(),
+                ..ScanSummary::default()
+            };
             let mut batch = Vec::new();
             for block in 0..nblocks {
+                summary.pages += 1;
                 let mut stop = None;
                 visit_page(
                     self.core(),
@@ -613,6 +618,7 @@ impl Transaction {
                     &mut batch,
                     |row| {
                         if stop.is_none() {
+                            summary.rows += 1;
                             match f(row) {
                                 Ok(true) => {}
                                 Ok(false) => stop = Some(Ok(())),
@@ -622,10 +628,10 @@ impl Transaction {
                     },
                 )?;
                 if let Some(r) = stop {
-                    return r;
+                    return r.map(|()| summary);
                 }
             }
-            Ok(())
+            Ok(summary)
         })
     }
 
@@ -803,6 +809,17 @@ fn visit_page(
     )
     .map_err(map_heap(name, "scan"))?;
     Ok(())
+}
+
+/// What a [`Transaction::scan_until`] / [`Transaction::scan_each`] did.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScanSummary {
+    /// Pages read (pinned and share-locked once each).
+    pub pages: u64,
+    /// Visible rows handed to the callback.
+    pub rows: u64,
+    /// Whether the pages came through the bulk-read ring.
+    pub used_ring: bool,
 }
 
 /// A row predicate for [`RowIter::matching`].

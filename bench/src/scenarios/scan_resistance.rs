@@ -8,8 +8,8 @@
 //!
 //!   2 lookup threads: txn.get_by_key("accounts", "aid", uniform random aid)
 //!                     (index descent, then the heap page), checked
-//!   1 scan thread:    txn.scan("history") in a loop            ring on (bulk-read ring)
-//!                     txn.scan_with(.., RingChoice::Never)      ring off (Options rings off too)
+//!   1 scan thread:    txn.scan_until("history", ..) in a loop  ring on (bulk-read ring)
+//!                     (borrowed rows: two columns decoded)      ring off: RingChoice::Never (Options rings off too)
 //!                     full speed, throttled to --scan-rate pages/s, or paced to
 //!                     N scan pages per lookup (--pages-per-lookup; the faster side waits)
 //!   sampler:          accounts + accounts_pkey pages resident, every second
@@ -444,8 +444,9 @@ impl Shared {
 fn lookup_worker(db: &Database, n: u64, t: usize, pace: Option<f64>, sh: &Shared) -> Result<()> {
     let mut rng = SmallRng::seed_from_u64(SEED ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9));
     let mut unpublished = 0;
+    let accounts = db.table_handle(ACCOUNTS)?;
     while !sh.stop.load(Ordering::Relaxed) {
-        let txn = db.begin()?;
+        let txn = db.read()?;
         for _ in 0..LOOKUPS_PER_TXN {
             if let Some(ratio) = pace {
                 // Paced: no further ahead of the scan than PACE_SLACK lookups.
@@ -459,7 +460,7 @@ fn lookup_worker(db: &Database, n: u64, t: usize, pace: Option<f64>, sh: &Shared
                 }
             }
             let aid = rng.random_range(1..=n as i64);
-            match txn.get_by_key(ACCOUNTS, "aid", &Value::I64(aid))? {
+            match txn.get_by_key(&accounts, "aid", &Value::I64(aid))? {
                 Some((_, row))
                     if row.first() == Some(&Value::I64(aid))
                         && row.get(1) == Some(&Value::I64(balance(aid))) => {}
@@ -485,25 +486,27 @@ fn lookup_worker(db: &Database, n: u64, t: usize, pace: Option<f64>, sh: &Shared
 fn scan_worker(db: &Database, ring: bool, rate: Option<f64>, rows: u64, sh: &Shared) -> Result<()> {
     let started = Instant::now();
     let mut pages_total = 0u64;
-    while !sh.stop.load(Ordering::Relaxed) {
-        let txn = db.begin()?;
-        let iter = if ring {
-            txn.scan(HISTORY)?
+    let history = db.table_handle(HISTORY)?;
+    let cols = history.columns();
+    let (id, neg) = (cols[0], cols[2]);
+    let opts = ScanOptions {
+        ring: if ring {
+            RingChoice::Auto
         } else {
-            txn.scan_with(
-                HISTORY,
-                ScanOptions {
-                    ring: RingChoice::Never,
-                    hint_mode: db.options().hint_mode,
-                },
-            )?
-        };
-        sh.scan_used_ring.store(iter.uses_ring(), Ordering::Relaxed);
+            RingChoice::Never
+        },
+        hint_mode: db.options().hint_mode,
+    };
+    while !sh.stop.load(Ordering::Relaxed) {
+        let txn = db.read()?;
         let mut seen = 0u64;
         let mut last_block = None;
         let mut complete = true;
-        for r in iter {
-            let (rid, row) = r?;
+        // Each row a borrowed view on its page: the scan decodes only the
+        // two columns it checks, so it streams pages as fast as the pool
+        // hands them out.
+        let summary = txn.scan_until(&history, opts, |row| {
+            let rid = row.id();
             if last_block != Some(rid.block) {
                 last_block = Some(rid.block);
                 sh.scan_pages.fetch_add(1, Ordering::Relaxed);
@@ -519,14 +522,17 @@ fn scan_worker(db: &Database, ring: bool, rate: Option<f64>, rows: u64, sh: &Sha
                 }
                 if sh.stop.load(Ordering::Relaxed) {
                     complete = false;
-                    break;
+                    return Ok(false);
                 }
             }
-            if row.len() != 4 || row.get(2) != Some(&Value::I64(-row[0].as_i64().unwrap_or(0))) {
-                sh.error(format!("history row {rid:?} is {row:?}"));
+            if cols.len() != 4 || row.i64(neg)? != -row.i64(id)? {
+                sh.error(format!("history row {rid:?} is {:?}", row.to_row()));
             }
             seen += 1;
-        }
+            Ok(true)
+        })?;
+        sh.scan_used_ring
+            .store(summary.used_ring, Ordering::Relaxed);
         txn.rollback()?;
         if complete {
             if seen != rows {
