@@ -14,7 +14,7 @@
 //! Open, recovery and close are numbered in the crate README; the code below
 //! follows those numbers.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::error::Error as StdError;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,6 +38,7 @@ use crate::error::{EngineError, Result};
 use crate::index::{self, key_type, map_btree};
 use crate::options::Options;
 use crate::recovery::{RecoveryStats, recover};
+use crate::registry::SnapshotRegistry;
 use crate::reserved::{CLOG_REL, FIRST_USER_REL};
 use crate::transaction::Transaction;
 use crate::txn::Xid;
@@ -82,8 +83,9 @@ pub(crate) struct Core {
     pub catalog_heap: Heap,
     /// DDL runs one at a time (catalog rule 1).
     pub ddl: Mutex<()>,
-    /// xmin of each live transaction's snapshot -> how many hold it.
-    pub snapshots: Mutex<BTreeMap<Xid, usize>>,
+    /// xmin of each live snapshot (transactions, iterators): the vacuum
+    /// horizon (`registry`).
+    pub snapshots: SnapshotRegistry,
     /// One checkpoint at a time (see `checkpointer`).
     pub checkpoint_serial: Arc<Mutex<()>>,
     pub tm: Arc<TransactionManager>,
@@ -235,7 +237,7 @@ impl Database {
             catalog: RwLock::new(CatalogState::default()),
             catalog_heap,
             ddl: Mutex::new(()),
-            snapshots: Mutex::new(BTreeMap::new()),
+            snapshots: SnapshotRegistry::default(),
             checkpoint_serial: Arc::new(Mutex::new(())),
             tm,
             pool,
@@ -1155,37 +1157,30 @@ impl Core {
         self.tm.checkpoint()
     }
 
-    /// Register a snapshot's xmin (taken under the registry lock, so a
-    /// vacuum computing its horizon never misses it).
-    pub fn register_snapshot(&self, take: impl FnOnce() -> heap::Snapshot) -> heap::Snapshot {
-        let mut reg = self.snapshots.lock();
-        let snap = take();
-        *reg.entry(snap.xmin).or_insert(0) += 1;
-        snap
+    /// Register a snapshot's xmin (taken under the registry's lock, so a
+    /// vacuum computing its horizon never misses it); returns the snapshot
+    /// and the registry shard to release it in.
+    pub fn register_snapshot(
+        &self,
+        take: impl FnOnce() -> heap::Snapshot,
+    ) -> (heap::Snapshot, usize) {
+        self.snapshots.register(take)
     }
 
     /// Register `xmin` once more, for an iterator that keeps a snapshot
     /// alive past its transaction (the caller holds a registration already).
-    pub fn register_snapshot_again(&self, xmin: Xid) {
-        *self.snapshots.lock().entry(xmin).or_insert(0) += 1;
+    pub fn register_snapshot_again(&self, xmin: Xid) -> usize {
+        self.snapshots.register_again(xmin)
     }
 
-    pub fn release_snapshot(&self, xmin: Xid) {
-        let mut reg = self.snapshots.lock();
-        if let Some(n) = reg.get_mut(&xmin) {
-            *n -= 1;
-            if *n == 0 {
-                reg.remove(&xmin);
-            }
-        }
+    pub fn release_snapshot(&self, xmin: Xid, shard: usize) {
+        self.snapshots.release(xmin, shard)
     }
 
     /// The oldest xid a live snapshot may treat as running: every snapshot
     /// taken later has an xmin at least the oldest running xid now.
     pub fn vacuum_horizon(&self) -> Xid {
-        let reg = self.snapshots.lock();
-        let running = self.tm.oldest_running();
-        reg.keys().next().map_or(running, |&x| x.min(running))
+        self.snapshots.horizon(|| self.tm.oldest_running())
     }
 
     /// Read the catalog with a fresh snapshot; bootstrap it if empty. With

@@ -8,6 +8,7 @@ pub mod handle;
 mod index;
 pub mod options;
 pub mod recovery;
+mod registry;
 pub mod reserved;
 pub mod row;
 pub mod transaction;

@@ -129,23 +129,25 @@ struct Writer {
 struct SnapshotReg {
     db: Database,
     xmin: Xid,
+    shard: usize,
 }
 
 impl SnapshotReg {
     /// Register `xmin` once more. The caller holds a registration of it
     /// already, so the horizon has not passed it.
     fn again(db: &Database, xmin: Xid) -> SnapshotReg {
-        db.core().register_snapshot_again(xmin);
+        let shard = db.core().register_snapshot_again(xmin);
         SnapshotReg {
             db: db.clone(),
             xmin,
+            shard,
         }
     }
 }
 
 impl Drop for SnapshotReg {
     fn drop(&mut self) {
-        self.db.core().release_snapshot(self.xmin);
+        self.db.core().release_snapshot(self.xmin, self.shard);
     }
 }
 
@@ -156,6 +158,8 @@ pub struct Transaction {
     db: Database,
     /// Taken at begin, with no own xid.
     snapshot: Snapshot,
+    /// The registry shard its xmin is registered in.
+    reg_shard: usize,
     /// Set at the first write.
     writer: OnceLock<Writer>,
     /// Serializes the xid assignment of a transaction shared by threads.
@@ -171,13 +175,14 @@ pub struct Transaction {
 
 impl Transaction {
     pub(crate) fn begin(db: Database, mode: CommitMode, read_only: bool) -> Result<Transaction> {
-        let snapshot = {
+        let (snapshot, reg_shard) = {
             let core = db.core();
             core.register_snapshot(|| core.tm.snapshot())
         };
         Ok(Transaction {
             db,
             snapshot,
+            reg_shard,
             writer: OnceLock::new(),
             assign: Mutex::new(()),
             mode,
@@ -248,7 +253,8 @@ impl Transaction {
     fn finish(&mut self) -> Option<Writer> {
         if !self.finished {
             self.finished = true;
-            self.core().release_snapshot(self.snapshot.xmin);
+            self.core()
+                .release_snapshot(self.snapshot.xmin, self.reg_shard);
         }
         self.writer.take()
     }
