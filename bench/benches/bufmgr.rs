@@ -2,6 +2,7 @@
 //!
 //! ```text
 //!   pin_unpin_hit/{1thread,2threads}   read_buffer + drop of a resident page
+//!   hot100/{1thread,2threads}           the same on 100 hot pages both threads share
 //!   miss_with_eviction/{clock,hotcool}  every access a miss: sweep, evict, pread, checksum
 //!   miss_with_eviction/clock_no_checksum  the same without verifying the checksum
 //!   pread_baseline                      the bare 8 KiB pread of the same blocks
@@ -44,6 +45,11 @@ const POOL_BUFFERS: usize = 1024;
 /// The resident relation of the hit benchmark.
 const HIT_REL: RelId = RelId(10);
 const HIT_BLOCKS: BlockNumber = 64;
+/// The relation of the shared-hot-pages benchmark.
+const HOT_REL: RelId = RelId(12);
+const HOT_BLOCKS: BlockNumber = 100;
+/// Length of each thread's access sequence over the hot pages.
+const HOT_SEQ: usize = 4096;
 /// The relation of the miss benchmark: 16 x the pool (128 MiB).
 const MISS_REL: RelId = RelId(11);
 const MISS_BLOCKS: BlockNumber = 16 * POOL_BUFFERS as BlockNumber;
@@ -52,6 +58,8 @@ fn storage(dir: &Path) -> Arc<FileStorage> {
     let s = Arc::new(FileStorage::open(dir).expect("open storage"));
     bench::data::ensure_relation(&s, HIT_REL, HIT_BLOCKS, POOL_BUFFERS, false)
         .expect("build the hit relation");
+    bench::data::ensure_relation(&s, HOT_REL, HOT_BLOCKS, POOL_BUFFERS, false)
+        .expect("build the hot relation");
     bench::data::ensure_relation(&s, MISS_REL, MISS_BLOCKS, POOL_BUFFERS, false)
         .expect("build the miss relation");
     s
@@ -109,6 +117,71 @@ fn pin_unpin_hit(c: &mut Criterion, storage: &Arc<FileStorage>) {
             start.elapsed()
         })
     });
+    g.finish();
+}
+
+/// A thread's order of visits to the hot pages: every page about equally
+/// often, shuffled with the thread's own seed, so two threads touch the same
+/// page at the same moment only by chance.
+fn hot_order(seed: u64) -> Vec<BlockNumber> {
+    let mut order: Vec<BlockNumber> = (0..HOT_SEQ as BlockNumber)
+        .map(|i| i % HOT_BLOCKS)
+        .collect();
+    order.shuffle(&mut SmallRng::seed_from_u64(seed));
+    order
+}
+
+/// Pin+unpin of 100 resident pages that every thread uses (not disjoint
+/// halves as in `pin_unpin_hit/2threads`). `1thread` and `2threads` use the
+/// same pages and the same per-thread sequences, so one run gives the
+/// scaling: rate(2threads) / rate(1thread) = time(1thread) / time(2threads).
+/// As in `pin_unpin_hit`, `2threads` reports wall time per operation of the
+/// pair (each thread does half), i.e. the inverse of the aggregate rate.
+fn hot100(c: &mut Criterion, storage: &Arc<FileStorage>) {
+    let pool = BufferPool::new(PoolConfig::new(POOL_BUFFERS), storage.clone()).expect("pool");
+    let rf = RelFork::main(HOT_REL);
+    for b in 0..HOT_BLOCKS {
+        hit(&pool, rf, b);
+    }
+    let orders = [hot_order(21), hot_order(22)];
+    // Each thread times itself; the run lasts from the first start to the
+    // last end (a main thread descheduled at the barrier cannot shorten it).
+    let run = |threads: usize, iters: u64| -> Duration {
+        let barrier = Barrier::new(threads);
+        let spans: Vec<(Instant, Instant)> = std::thread::scope(|s| {
+            let handles: Vec<_> = orders
+                .iter()
+                .take(threads)
+                .enumerate()
+                .map(|(t, order)| {
+                    let (pool, barrier) = (&pool, &barrier);
+                    // Thread 0 also does the remainder: iters ops in all.
+                    let n = iters / threads as u64 + u64::from(t == 0) * (iters % threads as u64);
+                    s.spawn(move || {
+                        // Register this thread with the pool before the clock starts.
+                        hit(pool, rf, order[0]);
+                        barrier.wait();
+                        let start = Instant::now();
+                        for i in 0..n as usize {
+                            hit(pool, rf, order[i % HOT_SEQ]);
+                        }
+                        (start, Instant::now())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("hot100 thread"))
+                .collect()
+        });
+        let first = spans.iter().map(|s| s.0).min().expect("a thread");
+        let last = spans.iter().map(|s| s.1).max().expect("a thread");
+        last - first
+    };
+    let mut g = c.benchmark_group("hot100");
+    configure(&mut g);
+    g.bench_function("1thread", |b| b.iter_custom(|iters| run(1, iters)));
+    g.bench_function("2threads", |b| b.iter_custom(|iters| run(2, iters)));
     g.finish();
 }
 
@@ -231,6 +304,7 @@ fn benches(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temporary directory");
     let storage = storage(dir.path());
     pin_unpin_hit(c, &storage);
+    hot100(c, &storage);
     miss_with_eviction(c, &storage);
     sweep_tick(c);
 }

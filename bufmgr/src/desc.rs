@@ -36,7 +36,10 @@
 //! 3. The tag may change only while holding the header lock and the mapping
 //!    partition lock in exclusive mode, and only when the changer holds the one
 //!    pin. It may be read by anyone holding a pin (it cannot change under a
-//!    pin) or the header lock.
+//!    pin) or the header lock. It may also be read with no pin at all, as a
+//!    guess (the lock-free lookup does, before pinning): such a read may be
+//!    stale or mix two tags, and is confirmed by reading it again once pinned
+//!    on a `TAG_VALID` state.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -114,6 +117,12 @@ pub const fn usage(state: u64) -> u64 {
 /// Sentinel for "no relation" in the packed tag.
 const NO_TAG: u64 = u64::MAX;
 
+/// The relation-and-fork word of a tag as the descriptor stores it.
+#[inline]
+const fn pack_relfork(t: BufferTag) -> u64 {
+    ((t.rel.0 as u64) << 8) | t.fork as u64
+}
+
 /// A buffer descriptor: everything about one buffer except its page.
 ///
 /// `#[repr(align(64))]`: one cache line each, so neighbouring buffers' state
@@ -128,6 +137,10 @@ pub struct BufferDesc {
     block: AtomicU32,
     /// The content lock: shared / upgradable (= share-exclusive) / exclusive.
     pub(crate) content: RawRwLock,
+    /// The sweep partition the buffer belongs to (`PartitionMap::partition_of`,
+    /// fixed when the pool opens), kept here so the hit path can find its
+    /// statistics block without a division.
+    part: u32,
     /// Waiters for `IO_IN_PROGRESS` to clear sleep here. The mutex protects
     /// nothing but the sleep itself (the flag is in `state`).
     io_mutex: Mutex<()>,
@@ -154,15 +167,28 @@ pub(crate) type UpgradableMark =
     <RawRwLock as parking_lot::lock_api::RawRwLockUpgrade>::UpgradableGuard;
 
 impl BufferDesc {
+    #[cfg(test)]
     pub(crate) fn new() -> BufferDesc {
+        BufferDesc::in_partition(0)
+    }
+
+    /// A descriptor of a buffer of sweep partition `part`.
+    pub(crate) fn in_partition(part: usize) -> BufferDesc {
         BufferDesc {
             state: AtomicU64::new(0),
             relfork: AtomicU64::new(NO_TAG),
             block: AtomicU32::new(0),
+            part: part as u32,
             content: <RawRwLock as parking_lot::lock_api::RawRwLock>::INIT,
             io_mutex: Mutex::new(()),
             io_done: Condvar::new(),
         }
+    }
+
+    /// The sweep partition of this buffer.
+    #[inline]
+    pub fn partition(&self) -> usize {
+        self.part as usize
     }
 
     /// The current state word.
@@ -185,13 +211,21 @@ impl BufferDesc {
         })
     }
 
+    /// Does the buffer carry `tag`? Two loads and compares of the packed
+    /// words, for the hit path. Under a pin or the header lock the answer is
+    /// exact; without, a guess (rule 3).
+    #[inline]
+    pub fn has_tag(&self, tag: BufferTag) -> bool {
+        self.relfork.load(Ordering::Relaxed) == pack_relfork(tag)
+            && self.block.load(Ordering::Relaxed) == tag.block
+    }
+
     /// Set or clear the tag. The caller follows rule 3.
     pub(crate) fn set_tag(&self, tag: Option<BufferTag>) {
         match tag {
             Some(t) => {
                 self.block.store(t.block, Ordering::Relaxed);
-                self.relfork
-                    .store(((t.rel.0 as u64) << 8) | t.fork as u64, Ordering::Relaxed);
+                self.relfork.store(pack_relfork(t), Ordering::Relaxed);
             }
             None => self.relfork.store(NO_TAG, Ordering::Relaxed),
         }
@@ -419,5 +453,22 @@ mod tests {
         assert_eq!(d.tag().unwrap().rel, RelId(0));
         d.set_tag(None);
         assert_eq!(d.tag(), None);
+    }
+
+    #[test]
+    fn has_tag_agrees_with_tag() {
+        let d = BufferDesc::new();
+        let t = BufferTag::new(RelFork::main(RelId(9)), 4);
+        assert!(!d.has_tag(t));
+        d.set_tag(Some(t));
+        assert!(d.has_tag(t));
+        assert!(!d.has_tag(BufferTag::new(RelFork::main(RelId(9)), 5)));
+        assert!(!d.has_tag(BufferTag::new(RelFork::main(RelId(8)), 4)));
+        assert!(!d.has_tag(BufferTag {
+            fork: Fork::FreeSpace,
+            ..t
+        }));
+        d.set_tag(None);
+        assert!(!d.has_tag(t));
     }
 }

@@ -13,8 +13,12 @@
 //!   [`BufferPool::evict_relation`] (pg_buffercache).
 //!
 //! # A miss, step by step (`BufferAlloc` + `GetVictimBuffer`)
-//! 1. Look the tag up under its mapping partition's shared lock; on a hit, pin
-//!    (the evictor's pin rule) before releasing the lock. Done.
+//! 1. Look the tag up in the mapping table's lock-free read index; pin the
+//!    buffer it names (the evictor's pin rule) and validate it: pinned, it
+//!    must be `TAG_VALID` with our tag (`PoolShared::pin_if_tagged`). If
+//!    the index has nothing or the candidate fails, look up under the mapping
+//!    partition's shared lock and pin before releasing it. On a hit, done
+//!    (waiting for the read if it is still in progress).
 //! 2. Otherwise get a victim without holding any mapping lock: from the ring if
 //!    the caller has one and its current slot is reusable, else from the clock
 //!    sweep of the partition chosen for this thread. The victim comes back
@@ -176,7 +180,9 @@ impl BufferPool {
             id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
             evictor: config.evictor,
             topology,
-            descs: (0..n).map(|_| BufferDesc::new()).collect(),
+            descs: (0..n as BufferId)
+                .map(|id| BufferDesc::in_partition(parts.partition_of(id)))
+                .collect(),
             arena,
             table: BufTable::new(n),
             parts,
@@ -290,6 +296,7 @@ impl BufferPool {
 
     /// Pin block `block` of `rf`, reading it on a miss. With a ring, pins
     /// never raise usage past the first step and victims come from the ring.
+    #[inline]
     pub fn read_buffer(
         &self,
         rf: RelFork,
@@ -641,6 +648,60 @@ impl PoolShared {
         }
     }
 
+    /// The optimistic pin of the hit path: pin buffer `id` (the evictor's pin
+    /// rule) if, pinned, it is the buffer of `tag` in the mapping table.
+    /// Returns `(id, state after the pin)`, or `None` with nothing pinned.
+    ///
+    /// Why a pin validated afterwards is as good as a pin under the mapping
+    /// lock (desc rule 3): the CAS pins only a state with `TAG_VALID`, and
+    /// once our pin is in, nobody can clear `TAG_VALID` or change the tag —
+    /// every path that does (`invalidate_victim`, `forget_if_never_valid`,
+    /// `invalidate_where`) checks under the header lock that no pin but its
+    /// own is held, and a pin CAS never succeeds while the header lock is
+    /// held. So a tag read *after* the pin is stable, and `TAG_VALID` with
+    /// the wanted tag means the map holds `tag -> id` (both change together
+    /// under the partition lock). Since only `TAG_VALID` states are pinned,
+    /// a tagless victim that someone else holds is never pinned here.
+    ///
+    /// The tag is also read before pinning, so a stale index entry (the
+    /// buffer holds another page now) costs two loads and no write. A failed
+    /// validation after the pin (the buffer was retagged between that read
+    /// and the CAS) unpins; the usage bump its pin gave the buffer stays, as
+    /// if the new page had been touched once: harmless to correctness and
+    /// confined to that race. Nothing is counted in the statistics here; the
+    /// caller counts the access once it has a buffer.
+    #[inline]
+    fn pin_if_tagged(&self, id: BufferId, tag: BufferTag, ring: bool) -> Option<(BufferId, u64)> {
+        let d = self.descs.get(id as usize)?;
+        if !d.has_tag(tag) {
+            return None;
+        }
+        let mut s = d.load();
+        let pinned = loop {
+            if s & TAG_VALID == 0 || refcount(s) == REFCOUNT_MASK {
+                return None;
+            }
+            if s & LOCKED != 0 {
+                s = d.wait_header_unlocked();
+                continue;
+            }
+            let new = self.evictor.on_pin(s, ring);
+            match d
+                .state
+                .compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => break new,
+                Err(actual) => s = actual,
+            }
+        };
+        // Pinned with TAG_VALID: the tag cannot change now; is it ours?
+        if !d.has_tag(tag) {
+            d.unpin();
+            return None;
+        }
+        Some((id, pinned))
+    }
+
     fn too_many_pins(tag: BufferTag) -> Error {
         Error::TooManyPins {
             tag,
@@ -648,10 +709,67 @@ impl PoolShared {
         }
     }
 
+    /// `ReadBuffer`: the hit path inline, the rest out of line.
+    #[inline]
     fn read_buffer(
         &self,
         local: &mut Local,
         tag: BufferTag,
+        ring: Option<&mut Ring>,
+        mode: ReadMode,
+    ) -> Result<BufferId> {
+        let ht = HashedTag::new(tag);
+        let use_ring = ring.is_some();
+        // 1. Lookup: the read index without a lock, validated after pinning
+        // (table rule 1). A ring of another pool is refused by the slow path
+        // before anything is pinned.
+        if ring.as_deref().is_none_or(|r| r.pool_id() == self.id)
+            && let Some((id, state)) = self
+                .table
+                .find_unlocked(&ht, |id| self.pin_if_tagged(id, tag, use_ring))
+        {
+            let c = &local.stats.parts[self.desc(id).partition()];
+            bump(&c.accesses, 1);
+            if state & VALID != 0 {
+                bump(&c.hits, 1);
+                return Ok(id);
+            }
+            return self.hit_not_valid(local, id, tag, mode);
+        }
+        self.read_buffer_locked(local, ht, ring, mode)
+    }
+
+    /// A hit on a page that is not valid: being read by someone else, or
+    /// their read failed. Wait, or retry the read. The access is counted.
+    #[cold]
+    fn hit_not_valid(
+        &self,
+        local: &mut Local,
+        id: BufferId,
+        tag: BufferTag,
+        mode: ReadMode,
+    ) -> Result<BufferId> {
+        match self.finish_read(local, id, tag, mode) {
+            Ok(read_by_us) => {
+                if !read_by_us {
+                    bump(&local.stats.parts[self.desc(id).partition()].hits, 1);
+                }
+                Ok(id)
+            }
+            Err(e) => {
+                self.invalidate_victim(id);
+                self.desc(id).unpin();
+                Err(e)
+            }
+        }
+    }
+
+    /// The lookup under the mapping lock, then the miss (steps 1-6).
+    #[inline(never)]
+    fn read_buffer_locked(
+        &self,
+        local: &mut Local,
+        ht: HashedTag,
         ring: Option<&mut Ring>,
         mode: ReadMode,
     ) -> Result<BufferId> {
@@ -662,35 +780,22 @@ impl PoolShared {
                 "a ring was used with a pool it does not belong to".into(),
             ));
         }
-        let ht = HashedTag::new(tag);
+        let tag = ht.tag;
         let use_ring = ring.is_some();
-        // 1. Lookup.
+        // 1. The index had nothing (or only stale candidates): the map.
         let hit = {
             let map = self.table.read(ht.partition());
             map.get(&ht).map(|&id| (id, self.pin(id, use_ring)))
         };
         if let Some((id, state)) = hit {
             let state = state.ok_or_else(|| Self::too_many_pins(tag))?;
-            let part = self.parts.partition_of(id);
+            let part = self.desc(id).partition();
             bump(&local.stats.parts[part].accesses, 1);
             if state & VALID != 0 {
                 bump(&local.stats.parts[part].hits, 1);
                 return Ok(id);
             }
-            // Being read by someone else, or their read failed: wait, or retry it.
-            return match self.finish_read(local, id, tag, mode) {
-                Ok(read_by_us) => {
-                    if !read_by_us {
-                        bump(&local.stats.parts[part].hits, 1);
-                    }
-                    Ok(id)
-                }
-                Err(e) => {
-                    self.invalidate_victim(id);
-                    self.desc(id).unpin();
-                    Err(e)
-                }
-            };
+            return self.hit_not_valid(local, id, tag, mode);
         }
 
         // 2-4. A clean, tagless victim, pinned by us.
@@ -705,7 +810,7 @@ impl PoolShared {
                 .pin(existing, use_ring)
                 .ok_or_else(|| Self::too_many_pins(tag))?;
             drop(map);
-            let part = self.parts.partition_of(existing);
+            let part = self.desc(existing).partition();
             bump(&local.stats.parts[part].accesses, 1);
             let read_by_us = if state & VALID == 0 {
                 match self.finish_read(local, existing, tag, mode) {
@@ -727,6 +832,8 @@ impl PoolShared {
         // 6. Tag it, with the read already marked in progress.
         let d = self.desc(victim);
         let s = d.lock_header();
+        // Ours alone: the optimistic pin of a hit (`pin_if_tagged`) pins only
+        // TAG_VALID states, and this victim has been tagless since step 4.
         debug_assert_eq!(refcount(s), 1);
         debug_assert_eq!(s & (TAG_VALID | VALID | DIRTY | IO_IN_PROGRESS), 0);
         d.set_tag(Some(tag));
@@ -740,7 +847,7 @@ impl PoolShared {
             USAGE_MASK | FLAG_MASK & !(TAG_VALID | IO_IN_PROGRESS | PERMANENT),
         );
         drop(map);
-        let c = &local.stats.parts[self.parts.partition_of(victim)];
+        let c = &local.stats.parts[self.desc(victim).partition()];
         bump(&c.accesses, 1);
         if let Err(e) = self.do_read(local, victim, tag, mode) {
             // Leave no tag-valid, never-valid entry behind (it would stand in
@@ -782,7 +889,7 @@ impl PoolShared {
         if mode == ReadMode::ZeroNoRead {
             page.fill(0);
             // Counted as a read: the buffer was filled, not found.
-            bump(&local.stats.parts[self.parts.partition_of(id)].reads, 1);
+            bump(&local.stats.parts[self.desc(id).partition()].reads, 1);
             self.terminate_io(id, VALID, IO_ERROR);
             return Ok(());
         }
@@ -805,7 +912,7 @@ impl PoolShared {
             }
             Ok(())
         });
-        bump(&local.stats.parts[self.parts.partition_of(id)].reads, 1);
+        bump(&local.stats.parts[self.desc(id).partition()].reads, 1);
         match result {
             Ok(()) => {
                 self.terminate_io(id, VALID, IO_ERROR);
@@ -868,7 +975,7 @@ impl PoolShared {
                 }
             };
             let d = self.desc(id);
-            let part = self.parts.partition_of(id);
+            let part = self.desc(id).partition();
             let s = d.load();
             if s & DIRTY != 0 {
                 let Some(mark) = d.content.try_lock_upgradable() else {
@@ -1085,7 +1192,7 @@ impl PoolShared {
         }
         self.pending_sync.lock().insert(tag.relfork());
         self.terminate_io(id, 0, DIRTY | HINT_DIRTY | CHECKPOINT_NEEDED | IO_ERROR);
-        let part = self.parts.partition_of(id);
+        let part = self.desc(id).partition();
         match (writer, local) {
             (Writer::Backend, Some(l)) => bump(&l.stats.parts[part].writes_backend, 1),
             (Writer::Ring, Some(l)) => bump(&l.stats.parts[part].writes_ring, 1),
@@ -1397,5 +1504,138 @@ impl BufferDesc {
                 Err(a) => cur = a,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::FileStorage;
+
+    const REL: RelFork = RelFork::main(RelId(7));
+
+    /// A pool of `buffers` over a temporary directory holding REL with
+    /// `blocks` pages, all resident (each page starts with its block number).
+    fn pool_with(buffers: usize, blocks: BlockNumber) -> (tempfile::TempDir, BufferPool) {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Arc::new(FileStorage::open(dir.path()).unwrap());
+        let pool = BufferPool::new(PoolConfig::new(buffers).bgwriter(None), storage).unwrap();
+        pool.create_fork(REL).unwrap();
+        for b in 0..blocks {
+            let mut p = pool.extend(REL, None).unwrap();
+            p[100..104].copy_from_slice(&b.to_le_bytes());
+            p.mark_dirty();
+        }
+        (dir, pool)
+    }
+
+    fn id_of(pool: &BufferPool, block: BlockNumber) -> BufferId {
+        pool.read_buffer(REL, block, None).unwrap().id()
+    }
+
+    #[test]
+    fn descriptors_know_their_sweep_partition() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Arc::new(FileStorage::open(dir.path()).unwrap());
+        for parts in [1, 3, 4] {
+            let pool = BufferPool::new(
+                PoolConfig::new(50).partitions(parts).bgwriter(None),
+                storage.clone(),
+            )
+            .unwrap();
+            let s = &pool.shared;
+            for id in 0..50 {
+                assert_eq!(s.desc(id).partition(), s.parts.partition_of(id));
+            }
+        }
+    }
+
+    #[test]
+    fn optimistic_pin_pins_only_the_buffer_of_the_tag() {
+        let (_dir, pool) = pool_with(16, 2);
+        let s = &pool.shared;
+        let (a, b) = (id_of(&pool, 0), id_of(&pool, 1));
+        let tag0 = BufferTag::new(REL, 0);
+        let before = s.desc(b).load();
+        // Another page's buffer: rejected before any write to its state.
+        assert_eq!(s.pin_if_tagged(b, tag0, false), None);
+        assert_eq!(s.desc(b).load(), before, "a rejected candidate was written");
+        // The right one: pinned once, with the evictor's pin rule.
+        let (id, state) = s.pin_if_tagged(a, tag0, false).unwrap();
+        assert_eq!(id, a);
+        assert_eq!(refcount(state), 1);
+        assert_eq!(state, s.desc(a).load());
+        s.desc(a).unpin();
+        assert_eq!(pool.pinned_buffers(), 0);
+    }
+
+    #[test]
+    fn optimistic_pin_never_pins_a_tagless_buffer() {
+        let (_dir, pool) = pool_with(16, 1);
+        let s = &pool.shared;
+        let id = id_of(&pool, 0);
+        // Forget the page: the buffer is tagless, as a victim between steps 4 and 6.
+        assert_eq!(pool.evict_buffer(id).unwrap(), (true, true));
+        let d = s.desc(id);
+        assert_eq!(d.load() & TAG_VALID, 0);
+        assert_eq!(s.pin_if_tagged(id, BufferTag::new(REL, 0), false), None);
+        // Even with the tag still in place but TAG_VALID clear.
+        d.lock_header();
+        d.set_tag(Some(BufferTag::new(REL, 0)));
+        d.unlock_header(0, 0);
+        assert_eq!(s.pin_if_tagged(id, BufferTag::new(REL, 0), false), None);
+        assert_eq!(refcount(d.load()), 0);
+        d.lock_header();
+        d.set_tag(None);
+        d.unlock_header(0, 0);
+    }
+
+    /// A hit takes no mapping partition lock: it completes while another
+    /// thread holds the page's partition lock exclusive.
+    #[test]
+    fn a_hit_needs_no_mapping_lock() {
+        let (_dir, pool) = pool_with(16, 4);
+        for b in 0..4 {
+            id_of(&pool, b);
+        }
+        let s = pool.stats();
+        let ht = HashedTag::new(BufferTag::new(REL, 3));
+        let held = pool.shared.table.write(ht.partition());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                let p = pool.read_buffer(REL, 3, None).unwrap();
+                let g = p.lock_shared();
+                tx.send(u32::from_le_bytes(g[100..104].try_into().unwrap()))
+                    .unwrap();
+            });
+            let got = rx.recv_timeout(Duration::from_secs(10));
+            drop(held);
+            assert_eq!(got, Ok(3), "the hit waited for the mapping lock");
+        });
+        let t = pool.stats().since(&s).totals();
+        assert_eq!((t.accesses, t.hits, t.reads), (1, 1, 0));
+    }
+
+    /// A page evicted and read back into another buffer is found there, and
+    /// its old buffer, now holding another page, is not returned for it.
+    #[test]
+    fn a_retagged_buffer_is_not_a_hit_for_its_old_page() {
+        let (_dir, pool) = pool_with(4, 12);
+        for round in 0..3 {
+            for b in 0..12 {
+                let p = pool.read_buffer(REL, b, None).unwrap();
+                assert_eq!(p.block(), b);
+                let g = p.lock_shared();
+                assert_eq!(u32::from_le_bytes(g[100..104].try_into().unwrap()), b);
+                drop(g);
+                if (b + round) % 3 == 0 {
+                    pool.evict_all().unwrap();
+                }
+            }
+        }
+        assert_eq!(pool.pinned_buffers(), 0);
+        let t = pool.stats().totals();
+        assert_eq!(t.hits + t.reads, t.accesses);
     }
 }
