@@ -116,6 +116,47 @@ pub trait StorageBackend: Send + Sync + std::fmt::Debug {
     /// Every relation fork with a file in `base/`, sorted. Files whose names
     /// are not `<relno>[<suffix>]` are ignored.
     fn relations(&self) -> Result<Vec<RelFork>>;
+
+    // ---- batched I/O (asynchronous backends override these) ----
+
+    /// Reads the consecutive blocks `tag.block`, `tag.block + 1`, ... into
+    /// `pages` (one `PAGE_SIZE` buffer each) as one combined read where the
+    /// backend can (PostgreSQL's `io_combine_limit`). The error names the
+    /// first block that failed, as [`read`](Self::read)'s would. The
+    /// default reads block by block.
+    fn read_run(&self, tag: BufferTag, pages: &mut [&mut [u8]]) -> Result<()> {
+        for (i, page) in pages.iter_mut().enumerate() {
+            let block = tag.block + i as BlockNumber;
+            self.read(BufferTag { block, ..tag }, page)?;
+        }
+        Ok(())
+    }
+
+    /// Reads every request, all in flight at once where the backend can;
+    /// one result per request, in order. The default reads one by one.
+    fn read_batch(&self, reqs: &mut [ReadRequest<'_>]) -> Vec<Result<()>> {
+        reqs.iter_mut().map(|r| self.read(r.tag, r.page)).collect()
+    }
+
+    /// Writes every request, all in flight at once where the backend can;
+    /// one result per request, in order. The default writes one by one.
+    fn write_batch(&self, reqs: &[WriteRequest<'_>]) -> Vec<Result<()>> {
+        reqs.iter().map(|r| self.write(r.tag, r.page)).collect()
+    }
+}
+
+/// One read of a [`StorageBackend::read_batch`]: block `tag.block` into `page`.
+#[derive(Debug)]
+pub struct ReadRequest<'a> {
+    pub tag: BufferTag,
+    pub page: &'a mut [u8],
+}
+
+/// One write of a [`StorageBackend::write_batch`]: `page` as block `tag.block`.
+#[derive(Debug)]
+pub struct WriteRequest<'a> {
+    pub tag: BufferTag,
+    pub page: &'a [u8],
 }
 
 fn check_page_len(len: usize) {

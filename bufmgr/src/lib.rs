@@ -25,7 +25,10 @@ pub use desc::BufferId;
 pub use error::{Error, ErrorKind, Result};
 pub use evictor::Evictor;
 pub use guard::{PageRead, PageShareExclusive, PageWrite, PinnedBuffer};
-pub use io::{FaultyStorage, FileStorage, ObservedStorage, StorageBackend, StorageObserver};
+pub use io::{
+    FaultyStorage, FileStorage, ObservedStorage, ReadRequest, StorageBackend, StorageObserver,
+    WriteRequest,
+};
 pub use pool::BufferPool;
 pub use ring::{Ring, RingKind};
 pub use stats::{
