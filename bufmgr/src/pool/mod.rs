@@ -50,9 +50,11 @@ use crate::wal_hook::{NoWal, WalSink};
 
 mod read;
 mod relation;
+pub mod stream;
 mod victim;
 mod write;
 
+pub use stream::{ReadStream, StreamConfig};
 pub(crate) use write::Writer;
 
 static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);

@@ -42,13 +42,34 @@ use crate::tag::{BlockNumber, BufferTag, RelFork};
 
 /// How a miss fills the buffer.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(super) enum ReadMode {
+pub(crate) enum ReadMode {
     /// Read the block from storage and verify its checksum.
     Normal,
     /// Zero the buffer instead of reading (PostgreSQL's `RBM_ZERO_AND_LOCK`).
     ZeroNoRead,
     /// Read without failing on a checksum mismatch (counted all the same).
     NoVerify,
+}
+
+/// What starting the read of one block found ([`PoolShared::start_buffer`]).
+/// The buffer is pinned by the caller in every case.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Started {
+    /// The page is valid.
+    Hit(BufferId),
+    /// Tagged but not valid: another thread's read is in flight, or a read
+    /// failed. [`hit_not_valid`](PoolShared::hit_not_valid) waits or reads.
+    NotValid(BufferId),
+    /// A victim tagged `TAG_VALID | IO_IN_PROGRESS` by us: ours to read.
+    Miss(BufferId),
+}
+
+impl Started {
+    pub(crate) fn id(self) -> BufferId {
+        match self {
+            Started::Hit(id) | Started::NotValid(id) | Started::Miss(id) => id,
+        }
+    }
 }
 
 /// Outcome of starting I/O on a buffer.
@@ -243,7 +264,7 @@ impl PoolShared {
     /// A hit on a page that is not valid: being read by someone else, or
     /// their read failed. Wait, or retry the read. The access is counted.
     #[cold]
-    pub(super) fn hit_not_valid(
+    pub(crate) fn hit_not_valid(
         &self,
         local: &mut Local,
         id: BufferId,
@@ -274,6 +295,68 @@ impl PoolShared {
         ring: Option<&mut Ring>,
         mode: ReadMode,
     ) -> Result<BufferId> {
+        match self.start_locked(local, ht, ring)? {
+            Started::Hit(id) => Ok(id),
+            Started::NotValid(id) => self.hit_not_valid(local, id, ht.tag, mode),
+            Started::Miss(victim) => {
+                if let Err(e) = self.do_read(local, victim, ht.tag, mode) {
+                    self.release_failed(victim);
+                    return Err(e);
+                }
+                Ok(victim)
+            }
+        }
+    }
+
+    /// Release a buffer whose read failed (its I/O is over, with `IO_ERROR`).
+    /// Leave no tag-valid, never-valid entry behind (it would stand in the
+    /// way of extending the relation to this block). If others are waiting
+    /// on it they retry the read themselves.
+    pub(super) fn release_failed(&self, id: BufferId) {
+        self.invalidate_victim(id);
+        self.desc(id).unpin();
+    }
+
+    /// Steps 1-6 of a read without the read itself (the first half of
+    /// PostgreSQL 17's `StartReadBuffers` for one block): the optimistic
+    /// lookup, then [`start_locked`](Self::start_locked). Never waits for
+    /// I/O (a victim's write is not a wait on another reader), so a thread
+    /// may start several blocks before reading any of them.
+    pub(crate) fn start_buffer(
+        &self,
+        local: &mut Local,
+        tag: BufferTag,
+        ring: Option<&mut Ring>,
+    ) -> Result<Started> {
+        let ht = HashedTag::new(tag);
+        let use_ring = ring.is_some();
+        if ring.as_deref().is_none_or(|r| r.pool_id() == self.id)
+            && let Some((id, state)) = self
+                .table
+                .find_unlocked(&ht, |id| self.pin_if_tagged(id, tag, use_ring))
+        {
+            let c = &local.stats.parts[self.desc(id).partition()];
+            bump(&c.accesses, 1);
+            if state & VALID != 0 {
+                bump(&c.hits, 1);
+                return Ok(Started::Hit(id));
+            }
+            return Ok(Started::NotValid(id));
+        }
+        self.start_locked(local, ht, ring)
+    }
+
+    /// The lookup under the mapping lock, then steps 2-6 of a miss, stopping
+    /// before the read: a [`Started::Miss`] buffer is tagged with
+    /// `TAG_VALID | IO_IN_PROGRESS` owned by the caller, who must read it
+    /// (or end its I/O with `IO_ERROR`) before waiting for anything else.
+    /// The access is counted (and the hit, for a valid page).
+    pub(super) fn start_locked(
+        &self,
+        local: &mut Local,
+        ht: HashedTag,
+        ring: Option<&mut Ring>,
+    ) -> Result<Started> {
         if let Some(r) = ring.as_deref()
             && r.pool_id() != self.id
         {
@@ -290,13 +373,7 @@ impl PoolShared {
         };
         if let Some((id, state)) = hit {
             let state = state.ok_or_else(|| Self::too_many_pins(tag))?;
-            let part = self.desc(id).partition();
-            bump(&local.stats.parts[part].accesses, 1);
-            if state & VALID != 0 {
-                bump(&local.stats.parts[part].hits, 1);
-                return Ok(id);
-            }
-            return self.hit_not_valid(local, id, tag, mode);
+            return Ok(self.count_hit(local, id, state));
         }
 
         // 2-4. A clean, tagless victim, pinned by us.
@@ -311,23 +388,7 @@ impl PoolShared {
                 .pin(existing, use_ring)
                 .ok_or_else(|| Self::too_many_pins(tag))?;
             drop(map);
-            let part = self.desc(existing).partition();
-            bump(&local.stats.parts[part].accesses, 1);
-            let read_by_us = if state & VALID == 0 {
-                match self.finish_read(local, existing, tag, mode) {
-                    Ok(read_by_us) => read_by_us,
-                    Err(e) => {
-                        self.desc(existing).unpin();
-                        return Err(e);
-                    }
-                }
-            } else {
-                false
-            };
-            if !read_by_us {
-                bump(&local.stats.parts[part].hits, 1);
-            }
-            return Ok(existing);
+            return Ok(self.count_hit(local, existing, state));
         }
         map.insert(ht, victim);
         // 6. Tag it, with the read already marked in progress.
@@ -350,15 +411,20 @@ impl PoolShared {
         drop(map);
         let c = &local.stats.parts[self.desc(victim).partition()];
         bump(&c.accesses, 1);
-        if let Err(e) = self.do_read(local, victim, tag, mode) {
-            // Leave no tag-valid, never-valid entry behind (it would stand in
-            // the way of extending the relation to this block). If others
-            // are waiting on it they retry the read themselves.
-            self.invalidate_victim(victim);
-            d.unpin();
-            return Err(e);
+        Ok(Started::Miss(victim))
+    }
+
+    /// Count the access to a buffer found pinned (and the hit if it is
+    /// valid); which kind of start it is.
+    fn count_hit(&self, local: &mut Local, id: BufferId, state: u64) -> Started {
+        let c = &local.stats.parts[self.desc(id).partition()];
+        bump(&c.accesses, 1);
+        if state & VALID != 0 {
+            bump(&c.hits, 1);
+            Started::Hit(id)
+        } else {
+            Started::NotValid(id)
         }
-        Ok(victim)
     }
 
     /// Wait for another thread's read of `id`, or do it ourselves if there is
@@ -394,7 +460,27 @@ impl PoolShared {
             self.terminate_io(id, VALID, IO_ERROR);
             return Ok(());
         }
-        let result = self.storage.read(tag, page).and_then(|()| {
+        let result = self.storage.read(tag, page);
+        self.complete_read(local, id, tag, mode, result)
+    }
+
+    /// The end of a read into buffer `id` (whose `IO_IN_PROGRESS` we own):
+    /// verify the checksum of what `result` says was read, count the read,
+    /// and end the I/O with `VALID` or with `IO_ERROR` (the buffer stays
+    /// pinned by us either way; on an error the caller releases it with
+    /// [`release_failed`](Self::release_failed)).
+    pub(crate) fn complete_read(
+        &self,
+        local: &mut Local,
+        id: BufferId,
+        tag: BufferTag,
+        mode: ReadMode,
+        result: Result<()>,
+    ) -> Result<()> {
+        // SAFETY: arena rule 2: IO_IN_PROGRESS is ours and the page is not
+        // VALID; only this thread looks at these bytes until we end the I/O.
+        let page = unsafe { self.arena.page(id) };
+        let result = result.and_then(|()| {
             if self.config.checksums
                 && let Err((stored, computed)) = page::verify(page, tag.block)
             {

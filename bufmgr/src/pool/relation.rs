@@ -95,6 +95,16 @@ impl BufferPool {
             .count()
     }
 
+    /// Number of buffers with I/O in progress right now (0 when the pool is
+    /// quiet: no read or write left unfinished).
+    pub fn io_in_progress(&self) -> usize {
+        self.shared
+            .descs
+            .iter()
+            .filter(|d| d.load() & IO_IN_PROGRESS != 0)
+            .count()
+    }
+
     /// Pages of each relation fork resident in the pool.
     pub fn resident_pages(&self) -> HashMap<RelFork, usize> {
         let mut m = HashMap::new();
