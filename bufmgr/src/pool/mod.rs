@@ -20,6 +20,8 @@
 //! - `write`: writing dirty pages (`FlushBuffer`, `SyncOneBuffer`, checkpoints, fsync).
 //! - `relation`: relation operations (extend, drop, truncate) and pg_buffercache
 //!   (inspection and eviction).
+//! - `stream`: reads in two steps (start, then wait: combined reads) and
+//!   [`ReadStream`], the read-ahead of sequential scans.
 //!
 //!
 //! # Lock order

@@ -25,6 +25,10 @@
 //!    a thread that finds the tag before the read completes waits for it
 //!    instead of reading the block a second time. Read, verify the checksum,
 //!    set `VALID`, wake the waiters.
+//!
+//! `read_buffer` does all six steps and reads at once. `start_buffer` (the
+//! start step of a read stream, see `pool::stream`) stops after step 6's
+//! tagging: the caller owns the read and issues it, combined with others.
 
 use super::{BufferPool, PoolShared};
 
