@@ -2,14 +2,14 @@
 //! `WaitReadBuffers` and `read_stream.c`).
 //!
 //! # Start, then wait
-//! [`PoolShared::start_read_buffers`] takes consecutive blocks of one fork
+//! `PoolShared::start_read_buffers` takes consecutive blocks of one fork
 //! and, for each, does what `read_buffer` does up to the read itself
 //! (`start_buffer`, steps 1-6 of a miss): a hit is pinned; a miss gets a
 //! victim, tagged `TAG_VALID | IO_IN_PROGRESS` owned by the operation; a page
 //! another thread is reading (or whose read failed) is pinned and left for
 //! the wait. Starting never waits for anyone's I/O.
 //!
-//! [`ReadOp::wait`] then
+//! `ReadOp::wait` then
 //! 1. issues the operation's own reads: runs of adjacent misses, at most
 //!    `io_combine` blocks each, as one [`read_run`](crate::StorageBackend::read_run)
 //!    per run; lone misses together in one
