@@ -496,6 +496,7 @@ fn release_ahead_unpins_and_the_stream_goes_on() {
         db.create_rel(rel(REL), N);
         let pool = db.pool(small_config(256));
         let reads = db.faulty.reads();
+        let stats = pool.stats();
         let mut s = pool.read_stream(rel(REL), 0..N, None, StreamConfig::default());
         let mut seen = Vec::new();
         loop {
@@ -509,6 +510,12 @@ fn release_ahead_unpins_and_the_stream_goes_on() {
         }
         assert_eq!(seen, (0..N).collect::<Vec<_>>());
         assert_eq!(db.faulty.reads() - reads, u64::from(N));
+        // Pinned again without being counted again: one access per block.
+        let t = pool.stats().since(&stats).totals();
+        assert_eq!(
+            (t.accesses, t.reads, t.hits),
+            (u64::from(N), u64::from(N), 0)
+        );
         drop(s);
         assert_quiet(&pool);
     });

@@ -265,6 +265,27 @@ impl PoolShared {
         self.read_buffer_locked(local, ht, ring, mode)
     }
 
+    /// Pin the buffer of `tag` if it is resident and valid, counting
+    /// nothing: for a page the caller already counted (a stream's block
+    /// read ahead and unpinned by `release_ahead`). `None` (nothing pinned)
+    /// if it is not there, or not valid.
+    pub(crate) fn repin_valid(&self, tag: BufferTag, ring: bool) -> Option<BufferId> {
+        let ht = HashedTag::new(tag);
+        let (id, state) = self
+            .table
+            .find_unlocked(&ht, |id| self.pin_if_tagged(id, tag, ring))
+            .or_else(|| {
+                let map = self.table.read(ht.partition());
+                let &id = map.get(&ht)?;
+                self.pin(id, ring).map(|s| (id, s))
+            })?;
+        if state & VALID == 0 {
+            self.desc(id).unpin();
+            return None;
+        }
+        Some(id)
+    }
+
     /// A hit on a page that is not valid: being read by someone else, or
     /// their read failed. Wait, or retry the read. The access is counted.
     #[cold]

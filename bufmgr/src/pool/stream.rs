@@ -397,14 +397,22 @@ impl ReadStream {
         let id = match item {
             Item::Pinned(id) => id,
             Item::Ahead(block) => {
+                // Counted when it was read ahead: pinned again without
+                // counting, unless it was evicted meanwhile (then it is
+                // read again, a real access).
                 let tag = BufferTag::new(self.rf, block);
                 let shared = &self.shared;
-                let ring = self.ring.as_mut();
-                match with_local(shared, |local| {
-                    shared.read_buffer(local, tag, ring, ReadMode::Normal)
-                }) {
-                    Ok(id) => id,
-                    Err(e) => return Some(Err(self.fail(e))),
+                match shared.repin_valid(tag, self.ring.is_some()) {
+                    Some(id) => id,
+                    None => {
+                        let ring = self.ring.as_mut();
+                        match with_local(shared, |local| {
+                            shared.read_buffer(local, tag, ring, ReadMode::Normal)
+                        }) {
+                            Ok(id) => id,
+                            Err(e) => return Some(Err(self.fail(e))),
+                        }
+                    }
                 }
             }
             Item::Failed(e) => return Some(Err(self.fail(e))),
