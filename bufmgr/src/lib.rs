@@ -29,7 +29,7 @@ pub use io::{
     FaultyStorage, FileStorage, ObservedStorage, ReadRequest, StorageBackend, StorageObserver,
     WriteRequest,
 };
-pub use pool::BufferPool;
+pub use pool::{BufferPool, ReadStream, StreamConfig};
 pub use ring::{Ring, RingKind};
 pub use stats::{
     BufferCacheSummary, BufferRow, EvictCounts, PartitionStats, PoolStats, TicksHistogram,

@@ -39,7 +39,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use btree::{BtreeError, HeapRow, HeapVisibility, Key, KeyType, Liveness};
-use bufmgr::{RelFork, Ring};
+use bufmgr::{RelFork, Ring, StreamConfig};
 use heap::page::{HeapPage, LpState};
 use heap::prune::dead_to_everyone;
 use heap::tuple::{
@@ -405,25 +405,31 @@ pub(crate) fn precheck_unique(
 
 /// Visit every tuple with storage of the table, a page at a time: the
 /// page's tuples are copied under its shared lock and handed to `f` after
-/// it is released.
+/// it is released. The pages come from a read stream (read ahead in
+/// combined reads, through `ring` if given).
 pub(crate) fn for_each_tuple(
     t: &TableHandle,
-    mut ring: Option<Ring>,
+    ring: Option<Ring>,
     mut f: impl FnMut(Tid, &TupleHeader, &[u8]) -> Result<()>,
 ) -> Result<()> {
     let what = || format!("reading table {:?}", t.info.name);
     let nblocks = t.heap.nblocks().map_err(EngineError::heap(what()))?;
     let rf = RelFork::main(t.heap.rel());
+    let mut stream = t
+        .heap
+        .pool()
+        .read_stream(rf, 0..nblocks, ring, StreamConfig::default());
     let mut batch: Vec<(Tid, TupleHeader, Vec<u8>)> = Vec::new();
-    for block in 0..nblocks {
+    loop {
         batch.clear();
         {
-            let page = t
-                .heap
-                .pool()
-                .read_buffer(rf, block, ring.as_mut())
+            let Some(buf) = stream.next_buffer() else {
+                break;
+            };
+            let page = buf
                 .map_err(|e| EngineError::heap(what())(e.into()))?
                 .lock_shared();
+            let block = page.block();
             let view = HeapPage::parse(
                 &page,
                 heap::page::PageId {

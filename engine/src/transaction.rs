@@ -68,7 +68,7 @@ use btree::Key;
 use parking_lot::Mutex;
 
 use bufmgr::config::BULK_READ_RING_KIB;
-use bufmgr::{BufferPool, RelFork, Ring, RingKind};
+use bufmgr::{BufferPool, ReadStream, RelFork, Ring, RingKind, StreamConfig};
 use heap::page::PageId;
 use heap::tuple::TUPLE_HEADER_SIZE;
 use heap::visibility::visit_visible_tuples;
@@ -605,22 +605,21 @@ impl Transaction {
             let name = &t.info.name;
             let nblocks = t.heap.nblocks().map_err(map_heap(name, "scan"))?;
             let pool = &self.core().pool;
-            let mut ring = scan_ring(pool, opts.ring, nblocks);
+            let ring = scan_ring(pool, opts.ring, nblocks);
             let mut summary = ScanSummary {
                 used_ring: ring.is_some(),
                 ..ScanSummary::default()
             };
+            let mut stream = scan_stream(pool, t, nblocks, ring);
             let mut batch = Vec::new();
-            for block in 0..nblocks {
-                summary.pages += 1;
+            loop {
                 let mut stop = None;
-                visit_page(
+                let visited = visit_page(
                     self.core(),
                     t,
                     self.snapshot(),
                     opts,
-                    ring.as_mut(),
-                    block,
+                    &mut stream,
                     &mut batch,
                     |row| {
                         if stop.is_none() {
@@ -633,6 +632,10 @@ impl Transaction {
                         }
                     },
                 )?;
+                if !visited {
+                    break;
+                }
+                summary.pages += 1;
                 if let Some(r) = stop {
                     return r.map(|()| summary);
                 }
@@ -710,16 +713,17 @@ impl Transaction {
         let nblocks = self.with_table(&table, |t| {
             t.heap.nblocks().map_err(map_heap(&t.info.name, "scan"))
         })?;
-        let ring = scan_ring(&self.core().pool, opts.ring, nblocks);
+        let pool = &self.core().pool;
+        let ring = scan_ring(pool, opts.ring, nblocks);
+        let stream = scan_stream(pool, &table.h, nblocks, ring);
         Ok(RowIter {
             _reg: SnapshotReg::again(&self.db, self.snapshot().xmin),
             db: self.db.clone(),
             table,
             snapshot: self.snapshot().clone(),
             opts,
-            ring,
-            next_block: 0,
-            nblocks,
+            stream,
+            done: false,
             rows: VecDeque::new(),
             batch: Vec::new(),
             filter: None,
@@ -773,27 +777,40 @@ fn scan_ring(pool: &BufferPool, choice: RingChoice, nblocks: u32) -> Option<Ring
     }
 }
 
-/// Pin and share-lock page `block` of `t`, check its tuples against `snap`
-/// (hints per `opts.hint_mode`, in one batch per page), and call `each` for
-/// every visible row under the lock.
+/// The read stream of a sequential scan of `t`'s first `nblocks` pages,
+/// through `ring` if given.
+fn scan_stream(pool: &BufferPool, t: &TableHandle, nblocks: u32, ring: Option<Ring>) -> ReadStream {
+    pool.read_stream(
+        RelFork::main(t.heap.rel()),
+        0..nblocks,
+        ring,
+        StreamConfig::default(),
+    )
+}
+
+/// Take the next page of `t` from `stream` and share-lock it, check its
+/// tuples against `snap` (hints per `opts.hint_mode`, in one batch per
+/// page), and call `each` for every visible row under the lock. `false`
+/// when the stream is over.
 #[allow(clippy::too_many_arguments)]
 fn visit_page(
     core: &Core,
     t: &TableHandle,
     snap: &Snapshot,
     opts: ScanOptions,
-    ring: Option<&mut Ring>,
-    block: u32,
+    stream: &mut ReadStream,
     batch: &mut Vec<(usize, u16)>,
     mut each: impl FnMut(RowRef<'_>),
-) -> Result<()> {
+) -> Result<bool> {
     let name = &t.info.name;
     let heap = &t.heap;
-    let page = core
-        .pool
-        .read_buffer(RelFork::main(heap.rel()), block, ring)
+    let Some(buf) = stream.next_buffer() else {
+        return Ok(false);
+    };
+    let page = buf
         .map_err(|e| map_heap(name, "scan")(HeapError::Buffer(e)))?
         .lock_shared();
+    let block = page.block();
     visit_visible_tuples(
         &page,
         PageId {
@@ -814,7 +831,7 @@ fn visit_page(
         },
     )
     .map_err(map_heap(name, "scan"))?;
-    Ok(())
+    Ok(true)
 }
 
 /// What a [`Transaction::scan_until`] / [`Transaction::scan_each`] did.
@@ -845,9 +862,11 @@ pub struct RowIter {
     table: Table,
     snapshot: Snapshot,
     opts: ScanOptions,
-    ring: Option<Ring>,
-    next_block: u32,
-    nblocks: u32,
+    /// The table's pages, read ahead; its pins are released whenever rows
+    /// are handed out (see `read_page`).
+    stream: ReadStream,
+    /// The stream is over.
+    done: bool,
     rows: VecDeque<Result<(RowId, Row)>>,
     batch: Vec<(usize, u16)>,
     filter: Option<FilterBox>,
@@ -867,7 +886,7 @@ impl std::fmt::Debug for FilterBox {
 impl RowIter {
     /// Whether the scan reads through a ring.
     pub fn uses_ring(&self) -> bool {
-        self.ring.is_some()
+        self.stream.uses_ring()
     }
 
     /// Only rows for which `pred` holds, evaluated on the page under its
@@ -887,9 +906,12 @@ impl RowIter {
         self
     }
 
-    fn read_page(&mut self) -> Result<()> {
-        let block = self.next_block;
-        self.next_block += 1;
+    /// Read the next page's rows into `self.rows`; `false` at the end.
+    /// The pages read ahead are then unpinned (they stay in the pool, and
+    /// the stream pins them again as hits): the iterator may sit idle with
+    /// rows in hand for as long as its caller likes, and must not hold pins
+    /// meanwhile that a DROP TABLE would wait for.
+    fn read_page(&mut self) -> Result<bool> {
         let t = &*self.table.h;
         let dropped = t.dropped.read();
         if *dropped {
@@ -900,13 +922,12 @@ impl RowIter {
         let rows = &mut self.rows;
         let filter = &mut self.filter;
         let projection = &self.projection;
-        visit_page(
+        let visited = visit_page(
             self.db.core(),
             t,
             &self.snapshot,
             self.opts,
-            self.ring.as_mut(),
-            block,
+            &mut self.stream,
             &mut self.batch,
             |row| {
                 let keep = match filter {
@@ -932,7 +953,11 @@ impl RowIter {
                     Err(e) => rows.push_back(Err(e)),
                 }
             },
-        )
+        )?;
+        if !self.rows.is_empty() {
+            self.stream.release_ahead();
+        }
+        Ok(visited)
     }
 }
 
@@ -944,12 +969,16 @@ impl Iterator for RowIter {
             if let Some(r) = self.rows.pop_front() {
                 return Some(r);
             }
-            if self.failed || self.next_block >= self.nblocks {
+            if self.failed || self.done {
                 return None;
             }
-            if let Err(e) = self.read_page() {
-                self.failed = true;
-                return Some(Err(e));
+            match self.read_page() {
+                Ok(true) => {}
+                Ok(false) => self.done = true,
+                Err(e) => {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
             }
         }
     }

@@ -3,8 +3,9 @@
 //! For each block `0 .. nblocks` (the count taken when the scan starts, as
 //! PostgreSQL's `heapgetpage` loop does; rows inserted into later pages
 //! meanwhile are not for this snapshot anyway):
-//! 1. pin the page (through the scan's ring, if it has one) and take the
-//!    shared content lock;
+//! 1. take the next page from the scan's read stream (`BufferPool::read_stream`:
+//!    pinned, read ahead in combined reads, through the scan's ring if it
+//!    has one) and take the shared content lock;
 //! 2. check the visibility of every tuple, setting hints per the scan's
 //!    [`HintMode`] (for `PerPage`: one batched `set_hints` call for the page);
 //! 3. hand each visible tuple to the caller's closure;
@@ -18,7 +19,7 @@
 //! rings off (`ring_forced`), as the benchmark scenarios need.
 
 use bufmgr::config::BULK_READ_RING_KIB;
-use bufmgr::{Ring, RingKind};
+use bufmgr::{Ring, RingKind, StreamConfig};
 
 use crate::error::Result;
 use crate::heap::Heap;
@@ -79,17 +80,21 @@ impl Heap {
         mut each: impl FnMut(Tid, &[u8]),
     ) -> Result<ScanStats> {
         let nblocks = self.nblocks()?;
-        let mut ring = self.scan_ring(opts.ring, nblocks);
+        let ring = self.scan_ring(opts.ring, nblocks);
         let mut stats = ScanStats {
             used_ring: ring.is_some(),
             ..ScanStats::default()
         };
+        let mut stream =
+            self.pool()
+                .read_stream(self.relfork(), 0..nblocks, ring, StreamConfig::default());
         let mut batch = Vec::new();
-        for block in 0..nblocks {
-            let page = self
-                .pool()
-                .read_buffer(self.relfork(), block, ring.as_mut())?
-                .lock_shared();
+        loop {
+            let Some(buf) = stream.next_buffer() else {
+                break;
+            };
+            let page = buf?.lock_shared();
+            let block = page.block();
             let s = visit_visible_tuples(
                 &page,
                 self.page_id(block),

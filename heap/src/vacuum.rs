@@ -38,7 +38,7 @@
 
 use std::collections::BTreeSet;
 
-use bufmgr::{BlockNumber, RingKind};
+use bufmgr::{BlockNumber, RingKind, StreamConfig};
 use wal::Xid;
 
 use crate::error::Result;
@@ -101,17 +101,23 @@ impl Heap {
         oracle: &dyn TransactionStatus,
     ) -> Result<(VacuumStats, DeadTids)> {
         let nblocks = self.nblocks()?;
-        let mut ring = self.pool().ring(RingKind::Vacuum);
+        let ring = self.pool().ring(RingKind::Vacuum);
         let mut stats = VacuumStats {
             used_ring: ring.is_some(),
             ..VacuumStats::default()
         };
         let mut dead = DeadTids::new();
-        for block in 0..nblocks {
-            let mut page = self
-                .pool()
-                .read_buffer(self.relfork(), block, ring.as_mut())?
-                .lock_exclusive();
+        // Pages come from a read stream (read ahead in combined reads,
+        // through the vacuum ring); each is locked exclusively in turn.
+        let mut stream =
+            self.pool()
+                .read_stream(self.relfork(), 0..nblocks, ring, StreamConfig::default());
+        loop {
+            let Some(buf) = stream.next_buffer() else {
+                break;
+            };
+            let mut page = buf?.lock_exclusive();
+            let block = page.block();
             let s = self.prune_locked(&mut page, horizon, oracle)?;
             stats.pages_scanned += 1;
             if s != PruneStats::default() {

@@ -1,0 +1,521 @@
+//! The buffer pool: reading and pinning pages, allocating new ones, choosing
+//! victims, writing dirty pages, invalidating relations.
+//!
+//! Principal entry points (PostgreSQL's `bufmgr.c` names in parentheses):
+//! - [`BufferPool::read_buffer`] (`ReadBuffer`): pin a page, reading it on a miss.
+//! - [`BufferPool::extend`] (`ExtendBufferedRel`): add a zeroed page at the end
+//!   of a relation, returned exclusively locked.
+//! - [`BufferPool::flush_all`] (`BufferSync`): write every dirty page in
+//!   (relation, block) order and fsync, for checkpoints.
+//! - [`BufferPool::drop_relation`] / [`truncate_relation`](BufferPool::truncate_relation)
+//!   (`DropRelationBuffers`): forget a relation's pages.
+//! - [`BufferPool::buffercache`], [`BufferPool::evict_buffer`],
+//!   [`BufferPool::evict_relation`] (pg_buffercache).
+//!
+//!
+//! # Layout
+//! - `read`: the read path (`ReadBuffer`, the optimistic hit, a miss step by
+//!   step, I/O start and end).
+//! - `victim`: choosing a victim (ring, clock sweep, invalidating the old identity).
+//! - `write`: writing dirty pages (`FlushBuffer`, `SyncOneBuffer`, checkpoints, fsync).
+//! - `relation`: relation operations (extend, drop, truncate) and pg_buffercache
+//!   (inspection and eviction).
+//! - `stream`: reads in two steps (start, then wait: combined reads) and
+//!   [`ReadStream`], the read-ahead of sequential scans.
+//!
+//!
+//! # Lock order
+//! mapping partition locks (ascending) -> content lock -> header lock. The
+//! header lock is never held across anything that blocks. The extension lock
+//! of a relation is taken before any of these.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::arena::{Arena, HugePageStatus};
+use crate::config::{PoolConfig, SweepBatch};
+use crate::desc::*;
+use crate::error::{Error, Result};
+use crate::evictor::Evictor;
+use crate::io::StorageBackend;
+use crate::partition::PartitionMap;
+use crate::ring::{Ring, RingKind};
+use crate::stats::{PoolCounters, PoolStats, ThreadStats};
+use crate::sweep::ClockHand;
+use crate::table::BufTable;
+use crate::tag::{BlockNumber, BufferTag, PAGE_SIZE, RelFork, RelId};
+use crate::topology::Topology;
+use crate::wal_hook::{NoWal, WalSink};
+
+mod read;
+mod relation;
+pub mod stream;
+mod victim;
+mod write;
+
+pub use stream::{ReadStream, StreamConfig};
+pub(crate) use write::Writer;
+
+static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Everything the pool shares between threads.
+#[derive(Debug)]
+pub(crate) struct PoolShared {
+    pub id: u64,
+    pub config: PoolConfig,
+    pub evictor: Evictor,
+    pub topology: Topology,
+    pub descs: Box<[BufferDesc]>,
+    pub arena: Arena,
+    pub table: BufTable,
+    pub parts: PartitionMap,
+    pub hands: Box<[ClockHand]>,
+    pub storage: Arc<dyn StorageBackend>,
+    pub wal: Arc<dyn WalSink>,
+    /// One lock per relation fork being extended.
+    ext_locks: Mutex<HashMap<RelFork, Arc<Mutex<()>>>>,
+    /// Relations that are not WAL-logged.
+    unlogged: RwLock<HashSet<RelId>>,
+    any_unlogged: AtomicBool,
+    /// Forks written since the last `flush_all`, to fsync then.
+    pending_sync: Mutex<HashSet<RelFork>>,
+    /// Set by the first failed write; later writes are refused with it.
+    write_failure: Mutex<Option<String>>,
+    write_failed: AtomicBool,
+    /// Every thread's counters, and a shared block for re-entrant calls.
+    pub thread_stats: Mutex<Vec<Arc<ThreadStats>>>,
+    pub fallback_stats: Arc<ThreadStats>,
+    /// Counters of threads that have exited (merged in when they do).
+    retired_stats: ThreadStats,
+    pub counters: PoolCounters,
+    /// Threads that ever registered (for round-robin homes) and that are alive.
+    pub registered_threads: AtomicUsize,
+    pub active_threads: AtomicUsize,
+    /// Wakes a hibernating background writer (set when it sleeps).
+    pub bgwriter_sleeping: AtomicBool,
+    pub bgwriter_wake: (parking_lot::Mutex<bool>, parking_lot::Condvar),
+}
+
+/// A buffer pool: the shared buffers of one data directory.
+///
+/// Cheap to share between threads by reference (`&BufferPool`); pins borrow it.
+#[derive(Debug)]
+pub struct BufferPool {
+    pub(crate) shared: Arc<PoolShared>,
+    bgwriter: Option<crate::bgwriter::BgWriterHandle>,
+}
+
+impl BufferPool {
+    /// Open a pool over `storage` with no WAL.
+    pub fn new(config: PoolConfig, storage: Arc<dyn StorageBackend>) -> Result<BufferPool> {
+        BufferPool::with_wal(config, storage, Arc::new(NoWal))
+    }
+
+    /// Open a pool over `storage` that flushes `wal` before writing pages.
+    pub fn with_wal(
+        config: PoolConfig,
+        storage: Arc<dyn StorageBackend>,
+        wal: Arc<dyn WalSink>,
+    ) -> Result<BufferPool> {
+        config.validate()?;
+        let topology = config.topology.clone().unwrap_or_else(Topology::detect);
+        let n = config.buffers;
+        let parts = PartitionMap::build(n, &config.partitions, &topology)?;
+        let hands = parts
+            .partitions()
+            .iter()
+            .map(|p| ClockHand::new(p.first, p.len))
+            .collect();
+        let arena = Arena::new(n, config.huge_pages)?;
+        let nparts = parts.len();
+        let shared = Arc::new(PoolShared {
+            id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
+            evictor: config.evictor,
+            topology,
+            descs: (0..n as BufferId)
+                .map(|id| BufferDesc::in_partition(parts.partition_of(id)))
+                .collect(),
+            arena,
+            table: BufTable::new(n),
+            parts,
+            hands,
+            storage,
+            wal,
+            ext_locks: Mutex::new(HashMap::new()),
+            unlogged: RwLock::new(HashSet::new()),
+            any_unlogged: AtomicBool::new(false),
+            pending_sync: Mutex::new(HashSet::new()),
+            write_failure: Mutex::new(None),
+            write_failed: AtomicBool::new(false),
+            thread_stats: Mutex::new(Vec::new()),
+            fallback_stats: Arc::new(ThreadStats::new(nparts)),
+            retired_stats: ThreadStats::new(nparts),
+            counters: PoolCounters::default(),
+            registered_threads: AtomicUsize::new(0),
+            active_threads: AtomicUsize::new(0),
+            bgwriter_sleeping: AtomicBool::new(false),
+            bgwriter_wake: (parking_lot::Mutex::new(false), parking_lot::Condvar::new()),
+            config,
+        });
+        let bgwriter = shared
+            .config
+            .bgwriter
+            .map(|bg| crate::bgwriter::BgWriterHandle::start(&shared, bg));
+        Ok(BufferPool { shared, bgwriter })
+    }
+
+    /// The configuration the pool was opened with.
+    pub fn config(&self) -> &PoolConfig {
+        &self.shared.config
+    }
+
+    /// Number of buffers.
+    pub fn size(&self) -> usize {
+        self.shared.descs.len()
+    }
+
+    pub fn evictor(&self) -> Evictor {
+        self.shared.evictor
+    }
+
+    pub fn storage(&self) -> &Arc<dyn StorageBackend> {
+        &self.shared.storage
+    }
+
+    pub fn partitions(&self) -> &PartitionMap {
+        &self.shared.parts
+    }
+
+    pub fn topology(&self) -> &Topology {
+        &self.shared.topology
+    }
+
+    pub fn huge_pages(&self) -> HugePageStatus {
+        self.shared.arena.huge_pages()
+    }
+
+    /// The sweep batch in force for the calling situation.
+    pub fn batch_size(&self) -> u32 {
+        self.shared.batch_size()
+    }
+
+    /// Declare a relation unlogged: its pages are written without a WAL flush
+    /// and checkpoints skip them (they are written at shutdown).
+    pub fn set_unlogged(&self, rel: RelId, unlogged: bool) {
+        let mut set = self.shared.unlogged.write();
+        if unlogged {
+            set.insert(rel);
+        } else {
+            set.remove(&rel);
+        }
+        self.shared
+            .any_unlogged
+            .store(!set.is_empty(), Ordering::Release);
+    }
+
+    /// Create the storage of a relation fork (no-op if it exists).
+    pub fn create_fork(&self, rf: RelFork) -> Result<()> {
+        self.shared.storage.create(rf)
+    }
+
+    /// Number of blocks in a relation fork.
+    pub fn nblocks(&self, rf: RelFork) -> Result<BlockNumber> {
+        self.shared.storage.nblocks(rf)
+    }
+
+    /// A ring for a bulk operation, sized from the configuration and capped at
+    /// pool / 8; `None` when rings are off or this kind's size is 0.
+    pub fn ring(&self, kind: RingKind) -> Option<Ring> {
+        let c = &self.shared.config;
+        if !c.rings {
+            return None;
+        }
+        let kib = match kind {
+            RingKind::BulkRead => c.ring_sizes.bulk_read_kib,
+            RingKind::BulkWrite => c.ring_sizes.bulk_write_kib,
+            RingKind::Vacuum => c.ring_sizes.vacuum_kib,
+        };
+        let n = (kib * 1024 / PAGE_SIZE).min(self.size() / 8);
+        (n > 0).then(|| Ring::new(kind, self.shared.id, n))
+    }
+
+    /// Like [`ring`](Self::ring) but even when rings are off in the
+    /// configuration (a scan that insists on one, as the scenarios do).
+    pub fn ring_forced(&self, kind: RingKind, kib: usize) -> Option<Ring> {
+        let n = (kib * 1024 / PAGE_SIZE).min(self.size() / 8);
+        (n > 0).then(|| Ring::new(kind, self.shared.id, n))
+    }
+
+    /// A snapshot of the statistics.
+    pub fn stats(&self) -> PoolStats {
+        let s = &self.shared;
+        // Under the registry lock, so a thread retiring meanwhile is counted once.
+        let threads = s.thread_stats.lock();
+        PoolStats::collect(
+            threads
+                .iter()
+                .map(|t| &**t)
+                .chain([&*s.fallback_stats, &s.retired_stats]),
+            s.parts.len(),
+            &s.counters,
+            s.evictor,
+            s.descs.len(),
+            s.batch_size(),
+            s.arena.huge_pages(),
+        )
+    }
+
+    /// Run one background-writer round now (also what the bgwriter thread
+    /// does every `delay`). Returns pages written.
+    pub fn bgwriter_round(&self) -> Result<usize> {
+        match &self.bgwriter {
+            Some(h) => h.round_now(&self.shared),
+            None => crate::bgwriter::BgWriterHandle::detached_round(
+                &self.shared,
+                self.shared.config.bgwriter.unwrap_or_default(),
+            ),
+        }
+    }
+
+    /// The error that made the pool refuse writes, if any.
+    pub fn write_failure(&self) -> Option<String> {
+        self.shared.write_failure.lock().clone()
+    }
+}
+
+impl Drop for BufferPool {
+    fn drop(&mut self) {
+        if let Some(bg) = self.bgwriter.take() {
+            bg.stop(&self.shared);
+        }
+    }
+}
+
+impl PoolShared {
+    #[inline]
+    pub fn batch_size(&self) -> u32 {
+        match self.config.batch {
+            SweepBatch::Fixed(b) => b,
+            SweepBatch::Auto => {
+                if self.active_threads.load(Ordering::Relaxed) > self.topology.cores {
+                    1
+                } else {
+                    SweepBatch::machine_size(&self.topology)
+                }
+            }
+        }
+    }
+
+    fn is_permanent(&self, rel: RelId) -> bool {
+        !self.any_unlogged.load(Ordering::Acquire) || !self.unlogged.read().contains(&rel)
+    }
+
+    #[inline]
+    fn desc(&self, id: BufferId) -> &BufferDesc {
+        &self.descs[id as usize]
+    }
+
+    /// Pin with the evictor's rule (`PinBuffer`). Returns the new state, or
+    /// `None` if the buffer is already pinned as often as the refcount field
+    /// can count (a wrapped count would make a pinned page look unpinned).
+    #[inline]
+    pub fn pin(&self, id: BufferId, ring: bool) -> Option<u64> {
+        let d = self.desc(id);
+        let mut s = d.load();
+        loop {
+            if s & LOCKED != 0 {
+                s = d.wait_header_unlocked();
+                continue;
+            }
+            if refcount(s) == REFCOUNT_MASK {
+                return None;
+            }
+            let new = self.evictor.on_pin(s, ring);
+            match d
+                .state
+                .compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return Some(new),
+                Err(actual) => s = actual,
+            }
+        }
+    }
+
+    pub(super) fn too_many_pins(tag: BufferTag) -> Error {
+        Error::TooManyPins {
+            tag,
+            pins: REFCOUNT_MASK,
+        }
+    }
+
+    /// Fold an exiting thread's counters into the retired block.
+    pub(crate) fn retire_thread(&self, stats: &Arc<ThreadStats>) {
+        let mut threads = self.thread_stats.lock();
+        threads.retain(|t| !Arc::ptr_eq(t, stats));
+        stats.merge_into(&self.retired_stats);
+    }
+
+    /// Register a thread's stats block.
+    pub(crate) fn register_thread(self: &Arc<Self>) -> (usize, Arc<ThreadStats>) {
+        let ordinal = self.registered_threads.fetch_add(1, Ordering::Relaxed);
+        self.active_threads.fetch_add(1, Ordering::Relaxed);
+        let stats = Arc::new(ThreadStats::new(self.parts.len()));
+        self.thread_stats.lock().push(stats.clone());
+        (ordinal, stats)
+    }
+}
+
+impl BufferDesc {
+    /// Release the header lock adding one pin (`PinBuffer_Locked`): no usage change.
+    pub(crate) fn unlock_header_pinned(&self) {
+        let mut cur = self.state.load(Ordering::Relaxed);
+        loop {
+            let new = (cur & !LOCKED) + REFCOUNT_ONE;
+            match self
+                .state
+                .compare_exchange_weak(cur, new, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(a) => cur = a,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::FileStorage;
+    use crate::table::HashedTag;
+    use std::time::Duration;
+
+    const REL: RelFork = RelFork::main(RelId(7));
+
+    /// A pool of `buffers` over a temporary directory holding REL with
+    /// `blocks` pages, all resident (each page starts with its block number).
+    fn pool_with(buffers: usize, blocks: BlockNumber) -> (tempfile::TempDir, BufferPool) {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Arc::new(FileStorage::open(dir.path()).unwrap());
+        let pool = BufferPool::new(PoolConfig::new(buffers).bgwriter(None), storage).unwrap();
+        pool.create_fork(REL).unwrap();
+        for b in 0..blocks {
+            let mut p = pool.extend(REL, None).unwrap();
+            p[100..104].copy_from_slice(&b.to_le_bytes());
+            p.mark_dirty();
+        }
+        (dir, pool)
+    }
+
+    fn id_of(pool: &BufferPool, block: BlockNumber) -> BufferId {
+        pool.read_buffer(REL, block, None).unwrap().id()
+    }
+
+    #[test]
+    fn descriptors_know_their_sweep_partition() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Arc::new(FileStorage::open(dir.path()).unwrap());
+        for parts in [1, 3, 4] {
+            let pool = BufferPool::new(
+                PoolConfig::new(50).partitions(parts).bgwriter(None),
+                storage.clone(),
+            )
+            .unwrap();
+            let s = &pool.shared;
+            for id in 0..50 {
+                assert_eq!(s.desc(id).partition(), s.parts.partition_of(id));
+            }
+        }
+    }
+
+    #[test]
+    fn optimistic_pin_pins_only_the_buffer_of_the_tag() {
+        let (_dir, pool) = pool_with(16, 2);
+        let s = &pool.shared;
+        let (a, b) = (id_of(&pool, 0), id_of(&pool, 1));
+        let tag0 = BufferTag::new(REL, 0);
+        let before = s.desc(b).load();
+        // Another page's buffer: rejected before any write to its state.
+        assert_eq!(s.pin_if_tagged(b, tag0, false), None);
+        assert_eq!(s.desc(b).load(), before, "a rejected candidate was written");
+        // The right one: pinned once, with the evictor's pin rule.
+        let (id, state) = s.pin_if_tagged(a, tag0, false).unwrap();
+        assert_eq!(id, a);
+        assert_eq!(refcount(state), 1);
+        assert_eq!(state, s.desc(a).load());
+        s.desc(a).unpin();
+        assert_eq!(pool.pinned_buffers(), 0);
+    }
+
+    #[test]
+    fn optimistic_pin_never_pins_a_tagless_buffer() {
+        let (_dir, pool) = pool_with(16, 1);
+        let s = &pool.shared;
+        let id = id_of(&pool, 0);
+        // Forget the page: the buffer is tagless, as a victim between steps 4 and 6.
+        assert_eq!(pool.evict_buffer(id).unwrap(), (true, true));
+        let d = s.desc(id);
+        assert_eq!(d.load() & TAG_VALID, 0);
+        assert_eq!(s.pin_if_tagged(id, BufferTag::new(REL, 0), false), None);
+        // Even with the tag still in place but TAG_VALID clear.
+        d.lock_header();
+        d.set_tag(Some(BufferTag::new(REL, 0)));
+        d.unlock_header(0, 0);
+        assert_eq!(s.pin_if_tagged(id, BufferTag::new(REL, 0), false), None);
+        assert_eq!(refcount(d.load()), 0);
+        d.lock_header();
+        d.set_tag(None);
+        d.unlock_header(0, 0);
+    }
+
+    /// A hit takes no mapping partition lock: it completes while another
+    /// thread holds the page's partition lock exclusive.
+    #[test]
+    fn a_hit_needs_no_mapping_lock() {
+        let (_dir, pool) = pool_with(16, 4);
+        for b in 0..4 {
+            id_of(&pool, b);
+        }
+        let s = pool.stats();
+        let ht = HashedTag::new(BufferTag::new(REL, 3));
+        let held = pool.shared.table.write(ht.partition());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                let p = pool.read_buffer(REL, 3, None).unwrap();
+                let g = p.lock_shared();
+                tx.send(u32::from_le_bytes(g[100..104].try_into().unwrap()))
+                    .unwrap();
+            });
+            let got = rx.recv_timeout(Duration::from_secs(10));
+            drop(held);
+            assert_eq!(got, Ok(3), "the hit waited for the mapping lock");
+        });
+        let t = pool.stats().since(&s).totals();
+        assert_eq!((t.accesses, t.hits, t.reads), (1, 1, 0));
+    }
+
+    /// A page evicted and read back into another buffer is found there, and
+    /// its old buffer, now holding another page, is not returned for it.
+    #[test]
+    fn a_retagged_buffer_is_not_a_hit_for_its_old_page() {
+        let (_dir, pool) = pool_with(4, 12);
+        for round in 0..3 {
+            for b in 0..12 {
+                let p = pool.read_buffer(REL, b, None).unwrap();
+                assert_eq!(p.block(), b);
+                let g = p.lock_shared();
+                assert_eq!(u32::from_le_bytes(g[100..104].try_into().unwrap()), b);
+                drop(g);
+                if (b + round) % 3 == 0 {
+                    pool.evict_all().unwrap();
+                }
+            }
+        }
+        assert_eq!(pool.pinned_buffers(), 0);
+        let t = pool.stats().totals();
+        assert_eq!(t.hits + t.reads, t.accesses);
+    }
+}

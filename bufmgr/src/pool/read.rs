@@ -1,0 +1,571 @@
+//! The read path: `ReadBuffer` and its variants, the optimistic hit, a
+//! miss, and the start and end of a read's I/O.
+//!
+//! # A miss, step by step (`BufferAlloc` + `GetVictimBuffer`)
+//! 1. Look the tag up in the mapping table's lock-free read index; pin the
+//!    buffer it names (the evictor's pin rule) and validate it: pinned, it
+//!    must be `TAG_VALID` with our tag (`PoolShared::pin_if_tagged`). If
+//!    the index has nothing or the candidate fails, look up under the mapping
+//!    partition's shared lock and pin before releasing it. On a hit, done
+//!    (waiting for the read if it is still in progress).
+//! 2. Otherwise get a victim without holding any mapping lock: from the ring if
+//!    the caller has one and its current slot is reusable, else from the clock
+//!    sweep of the partition chosen for this thread. The victim comes back
+//!    pinned by us alone.
+//! 3. If the victim is dirty: take its content lock share-exclusive *without
+//!    waiting* (waiting could deadlock against a thread that pinned it and
+//!    waits for us), ask the ring whether to reject it, else write it.
+//! 4. Invalidate the victim's old identity: its old mapping partition lock
+//!    exclusive, then its header lock; give up and retry from 2 if someone
+//!    else pinned or dirtied it meanwhile.
+//! 5. Insert the new tag under the new partition's exclusive lock. If another
+//!    thread inserted it first, unpin our victim (it is clean and tagless, the
+//!    sweep finds it at once) and pin theirs, as a hit.
+//! 6. Set the tag with `TAG_VALID | IO_IN_PROGRESS` in one header-lock hold, so
+//!    a thread that finds the tag before the read completes waits for it
+//!    instead of reading the block a second time. Read, verify the checksum,
+//!    set `VALID`, wake the waiters.
+//!
+//! `read_buffer` does all six steps and reads at once. `start_buffer` (the
+//! start step of a read stream, see `pool::stream`) stops after step 6's
+//! tagging: the caller owns the read and issues it, combined with others.
+
+use super::{BufferPool, PoolShared};
+
+use std::sync::atomic::Ordering;
+
+use crate::desc::*;
+use crate::error::{Error, Result};
+use crate::guard::{PageWrite, PinnedBuffer};
+use crate::local::{Local, with_local};
+use crate::page;
+use crate::ring::Ring;
+use crate::stats::bump;
+use crate::table::HashedTag;
+use crate::tag::{BlockNumber, BufferTag, RelFork};
+
+/// How a miss fills the buffer.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum ReadMode {
+    /// Read the block from storage and verify its checksum.
+    Normal,
+    /// Zero the buffer instead of reading (PostgreSQL's `RBM_ZERO_AND_LOCK`).
+    ZeroNoRead,
+    /// Read without failing on a checksum mismatch (counted all the same).
+    NoVerify,
+}
+
+/// What starting the read of one block found ([`PoolShared::start_buffer`]).
+/// The buffer is pinned by the caller in every case.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Started {
+    /// The page is valid.
+    Hit(BufferId),
+    /// Tagged but not valid: another thread's read is in flight, or a read
+    /// failed. [`hit_not_valid`](PoolShared::hit_not_valid) waits or reads.
+    NotValid(BufferId),
+    /// A victim tagged `TAG_VALID | IO_IN_PROGRESS` by us: ours to read.
+    Miss(BufferId),
+}
+
+impl Started {
+    pub(crate) fn id(self) -> BufferId {
+        match self {
+            Started::Hit(id) | Started::NotValid(id) | Started::Miss(id) => id,
+        }
+    }
+}
+
+/// Outcome of starting I/O on a buffer.
+pub(super) enum StartIo {
+    /// Someone else did it (the page is valid / no longer dirty).
+    AlreadyDone,
+    /// We own the I/O now (`IO_IN_PROGRESS` is set by us).
+    Ready,
+}
+
+impl BufferPool {
+    /// Pin block `block` of `rf`, reading it on a miss. With a ring, pins
+    /// never raise usage past the first step and victims come from the ring.
+    #[inline]
+    pub fn read_buffer(
+        &self,
+        rf: RelFork,
+        block: BlockNumber,
+        ring: Option<&mut Ring>,
+    ) -> Result<PinnedBuffer<'_>> {
+        let tag = BufferTag::new(rf, block);
+        let id = with_local(&self.shared, |local| {
+            self.shared.read_buffer(local, tag, ring, ReadMode::Normal)
+        })?;
+        Ok(PinnedBuffer::new(&self.shared, id))
+    }
+
+    /// Block `block` of `rf`, exclusively locked, *without reading it* on a
+    /// miss: the buffer is zeroed instead (PostgreSQL's `RBM_ZERO_AND_LOCK`).
+    /// For redo of a record that rewrites the whole page (a full-page image,
+    /// or a record that initialises the page): the copy on disk may be torn
+    /// and must not be read. If the page is already in the pool it is
+    /// returned as it is. The block must exist in the file (extend first).
+    pub fn read_buffer_zeroed(&self, rf: RelFork, block: BlockNumber) -> Result<PageWrite<'_>> {
+        let nblocks = self.shared.storage.nblocks(rf)?;
+        if block >= nblocks {
+            return Err(Error::BlockOutOfRange {
+                relfork: rf,
+                block,
+                nblocks,
+                path: self.shared.storage.path(rf),
+            });
+        }
+        let tag = BufferTag::new(rf, block);
+        let id = with_local(&self.shared, |local| {
+            self.shared
+                .read_buffer(local, tag, None, ReadMode::ZeroNoRead)
+        })?;
+        Ok(PinnedBuffer::new(&self.shared, id).lock_exclusive())
+    }
+
+    /// Pin block `block` of `rf` like [`read_buffer`](Self::read_buffer),
+    /// but accept a page whose checksum does not match (the mismatch is still
+    /// counted in the statistics). For redo of pages that replay makes whole
+    /// again without a full-page image: the commit log, whose status bits are
+    /// only ever set once and whose every change since the redo point is in
+    /// the WAL, so a torn copy (half old, half new) is repaired by replaying
+    /// onto it. Its checksum is recomputed when the page is next written.
+    pub fn read_buffer_unverified(
+        &self,
+        rf: RelFork,
+        block: BlockNumber,
+    ) -> Result<PinnedBuffer<'_>> {
+        let tag = BufferTag::new(rf, block);
+        let id = with_local(&self.shared, |local| {
+            self.shared
+                .read_buffer(local, tag, None, ReadMode::NoVerify)
+        })?;
+        Ok(PinnedBuffer::new(&self.shared, id))
+    }
+
+    /// The page a WAL record is about to be replayed on, exclusively locked
+    /// (PostgreSQL's `XLogReadBufferForRedo`): the fork is created and the
+    /// relation extended with zero pages up to `block` if its file is shorter
+    /// (it lost writes, or replay starts from empty files). With
+    /// `rewrites_whole_page` (a full-page image, or a record that
+    /// initialises the page) the copy on disk, which may be torn, is not
+    /// read: see [`read_buffer_zeroed`](Self::read_buffer_zeroed).
+    pub fn read_buffer_for_redo(
+        &self,
+        rf: RelFork,
+        block: BlockNumber,
+        rewrites_whole_page: bool,
+    ) -> Result<PageWrite<'_>> {
+        self.create_fork(rf)?;
+        let mut nblocks = self.nblocks(rf)?;
+        while nblocks <= block {
+            let page = self.extend(rf, None)?;
+            if page.block() == block {
+                return Ok(page);
+            }
+            nblocks = page.block() + 1;
+        }
+        if rewrites_whole_page {
+            self.read_buffer_zeroed(rf, block)
+        } else {
+            Ok(self.read_buffer(rf, block, None)?.lock_exclusive())
+        }
+    }
+}
+
+impl PoolShared {
+    /// The optimistic pin of the hit path: pin buffer `id` (the evictor's pin
+    /// rule) if, pinned, it is the buffer of `tag` in the mapping table.
+    /// Returns `(id, state after the pin)`, or `None` with nothing pinned.
+    ///
+    /// Why a pin validated afterwards is as good as a pin under the mapping
+    /// lock (desc rule 3): the CAS pins only a state with `TAG_VALID`, and
+    /// once our pin is in, nobody can clear `TAG_VALID` or change the tag —
+    /// every path that does (`invalidate_victim`, `forget_if_never_valid`,
+    /// `invalidate_where`) checks under the header lock that no pin but its
+    /// own is held, and a pin CAS never succeeds while the header lock is
+    /// held. So a tag read *after* the pin is stable, and `TAG_VALID` with
+    /// the wanted tag means the map holds `tag -> id` (both change together
+    /// under the partition lock). Since only `TAG_VALID` states are pinned,
+    /// a tagless victim that someone else holds is never pinned here.
+    ///
+    /// The tag is also read before pinning, so a stale index entry (the
+    /// buffer holds another page now) costs two loads and no write. A failed
+    /// validation after the pin (the buffer was retagged between that read
+    /// and the CAS) unpins; the usage bump its pin gave the buffer stays, as
+    /// if the new page had been touched once: harmless to correctness and
+    /// confined to that race. Nothing is counted in the statistics here; the
+    /// caller counts the access once it has a buffer.
+    #[inline]
+    pub(super) fn pin_if_tagged(
+        &self,
+        id: BufferId,
+        tag: BufferTag,
+        ring: bool,
+    ) -> Option<(BufferId, u64)> {
+        let d = self.descs.get(id as usize)?;
+        if !d.has_tag(tag) {
+            return None;
+        }
+        let mut s = d.load();
+        let pinned = loop {
+            if s & TAG_VALID == 0 || refcount(s) == REFCOUNT_MASK {
+                return None;
+            }
+            if s & LOCKED != 0 {
+                s = d.wait_header_unlocked();
+                continue;
+            }
+            let new = self.evictor.on_pin(s, ring);
+            match d
+                .state
+                .compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => break new,
+                Err(actual) => s = actual,
+            }
+        };
+        // Pinned with TAG_VALID: the tag cannot change now; is it ours?
+        if !d.has_tag(tag) {
+            d.unpin();
+            return None;
+        }
+        Some((id, pinned))
+    }
+
+    /// `ReadBuffer`: the hit path inline, the rest out of line.
+    #[inline]
+    pub(super) fn read_buffer(
+        &self,
+        local: &mut Local,
+        tag: BufferTag,
+        ring: Option<&mut Ring>,
+        mode: ReadMode,
+    ) -> Result<BufferId> {
+        let ht = HashedTag::new(tag);
+        let use_ring = ring.is_some();
+        // 1. Lookup: the read index without a lock, validated after pinning
+        // (table rule 1). A ring of another pool is refused by the slow path
+        // before anything is pinned.
+        if ring.as_deref().is_none_or(|r| r.pool_id() == self.id)
+            && let Some((id, state)) = self
+                .table
+                .find_unlocked(&ht, |id| self.pin_if_tagged(id, tag, use_ring))
+        {
+            let c = &local.stats.parts[self.desc(id).partition()];
+            bump(&c.accesses, 1);
+            if state & VALID != 0 {
+                bump(&c.hits, 1);
+                return Ok(id);
+            }
+            return self.hit_not_valid(local, id, tag, mode);
+        }
+        self.read_buffer_locked(local, ht, ring, mode)
+    }
+
+    /// Pin the buffer of `tag` if it is resident and valid, counting
+    /// nothing: for a page the caller already counted (a stream's block
+    /// read ahead and unpinned by `release_ahead`). `None` (nothing pinned)
+    /// if it is not there, or not valid.
+    pub(crate) fn repin_valid(&self, tag: BufferTag, ring: bool) -> Option<BufferId> {
+        let ht = HashedTag::new(tag);
+        let (id, state) = self
+            .table
+            .find_unlocked(&ht, |id| self.pin_if_tagged(id, tag, ring))
+            .or_else(|| {
+                let map = self.table.read(ht.partition());
+                let &id = map.get(&ht)?;
+                self.pin(id, ring).map(|s| (id, s))
+            })?;
+        if state & VALID == 0 {
+            self.desc(id).unpin();
+            return None;
+        }
+        Some(id)
+    }
+
+    /// A hit on a page that is not valid: being read by someone else, or
+    /// their read failed. Wait, or retry the read. The access is counted.
+    #[cold]
+    pub(crate) fn hit_not_valid(
+        &self,
+        local: &mut Local,
+        id: BufferId,
+        tag: BufferTag,
+        mode: ReadMode,
+    ) -> Result<BufferId> {
+        match self.finish_read(local, id, tag, mode) {
+            Ok(read_by_us) => {
+                if !read_by_us {
+                    bump(&local.stats.parts[self.desc(id).partition()].hits, 1);
+                }
+                Ok(id)
+            }
+            Err(e) => {
+                self.invalidate_victim(id);
+                self.desc(id).unpin();
+                Err(e)
+            }
+        }
+    }
+
+    /// The lookup under the mapping lock, then the miss (steps 1-6).
+    #[inline(never)]
+    pub(super) fn read_buffer_locked(
+        &self,
+        local: &mut Local,
+        ht: HashedTag,
+        ring: Option<&mut Ring>,
+        mode: ReadMode,
+    ) -> Result<BufferId> {
+        match self.start_locked(local, ht, ring)? {
+            Started::Hit(id) => Ok(id),
+            Started::NotValid(id) => self.hit_not_valid(local, id, ht.tag, mode),
+            Started::Miss(victim) => {
+                if let Err(e) = self.do_read(local, victim, ht.tag, mode) {
+                    self.release_failed(victim);
+                    return Err(e);
+                }
+                Ok(victim)
+            }
+        }
+    }
+
+    /// Release a buffer whose read failed (its I/O is over, with `IO_ERROR`).
+    /// Leave no tag-valid, never-valid entry behind (it would stand in the
+    /// way of extending the relation to this block). If others are waiting
+    /// on it they retry the read themselves.
+    pub(super) fn release_failed(&self, id: BufferId) {
+        self.invalidate_victim(id);
+        self.desc(id).unpin();
+    }
+
+    /// Steps 1-6 of a read without the read itself (the first half of
+    /// PostgreSQL 17's `StartReadBuffers` for one block): the optimistic
+    /// lookup, then [`start_locked`](Self::start_locked). Never waits for
+    /// I/O (a victim's write is not a wait on another reader), so a thread
+    /// may start several blocks before reading any of them.
+    pub(crate) fn start_buffer(
+        &self,
+        local: &mut Local,
+        tag: BufferTag,
+        ring: Option<&mut Ring>,
+    ) -> Result<Started> {
+        let ht = HashedTag::new(tag);
+        let use_ring = ring.is_some();
+        if ring.as_deref().is_none_or(|r| r.pool_id() == self.id)
+            && let Some((id, state)) = self
+                .table
+                .find_unlocked(&ht, |id| self.pin_if_tagged(id, tag, use_ring))
+        {
+            let c = &local.stats.parts[self.desc(id).partition()];
+            bump(&c.accesses, 1);
+            if state & VALID != 0 {
+                bump(&c.hits, 1);
+                return Ok(Started::Hit(id));
+            }
+            return Ok(Started::NotValid(id));
+        }
+        self.start_locked(local, ht, ring)
+    }
+
+    /// The lookup under the mapping lock, then steps 2-6 of a miss, stopping
+    /// before the read: a [`Started::Miss`] buffer is tagged with
+    /// `TAG_VALID | IO_IN_PROGRESS` owned by the caller, who must read it
+    /// (or end its I/O with `IO_ERROR`) before waiting for anything else.
+    /// The access is counted (and the hit, for a valid page).
+    pub(super) fn start_locked(
+        &self,
+        local: &mut Local,
+        ht: HashedTag,
+        ring: Option<&mut Ring>,
+    ) -> Result<Started> {
+        if let Some(r) = ring.as_deref()
+            && r.pool_id() != self.id
+        {
+            return Err(Error::InvalidConfig(
+                "a ring was used with a pool it does not belong to".into(),
+            ));
+        }
+        let tag = ht.tag;
+        let use_ring = ring.is_some();
+        // 1. The index had nothing (or only stale candidates): the map.
+        let hit = {
+            let map = self.table.read(ht.partition());
+            map.get(&ht).map(|&id| (id, self.pin(id, use_ring)))
+        };
+        if let Some((id, state)) = hit {
+            let state = state.ok_or_else(|| Self::too_many_pins(tag))?;
+            return Ok(self.count_hit(local, id, state));
+        }
+
+        // 2-4. A clean, tagless victim, pinned by us.
+        let victim = self.get_victim(local, ring)?;
+
+        // 5. Insert the new identity.
+        let mut map = self.table.write(ht.partition());
+        if let Some(&existing) = map.get(&ht) {
+            // Somebody else read it meanwhile: give our victim back, use theirs.
+            self.desc(victim).unpin();
+            let state = self
+                .pin(existing, use_ring)
+                .ok_or_else(|| Self::too_many_pins(tag))?;
+            drop(map);
+            return Ok(self.count_hit(local, existing, state));
+        }
+        map.insert(ht, victim);
+        // 6. Tag it, with the read already marked in progress.
+        let d = self.desc(victim);
+        let s = d.lock_header();
+        // Ours alone: the optimistic pin of a hit (`pin_if_tagged`) pins only
+        // TAG_VALID states, and this victim has been tagless since step 4.
+        debug_assert_eq!(refcount(s), 1);
+        debug_assert_eq!(s & (TAG_VALID | VALID | DIRTY | IO_IN_PROGRESS), 0);
+        d.set_tag(Some(tag));
+        let perm = if self.is_permanent(tag.rel) {
+            PERMANENT
+        } else {
+            0
+        };
+        d.unlock_header(
+            TAG_VALID | IO_IN_PROGRESS | perm | self.evictor.admit_bits(),
+            USAGE_MASK | FLAG_MASK & !(TAG_VALID | IO_IN_PROGRESS | PERMANENT),
+        );
+        drop(map);
+        let c = &local.stats.parts[self.desc(victim).partition()];
+        bump(&c.accesses, 1);
+        Ok(Started::Miss(victim))
+    }
+
+    /// Count the access to a buffer found pinned (and the hit if it is
+    /// valid); which kind of start it is.
+    fn count_hit(&self, local: &mut Local, id: BufferId, state: u64) -> Started {
+        let c = &local.stats.parts[self.desc(id).partition()];
+        bump(&c.accesses, 1);
+        if state & VALID != 0 {
+            bump(&c.hits, 1);
+            Started::Hit(id)
+        } else {
+            Started::NotValid(id)
+        }
+    }
+
+    /// Wait for another thread's read of `id`, or do it ourselves if there is
+    /// none and the page is not valid. Returns whether we read it.
+    pub(super) fn finish_read(
+        &self,
+        local: &mut Local,
+        id: BufferId,
+        tag: BufferTag,
+        mode: ReadMode,
+    ) -> Result<bool> {
+        match self.start_io(id, true) {
+            StartIo::AlreadyDone => Ok(false),
+            StartIo::Ready => self.do_read(local, id, tag, mode).map(|()| true),
+        }
+    }
+
+    /// Read the page into buffer `id`; we hold `IO_IN_PROGRESS` on it.
+    pub(super) fn do_read(
+        &self,
+        local: &mut Local,
+        id: BufferId,
+        tag: BufferTag,
+        mode: ReadMode,
+    ) -> Result<()> {
+        // SAFETY: arena rule 2: IO_IN_PROGRESS is ours and the page is not
+        // VALID, so nobody else reads or writes these bytes until we finish.
+        let page = unsafe { self.arena.page_mut(id) };
+        if mode == ReadMode::ZeroNoRead {
+            page.fill(0);
+            // Counted as a read: the buffer was filled, not found.
+            bump(&local.stats.parts[self.desc(id).partition()].reads, 1);
+            self.terminate_io(id, VALID, IO_ERROR);
+            return Ok(());
+        }
+        let result = self.storage.read(tag, page);
+        self.complete_read(local, id, tag, mode, result)
+    }
+
+    /// The end of a read into buffer `id` (whose `IO_IN_PROGRESS` we own):
+    /// verify the checksum of what `result` says was read, count the read,
+    /// and end the I/O with `VALID` or with `IO_ERROR` (the buffer stays
+    /// pinned by us either way; on an error the caller releases it with
+    /// [`release_failed`](Self::release_failed)).
+    pub(crate) fn complete_read(
+        &self,
+        local: &mut Local,
+        id: BufferId,
+        tag: BufferTag,
+        mode: ReadMode,
+        result: Result<()>,
+    ) -> Result<()> {
+        // SAFETY: arena rule 2: IO_IN_PROGRESS is ours and the page is not
+        // VALID; only this thread looks at these bytes until we end the I/O.
+        let page = unsafe { self.arena.page(id) };
+        let result = result.and_then(|()| {
+            if self.config.checksums
+                && let Err((stored, computed)) = page::verify(page, tag.block)
+            {
+                self.counters
+                    .checksum_failures
+                    .fetch_add(1, Ordering::Relaxed);
+                if mode == ReadMode::NoVerify {
+                    return Ok(());
+                }
+                return Err(Error::ChecksumMismatch {
+                    tag,
+                    path: self.storage.path(tag.relfork()),
+                    stored,
+                    computed,
+                });
+            }
+            Ok(())
+        });
+        bump(&local.stats.parts[self.desc(id).partition()].reads, 1);
+        match result {
+            Ok(()) => {
+                self.terminate_io(id, VALID, IO_ERROR);
+                Ok(())
+            }
+            Err(e) => {
+                self.terminate_io(id, IO_ERROR, 0);
+                Err(e)
+            }
+        }
+    }
+
+    /// `StartBufferIO`: wait for any I/O in flight on `id`; then claim it
+    /// unless it is no longer needed (page valid for input, clean for output).
+    pub(super) fn start_io(&self, id: BufferId, for_input: bool) -> StartIo {
+        let d = self.desc(id);
+        loop {
+            let s = d.lock_header();
+            if s & IO_IN_PROGRESS == 0 {
+                let done = if for_input {
+                    s & VALID != 0
+                } else {
+                    s & DIRTY == 0
+                };
+                if done {
+                    d.unlock_header(0, 0);
+                    return StartIo::AlreadyDone;
+                }
+                d.unlock_header(IO_IN_PROGRESS, 0);
+                return StartIo::Ready;
+            }
+            d.unlock_header(0, 0);
+            d.wait_io();
+        }
+    }
+
+    /// `TerminateBufferIO`: clear `IO_IN_PROGRESS` (with `set`/`unset`) and
+    /// wake waiters.
+    pub(crate) fn terminate_io(&self, id: BufferId, set: u64, unset: u64) {
+        let d = self.desc(id);
+        d.lock_header();
+        d.unlock_header_end_io(set, unset);
+    }
+}
