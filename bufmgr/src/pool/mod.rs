@@ -53,7 +53,7 @@ mod relation;
 mod victim;
 mod write;
 
-pub(crate) use write::Writer;
+pub(crate) use write::{WriteBatch, Writer};
 
 static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
 
