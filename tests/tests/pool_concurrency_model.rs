@@ -27,7 +27,7 @@ use bufmgr::{
 };
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
-use tests::{HINT_AREA_OFFSET, TestDb, check_page, fill_page, rel, with_timeout};
+use tests::{HINT_AREA_OFFSET, TestDb, check_page, fill_page, rel, wait_until, with_timeout};
 
 const BLOCKS: BlockNumber = 64;
 const THREADS: usize = 6;
