@@ -12,7 +12,10 @@
 //! 3. Scan forward from the cleaning point, writing dirty buffers that are
 //!    unpinned at the bottom usage step (`SyncOneBuffer` with
 //!    `skip_recently_used`), until enough reusable buffers lie ahead of the
-//!    hand, `lru_maxpages` were written, or we lapped the hand.
+//!    hand, `lru_maxpages` were written, or we lapped the hand. The writes go
+//!    out in batches (`WriteBatch`: each page share-exclusive locked with
+//!    its I/O started until its write completes, one WAL flush and one
+//!    backend submission per batch of up to 32).
 //!
 //! The background writer never moves a clock hand and never changes a usage
 //! count or HOT/COOL bit. With HOT/COOL it follows cf/7000 v8: its own
@@ -32,7 +35,7 @@ use crate::config::BgWriterConfig;
 use crate::desc::BufferId;
 use crate::error::Result;
 use crate::evictor::Evictor;
-use crate::pool::{PoolShared, Writer};
+use crate::pool::{PoolShared, WriteBatch, Writer};
 
 /// `smoothing_samples`.
 const SMOOTHING_SAMPLES: f64 = 16.0;
@@ -168,9 +171,16 @@ impl Cleaner {
         let mut num_to_scan = bufs_to_lap;
         let mut reusable = reusable_est;
         let mut written = 0usize;
+        // The pages are written in batches (`WriteBatch`: one WAL flush and
+        // one backend submission per batch); a claimed page counts as
+        // written, as it will be when the batch is submitted.
+        let mut batch = WriteBatch::new(pool, Writer::Background);
         while num_to_scan > 0 && reusable < upcoming {
             let id: BufferId = first + st.next_to_clean;
-            let r = pool.sync_one_buffer(id, true, None, Writer::Background)?;
+            let r = batch.add(id, true)?;
+            if batch.is_full() {
+                batch.submit()?;
+            }
             st.next_to_clean += 1;
             if st.next_to_clean as u64 >= n {
                 st.next_to_clean = 0;
@@ -187,6 +197,7 @@ impl Cleaner {
                 reusable += 1.0;
             }
         }
+        batch.submit()?;
         let new_delta = (bufs_to_lap - num_to_scan) as f64;
         let new_alloc = reusable - reusable_est;
         if new_delta > 0.0 && new_alloc > 0.0 {

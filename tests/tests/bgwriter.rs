@@ -66,8 +66,11 @@ fn cleans_under_load(evictor: Evictor) {
                 check_page(&g, b).unwrap();
             }
         });
+        // (A round counts its writes as its batches complete and itself when
+        // it ends: wait for both.)
         let cleaned = wait_until(Duration::from_secs(15), || {
-            pool.stats().writes_bgwriter >= 10
+            let st = pool.stats();
+            st.writes_bgwriter >= 10 && st.bgwriter_rounds > 0
         });
         stop.store(true, Ordering::Relaxed);
         let st = pool.stats();

@@ -57,7 +57,7 @@ mod victim;
 mod write;
 
 pub use stream::{ReadStream, StreamConfig};
-pub(crate) use write::Writer;
+pub(crate) use write::{WriteBatch, Writer};
 
 static NEXT_POOL_ID: AtomicU64 = AtomicU64::new(1);
 

@@ -10,9 +10,11 @@ use parking_lot::lock_api::RawRwLockUpgrade as _;
 
 use crate::desc::*;
 use crate::error::{Error, Result};
+use crate::io::WriteRequest;
 use crate::local::Local;
 use crate::page;
 use crate::stats::bump;
+use crate::tag::BufferTag;
 use crate::tag::RelFork;
 
 /// Who is writing a page (for the statistics that say who wrote what).
@@ -112,6 +114,12 @@ impl PoolShared {
         }
         self.pending_sync.lock().insert(tag.relfork());
         self.terminate_io(id, 0, DIRTY | HINT_DIRTY | CHECKPOINT_NEEDED | IO_ERROR);
+        self.count_write(id, writer, local);
+        Ok(())
+    }
+
+    /// Count a page written by `writer` in the statistics.
+    fn count_write(&self, id: BufferId, writer: Writer, local: Option<&mut Local>) {
         let part = self.desc(id).partition();
         match (writer, local) {
             (Writer::Backend, Some(l)) => bump(&l.stats.parts[part].writes_backend, 1),
@@ -130,7 +138,6 @@ impl PoolShared {
                 self.counters.writes_other.fetch_add(1, Ordering::Relaxed);
             }
         }
-        Ok(())
     }
 
     /// After a failed write the pool refuses to write again.
@@ -182,7 +189,8 @@ impl PoolShared {
         })
     }
 
-    /// `BufferSync` for a checkpoint.
+    /// `BufferSync` for a checkpoint: the dirty pages in tag order, written
+    /// in batches (see [`WriteBatch`]).
     pub(super) fn flush_all(&self, include_unlogged: bool) -> Result<usize> {
         let mask = if include_unlogged {
             DIRTY
@@ -204,14 +212,16 @@ impl PoolShared {
         }
         todo.sort_unstable();
         let mut written = 0;
+        let mut batch = WriteBatch::new(self, Writer::Checkpoint);
         for (_, id) in todo {
             if self.desc(id).load() & CHECKPOINT_NEEDED != 0 {
-                written += usize::from(
-                    self.sync_one_buffer(id, false, None, Writer::Checkpoint)?
-                        .written,
-                );
+                batch.add(id, false)?;
+                if batch.is_full() {
+                    written += batch.submit()?;
+                }
             }
         }
+        written += batch.submit()?;
         self.sync_pending(None)?;
         Ok(written)
     }
@@ -237,5 +247,206 @@ impl PoolShared {
             }
         }
         Ok(())
+    }
+}
+
+/// Pages a [`WriteBatch`] holds before it is submitted (at most; see
+/// [`WRITE_BATCH_POOL_SHARE`]).
+pub(crate) const WRITE_BATCH: usize = 32;
+/// A batch pins at most 1/16 of the pool (at least one buffer), so the
+/// writers never starve the threads that need victims of a small pool.
+pub(crate) const WRITE_BATCH_POOL_SHARE: usize = 16;
+
+/// Batched write-back for the checkpoint and the background writer
+/// (PostgreSQL 18 submits its checkpoint writes asynchronously the same way).
+/// A batch holds up to 32 pages, and at most 1/16 of the pool.
+///
+/// 1. `add`: a buffer that is valid and dirty (and, for the bgwriter,
+///    unpinned at the bottom usage step) is pinned, its content lock taken
+///    share-exclusive, and its output I/O started (`IO_IN_PROGRESS`). From
+///    here until its write completes no hint can change it (`set_hints` is
+///    refused while a write is in flight) and no other writer starts on it.
+///    Only the first buffer of a batch may wait for its content lock: a later
+///    one whose lock is taken makes the batch submit first, so a batch never
+///    waits for a lock while holding others (no cycle with a thread that
+///    holds an exclusive lock and wants one of ours).
+/// 2. `submit`: one WAL flush up to the highest LSN of the batch's permanent
+///    pages, checksums set in place, one `write_batch` to the backend (all
+///    writes in flight at once where it can), then per page: written ->
+///    clean (`DIRTY`, `HINT_DIRTY`, `CHECKPOINT_NEEDED` cleared), failed ->
+///    still dirty with `IO_ERROR`, the pool's write-failure latch set; the
+///    locks and pins are released either way. The first error is returned.
+/// 3. Dropping a batch submits what it holds (errors ignored).
+pub(crate) struct WriteBatch<'p> {
+    pool: &'p PoolShared,
+    writer: Writer,
+    items: Vec<(BufferId, BufferTag, UpgradableMark)>,
+    max: usize,
+}
+
+impl std::fmt::Debug for WriteBatch<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ids: Vec<BufferId> = self.items.iter().map(|i| i.0).collect();
+        f.debug_struct("WriteBatch")
+            .field("writer", &self.writer)
+            .field("buffers", &ids)
+            .finish()
+    }
+}
+
+impl<'p> WriteBatch<'p> {
+    pub(crate) fn new(pool: &'p PoolShared, writer: Writer) -> WriteBatch<'p> {
+        let max = (pool.descs.len() / WRITE_BATCH_POOL_SHARE).clamp(1, WRITE_BATCH);
+        WriteBatch {
+            pool,
+            writer,
+            items: Vec::with_capacity(max),
+            max,
+        }
+    }
+
+    pub(crate) fn is_full(&self) -> bool {
+        self.items.len() >= self.max
+    }
+
+    /// Claim buffer `id` for this batch if it needs writing (rule 1). The
+    /// result says whether it was claimed (`written`: it will be written by
+    /// `submit`) and whether it was reusable.
+    pub(crate) fn add(&mut self, id: BufferId, skip_recently_used: bool) -> Result<SyncResult> {
+        let pool = self.pool;
+        let d = pool.desc(id);
+        let s = d.lock_header();
+        let reusable = refcount(s) == 0 && s & USAGE_MASK == 0;
+        if (skip_recently_used && !reusable) || s & (VALID | DIRTY) != VALID | DIRTY {
+            d.unlock_header(0, 0);
+            return Ok(SyncResult {
+                written: false,
+                reusable,
+            });
+        }
+        if refcount(s) == REFCOUNT_MASK {
+            let tag = d.tag().expect("a valid buffer has a tag");
+            d.unlock_header(0, 0);
+            return Err(PoolShared::too_many_pins(tag));
+        }
+        let tag = d.tag().expect("a valid buffer has a tag");
+        d.unlock_header_pinned();
+        let mark = match d.content.try_lock_upgradable() {
+            Some(m) => m,
+            None => {
+                // Never wait for a lock while holding others (rule 1).
+                if let Err(e) = self.submit() {
+                    d.unpin();
+                    return Err(e);
+                }
+                d.content.lock_upgradable()
+            }
+        };
+        if let Err(e) = pool.check_writes_allowed() {
+            // SAFETY: taken just above.
+            unsafe { d.content.unlock_upgradable(mark) };
+            d.unpin();
+            return Err(e);
+        }
+        if let StartIo::AlreadyDone = pool.start_io(id, false) {
+            // SAFETY: taken just above.
+            unsafe { d.content.unlock_upgradable(mark) };
+            d.unpin();
+            return Ok(SyncResult {
+                written: false,
+                reusable,
+            });
+        }
+        self.items.push((id, tag, mark));
+        Ok(SyncResult {
+            written: true,
+            reusable,
+        })
+    }
+
+    /// Write every claimed page (rule 2); returns how many were written.
+    pub(crate) fn submit(&mut self) -> Result<usize> {
+        if self.items.is_empty() {
+            return Ok(0);
+        }
+        let pool = self.pool;
+        let items = std::mem::take(&mut self.items);
+        // One WAL flush for the batch.
+        let mut flush_to = 0u64;
+        let mut flush_tag = None;
+        for &(id, tag, _) in &items {
+            if pool.desc(id).load() & PERMANENT != 0 {
+                let lsn = pool.arena.lsn(id);
+                if lsn > flush_to {
+                    (flush_to, flush_tag) = (lsn, Some(tag));
+                }
+            }
+        }
+        let mut first_error = None;
+        if let Some(tag) = flush_tag
+            && pool.wal.needs_flush(flush_to)
+            && let Err(e) = pool.wal.flush(flush_to)
+        {
+            first_error = Some(Error::WalFlush {
+                lsn: flush_to,
+                tag,
+                detail: e.to_string(),
+            });
+        }
+        let results: Vec<Result<()>> = if first_error.is_some() {
+            Vec::new()
+        } else {
+            if pool.config.checksums {
+                for &(id, tag, _) in &items {
+                    // SAFETY: arena rule 1: we hold a pin and share-exclusive;
+                    // with IO_IN_PROGRESS set no hint can change the page.
+                    let sum = page::checksum(unsafe { pool.arena.page(id) }, tag.block);
+                    pool.arena.set_checksum(id, sum);
+                }
+            }
+            let reqs: Vec<WriteRequest<'_>> = items
+                .iter()
+                .map(|&(id, tag, _)| WriteRequest {
+                    tag,
+                    // SAFETY: as above: nobody changes the page until its
+                    // I/O is terminated below.
+                    page: unsafe { pool.arena.page(id) },
+                })
+                .collect();
+            pool.storage.write_batch(&reqs)
+        };
+        let mut written = 0;
+        for (i, (id, tag, mark)) in items.into_iter().enumerate() {
+            let d = pool.desc(id);
+            match results.get(i) {
+                Some(Ok(())) => {
+                    pool.pending_sync.lock().insert(tag.relfork());
+                    pool.terminate_io(id, 0, DIRTY | HINT_DIRTY | CHECKPOINT_NEEDED | IO_ERROR);
+                    pool.count_write(id, self.writer, None);
+                    written += 1;
+                }
+                Some(Err(e)) => {
+                    *pool.write_failure.lock() = Some(e.to_string());
+                    pool.write_failed.store(true, Ordering::Release);
+                    pool.terminate_io(id, IO_ERROR, 0);
+                }
+                // Not written (the WAL flush failed): still dirty.
+                None => pool.terminate_io(id, IO_ERROR, 0),
+            }
+            // SAFETY: taken in `add`, released once here.
+            unsafe { d.content.unlock_upgradable(mark) };
+            d.unpin();
+        }
+        let failed = results.into_iter().find_map(Result::err);
+        match first_error.or(failed) {
+            Some(e) => Err(e),
+            None => Ok(written),
+        }
+    }
+}
+
+impl Drop for WriteBatch<'_> {
+    fn drop(&mut self) {
+        let _ = self.submit();
     }
 }
