@@ -21,10 +21,19 @@
 //! * [`FileStorage`] (`"sync"`): synchronous `pread`/`pwrite` on an open-file
 //!   cache, with each file's block count kept in memory after the first open,
 //!   so that asking for it costs no system call.
+//! * [`UringStorage`] (`"io_uring"`): the same files, cache and checks, with
+//!   page reads and writes submitted to io_uring; batches and runs go in with
+//!   one `io_uring_enter` (see its module for rings, threads and errors).
 //! * [`FaultyStorage`] (`"faulty"`): wraps another backend and injects failures
 //!   (failed reads, writes and syncs, torn writes, a simulated crash), counts
 //!   operations, and detects two concurrent reads of the same block, for tests
 //!   of the pool's error handling and its I/O de-duplication.
+//!
+//! [`open_storage`] builds the backend an [`IoMode`] asks for
+//! (`Auto` probes io_uring and falls back to sync with one line on stderr);
+//! with `direct_io` either backend opens its files with `O_DIRECT`.
+//! `FileStorage::read_run` reads a run of consecutive blocks with one
+//! `preadv`.
 //!
 //! # Durability
 //!
@@ -42,23 +51,29 @@
 //!   until it is unlinked or the backend is dropped (PostgreSQL's `fd.c` closes
 //!   and reopens files to stay under the descriptor limit).
 //! * No tablespaces or databases: one `base/` directory.
-//! * No asynchronous or direct I/O, no read-ahead, no `posix_fadvise`.
+//! * No read-ahead, no `posix_fadvise`; no registered buffers or files for
+//!   io_uring.
 //! * No sync request queue: the pool (or checkpointer) calls `sync` itself; a
 //!   failed `fdatasync` is reported, and a caller must treat it as fatal (the
 //!   kernel may have dropped the dirty pages, so a retry proves nothing).
 //! * No holes: a write may extend a fork by exactly one page, never more.
 
-use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
-use std::io;
-use std::os::unix::fs::FileExt;
+mod aligned;
+mod faulty;
+mod file;
+mod observed;
+mod uring;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::time::Duration;
 
-use parking_lot::{Mutex, RwLock};
+pub use aligned::AlignedBuf;
+pub use faulty::FaultyStorage;
+pub use file::FileStorage;
+pub use observed::{ObservedStorage, StorageObserver};
+pub use uring::{UringStorage, probe_io_uring};
 
+use crate::config::IoMode;
 use crate::error::{Error, Result};
 use crate::tag::{BlockNumber, BufferTag, Fork, PAGE_SIZE, RelFork, RelId};
 
@@ -159,6 +174,55 @@ pub struct WriteRequest<'a> {
     pub page: &'a [u8],
 }
 
+/// Which backend `mode` gives, given the result of probing io_uring (called
+/// only for `Auto` and `IoUring`): `Sync` or `IoUring`, and for an `Auto`
+/// fallback the line to log. An explicit `IoUring` whose probe fails is an
+/// error naming the reason.
+pub fn choose_io(
+    mode: IoMode,
+    data_dir: &Path,
+    probe: impl FnOnce() -> std::result::Result<(), String>,
+) -> Result<(IoMode, Option<String>)> {
+    match mode {
+        IoMode::Sync => Ok((IoMode::Sync, None)),
+        IoMode::IoUring => match probe() {
+            Ok(()) => Ok((IoMode::IoUring, None)),
+            Err(why) => Err(Error::io(
+                "use io_uring for",
+                "io = io_uring was asked for",
+                data_dir,
+                std::io::Error::other(why),
+            )),
+        },
+        IoMode::Auto => match probe() {
+            Ok(()) => Ok((IoMode::IoUring, None)),
+            Err(why) => Ok((
+                IoMode::Sync,
+                Some(format!(
+                    "bufmgr: io = auto: io_uring is not usable ({why}); using sync pread/pwrite"
+                )),
+            )),
+        },
+    }
+}
+
+/// The storage backend under `data_dir` that `mode` and `direct_io` select:
+/// [`FileStorage`] or [`UringStorage`]; see [`choose_io`].
+pub fn open_storage(
+    data_dir: &Path,
+    mode: IoMode,
+    direct_io: bool,
+) -> Result<Arc<dyn StorageBackend>> {
+    let (chosen, log) = choose_io(mode, data_dir, probe_io_uring)?;
+    if let Some(line) = log {
+        eprintln!("{line}");
+    }
+    Ok(match chosen {
+        IoMode::IoUring => Arc::new(UringStorage::open(data_dir, direct_io)?),
+        _ => Arc::new(FileStorage::open_with(data_dir, direct_io)?),
+    })
+}
+
 fn check_page_len(len: usize) {
     assert_eq!(
         len, PAGE_SIZE,
@@ -191,641 +255,13 @@ fn parse_file_name(name: &str) -> Option<RelFork> {
     })
 }
 
-/// One open relation fork file.
-#[derive(Debug)]
-struct RelFile {
-    file: File,
-    path: PathBuf,
-    /// Whole pages in the file: from its length at open, then kept up to date
-    /// by extensions and truncations.
-    nblocks: AtomicU32,
-}
-
-/// The synchronous file backend: `pread`/`pwrite` on one file per fork.
-#[derive(Debug)]
-pub struct FileStorage {
-    base: PathBuf,
-    files: RwLock<HashMap<RelFork, Arc<RelFile>>>,
-}
-
-impl FileStorage {
-    /// Opens the storage under `data_dir`, creating `data_dir/base/` if needed
-    /// (and fsyncing `base/` and `data_dir` when it did).
-    pub fn open(data_dir: &Path) -> Result<FileStorage> {
-        let base = data_dir.join("base");
-        let existed = base
-            .try_exists()
-            .map_err(|e| Error::io("stat", "base directory", &base, e))?;
-        if !existed {
-            fs::create_dir_all(&base)
-                .map_err(|e| Error::io("create", "base directory", &base, e))?;
-            fsync_dir(&base)?;
-            fsync_dir(data_dir)?;
-        }
-        Ok(FileStorage {
-            base,
-            files: RwLock::new(HashMap::new()),
-        })
-    }
-
-    /// The `base/` directory.
-    pub fn base_dir(&self) -> &Path {
-        &self.base
-    }
-
-    /// The open file of `rf`, opening it on first use. `op` and `what` name
-    /// the operation for the error if the file cannot be opened.
-    fn file(&self, rf: RelFork, op: &'static str, what: &dyn ToString) -> Result<Arc<RelFile>> {
-        if let Some(f) = self.files.read().get(&rf) {
-            return Ok(Arc::clone(f));
-        }
-        let path = self.path(rf);
-        let open_err = |e| Error::io(op, what.to_string(), &path, e);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(open_err)?;
-        let len = file.metadata().map_err(open_err)?.len();
-        let nblocks =
-            BlockNumber::try_from(len / PAGE_SIZE as u64).map_err(|_| Error::CorruptFile {
-                relfork: rf,
-                path: path.clone(),
-                detail: format!("{len} bytes is more than {} blocks", BlockNumber::MAX),
-            })?;
-        let rel_file = Arc::new(RelFile {
-            file,
-            path,
-            nblocks: AtomicU32::new(nblocks),
-        });
-        // Another thread may have opened it meanwhile: keep the first one, so
-        // that every thread sees the same block count.
-        let mut files = self.files.write();
-        Ok(Arc::clone(files.entry(rf).or_insert(rel_file)))
-    }
-}
-
-fn fsync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io("fsync", "directory", dir, e))
-}
-
-impl StorageBackend for FileStorage {
-    fn name(&self) -> &'static str {
-        "sync"
-    }
-
-    fn path(&self, rf: RelFork) -> PathBuf {
-        self.base.join(format!("{}{}", rf.rel.0, rf.fork.suffix()))
-    }
-
-    fn create(&self, rf: RelFork) -> Result<()> {
-        if self.files.read().contains_key(&rf) {
-            return Ok(());
-        }
-        let path = self.path(rf);
-        match OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(file) => {
-                fsync_dir(&self.base)?;
-                self.files.write().entry(rf).or_insert_with(|| {
-                    Arc::new(RelFile {
-                        file,
-                        path,
-                        nblocks: AtomicU32::new(0),
-                    })
-                });
-                Ok(())
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-            Err(e) => Err(Error::io("create", rf, path, e)),
-        }
-    }
-
-    fn exists(&self, rf: RelFork) -> Result<bool> {
-        if self.files.read().contains_key(&rf) {
-            return Ok(true);
-        }
-        let path = self.path(rf);
-        path.try_exists()
-            .map_err(|e| Error::io("stat", rf, path, e))
-    }
-
-    fn nblocks(&self, rf: RelFork) -> Result<BlockNumber> {
-        Ok(self.file(rf, "open", &rf)?.nblocks.load(Ordering::Acquire))
-    }
-
-    fn read(&self, tag: BufferTag, page: &mut [u8]) -> Result<()> {
-        check_page_len(page.len());
-        let rf = tag.relfork();
-        let f = self.file(rf, "open", &tag)?;
-        let nblocks = f.nblocks.load(Ordering::Acquire);
-        if tag.block >= nblocks {
-            return Err(Error::BlockOutOfRange {
-                relfork: rf,
-                block: tag.block,
-                nblocks,
-                path: f.path.clone(),
-            });
-        }
-        f.file
-            .read_exact_at(page, byte_offset(tag.block))
-            .map_err(|e| {
-                if e.kind() == io::ErrorKind::UnexpectedEof {
-                    Error::CorruptFile {
-                        relfork: rf,
-                        path: f.path.clone(),
-                        detail: format!(
-                            "short read of block {}: the file ends inside it, \
-                             though it was counted as {nblocks} blocks",
-                            tag.block
-                        ),
-                    }
-                } else {
-                    Error::io("read", tag, &f.path, e)
-                }
-            })
-    }
-
-    fn write(&self, tag: BufferTag, page: &[u8]) -> Result<()> {
-        check_page_len(page.len());
-        let rf = tag.relfork();
-        let f = self.file(rf, "open", &tag)?;
-        let nblocks = f.nblocks.load(Ordering::Acquire);
-        if tag.block > nblocks {
-            return Err(Error::BlockOutOfRange {
-                relfork: rf,
-                block: tag.block,
-                nblocks,
-                path: f.path.clone(),
-            });
-        }
-        f.file
-            .write_all_at(page, byte_offset(tag.block))
-            .map_err(|e| Error::io("write", tag, &f.path, e))?;
-        // An extension: count the new page only once it is fully written.
-        // `fetch_max` keeps the count right even if two extensions of the same
-        // block race (the caller should have prevented that).
-        f.nblocks.fetch_max(tag.block + 1, Ordering::AcqRel);
-        Ok(())
-    }
-
-    fn truncate(&self, rf: RelFork, nblocks: BlockNumber) -> Result<()> {
-        let f = self.file(rf, "open", &rf)?;
-        let current = f.nblocks.load(Ordering::Acquire);
-        if nblocks > current {
-            return Err(Error::BlockOutOfRange {
-                relfork: rf,
-                block: nblocks,
-                nblocks: current,
-                path: f.path.clone(),
-            });
-        }
-        // Lower the count first, so that no reader trusts pages being cut off.
-        f.nblocks.store(nblocks, Ordering::Release);
-        f.file
-            .set_len(byte_offset(nblocks))
-            .map_err(|e| Error::io("truncate", format!("{rf} to {nblocks} blocks"), &f.path, e))
-    }
-
-    fn sync(&self, rf: RelFork) -> Result<()> {
-        let f = self.file(rf, "open", &rf)?;
-        f.file
-            .sync_data()
-            .map_err(|e| Error::io("fdatasync", rf, &f.path, e))
-    }
-
-    fn sync_all(&self) -> Result<()> {
-        let mut open: Vec<(RelFork, Arc<RelFile>)> = self
-            .files
-            .read()
-            .iter()
-            .map(|(&rf, f)| (rf, Arc::clone(f)))
-            .collect();
-        open.sort_by_key(|&(rf, _)| rf);
-        for (rf, f) in open {
-            f.file
-                .sync_data()
-                .map_err(|e| Error::io("fdatasync", rf, &f.path, e))?;
-        }
-        fsync_dir(&self.base)
-    }
-
-    fn unlink(&self, rf: RelFork) -> Result<()> {
-        let path = self.path(rf);
-        self.files.write().remove(&rf);
-        match fs::remove_file(&path) {
-            Ok(()) => fsync_dir(&self.base),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(Error::io("unlink", rf, path, e)),
-        }
-    }
-
-    fn relations(&self) -> Result<Vec<RelFork>> {
-        let list_err = |e| Error::io("list", "base directory", &self.base, e);
-        let mut out = Vec::new();
-        for entry in fs::read_dir(&self.base).map_err(list_err)? {
-            let entry = entry.map_err(list_err)?;
-            let is_file = entry.file_type().map_err(list_err)?.is_file();
-            let name = entry.file_name();
-            if let (true, Some(rf)) = (is_file, name.to_str().and_then(parse_file_name)) {
-                out.push(rf);
-            }
-        }
-        out.sort();
-        Ok(out)
-    }
-}
-
-/// The faults a [`FaultyStorage`] injects.
-/// Hooks called by [`ObservedStorage`] around the calls it passes through.
-/// Both default to doing nothing; implement the ones you need.
-pub trait StorageObserver: Send + Sync + std::fmt::Debug {
-    /// After a successful read of `tag`.
-    fn on_read(&self, _tag: BufferTag) {}
-    /// Before `page` is written as `tag` (the page LSN is in its first 8 bytes).
-    fn on_write(&self, _tag: BufferTag, _page: &[u8]) {}
-}
-
-/// A backend that passes every call to another one and tells an observer
-/// about reads and writes: for benchmarks that count reads per relation and
-/// tests that check an invariant at every write (WAL before data).
-#[derive(Debug)]
-pub struct ObservedStorage<O: StorageObserver> {
-    inner: Arc<dyn StorageBackend>,
-    observer: Arc<O>,
-}
-
-impl<O: StorageObserver> ObservedStorage<O> {
-    pub fn new(inner: Arc<dyn StorageBackend>, observer: Arc<O>) -> ObservedStorage<O> {
-        ObservedStorage { inner, observer }
-    }
-
-    pub fn observer(&self) -> &Arc<O> {
-        &self.observer
-    }
-}
-
-impl<O: StorageObserver> StorageBackend for ObservedStorage<O> {
-    fn name(&self) -> &'static str {
-        "observed"
-    }
-    fn path(&self, rf: RelFork) -> PathBuf {
-        self.inner.path(rf)
-    }
-    fn create(&self, rf: RelFork) -> Result<()> {
-        self.inner.create(rf)
-    }
-    fn exists(&self, rf: RelFork) -> Result<bool> {
-        self.inner.exists(rf)
-    }
-    fn nblocks(&self, rf: RelFork) -> Result<BlockNumber> {
-        self.inner.nblocks(rf)
-    }
-    fn read(&self, tag: BufferTag, page: &mut [u8]) -> Result<()> {
-        self.inner.read(tag, page)?;
-        self.observer.on_read(tag);
-        Ok(())
-    }
-    fn write(&self, tag: BufferTag, page: &[u8]) -> Result<()> {
-        self.observer.on_write(tag, page);
-        self.inner.write(tag, page)
-    }
-    fn truncate(&self, rf: RelFork, nblocks: BlockNumber) -> Result<()> {
-        self.inner.truncate(rf, nblocks)
-    }
-    fn sync(&self, rf: RelFork) -> Result<()> {
-        self.inner.sync(rf)
-    }
-    fn sync_all(&self) -> Result<()> {
-        self.inner.sync_all()
-    }
-    fn unlink(&self, rf: RelFork) -> Result<()> {
-        self.inner.unlink(rf)
-    }
-    fn relations(&self) -> Result<Vec<RelFork>> {
-        self.inner.relations()
-    }
-}
-
-#[derive(Debug, Default)]
-struct Faults {
-    /// Writes still allowed before every write fails; `None`: no limit.
-    writes_left: Option<u64>,
-    /// Reads still allowed before every read fails; `None`: no limit.
-    reads_left: Option<u64>,
-    fail_syncs: bool,
-    /// `Some(None)`: tear the next write of any tag.
-    tear: Option<Option<BufferTag>>,
-    crashed: bool,
-    read_delay: Duration,
-}
-
-/// A fault-injecting backend for tests: wraps another backend, passes every
-/// call through to it unless a fault says otherwise, and counts calls.
-///
-/// All controls take `&self`, so a test can keep an `Arc<FaultyStorage>` and
-/// change the faults while a pool uses the same backend.
-#[derive(Debug)]
-pub struct FaultyStorage {
-    inner: Arc<dyn StorageBackend>,
-    faults: Mutex<Faults>,
-    reads: AtomicU64,
-    writes: AtomicU64,
-    syncs: AtomicU64,
-    overlapping_reads: AtomicU64,
-    reads_by_tag: Mutex<HashMap<BufferTag, u64>>,
-    reads_in_flight: Mutex<HashMap<BufferTag, u32>>,
-}
-
-const INJECTED_WRITE: &str = "injected write failure";
-const INJECTED_READ: &str = "injected read failure";
-const INJECTED_SYNC: &str = "injected sync failure";
-const INJECTED_TEAR: &str = "injected torn write (simulated crash)";
-const CRASHED: &str = "simulated crash: storage is gone";
-
-/// Takes one operation from a budget: `false` if it is spent.
-fn take_budget(left: &mut Option<u64>) -> bool {
-    match left {
-        None => true,
-        Some(0) => false,
-        Some(n) => {
-            *n -= 1;
-            true
-        }
-    }
-}
-
-impl FaultyStorage {
-    /// Wraps `inner`, with no faults.
-    pub fn new(inner: Arc<dyn StorageBackend>) -> FaultyStorage {
-        FaultyStorage {
-            inner,
-            faults: Mutex::new(Faults::default()),
-            reads: AtomicU64::new(0),
-            writes: AtomicU64::new(0),
-            syncs: AtomicU64::new(0),
-            overlapping_reads: AtomicU64::new(0),
-            reads_by_tag: Mutex::new(HashMap::new()),
-            reads_in_flight: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// The wrapped backend.
-    pub fn inner(&self) -> &Arc<dyn StorageBackend> {
-        &self.inner
-    }
-
-    /// Lets `n` more writes through, then fails every later one.
-    pub fn fail_writes_after(&self, n: u64) {
-        self.faults.lock().writes_left = Some(n);
-    }
-
-    /// Lets `n` more reads through, then fails every later one.
-    pub fn fail_reads_after(&self, n: u64) {
-        self.faults.lock().reads_left = Some(n);
-    }
-
-    /// Makes every `sync` and `sync_all` fail (`true`) or not (`false`).
-    pub fn fail_syncs(&self, fail: bool) {
-        self.faults.lock().fail_syncs = fail;
-    }
-
-    /// Tears the next write of `tag` (of any tag if `None`): only its first
-    /// 4 KiB reach the file, the rest keeps the old contents (zeros for an
-    /// extension), the write fails, and the backend is crashed.
-    pub fn tear_next_write(&self, tag: Option<BufferTag>) {
-        self.faults.lock().tear = Some(tag);
-    }
-
-    /// Simulates a crash: every later write, sync, truncate, unlink and create
-    /// fails; reads still work (they see what reached the files).
-    pub fn crash(&self) {
-        self.faults.lock().crashed = true;
-    }
-
-    /// Whether the backend is crashed (by [`crash`](Self::crash) or a torn write).
-    pub fn is_crashed(&self) -> bool {
-        self.faults.lock().crashed
-    }
-
-    /// Removes every fault, including the crash and the read delay. Counters
-    /// are kept.
-    pub fn clear(&self) {
-        *self.faults.lock() = Faults::default();
-    }
-
-    /// Sleeps `delay` inside every read, while the read counts as in flight.
-    pub fn set_read_delay(&self, delay: Duration) {
-        self.faults.lock().read_delay = delay;
-    }
-
-    /// Calls of `read` so far, failed ones included.
-    pub fn reads(&self) -> u64 {
-        self.reads.load(Ordering::Relaxed)
-    }
-
-    /// Calls of `write` so far, failed ones included.
-    pub fn writes(&self) -> u64 {
-        self.writes.load(Ordering::Relaxed)
-    }
-
-    /// Calls of `sync` and `sync_all` so far, failed ones included.
-    pub fn syncs(&self) -> u64 {
-        self.syncs.load(Ordering::Relaxed)
-    }
-
-    /// Calls of `read` of `tag` so far, failed ones included.
-    pub fn reads_of(&self, tag: BufferTag) -> u64 {
-        self.reads_by_tag.lock().get(&tag).copied().unwrap_or(0)
-    }
-
-    /// How many reads started while another read of the same block was in
-    /// flight. A correct pool never does that, so tests expect 0.
-    pub fn overlapping_reads(&self) -> u64 {
-        self.overlapping_reads.load(Ordering::Relaxed)
-    }
-
-    fn injected(&self, op: &'static str, what: impl ToString, rf: RelFork, msg: &str) -> Error {
-        Error::io(op, what, self.inner.path(rf), io::Error::other(msg))
-    }
-
-    /// Fails with the crash error if crashed.
-    fn check_crashed(&self, op: &'static str, what: impl ToString, rf: RelFork) -> Result<()> {
-        if self.faults.lock().crashed {
-            Err(self.injected(op, what, rf, CRASHED))
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Writes the first half-ish (4 KiB) of `page` over the old block.
-    fn torn_write(&self, tag: BufferTag, page: &[u8]) -> Result<()> {
-        const TORN: usize = 4096;
-        let mut torn = vec![0u8; PAGE_SIZE];
-        if tag.block < self.inner.nblocks(tag.relfork())? {
-            self.inner.read(tag, &mut torn)?;
-        }
-        torn[..TORN].copy_from_slice(&page[..TORN]);
-        self.inner.write(tag, &torn)
-    }
-}
-
-/// Marks a read of one tag in flight until dropped.
-struct InFlight<'a> {
-    map: &'a Mutex<HashMap<BufferTag, u32>>,
-    tag: BufferTag,
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        let mut map = self.map.lock();
-        if let Some(n) = map.get_mut(&self.tag) {
-            *n -= 1;
-            if *n == 0 {
-                map.remove(&self.tag);
-            }
-        }
-    }
-}
-
-impl StorageBackend for FaultyStorage {
-    fn name(&self) -> &'static str {
-        "faulty"
-    }
-
-    fn path(&self, rf: RelFork) -> PathBuf {
-        self.inner.path(rf)
-    }
-
-    fn create(&self, rf: RelFork) -> Result<()> {
-        self.check_crashed("create", rf, rf)?;
-        self.inner.create(rf)
-    }
-
-    fn exists(&self, rf: RelFork) -> Result<bool> {
-        self.inner.exists(rf)
-    }
-
-    fn nblocks(&self, rf: RelFork) -> Result<BlockNumber> {
-        self.inner.nblocks(rf)
-    }
-
-    fn read(&self, tag: BufferTag, page: &mut [u8]) -> Result<()> {
-        check_page_len(page.len());
-        self.reads.fetch_add(1, Ordering::Relaxed);
-        *self.reads_by_tag.lock().entry(tag).or_insert(0) += 1;
-        let delay = {
-            let mut faults = self.faults.lock();
-            if !take_budget(&mut faults.reads_left) {
-                return Err(self.injected("read", tag, tag.relfork(), INJECTED_READ));
-            }
-            faults.read_delay
-        };
-        let _in_flight = {
-            let mut map = self.reads_in_flight.lock();
-            let n = map.entry(tag).or_insert(0);
-            if *n > 0 {
-                self.overlapping_reads.fetch_add(1, Ordering::Relaxed);
-            }
-            *n += 1;
-            InFlight {
-                map: &self.reads_in_flight,
-                tag,
-            }
-        };
-        if !delay.is_zero() {
-            std::thread::sleep(delay);
-        }
-        self.inner.read(tag, page)
-    }
-
-    fn write(&self, tag: BufferTag, page: &[u8]) -> Result<()> {
-        check_page_len(page.len());
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        let tear = {
-            let mut faults = self.faults.lock();
-            if faults.crashed {
-                return Err(self.injected("write", tag, tag.relfork(), CRASHED));
-            }
-            if !take_budget(&mut faults.writes_left) {
-                return Err(self.injected("write", tag, tag.relfork(), INJECTED_WRITE));
-            }
-            match faults.tear {
-                Some(t) if t.is_none_or(|t| t == tag) => {
-                    // Crash now, so that no other write gets through after the
-                    // torn one.
-                    faults.tear = None;
-                    faults.crashed = true;
-                    true
-                }
-                _ => false,
-            }
-        };
-        if tear {
-            self.torn_write(tag, page)?;
-            return Err(self.injected("write", tag, tag.relfork(), INJECTED_TEAR));
-        }
-        self.inner.write(tag, page)
-    }
-
-    fn truncate(&self, rf: RelFork, nblocks: BlockNumber) -> Result<()> {
-        self.check_crashed("truncate", rf, rf)?;
-        self.inner.truncate(rf, nblocks)
-    }
-
-    fn sync(&self, rf: RelFork) -> Result<()> {
-        self.syncs.fetch_add(1, Ordering::Relaxed);
-        {
-            let faults = self.faults.lock();
-            if faults.crashed {
-                return Err(self.injected("fdatasync", rf, rf, CRASHED));
-            }
-            if faults.fail_syncs {
-                return Err(self.injected("fdatasync", rf, rf, INJECTED_SYNC));
-            }
-        }
-        self.inner.sync(rf)
-    }
-
-    fn sync_all(&self) -> Result<()> {
-        self.syncs.fetch_add(1, Ordering::Relaxed);
-        {
-            let faults = self.faults.lock();
-            let msg = if faults.crashed {
-                Some(CRASHED)
-            } else if faults.fail_syncs {
-                Some(INJECTED_SYNC)
-            } else {
-                None
-            };
-            if let Some(msg) = msg {
-                let base = self.inner.path(RelFork::main(RelId(0)));
-                let dir = base.parent().map(Path::to_path_buf).unwrap_or(base);
-                return Err(Error::io("fsync", "all files", dir, io::Error::other(msg)));
-            }
-        }
-        self.inner.sync_all()
-    }
-
-    fn unlink(&self, rf: RelFork) -> Result<()> {
-        self.check_crashed("unlink", rf, rf)?;
-        self.inner.unlink(rf)
-    }
-
-    fn relations(&self) -> Result<Vec<RelFork>> {
-        self.inner.relations()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::{self, OpenOptions};
+    use std::io;
+    use std::os::unix::fs::FileExt;
+    use std::time::Duration;
 
     const REL: RelFork = RelFork::main(RelId(42));
 
