@@ -560,7 +560,7 @@ impl StorageBackend for UringStorage {
         for (i, r) in reqs.iter().enumerate() {
             check_page_len(r.page.len());
             results.push(Ok(()));
-            match self.files.writable(r.tag) {
+            match self.files.file(r.tag.relfork(), "open", &r.tag) {
                 Ok(f) if r.tag.block < f.nblocks.load(Ordering::Acquire) => {
                     let (op, p) = self.prepare_write(&f, r.tag, r.page);
                     ops.push(op);
