@@ -19,7 +19,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bufmgr::{Evictor, PAGE_SIZE, SweepBatch};
+use std::sync::Arc;
+
+use bufmgr::{Evictor, IoMode, PAGE_SIZE, StorageBackend, SweepBatch};
 use clap::ValueEnum;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};
@@ -102,6 +104,12 @@ pub struct CommonArgs {
     /// Transparent huge pages for the pool [default: per scenario]
     #[arg(long, global = true, value_enum)]
     pub huge_pages: Option<Toggle>,
+    /// Storage backend: sync pread/pwrite, io_uring, or auto (io_uring if it works here, else sync) [default: sync]
+    #[arg(long, global = true, value_name = "sync|io_uring|auto")]
+    pub io: Option<IoMode>,
+    /// Open relation files with O_DIRECT (reads and writes bypass the page cache)
+    #[arg(long, global = true)]
+    pub direct: bool,
     /// Write the report as JSON to FILE
     #[arg(long, global = true, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -165,6 +173,10 @@ pub struct Settings {
     pub partitions: Vec<usize>,
     pub rings: Vec<bool>,
     pub huge_pages: Vec<bool>,
+    /// `--io`: the storage backend of every run.
+    pub io: IoMode,
+    /// `--direct`: relation files opened with `O_DIRECT`.
+    pub direct_io: bool,
     pub data_dir: PathBuf,
     pub json: Option<PathBuf>,
     pub progress: bool,
@@ -236,6 +248,8 @@ impl CommonArgs {
             partitions: non_empty("partitions", partitions)?,
             rings: self.ring.unwrap_or(Toggle::On).values(),
             huge_pages: self.huge_pages.unwrap_or(d.huge_pages).values(),
+            io: self.io.unwrap_or_default(),
+            direct_io: self.direct,
             data_dir: self.data_dir.clone(),
             json: self.json.clone(),
             progress: !self.no_progress,
@@ -313,6 +327,8 @@ impl Settings {
             .partitions(engine::Partitions::Count(c.partitions))
             .rings(c.ring)
             .huge_pages(c.huge_pages)
+            .io(self.io)
+            .direct_io(self.direct_io)
     }
 
     /// The pool configuration of one matrix cell (no background writer,
@@ -324,6 +340,41 @@ impl Settings {
             .partitions(c.partitions)
             .huge_pages(c.huge_pages)
             .rings(c.ring)
+            .io(self.io)
+            .direct_io(self.direct_io)
+    }
+
+    /// The storage backend `--io` and `--direct` select, under `dir`.
+    pub fn open_storage(&self, dir: &Path) -> Result<Arc<dyn StorageBackend>> {
+        Ok(bufmgr::open_storage(dir, self.io, self.direct_io)?)
+    }
+
+    /// The backend `--io` resolves to on this machine (`auto` probes).
+    pub fn io_backend(&self) -> IoMode {
+        bufmgr::io::choose_io(self.io, &self.data_dir, bufmgr::io::probe_io_uring)
+            .map_or(self.io, |(m, _)| m)
+    }
+
+    /// Records `--io` (asked for and resolved) and `--direct` in a report's
+    /// JSON: at the top and in every row, so that rows of runs on different
+    /// backends can be told apart.
+    pub fn tag_io(&self, json: &mut serde_json::Value) {
+        let fields = [
+            ("io", serde_json::Value::from(self.io.to_string())),
+            ("io_backend", self.io_backend().to_string().into()),
+            ("direct_io", self.direct_io.into()),
+        ];
+        let mut tag = |v: &mut serde_json::Value| {
+            if let Some(o) = v.as_object_mut() {
+                for (k, val) in &fields {
+                    o.entry(*k).or_insert_with(|| val.clone());
+                }
+            }
+        };
+        if let Some(rows) = json.get_mut("rows").and_then(|r| r.as_array_mut()) {
+            rows.iter_mut().for_each(&mut tag);
+        }
+        tag(json);
     }
 }
 
@@ -549,7 +600,9 @@ pub fn write_json(path: &Path, value: &serde_json::Value) -> Result<()> {
 pub fn finish<R: Report>(report: R, settings: &Settings) -> Result<R> {
     print!("{}", report.render());
     if let Some(path) = &settings.json {
-        write_json(path, &report.to_json())?;
+        let mut json = report.to_json();
+        settings.tag_io(&mut json);
+        write_json(path, &json)?;
         println!("wrote {}", path.display());
     }
     let failures = report.failures();
@@ -602,6 +655,29 @@ mod tests {
         assert_eq!(c[0].evictor, Evictor::Clock);
         assert_eq!(c[1].evictor, Evictor::HotCool);
         assert_eq!(c[0].batch, c[1].batch);
+    }
+
+    #[test]
+    fn io_options_reach_the_settings_and_the_json_rows() {
+        let s = CommonArgs::default().resolve(&defaults()).unwrap();
+        assert_eq!((s.io, s.direct_io), (IoMode::Sync, false));
+        let args = CommonArgs {
+            io: Some(IoMode::Auto),
+            direct: true,
+            ..Default::default()
+        };
+        let s = args.resolve(&defaults()).unwrap();
+        assert_eq!((s.io, s.direct_io), (IoMode::Auto, true));
+        let o = s.engine_options(&s.configs()[0]);
+        assert_eq!((o.io, o.direct_io), (IoMode::Auto, true));
+        let mut json = serde_json::json!({"scenario": "x", "rows": [{"a": 1}, {"a": 2}]});
+        s.tag_io(&mut json);
+        for row in json["rows"].as_array().unwrap() {
+            assert_eq!(row["io"], "auto");
+            assert_eq!(row["direct_io"], true);
+            assert!(["sync", "io_uring"].contains(&row["io_backend"].as_str().unwrap()));
+        }
+        assert_eq!(json["io"], "auto");
     }
 
     #[test]

@@ -30,6 +30,8 @@ fn tiny(dir: &Path, pool_buffers: usize, threads: usize) -> Settings {
         partitions: vec![1],
         rings: vec![true, false],
         huge_pages: vec![false],
+        io: bufmgr::IoMode::Sync,
+        direct_io: false,
         data_dir: dir.to_path_buf(),
         json: Some(dir.join("report.json")),
         progress: false,

@@ -19,6 +19,8 @@ fn tiny(dir: &Path, json: &str) -> Settings {
         partitions: vec![1],
         rings: vec![true],
         huge_pages: vec![false],
+        io: bufmgr::IoMode::Sync,
+        direct_io: false,
         data_dir: dir.to_path_buf(),
         json: Some(dir.join(json)),
         progress: false,

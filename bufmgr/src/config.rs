@@ -79,6 +79,50 @@ impl std::fmt::Display for SweepBatch {
     }
 }
 
+/// How relation files are read and written (`--io`, the engine's `io`
+/// option): the backend [`crate::io::open_storage`] builds.
+///
+/// The default is `Sync`: on the page cache io_uring is no faster per read
+/// (DEPENDENCIES.md: ~0.5 M random 8 KiB reads/s either way), the pool does
+/// not yet issue batches for it to overlap, and `Auto` on a machine without
+/// io_uring (seccomp, `kernel.io_uring_disabled`) would log a fallback line
+/// at every open. Choose `Auto` or `IoUring` to use it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum IoMode {
+    /// `pread`/`pwrite`/`preadv` ([`crate::FileStorage`]).
+    #[default]
+    Sync,
+    /// io_uring ([`crate::UringStorage`]); an error at open if it cannot start.
+    IoUring,
+    /// io_uring if a probe at open (a ring and a NOP) succeeds, else `Sync`
+    /// with one line on stderr naming the reason.
+    Auto,
+}
+
+impl std::str::FromStr for IoMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<IoMode, String> {
+        match s {
+            "sync" => Ok(IoMode::Sync),
+            "io_uring" | "io-uring" | "uring" => Ok(IoMode::IoUring),
+            "auto" => Ok(IoMode::Auto),
+            _ => Err(format!(
+                "invalid io mode {s:?}: expected \"sync\", \"io_uring\" or \"auto\""
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for IoMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            IoMode::Sync => "sync",
+            IoMode::IoUring => "io_uring",
+            IoMode::Auto => "auto",
+        })
+    }
+}
+
 /// Ring sizes in KiB; 0 turns a ring off. Each is capped at pool/8 buffers,
 /// as PostgreSQL caps them, so the defaults suit any pool size.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -136,6 +180,11 @@ pub struct PoolConfig {
     pub bgwriter: Option<BgWriterConfig>,
     /// The machine's shape; `None` detects it.
     pub topology: Option<Topology>,
+    /// The storage backend [`open_storage`](Self::open_storage) builds (the
+    /// pool itself is handed a backend and does not read this).
+    pub io: IoMode,
+    /// Open relation files with `O_DIRECT` (either backend).
+    pub direct_io: bool,
 }
 
 impl PoolConfig {
@@ -154,6 +203,8 @@ impl PoolConfig {
             checksums: true,
             bgwriter: None,
             topology: None,
+            io: IoMode::Sync,
+            direct_io: false,
         }
     }
 
@@ -206,6 +257,23 @@ impl PoolConfig {
     pub fn topology(mut self, t: Topology) -> Self {
         self.topology = Some(t);
         self
+    }
+    pub fn io(mut self, mode: IoMode) -> Self {
+        self.io = mode;
+        self
+    }
+    pub fn direct_io(mut self, on: bool) -> Self {
+        self.direct_io = on;
+        self
+    }
+
+    /// The storage backend under `data_dir` that `io` and `direct_io` select
+    /// ([`crate::io::open_storage`]).
+    pub fn open_storage(
+        &self,
+        data_dir: &std::path::Path,
+    ) -> Result<std::sync::Arc<dyn crate::io::StorageBackend>> {
+        crate::io::open_storage(data_dir, self.io, self.direct_io)
     }
 
     /// Check every value; the error names the one that is wrong.
@@ -286,6 +354,17 @@ mod tests {
             .validate()
             .unwrap_err();
         assert!(e.to_string().contains("multiplier 11"), "{e}");
+    }
+
+    #[test]
+    fn io_mode_parses_and_prints() {
+        for m in [IoMode::Sync, IoMode::IoUring, IoMode::Auto] {
+            assert_eq!(m.to_string().parse::<IoMode>().unwrap(), m);
+        }
+        assert_eq!("uring".parse::<IoMode>().unwrap(), IoMode::IoUring);
+        let e = "aio".parse::<IoMode>().unwrap_err();
+        assert!(e.contains("\"aio\"") && e.contains("io_uring"), "{e}");
+        assert_eq!(PoolConfig::default().io, IoMode::Sync);
     }
 
     #[test]

@@ -20,14 +20,14 @@ pub mod tag;
 pub mod topology;
 pub mod wal_hook;
 
-pub use config::{BgWriterConfig, PoolConfig, RingSizes, SweepBatch};
+pub use config::{BgWriterConfig, IoMode, PoolConfig, RingSizes, SweepBatch};
 pub use desc::BufferId;
 pub use error::{Error, ErrorKind, Result};
 pub use evictor::Evictor;
 pub use guard::{PageRead, PageShareExclusive, PageWrite, PinnedBuffer};
 pub use io::{
-    FaultyStorage, FileStorage, ObservedStorage, ReadRequest, StorageBackend, StorageObserver,
-    WriteRequest,
+    AlignedBuf, FaultyStorage, FileStorage, ObservedStorage, ReadRequest, StorageBackend,
+    StorageObserver, UringStorage, WriteRequest, open_storage,
 };
 pub use pool::{BufferPool, ReadStream, StreamConfig};
 pub use ring::{Ring, RingKind};

@@ -22,9 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use btree::{IndexOptions, PageKind};
-use bufmgr::{
-    BufferPool, BufferRow, FileStorage, Fork, PoolStats, RelFork, RelId, RingKind, StorageBackend,
-};
+use bufmgr::{BufferPool, BufferRow, Fork, PoolStats, RelFork, RelId, RingKind, StorageBackend};
 use heap::{Heap, Tid, VacuumStats};
 use parking_lot::{Mutex, RwLock};
 use wal::{CheckpointInfo, Lsn, Record, RmgrKind, Wal, WalStats};
@@ -206,10 +204,9 @@ impl Database {
                 dir.display()
             )))?,
         );
-        let files: Arc<dyn StorageBackend> = Arc::new(
-            FileStorage::open(&dir)
-                .map_err(EngineError::buffer("could not open the relation files"))?,
-        );
+        let files: Arc<dyn StorageBackend> =
+            bufmgr::open_storage(&dir, options.io, options.direct_io)
+                .map_err(EngineError::buffer("could not open the relation files"))?;
         let storage = match &options.wrap_storage {
             Some(wrap) => wrap(files),
             None => files,

@@ -37,5 +37,5 @@ pub use value::{Column, ColumnType, Row, Value};
 pub use btree::{PageKind, VacuumStats as IndexVacuumStats, Violation};
 /// Re-exported so users need not depend on the lower crates for the types
 /// the API takes and returns.
-pub use bufmgr::{BgWriterConfig, Evictor, RingSizes, SweepBatch};
+pub use bufmgr::{BgWriterConfig, Evictor, IoMode, RingSizes, SweepBatch};
 pub use heap::{HintMode, RingChoice, ScanOptions};

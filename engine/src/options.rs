@@ -15,7 +15,9 @@
 //! | commit (oltp) | `commit_mode`, `async_flush_interval` | synchronous; 200 ms |
 //! | hint mode (hint-bits) | `hint_mode` | per-page |
 //! | bgwriter (bulkload) | `bgwriter` | on, PostgreSQL's defaults |
-//! | I/O backend (torn pages) | `wrap_storage` | the pread/pwrite file backend |
+//! | `--io` | `io` (`"sync"`, `"io_uring"`, `"auto"`) | sync (see `bufmgr::IoMode`) |
+//! | `--direct` | `direct_io` (`O_DIRECT` relation files) | off |
+//! | I/O backend (torn pages) | `wrap_storage` | the backend `io` selects, as it is |
 //!
 //! plus `full_page_writes`, `checkpoint_interval`, `checkpoint_max_wal_bytes`,
 //! `wal_segment_size`, `bulk_load_progress_every` and a fixed `topology` for
@@ -27,7 +29,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bufmgr::config::{BULK_READ_RING_KIB, BULK_WRITE_RING_KIB, VACUUM_RING_KIB};
-use bufmgr::{BgWriterConfig, Evictor, PAGE_SIZE, RingSizes, StorageBackend, SweepBatch, Topology};
+use bufmgr::{
+    BgWriterConfig, Evictor, IoMode, PAGE_SIZE, RingSizes, StorageBackend, SweepBatch, Topology,
+};
 use heap::HintMode;
 
 use crate::error::{EngineError, Result};
@@ -101,6 +105,11 @@ pub struct Options {
     pub bulk_load_progress_every: u64,
     /// `None` detects the machine's shape.
     pub topology: Option<Topology>,
+    /// How relation files are read and written: sync pread/pwrite, io_uring,
+    /// or io_uring if it works here (`Auto`).
+    pub io: IoMode,
+    /// Open relation files with `O_DIRECT`.
+    pub direct_io: bool,
     /// `None` uses the file backend as it is.
     pub wrap_storage: Option<StorageWrapper>,
 }
@@ -129,6 +138,8 @@ impl fmt::Debug for Options {
             .field("wal_segment_size", &self.wal_segment_size)
             .field("bulk_load_progress_every", &self.bulk_load_progress_every)
             .field("topology", &self.topology)
+            .field("io", &self.io)
+            .field("direct_io", &self.direct_io)
             .field("wrap_storage", &self.wrap_storage.as_ref().map(|_| "<fn>"))
             .finish()
     }
@@ -158,6 +169,8 @@ impl Default for Options {
             wal_segment_size: wal::DEFAULT_SEGMENT_SIZE,
             bulk_load_progress_every: DEFAULT_PROGRESS_EVERY,
             topology: None,
+            io: IoMode::Sync,
+            direct_io: false,
             wrap_storage: None,
         }
     }
@@ -283,6 +296,18 @@ impl Options {
         self.topology = Some(t);
         self
     }
+    /// The storage backend: `Sync`, `IoUring` (an error at open if io_uring
+    /// cannot start) or `Auto` (io_uring if it works, else sync, logged).
+    pub fn io(mut self, mode: IoMode) -> Self {
+        self.io = mode;
+        self
+    }
+    /// Open relation files with `O_DIRECT` (an error at open, naming the
+    /// file system, where it is refused).
+    pub fn direct_io(mut self, on: bool) -> Self {
+        self.direct_io = on;
+        self
+    }
     /// Wrap the file storage backend, e.g. in a `bufmgr::FaultyStorage`.
     pub fn wrap_storage(
         mut self,
@@ -299,7 +324,8 @@ impl Options {
     /// `vacuum_ring_kib`, `huge_pages`, `checksums`, `full_page_writes`,
     /// `commit` (`sync`/`async`), `async_flush_ms` (`off` or ms), `hint_mode`,
     /// `bgwriter`, `checkpointer`, `checkpoint_interval_ms`,
-    /// `checkpoint_max_wal_bytes`, `wal_segment_size`.
+    /// `checkpoint_max_wal_bytes`, `wal_segment_size`, `io`
+    /// (`sync`/`io_uring`/`auto`), `direct_io`.
     pub fn set(mut self, key: &str, value: &str) -> Result<Self> {
         let v = value.trim();
         match key {
@@ -371,6 +397,8 @@ impl Options {
                 self.checkpoint_max_wal_bytes = parse_num("checkpoint_max_wal_bytes", v)?
             }
             "wal_segment_size" => self.wal_segment_size = parse_num("wal_segment_size", v)?,
+            "io" => self.io = v.parse().map_err(|e: String| invalid("io", e))?,
+            "direct_io" | "direct" => self.direct_io = parse_bool("direct_io", v)?,
             _ => {
                 return Err(EngineError::InvalidOption {
                     option: "(key)",
@@ -493,7 +521,9 @@ impl Options {
             .ring_sizes(self.ring_sizes.unwrap_or_default())
             .huge_pages(self.huge_pages)
             .checksums(self.checksums)
-            .bgwriter(self.bgwriter);
+            .bgwriter(self.bgwriter)
+            .io(self.io)
+            .direct_io(self.direct_io);
         if let Partitions::Count(n) = self.partitions {
             c = c.partitions(n);
         }

@@ -333,7 +333,7 @@ impl Db {
     /// Open `dir` (creating what is missing), recover, open the table.
     fn open(dir: &Path, params: &Params, pool: PoolConfig, logged: bool) -> Result<Db> {
         let wal = Arc::new(Wal::open(dir, params.wal_config())?);
-        let storage = Arc::new(FileStorage::open(dir)?);
+        let storage = pool.open_storage(dir)?;
         let pool = Arc::new(BufferPool::with_wal(pool, storage, wal.clone())?);
         let tm = Arc::new(TransactionManager::open(
             pool.clone(),
@@ -458,7 +458,9 @@ fn ensure_template(
     let started = Instant::now();
     let pool = PoolConfig::new(settings.pool_buffers)
         .partitions(1)
-        .checksums(true);
+        .checksums(true)
+        .io(settings.io)
+        .direct_io(settings.direct_io);
     let db = Db::open(&dir, params, pool, logged)?;
     let pb = progress_bar(
         params.rows,

@@ -31,7 +31,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bufmgr::stats::{TICK_BUCKETS, TicksHistogram, bucket_floor};
-use bufmgr::{BlockNumber, BufferPool, Evictor, FileStorage, PoolStats, RelFork, RelId};
+use bufmgr::{
+    BlockNumber, BufferPool, Evictor, FileStorage, PoolStats, RelFork, RelId, StorageBackend,
+};
 use indicatif::ProgressBar;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
@@ -216,7 +218,10 @@ pub fn run(w: &Workload, settings: &Settings) -> Result<SweepReport> {
     if nblocks == 0 {
         return Err(BenchError::Config("pool too small for a relation".into()));
     }
-    let storage = Arc::new(FileStorage::open(&settings.data_dir)?);
+    // Built and verified through the file backend; measured through the
+    // one `--io` / `--direct` select.
+    let files = Arc::new(FileStorage::open(&settings.data_dir)?);
+    let storage = settings.open_storage(&settings.data_dir)?;
     println!(
         "== {}: {} reads over {} ({nblocks} blocks = {:.1} x pool of {} buffers, {} MiB); \
          warm-up {:.1} s, window {:.1} s, {} cores",
@@ -231,7 +236,7 @@ pub fn run(w: &Workload, settings: &Settings) -> Result<SweepReport> {
         common::cores(),
     );
     let reused = data::ensure_relation(
-        &storage,
+        &files,
         w.rel,
         nblocks,
         settings.pool_buffers,
@@ -254,7 +259,7 @@ pub fn run(w: &Workload, settings: &Settings) -> Result<SweepReport> {
     add_batch1_ratios(&mut rows);
     let ratios = evictor_ratios(&rows);
     let data_check = match data::verify_relation(
-        &storage,
+        &files,
         w.rel,
         nblocks,
         settings.pool_buffers,
@@ -398,7 +403,7 @@ fn window_max(h: &TicksHistogram) -> u64 {
 
 /// Measure one configuration on a fresh pool.
 fn measure(
-    storage: &Arc<FileStorage>,
+    storage: &Arc<dyn StorageBackend>,
     rel: RelId,
     keys: &[BlockNumber],
     c: &Config,

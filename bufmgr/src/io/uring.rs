@@ -1,0 +1,583 @@
+//! [`UringStorage`]: the file backend's files, read and written through
+//! io_uring.
+//!
+//! It wraps a [`FileStorage`] and uses its open-file cache, block counts and
+//! checks (block ranges, "no holes", the `O_DIRECT` setting); only the page
+//! reads and writes go through a ring. Everything else (create, truncate,
+//! sync, unlink, listing) is the `FileStorage` call itself.
+//!
+//! # Rings and threads
+//!
+//! The backend owns a small set of rings (one per core, at most
+//! [`MAX_RINGS`]), each behind a `Mutex`. A thread is given a home ring
+//! (round robin, at its first I/O) and uses it unless another thread holds
+//! it, then any free one, then waits for its home. A call holds its ring from
+//! the first submission to the last completion it reaps, so completions never
+//! need routing between threads, and a ring never holds another call's I/O.
+//!
+//! # What one call submits
+//!
+//! * `read` / `write`: one SQE, then wait for it.
+//! * `read_run`: one read SQE per block, all submitted with one
+//!   `io_uring_enter`.
+//! * `read_batch` / `write_batch`: every request at once, [`QUEUE_DEPTH`] at
+//!   a time, reaping completions as they come; each request has its own
+//!   result. Writes that extend a fork (block at or past its count when the
+//!   batch starts) are done after the overwrites, one at a time in block
+//!   order, each checked against the count the previous one left, so the
+//!   block count and the no-holes rule stay exactly as `FileStorage` keeps
+//!   them.
+//!
+//! A short transfer is resubmitted for the remainder; a read that finds the
+//! end of the file inside a counted block is [`Error::CorruptFile`] naming the
+//! path and block (under `O_DIRECT` a short read is taken as the end of the
+//! file at once: the remainder could not be read aligned). Errors are mapped
+//! as `FileStorage` maps them.
+//!
+//! A buffer handed to the kernel must stay valid until its completion is
+//! reaped: no call returns with I/O in flight. If `io_uring_enter` itself
+//! fails (not `EINTR`/`EAGAIN`/`EBUSY`) while nothing is in flight, the
+//! unsubmitted requests fail with that error and the ring is rebuilt at the
+//! next call; if it fails with requests in flight, which the kernel does not
+//! do, the process aborts rather than free buffers the kernel may write.
+
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use io_uring::{IoUring, opcode, types};
+use parking_lot::{Mutex, MutexGuard};
+
+use super::aligned::{AlignedBuf, is_direct_aligned};
+use super::file::{RelFile, short_read};
+use super::{FileStorage, ReadRequest, StorageBackend, WriteRequest, byte_offset, check_page_len};
+use crate::error::{Error, Result};
+use crate::tag::{BlockNumber, BufferTag, PAGE_SIZE, RelFork};
+
+/// Entries of each ring's submission queue: the most requests one ring has
+/// in flight (its completion queue is twice as large, so it cannot overflow).
+pub const QUEUE_DEPTH: u32 = 64;
+/// Most rings one backend creates.
+pub const MAX_RINGS: usize = 8;
+
+/// Checks that io_uring works here: creates a ring, asks which operations
+/// the kernel supports (read, write, NOP), submits a NOP and reaps it. The
+/// error says what failed (seccomp filters, `kernel.io_uring_disabled`, an
+/// old kernel, a locked-memory limit).
+pub fn probe_io_uring() -> std::result::Result<(), String> {
+    let mut ring = IoUring::new(2).map_err(|e| format!("io_uring_setup failed: {e}"))?;
+    let mut probe = io_uring::Probe::new();
+    if ring.submitter().register_probe(&mut probe).is_ok() {
+        for (code, name) in [(opcode::Read::CODE, "READ"), (opcode::Write::CODE, "WRITE")] {
+            if !probe.is_supported(code) {
+                return Err(format!("the kernel's io_uring lacks IORING_OP_{name}"));
+            }
+        }
+    }
+    let nop = opcode::Nop::new().build().user_data(7);
+    // SAFETY: a NOP references no memory.
+    unsafe { ring.submission().push(&nop) }.map_err(|_| "the new ring is full".to_string())?;
+    ring.submit_and_wait(1)
+        .map_err(|e| format!("io_uring_enter failed: {e}"))?;
+    let cqe = ring
+        .completion()
+        .next()
+        .ok_or_else(|| "a NOP was submitted but never completed".to_string())?;
+    if cqe.result() < 0 {
+        return Err(format!(
+            "a NOP failed: {}",
+            io::Error::from_raw_os_error(-cqe.result())
+        ));
+    }
+    Ok(())
+}
+
+/// The io_uring backend (`"io_uring"`). See the module docs.
+pub struct UringStorage {
+    files: FileStorage,
+    /// `None`: broken by a failed `io_uring_enter`; rebuilt at next use.
+    rings: Box<[Mutex<Option<IoUring>>]>,
+}
+
+impl std::fmt::Debug for UringStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UringStorage")
+            .field("files", &self.files)
+            .field("rings", &self.rings.len())
+            .finish()
+    }
+}
+
+static NEXT_THREAD: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread's home ring, modulo the ring count.
+    static HOME: usize = NEXT_THREAD.fetch_add(1, Ordering::Relaxed);
+}
+
+impl UringStorage {
+    /// Opens the storage under `data_dir` (as [`FileStorage::open_with`])
+    /// and creates its rings: one per core, at most [`MAX_RINGS`]. A ring
+    /// that cannot be created is an error naming the reason.
+    pub fn open(data_dir: &Path, direct_io: bool) -> Result<UringStorage> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        UringStorage::with_rings(data_dir, direct_io, cores.min(MAX_RINGS))
+    }
+
+    /// As [`open`](Self::open), with `rings` rings (at least 1).
+    pub fn with_rings(data_dir: &Path, direct_io: bool, rings: usize) -> Result<UringStorage> {
+        let files = FileStorage::open_with(data_dir, direct_io)?;
+        let rings = (0..rings.max(1))
+            .map(|_| new_ring(files.base_dir()).map(|r| Mutex::new(Some(r))))
+            .collect::<Result<Vec<_>>>()?
+            .into_boxed_slice();
+        Ok(UringStorage { files, rings })
+    }
+
+    /// The file backend whose files this one reads and writes.
+    pub fn files(&self) -> &FileStorage {
+        &self.files
+    }
+
+    /// How many rings the backend has.
+    pub fn ring_count(&self) -> usize {
+        self.rings.len()
+    }
+
+    /// This thread's home ring if free, else any free ring, else the home
+    /// ring once it is released.
+    fn lock_ring(&self) -> MutexGuard<'_, Option<IoUring>> {
+        let n = self.rings.len();
+        let home = HOME.with(|h| *h) % n;
+        for i in 0..n {
+            if let Some(g) = self.rings[(home + i) % n].try_lock() {
+                return g;
+            }
+        }
+        self.rings[home].lock()
+    }
+
+    /// Runs every pending op to completion (or failure); see [`run_ops`].
+    fn run(&self, ops: &mut [Op]) {
+        if ops.is_empty() {
+            return;
+        }
+        let mut guard = self.lock_ring();
+        if guard.is_none() {
+            match new_ring(self.files.base_dir()) {
+                Ok(r) => *guard = Some(r),
+                Err(e) => {
+                    for op in ops.iter_mut() {
+                        op.outcome = Outcome::Failed(io::Error::other(e.to_string()));
+                    }
+                    return;
+                }
+            }
+        }
+        let ring = guard.as_mut().expect("a ring was just ensured");
+        if run_ops(ring, ops, self.files.direct_io()).is_err() {
+            *guard = None;
+        }
+    }
+
+    /// The op reading `tag` into `page` (through a bounce buffer if direct
+    /// I/O needs one), with what its result needs.
+    fn prepare_read(
+        &self,
+        f: &Arc<RelFile>,
+        nblocks: BlockNumber,
+        tag: BufferTag,
+        page: &mut [u8],
+    ) -> (Op, Pending) {
+        let mut bounce = (self.files.direct_io() && !is_direct_aligned(page))
+            .then(|| AlignedBuf::zeroed(PAGE_SIZE));
+        let ptr = match &mut bounce {
+            Some(b) => b.as_mut_ptr(),
+            None => page.as_mut_ptr(),
+        };
+        let op = Op::new(f.file.as_raw_fd(), ptr, byte_offset(tag.block), false);
+        let pending = Pending {
+            tag,
+            file: Arc::clone(f),
+            nblocks,
+            bounce,
+        };
+        (op, pending)
+    }
+
+    /// The result of a read op; copies a bounce buffer into `page`.
+    fn finish_read(op: Op, p: Pending, page: &mut [u8]) -> Result<()> {
+        match op.outcome {
+            Outcome::Done => {
+                if let Some(b) = &p.bounce {
+                    page.copy_from_slice(b);
+                }
+                Ok(())
+            }
+            Outcome::Eof => Err(short_read(p.tag, &p.file.path, p.nblocks)),
+            Outcome::Failed(e) => Err(Error::io("read", p.tag, &p.file.path, e)),
+            Outcome::Pending => unreachable!("run_ops finishes every op"),
+        }
+    }
+
+    /// The op writing `page` as `tag` (copied to a bounce buffer if direct
+    /// I/O needs one).
+    fn prepare_write(&self, f: &Arc<RelFile>, tag: BufferTag, page: &[u8]) -> (Op, Pending) {
+        let bounce =
+            (self.files.direct_io() && !is_direct_aligned(page)).then(|| AlignedBuf::copy_of(page));
+        let ptr = match &bounce {
+            Some(b) => b.as_ptr().cast_mut(),
+            None => page.as_ptr().cast_mut(),
+        };
+        let op = Op::new(f.file.as_raw_fd(), ptr, byte_offset(tag.block), true);
+        let pending = Pending {
+            tag,
+            file: Arc::clone(f),
+            nblocks: 0,
+            bounce,
+        };
+        (op, pending)
+    }
+
+    /// The result of a write op; counts an extension once it is written.
+    fn finish_write(op: Op, p: Pending) -> Result<()> {
+        match op.outcome {
+            Outcome::Done => {
+                p.file.nblocks.fetch_max(p.tag.block + 1, Ordering::AcqRel);
+                Ok(())
+            }
+            Outcome::Failed(e) => Err(Error::io("write", p.tag, &p.file.path, e)),
+            Outcome::Eof | Outcome::Pending => unreachable!("writes end done or failed"),
+        }
+    }
+
+    /// One write, submitted alone.
+    fn write_one(&self, tag: BufferTag, page: &[u8]) -> Result<()> {
+        check_page_len(page.len());
+        let f = self.files.writable(tag)?;
+        let (op, p) = self.prepare_write(&f, tag, page);
+        let mut ops = [op];
+        self.run(&mut ops);
+        let [op] = ops;
+        Self::finish_write(op, p)
+    }
+}
+
+fn new_ring(base: &Path) -> Result<IoUring> {
+    IoUring::new(QUEUE_DEPTH).map_err(|e| Error::io("set up an io_uring for", "io_uring", base, e))
+}
+
+/// What one op's result needs besides the op.
+struct Pending {
+    tag: BufferTag,
+    /// Keeps the file descriptor open while the I/O is in flight.
+    file: Arc<RelFile>,
+    nblocks: BlockNumber,
+    bounce: Option<AlignedBuf>,
+}
+
+enum Outcome {
+    Pending,
+    Done,
+    /// A read reached the end of the file before the op's last byte.
+    Eof,
+    Failed(io::Error),
+}
+
+/// One read or write of `len` bytes at `offset`, advanced past what a short
+/// transfer moved.
+struct Op {
+    fd: RawFd,
+    ptr: *mut u8,
+    len: usize,
+    offset: u64,
+    write: bool,
+    outcome: Outcome,
+}
+
+impl Op {
+    fn new(fd: RawFd, ptr: *mut u8, offset: u64, write: bool) -> Op {
+        Op {
+            fd,
+            ptr,
+            len: PAGE_SIZE,
+            offset,
+            write,
+            outcome: Outcome::Pending,
+        }
+    }
+
+    fn entry(&self, user_data: u64) -> io_uring::squeue::Entry {
+        let fd = types::Fd(self.fd);
+        let len = self.len as u32;
+        if self.write {
+            opcode::Write::new(fd, self.ptr.cast_const(), len)
+                .offset(self.offset)
+                .build()
+                .user_data(user_data)
+        } else {
+            opcode::Read::new(fd, self.ptr, len)
+                .offset(self.offset)
+                .build()
+                .user_data(user_data)
+        }
+    }
+}
+
+fn retryable(errno: i32) -> bool {
+    matches!(errno, libc::EINTR | libc::EAGAIN | libc::EBUSY)
+}
+
+/// Submits every `Pending` op of `ops`, at most the ring's depth in flight,
+/// and reaps completions until each op is done, at the end of the file, or
+/// failed. `Err` if the ring itself failed (the ops not yet submitted are
+/// then failed with its error, and the ring must be dropped).
+///
+/// Every op's buffer must stay valid, and not be touched by the caller, until
+/// this returns; it never returns with an op in flight.
+fn run_ops(ring: &mut IoUring, ops: &mut [Op], direct: bool) -> std::result::Result<(), ()> {
+    let depth = ring.params().sq_entries() as usize;
+    let mut queue: VecDeque<usize> = (0..ops.len())
+        .filter(|&i| matches!(ops[i].outcome, Outcome::Pending))
+        .collect();
+    // Pushed to the submission queue and not yet completed / not yet
+    // consumed by the kernel.
+    let mut in_flight = 0usize;
+    let mut unsubmitted = 0usize;
+    loop {
+        {
+            let mut sq = ring.submission();
+            while in_flight < depth {
+                let Some(&i) = queue.front() else { break };
+                let entry = ops[i].entry(i as u64);
+                // SAFETY: the entry's buffer (`ops[i].ptr`, `ops[i].len`
+                // bytes, inside a PAGE_SIZE page or bounce buffer the caller
+                // keeps alive and untouched) and its file descriptor (kept
+                // open by the caller's `Arc<RelFile>`) stay valid until its
+                // completion is reaped below: this function does not return
+                // while any op is in flight (it aborts instead).
+                if unsafe { sq.push(&entry) }.is_err() {
+                    break;
+                }
+                queue.pop_front();
+                in_flight += 1;
+                unsubmitted += 1;
+            }
+        }
+        if in_flight == 0 {
+            return Ok(());
+        }
+        match ring.submit_and_wait(1) {
+            Ok(n) => unsubmitted = unsubmitted.saturating_sub(n),
+            Err(e) if e.raw_os_error().is_some_and(retryable) => {}
+            Err(e) => {
+                if in_flight > unsubmitted {
+                    eprintln!(
+                        "bufmgr: io_uring_enter failed ({e}) with {} requests in flight: \
+                         aborting rather than free buffers the kernel may still write",
+                        in_flight - unsubmitted
+                    );
+                    std::process::abort();
+                }
+                // Nothing reached the kernel: the pushed entries die with the
+                // ring, which the caller drops.
+                for op in ops.iter_mut() {
+                    if matches!(op.outcome, Outcome::Pending) {
+                        op.outcome = Outcome::Failed(io::Error::new(
+                            e.kind(),
+                            format!("io_uring_enter failed: {e}"),
+                        ));
+                    }
+                }
+                return Err(());
+            }
+        }
+        for cqe in ring.completion() {
+            in_flight -= 1;
+            let i = cqe.user_data() as usize;
+            let res = cqe.result();
+            let op = &mut ops[i];
+            if res < 0 {
+                if retryable(-res) {
+                    queue.push_back(i);
+                } else {
+                    op.outcome = Outcome::Failed(io::Error::from_raw_os_error(-res));
+                }
+            } else if res == 0 {
+                op.outcome = if op.write {
+                    Outcome::Failed(io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "the write transferred nothing",
+                    ))
+                } else {
+                    Outcome::Eof
+                };
+            } else {
+                let n = res as usize;
+                if n >= op.len {
+                    op.outcome = Outcome::Done;
+                } else if direct && !op.write {
+                    op.outcome = Outcome::Eof;
+                } else {
+                    op.ptr = op.ptr.wrapping_add(n);
+                    op.len -= n;
+                    op.offset += n as u64;
+                    queue.push_back(i);
+                }
+            }
+        }
+    }
+}
+
+impl StorageBackend for UringStorage {
+    fn name(&self) -> &'static str {
+        "io_uring"
+    }
+
+    fn path(&self, rf: RelFork) -> PathBuf {
+        self.files.path(rf)
+    }
+
+    fn create(&self, rf: RelFork) -> Result<()> {
+        self.files.create(rf)
+    }
+
+    fn exists(&self, rf: RelFork) -> Result<bool> {
+        self.files.exists(rf)
+    }
+
+    fn nblocks(&self, rf: RelFork) -> Result<BlockNumber> {
+        self.files.nblocks(rf)
+    }
+
+    fn read(&self, tag: BufferTag, page: &mut [u8]) -> Result<()> {
+        check_page_len(page.len());
+        let (f, nblocks) = self.files.readable(tag)?;
+        let (op, p) = self.prepare_read(&f, nblocks, tag, page);
+        let mut ops = [op];
+        self.run(&mut ops);
+        let [op] = ops;
+        Self::finish_read(op, p, page)
+    }
+
+    fn write(&self, tag: BufferTag, page: &[u8]) -> Result<()> {
+        self.write_one(tag, page)
+    }
+
+    fn truncate(&self, rf: RelFork, nblocks: BlockNumber) -> Result<()> {
+        self.files.truncate(rf, nblocks)
+    }
+
+    fn sync(&self, rf: RelFork) -> Result<()> {
+        self.files.sync(rf)
+    }
+
+    fn sync_all(&self) -> Result<()> {
+        self.files.sync_all()
+    }
+
+    fn unlink(&self, rf: RelFork) -> Result<()> {
+        self.files.unlink(rf)
+    }
+
+    fn relations(&self) -> Result<Vec<RelFork>> {
+        self.files.relations()
+    }
+
+    /// One read SQE per block, all submitted together. Blocks before the end
+    /// of the file are read even when the run goes past it; the error names
+    /// the first block that failed.
+    fn read_run(&self, tag: BufferTag, pages: &mut [&mut [u8]]) -> Result<()> {
+        if pages.is_empty() {
+            return Ok(());
+        }
+        for p in pages.iter() {
+            check_page_len(p.len());
+        }
+        let (f, nblocks) = self.files.readable(tag)?;
+        let n = pages.len().min((nblocks - tag.block) as usize);
+        let (mut ops, pending): (Vec<Op>, Vec<Pending>) = pages[..n]
+            .iter_mut()
+            .enumerate()
+            .map(|(i, page)| {
+                let block = tag.block + i as BlockNumber;
+                self.prepare_read(&f, nblocks, BufferTag { block, ..tag }, page)
+            })
+            .unzip();
+        self.run(&mut ops);
+        let mut first_err = None;
+        for ((op, p), page) in ops.into_iter().zip(pending).zip(pages.iter_mut()) {
+            if let Err(e) = Self::finish_read(op, p, page) {
+                first_err.get_or_insert(e);
+            }
+        }
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        if n < pages.len() {
+            return Err(Error::BlockOutOfRange {
+                relfork: tag.relfork(),
+                block: tag.block + n as BlockNumber,
+                nblocks,
+                path: f.path.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    fn read_batch(&self, reqs: &mut [ReadRequest<'_>]) -> Vec<Result<()>> {
+        let mut results: Vec<Result<()>> = Vec::with_capacity(reqs.len());
+        let mut ops = Vec::with_capacity(reqs.len());
+        let mut pending = Vec::with_capacity(reqs.len());
+        for (i, r) in reqs.iter_mut().enumerate() {
+            check_page_len(r.page.len());
+            match self.files.readable(r.tag) {
+                Ok((f, nblocks)) => {
+                    let (op, p) = self.prepare_read(&f, nblocks, r.tag, r.page);
+                    ops.push(op);
+                    pending.push((i, p));
+                    results.push(Ok(()));
+                }
+                Err(e) => results.push(Err(e)),
+            }
+        }
+        self.run(&mut ops);
+        for (op, (i, p)) in ops.into_iter().zip(pending) {
+            results[i] = Self::finish_read(op, p, reqs[i].page);
+        }
+        results
+    }
+
+    fn write_batch(&self, reqs: &[WriteRequest<'_>]) -> Vec<Result<()>> {
+        let mut results: Vec<Result<()>> = Vec::with_capacity(reqs.len());
+        let mut ops = Vec::with_capacity(reqs.len());
+        let mut pending = Vec::with_capacity(reqs.len());
+        // Extensions: after the overwrites, one at a time, in block order.
+        let mut extensions = Vec::new();
+        for (i, r) in reqs.iter().enumerate() {
+            check_page_len(r.page.len());
+            results.push(Ok(()));
+            match self.files.file(r.tag.relfork(), "open", &r.tag) {
+                Ok(f) if r.tag.block < f.nblocks.load(Ordering::Acquire) => {
+                    let (op, p) = self.prepare_write(&f, r.tag, r.page);
+                    ops.push(op);
+                    pending.push((i, p));
+                }
+                Ok(_) => extensions.push(i),
+                Err(e) => results[i] = Err(e),
+            }
+        }
+        self.run(&mut ops);
+        for (op, (i, p)) in ops.into_iter().zip(pending) {
+            results[i] = Self::finish_write(op, p);
+        }
+        extensions.sort_by_key(|&i| (reqs[i].tag.relfork(), reqs[i].tag.block));
+        for i in extensions {
+            results[i] = self.write_one(reqs[i].tag, reqs[i].page);
+        }
+        results
+    }
+}
