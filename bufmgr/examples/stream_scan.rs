@@ -1,123 +1,84 @@
-//! Sequential scan of a relation four times the pool: `read_buffer` one
-//! block at a time vs a read stream, through the bulk-read ring, in the
-//! same run (pages/s).
+//! Sequential scan of a relation four times the pool through the bulk-read
+//! ring, and a checkpoint of a pool full of dirty pages, for each storage
+//! backend, side by side in one run:
+//!
+//! - raw: the relation file read sequentially in 1 MiB `pread`s (with
+//!   `--direct`, `O_DIRECT`: the device's sequential rate), no pool;
+//! - `read_buffer`, one block at a time (one synchronous read per miss);
+//! - a read stream (`pool.read_stream`, lookahead 16 and 32, combining
+//!   adjacent misses into reads of 16 blocks);
+//! - a checkpoint (`flush_all`) of a pool whose every page is dirty: the
+//!   batched write-back, one `write_batch` per 32 pages.
 //!
 //! ```text
-//! cargo run --release -p bufmgr --example stream_scan -- [pool_buffers] [rounds] [passes] [dir]
+//! cargo run --release -p bufmgr --example stream_scan -- [--direct] [--pool N] [--passes N] [--dir DIR]
 //! ```
 //!
-//! Defaults: 4096 buffers (32 MiB), 3 rounds of each way, each timed over 5
-//! scans (the pool emptied before each), a temporary directory. The
-//! relation's file is in the OS page cache after it is written, so this
-//! measures what the pool and the syscalls cost, not the disk: the stream's
-//! gain is from fewer, larger reads (`read_run`; with `FileStorage`'s
-//! `preadv` one syscall per run) and fewer trips through the miss path.
-//! Until `FileStorage` has its own `preadv`, the second half of the run
-//! uses a stand-in here (`PreadvStorage`: `read_run` as one `preadv`).
+//! Defaults: 4096 buffers (32 MiB), 3 scans per figure (the pool emptied
+//! before each), a directory under `target/` (`/tmp` may be a file system
+//! that refuses `O_DIRECT`). Without `--direct` the file is in the OS page
+//! cache, so this measures the pool and the syscalls; with it, the device.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use bufmgr::{
-    BufferPool, BufferTag, FileStorage, PAGE_SIZE, PoolConfig, RelFork, RelId, RingKind,
-    StorageBackend, StreamConfig,
+    AlignedBuf, BufferPool, BufferTag, FileStorage, IoMode, PAGE_SIZE, PoolConfig, RelFork, RelId,
+    RingKind, StorageBackend, StreamConfig,
 };
 
 const REL: RelFork = RelFork::main(RelId(4242));
 
-/// `FileStorage` with `read_run` as one `preadv` of the run (what the
-/// io_uring / O_DIRECT work adds to `FileStorage` itself).
-#[derive(Debug)]
-struct PreadvStorage {
-    inner: Arc<FileStorage>,
-    file: File,
+struct Args {
+    direct: bool,
+    buffers: usize,
+    passes: usize,
+    dir: Option<PathBuf>,
 }
 
-impl StorageBackend for PreadvStorage {
-    fn name(&self) -> &'static str {
-        "preadv-example"
-    }
-    fn path(&self, rf: RelFork) -> PathBuf {
-        self.inner.path(rf)
-    }
-    fn create(&self, rf: RelFork) -> bufmgr::Result<()> {
-        self.inner.create(rf)
-    }
-    fn exists(&self, rf: RelFork) -> bufmgr::Result<bool> {
-        self.inner.exists(rf)
-    }
-    fn nblocks(&self, rf: RelFork) -> bufmgr::Result<u32> {
-        self.inner.nblocks(rf)
-    }
-    fn read(&self, tag: BufferTag, page: &mut [u8]) -> bufmgr::Result<()> {
-        self.inner.read(tag, page)
-    }
-    fn write(&self, tag: BufferTag, page: &[u8]) -> bufmgr::Result<()> {
-        self.inner.write(tag, page)
-    }
-    fn truncate(&self, rf: RelFork, nblocks: u32) -> bufmgr::Result<()> {
-        self.inner.truncate(rf, nblocks)
-    }
-    fn sync(&self, rf: RelFork) -> bufmgr::Result<()> {
-        self.inner.sync(rf)
-    }
-    fn sync_all(&self) -> bufmgr::Result<()> {
-        self.inner.sync_all()
-    }
-    fn unlink(&self, rf: RelFork) -> bufmgr::Result<()> {
-        self.inner.unlink(rf)
-    }
-    fn relations(&self) -> bufmgr::Result<Vec<RelFork>> {
-        self.inner.relations()
-    }
-    fn read_run(&self, tag: BufferTag, pages: &mut [&mut [u8]]) -> bufmgr::Result<()> {
-        let iov: Vec<libc::iovec> = pages
-            .iter_mut()
-            .map(|p| libc::iovec {
-                iov_base: p.as_mut_ptr().cast(),
-                iov_len: p.len(),
-            })
-            .collect();
-        let offset = i64::from(tag.block) * PAGE_SIZE as i64;
-        // SAFETY: every iovec points to a distinct, live, writable page
-        // buffer of `iov_len` bytes, borrowed mutably for this call.
-        let n = unsafe {
-            libc::preadv(
-                self.file.as_raw_fd(),
-                iov.as_ptr(),
-                iov.len() as libc::c_int,
-                offset,
-            )
+fn args() -> Args {
+    let mut a = Args {
+        direct: false,
+        buffers: 4096,
+        passes: 3,
+        dir: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut num = |what: &str| -> usize {
+            it.next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{what} needs a number"))
         };
-        if tag.relfork() != REL || n < 0 || n as usize != pages.len() * PAGE_SIZE {
-            // Another fork, an error or a short read: page by page, for the
-            // backend's own error.
-            for (i, p) in pages.iter_mut().enumerate() {
-                self.inner
-                    .read(BufferTag::new(tag.relfork(), tag.block + i as u32), p)?;
+        match arg.as_str() {
+            "--direct" => a.direct = true,
+            "--pool" => a.buffers = num("--pool"),
+            "--passes" => a.passes = num("--passes"),
+            "--dir" => a.dir = it.next().map(Into::into),
+            other => {
+                panic!("unknown argument {other:?} (--direct, --pool N, --passes N, --dir DIR)")
             }
         }
-        Ok(())
     }
+    a
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let buffers: usize = args
-        .first()
-        .map_or(4096, |a| a.parse().expect("pool_buffers"));
-    let rounds: usize = args.get(1).map_or(3, |a| a.parse().expect("rounds"));
-    let passes: usize = args.get(2).map_or(5, |a| a.parse().expect("passes"));
-    let tmp = tempfile::tempdir().expect("temporary directory");
-    let dir = args.get(3).map_or(tmp.path().to_path_buf(), Into::into);
-    let storage = Arc::new(FileStorage::open(&dir).expect("open storage"));
-    let nblocks = (buffers * 4) as u32;
-
-    storage.create(REL).expect("create");
-    if storage.nblocks(REL).expect("nblocks") < nblocks {
+    let a = args();
+    let base = a.dir.clone().unwrap_or_else(|| {
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/stream-scan");
+        std::fs::create_dir_all(&p).expect("create the example's directory");
+        p
+    });
+    let tmp = tempfile::tempdir_in(&base).expect("temporary directory");
+    let dir = tmp.path();
+    let nblocks = (a.buffers * 4) as u32;
+    {
+        let storage = FileStorage::open(dir).expect("open storage");
+        storage.create(REL).expect("create");
         let mut page = vec![0u8; PAGE_SIZE];
         for b in 0..nblocks {
             page[100..104].copy_from_slice(&b.to_le_bytes());
@@ -126,40 +87,78 @@ fn main() {
         }
         storage.sync(REL).expect("sync");
     }
-    let preadv = Arc::new(PreadvStorage {
-        file: File::open(storage.path(REL)).expect("open the relation file"),
-        inner: storage.clone(),
-    });
-    for (label, backend) in [
-        (
-            "FileStorage (read_run = one pread per block)",
-            storage as Arc<dyn StorageBackend>,
-        ),
-        (
-            "FileStorage + preadv read_run",
-            preadv as Arc<dyn StorageBackend>,
-        ),
-    ] {
-        println!("== {label}");
-        measure(buffers, nblocks, rounds, passes, backend);
+    let path = FileStorage::open(dir).expect("open storage").path(REL);
+    println!(
+        "relation {nblocks} blocks ({} MiB), pool {} buffers ({} MiB), {}, {} scans per figure",
+        (nblocks as usize * PAGE_SIZE) >> 20,
+        a.buffers,
+        (a.buffers * PAGE_SIZE) >> 20,
+        if a.direct {
+            "O_DIRECT"
+        } else {
+            "buffered (OS page cache)"
+        },
+        a.passes
+    );
+    for mode in [IoMode::Sync, IoMode::IoUring] {
+        let storage = match bufmgr::open_storage(dir, mode, a.direct) {
+            Ok(s) => s,
+            Err(e) => {
+                println!("== {mode}: cannot open ({e})");
+                continue;
+            }
+        };
+        println!("== {mode} ({})", storage.name());
+        let raw = raw_rate(&path, a.direct, a.passes);
+        println!(
+            "{:<44} {raw:>9.0} pages/s",
+            "raw 1 MiB sequential reads, no pool"
+        );
+        let scans = measure_scans(a.buffers, nblocks, a.passes, storage.clone());
+        for (name, rate) in &scans {
+            println!(
+                "{name:<44} {rate:>9.0} pages/s  ({:.2}x raw, {:.2}x read_buffer)",
+                rate / raw,
+                rate / scans[0].1
+            );
+        }
+        let ckpt = checkpoint_rate(a.buffers, nblocks, storage);
+        println!(
+            "{:<44} {ckpt:>9.0} pages/s",
+            "checkpoint of a pool of dirty pages"
+        );
     }
 }
 
-fn measure(
+/// The file read front to back in 1 MiB reads, `passes` times: pages/s.
+fn raw_rate(path: &std::path::Path, direct: bool, passes: usize) -> f64 {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    if direct {
+        opts.custom_flags(libc::O_DIRECT);
+    }
+    let file: File = opts.open(path).expect("open the relation file");
+    let len = file.metadata().expect("metadata").len();
+    let mut buf = AlignedBuf::zeroed(1 << 20);
+    let t = Instant::now();
+    for _ in 0..passes {
+        let mut off = 0;
+        while off < len {
+            let n = file.read_at(&mut buf, off).expect("read");
+            assert!(n > 0, "read past the end at {off}");
+            off += n as u64;
+        }
+    }
+    (len as usize / PAGE_SIZE * passes) as f64 / t.elapsed().as_secs_f64()
+}
+
+fn measure_scans(
     buffers: usize,
     nblocks: u32,
-    rounds: usize,
     passes: usize,
     storage: Arc<dyn StorageBackend>,
-) {
+) -> Vec<(String, f64)> {
     let pool = BufferPool::new(PoolConfig::new(buffers).bgwriter(None), storage).expect("pool");
-    println!(
-        "pool {buffers} buffers ({} MiB), relation {nblocks} blocks ({} MiB), bulk-read ring {} buffers",
-        (buffers * PAGE_SIZE) >> 20,
-        (nblocks as usize * PAGE_SIZE) >> 20,
-        pool.ring(RingKind::BulkRead).map_or(0, |r| r.len()),
-    );
-
     let check = |block: u32, page: &[u8]| {
         assert_eq!(
             u32::from_le_bytes(page[100..104].try_into().unwrap()),
@@ -186,8 +185,7 @@ fn measure(
         }
         assert_eq!(b, nblocks);
     };
-    let run = |name: &str, f: &dyn Fn()| {
-        let reads = pool.stats().totals().reads;
+    let run = |f: &dyn Fn()| {
         let mut secs = 0.0;
         for _ in 0..passes {
             pool.evict_all().unwrap();
@@ -195,24 +193,44 @@ fn measure(
             f();
             secs += t.elapsed().as_secs_f64();
         }
-        let read = pool.stats().totals().reads - reads;
-        println!(
-            "{name:<40} {:>9.0} pages/s  ({read} pages read in {passes} scans, {:.3} s)",
-            (nblocks as usize * passes) as f64 / secs,
-            secs
-        );
+        (nblocks as usize * passes) as f64 / secs
     };
-    for round in 1..=rounds {
-        println!("round {round}");
-        run("read_buffer, one block at a time", &by_block);
-        run("read stream (lookahead 16, combine 16)", &|| {
-            streamed(StreamConfig::default())
-        });
-        run("read stream (lookahead 31, combine 16)", &|| {
-            streamed(StreamConfig::default().lookahead(31))
-        });
-        run("read stream (lookahead 16, combine 1)", &|| {
-            streamed(StreamConfig::default().io_combine(1))
-        });
+    vec![
+        ("read_buffer, one block at a time".into(), run(&by_block)),
+        (
+            "read stream (lookahead 16, combine 16)".into(),
+            run(&|| streamed(StreamConfig::default())),
+        ),
+        (
+            "read stream (lookahead 32, combine 16)".into(),
+            run(&|| streamed(StreamConfig::default().lookahead(32))),
+        ),
+    ]
+}
+
+/// A pool of `buffers` pages of the relation, every one dirtied, written by
+/// one `flush_all` (the checkpoint's batched write-back): pages/s.
+fn checkpoint_rate(buffers: usize, nblocks: u32, storage: Arc<dyn StorageBackend>) -> f64 {
+    // One partition: one thread fills seven eighths of the pool, and none of
+    // it may be evicted (written) before the checkpoint.
+    let pool = BufferPool::new(
+        PoolConfig::new(buffers).partitions(1).bgwriter(None),
+        storage,
+    )
+    .expect("pool");
+    let n = (buffers as u32 - buffers as u32 / 8).min(nblocks);
+    let mut rates = Vec::new();
+    for round in 0..3u32 {
+        for b in 0..n {
+            let mut g = pool.read_buffer(REL, b, None).unwrap().lock_exclusive();
+            g[200..204].copy_from_slice(&round.to_le_bytes());
+            g.mark_dirty();
+        }
+        let t = Instant::now();
+        let written = pool.flush_all(false).unwrap();
+        rates.push(written as f64 / t.elapsed().as_secs_f64());
+        assert_eq!(written, n as usize);
     }
+    rates.sort_by(f64::total_cmp);
+    rates[1]
 }
