@@ -149,6 +149,37 @@ impl PoolShared {
         Ok(())
     }
 
+    /// The first half of `SyncOneBuffer`: if buffer `id` is valid and dirty
+    /// (and, with `skip_recently_used`, unpinned at the bottom usage step;
+    /// with `only`, a page of that fork), pin it while releasing its header
+    /// lock (`PinBuffer_Locked`: no usage change) and return its tag and
+    /// whether it was reusable; else `Err` with what was found.
+    fn pin_if_dirty(
+        &self,
+        id: BufferId,
+        skip_recently_used: bool,
+        only: Option<RelFork>,
+    ) -> Result<std::result::Result<(BufferTag, bool), SyncResult>> {
+        let d = self.desc(id);
+        let s = d.lock_header();
+        let reusable = refcount(s) == 0 && s & USAGE_MASK == 0;
+        let other_rel = only.is_some_and(|rf| d.tag().map(|t| t.relfork()) != Some(rf));
+        if (skip_recently_used && !reusable) || other_rel || s & (VALID | DIRTY) != VALID | DIRTY {
+            d.unlock_header(0, 0);
+            return Ok(Err(SyncResult {
+                written: false,
+                reusable,
+            }));
+        }
+        let tag = d.tag().expect("a valid buffer has a tag");
+        if refcount(s) == REFCOUNT_MASK {
+            d.unlock_header(0, 0);
+            return Err(Self::too_many_pins(tag));
+        }
+        d.unlock_header_pinned();
+        Ok(Ok((tag, reusable)))
+    }
+
     /// `SyncOneBuffer`: write buffer `id` if it is valid and dirty (and, with
     /// `skip_recently_used`, only if it is unpinned at the bottom usage step).
     /// With `only`, a buffer that holds a page of another relation fork by
@@ -161,23 +192,10 @@ impl PoolShared {
         writer: Writer,
     ) -> Result<SyncResult> {
         let d = self.desc(id);
-        let s = d.lock_header();
-        let reusable = refcount(s) == 0 && s & USAGE_MASK == 0;
-        let other_rel = only.is_some_and(|rf| d.tag().map(|t| t.relfork()) != Some(rf));
-        if (skip_recently_used && !reusable) || other_rel || s & (VALID | DIRTY) != VALID | DIRTY {
-            d.unlock_header(0, 0);
-            return Ok(SyncResult {
-                written: false,
-                reusable,
-            });
-        }
-        if refcount(s) == REFCOUNT_MASK {
-            let tag = d.tag().expect("a valid buffer has a tag");
-            d.unlock_header(0, 0);
-            return Err(Self::too_many_pins(tag));
-        }
-        // PinBuffer_Locked: pin while releasing the header lock (no usage change).
-        d.unlock_header_pinned();
+        let reusable = match self.pin_if_dirty(id, skip_recently_used, only)? {
+            Ok((_, reusable)) => reusable,
+            Err(skipped) => return Ok(skipped),
+        };
         let mark = d.content.lock_upgradable();
         let r = self.flush_buffer(id, writer, None);
         // SAFETY: taken just above.
@@ -315,22 +333,10 @@ impl<'p> WriteBatch<'p> {
     pub(crate) fn add(&mut self, id: BufferId, skip_recently_used: bool) -> Result<SyncResult> {
         let pool = self.pool;
         let d = pool.desc(id);
-        let s = d.lock_header();
-        let reusable = refcount(s) == 0 && s & USAGE_MASK == 0;
-        if (skip_recently_used && !reusable) || s & (VALID | DIRTY) != VALID | DIRTY {
-            d.unlock_header(0, 0);
-            return Ok(SyncResult {
-                written: false,
-                reusable,
-            });
-        }
-        if refcount(s) == REFCOUNT_MASK {
-            let tag = d.tag().expect("a valid buffer has a tag");
-            d.unlock_header(0, 0);
-            return Err(PoolShared::too_many_pins(tag));
-        }
-        let tag = d.tag().expect("a valid buffer has a tag");
-        d.unlock_header_pinned();
+        let (tag, reusable) = match pool.pin_if_dirty(id, skip_recently_used, None)? {
+            Ok(found) => found,
+            Err(skipped) => return Ok(skipped),
+        };
         let mark = match d.content.try_lock_upgradable() {
             Some(m) => m,
             None => {
