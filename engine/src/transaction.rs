@@ -857,8 +857,6 @@ type RowFilter = Box<dyn FnMut(&RowRef<'_>) -> Result<bool> + Send>;
 /// still return.
 #[derive(Debug)]
 pub struct RowIter {
-    _reg: SnapshotReg,
-    db: Database,
     table: Table,
     snapshot: Snapshot,
     opts: ScanOptions,
@@ -872,6 +870,11 @@ pub struct RowIter {
     filter: Option<FilterBox>,
     projection: Option<Vec<Col>>,
     failed: bool,
+    /// Dropped last (fields drop in order): if this is the database's last
+    /// handle, the database closes after the stream's pins and the table
+    /// handle are gone.
+    _reg: SnapshotReg,
+    db: Database,
 }
 
 /// Debug-printable wrapper of a [`RowFilter`].
@@ -996,8 +999,6 @@ const RANGE_BATCH: usize = 128;
 /// its snapshot registered until dropped.
 #[derive(Debug)]
 pub struct IndexRange {
-    _reg: SnapshotReg,
-    db: Database,
     index: crate::handle::Index,
     snapshot: Snapshot,
     lower: Bound<Key>,
@@ -1006,6 +1007,9 @@ pub struct IndexRange {
     after: Option<(Key, Tid)>,
     rows: VecDeque<Result<(RowId, Row)>>,
     done: bool,
+    /// Dropped last, as in [`RowIter`].
+    _reg: SnapshotReg,
+    db: Database,
 }
 
 impl IndexRange {

@@ -454,3 +454,30 @@ fn an_idle_scan_iterator_does_not_hold_up_drop_table() {
         );
     });
 }
+
+#[test]
+fn an_iterator_that_is_the_last_handle_closes_the_database_when_dropped() {
+    watchdog(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), small_options()).unwrap();
+        accounts(&db, 300);
+        let t = db.read().unwrap();
+        let mut it = t.scan("acc").unwrap();
+        assert!(it.next().is_some());
+        drop(t);
+        drop(db);
+        // The directory is still locked: the iterator holds the database.
+        assert!(matches!(
+            Database::open(dir.path(), small_options()),
+            Err(EngineError::DatabaseInUse { .. })
+        ));
+        assert_eq!(it.by_ref().count(), 299);
+        drop(it);
+        // Closed cleanly: nothing to replay, every row there.
+        let db = Database::open(dir.path(), small_options()).unwrap();
+        let r = db.recovery_stats();
+        assert_eq!(r.commits + r.aborts + r.other, 0, "{r:?}");
+        assert_eq!(db.read().unwrap().scan("acc").unwrap().count(), 300);
+        db.close().unwrap();
+    });
+}
