@@ -83,7 +83,7 @@ pub const IO_IN_PROGRESS: u64 = 1 << 26;
 pub const IO_ERROR: u64 = 1 << 27;
 /// The page was dirtied by hint bits only (no WAL-logged change since its last write).
 pub const HINT_DIRTY: u64 = 1 << 28;
-/// Someone sleeps in `wait_io` (PostgreSQL's bit 29 is `BM_PIN_COUNT_WAITER`,
+/// Someone sleeps in `wait_io_unless` (PostgreSQL's bit 29 is `BM_PIN_COUNT_WAITER`,
 /// which we do not need): ending an I/O takes the sleep mutex only if set.
 pub const IO_WAITERS: u64 = 1 << 29;
 /// A checkpoint wants this page written.
@@ -299,11 +299,28 @@ impl BufferDesc {
 
     /// Sleep until `IO_IN_PROGRESS` is clear. Sets `IO_WAITERS` (under the
     /// sleep mutex) before each look, so the thread ending the I/O knows to wake us.
-    pub(crate) fn wait_io(&self) {
+    /// Before each sleep asks `check`
+    /// (under the sleep mutex) and returns what it finds instead of
+    /// sleeping: for an I/O that the waiter can finish itself (a stream's
+    /// submitted read). A thread that makes `check` succeed calls
+    /// [`wake_io_waiters`](Self::wake_io_waiters) afterwards, so a waiter
+    /// asleep since its last look asks again.
+    pub(crate) fn wait_io_unless<T>(&self, mut check: impl FnMut() -> Option<T>) -> Option<T> {
         let mut guard = self.io_mutex.lock();
         while self.state.fetch_or(IO_WAITERS, Ordering::AcqRel) & IO_IN_PROGRESS != 0 {
+            if let Some(t) = check() {
+                return Some(t);
+            }
             self.io_done.wait(&mut guard);
         }
+        None
+    }
+
+    /// Wake every thread in [`wait_io_unless`](Self::wait_io_unless) so it
+    /// looks again.
+    pub(crate) fn wake_io_waiters(&self) {
+        let _guard = self.io_mutex.lock();
+        self.io_done.notify_all();
     }
 
     /// End an I/O: release the header lock (held by the caller) clearing

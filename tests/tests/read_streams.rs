@@ -215,18 +215,19 @@ fn adjacent_misses_are_read_in_combined_runs() {
         let cfg = StreamConfig::default().lookahead(16).io_combine(8);
         assert_eq!(stream_all(&pool, 0..N, None, cfg).len(), N as usize);
         let runs = std::mem::take(&mut *rec.runs.lock().unwrap());
-        // 100 blocks = 6 refills of 16 (two runs of 8 each) + one of 4.
+        // 100 blocks = 12 operations of 8 (half the distance) + one of 4.
         assert_eq!(runs, [[8; 12].as_slice(), &[4]].concat());
         assert!(rec.batches.lock().unwrap().is_empty());
 
-        // Every other block resident: only lone misses, one batch per refill.
+        // Every other block resident: only lone misses, one batch per
+        // operation (half the distance: 8 blocks, 4 misses).
         pool.evict_all().unwrap();
         for b in (0..32).step_by(2) {
             drop(pool.read_buffer(rel(REL), b, None).unwrap());
         }
         assert_eq!(stream_all(&pool, 0..32, None, cfg).len(), 32);
         assert!(rec.runs.lock().unwrap().is_empty());
-        assert_eq!(*rec.batches.lock().unwrap(), [8, 8]);
+        assert_eq!(*rec.batches.lock().unwrap(), [4, 4, 4, 4]);
         assert_quiet(&pool);
     });
 }

@@ -158,6 +158,82 @@ pub trait StorageBackend: Send + Sync + std::fmt::Debug {
     fn write_batch(&self, reqs: &[WriteRequest<'_>]) -> Vec<Result<()>> {
         reqs.iter().map(|r| self.write(r.tag, r.page)).collect()
     }
+
+    /// Starts every request (PostgreSQL's `StartReadBuffers` half of a
+    /// read) and returns at once where the backend can; the returned
+    /// [`PendingReads::wait`] waits for them: one result per request, in
+    /// order, each as [`read_run`](Self::read_run)'s. The default reads
+    /// everything now (through `read_run`) and returns the results ready.
+    ///
+    /// # Safety
+    /// Every page pointer must be valid for writes of `PAGE_SIZE` bytes,
+    /// the pages must not overlap, and nobody may read or write them until
+    /// the returned object's `wait` has returned or it has been dropped
+    /// (dropping it waits for the I/O too).
+    unsafe fn submit_reads(&self, reqs: Vec<AsyncRead>) -> Box<dyn PendingReads> {
+        let page = |p: *mut u8| {
+            // SAFETY: the caller's contract: valid, distinct, untouched
+            // pages of PAGE_SIZE bytes, ours until we return.
+            unsafe { std::slice::from_raw_parts_mut(p, PAGE_SIZE) }
+        };
+        let mut results: Vec<Result<()>> = Vec::with_capacity(reqs.len());
+        // Single pages together in one read_batch; runs as read_run.
+        let mut singles = Vec::new();
+        let mut batch = Vec::new();
+        for (i, r) in reqs.iter().enumerate() {
+            results.push(Ok(()));
+            if r.pages.len() == 1 {
+                singles.push(i);
+                batch.push(ReadRequest {
+                    tag: r.tag,
+                    page: page(r.pages[0]),
+                });
+            } else {
+                let mut pages: Vec<&mut [u8]> = r.pages.iter().map(|&p| page(p)).collect();
+                results[i] = self.read_run(r.tag, &mut pages);
+            }
+        }
+        if !batch.is_empty() {
+            let mut got = self.read_batch(&mut batch).into_iter();
+            for i in singles {
+                results[i] = got.next().unwrap_or_else(|| {
+                    Err(Error::InvalidConfig(
+                        "the storage backend's read_batch returned too few results".into(),
+                    ))
+                });
+            }
+        }
+        Box::new(ReadyReads(results))
+    }
+}
+
+/// One read of [`StorageBackend::submit_reads`]: the consecutive blocks
+/// `tag.block`, `tag.block + 1`, ..., block `tag.block + i` into the
+/// `PAGE_SIZE` bytes at `pages[i]`.
+#[derive(Debug, Clone)]
+pub struct AsyncRead {
+    pub tag: BufferTag,
+    pub pages: Vec<*mut u8>,
+}
+
+// SAFETY: the pointers are only dereferenced under `submit_reads`'s
+// contract, which makes the pages the I/O's alone, whichever thread waits.
+unsafe impl Send for AsyncRead {}
+
+/// Reads started by [`StorageBackend::submit_reads`]. Dropping it without
+/// [`wait`](Self::wait) waits for the I/O all the same.
+pub trait PendingReads: Send {
+    /// Waits for every read: one result per request, in order.
+    fn wait(self: Box<Self>) -> Vec<Result<()>>;
+}
+
+/// Reads already done (the default `submit_reads`).
+struct ReadyReads(Vec<Result<()>>);
+
+impl PendingReads for ReadyReads {
+    fn wait(self: Box<Self>) -> Vec<Result<()>> {
+        self.0
+    }
 }
 
 /// One read of a [`StorageBackend::read_batch`]: block `tag.block` into `page`.
@@ -369,6 +445,10 @@ mod tests {
         fn write_batch(&self, reqs: &[WriteRequest<'_>]) -> Vec<Result<()>> {
             self.0.write_batch(reqs)
         }
+        unsafe fn submit_reads(&self, reqs: Vec<AsyncRead>) -> Box<dyn PendingReads> {
+            // SAFETY: our caller's contract, passed on unchanged.
+            unsafe { self.0.submit_reads(reqs) }
+        }
     }
 
     /// Opens a backend of kind `k` on `dir`, or `None` (with the reason
@@ -452,6 +532,7 @@ mod tests {
         batch_reads_each_get_their_own_result,
         batch_writes_each_get_their_own_result,
         batches_longer_than_the_queue_depth,
+        submitted_reads_each_get_their_own_result,
         concurrent_threads_each_see_their_own_pages,
         unaligned_buffers_round_trip,
     );
@@ -1064,6 +1145,82 @@ mod tests {
         let mut run: Vec<&mut [u8]> = bufs.iter_mut().map(|b| &mut b[..]).collect();
         s.read_run(tag(0), &mut run).unwrap();
         assert_eq!(bufs[0][..], pages[n as usize - 1][..]);
+    }
+
+    /// `submit_reads` then `wait` (and drop without wait): runs and single
+    /// pages, more pages than a ring's depth, a run across the end, a
+    /// missing file, a cut file: one result per request, as `read_run`'s.
+    fn submitted_reads_each_get_their_own_result(k: Kind) {
+        let n = uring::QUEUE_DEPTH as BlockNumber + 10;
+        let Some((dir, s)) = storage_with_k(k, n) else {
+            return;
+        };
+        let missing = BufferTag::new(RelFork::main(RelId(9)), 0);
+        // (first block, pages)
+        let reqs = [
+            (tag(0), n as usize - 2),
+            (tag(n - 1), 1),
+            (tag(n - 2), 4),
+            (missing, 2),
+            (tag(3), 1),
+        ];
+        let mut bufs: Vec<Vec<AlignedBuf>> = reqs
+            .iter()
+            .map(|&(_, len)| (0..len).map(|_| AlignedBuf::zeroed(PAGE_SIZE)).collect())
+            .collect();
+        let areqs = |bufs: &mut Vec<Vec<AlignedBuf>>| -> Vec<AsyncRead> {
+            reqs.iter()
+                .zip(bufs.iter_mut())
+                .map(|(&(tag, _), b)| AsyncRead {
+                    tag,
+                    pages: b.iter_mut().map(|p| p.as_mut_ptr()).collect(),
+                })
+                .collect()
+        };
+        // SAFETY: distinct PAGE_SIZE buffers, untouched until the wait.
+        let results = unsafe { s.submit_reads(areqs(&mut bufs)) }.wait();
+        assert_eq!(results.len(), reqs.len());
+        assert!(
+            results[0].is_ok() && results[1].is_ok() && results[4].is_ok(),
+            "{results:?}"
+        );
+        for (i, b) in bufs[0].iter().enumerate() {
+            assert_eq!(b[..], page(i as u8 + 1)[..], "block {i}");
+        }
+        assert_eq!(bufs[1][0][..], page(n as u8)[..]);
+        assert_eq!(bufs[4][0][..], page(4)[..]);
+        assert!(
+            matches!(results[2], Err(Error::BlockOutOfRange { block, .. }) if block == n),
+            "{:?}",
+            results[2]
+        );
+        assert_eq!(
+            bufs[2][1][..],
+            page(n as u8)[..],
+            "the blocks before the end are read"
+        );
+        assert!(
+            matches!(&results[3], Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound),
+            "{:?}",
+            results[3]
+        );
+        // Dropped without a wait: the reads are finished all the same.
+        // SAFETY: as above.
+        drop(unsafe { s.submit_reads(areqs(&mut bufs)) });
+        assert_eq!(bufs[0][5][..], page(6)[..]);
+        // A cut file: the short read is corrupt, naming the block.
+        let f = OpenOptions::new()
+            .write(true)
+            .open(dir.path().join("base/42"))
+            .unwrap();
+        f.set_len(2 * PAGE_SIZE as u64 + 100).unwrap();
+        // SAFETY: as above.
+        let results = unsafe { s.submit_reads(areqs(&mut bufs)[..1].to_vec()) }.wait();
+        let err = results[0].as_ref().unwrap_err();
+        assert!(matches!(err, Error::CorruptFile { .. }), "{err:?}");
+        assert!(err.to_string().contains("block 2"), "{err}");
+        // SAFETY: nothing to read.
+        assert!(unsafe { s.submit_reads(Vec::new()) }.wait().is_empty());
     }
 
     /// Runs `f` on another thread; panics if it takes longer than `secs`.

@@ -34,8 +34,16 @@
 //! file at once: the remainder could not be read aligned). Errors are mapped
 //! as `FileStorage` maps them.
 //!
+//! * `submit_reads` (read streams): one read SQE per page, on a ring taken
+//!   from the spare rings (or created) for the pending reads alone, pushed
+//!   and submitted with one `io_uring_enter` without waiting; the returned
+//!   `UringReads` keeps the ring (so no other call's I/O shares it) and
+//!   reaps at its wait or drop, then gives the ring back.
+//!
 //! A buffer handed to the kernel must stay valid until its completion is
-//! reaped: no call returns with I/O in flight. If `io_uring_enter` itself
+//! reaped: no call but `submit_reads` returns with I/O in flight, and its
+//! pending reads reap everything before they are dropped (the caller keeps
+//! the pages, by `submit_reads`'s contract, until then). If `io_uring_enter` itself
 //! fails (not `EINTR`/`EAGAIN`/`EBUSY`) while nothing is in flight, the
 //! unsubmitted requests fail with that error and the ring is rebuilt at the
 //! next call; if it fails with requests in flight, which the kernel does not
@@ -53,7 +61,10 @@ use parking_lot::{Mutex, MutexGuard};
 
 use super::aligned::{AlignedBuf, is_direct_aligned};
 use super::file::{RelFile, short_read};
-use super::{FileStorage, ReadRequest, StorageBackend, WriteRequest, byte_offset, check_page_len};
+use super::{
+    AsyncRead, FileStorage, PendingReads, ReadRequest, StorageBackend, WriteRequest, byte_offset,
+    check_page_len,
+};
 use crate::error::{Error, Result};
 use crate::tag::{BlockNumber, BufferTag, PAGE_SIZE, RelFork};
 
@@ -100,6 +111,10 @@ pub struct UringStorage {
     files: FileStorage,
     /// `None`: broken by a failed `io_uring_enter`; rebuilt at next use.
     rings: Box<[Mutex<Option<IoUring>>]>,
+    /// Rings free for [`submit_reads`](StorageBackend::submit_reads): each
+    /// pending set of reads takes one out for its lifetime (or creates one)
+    /// and gives it back after its last completion.
+    spare: Arc<Mutex<Vec<IoUring>>>,
 }
 
 impl std::fmt::Debug for UringStorage {
@@ -134,7 +149,11 @@ impl UringStorage {
             .map(|_| new_ring(files.base_dir()).map(|r| Mutex::new(Some(r))))
             .collect::<Result<Vec<_>>>()?
             .into_boxed_slice();
-        Ok(UringStorage { files, rings })
+        Ok(UringStorage {
+            files,
+            rings,
+            spare: Arc::new(Mutex::new(Vec::new())),
+        })
     }
 
     /// The file backend whose files this one reads and writes.
@@ -339,46 +358,91 @@ fn retryable(errno: i32) -> bool {
 /// Every op's buffer must stay valid, and not be touched by the caller, until
 /// this returns; it never returns with an op in flight.
 fn run_ops(ring: &mut IoUring, ops: &mut [Op], direct: bool) -> std::result::Result<(), ()> {
-    let depth = ring.params().sq_entries() as usize;
-    let mut queue: VecDeque<usize> = (0..ops.len())
-        .filter(|&i| matches!(ops[i].outcome, Outcome::Pending))
-        .collect();
-    // Pushed to the submission queue and not yet completed / not yet
-    // consumed by the kernel.
-    let mut in_flight = 0usize;
-    let mut unsubmitted = 0usize;
-    loop {
-        {
-            let mut sq = ring.submission();
-            while in_flight < depth {
-                let Some(&i) = queue.front() else { break };
-                let entry = ops[i].entry(i as u64);
-                // SAFETY: the entry's buffer (`ops[i].ptr`, `ops[i].len`
-                // bytes, inside a PAGE_SIZE page or bounce buffer the caller
-                // keeps alive and untouched) and its file descriptor (kept
-                // open by the caller's `Arc<RelFile>`) stay valid until its
-                // completion is reaped below: this function does not return
-                // while any op is in flight (it aborts instead).
-                if unsafe { sq.push(&entry) }.is_err() {
-                    break;
-                }
-                queue.pop_front();
-                in_flight += 1;
-                unsubmitted += 1;
-            }
+    let mut fl = Flight::new(ops);
+    drive(ring, ops, direct, &mut fl)
+}
+
+/// Where a set of ops stands on its ring.
+struct Flight {
+    /// Ops still to push.
+    queue: VecDeque<usize>,
+    /// Pushed to the submission queue and not yet completed.
+    in_flight: usize,
+    /// Pushed and not yet consumed by the kernel.
+    unsubmitted: usize,
+}
+
+impl Flight {
+    fn new(ops: &[Op]) -> Flight {
+        Flight {
+            queue: (0..ops.len())
+                .filter(|&i| matches!(ops[i].outcome, Outcome::Pending))
+                .collect(),
+            in_flight: 0,
+            unsubmitted: 0,
         }
-        if in_flight == 0 {
+    }
+}
+
+/// Pushes queued ops while the ring has room.
+fn push_ops(ring: &mut IoUring, ops: &[Op], fl: &mut Flight) {
+    let depth = ring.params().sq_entries() as usize;
+    let mut sq = ring.submission();
+    while fl.in_flight < depth {
+        let Some(&i) = fl.queue.front() else { break };
+        let entry = ops[i].entry(i as u64);
+        // SAFETY: the entry's buffer (`ops[i].ptr`, `ops[i].len` bytes,
+        // inside a PAGE_SIZE page or bounce buffer the caller keeps alive
+        // and untouched) and its file descriptor (kept open by the caller's
+        // `Arc<RelFile>`) stay valid until its completion is reaped by
+        // `drive`, which every caller runs to the end before releasing them
+        // (`run_ops` at once, `UringReads` at its wait or drop).
+        if unsafe { sq.push(&entry) }.is_err() {
+            break;
+        }
+        fl.queue.pop_front();
+        fl.in_flight += 1;
+        fl.unsubmitted += 1;
+    }
+}
+
+/// Pushes what fits and tells the kernel, without waiting; errors are left
+/// for [`drive`], which meets them again.
+fn start_ops(ring: &mut IoUring, ops: &[Op], fl: &mut Flight) {
+    push_ops(ring, ops, fl);
+    if fl.unsubmitted > 0
+        && let Ok(n) = ring.submit()
+    {
+        fl.unsubmitted = fl.unsubmitted.saturating_sub(n);
+    }
+}
+
+/// [`run_ops`] from where `fl` stands.
+fn drive(
+    ring: &mut IoUring,
+    ops: &mut [Op],
+    direct: bool,
+    fl: &mut Flight,
+) -> std::result::Result<(), ()> {
+    loop {
+        push_ops(ring, ops, fl);
+        let Flight {
+            queue,
+            in_flight,
+            unsubmitted,
+        } = fl;
+        if *in_flight == 0 {
             return Ok(());
         }
         match ring.submit_and_wait(1) {
-            Ok(n) => unsubmitted = unsubmitted.saturating_sub(n),
+            Ok(n) => *unsubmitted = unsubmitted.saturating_sub(n),
             Err(e) if e.raw_os_error().is_some_and(retryable) => {}
             Err(e) => {
-                if in_flight > unsubmitted {
+                if *in_flight > *unsubmitted {
                     eprintln!(
                         "bufmgr: io_uring_enter failed ({e}) with {} requests in flight: \
                          aborting rather than free buffers the kernel may still write",
-                        in_flight - unsubmitted
+                        *in_flight - *unsubmitted
                     );
                     std::process::abort();
                 }
@@ -396,7 +460,7 @@ fn run_ops(ring: &mut IoUring, ops: &mut [Op], direct: bool) -> std::result::Res
             }
         }
         for cqe in ring.completion() {
-            in_flight -= 1;
+            *in_flight -= 1;
             let i = cqe.user_data() as usize;
             let res = cqe.result();
             let op = &mut ops[i];
@@ -579,5 +643,163 @@ impl StorageBackend for UringStorage {
             results[i] = self.write_one(reqs[i].tag, reqs[i].page);
         }
         results
+    }
+
+    /// Every request's reads pushed to a ring of its own (taken from the
+    /// spare rings) and submitted with one `io_uring_enter`; the returned
+    /// object keeps the ring, and reaps at its wait (or drop).
+    unsafe fn submit_reads(&self, reqs: Vec<AsyncRead>) -> Box<dyn PendingReads> {
+        let mut results: Vec<Result<()>> = Vec::with_capacity(reqs.len());
+        let mut ops = Vec::new();
+        let mut pending = Vec::new();
+        let mut pages = Vec::new();
+        let mut of_req = Vec::new();
+        let mut past_end = Vec::with_capacity(reqs.len());
+        for (r, req) in reqs.iter().enumerate() {
+            results.push(Ok(()));
+            past_end.push(None);
+            if req.pages.is_empty() {
+                continue;
+            }
+            let (f, nblocks) = match self.files.readable(req.tag) {
+                Ok(x) => x,
+                Err(e) => {
+                    results[r] = Err(e);
+                    continue;
+                }
+            };
+            let n = req
+                .pages
+                .len()
+                .min(nblocks.saturating_sub(req.tag.block) as usize);
+            for (i, &ptr) in req.pages[..n].iter().enumerate() {
+                let tag = BufferTag {
+                    block: req.tag.block + i as BlockNumber,
+                    ..req.tag
+                };
+                // SAFETY: the caller's contract: a valid PAGE_SIZE page that
+                // nobody else touches until our wait or drop.
+                let page = unsafe { std::slice::from_raw_parts_mut(ptr, PAGE_SIZE) };
+                let (op, p) = self.prepare_read(&f, nblocks, tag, page);
+                ops.push(op);
+                pending.push(p);
+                pages.push(ptr);
+                of_req.push(r);
+            }
+            if n < req.pages.len() {
+                past_end[r] = Some(Error::BlockOutOfRange {
+                    relfork: req.tag.relfork(),
+                    block: req.tag.block + n as BlockNumber,
+                    nblocks,
+                    path: f.path.clone(),
+                });
+            }
+        }
+        let spare = self.spare.lock().pop();
+        let ring = match spare.map_or_else(|| new_ring(self.files.base_dir()), Ok) {
+            Ok(ring) => Some(ring),
+            Err(e) => {
+                for op in &mut ops {
+                    op.outcome = Outcome::Failed(io::Error::other(e.to_string()));
+                }
+                None
+            }
+        };
+        let mut reads = UringReads {
+            ring,
+            spare: Arc::clone(&self.spare),
+            fl: Flight::new(&ops),
+            ops,
+            pending,
+            pages,
+            of_req,
+            past_end,
+            results,
+            direct: self.files.direct_io(),
+            reaped: false,
+        };
+        if let Some(ring) = reads.ring.as_mut() {
+            start_ops(ring, &reads.ops, &mut reads.fl);
+        }
+        Box::new(reads)
+    }
+}
+
+/// Reads submitted by [`UringStorage::submit_reads`], on a ring of their own.
+struct UringReads {
+    /// `None` if no ring could be had (every op failed already).
+    ring: Option<IoUring>,
+    spare: Arc<Mutex<Vec<IoUring>>>,
+    fl: Flight,
+    ops: Vec<Op>,
+    pending: Vec<Pending>,
+    /// The page each op reads into (the caller's).
+    pages: Vec<*mut u8>,
+    /// The request each op belongs to.
+    of_req: Vec<usize>,
+    /// Per request: the error for its blocks past the end of the file.
+    past_end: Vec<Option<Error>>,
+    results: Vec<Result<()>>,
+    direct: bool,
+    reaped: bool,
+}
+
+// SAFETY: the raw pointers (the ops' and `pages`) address pages that
+// `submit_reads`'s contract makes this object's alone until it is waited
+// for or dropped, and the ring is used only through `&mut self`; nothing
+// is tied to the submitting thread.
+unsafe impl Send for UringReads {}
+
+impl UringReads {
+    /// Reaps every completion (once) and works out the results.
+    fn reap(&mut self) {
+        if self.reaped {
+            return;
+        }
+        self.reaped = true;
+        if let Some(mut ring) = self.ring.take() {
+            match drive(&mut ring, &mut self.ops, self.direct, &mut self.fl) {
+                Ok(()) => self.spare.lock().push(ring),
+                // A broken ring is dropped (nothing is in flight on it).
+                Err(()) => drop(ring),
+            }
+        }
+        let ops = std::mem::take(&mut self.ops);
+        let pending = std::mem::take(&mut self.pending);
+        for ((op, p), (&ptr, &r)) in ops
+            .into_iter()
+            .zip(pending)
+            .zip(self.pages.iter().zip(&self.of_req))
+        {
+            // SAFETY: the caller's page, ours until we return; its read is
+            // over (reaped above).
+            let page = unsafe { std::slice::from_raw_parts_mut(ptr, PAGE_SIZE) };
+            if let Err(e) = UringStorage::finish_read(op, p, page)
+                && self.results[r].is_ok()
+            {
+                self.results[r] = Err(e);
+            }
+        }
+        for (r, e) in self.past_end.iter_mut().enumerate() {
+            if let Some(e) = e.take()
+                && self.results[r].is_ok()
+            {
+                self.results[r] = Err(e);
+            }
+        }
+    }
+}
+
+impl PendingReads for UringReads {
+    fn wait(mut self: Box<Self>) -> Vec<Result<()>> {
+        self.reap();
+        std::mem::take(&mut self.results)
+    }
+}
+
+impl Drop for UringReads {
+    fn drop(&mut self) {
+        // Never give the pages back with reads in flight.
+        self.reap();
     }
 }

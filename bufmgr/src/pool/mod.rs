@@ -97,6 +97,10 @@ pub(crate) struct PoolShared {
     /// Wakes a hibernating background writer (set when it sleeps).
     pub bgwriter_sleeping: AtomicBool,
     pub bgwriter_wake: (parking_lot::Mutex<bool>, parking_lot::Condvar),
+    /// Buffers whose read a stream has submitted and not yet reaped, with
+    /// the operation: whoever would wait for one finishes the operation
+    /// instead ([`PoolShared::wait_io`]).
+    pub in_flight: parking_lot::Mutex<HashMap<BufferId, Arc<stream::InFlight>>>,
 }
 
 /// A buffer pool: the shared buffers of one data directory.
@@ -158,6 +162,7 @@ impl BufferPool {
             active_threads: AtomicUsize::new(0),
             bgwriter_sleeping: AtomicBool::new(false),
             bgwriter_wake: (parking_lot::Mutex::new(false), parking_lot::Condvar::new()),
+            in_flight: parking_lot::Mutex::new(HashMap::new()),
             config,
         });
         let bgwriter = shared

@@ -502,8 +502,24 @@ impl PoolShared {
         mode: ReadMode,
         result: Result<()>,
     ) -> Result<()> {
-        // SAFETY: arena rule 2: IO_IN_PROGRESS is ours and the page is not
-        // VALID; only this thread looks at these bytes until we end the I/O.
+        bump(&local.stats.parts[self.desc(id).partition()].reads, 1);
+        self.end_read(id, tag, mode, result)
+    }
+
+    /// [`complete_read`](Self::complete_read) without counting the read
+    /// (for a stream's read finished by whichever thread reaps it; the
+    /// stream counts it).
+    pub(crate) fn end_read(
+        &self,
+        id: BufferId,
+        tag: BufferTag,
+        mode: ReadMode,
+        result: Result<()>,
+    ) -> Result<()> {
+        // SAFETY: arena rule 2: IO_IN_PROGRESS is held for us (ours, or the
+        // stream operation's we are finishing under its lock) and the page
+        // is not VALID; only this thread looks at these bytes until we end
+        // the I/O.
         let page = unsafe { self.arena.page(id) };
         let result = result.and_then(|()| {
             if self.config.checksums
@@ -524,7 +540,6 @@ impl PoolShared {
             }
             Ok(())
         });
-        bump(&local.stats.parts[self.desc(id).partition()].reads, 1);
         match result {
             Ok(()) => {
                 self.terminate_io(id, VALID, IO_ERROR);
@@ -557,7 +572,17 @@ impl PoolShared {
                 return StartIo::Ready;
             }
             d.unlock_header(0, 0);
-            d.wait_io();
+            self.wait_io(id);
+        }
+    }
+
+    /// Wait until `id`'s I/O is over; if it is a stream's submitted read,
+    /// finish that stream's operation here (reap, verify, end the I/O), so
+    /// nobody waits on a consumer that may itself be waiting for us.
+    pub(crate) fn wait_io(&self, id: BufferId) {
+        let d = self.desc(id);
+        if let Some(op) = d.wait_io_unless(|| self.in_flight.lock().get(&id).cloned()) {
+            op.complete(self);
         }
     }
 

@@ -281,7 +281,7 @@ impl PoolShared {
                         )));
                     }
                     if s & IO_IN_PROGRESS != 0 {
-                        d.wait_io();
+                        self.wait_io(id);
                     } else {
                         std::thread::sleep(Duration::from_millis(1));
                     }
