@@ -16,6 +16,9 @@ use crate::topology::Topology;
 /// Smallest pool accepted. PostgreSQL's minimum is 16; tests run smaller
 /// pools so that nearly every access evicts, so ours is lower.
 pub const MIN_POOL_BUFFERS: usize = 4;
+/// Largest pool: buffer ids, sweep positions and partition ranges are 32-bit
+/// (`BufferId` = `u32`), so a pool has fewer than 2^31 buffers (16 TiB).
+pub const MAX_POOL_BUFFERS: usize = 1 << 31;
 
 /// Default pool: 16,384 pages = 128 MiB (PostgreSQL's default `shared_buffers`).
 pub const DEFAULT_POOL_BUFFERS: usize = 16_384;
@@ -284,6 +287,12 @@ impl PoolConfig {
                 self.buffers
             )));
         }
+        if self.buffers > MAX_POOL_BUFFERS {
+            return Err(Error::InvalidConfig(format!(
+                "pool of {} buffers is above the maximum of {MAX_POOL_BUFFERS} (buffer ids are 32-bit)",
+                self.buffers
+            )));
+        }
         if self.buffers > crate::desc::REFCOUNT_MASK as usize * 64 && usize::BITS < 64 {
             return Err(Error::InvalidConfig(
                 "pool too large for this platform".into(),
@@ -340,6 +349,13 @@ mod tests {
     fn bad_values_are_named() {
         let e = PoolConfig::new(2).validate().unwrap_err();
         assert!(e.to_string().contains("2 buffers"), "{e}");
+        // Too large for 32-bit buffer ids: an error, not a panic later in
+        // the partition map or the sweep.
+        let e = PoolConfig::new(1 << 34).validate().unwrap_err();
+        assert!(e.to_string().contains("17179869184 buffers"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        let files = std::sync::Arc::new(crate::FileStorage::open(dir.path()).unwrap());
+        assert!(crate::BufferPool::new(PoolConfig::new(1 << 34), files).is_err());
         let e = PoolConfig::new(64)
             .batch(SweepBatch::Fixed(65))
             .validate()

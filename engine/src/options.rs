@@ -420,6 +420,16 @@ impl Options {
                 ),
             ));
         }
+        if self.pool_buffers > bufmgr::config::MAX_POOL_BUFFERS {
+            return Err(invalid(
+                "pool_buffers",
+                format!(
+                    "a pool of {} buffers is above the maximum of {} (16 TiB: buffer ids are 32-bit)",
+                    self.pool_buffers,
+                    bufmgr::config::MAX_POOL_BUFFERS
+                ),
+            ));
+        }
         if let SweepBatch::Fixed(b) = self.sweep_batch
             && (b == 0 || b as usize > self.pool_buffers)
         {

@@ -24,6 +24,17 @@ fn bad_values_are_named() {
         o().pool_buffers(8),
         &["pool_buffers", "8 buffers", "minimum of 16"],
     );
+    // Absurd sizes are refused, never a panic or an overflow.
+    refused(
+        o().pool_buffers(1 << 34),
+        &["pool_buffers", "17179869184 buffers", "maximum"],
+    );
+    refused(o().pool_mib(usize::MAX), &["pool_buffers", "maximum"]);
+    let e = Options::new().set("pool_mib", &usize::MAX.to_string());
+    assert!(
+        e.is_err() || e.unwrap().validate().is_err(),
+        "pool_mib = usize::MAX must be refused"
+    );
     refused(
         o().ring_sizes(RingSizes {
             bulk_read_kib: 1024,
