@@ -304,8 +304,7 @@ impl PoolShared {
                 Ok(id)
             }
             Err(e) => {
-                self.invalidate_victim(id);
-                self.desc(id).unpin();
+                self.release_failed(id);
                 Err(e)
             }
         }
@@ -353,6 +352,9 @@ impl PoolShared {
         tag: BufferTag,
         ring: Option<&mut Ring>,
     ) -> Result<Started> {
+        // The same optimistic lookup as `read_buffer`'s, written out again:
+        // sharing it through a helper (returning the pinned id, counting
+        // inside) made criterion's pin+unpin hit 19.5 -> 29 ns.
         let ht = HashedTag::new(tag);
         let use_ring = ring.is_some();
         if ring.as_deref().is_none_or(|r| r.pool_id() == self.id)
