@@ -681,14 +681,7 @@ impl Database {
         let c = self.core();
         let table = &t.info.name;
         let every = c.options.bulk_load_progress_every;
-        let ring_writes = |c: &Core| -> u64 {
-            c.pool
-                .stats()
-                .partitions
-                .iter()
-                .map(|p| p.writes_ring)
-                .sum()
-        };
+        let ring_writes = |c: &Core| c.pool.stats().totals().writes_ring;
         let written_before = ring_writes(c);
         let indexes: Vec<Arc<IndexHandle>> = t.indexes.read().clone();
         let txn = c.tm.begin()?;

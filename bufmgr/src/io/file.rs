@@ -33,6 +33,24 @@ pub(super) struct RelFile {
     pub(super) nblocks: AtomicU32,
 }
 
+impl RelFile {
+    /// [`Error::BlockOutOfRange`] for `block` of `rf` in this file of
+    /// `nblocks` pages.
+    pub(super) fn out_of_range(
+        &self,
+        rf: RelFork,
+        block: BlockNumber,
+        nblocks: BlockNumber,
+    ) -> Error {
+        Error::BlockOutOfRange {
+            relfork: rf,
+            block,
+            nblocks,
+            path: self.path.clone(),
+        }
+    }
+}
+
 /// The synchronous file backend: `pread`/`pwrite` on one file per fork.
 ///
 /// With `direct_io` every file is opened with `O_DIRECT`: reads and writes
@@ -183,12 +201,7 @@ impl FileStorage {
         let f = self.file(tag.relfork(), "open", &tag)?;
         let nblocks = f.nblocks.load(Ordering::Acquire);
         if tag.block >= nblocks {
-            return Err(Error::BlockOutOfRange {
-                relfork: tag.relfork(),
-                block: tag.block,
-                nblocks,
-                path: f.path.clone(),
-            });
+            return Err(f.out_of_range(tag.relfork(), tag.block, nblocks));
         }
         Ok((f, nblocks))
     }
@@ -200,12 +213,7 @@ impl FileStorage {
         let f = self.file(tag.relfork(), "open", &tag)?;
         let nblocks = f.nblocks.load(Ordering::Acquire);
         if tag.block > nblocks {
-            return Err(Error::BlockOutOfRange {
-                relfork: tag.relfork(),
-                block: tag.block,
-                nblocks,
-                path: f.path.clone(),
-            });
+            return Err(f.out_of_range(tag.relfork(), tag.block, nblocks));
         }
         Ok(f)
     }
@@ -438,12 +446,7 @@ impl StorageBackend for FileStorage {
             self.preadv_run(&f, tag, nblocks, &mut pages[..n])?;
         }
         if n < pages.len() {
-            return Err(Error::BlockOutOfRange {
-                relfork: tag.relfork(),
-                block: tag.block + n as BlockNumber,
-                nblocks,
-                path: f.path.clone(),
-            });
+            return Err(f.out_of_range(tag.relfork(), tag.block + n as BlockNumber, nblocks));
         }
         Ok(())
     }
@@ -472,12 +475,7 @@ impl StorageBackend for FileStorage {
         let f = self.file(rf, "open", &rf)?;
         let current = f.nblocks.load(Ordering::Acquire);
         if nblocks > current {
-            return Err(Error::BlockOutOfRange {
-                relfork: rf,
-                block: nblocks,
-                nblocks: current,
-                path: f.path.clone(),
-            });
+            return Err(f.out_of_range(rf, nblocks, current));
         }
         // Lower the count first, so that no reader trusts pages being cut off.
         f.nblocks.store(nblocks, Ordering::Release);

@@ -582,12 +582,7 @@ impl StorageBackend for UringStorage {
             return Err(e);
         }
         if n < pages.len() {
-            return Err(Error::BlockOutOfRange {
-                relfork: tag.relfork(),
-                block: tag.block + n as BlockNumber,
-                nblocks,
-                path: f.path.clone(),
-            });
+            return Err(f.out_of_range(tag.relfork(), tag.block + n as BlockNumber, nblocks));
         }
         Ok(())
     }
@@ -687,12 +682,11 @@ impl StorageBackend for UringStorage {
                 of_req.push(r);
             }
             if n < req.pages.len() {
-                past_end[r] = Some(Error::BlockOutOfRange {
-                    relfork: req.tag.relfork(),
-                    block: req.tag.block + n as BlockNumber,
+                past_end[r] = Some(f.out_of_range(
+                    req.tag.relfork(),
+                    req.tag.block + n as BlockNumber,
                     nblocks,
-                    path: f.path.clone(),
-                });
+                ));
             }
         }
         let spare = self.spare.lock().pop();
