@@ -317,6 +317,46 @@ fn engine_options(settings: &Settings, pool: usize) -> Options {
         ))
 }
 
+/// One timed round of a lookup workload into `runs`: the engine's window,
+/// then SQLite's (one connection per thread), each thread going over the
+/// `len` items from its own offset; the engine's reads from storage
+/// counted. Returns the two rates.
+#[allow(clippy::too_many_arguments)]
+fn lookup_round(
+    settings: &Settings,
+    truth: &dyn Expect,
+    runs: &mut Runs,
+    db: &Database,
+    conns: &mut [Connection],
+    len: usize,
+    engine: impl Fn(usize, &AtomicBool, &mut Tally<'_>) -> Result<usize> + Sync,
+    sqlite: impl Fn(&Connection, usize, &AtomicBool, &mut Tally<'_>) -> Result<usize> + Sync,
+) -> Result<(f64, f64)> {
+    let threads = conns.len();
+    let r0 = reads(db);
+    let mut states = vec![(); threads];
+    let ew = window(
+        &mut states,
+        settings.warmup,
+        settings.duration,
+        truth,
+        |t, _, stop, tally| cycle(len, t, threads, stop, |from| engine(from, stop, tally)),
+    )?;
+    runs.engine_reads += reads(db) - r0;
+    runs.engine.push(ew.per_sec);
+    runs.window("engine", &ew);
+    let sw = window(
+        conns,
+        settings.warmup,
+        settings.duration,
+        truth,
+        |t, c, stop, tally| cycle(len, t, threads, stop, |from| sqlite(c, from, stop, tally)),
+    )?;
+    runs.sqlite.push(sw.per_sec);
+    runs.window("SQLite", &sw);
+    Ok((ew.per_sec, sw.per_sec))
+}
+
 fn reads(db: &Database) -> u64 {
     db.pool_stats().totals().reads
 }
@@ -405,39 +445,20 @@ fn lookup_rows(
                 round + 1,
                 p.rounds
             );
-            let r0 = reads(a.db);
-            let mut states = vec![(); threads];
-            let ew = window(
-                &mut states,
-                settings.warmup,
-                settings.duration,
+            let (e, s) = lookup_round(
+                settings,
                 &truth,
-                |t, _, stop, tally| {
-                    cycle(keys.len(), t, threads, stop, |from| {
-                        engine_lookups(a.db, &keys[from..], per_txn, stop, tally)
-                    })
-                },
-            )?;
-            runs.engine_reads += reads(a.db) - r0;
-            runs.engine.push(ew.per_sec);
-            runs.window("engine", &ew);
-            let sw = window(
+                &mut runs,
+                a.db,
                 &mut a.conns[..threads],
-                settings.warmup,
-                settings.duration,
-                &truth,
-                |t, c, stop, tally| {
-                    cycle(keys.len(), t, threads, stop, |from| {
-                        sqlite_lookups(c, &keys[from..], per_txn, stop, tally)
-                    })
-                },
+                keys.len(),
+                |from, stop, tally| engine_lookups(a.db, &keys[from..], per_txn, stop, tally),
+                |c, from, stop, tally| sqlite_lookups(c, &keys[from..], per_txn, stop, tally),
             )?;
-            runs.sqlite.push(sw.per_sec);
-            runs.window("SQLite", &sw);
             eprintln!(
                 "{label}: engine {} lookups/s, SQLite {}",
-                common::fmt_rate(ew.per_sec),
-                common::fmt_rate(sw.per_sec)
+                common::fmt_rate(e),
+                common::fmt_rate(s)
             );
         }
         out.push(runs.row(w, &description, threads, Some(per_txn), "lookups"));
@@ -655,41 +676,24 @@ fn zipf_row(settings: &Settings, p: &Params) -> Result<ZipfOut> {
     }
     let threads = ZIPF_THREADS;
     for round in 0..p.rounds {
-        let r0 = reads(&db);
-        let mut states = vec![(); threads];
-        let ew = window(
-            &mut states,
-            settings.warmup,
-            settings.duration,
+        let (e, s) = lookup_round(
+            settings,
             &truth,
-            |t, _, stop, tally| {
-                cycle(probes.len(), t, threads, stop, |from| {
-                    engine_zipf_probes(&db, &probes[from..], ZIPF_PER_TXN, stop, tally)
-                })
+            &mut runs,
+            &db,
+            &mut conns[..threads],
+            probes.len(),
+            |from, stop, tally| engine_zipf_probes(&db, &probes[from..], ZIPF_PER_TXN, stop, tally),
+            |c, from, stop, tally| {
+                sqlite_zipf_probes(c, &probes[from..], ZIPF_PER_TXN, stop, tally)
             },
         )?;
-        runs.engine_reads += reads(&db) - r0;
-        runs.engine.push(ew.per_sec);
-        runs.window("engine", &ew);
-        let sw = window(
-            &mut conns,
-            settings.warmup,
-            settings.duration,
-            &truth,
-            |t, c, stop, tally| {
-                cycle(probes.len(), t, threads, stop, |from| {
-                    sqlite_zipf_probes(c, &probes[from..], ZIPF_PER_TXN, stop, tally)
-                })
-            },
-        )?;
-        runs.sqlite.push(sw.per_sec);
-        runs.window("SQLite", &sw);
         eprintln!(
             "{NAME} zipf round {}/{}: engine {} probes/s, SQLite {}",
             round + 1,
             p.rounds,
-            common::fmt_rate(ew.per_sec),
-            common::fmt_rate(sw.per_sec)
+            common::fmt_rate(e),
+            common::fmt_rate(s)
         );
     }
     db.close()?;
