@@ -47,6 +47,12 @@ fn main() -> engine::Result<()> {
             ]
         })
         .collect();
+    // What the reads must find: sum(k), and how many rows hold each k.
+    let sum_k: i64 = data.iter().map(|r| r[1].as_i64().unwrap()).sum();
+    let mut per_k = vec![0u32; rows as usize];
+    for r in &data {
+        per_k[r[1].as_i64().unwrap() as usize] += 1;
+    }
     let t0 = Instant::now();
     db.bulk_load("accounts", data, |_| {})?;
     let load = t0.elapsed();
@@ -83,33 +89,38 @@ fn main() -> engine::Result<()> {
         let s = Instant::now();
         let mut sum = 0i64;
         t.scan_each(&acc, |r| {
-            sum = sum.wrapping_add(r.i64(k)?);
+            sum += r.i64(k)?;
             Ok(())
         })?;
         rate("scan_each sum(k)", rows as u64, s.elapsed());
+        assert_eq!(sum, sum_k, "sum(k)");
         let s = Instant::now();
         let n = t.scan(&acc)?.count();
         rate("scan (owned rows)", n as u64, s.elapsed());
+        assert_eq!(n as i64, rows, "rows scanned");
     }
     let lookups = |threads: usize, per_txn: usize, total: usize| -> Duration {
         let s = Instant::now();
         std::thread::scope(|sc| {
             for th in 0..threads {
-                let (db, by_k) = (db.clone(), by_k.clone());
+                let (db, by_k, per_k) = (db.clone(), by_k.clone(), &per_k);
                 sc.spawn(move || {
                     let mut key = th as i64 * 7919;
-                    let mut found = 0usize;
                     for _ in 0..total / threads / per_txn {
                         let t = db.begin().unwrap();
                         for _ in 0..per_txn {
                             key = (key * 48271 + 11) % rows;
-                            found += t
-                                .lookup_each(&by_k, &Value::I64(key), |r| r.i64(ab).map(drop))
+                            let found = t
+                                .lookup_each(&by_k, &Value::I64(key), |r| {
+                                    assert_eq!(r.i64(k)?, key);
+                                    r.i64(ab).map(drop)
+                                })
                                 .unwrap();
+                            // Every row with this k, and only those.
+                            assert_eq!(found, per_k[key as usize] as usize, "k = {key}");
                         }
                         t.commit().unwrap();
                     }
-                    std::hint::black_box(found);
                 });
             }
         });
