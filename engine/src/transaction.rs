@@ -396,7 +396,23 @@ impl Transaction {
             t.heap
                 .check_updatable(row_id, &w.snapshot, tm)
                 .map_err(map_heap(name, "update"))?;
-            index::precheck_unique(t, &indexes, &row, row_id, w.xid, tm)?;
+            if let Err(e) = index::precheck_unique(t, &indexes, &row, row_id, w.xid, tm) {
+                // The holder of the key may be a newer version of this very
+                // row: another transaction updated it (and maybe committed)
+                // after the check above, and its new version keeps the key.
+                // That is a write conflict, not a duplicate (issue 13,
+                // defect 1). Whoever made that version set the old one's
+                // xmax first, so checking the row again now sees it.
+                if matches!(
+                    e,
+                    EngineError::UniqueViolation { .. } | EngineError::UniqueConflict { .. }
+                ) {
+                    t.heap
+                        .check_updatable(row_id, &w.snapshot, tm)
+                        .map_err(map_heap(name, "update"))?;
+                }
+                return Err(e);
+            }
             let new = t
                 .heap
                 .update(w.xid, &w.snapshot, tm, row_id, &bytes)
