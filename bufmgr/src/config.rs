@@ -179,6 +179,12 @@ pub struct PoolConfig {
     pub ring_sizes: RingSizes,
     pub huge_pages: bool,
     pub checksums: bool,
+    /// PostgreSQL's `zero_damaged_pages`: a page read whose checksum fails,
+    /// or that is all zeros (see `bufmgr::page`), is zeroed in memory,
+    /// counted in [`PoolStats::zeroed_damaged_pages`](crate::PoolStats) and
+    /// logged on stderr, instead of being an error. Its rows are lost; this
+    /// is for getting what is left out of a damaged relation. Off by default.
+    pub zero_damaged_pages: bool,
     /// `None` runs no background writer.
     pub bgwriter: Option<BgWriterConfig>,
     /// The machine's shape; `None` detects it.
@@ -204,6 +210,7 @@ impl PoolConfig {
             ring_sizes: RingSizes::default(),
             huge_pages: false,
             checksums: true,
+            zero_damaged_pages: false,
             bgwriter: None,
             topology: None,
             io: IoMode::Sync,
@@ -251,6 +258,10 @@ impl PoolConfig {
     }
     pub fn checksums(mut self, on: bool) -> Self {
         self.checksums = on;
+        self
+    }
+    pub fn zero_damaged_pages(mut self, on: bool) -> Self {
+        self.zero_damaged_pages = on;
         self
     }
     pub fn bgwriter(mut self, bg: Option<BgWriterConfig>) -> Self {

@@ -52,6 +52,15 @@ pub enum Error {
         computed: u32,
     },
 
+    /// A page read with checksums on is all zeros, its checksum field too:
+    /// not a page this pool wrote (a blank page from an extension carries
+    /// its checksum), so whatever it held is gone. See `bufmgr::page`.
+    #[error(
+        "zeroed page: {tag} (file {path}) is all zeros, checksum included; its rows may be lost \
+         (open with zero_damaged_pages to read it as empty)"
+    )]
+    ZeroedPage { tag: BufferTag, path: PathBuf },
+
     /// A file that is shorter than its block count says, or otherwise malformed.
     #[error("corrupt file {path} ({relfork}): {detail}")]
     CorruptFile {
@@ -96,7 +105,9 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::InvalidConfig(_) | Error::BlockOutOfRange { .. } => ErrorKind::BadInput,
-            Error::ChecksumMismatch { .. } | Error::CorruptFile { .. } => ErrorKind::CorruptData,
+            Error::ChecksumMismatch { .. }
+            | Error::ZeroedPage { .. }
+            | Error::CorruptFile { .. } => ErrorKind::CorruptData,
             Error::Io { .. } | Error::WritesRefused(_) | Error::WalFlush { .. } => ErrorKind::Io,
             Error::NoUnpinnedBuffers { .. } | Error::TooManyPins { .. } => {
                 ErrorKind::ResourceExhausted

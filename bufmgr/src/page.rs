@@ -14,9 +14,22 @@
 //!
 //! The block number is mixed into the checksum so that a page written to the
 //! wrong place, or a file copied over another, fails verification (PostgreSQL
-//! mixes it in the same way). A page of all zeros is a page that was extended
-//! but never written (a crash between extension and the first write): it is
-//! accepted as new, as PostgreSQL's `PageIsNew` is, and its owner initialises it.
+//! mixes it in the same way).
+//!
+//! **Zeroed pages.** PostgreSQL accepts a page of all zeros as new
+//! (`PageIsNew`) even with checksums on, so a page zeroed by a faulty disk
+//! or a bad copy loses its rows silently. This pool does not: with checksums
+//! on, extending a relation writes a *blank* page — zeros, with its
+//! checksum stamped ([`stamp_blank`]) — so a page extended but never written
+//! before a crash still verifies, and its owner sees it as new (everything
+//! after the checksum field is zero). A page that is zero *including* the
+//! checksum field was not written by this pool: [`verify`] reports it as
+//! [`Damage::Zeroed`], an error naming relation and block, unless the pool
+//! was opened with `zero_damaged_pages` (PostgreSQL's setting of that name),
+//! which zeroes a damaged page in memory, counts it and logs it instead.
+//! (A blank page's checksum is the CRC of zeros and its block number; were
+//! it ever 0 the page would be indistinguishable from a zeroed one and be
+//! accepted: a 1 in 2^32 chance per block number, fixed by the block.)
 
 use crate::tag::{BlockNumber, PAGE_SIZE};
 
@@ -55,22 +68,51 @@ pub fn page_lsn(page: &[u8]) -> u64 {
     )
 }
 
-/// Is this a never-written page (all zeros)?
-pub fn is_new(page: &[u8]) -> bool {
-    // Compare in u64 chunks: a page read is followed by this check when
-    // checksums are on, so it should cost little.
+/// Is this page all zeros, checksum field included (never written by this
+/// pool with checksums on: see the module docs)?
+pub fn is_zeroed(page: &[u8]) -> bool {
+    // Compare in u64 chunks: a failed verification is followed by this
+    // check, so it should cost little.
     page.chunks_exact(8).all(|c| c == [0u8; 8])
 }
 
-/// Verify a page read from disk: `Ok` if new or the checksum matches, else
-/// `Err((stored, computed))`.
-pub fn verify(page: &[u8], block: BlockNumber) -> Result<(), (u32, u32)> {
+/// Is this a never-initialised page: zeros after the checksum field (a
+/// blank page from an extension, or a zeroed one)?
+pub fn is_new(page: &[u8]) -> bool {
+    page[..CHECKSUM_OFFSET].iter().all(|&b| b == 0)
+        && page[OWNER_HEADER_OFFSET..]
+            .chunks_exact(4)
+            .all(|c| c == [0u8; 4])
+}
+
+/// Make `page` the blank page of block `block`: all zeros with its checksum
+/// stamped, which is what extending a relation writes when checksums are on.
+pub fn stamp_blank(page: &mut [u8], block: BlockNumber) {
+    page.fill(0);
+    set_checksum(page, block);
+}
+
+/// What is wrong with a page that failed [`verify`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Damage {
+    /// The stored checksum does not match the contents.
+    Checksum { stored: u32, computed: u32 },
+    /// Every byte is zero, the checksum field too: not a page this pool
+    /// wrote (blank pages carry their checksum), so rows may have been lost.
+    Zeroed,
+}
+
+/// Verify a page read from disk when checksums are on: `Ok` if the
+/// checksum matches (a blank page's does), else what is wrong.
+pub fn verify(page: &[u8], block: BlockNumber) -> Result<(), Damage> {
     let stored = stored_checksum(page);
     let computed = checksum(page, block);
-    if stored == computed || is_new(page) {
+    if stored == computed {
         Ok(())
+    } else if is_zeroed(page) {
+        Err(Damage::Zeroed)
     } else {
-        Err((stored, computed))
+        Err(Damage::Checksum { stored, computed })
     }
 }
 
@@ -93,7 +135,9 @@ mod tests {
         assert!(verify(&p, 7).is_ok());
         assert!(verify(&p, 8).is_err(), "same bytes at another block");
         p[5000] ^= 0x10;
-        let (stored, computed) = verify(&p, 7).unwrap_err();
+        let Err(Damage::Checksum { stored, computed }) = verify(&p, 7) else {
+            panic!("a flipped bit is a checksum mismatch");
+        };
         assert_ne!(stored, computed);
     }
 
@@ -106,9 +150,15 @@ mod tests {
     }
 
     #[test]
-    fn a_zero_page_is_new_and_valid() {
+    fn a_zeroed_page_is_damage_but_a_blank_page_is_new_and_valid() {
         let p = vec![0u8; PAGE_SIZE];
         assert!(is_new(&p));
-        assert!(verify(&p, 123).is_ok());
+        assert_eq!(verify(&p, 123), Err(Damage::Zeroed));
+        let mut blank = vec![7u8; PAGE_SIZE];
+        stamp_blank(&mut blank, 123);
+        assert!(is_new(&blank));
+        assert!(!is_zeroed(&blank), "the checksum field is set");
+        assert_eq!(verify(&blank, 123), Ok(()));
+        assert!(verify(&blank, 124).is_err(), "blank pages are per block");
     }
 }

@@ -276,6 +276,7 @@ pub(crate) struct PoolCounters {
     pub writes_checkpoint: AtomicU64,
     pub writes_other: AtomicU64,
     pub checksum_failures: AtomicU64,
+    pub zeroed_damaged_pages: AtomicU64,
     pub hints_set: AtomicU64,
     pub hints_refused: AtomicU64,
     pub hint_fpis: AtomicU64,
@@ -300,6 +301,9 @@ pub struct PoolStats {
     pub writes_other: u64,
     /// Pages read whose checksum did not match.
     pub checksum_failures: u64,
+    /// Damaged pages (failed checksum, or all zeros) zeroed in memory
+    /// because the pool runs with `zero_damaged_pages`.
+    pub zeroed_damaged_pages: u64,
     /// Hint batches applied, and refused because the page was being written.
     pub hints_set: u64,
     pub hints_refused: u64,
@@ -337,6 +341,9 @@ impl PoolStats {
             checksum_failures: self
                 .checksum_failures
                 .saturating_sub(earlier.checksum_failures),
+            zeroed_damaged_pages: self
+                .zeroed_damaged_pages
+                .saturating_sub(earlier.zeroed_damaged_pages),
             hints_set: self.hints_set.saturating_sub(earlier.hints_set),
             hints_refused: self.hints_refused.saturating_sub(earlier.hints_refused),
             hint_fpis: self.hint_fpis.saturating_sub(earlier.hint_fpis),
@@ -377,6 +384,7 @@ impl PoolStats {
             writes_checkpoint: l(&pool.writes_checkpoint),
             writes_other: l(&pool.writes_other),
             checksum_failures: l(&pool.checksum_failures),
+            zeroed_damaged_pages: l(&pool.zeroed_damaged_pages),
             hints_set: l(&pool.hints_set),
             hints_refused: l(&pool.hints_refused),
             hint_fpis: l(&pool.hint_fpis),

@@ -12,6 +12,7 @@
 //! | `--ring` | `rings`, `ring_sizes` | on; 256 KiB / 16 MiB / 2 MiB, each capped at pool / 8 |
 //! | huge pages (ticks) | `huge_pages` | off |
 //! | checksums (hint-bits) | `checksums` | on |
+//! | reading a damaged page | `zero_damaged_pages` (PostgreSQL's setting) | off: an error naming relation and block |
 //! | commit (oltp) | `commit_mode`, `async_flush_interval` | synchronous; 200 ms |
 //! | hint mode (hint-bits) | `hint_mode` | per-page |
 //! | bgwriter (bulkload) | `bgwriter` | on, PostgreSQL's defaults |
@@ -88,6 +89,15 @@ pub struct Options {
     pub ring_sizes: Option<RingSizes>,
     pub huge_pages: bool,
     pub checksums: bool,
+    /// PostgreSQL's `zero_damaged_pages`. Off (the default), a page whose
+    /// checksum fails, or that is all zeros while checksums are on (a page
+    /// this engine never writes: see `bufmgr::page`), is an error naming the
+    /// relation and block, and its rows are not silently skipped. On, such a
+    /// page is read as an empty page instead: its rows are lost, the pool
+    /// counts it (`PoolStats::zeroed_damaged_pages`) and logs a warning on
+    /// stderr. For salvaging what is left of a damaged table, not for
+    /// normal running.
+    pub zero_damaged_pages: bool,
     pub full_page_writes: bool,
     pub commit_mode: CommitMode,
     /// `None`: no WAL writer; asynchronous commits become durable with the
@@ -127,6 +137,7 @@ impl fmt::Debug for Options {
             .field("ring_sizes", &self.ring_sizes)
             .field("huge_pages", &self.huge_pages)
             .field("checksums", &self.checksums)
+            .field("zero_damaged_pages", &self.zero_damaged_pages)
             .field("full_page_writes", &self.full_page_writes)
             .field("commit_mode", &self.commit_mode)
             .field("async_flush_interval", &self.async_flush_interval)
@@ -158,6 +169,7 @@ impl Default for Options {
             ring_sizes: None,
             huge_pages: false,
             checksums: true,
+            zero_damaged_pages: false,
             full_page_writes: true,
             commit_mode: CommitMode::Synchronous,
             async_flush_interval: Some(DEFAULT_ASYNC_FLUSH_INTERVAL),
@@ -252,6 +264,10 @@ impl Options {
         self.checksums = on;
         self
     }
+    pub fn zero_damaged_pages(mut self, on: bool) -> Self {
+        self.zero_damaged_pages = on;
+        self
+    }
     pub fn full_page_writes(mut self, on: bool) -> Self {
         self.full_page_writes = on;
         self
@@ -321,7 +337,7 @@ impl Options {
     /// it. Keys: `pool_mib`, `pool_buffers`, `evictor`, `sweep_batch`,
     /// `partitions` (`topology` or N), `balancing`, `partition_floor` (`off` or
     /// N), `rings`, `bulk_read_ring_kib`, `bulk_write_ring_kib`,
-    /// `vacuum_ring_kib`, `huge_pages`, `checksums`, `full_page_writes`,
+    /// `vacuum_ring_kib`, `huge_pages`, `checksums`, `zero_damaged_pages`, `full_page_writes`,
     /// `commit` (`sync`/`async`), `async_flush_ms` (`off` or ms), `hint_mode`,
     /// `bgwriter`, `checkpointer`, `checkpoint_interval_ms`,
     /// `checkpoint_max_wal_bytes`, `wal_segment_size`, `io`
@@ -365,6 +381,7 @@ impl Options {
             }
             "huge_pages" => self.huge_pages = parse_bool("huge_pages", v)?,
             "checksums" => self.checksums = parse_bool("checksums", v)?,
+            "zero_damaged_pages" => self.zero_damaged_pages = parse_bool("zero_damaged_pages", v)?,
             "full_page_writes" => self.full_page_writes = parse_bool("full_page_writes", v)?,
             "commit" | "commit_mode" => {
                 self.commit_mode = match v {
@@ -531,6 +548,7 @@ impl Options {
             .ring_sizes(self.ring_sizes.unwrap_or_default())
             .huge_pages(self.huge_pages)
             .checksums(self.checksums)
+            .zero_damaged_pages(self.zero_damaged_pages)
             .bgwriter(self.bgwriter)
             .io(self.io)
             .direct_io(self.direct_io);

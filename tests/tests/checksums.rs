@@ -192,21 +192,58 @@ fn a_torn_write_is_detected_on_the_next_read() {
     });
 }
 
+/// A page extended but never written (a crash before its first write) is
+/// blank with its checksum stamped, and reads as new; the same block zeroed
+/// on disk, checksum field included, is a `ZeroedPage` error naming it
+/// (issue 13, defect 2) unless the pool runs with `zero_damaged_pages`.
 #[test]
-fn a_never_written_zero_page_is_accepted_as_new() {
+fn a_never_written_page_is_new_but_an_all_zero_page_is_an_error() {
     with_timeout(30, || {
         let db = TestDb::new();
         {
             let pool = db.pool(PoolConfig::new(16).partitions(1));
             pool.create_fork(rel(REL)).unwrap();
-            // Extended (a zero page reserved on disk) but never dirtied.
+            // Extended (a blank page reserved on disk) but never dirtied.
             drop(pool.extend(rel(REL), None).unwrap());
         }
-        let pool = fresh_pool(&db, true);
+        {
+            let pool = fresh_pool(&db, true);
+            let g = pool.read_buffer(rel(REL), 0, None).unwrap().lock_shared();
+            assert!(bufmgr::page::is_new(&g), "blank after the checksum field");
+            assert!(!bufmgr::page::is_zeroed(&g), "the checksum is stamped");
+            drop(g);
+            assert_eq!(pool.stats().checksum_failures, 0);
+        }
+        // Zero the whole page on disk, checksum included.
+        let path = db.storage.path(rel(REL));
+        let f = OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all_at(&[0u8; PAGE_SIZE], 0).unwrap();
+        drop(f);
+        {
+            let pool = fresh_pool(&db, true);
+            let e = pool.read_buffer(rel(REL), 0, None).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::CorruptData, "{e}");
+            assert!(matches!(e, Error::ZeroedPage { .. }), "{e}");
+            let msg = e.to_string();
+            assert!(msg.contains("block 0"), "{msg}");
+            assert!(msg.contains(&path.display().to_string()), "{msg}");
+            assert_eq!(pool.stats().checksum_failures, 1);
+        }
+        let pool = BufferPool::new(
+            PoolConfig::new(16)
+                .partitions(1)
+                .checksums(true)
+                .zero_damaged_pages(true),
+            db.fresh_storage(),
+        )
+        .unwrap();
         let g = pool.read_buffer(rel(REL), 0, None).unwrap().lock_shared();
-        assert!(g.iter().all(|&b| b == 0));
+        assert!(g.iter().all(|&b| b == 0), "read as an empty page");
         drop(g);
-        assert_eq!(pool.stats().checksum_failures, 0);
+        assert_eq!(pool.stats().zeroed_damaged_pages, 1);
+        // Without checksums nothing can tell a zeroed page from a new one.
+        let pool = fresh_pool(&db, false);
+        assert!(pool.read_buffer(rel(REL), 0, None).is_ok());
     });
 }
 

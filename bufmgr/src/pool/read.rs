@@ -524,23 +524,40 @@ impl PoolShared {
         // the I/O.
         let page = unsafe { self.arena.page(id) };
         let result = result.and_then(|()| {
-            if self.config.checksums
-                && let Err((stored, computed)) = page::verify(page, tag.block)
-            {
-                self.counters
-                    .checksum_failures
-                    .fetch_add(1, Ordering::Relaxed);
-                if mode == ReadMode::NoVerify {
-                    return Ok(());
-                }
-                return Err(Error::ChecksumMismatch {
+            if !self.config.checksums {
+                return Ok(());
+            }
+            let Err(damage) = page::verify(page, tag.block) else {
+                return Ok(());
+            };
+            self.counters
+                .checksum_failures
+                .fetch_add(1, Ordering::Relaxed);
+            if mode == ReadMode::NoVerify {
+                return Ok(());
+            }
+            let path = self.storage.path(tag.relfork());
+            let err = match damage {
+                page::Damage::Checksum { stored, computed } => Error::ChecksumMismatch {
                     tag,
-                    path: self.storage.path(tag.relfork()),
+                    path,
                     stored,
                     computed,
-                });
+                },
+                page::Damage::Zeroed => Error::ZeroedPage { tag, path },
+            };
+            if self.config.zero_damaged_pages {
+                // PostgreSQL's zero_damaged_pages: "invalid page ...;
+                // zeroing out page". Its owner reads it as a new page.
+                eprintln!("bufmgr: WARNING: {err}; zeroing out page (zero_damaged_pages)");
+                // SAFETY: as above: the I/O is ours and the page not VALID.
+                unsafe { self.arena.page_mut(id) }.fill(0);
+                self.counters
+                    .zeroed_damaged_pages
+                    .fetch_add(1, Ordering::Relaxed);
+                return Ok(());
             }
-            Ok(())
+            Err(err)
         });
         match result {
             Ok(()) => {

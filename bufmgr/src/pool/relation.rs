@@ -14,6 +14,7 @@ use crate::desc::*;
 use crate::error::{Error, Result};
 use crate::guard::{PageWrite, PinnedBuffer};
 use crate::local::{Local, with_local};
+use crate::page;
 use crate::ring::Ring;
 use crate::stats::{BufferCacheSummary, BufferRow, EvictCounts};
 use crate::table::HashedTag;
@@ -191,7 +192,13 @@ impl PoolShared {
         // We are the only pinner and the buffer has no tag: the lock is free.
         let mark = d.content.lock_exclusive();
         // SAFETY: arena rule 2: exclusive content lock, buffer invisible to others.
-        unsafe { self.arena.page_mut(victim) }.fill(0);
+        let blank = unsafe { self.arena.page_mut(victim) };
+        if self.config.checksums {
+            // A blank page verifies; an all-zero one is damage (`page`).
+            page::stamp_blank(blank, block);
+        } else {
+            blank.fill(0);
+        }
         // Reserve the block on disk first: a failure leaves nothing behind.
         // SAFETY: as above.
         if let Err(e) = self.storage.write(tag, unsafe { self.arena.page(victim) }) {
