@@ -11,6 +11,7 @@ pub mod recovery;
 mod registry;
 pub mod reserved;
 pub mod row;
+pub mod soak;
 pub mod transaction;
 pub mod txn;
 pub mod value;

@@ -87,52 +87,9 @@ pub fn row(id: i64, name: &str) -> engine::Row {
     ]
 }
 
-/// Read every block of every relation file under `dir` through a fresh
-/// buffer pool over `FileStorage` with checksums on (the database must be
-/// closed). Returns the number of blocks read, or the first failure naming
-/// relation fork and block.
-pub fn every_page_checksum_valid(dir: &Path) -> Result<u64, String> {
-    let storage = Arc::new(FileStorage::open(dir).map_err(|e| e.to_string())?);
-    let pool = BufferPool::new(
-        PoolConfig::new(64).partitions(1).checksums(true),
-        storage.clone(),
-    )
-    .map_err(|e| e.to_string())?;
-    let mut n = 0;
-    for rf in storage.relations().map_err(|e| e.to_string())? {
-        let nblocks = pool.nblocks(rf).map_err(|e| format!("{rf:?}: {e}"))?;
-        for block in 0..nblocks {
-            pool.read_buffer(rf, block, None)
-                .map_err(|e| format!("{rf:?} block {block}: {e}"))?;
-            n += 1;
-        }
-    }
-    Ok(n)
-}
-
-/// A small deterministic PRNG (xorshift64*) for workloads driven by a seed.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    pub fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform in `0..n` (n > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+/// The checksum walk and the seeded PRNG live with the crash workload.
+#[allow(unused_imports)]
+pub use engine::soak::{Rng, every_page_checksum_valid};
 
 /// Run the `#[ignore]`d test `child_test` of this test binary as a child
 /// process (the re-exec trick), with env var `dir_var` naming `dir`; read
