@@ -89,6 +89,10 @@ fn run(cli: &Cli) -> Result<()> {
 }
 
 fn main() -> ExitCode {
+    // Started by `crash-soak` as its child: run the workload until killed.
+    if bench::scenarios::crash_soak::run_child_if_asked() {
+        return ExitCode::SUCCESS;
+    }
     let cli = Cli::parse();
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,

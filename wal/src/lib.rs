@@ -6,6 +6,7 @@ pub mod control;
 pub mod error;
 pub mod log;
 pub mod lsn;
+pub mod rates;
 pub mod reader;
 pub mod record;
 pub mod redo;

@@ -14,6 +14,7 @@ use crate::error::Result;
 
 pub mod bulkload;
 pub mod compare_sqlite;
+pub mod crash_soak;
 pub mod default_run;
 pub mod hint_bits;
 pub mod index_residency;
@@ -23,6 +24,7 @@ pub mod scan_resistance;
 pub mod seqscan_partitions;
 pub mod sweep;
 pub mod tables;
+pub mod wal_commit;
 
 /// The scenarios this program runs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, clap::Subcommand)]
@@ -47,6 +49,10 @@ pub enum ScenarioKind {
     IndexResidency(index_residency::IndexResidencyArgs),
     /// The engine beside SQLite on the same data: lookups, scans, bulk load, zipf probes (needs --features sqlite)
     CompareSqlite(compare_sqlite::Args),
+    /// Group commit: commits/s, fsyncs/s, commits per fsync at threads 1..32 beside the raw fdatasync rate
+    WalCommit,
+    /// SIGKILL cycles of the mixed workload, every acknowledged commit verified after each restart
+    CrashSoak(crash_soak::Args),
 }
 
 /// The scenarios of the run with no scenario named, in order.
@@ -70,6 +76,8 @@ impl ScenarioKind {
             ScenarioKind::ScanResistance(_) => scan_resistance::NAME,
             ScenarioKind::IndexResidency(_) => index_residency::NAME,
             ScenarioKind::CompareSqlite(_) => compare_sqlite::NAME,
+            ScenarioKind::WalCommit => wal_commit::NAME,
+            ScenarioKind::CrashSoak(_) => crash_soak::NAME,
         }
     }
 
@@ -135,6 +143,8 @@ impl ScenarioKind {
                 quick_pool_mib: QUICK_POOL_MIB,
             },
             ScenarioKind::CompareSqlite(_) => compare_sqlite::defaults(),
+            ScenarioKind::WalCommit => wal_commit::defaults(),
+            ScenarioKind::CrashSoak(_) => crash_soak::defaults(),
         }
     }
 
@@ -200,6 +210,12 @@ impl ScenarioKind {
                 compare_sqlite::run(settings, &args)?,
                 settings,
             )?),
+            ScenarioKind::WalCommit => {
+                Box::new(common::finish(wal_commit::run(settings)?, settings)?)
+            }
+            ScenarioKind::CrashSoak(args) => {
+                Box::new(common::finish(crash_soak::run(settings, &args)?, settings)?)
+            }
         })
     }
 
@@ -210,7 +226,8 @@ impl ScenarioKind {
     /// 2 lookup threads even under `--quick`; `index-residency` runs
     /// partitions {1, 6} and 16 threads even under `--quick`;
     /// `seqscan-partitions` partitions {1, 2, 4, 6} ({1, 6} under `--quick`);
-    /// `readonly` partitions {1, 4}; `bulkload` ring off and on.
+    /// `readonly` partitions {1, 4}; `bulkload` ring off and on; `wal-commit`
+    /// threads {1, 8} under `--quick`.
     pub fn settings(self, args: &common::CommonArgs) -> Result<Settings> {
         let mut s = args.resolve(&self.defaults())?;
         match self {
@@ -244,6 +261,9 @@ impl ScenarioKind {
                 s.rings = vec![false, true];
             }
             ScenarioKind::CompareSqlite(_) => compare_sqlite::adjust_settings(args, &mut s),
+            ScenarioKind::WalCommit if args.threads.is_none() && s.quick => {
+                s.threads = wal_commit::QUICK_THREADS.to_vec();
+            }
             _ => {}
         }
         Ok(s)

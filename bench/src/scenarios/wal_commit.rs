@@ -1,0 +1,194 @@
+//! `wal-commit`: group commit against the disk's own fdatasync rate.
+//!
+//! ```text
+//!   raw (before):  overwrite 100 bytes of a preallocated 16 MiB file + fdatasync, one thread
+//!   per thread count T in --threads (default 1,2,4,8,16,32):
+//!       a fresh WAL in --data-dir; T threads each looping
+//!         insert a 100-byte record ── flush to its end   (one synchronous commit)
+//!       for --duration; then the log is reopened and its records counted
+//!   raw (after):   the same raw loop again (drift of the disk during the run)
+//! ```
+//!
+//! One row per T: commits/s, WAL fdatasyncs/s, commits per fdatasync (how
+//! many committers one leader's fdatasync served), and commits/s over the
+//! raw rate (the mean of the two raw runs). One committer can at best match
+//! the raw rate; group commit should reach several times it once threads
+//! wait behind one another's flush. The measurements are `wal::rates`
+//! (shared with `wal/examples/wal_rates.rs`). The end-of-run check: every
+//! reopened log holds exactly the commits made plus the one record written
+//! before the window.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::common::{Defaults, EvictorChoice, Report, Settings, Table, fmt_rate};
+use crate::error::{BenchError, Result};
+
+pub const NAME: &str = "wal-commit";
+/// The thread counts of the full run.
+pub const THREADS: [usize; 6] = [1, 2, 4, 8, 16, 32];
+/// The thread counts under `--quick` (its generic 1,2 shows no grouping).
+pub const QUICK_THREADS: [usize; 2] = [1, 8];
+
+/// Defaults: threads 1..32, 3 s per row; pool options do not apply.
+pub fn defaults() -> Defaults {
+    let mut d = super::ScenarioKind::Sweep.defaults();
+    d.duration = Duration::from_secs(3);
+    d.threads = THREADS.to_vec();
+    d.evictor = EvictorChoice::Clock;
+    d
+}
+
+/// One thread count's window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub threads: usize,
+    pub window_secs: f64,
+    pub commits: u64,
+    pub fsyncs: u64,
+    pub commits_per_sec: f64,
+    pub fsyncs_per_sec: f64,
+    pub commits_per_fsync: f64,
+    /// The raw fdatasync rate of this run (mean of before and after).
+    pub raw_fdatasync_per_sec: f64,
+    /// commits/s over the raw fdatasync rate.
+    pub vs_raw: f64,
+    /// Records found when the log was reopened (commits + 1 if none lost).
+    pub records_read_back: u64,
+}
+
+/// A finished `wal-commit` run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WalCommitReport {
+    pub scenario: String,
+    pub dir: String,
+    pub duration_secs: f64,
+    pub raw_before_per_sec: f64,
+    pub raw_after_per_sec: f64,
+    pub rows: Vec<Row>,
+    pub errors: Vec<String>,
+}
+
+/// Measure the raw rate, every thread count, the raw rate again.
+pub fn run(settings: &Settings) -> Result<WalCommitReport> {
+    let threads = settings.threads.clone();
+    let dir = settings.data_dir.join(NAME);
+    std::fs::create_dir_all(&dir).map_err(|source| BenchError::Io {
+        op: "create",
+        path: dir.clone(),
+        source,
+    })?;
+    let window = settings.duration;
+    println!(
+        "== {NAME}: group commit, threads {threads:?}, {:.1} s each, beside the raw fdatasync \
+         rate of a preallocated file; WAL and file in {}",
+        window.as_secs_f64(),
+        dir.display()
+    );
+    let raw_before = wal::rates::raw_fdatasync_rate(&dir, window)?.per_sec();
+    eprintln!("raw fdatasync: {}/s", fmt_rate(raw_before));
+    let mut measured = Vec::new();
+    for &t in &threads {
+        let c = wal::rates::commit_rate(&dir, t, window)?;
+        eprintln!(
+            "{t} thread(s): {} commits/s, {:.1} commits per fdatasync",
+            fmt_rate(c.commits_per_sec()),
+            c.commits_per_fsync()
+        );
+        measured.push(c);
+    }
+    let raw_after = wal::rates::raw_fdatasync_rate(&dir, window)?.per_sec();
+    let raw = (raw_before + raw_after) / 2.0;
+    let mut errors = Vec::new();
+    let rows = measured
+        .into_iter()
+        .map(|c| {
+            if c.records_read_back != c.commits + 1 {
+                errors.push(format!(
+                    "{} threads: {} commits made but the reopened log holds {} records \
+                     (expected {})",
+                    c.threads,
+                    c.commits,
+                    c.records_read_back,
+                    c.commits + 1
+                ));
+            }
+            if c.commits == 0 || c.fsyncs == 0 {
+                errors.push(format!("{} threads: nothing committed: {c:?}", c.threads));
+            }
+            Row {
+                threads: c.threads,
+                window_secs: c.secs,
+                commits: c.commits,
+                fsyncs: c.fsyncs,
+                commits_per_sec: c.commits_per_sec(),
+                fsyncs_per_sec: c.fsyncs_per_sec(),
+                commits_per_fsync: c.commits_per_fsync(),
+                raw_fdatasync_per_sec: raw,
+                vs_raw: c.commits_per_sec() / raw,
+                records_read_back: c.records_read_back,
+            }
+        })
+        .collect();
+    Ok(WalCommitReport {
+        scenario: NAME.into(),
+        dir: dir.display().to_string(),
+        duration_secs: window.as_secs_f64(),
+        raw_before_per_sec: raw_before,
+        raw_after_per_sec: raw_after,
+        rows,
+        errors,
+    })
+}
+
+impl Report for WalCommitReport {
+    fn scenario(&self) -> &str {
+        &self.scenario
+    }
+
+    fn render(&self) -> String {
+        let mut t = Table::new(&[
+            "threads",
+            "commits/s",
+            "fsyncs/s",
+            "commits/fsync",
+            "raw fdatasync/s",
+            "vs raw",
+        ]);
+        for r in &self.rows {
+            t.push(vec![
+                r.threads.to_string(),
+                fmt_rate(r.commits_per_sec),
+                fmt_rate(r.fsyncs_per_sec),
+                format!("{:.1}", r.commits_per_fsync),
+                fmt_rate(r.raw_fdatasync_per_sec),
+                format!("{:.2}x", r.vs_raw),
+            ]);
+        }
+        let mut out = format!(
+            "\n{NAME}: {:.1} s windows in {}; raw fdatasync {}/s before, {}/s after the run\n",
+            self.duration_secs,
+            self.dir,
+            fmt_rate(self.raw_before_per_sec),
+            fmt_rate(self.raw_after_per_sec)
+        );
+        out += &t.to_string();
+        out += "commits/fsync: commits one WAL fdatasync served (group commit); vs raw: \
+                commits/s over the raw fdatasync rate (mean of before and after)\n";
+        out += &if self.errors.is_empty() {
+            "data check: every reopened log held exactly the commits made\n".to_string()
+        } else {
+            format!("data check FAILED: {}\n", self.errors.join("; "))
+        };
+        out
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).expect("a report of plain fields serialises")
+    }
+
+    fn failures(&self) -> Vec<String> {
+        self.errors.clone()
+    }
+}
