@@ -61,7 +61,7 @@ fn crash_loop_keeps_every_committed_transaction() {
             child
                 .args(["--exact", "crash_loop_child", "--ignored", "--nocapture"])
                 .env(CHILD_DIR, dir.path())
-                .env(CHILD_SEED, rng.next().to_string());
+                .env(CHILD_SEED, rng.next_u64().to_string());
             let run = Duration::from_millis(100 + rng.below(601));
             let lines = run_and_kill(child, run).unwrap_or_else(|e| panic!("cycle {cycle}: {e}"));
             let r = soak

@@ -173,7 +173,7 @@ pub fn run_with(settings: &Settings, args: &Args, exe: &Path) -> Result<CrashSoa
         let mut child = Command::new(exe);
         child
             .env(CHILD_DIR, &dir)
-            .env(CHILD_SEED, rng.next().to_string());
+            .env(CHILD_SEED, rng.next_u64().to_string());
         let run =
             Duration::from_millis(RUN_MS.start() + rng.below(RUN_MS.end() - RUN_MS.start() + 1));
         let outcome = run_and_kill(child, run)
