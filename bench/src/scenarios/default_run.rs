@@ -299,6 +299,8 @@ mod tests {
             "hint-bits",
             "scan-resistance",
             "index-residency",
+            "wal-commit",
+            "crash-soak",
         ] {
             assert_eq!(
                 names.iter().filter(|&&x| x == n).count(),
@@ -330,11 +332,17 @@ mod tests {
         assert_eq!(s.threads, [16]);
         let given = CommonArgs {
             partitions: Some(vec![4]),
-            ..a
+            ..a.clone()
         };
         let s = ScenarioKind::IndexResidency(Default::default())
             .settings(&given)
             .unwrap();
         assert_eq!(s.partitions, [4], "an option given wins");
+        let s = ScenarioKind::WalCommit.settings(&a).unwrap();
+        assert_eq!(s.threads, [1, 8], "--quick's 1,2 shows no grouping");
+        let s = ScenarioKind::WalCommit
+            .settings(&CommonArgs::default())
+            .unwrap();
+        assert_eq!(s.threads, [1, 2, 4, 8, 16, 32]);
     }
 }
