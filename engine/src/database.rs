@@ -390,6 +390,12 @@ impl Database {
     }
 
     // ---- the catalog ----
+    //
+    // Every catalog change commits synchronously, whatever the database's
+    // commit mode: a table or index that `create_*` or `drop_*` reported is
+    // durable when the call returns, so a crash under asynchronous commit
+    // cannot lose a table while its file, or rows committed into it later
+    // and flushed, survive.
 
     /// Create a (logged) table; the change commits before this returns
     /// (catalog rule 1).
@@ -430,7 +436,7 @@ impl Database {
             .insert(txn.xid(), &row)
             .map_err(EngineError::heap(what()))?;
         let heap = c.open_heap(info.rel, name, info.logged)?;
-        txn.commit()?;
+        txn.commit_with(CommitMode::Synchronous)?;
         let mut st = c.catalog.write();
         st.meta_tid = Some(new_meta);
         st.tables.insert(
@@ -469,7 +475,7 @@ impl Database {
                 .delete(txn.xid(), &snap, &*c.tm, ix.catalog_tid)
                 .map_err(EngineError::heap(what()))?;
         }
-        txn.commit()?;
+        txn.commit_with(CommitMode::Synchronous)?;
         *dropped = true;
         {
             let mut st = c.catalog.write();
@@ -559,7 +565,7 @@ impl Database {
                 return Err(e);
             }
         };
-        txn.commit()?;
+        txn.commit_with(CommitMode::Synchronous)?;
         t.indexes.write().push(ix.clone());
         let mut st = c.catalog.write();
         st.meta_tid = Some(new_meta);
@@ -581,7 +587,7 @@ impl Database {
         c.catalog_heap
             .delete(txn.xid(), &snap, &*c.tm, ix.catalog_tid)
             .map_err(EngineError::heap(format!("drop index {name:?}: catalog")))?;
-        txn.commit()?;
+        txn.commit_with(CommitMode::Synchronous)?;
         ix.dropped.store(true, Ordering::Release);
         t.indexes.write().retain(|i| !Arc::ptr_eq(i, &ix));
         c.catalog.write().indexes.remove(name);
@@ -1262,7 +1268,7 @@ impl Core {
                 .catalog_heap
                 .insert(txn.xid(), &row)
                 .map_err(EngineError::heap("could not create the catalog"))?;
-            txn.commit()?;
+            txn.commit_with(CommitMode::Synchronous)?;
             st.meta_tid = Some(tid);
         }
         *self.catalog.get_mut() = st;
