@@ -5,8 +5,9 @@
 //! - raw: the relation file read sequentially in 1 MiB `pread`s (with
 //!   `--direct`, `O_DIRECT`: the device's sequential rate), no pool;
 //! - `read_buffer`, one block at a time (one synchronous read per miss);
-//! - a read stream (`pool.read_stream`, lookahead 16 and 32, combining
-//!   adjacent misses into reads of 16 blocks);
+//! - read streams (`pool.read_stream`) of several lookaheads (the most
+//!   blocks read ahead) and combined-read sizes, with how many reads were
+//!   combined and how large they were (`PoolStats`);
 //! - a checkpoint (`flush_all`) of a pool whose every page is dirty: the
 //!   batched write-back, one `write_batch` per 32 pages.
 //!
@@ -109,17 +110,24 @@ fn main() {
             }
         };
         println!("== {mode} ({})", storage.name());
-        let raw = raw_rate(&path, a.direct, a.passes);
+        // The raw rate before and after the scans: the disk's rate moves,
+        // so each scan is compared with their mean.
+        let raw_before = raw_rate(&path, a.direct, a.passes);
+        let scans = measure_scans(a.buffers, nblocks, a.passes, storage.clone());
+        let raw_after = raw_rate(&path, a.direct, a.passes);
+        let raw = (raw_before + raw_after) / 2.0;
         println!(
-            "{:<44} {raw:>9.0} pages/s",
+            "{:<44} {raw:>9.0} pages/s  (before {raw_before:.0}, after {raw_after:.0})",
             "raw 1 MiB sequential reads, no pool"
         );
-        let scans = measure_scans(a.buffers, nblocks, a.passes, storage.clone());
-        for (name, rate) in &scans {
+        for scan in &scans {
             println!(
-                "{name:<44} {rate:>9.0} pages/s  ({:.2}x raw, {:.2}x read_buffer)",
-                rate / raw,
-                rate / scans[0].1
+                "{:<44} {:>9.0} pages/s  ({:.2}x raw, {:.2}x read_buffer){}",
+                scan.name,
+                scan.rate,
+                scan.rate / raw,
+                scan.rate / scans[0].rate,
+                scan.io
             );
         }
         let ckpt = checkpoint_rate(a.buffers, nblocks, storage);
@@ -152,12 +160,19 @@ fn raw_rate(path: &std::path::Path, direct: bool, passes: usize) -> f64 {
     (len as usize / PAGE_SIZE * passes) as f64 / t.elapsed().as_secs_f64()
 }
 
+/// One scan's figure: pages/s, and how its reads went to storage.
+struct Scan {
+    name: String,
+    rate: f64,
+    io: String,
+}
+
 fn measure_scans(
     buffers: usize,
     nblocks: u32,
     passes: usize,
     storage: Arc<dyn StorageBackend>,
-) -> Vec<(String, f64)> {
+) -> Vec<Scan> {
     let pool = BufferPool::new(PoolConfig::new(buffers).bgwriter(None), storage).expect("pool");
     let check = |block: u32, page: &[u8]| {
         assert_eq!(
@@ -185,27 +200,50 @@ fn measure_scans(
         }
         assert_eq!(b, nblocks);
     };
-    let run = |f: &dyn Fn()| {
+    let run = |name: String, f: &dyn Fn()| {
         let mut secs = 0.0;
+        let before = pool.stats();
         for _ in 0..passes {
             pool.evict_all().unwrap();
             let t = Instant::now();
             f();
             secs += t.elapsed().as_secs_f64();
         }
-        (nblocks as usize * passes) as f64 / secs
+        let d = pool.stats().since(&before).totals();
+        let io = if d.combined_reads > 0 {
+            format!(
+                "  [{} reads: {} combined, {:.1} blocks each]",
+                d.reads,
+                d.combined_reads,
+                d.combined_read_blocks as f64 / d.combined_reads as f64
+            )
+        } else {
+            format!("  [{} reads, none combined]", d.reads)
+        };
+        Scan {
+            name,
+            rate: (nblocks as usize * passes) as f64 / secs,
+            io,
+        }
     };
-    vec![
-        ("read_buffer, one block at a time".into(), run(&by_block)),
-        (
-            "read stream (lookahead 16, combine 16)".into(),
-            run(&|| streamed(StreamConfig::default())),
-        ),
-        (
-            "read stream (lookahead 32, combine 16)".into(),
-            run(&|| streamed(StreamConfig::default().lookahead(32))),
-        ),
-    ]
+    let mut scans = vec![run("read_buffer, one block at a time".into(), &by_block)];
+    for (lookahead, combine) in [
+        (16, 16),
+        (32, 16),
+        (64, 16),
+        (128, 16),
+        (128, 32),
+        (256, 32),
+    ] {
+        let config = StreamConfig::default()
+            .lookahead(lookahead)
+            .io_combine(combine);
+        scans.push(run(
+            format!("read stream (lookahead {lookahead}, combine {combine})"),
+            &|| streamed(config),
+        ));
+    }
+    scans
 }
 
 /// A pool of `buffers` pages of the relation, every one dirtied, written by

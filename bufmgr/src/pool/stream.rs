@@ -69,14 +69,21 @@ use crate::guard::PinnedBuffer;
 use crate::io::{AsyncRead, PendingReads};
 use crate::local::{Local, with_local};
 use crate::pool::read::{ReadMode, Started};
-use crate::ring::Ring;
+use crate::ring::{Ring, RingKind};
 use crate::stats::bump;
 use crate::tag::{BlockNumber, BufferTag, RelFork};
 
-/// Default stream distance: blocks pinned (and read) ahead of the consumer.
-/// 16 blocks fit the default bulk-read ring (32 buffers) with room to spare
-/// and give one 128 KiB combined read per refill.
-pub const DEFAULT_LOOKAHEAD: usize = 16;
+/// Default most blocks pinned (and read) ahead of the consumer: 1 MiB,
+/// eight combined reads of 16 blocks in flight. PostgreSQL's default is
+/// `effective_io_concurrency` (16) x `io_combine_limit` (16) = 256 blocks;
+/// measured here (`examples/stream_scan.rs`, O_DIRECT, io_uring) 128
+/// reaches the device's sequential rate, so half of that.
+pub const DEFAULT_LOOKAHEAD: usize = 128;
+/// The distance a stream starts at, and shrinks back to while its blocks
+/// are resident: the old fixed default (two operations of 8 blocks), so a
+/// scan of cached pages, or one that stops early, pins no more ahead than
+/// before; it doubles after each operation that read from storage.
+pub const START_DISTANCE: usize = 16;
 /// Default combined-read size in blocks: PostgreSQL 17's `io_combine_limit`
 /// default, 128 KiB.
 pub const DEFAULT_IO_COMBINE: usize = 16;
@@ -289,7 +296,7 @@ impl ReadOp<'_> {
     /// `out`, in block order, then the error that stopped the start if any.
     fn wait(mut self, local: &mut Local, io_combine: usize, out: &mut VecDeque<Item>) {
         let mut op = self.op.take().expect("waited for once");
-        op.submit(self.pool, io_combine);
+        op.submit(self.pool, local, io_combine);
         op.collect(self.pool, local, out);
     }
 }
@@ -340,7 +347,7 @@ impl OpState {
 
     /// Submit our misses' reads, as runs of adjacent blocks of at most
     /// `io_combine` each, and register them (see [`InFlight`]).
-    fn submit(&mut self, pool: &PoolShared, io_combine: usize) {
+    fn submit(&mut self, pool: &PoolShared, local: &mut Local, io_combine: usize) {
         let started = &self.started;
         let n = started.len();
         let mut runs = Vec::new();
@@ -359,6 +366,13 @@ impl OpState {
         }
         if runs.is_empty() {
             return;
+        }
+        for (run, ids) in &runs {
+            if run.len() > 1 {
+                let c = &local.stats.parts[pool.desc(ids[0]).partition()];
+                bump(&c.combined_reads, 1);
+                bump(&c.combined_read_blocks, run.len() as u64);
+            }
         }
         let reqs = runs
             .iter()
@@ -488,16 +502,19 @@ impl OpState {
 pub struct ReadStream {
     shared: Arc<PoolShared>,
     rf: RelFork,
-    /// The next block to start.
-    next: BlockNumber,
-    end: BlockNumber,
+    /// The blocks still to start.
+    source: Source,
     ring: Option<Ring>,
+    /// The most blocks started ahead: the lookahead after the ring and pool
+    /// limits.
+    max_distance: usize,
+    /// The distance in force: starts at `min_distance`, doubles after an
+    /// operation that read something, shrinks by one block per block of an
+    /// operation that read nothing (PostgreSQL 17's read stream), never
+    /// below `min_distance` nor above `max_distance`.
     distance: usize,
+    min_distance: usize,
     io_combine: usize,
-    /// Blocks per operation: half the distance (so one operation's reads
-    /// are in flight while the consumer works through the other's pages),
-    /// at most `io_combine`.
-    op_blocks: usize,
     /// Started operations whose reads are submitted, in block order, all
     /// after `queue`.
     ops: VecDeque<OpState>,
@@ -507,11 +524,58 @@ pub struct ReadStream {
     done: bool,
 }
 
+/// Where a stream's blocks come from (PostgreSQL's read stream callback).
+#[derive(Debug)]
+enum Source {
+    /// A range of blocks: `next..end`.
+    Range { next: BlockNumber, end: BlockNumber },
+    /// A list of blocks, in the order given; `blocks[pos..]` are to come.
+    List {
+        blocks: Vec<BlockNumber>,
+        pos: usize,
+    },
+}
+
+impl Source {
+    fn is_empty(&self) -> bool {
+        match self {
+            Source::Range { next, end } => next >= end,
+            Source::List { blocks, pos } => *pos >= blocks.len(),
+        }
+    }
+
+    /// The next run of consecutive blocks, at most `max` long (empty at
+    /// the end): one operation's blocks.
+    fn take_run(&mut self, max: usize) -> Range<BlockNumber> {
+        match self {
+            Source::Range { next, end } => {
+                let n = (*end - *next).min(max as BlockNumber);
+                let run = *next..*next + n;
+                *next += n;
+                run
+            }
+            Source::List { blocks, pos } => {
+                let Some(&first) = blocks.get(*pos) else {
+                    return 0..0;
+                };
+                let mut n = 1;
+                while n < max
+                    && first.checked_add(n as BlockNumber).is_some()
+                    && blocks.get(*pos + n) == Some(&(first + n as BlockNumber))
+                {
+                    n += 1;
+                }
+                *pos += n;
+                first..first + n as BlockNumber
+            }
+        }
+    }
+}
+
 impl BufferPool {
     /// A stream over blocks `blocks` of `rf`, reading through `ring` if one
     /// is given (its victims come from the ring, as for `read_buffer` with
-    /// a ring). The distance is `config.lookahead` limited to the ring's
-    /// size - 1 and to pool / 8.
+    /// a ring). See [`ReadStream`] for the distance and the ring's size.
     pub fn read_stream(
         &self,
         rf: RelFork,
@@ -519,20 +583,58 @@ impl BufferPool {
         ring: Option<Ring>,
         config: StreamConfig,
     ) -> ReadStream {
-        let mut distance = config.lookahead.max(1);
-        if let Some(r) = &ring {
-            distance = distance.min(r.len().saturating_sub(1).max(1));
+        let source = Source::Range {
+            next: blocks.start,
+            end: blocks.end.max(blocks.start),
+        };
+        self.stream_from(rf, source, ring, config)
+    }
+
+    /// A stream over the listed blocks of `rf`, in the order given (a block
+    /// may repeat): for a caller that knows which blocks it needs but not
+    /// as a range, such as vacuum's second pass (PostgreSQL's read stream
+    /// with a block-number callback). Consecutive blocks of the list are
+    /// read as combined reads, as a range's are.
+    pub fn read_stream_blocks(
+        &self,
+        rf: RelFork,
+        blocks: Vec<BlockNumber>,
+        ring: Option<Ring>,
+        config: StreamConfig,
+    ) -> ReadStream {
+        self.stream_from(rf, Source::List { blocks, pos: 0 }, ring, config)
+    }
+
+    fn stream_from(
+        &self,
+        rf: RelFork,
+        source: Source,
+        mut ring: Option<Ring>,
+        config: StreamConfig,
+    ) -> ReadStream {
+        let pool_cap = (self.size() / 8).max(1);
+        let mut max_distance = config.lookahead.clamp(1, pool_cap);
+        if let Some(r) = &mut ring {
+            if r.kind() == RingKind::BulkRead {
+                // PostgreSQL 18 sizes the bulk-read ring for the read-ahead
+                // (256 kB + io_combine_limit x effective_io_concurrency);
+                // here the stream grows it to what its distance pins, still
+                // at most pool / 8 (the ring cap: the scan cannot flood the
+                // pool).
+                r.grow_to((max_distance + 1).min(pool_cap));
+            }
+            max_distance = max_distance.min(r.len().saturating_sub(1).max(1));
         }
-        distance = distance.min((self.size() / 8).max(1));
+        let min_distance = max_distance.min(START_DISTANCE);
         ReadStream {
             shared: self.shared.clone(),
             rf,
-            next: blocks.start,
-            end: blocks.end.max(blocks.start),
+            source,
             ring,
-            distance,
+            max_distance,
+            distance: min_distance,
+            min_distance,
             io_combine: config.io_combine.clamp(1, MAX_IO_COMBINE),
-            op_blocks: (distance / 2).clamp(1, config.io_combine.clamp(1, MAX_IO_COMBINE)),
             ops: VecDeque::new(),
             queue: VecDeque::new(),
             stopped: false,
@@ -550,7 +652,7 @@ impl ReadStream {
         }
         if self.queue.is_empty() {
             if self.ops.is_empty() {
-                if self.next >= self.end {
+                if self.source.is_empty() {
                     self.done = true;
                     return None;
                 }
@@ -558,6 +660,7 @@ impl ReadStream {
             }
             // `WaitReadBuffers` for the operation holding the next block.
             if let Some(op) = self.ops.pop_front() {
+                self.adapt_distance(&op);
                 let shared = &self.shared;
                 let queue = &mut self.queue;
                 with_local(shared, |local| op.collect(shared, local, queue));
@@ -600,26 +703,48 @@ impl ReadStream {
         self.queue.len() + self.ops.iter().map(OpState::len).sum::<usize>()
     }
 
+    /// Blocks per operation: half the distance (so one operation's reads
+    /// are in flight while the consumer works through the other's pages),
+    /// at most `io_combine`.
+    fn op_blocks(&self) -> usize {
+        (self.distance / 2).clamp(1, self.io_combine)
+    }
+
+    /// The distance after `op` (about to be waited for): doubled if it read
+    /// anything (the stream is waiting for I/O: look further ahead), else
+    /// one block shorter per block (the pages are resident: fewer pins
+    /// ahead do as well).
+    fn adapt_distance(&mut self, op: &OpState) {
+        if op.started.iter().any(|s| matches!(s, Started::Miss(_))) {
+            self.distance = (self.distance * 2).min(self.max_distance);
+        } else {
+            self.distance = self
+                .distance
+                .saturating_sub(op.len())
+                .max(self.min_distance);
+        }
+    }
+
     /// Start and submit operations of `op_blocks` blocks while they fit in
     /// the distance (`StartReadBuffers`; nothing is waited for here).
     fn refill(&mut self) {
-        while self.next < self.end
-            && (self.ahead() == 0 || self.ahead() + self.op_blocks <= self.distance)
+        let op_blocks = self.op_blocks();
+        while !self.source.is_empty()
+            && (self.ahead() == 0 || self.ahead() + op_blocks <= self.distance)
         {
             if self.stopped {
                 // The stream ends at that error: start nothing after it.
                 return;
             }
-            let n = (self.end - self.next).min(self.op_blocks as BlockNumber);
-            let blocks = self.next..self.next + n;
-            self.next += n;
+            let blocks = self.source.take_run(op_blocks);
             let shared = &self.shared;
             let (rf, io_combine) = (self.rf, self.io_combine);
             let ring = self.ring.as_mut();
-            let mut op = with_local(shared, |local| {
-                OpState::start(shared, local, rf, blocks, ring)
+            let op = with_local(shared, |local| {
+                let mut op = OpState::start(shared, local, rf, blocks, ring);
+                op.submit(shared, local, io_combine);
+                op
             });
-            op.submit(shared, io_combine);
             self.stopped = op.stopped.is_some();
             self.ops.push_back(op);
         }
@@ -679,9 +804,23 @@ impl ReadStream {
             + self.ops.iter().map(OpState::len).sum::<usize>()
     }
 
-    /// The distance in force (the lookahead after the ring and pool limits).
+    /// The most blocks the stream starts ahead: the lookahead after the
+    /// ring and pool limits.
     pub fn distance(&self) -> usize {
+        self.max_distance
+    }
+
+    /// The distance in force now (it grows while the stream reads and
+    /// shrinks while it finds its blocks resident): between
+    /// `min(distance(), 16)` and [`distance`](Self::distance).
+    pub fn current_distance(&self) -> usize {
         self.distance
+    }
+
+    /// The ring's size, if the stream reads through one (a bulk-read ring
+    /// is grown to fit the distance).
+    pub fn ring_len(&self) -> Option<usize> {
+        self.ring.as_ref().map(Ring::len)
     }
 
     /// Whether the stream reads through a ring.
@@ -840,7 +979,7 @@ mod tests {
             let pool = filled(256, N, storage);
             let mut s = pool.read_stream(REL, 0..N, None, StreamConfig::default());
             drop(s.next_buffer().unwrap().unwrap());
-            let ahead = s.distance() as BlockNumber - 1;
+            let ahead = s.current_distance() as BlockNumber - 1;
             // This thread.
             let b = pool.read_buffer(REL, ahead, None).unwrap();
             assert_eq!(block_of(&b.lock_shared()), ahead, "{name}");
@@ -954,6 +1093,120 @@ mod tests {
                 n += 1;
             }
             assert_eq!(n, N);
+        }
+    }
+
+    /// The distance starts at 16, doubles after each operation that read
+    /// (up to the lookahead) and shrinks back while the blocks are
+    /// resident; the pins ahead never exceed the distance in force.
+    #[test]
+    fn the_distance_grows_while_reading_and_shrinks_on_hits() {
+        const N: BlockNumber = 600;
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Arc::new(FileStorage::open(dir.path()).unwrap());
+        // One partition: one thread's pages may fill the whole pool.
+        let pool =
+            BufferPool::new(PoolConfig::new(1024).partitions(1).bgwriter(None), storage).unwrap();
+        pool.create_fork(REL).unwrap();
+        for b in 0..N {
+            let mut p = pool.extend(REL, None).unwrap();
+            p[100..104].copy_from_slice(&b.to_le_bytes());
+            p.mark_dirty();
+        }
+        pool.flush_all(true).unwrap();
+        pool.evict_all().unwrap();
+        let cfg = StreamConfig::default().lookahead(128);
+        let mut s = pool.read_stream(REL, 0..N, None, cfg);
+        assert_eq!((s.current_distance(), s.distance()), (16, 128));
+        let mut most_ahead = 0;
+        for b in 0..300 {
+            let p = s.next_buffer().unwrap().unwrap();
+            assert_eq!(p.block(), b);
+            drop(p);
+            assert!(s.pinned_ahead() <= s.current_distance());
+            most_ahead = most_ahead.max(s.pinned_ahead());
+        }
+        assert_eq!(s.current_distance(), 128, "grown while every block is read");
+        assert!(most_ahead > 64, "{most_ahead} blocks ahead at most");
+        drop(s);
+        // Blocks 0..300 are resident now: a stream over them stays at 16.
+        let mut s = pool.read_stream(REL, 0..300, None, cfg);
+        loop {
+            match s.next_buffer() {
+                Some(b) => drop(b.unwrap()),
+                None => break,
+            }
+            assert_eq!(s.current_distance(), 16);
+            assert!(s.pinned_ahead() <= 16);
+        }
+        drop(s);
+        // Read, then resident: it grows, then shrinks back to 16.
+        pool.evict_relation(REL).unwrap();
+        for b in 100..N {
+            drop(pool.read_buffer(REL, b, None).unwrap());
+        }
+        let mut s = pool.read_stream(REL, 0..N, None, cfg);
+        let mut grown = 0;
+        loop {
+            match s.next_buffer() {
+                Some(b) => drop(b.unwrap()),
+                None => break,
+            }
+            grown = grown.max(s.current_distance());
+        }
+        assert!(grown > 16, "grew to {grown} over the blocks read");
+        assert_eq!(
+            s.current_distance(),
+            16,
+            "and shrank over the resident ones"
+        );
+        drop(s);
+        assert_eq!(pool.pinned_buffers(), 0);
+    }
+
+    /// A stream over a list of blocks yields them in the order given
+    /// (repeats included), reads consecutive ones as one combined read
+    /// (counted in `PoolStats`), and leaves nothing behind.
+    #[test]
+    fn a_block_list_stream_yields_the_listed_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        for storage in backends(dir.path()) {
+            let name = storage.name();
+            let pool = filled(256, 64, storage);
+            let list = vec![3, 4, 5, 9, 10, 20, 2, 2, 40, 41, 42, 43, 0, 63];
+            for lookahead in [1, 4, 16, 128] {
+                pool.evict_all().unwrap();
+                let before = pool.stats();
+                let cfg = StreamConfig::default().lookahead(lookahead);
+                let mut s = pool.read_stream_blocks(REL, list.clone(), None, cfg);
+                let mut seen = Vec::new();
+                while let Some(b) = s.next_buffer() {
+                    let p = b.unwrap().lock_shared();
+                    assert_eq!(block_of(&p), p.block(), "{name}");
+                    seen.push(p.block());
+                }
+                assert_eq!(seen, list, "{name} {lookahead}");
+                drop(s);
+                let d = pool.stats().since(&before).totals();
+                assert_eq!(
+                    d.reads, 13,
+                    "{name} {lookahead}: each distinct block once: {d:?}"
+                );
+                if lookahead >= 16 {
+                    // Runs 3..6, 9..11, 40..44 (an operation is at most
+                    // half the distance at first: 8 blocks).
+                    assert_eq!(
+                        (d.combined_reads, d.combined_read_blocks),
+                        (3, 9),
+                        "{name} {lookahead}"
+                    );
+                }
+                assert_eq!(pool.pinned_buffers(), 0, "{name}");
+                assert_eq!(pool.io_in_progress(), 0, "{name}");
+            }
+            // An empty list.
+            let mut s = pool.read_stream_blocks(REL, Vec::new(), None, StreamConfig::default());
+            assert!(s.next_buffer().is_none());
         }
     }
 
