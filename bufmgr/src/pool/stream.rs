@@ -1050,19 +1050,25 @@ mod tests {
         }
     }
 
-    /// A read failure mid-stream through the synchronous default
-    /// (FaultyStorage): the blocks before it come out, then the error,
-    /// then `None`; nothing stays pinned or in progress, and a new stream
-    /// reads everything once the fault is gone.
+    /// A read failure mid-stream (FaultyStorage over the sync backend's
+    /// synchronous default, and over io_uring, whose submitted reads it
+    /// passes on): the blocks before it come out, then the error, then
+    /// `None`; nothing stays pinned or in progress, and a new stream reads
+    /// everything once the fault is gone.
     #[test]
-    fn a_read_failure_mid_stream_with_the_sync_default() {
-        const N: BlockNumber = 80;
+    fn a_read_failure_mid_stream_over_each_backend() {
         let dir = tempfile::tempdir().unwrap();
-        let faulty = Arc::new(crate::io::FaultyStorage::new(Arc::new(
-            FileStorage::open(dir.path()).unwrap(),
-        )));
+        for inner in backends(dir.path()) {
+            read_failure_mid_stream(inner);
+        }
+    }
+
+    fn read_failure_mid_stream(inner: Arc<dyn StorageBackend>) {
+        const N: BlockNumber = 80;
+        let name = inner.name();
+        let faulty = Arc::new(crate::io::FaultyStorage::new(inner));
         let pool = filled(256, N, faulty.clone());
-        for lookahead in [1, 4, 16] {
+        for lookahead in [1, 4, 16, 128] {
             pool.evict_all().unwrap();
             faulty.clear();
             faulty.fail_reads_after(20);
@@ -1079,8 +1085,15 @@ mod tests {
                     None => panic!("the stream ended without the error"),
                 }
             };
-            assert!((1..=20).contains(&good), "{lookahead}: {good} good blocks");
-            assert!(err.to_string().contains(&format!("block {good}")), "{err}");
+            assert!(
+                (1..=20).contains(&good),
+                "{name} {lookahead}: {good} good blocks"
+            );
+            assert!(
+                err.to_string().contains(&format!("block {good}")),
+                "{name}: {err}"
+            );
+            assert_eq!(faulty.overlapping_reads(), 0, "{name}");
             assert!(s.next_buffer().is_none());
             drop(s);
             assert_eq!(pool.pinned_buffers(), 0);
