@@ -56,7 +56,7 @@
 //!   victims from the clock sweep (flooding the pool the ring protects);
 //! - pool / 8 (at least 1), as rings are: one stream must not pin the pool.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -256,14 +256,75 @@ impl InFlight {
                 }
             }
         }
-        let mut map = pool.in_flight.lock();
         for (_, ids) in &inner.runs {
-            for id in ids {
-                if map.get(id).is_some_and(|f| Arc::ptr_eq(f, self)) {
-                    map.remove(id);
-                }
+            pool.in_flight.remove(ids, self);
+        }
+    }
+}
+
+/// Mutex shards of the in-flight registry: a power of two, as many as the
+/// mapping table's partitions, so that streams of different threads (whose
+/// buffers are spread over the pool) rarely meet on one.
+const IN_FLIGHT_SHARDS: usize = 128;
+
+/// `PoolShared::in_flight`: buffer -> the submitted operation reading it,
+/// until that operation is reaped. Sharded by buffer id, each shard a
+/// mutex-protected map: a stream registers each miss at submit and removes
+/// it at completion, and a thread about to wait for a buffer's I/O looks it
+/// up (`PoolShared::wait_io`), so one mutex for the pool would serialise
+/// every stream's every miss. No shard lock is held while another is taken
+/// or while any other lock is taken (lock order: a shard is a leaf).
+pub(crate) struct InFlightMap {
+    shards: Box<[Mutex<HashMap<BufferId, Arc<InFlight>>>]>,
+}
+
+impl std::fmt::Debug for InFlightMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InFlightMap")
+            .field("shards", &self.shards.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl InFlightMap {
+    pub(crate) fn new() -> InFlightMap {
+        InFlightMap {
+            shards: (0..IN_FLIGHT_SHARDS)
+                .map(|_| Mutex::new(HashMap::new()))
+                .collect(),
+        }
+    }
+
+    fn shard(&self, id: BufferId) -> &Mutex<HashMap<BufferId, Arc<InFlight>>> {
+        &self.shards[id as usize % IN_FLIGHT_SHARDS]
+    }
+
+    /// The operation reading `id`, if one is registered.
+    pub(crate) fn get(&self, id: BufferId) -> Option<Arc<InFlight>> {
+        self.shard(id).lock().get(&id).cloned()
+    }
+
+    /// Registers `flight` as reading every buffer of `ids`.
+    fn insert(&self, ids: &[BufferId], flight: &Arc<InFlight>) {
+        for &id in ids {
+            self.shard(id).lock().insert(id, Arc::clone(flight));
+        }
+    }
+
+    /// Forgets the buffers of `ids` that `flight` is registered for.
+    fn remove(&self, ids: &[BufferId], flight: &Arc<InFlight>) {
+        for id in ids {
+            let mut map = self.shard(*id).lock();
+            if map.get(id).is_some_and(|f| Arc::ptr_eq(f, flight)) {
+                map.remove(id);
             }
         }
+    }
+
+    /// Whether nothing is registered (every submitted read reaped).
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.shards.iter().all(|s| s.lock().is_empty())
     }
 }
 
@@ -410,12 +471,7 @@ impl OpState {
                 .flat_map(|(_, ids)| ids.iter().copied())
                 .collect()
         };
-        {
-            let mut map = pool.in_flight.lock();
-            for &id in &ids {
-                map.insert(id, Arc::clone(&flight));
-            }
-        }
+        pool.in_flight.insert(&ids, &flight);
         // Anyone who went to sleep on these before they were registered
         // looks again (and finishes them rather than wait for us).
         for &id in &ids {
@@ -955,7 +1011,7 @@ mod tests {
                 drop(s);
                 assert_eq!(pool.pinned_buffers(), 0, "{name} after {taken}");
                 assert_eq!(pool.io_in_progress(), 0, "{name} after {taken}");
-                assert!(pool.shared.in_flight.lock().is_empty());
+                assert!(pool.shared.in_flight.is_empty());
             }
             for b in 0..N {
                 assert_eq!(
@@ -1045,7 +1101,7 @@ mod tests {
                 });
                 assert_eq!(pool.pinned_buffers(), 0, "{name}");
                 assert_eq!(pool.io_in_progress(), 0, "{name}");
-                assert!(pool.shared.in_flight.lock().is_empty(), "{name}");
+                assert!(pool.shared.in_flight.is_empty(), "{name}");
             }
         }
     }
