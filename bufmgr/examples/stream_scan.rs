@@ -135,7 +135,14 @@ fn main() {
                 .lookahead(lookahead)
                 .io_combine(combine);
             figures.push(Figure::new(
-                &format!("{mode}: read stream (lookahead {lookahead}, combine {combine})"),
+                &format!(
+                    "{mode}: read stream (lookahead {lookahead}, combine {combine}){}",
+                    if config == StreamConfig::default() {
+                        " =default"
+                    } else {
+                        ""
+                    }
+                ),
                 Some((i, Some(config))),
             ));
         }
@@ -168,7 +175,7 @@ fn main() {
     }
     let rate = |f: &Figure| (nblocks as usize * a.passes) as f64 / f.secs;
     let raw = rate(&figures[0]);
-    println!("{:<52} {raw:>9.0} pages/s", figures[0].name);
+    println!("{:<60} {raw:>9.0} pages/s", figures[0].name);
     let mut one_block = raw;
     for f in &figures[1..] {
         let r = rate(f);
@@ -186,7 +193,7 @@ fn main() {
             format!("[{} reads, none combined]", f.reads)
         };
         println!(
-            "{:<52} {r:>9.0} pages/s  ({:.2}x raw, {:>5.2}x one block)  {io}",
+            "{:<60} {r:>9.0} pages/s  ({:.2}x raw, {:>5.2}x one block)  {io}",
             f.name,
             r / raw,
             r / one_block
@@ -196,7 +203,7 @@ fn main() {
     for (mode, storage) in pools {
         let ckpt = checkpoint_rate(a.buffers, nblocks, storage);
         println!(
-            "{:<52} {ckpt:>9.0} pages/s",
+            "{:<60} {ckpt:>9.0} pages/s",
             format!("{mode}: checkpoint of a pool of dirty pages")
         );
     }
