@@ -40,21 +40,34 @@
 //! never waits for a consumer that may be blocked on it.
 //!
 //! # The stream
-//! A [`ReadStream`] yields the blocks of a range in order, each pinned. It
-//! keeps up to `distance` blocks started ahead of the consumer, in
-//! operations of `distance / 2` blocks (at most `io_combine`): after each
-//! block it hands out, it starts and submits what fits; it waits only for
-//! the operation holding the block it is about to return, so with an
-//! asynchronous backend the next operation's reads are in flight while the
-//! consumer works. Dropping the stream (or its failing) reaps every
-//! submitted read before releasing the buffers: a page is never released
-//! while the kernel may write it. `distance` is the configured `lookahead`,
-//! limited to
+//! A [`ReadStream`] yields the blocks of a range (or of a list) in order,
+//! each pinned. It keeps up to `distance` blocks started ahead of the
+//! consumer, in operations of `distance / 2` blocks (at most `io_combine`,
+//! and for a list, consecutive blocks only): after each block it hands out,
+//! it starts and submits what fits; it waits only for the operation holding
+//! the block it is about to return, so with an asynchronous backend the
+//! next operations' reads are in flight while the consumer works. Dropping
+//! the stream (or its failing) reaps every submitted read before releasing
+//! the buffers: a page is never released while the kernel may write it.
+//!
+//! The distance adapts (PostgreSQL 17's read stream): it starts at
+//! [`START_DISTANCE`], doubles when the consumer reaches an operation that
+//! read from storage and shrinks by a block per block of one that found
+//! everything resident (never below the start). Its most, `distance()`, is
+//! the configured `lookahead` limited to
+//! - pool / 8 (at least 1), as rings are: one stream must not pin the pool;
 //! - the ring's size - 1, when the stream reads through a ring: every
 //!   buffer the stream holds is pinned, and a pinned ring buffer is never
 //!   reused, so a distance of a whole ring would make each refill take its
-//!   victims from the clock sweep (flooding the pool the ring protects);
-//! - pool / 8 (at least 1), as rings are: one stream must not pin the pool.
+//!   victims from the clock sweep (flooding the pool the ring protects).
+//!   A bulk-read ring is first grown to `lookahead + 1` buffers, at most
+//!   pool / 8 (PostgreSQL 18 sizes it for the read-ahead too), so the
+//!   distance is not held to the 32-buffer default ring.
+//!
+//! # The in-flight registry
+//! [`InFlightMap`] (`PoolShared::in_flight`) maps each buffer with a
+//! submitted, unreaped read to its operation, in 128 mutex shards by
+//! buffer id; a shard lock is a leaf (nothing else is taken under it).
 
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
@@ -546,9 +559,11 @@ impl OpState {
     }
 }
 
-/// The blocks of a range of one relation fork, in order, each pinned, read
-/// ahead in combined reads (PostgreSQL 17's read streams). Create with
-/// [`BufferPool::read_stream`]; see the module documentation.
+/// The blocks of a range (or a list) of one relation fork, in order, each
+/// pinned, read ahead in combined reads (PostgreSQL 17's read streams).
+/// Create with [`BufferPool::read_stream`] or
+/// [`BufferPool::read_stream_blocks`]; see the module documentation for the
+/// distance and the ring.
 ///
 /// A lending iterator: the buffer [`next_buffer`](Self::next_buffer)
 /// returns borrows the stream, so it is released before the next one is
