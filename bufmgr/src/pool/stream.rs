@@ -616,19 +616,25 @@ impl Source {
     }
 
     /// The next run of consecutive blocks, at most `max` long (empty at
-    /// the end): one operation's blocks.
-    fn take_run(&mut self, max: usize) -> Range<BlockNumber> {
+    /// the end): one operation's blocks. `None` (and the block is taken)
+    /// if the list's next block is `BlockNumber::MAX`, which no fork has
+    /// (and no range can end after).
+    fn take_run(&mut self, max: usize) -> Option<Range<BlockNumber>> {
         match self {
             Source::Range { next, end } => {
                 let n = (*end - *next).min(max as BlockNumber);
                 let run = *next..*next + n;
                 *next += n;
-                run
+                Some(run)
             }
             Source::List { blocks, pos } => {
                 let Some(&first) = blocks.get(*pos) else {
-                    return 0..0;
+                    return Some(0..0);
                 };
+                if first == BlockNumber::MAX {
+                    *pos += 1;
+                    return None;
+                }
                 let mut n = 1;
                 while n < max
                     && first.checked_add(n as BlockNumber).is_some()
@@ -637,7 +643,7 @@ impl Source {
                     n += 1;
                 }
                 *pos += n;
-                first..first + n as BlockNumber
+                Some(first..first + n as BlockNumber)
             }
         }
     }
@@ -807,11 +813,23 @@ impl ReadStream {
                 // The stream ends at that error: start nothing after it.
                 return;
             }
-            let blocks = self.source.take_run(op_blocks);
+            let run = self.source.take_run(op_blocks);
             let shared = &self.shared;
             let (rf, io_combine) = (self.rf, self.io_combine);
             let ring = self.ring.as_mut();
             let op = with_local(shared, |local| {
+                let Some(blocks) = run else {
+                    // A listed block past any fork's end: the stream
+                    // stops there with the error `read_buffer` would give.
+                    let mut op = OpState::start(shared, local, rf, 0..0, ring);
+                    op.stopped = Some(Error::BlockOutOfRange {
+                        relfork: rf,
+                        block: BlockNumber::MAX,
+                        nblocks: shared.storage.nblocks(rf).unwrap_or(0),
+                        path: shared.storage.path(rf),
+                    });
+                    return op;
+                };
                 let mut op = OpState::start(shared, local, rf, blocks, ring);
                 op.submit(shared, local, io_combine);
                 op
@@ -1291,6 +1309,26 @@ mod tests {
             // An empty list.
             let mut s = pool.read_stream_blocks(REL, Vec::new(), None, StreamConfig::default());
             assert!(s.next_buffer().is_none());
+            // Blocks past the end, and the one block number no fork has:
+            // the stream yields the blocks before, then the error naming
+            // the block, then nothing.
+            for bad in [64, 1000, BlockNumber::MAX] {
+                let list = vec![1, 2, bad, 3];
+                let mut s = pool.read_stream_blocks(REL, list, None, StreamConfig::default());
+                for b in [1, 2] {
+                    assert_eq!(s.next_buffer().unwrap().unwrap().block(), b, "{name}");
+                }
+                let err = s.next_buffer().unwrap().unwrap_err();
+                assert!(
+                    matches!(err, Error::BlockOutOfRange { block, .. } if block == bad),
+                    "{name}: {err:?}"
+                );
+                assert!(err.to_string().contains(&bad.to_string()), "{err}");
+                assert!(s.next_buffer().is_none());
+                drop(s);
+                assert_eq!(pool.pinned_buffers(), 0, "{name}");
+                assert_eq!(pool.io_in_progress(), 0, "{name}");
+            }
         }
     }
 
