@@ -263,7 +263,7 @@ impl UringStorage {
             && (!self.files.direct_io()
                 || pages
                     .iter()
-                    .all(|&p| (p as usize).is_multiple_of(DIRECT_ALIGN)))
+                    .all(|&p| (p as usize) & (DIRECT_ALIGN - 1) == 0))
     }
 
     /// The result of a read op; copies a bounce buffer into `page`.

@@ -288,8 +288,11 @@ const IN_FLIGHT_SHARDS: usize = 128;
 /// every stream's every miss. No shard lock is held while another is taken
 /// or while any other lock is taken (lock order: a shard is a leaf).
 pub(crate) struct InFlightMap {
-    shards: Box<[Mutex<HashMap<BufferId, Arc<InFlight>>>]>,
+    shards: Box<[FlightShard]>,
 }
+
+/// One shard of [`InFlightMap`].
+type FlightShard = Mutex<HashMap<BufferId, Arc<InFlight>>>;
 
 impl std::fmt::Debug for InFlightMap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -308,7 +311,7 @@ impl InFlightMap {
         }
     }
 
-    fn shard(&self, id: BufferId) -> &Mutex<HashMap<BufferId, Arc<InFlight>>> {
+    fn shard(&self, id: BufferId) -> &FlightShard {
         &self.shards[id as usize % IN_FLIGHT_SHARDS]
     }
 
@@ -583,7 +586,7 @@ pub struct ReadStream {
     /// operation that read something, shrinks by one block per block of an
     /// operation that read nothing (PostgreSQL 17's read stream), never
     /// below `min_distance` nor above `max_distance`.
-    distance: usize,
+    current_distance: usize,
     min_distance: usize,
     io_combine: usize,
     /// Started operations whose reads are submitted, in block order, all
@@ -709,7 +712,7 @@ impl BufferPool {
             source,
             ring,
             max_distance,
-            distance: min_distance,
+            current_distance: min_distance,
             min_distance,
             io_combine: config.io_combine.clamp(1, MAX_IO_COMBINE),
             ops: VecDeque::new(),
@@ -784,7 +787,7 @@ impl ReadStream {
     /// are in flight while the consumer works through the other's pages),
     /// at most `io_combine`.
     fn op_blocks(&self) -> usize {
-        (self.distance / 2).clamp(1, self.io_combine)
+        (self.current_distance / 2).clamp(1, self.io_combine)
     }
 
     /// The distance after `op` (about to be waited for): doubled if it read
@@ -793,10 +796,10 @@ impl ReadStream {
     /// ahead do as well).
     fn adapt_distance(&mut self, op: &OpState) {
         if op.started.iter().any(|s| matches!(s, Started::Miss(_))) {
-            self.distance = (self.distance * 2).min(self.max_distance);
+            self.current_distance = (self.current_distance * 2).min(self.max_distance);
         } else {
-            self.distance = self
-                .distance
+            self.current_distance = self
+                .current_distance
                 .saturating_sub(op.len())
                 .max(self.min_distance);
         }
@@ -807,7 +810,7 @@ impl ReadStream {
     fn refill(&mut self) {
         let op_blocks = self.op_blocks();
         while !self.source.is_empty()
-            && (self.ahead() == 0 || self.ahead() + op_blocks <= self.distance)
+            && (self.ahead() == 0 || self.ahead() + op_blocks <= self.current_distance)
         {
             if self.stopped {
                 // The stream ends at that error: start nothing after it.
@@ -903,7 +906,7 @@ impl ReadStream {
     /// shrinks while it finds its blocks resident): between
     /// `min(distance(), 16)` and [`distance`](Self::distance).
     pub fn current_distance(&self) -> usize {
-        self.distance
+        self.current_distance
     }
 
     /// The ring's size, if the stream reads through one (a bulk-read ring
