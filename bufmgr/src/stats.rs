@@ -1,7 +1,7 @@
 //! Counters, the ticks-per-victim histogram, and the buffercache snapshot.
 //!
 //! Counters a hit or a sweep bumps live per thread and per partition
-//! ([`ThreadStats`]): each thread writes only its own cache lines, with a
+//! (`ThreadStats`): each thread writes only its own cache lines, with a
 //! plain load and store, so counting costs no locked instruction and no
 //! cache-line bouncing on the hot path (rule 9). A snapshot sums every
 //! thread's counters with relaxed loads; it is consistent per counter, not

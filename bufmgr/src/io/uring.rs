@@ -145,7 +145,7 @@ thread_local! {
 
 impl UringStorage {
     /// Opens the storage under `data_dir` (as [`FileStorage::open_with`])
-    /// and creates its rings: one per core, at most [`MAX_RINGS`]. A ring
+    /// and creates its rings: one per core, at most `MAX_RINGS`. A ring
     /// that cannot be created is an error naming the reason.
     pub fn open(data_dir: &Path, direct_io: bool) -> Result<UringStorage> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

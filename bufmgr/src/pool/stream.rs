@@ -65,7 +65,7 @@
 //!   distance is not held to the 32-buffer default ring.
 //!
 //! # The in-flight registry
-//! [`InFlightMap`] (`PoolShared::in_flight`) maps each buffer with a
+//! `InFlightMap` (`PoolShared::in_flight`) maps each buffer with a
 //! submitted, unreaped read to its operation, in 128 mutex shards by
 //! buffer id; a shard lock is a leaf (nothing else is taken under it).
 
