@@ -95,6 +95,18 @@ impl Ring {
         }
     }
 
+    /// Grow to `n` slots (no change if it has as many already): the new
+    /// slots are empty and filled from the clock sweep as the ring goes
+    /// round. For a read stream, whose distance the ring must hold
+    /// (`BufferPool::read_stream`); the caller keeps the pool / 8 cap.
+    pub(crate) fn grow_to(&mut self, n: usize) {
+        if n > self.slots.len() {
+            let mut slots = std::mem::take(&mut self.slots).into_vec();
+            slots.resize(n, EMPTY);
+            self.slots = slots.into_boxed_slice();
+        }
+    }
+
     /// Remember a sweep victim in the current slot.
     pub(crate) fn set_current(&mut self, buf: BufferId) {
         self.slots[self.current] = buf;

@@ -1,7 +1,7 @@
 //! Counters, the ticks-per-victim histogram, and the buffercache snapshot.
 //!
 //! Counters a hit or a sweep bumps live per thread and per partition
-//! ([`ThreadStats`]): each thread writes only its own cache lines, with a
+//! (`ThreadStats`): each thread writes only its own cache lines, with a
 //! plain load and store, so counting costs no locked instruction and no
 //! cache-line bouncing on the hot path (rule 9). A snapshot sums every
 //! thread's counters with relaxed loads; it is consistent per counter, not
@@ -64,6 +64,8 @@ pub(crate) struct Counters {
     pub ring_rejects: AtomicU64,
     pub writes_backend: AtomicU64,
     pub writes_ring: AtomicU64,
+    pub combined_reads: AtomicU64,
+    pub combined_read_blocks: AtomicU64,
 }
 
 /// Everything one thread counts, one cache-line-aligned block per thread.
@@ -103,6 +105,8 @@ impl ThreadStats {
             add(&a.ring_rejects, &b.ring_rejects);
             add(&a.writes_backend, &b.writes_backend);
             add(&a.writes_ring, &b.writes_ring);
+            add(&a.combined_reads, &b.combined_reads);
+            add(&a.combined_read_blocks, &b.combined_read_blocks);
         }
         for (a, b) in self.ticks.iter().zip(into.ticks.iter()) {
             add(a, b);
@@ -146,6 +150,13 @@ pub struct PartitionStats {
     pub writes_backend: u64,
     /// Dirty pages written by a thread recycling its own ring.
     pub writes_ring: u64,
+    /// Read operations of more than one block (a read stream's run of
+    /// adjacent misses, one `read_run` / one vectored read), counted in the
+    /// partition of the run's first buffer. Their pages are in `reads` too.
+    pub combined_reads: u64,
+    /// Blocks those operations read: `combined_read_blocks /
+    /// combined_reads` is the mean size of a combined read.
+    pub combined_read_blocks: u64,
 }
 
 impl PartitionStats {
@@ -161,6 +172,8 @@ impl PartitionStats {
         self.ring_rejects += l(&c.ring_rejects);
         self.writes_backend += l(&c.writes_backend);
         self.writes_ring += l(&c.writes_ring);
+        self.combined_reads += l(&c.combined_reads);
+        self.combined_read_blocks += l(&c.combined_read_blocks);
     }
 
     fn merge(&mut self, o: &PartitionStats) {
@@ -174,6 +187,8 @@ impl PartitionStats {
         self.ring_rejects += o.ring_rejects;
         self.writes_backend += o.writes_backend;
         self.writes_ring += o.writes_ring;
+        self.combined_reads += o.combined_reads;
+        self.combined_read_blocks += o.combined_read_blocks;
     }
 
     fn minus(&self, o: &PartitionStats) -> PartitionStats {
@@ -188,6 +203,10 @@ impl PartitionStats {
             ring_rejects: self.ring_rejects.saturating_sub(o.ring_rejects),
             writes_backend: self.writes_backend.saturating_sub(o.writes_backend),
             writes_ring: self.writes_ring.saturating_sub(o.writes_ring),
+            combined_reads: self.combined_reads.saturating_sub(o.combined_reads),
+            combined_read_blocks: self
+                .combined_read_blocks
+                .saturating_sub(o.combined_read_blocks),
         }
     }
 

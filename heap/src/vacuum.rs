@@ -8,7 +8,8 @@
 //!                                             reclaimed, one PRUNE record per changed page),
 //!                                             collect every Dead pointer, fsm[block] = free space
 //!  caller  remove index entries whose TID is in the set (exactly those; nothing else)
-//!  pass 2  Heap::free_dead(&dead TIDs)        page by page through the vacuum ring, exclusive lock:
+//!  pass 2  Heap::free_dead(&dead TIDs)        the listed pages (a block-list read stream) through
+//!                                             the vacuum ring, exclusive lock:
 //!          -> FreeDeadStats                   listed pointers that are Dead -> Unused (others are
 //!                                             left alone), one VACUUM record per changed page,
 //!                                             fsm[block] = free space
@@ -149,22 +150,33 @@ impl Heap {
             return Ok(stats);
         }
         let nblocks = self.nblocks()?;
-        let mut ring = self.pool().ring(RingKind::Vacuum);
-        let mut tids = dead.iter().peekable();
-        while let Some(&first) = tids.next() {
-            let block: BlockNumber = first.block;
-            let mut offsets = vec![first.offset];
-            while let Some(t) = tids.next_if(|t| t.block == block) {
-                offsets.push(t.offset);
+        // The pages to visit, each with its listed offsets, in block order.
+        let mut pages: Vec<(BlockNumber, Vec<u16>)> = Vec::new();
+        for t in dead {
+            if t.block >= nblocks {
+                stats.not_dead += 1;
+            } else if let Some((b, offs)) = pages.last_mut()
+                && *b == t.block
+            {
+                offs.push(t.offset);
+            } else {
+                pages.push((t.block, vec![t.offset]));
             }
-            if block >= nblocks {
-                stats.not_dead += offsets.len() as u64;
-                continue;
-            }
-            let mut page = self
-                .pool()
-                .read_buffer(self.relfork(), block, ring.as_mut())?
-                .lock_exclusive();
+        }
+        // A read stream over exactly those blocks (PostgreSQL 17's vacuum
+        // pass 2 reads through one too): read ahead, adjacent ones as one
+        // combined read, through the vacuum ring.
+        let ring = self.pool().ring(RingKind::Vacuum);
+        let blocks = pages.iter().map(|&(b, _)| b).collect();
+        let mut stream =
+            self.pool()
+                .read_stream_blocks(self.relfork(), blocks, ring, StreamConfig::default());
+        for (block, offsets) in pages {
+            let Some(buf) = stream.next_buffer() else {
+                unreachable!("a block-list stream yields every listed block");
+            };
+            let mut page = buf?.lock_exclusive();
+            debug_assert_eq!(page.block(), block);
             let id = self.page_id(block);
             let view = HeapPage::parse(&page, id)?;
             let mut free = Vec::with_capacity(offsets.len());

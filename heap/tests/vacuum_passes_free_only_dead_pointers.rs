@@ -124,6 +124,52 @@ fn dead_pointers_wait_for_pass_two_and_only_they_are_freed() {
     });
 }
 
+/// Pass 2 reads the pages of its list through a block-list read stream:
+/// each listed page once, adjacent ones in combined reads, and no page
+/// that holds no dead pointer.
+#[test]
+fn pass_two_reads_only_the_listed_pages_in_combined_reads() {
+    within(Duration::from_secs(60), || {
+        let db = db(256, None);
+        let heap = Heap::open(db.pool.clone(), None, REL, true).unwrap();
+        let txns = InMemoryTransactions::new();
+        let (_, deleted) = load_and_delete(&heap, &txns);
+        let pages = heap.nblocks().unwrap();
+        let horizon = txns.snapshot(0).xmax;
+        let (_, mut dead) = heap.lazy_scan_heap(horizon, &txns).unwrap();
+        // Leave out the dead pointers of every fourth page: pass 2 must not
+        // read those pages at all.
+        dead.retain(|t| t.block % 4 != 3);
+        let listed: BTreeSet<u32> = dead.iter().map(|t| t.block).collect();
+        assert!(
+            listed.len() >= 6 && (listed.len() as u32) < pages,
+            "{listed:?}"
+        );
+        db.pool.flush_all(true).unwrap();
+        db.pool.evict_all().unwrap();
+        let before = db.pool.stats();
+        let freed = heap.free_dead(&dead).unwrap();
+        let d = db.pool.stats().since(&before).totals();
+        assert_eq!(freed.line_pointers_freed, dead.len() as u64);
+        assert_eq!(freed.pages_vacuumed, listed.len() as u64);
+        // The heap pages read: the listed ones (the free-space map's
+        // reads are counted too, so at least them, and no unlisted one).
+        let resident = db.pool.resident_pages();
+        assert_eq!(
+            resident.get(&RelFork::main(REL)).copied().unwrap_or(0),
+            listed.len(),
+            "only the listed heap pages were read"
+        );
+        assert!(d.reads >= listed.len() as u64);
+        assert!(
+            d.combined_reads > 0,
+            "adjacent listed pages are combined: {d:?}"
+        );
+        assert!(d.combined_read_blocks <= listed.len() as u64);
+        assert!(deleted.len() as u64 > freed.line_pointers_freed);
+    });
+}
+
 #[test]
 fn the_convenience_vacuum_runs_both_passes() {
     let db = db(32, None);

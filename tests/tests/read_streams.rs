@@ -23,7 +23,19 @@ fn stream_all(
     ring: Option<bufmgr::Ring>,
     config: StreamConfig,
 ) -> Vec<BlockNumber> {
+    stream_all_ring(pool, blocks, ring, config).0
+}
+
+/// [`stream_all`], also returning the size of the stream's ring (a
+/// bulk-read ring grows to fit the stream's distance).
+fn stream_all_ring(
+    pool: &BufferPool,
+    blocks: std::ops::Range<BlockNumber>,
+    ring: Option<bufmgr::Ring>,
+    config: StreamConfig,
+) -> (Vec<BlockNumber>, Option<usize>) {
     let mut s = pool.read_stream(rel(REL), blocks, ring, config);
+    let ring_len = s.ring_len();
     let mut seen = Vec::new();
     while let Some(b) = s.next_buffer() {
         let b = b.unwrap_or_else(|e| panic!("stream: {e}"));
@@ -35,7 +47,7 @@ fn stream_all(
         s.next_buffer().is_none(),
         "a finished stream stays finished"
     );
-    seen
+    (seen, ring_len)
 }
 
 fn assert_quiet(pool: &BufferPool) {
@@ -58,12 +70,11 @@ fn a_stream_yields_every_block_in_order() {
                 for with_ring in [false, true] {
                     pool.evict_all().unwrap();
                     let ring = with_ring.then(|| pool.ring_forced(RingKind::BulkRead, 64).unwrap());
-                    let ring_len = ring.as_ref().map(|r| r.len());
                     let reads = db.faulty.reads();
                     let config = StreamConfig::default()
                         .lookahead(lookahead)
                         .io_combine(io_combine);
-                    let seen = stream_all(&pool, 0..N, ring, config);
+                    let (seen, ring_len) = stream_all_ring(&pool, 0..N, ring, config);
                     let what = format!(
                         "lookahead {lookahead}, io_combine {io_combine}, ring {ring_len:?}"
                     );
@@ -71,11 +82,15 @@ fn a_stream_yields_every_block_in_order() {
                     assert_eq!(db.faulty.reads() - reads, u64::from(N), "{what}");
                     assert_quiet(&pool);
                     if let Some(len) = ring_len {
+                        // Scan resistance: the ring (grown to the distance
+                        // or not) holds the scan, and never more than
+                        // pool / 8 of it.
                         let resident = pool.resident_pages().get(&rel(REL)).copied().unwrap_or(0);
                         assert!(
-                            resident <= len,
+                            resident <= len && len <= pool.size() / 8,
                             "{what}: {resident} pages resident, ring of {len}"
                         );
+                        assert!(len >= (lookahead + 1).min(pool.size() / 8), "{what}");
                     }
                 }
             }
@@ -98,20 +113,32 @@ fn a_stream_over_part_of_a_relation() {
     });
 }
 
-/// The distance is the lookahead limited to the ring's size - 1 and to
-/// pool / 8.
+/// The distance is the lookahead limited to pool / 8 and to the ring's
+/// size - 1; a bulk-read ring grows to fit the distance (at most pool / 8,
+/// the ring cap), any other ring keeps its size.
 #[test]
 fn the_distance_fits_the_ring_and_the_pool() {
     let db = TestDb::new();
     db.create_rel(rel(REL), 4);
     let pool = db.pool(small_config(256));
     let cfg = StreamConfig::default().lookahead(64);
-    assert_eq!(pool.read_stream(rel(REL), 0..4, None, cfg).distance(), 32);
+    let s = pool.read_stream(rel(REL), 0..4, None, cfg);
+    assert_eq!(s.distance(), 32);
+    assert_eq!(s.current_distance(), 16, "a stream starts at 16 blocks");
+    // A bulk-read ring of 5 grows to pool / 8 = 32; the distance is 31.
     let ring = pool.ring_forced(RingKind::BulkRead, 40).unwrap();
     assert_eq!(ring.len(), 5);
     let s = pool.read_stream(rel(REL), 0..4, Some(ring), cfg);
-    assert_eq!(s.distance(), 4);
+    assert_eq!((s.distance(), s.ring_len()), (31, Some(32)));
     assert!(s.uses_ring());
+    // A bulk-read ring grows only as far as the lookahead needs.
+    let ring = pool.ring_forced(RingKind::BulkRead, 40).unwrap();
+    let s = pool.read_stream(rel(REL), 0..4, Some(ring), cfg.lookahead(9));
+    assert_eq!((s.distance(), s.ring_len()), (9, Some(10)));
+    // A vacuum ring is not grown: the distance fits it.
+    let ring = pool.ring_forced(RingKind::Vacuum, 40).unwrap();
+    let s = pool.read_stream(rel(REL), 0..4, Some(ring), cfg);
+    assert_eq!((s.distance(), s.ring_len()), (4, Some(5)));
     let small = db.pool(small_config(8));
     assert_eq!(small.read_stream(rel(REL), 0..4, None, cfg).distance(), 1);
 }

@@ -205,6 +205,13 @@ pub struct Row {
     pub hot_resident_mean: f64,
     /// Victims that held a page (all threads).
     pub evictions: u64,
+    /// Read operations of more than one block in the window (the scan's
+    /// read stream combining adjacent misses; `PoolStats::combined_reads`),
+    /// and the mean blocks per such read.
+    #[serde(default)]
+    pub combined_reads: u64,
+    #[serde(default)]
+    pub blocks_per_combined_read: f64,
     /// (seconds since the warm-up began, hot-set pages resident).
     pub residency_samples: Vec<(f64, usize)>,
     /// Where the window began on the samples' time axis.
@@ -380,13 +387,16 @@ pub fn run(settings: &Settings, p: &Params) -> Result<ScanResistanceReport> {
         );
         let row = measure(&ds, settings, c, *rate, hot_set_pages, p, &label)?;
         eprintln!(
-            "{label}: {} lookups/s, OLTP hit {:.3}%, {:.2} scan pages/lookup, hot set {}..{} of {}",
+            "{label}: {} lookups/s, OLTP hit {:.3}%, {:.2} scan pages/lookup, hot set {}..{} of {}, \
+             {} combined reads of {:.1} blocks",
             fmt_rate(row.lookups_per_sec),
             100.0 * row.oltp_hit_ratio,
             row.scan_pages_per_lookup,
             row.hot_resident_min,
             row.hot_resident_end,
-            hot_set_pages
+            hot_set_pages,
+            row.combined_reads,
+            row.blocks_per_combined_read
         );
         rows.push(row);
     }
@@ -549,6 +559,8 @@ struct Point {
     at: Instant,
     accesses: u64,
     evictions: u64,
+    combined_reads: u64,
+    combined_read_blocks: u64,
     reads: Vec<u64>,
     lookups: u64,
     scan_pages: u64,
@@ -561,6 +573,8 @@ fn point(db: &Database, reads: &ReadCounts, sh: &Shared) -> Point {
         at: Instant::now(),
         accesses: t.accesses,
         evictions: t.evictions,
+        combined_reads: t.combined_reads,
+        combined_read_blocks: t.combined_read_blocks,
         reads: reads.snapshot(),
         lookups: sh.lookups.load(Ordering::Relaxed),
         scan_pages: sh.scan_pages.load(Ordering::Relaxed),
@@ -737,6 +751,9 @@ fn measure(
         hot_resident_end: window.last().copied().unwrap_or(0),
         hot_resident_mean: window.iter().sum::<usize>() as f64 / window.len().max(1) as f64,
         evictions: p1.evictions - p0.evictions,
+        combined_reads: p1.combined_reads - p0.combined_reads,
+        blocks_per_combined_read: (p1.combined_read_blocks - p0.combined_read_blocks) as f64
+            / (p1.combined_reads - p0.combined_reads).max(1) as f64,
         residency_samples: samples,
         window_start_secs: window_start.as_secs_f64(),
         resident_end,

@@ -13,7 +13,7 @@ pub(crate) fn is_direct_aligned(buf: &[u8]) -> bool {
     ((buf.as_ptr() as usize) | buf.len()) & (DIRECT_ALIGN - 1) == 0
 }
 
-/// A zeroed heap buffer aligned to [`DIRECT_ALIGN`]: what the backends copy
+/// A zeroed heap buffer aligned to `DIRECT_ALIGN` (4 KiB): what the backends copy
 /// through (a bounce buffer) when a caller's buffer is not aligned for
 /// `O_DIRECT`, and what tests and tools can use to avoid the copy.
 pub struct AlignedBuf {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::{StorageBackend, check_page_len};
+use super::{AsyncRead, PendingReads, StorageBackend, check_page_len};
 use crate::error::{Error, Result};
 use crate::tag::{BlockNumber, BufferTag, PAGE_SIZE, RelFork, RelId};
 
@@ -40,7 +40,9 @@ pub struct FaultyStorage {
     syncs: AtomicU64,
     overlapping_reads: AtomicU64,
     reads_by_tag: Mutex<HashMap<BufferTag, u64>>,
-    reads_in_flight: Mutex<HashMap<BufferTag, u32>>,
+    /// Shared with the pending reads of `submit_reads`, which keep their
+    /// blocks in flight until they are waited for.
+    reads_in_flight: Arc<Mutex<HashMap<BufferTag, u32>>>,
 }
 
 const INJECTED_WRITE: &str = "injected write failure";
@@ -72,7 +74,7 @@ impl FaultyStorage {
             syncs: AtomicU64::new(0),
             overlapping_reads: AtomicU64::new(0),
             reads_by_tag: Mutex::new(HashMap::new()),
-            reads_in_flight: Mutex::new(HashMap::new()),
+            reads_in_flight: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -125,7 +127,8 @@ impl FaultyStorage {
         self.faults.lock().read_delay = delay;
     }
 
-    /// Calls of `read` so far, failed ones included.
+    /// Pages read so far (by `read`, or submitted by `submit_reads`),
+    /// failed ones included.
     pub fn reads(&self) -> u64 {
         self.reads.load(Ordering::Relaxed)
     }
@@ -140,7 +143,8 @@ impl FaultyStorage {
         self.syncs.load(Ordering::Relaxed)
     }
 
-    /// Calls of `read` of `tag` so far, failed ones included.
+    /// Reads of `tag` so far (as [`reads`](Self::reads)), failed ones
+    /// included.
     pub fn reads_of(&self, tag: BufferTag) -> u64 {
         self.reads_by_tag.lock().get(&tag).copied().unwrap_or(0)
     }
@@ -164,6 +168,21 @@ impl FaultyStorage {
         }
     }
 
+    /// Marks a read of `tag` in flight (counting an overlap if another one
+    /// is) until the guard is dropped.
+    fn start_read(&self, tag: BufferTag) -> InFlight {
+        let mut map = self.reads_in_flight.lock();
+        let n = map.entry(tag).or_insert(0);
+        if *n > 0 {
+            self.overlapping_reads.fetch_add(1, Ordering::Relaxed);
+        }
+        *n += 1;
+        InFlight {
+            map: Arc::clone(&self.reads_in_flight),
+            tag,
+        }
+    }
+
     /// Writes the first half-ish (4 KiB) of `page` over the old block.
     fn torn_write(&self, tag: BufferTag, page: &[u8]) -> Result<()> {
         const TORN: usize = 4096;
@@ -177,12 +196,12 @@ impl FaultyStorage {
 }
 
 /// Marks a read of one tag in flight until dropped.
-struct InFlight<'a> {
-    map: &'a Mutex<HashMap<BufferTag, u32>>,
+struct InFlight {
+    map: Arc<Mutex<HashMap<BufferTag, u32>>>,
     tag: BufferTag,
 }
 
-impl Drop for InFlight<'_> {
+impl Drop for InFlight {
     fn drop(&mut self) {
         let mut map = self.map.lock();
         if let Some(n) = map.get_mut(&self.tag) {
@@ -191,6 +210,36 @@ impl Drop for InFlight<'_> {
                 map.remove(&self.tag);
             }
         }
+    }
+}
+
+/// Reads submitted through [`FaultyStorage::submit_reads`].
+struct FaultyReads {
+    /// `None` once waited for.
+    inner: Option<Box<dyn PendingReads>>,
+    /// Per request: the injected error that cut it short, if any.
+    injected: Vec<Option<Error>>,
+    delay: Duration,
+    /// The submitted pages, in flight until this is dropped.
+    _in_flight: Vec<InFlight>,
+}
+
+impl PendingReads for FaultyReads {
+    fn wait(mut self: Box<Self>) -> Vec<Result<()>> {
+        if !self.delay.is_zero() {
+            std::thread::sleep(self.delay);
+        }
+        let results = self.inner.take().map(|p| p.wait()).unwrap_or_default();
+        results
+            .into_iter()
+            .zip(std::mem::take(&mut self.injected))
+            .map(|(r, injected)| match (r, injected) {
+                // The wrapped backend's error comes first: it is of an
+                // earlier page than the one refused.
+                (Err(e), _) | (Ok(()), Some(e)) => Err(e),
+                (Ok(()), None) => Ok(()),
+            })
+            .collect()
     }
 }
 
@@ -227,22 +276,61 @@ impl StorageBackend for FaultyStorage {
             }
             faults.read_delay
         };
-        let _in_flight = {
-            let mut map = self.reads_in_flight.lock();
-            let n = map.entry(tag).or_insert(0);
-            if *n > 0 {
-                self.overlapping_reads.fetch_add(1, Ordering::Relaxed);
-            }
-            *n += 1;
-            InFlight {
-                map: &self.reads_in_flight,
-                tag,
-            }
-        };
+        let _in_flight = self.start_read(tag);
         if !delay.is_zero() {
             std::thread::sleep(delay);
         }
         self.inner.read(tag, page)
+    }
+
+    /// Passed on to the wrapped backend's `submit_reads` (so over io_uring
+    /// the reads are in flight while the caller works), with the faults of
+    /// `read` applied page by page at submit time: each page counts as a
+    /// read, and is in flight (for [`overlapping_reads`]) until the wait; a
+    /// spent read budget cuts a request at the first page it refuses (the
+    /// pages before it are read, its result is the injected error naming
+    /// that block, as `read_run`'s would be); the read delay is slept at the
+    /// wait, once per page.
+    ///
+    /// [`overlapping_reads`]: FaultyStorage::overlapping_reads
+    unsafe fn submit_reads(&self, reqs: Vec<AsyncRead>) -> Box<dyn PendingReads> {
+        let mut passed = Vec::with_capacity(reqs.len());
+        let mut injected: Vec<Option<Error>> = Vec::with_capacity(reqs.len());
+        let mut in_flight = Vec::new();
+        let mut pages = 0u32;
+        for mut req in reqs {
+            let mut refused = None;
+            for i in 0..req.pages.len() {
+                let tag = BufferTag {
+                    block: req.tag.block + i as BlockNumber,
+                    ..req.tag
+                };
+                self.reads.fetch_add(1, Ordering::Relaxed);
+                *self.reads_by_tag.lock().entry(tag).or_insert(0) += 1;
+                if !take_budget(&mut self.faults.lock().reads_left) {
+                    refused = Some((i, self.injected("read", tag, tag.relfork(), INJECTED_READ)));
+                    break;
+                }
+                in_flight.push(self.start_read(tag));
+                pages += 1;
+            }
+            if let Some((i, e)) = refused {
+                req.pages.truncate(i);
+                injected.push(Some(e));
+            } else {
+                injected.push(None);
+            }
+            passed.push(req);
+        }
+        let delay = self.faults.lock().read_delay;
+        Box::new(FaultyReads {
+            // SAFETY: our caller's contract, passed on for the same pages
+            // (or fewer: a request cut short keeps its first pages).
+            inner: Some(unsafe { self.inner.submit_reads(passed) }),
+            injected,
+            delay: delay * pages,
+            _in_flight: in_flight,
+        })
     }
 
     fn write(&self, tag: BufferTag, page: &[u8]) -> Result<()> {

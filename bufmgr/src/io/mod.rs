@@ -804,6 +804,165 @@ mod tests {
         let _ = s.read(tag(0), &mut [0u8; 100]);
     }
 
+    /// A backend whose `submit_reads` reads nothing until the wait (an
+    /// asynchronous backend, made visible): it counts submissions, and the
+    /// pages stay untouched between the submit and the wait.
+    #[derive(Debug)]
+    struct Deferred {
+        inner: Arc<dyn StorageBackend>,
+        submits: std::sync::atomic::AtomicUsize,
+    }
+
+    struct DeferredReads {
+        inner: Arc<dyn StorageBackend>,
+        reqs: Vec<AsyncRead>,
+    }
+
+    impl PendingReads for DeferredReads {
+        fn wait(self: Box<Self>) -> Vec<Result<()>> {
+            // SAFETY: the pages are ours until this returns
+            // (`submit_reads`'s contract, as it was given to us).
+            unsafe { self.inner.submit_reads(self.reqs.clone()) }.wait()
+        }
+    }
+
+    impl StorageBackend for Deferred {
+        fn name(&self) -> &'static str {
+            "deferred"
+        }
+        fn path(&self, rf: RelFork) -> PathBuf {
+            self.inner.path(rf)
+        }
+        fn create(&self, rf: RelFork) -> Result<()> {
+            self.inner.create(rf)
+        }
+        fn exists(&self, rf: RelFork) -> Result<bool> {
+            self.inner.exists(rf)
+        }
+        fn nblocks(&self, rf: RelFork) -> Result<BlockNumber> {
+            self.inner.nblocks(rf)
+        }
+        fn read(&self, tag: BufferTag, page: &mut [u8]) -> Result<()> {
+            self.inner.read(tag, page)
+        }
+        fn write(&self, tag: BufferTag, page: &[u8]) -> Result<()> {
+            self.inner.write(tag, page)
+        }
+        fn truncate(&self, rf: RelFork, nblocks: BlockNumber) -> Result<()> {
+            self.inner.truncate(rf, nblocks)
+        }
+        fn sync(&self, rf: RelFork) -> Result<()> {
+            self.inner.sync(rf)
+        }
+        fn sync_all(&self) -> Result<()> {
+            self.inner.sync_all()
+        }
+        fn unlink(&self, rf: RelFork) -> Result<()> {
+            self.inner.unlink(rf)
+        }
+        fn relations(&self) -> Result<Vec<RelFork>> {
+            self.inner.relations()
+        }
+        unsafe fn submit_reads(&self, reqs: Vec<AsyncRead>) -> Box<dyn PendingReads> {
+            self.submits
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Box::new(DeferredReads {
+                inner: Arc::clone(&self.inner),
+                reqs,
+            })
+        }
+    }
+
+    #[derive(Debug, Default)]
+    struct ReadLog(parking_lot::Mutex<Vec<BlockNumber>>);
+
+    impl StorageObserver for ReadLog {
+        fn on_read(&self, tag: BufferTag) {
+            self.0.lock().push(tag.block);
+        }
+    }
+
+    /// `FaultyStorage` and `ObservedStorage` pass `submit_reads` on to the
+    /// backend they wrap (so the reads stay asynchronous under them): the
+    /// wrapped backend gets one submission, nothing is read before the
+    /// wait; the fault injector's read budget cuts a request at the block
+    /// it refuses, its pages count as in flight until the wait (a read of
+    /// one meanwhile is an overlap); the observer sees the pages once read.
+    #[test]
+    fn faulty_and_observed_pass_submitted_reads_on() {
+        let (_dir, s) = storage_with(8);
+        let deferred = Arc::new(Deferred {
+            inner: Arc::new(s),
+            submits: Default::default(),
+        });
+        let submits = || deferred.submits.load(std::sync::atomic::Ordering::Relaxed);
+        let log = Arc::new(ReadLog::default());
+        let observed = ObservedStorage::new(deferred.clone(), log.clone());
+        let faulty = FaultyStorage::new(deferred.clone());
+        faulty.fail_reads_after(5);
+        let wrappers: [&dyn StorageBackend; 2] = [&observed, &faulty];
+        for (w, s) in wrappers.into_iter().enumerate() {
+            let mut bufs: Vec<Vec<u8>> = (0..6).map(|_| page(0)).collect();
+            let mut ptrs: Vec<*mut u8> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
+            let single = ptrs.split_off(4);
+            let reqs = vec![
+                AsyncRead {
+                    tag: tag(1),
+                    pages: ptrs,
+                },
+                AsyncRead {
+                    tag: tag(6),
+                    pages: single,
+                },
+            ];
+            // SAFETY: distinct PAGE_SIZE buffers, untouched until the wait.
+            let pending = unsafe { s.submit_reads(reqs) };
+            assert_eq!(
+                submits(),
+                w + 1,
+                "{}: passed on as one submission",
+                s.name()
+            );
+            assert!(
+                bufs.iter().all(|b| b[..] == page(0)[..]),
+                "nothing read yet"
+            );
+            assert!(w == 1 || log.0.lock().is_empty(), "observed only once read");
+            if w == 1 {
+                assert_eq!(faulty.reads(), 6, "each submitted page counts");
+                // Block 2 is in flight: reading it now overlaps.
+                faulty.fail_reads_after(1);
+                let mut other = page(0);
+                faulty.read(tag(2), &mut other).unwrap();
+                assert_eq!(other, page(3));
+                assert_eq!(faulty.overlapping_reads(), 1);
+            }
+            let results = pending.wait();
+            assert_eq!(results.len(), 2);
+            for (i, b) in bufs[..4].iter().enumerate() {
+                assert_eq!(b[..], page(i as u8 + 2)[..], "block {}", i + 1);
+            }
+            if w == 0 {
+                assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+                assert_eq!(bufs[4][..], page(7)[..]);
+                assert_eq!(*log.0.lock(), vec![1, 2, 3, 4, 6, 7]);
+            } else {
+                // Five reads allowed: blocks 1-4 and 6; block 7 refused.
+                assert!(results[0].is_ok(), "{:?}", results[0]);
+                let err = results[1].as_ref().unwrap_err();
+                assert!(err.to_string().contains("injected read failure"), "{err}");
+                assert!(err.to_string().contains("block 7"), "{err}");
+                assert_eq!(bufs[4][..], page(7)[..], "the page before it is read");
+                assert_eq!(bufs[5][..], page(0)[..], "the refused page is not");
+                // Nothing stays in flight after the wait.
+                faulty.clear();
+                let mut again = page(0);
+                faulty.read(tag(2), &mut again).unwrap();
+                assert_eq!(faulty.overlapping_reads(), 1);
+            }
+        }
+    }
+
     #[test]
     fn faulty_fails_writes_after_n() {
         let (_dir, f) = faulty(0);

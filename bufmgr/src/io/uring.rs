@@ -18,8 +18,9 @@
 //! # What one call submits
 //!
 //! * `read` / `write`: one SQE, then wait for it.
-//! * `read_run`: one read SQE per block, all submitted with one
-//!   `io_uring_enter`.
+//! * `read_run`: one vectored read (`IORING_OP_READV`) over the run's
+//!   pages, as `preadv` is for the sync backend; one read SQE per block
+//!   where `O_DIRECT` needs a bounce buffer for an unaligned page.
 //! * `read_batch` / `write_batch`: every request at once, [`QUEUE_DEPTH`] at
 //!   a time, reaping completions as they come; each request has its own
 //!   result. Writes that extend a fork (block at or past its count when the
@@ -34,7 +35,9 @@
 //! file at once: the remainder could not be read aligned). Errors are mapped
 //! as `FileStorage` maps them.
 //!
-//! * `submit_reads` (read streams): one read SQE per page, on a ring taken
+//! * `submit_reads` (read streams): one READV SQE per combined run (one
+//!   read SQE per lone page, or per page where `O_DIRECT` needs a bounce
+//!   buffer), on a ring taken
 //!   from the spare rings (or created) for the pending reads alone, pushed
 //!   and submitted with one `io_uring_enter` without waiting; the returned
 //!   `UringReads` keeps the ring (so no other call's I/O shares it) and
@@ -59,7 +62,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use io_uring::{IoUring, opcode, types};
 use parking_lot::{Mutex, MutexGuard};
 
-use super::aligned::{AlignedBuf, is_direct_aligned};
+use super::aligned::{AlignedBuf, DIRECT_ALIGN, is_direct_aligned};
 use super::file::{RelFile, short_read};
 use super::{
     AsyncRead, FileStorage, PendingReads, ReadRequest, StorageBackend, WriteRequest, byte_offset,
@@ -73,6 +76,9 @@ use crate::tag::{BlockNumber, BufferTag, PAGE_SIZE, RelFork};
 pub const QUEUE_DEPTH: u32 = 64;
 /// Most rings one backend creates.
 pub const MAX_RINGS: usize = 8;
+/// Most pages in one vectored read: Linux's `UIO_MAXIOV` (`IOV_MAX`); a
+/// longer run is several READVs.
+const MAX_IOVECS: usize = 1024;
 
 /// Checks that io_uring works here: creates a ring, asks which operations
 /// the kernel supports (read, write, NOP), submits a NOP and reaps it. The
@@ -82,7 +88,11 @@ pub fn probe_io_uring() -> std::result::Result<(), String> {
     let mut ring = IoUring::new(2).map_err(|e| format!("io_uring_setup failed: {e}"))?;
     let mut probe = io_uring::Probe::new();
     if ring.submitter().register_probe(&mut probe).is_ok() {
-        for (code, name) in [(opcode::Read::CODE, "READ"), (opcode::Write::CODE, "WRITE")] {
+        for (code, name) in [
+            (opcode::Read::CODE, "READ"),
+            (opcode::Readv::CODE, "READV"),
+            (opcode::Write::CODE, "WRITE"),
+        ] {
             if !probe.is_supported(code) {
                 return Err(format!("the kernel's io_uring lacks IORING_OP_{name}"));
             }
@@ -135,7 +145,7 @@ thread_local! {
 
 impl UringStorage {
     /// Opens the storage under `data_dir` (as [`FileStorage::open_with`])
-    /// and creates its rings: one per core, at most [`MAX_RINGS`]. A ring
+    /// and creates its rings: one per core, at most `MAX_RINGS`. A ring
     /// that cannot be created is an error naming the reason.
     pub fn open(data_dir: &Path, direct_io: bool) -> Result<UringStorage> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -227,6 +237,35 @@ impl UringStorage {
         (op, pending)
     }
 
+    /// The vectored op reading consecutive blocks from `tag` into `pages`
+    /// (`PAGE_SIZE` each, aligned if direct I/O is on: no bounce buffers).
+    fn prepare_readv(
+        &self,
+        f: &Arc<RelFile>,
+        nblocks: BlockNumber,
+        tag: BufferTag,
+        pages: &[*mut u8],
+    ) -> (Op, Pending) {
+        let op = Op::readv(f.file.as_raw_fd(), pages, byte_offset(tag.block));
+        let pending = Pending {
+            tag,
+            file: Arc::clone(f),
+            nblocks,
+            bounce: None,
+        };
+        (op, pending)
+    }
+
+    /// Whether a run into `pages` can be one vectored read: more than one
+    /// page, and no page that `O_DIRECT` would need a bounce buffer for.
+    fn vectored(&self, pages: &[*mut u8]) -> bool {
+        pages.len() > 1
+            && (!self.files.direct_io()
+                || pages
+                    .iter()
+                    .all(|&p| (p as usize) & (DIRECT_ALIGN - 1) == 0))
+    }
+
     /// The result of a read op; copies a bounce buffer into `page`.
     fn finish_read(op: Op, p: Pending, page: &mut [u8]) -> Result<()> {
         match op.outcome {
@@ -236,7 +275,12 @@ impl UringStorage {
                 }
                 Ok(())
             }
-            Outcome::Eof => Err(short_read(p.tag, &p.file.path, p.nblocks)),
+            Outcome::Eof => {
+                // A vectored read names the page the file ended in.
+                let block = p.tag.block + (op.done / PAGE_SIZE) as BlockNumber;
+                let tag = BufferTag { block, ..p.tag };
+                Err(short_read(tag, &p.file.path, p.nblocks))
+            }
             Outcome::Failed(e) => Err(Error::io("read", p.tag, &p.file.path, e)),
             Outcome::Pending => unreachable!("run_ops finishes every op"),
         }
@@ -307,13 +351,24 @@ enum Outcome {
 }
 
 /// One read or write of `len` bytes at `offset`, advanced past what a short
-/// transfer moved.
+/// transfer moved: of one buffer at `ptr`, or (a combined read) vectored over
+/// the pages of `iov[iov_at..]` (`IORING_OP_READV`, PostgreSQL's READV).
 struct Op {
     fd: RawFd,
     ptr: *mut u8,
     len: usize,
     offset: u64,
     write: bool,
+    /// Empty for one buffer; the pages of a vectored read otherwise. Its
+    /// heap array is what the kernel reads the iovecs from, so it is never
+    /// reallocated while the op is in flight (only edited in place between
+    /// submissions, by [`advance`](Op::advance)).
+    iov: Vec<libc::iovec>,
+    /// The first iovec not yet wholly transferred.
+    iov_at: usize,
+    /// Bytes transferred so far (to name the block where a read met the
+    /// end of the file).
+    done: usize,
     outcome: Outcome,
 }
 
@@ -325,14 +380,68 @@ impl Op {
             len: PAGE_SIZE,
             offset,
             write,
+            iov: Vec::new(),
+            iov_at: 0,
+            done: 0,
             outcome: Outcome::Pending,
+        }
+    }
+
+    /// A vectored read of consecutive blocks from `offset` into `pages`
+    /// (each `PAGE_SIZE` bytes).
+    fn readv(fd: RawFd, pages: &[*mut u8], offset: u64) -> Op {
+        let iov = pages
+            .iter()
+            .map(|&p| libc::iovec {
+                iov_base: p.cast(),
+                iov_len: PAGE_SIZE,
+            })
+            .collect();
+        Op {
+            fd,
+            ptr: pages[0],
+            len: pages.len() * PAGE_SIZE,
+            offset,
+            write: false,
+            iov,
+            iov_at: 0,
+            done: 0,
+            outcome: Outcome::Pending,
+        }
+    }
+
+    /// Moves past `n` bytes that a short transfer moved (`n < len`).
+    fn advance(&mut self, n: usize) {
+        self.len -= n;
+        self.offset += n as u64;
+        if self.iov.is_empty() {
+            self.ptr = self.ptr.wrapping_add(n);
+            return;
+        }
+        let mut n = n;
+        while n > 0 {
+            let v = &mut self.iov[self.iov_at];
+            if n >= v.iov_len {
+                n -= v.iov_len;
+                self.iov_at += 1;
+            } else {
+                v.iov_base = v.iov_base.cast::<u8>().wrapping_add(n).cast();
+                v.iov_len -= n;
+                n = 0;
+            }
         }
     }
 
     fn entry(&self, user_data: u64) -> io_uring::squeue::Entry {
         let fd = types::Fd(self.fd);
         let len = self.len as u32;
-        if self.write {
+        if !self.iov.is_empty() {
+            let rest = &self.iov[self.iov_at..];
+            opcode::Readv::new(fd, rest.as_ptr(), rest.len() as u32)
+                .offset(self.offset)
+                .build()
+                .user_data(user_data)
+        } else if self.write {
             opcode::Write::new(fd, self.ptr.cast_const(), len)
                 .offset(self.offset)
                 .build()
@@ -393,8 +502,10 @@ fn push_ops(ring: &mut IoUring, ops: &[Op], fl: &mut Flight) {
         let entry = ops[i].entry(i as u64);
         // SAFETY: the entry's buffer (`ops[i].ptr`, `ops[i].len` bytes,
         // inside a PAGE_SIZE page or bounce buffer the caller keeps alive
-        // and untouched) and its file descriptor (kept open by the caller's
-        // `Arc<RelFile>`) stay valid until its completion is reaped by
+        // and untouched; for a vectored read, the pages its iovecs name and
+        // the iovec array itself, owned by `ops[i]` and not reallocated
+        // while in flight) and its file descriptor (kept open by the
+        // caller's `Arc<RelFile>`) stay valid until its completion is reaped by
         // `drive`, which every caller runs to the end before releasing them
         // (`run_ops` at once, `UringReads` at its wait or drop).
         if unsafe { sq.push(&entry) }.is_err() {
@@ -481,14 +592,13 @@ fn drive(
                 };
             } else {
                 let n = res as usize;
+                op.done += n;
                 if n >= op.len {
                     op.outcome = Outcome::Done;
                 } else if direct && !op.write {
                     op.outcome = Outcome::Eof;
                 } else {
-                    op.ptr = op.ptr.wrapping_add(n);
-                    op.len -= n;
-                    op.offset += n as u64;
+                    op.advance(n);
                     queue.push_back(i);
                 }
             }
@@ -563,6 +673,27 @@ impl StorageBackend for UringStorage {
         }
         let (f, nblocks) = self.files.readable(tag)?;
         let n = pages.len().min((nblocks - tag.block) as usize);
+        let ptrs: Vec<*mut u8> = pages[..n].iter_mut().map(|p| p.as_mut_ptr()).collect();
+        if self.vectored(&ptrs) {
+            // One READV per MAX_IOVECS pages, all submitted together.
+            let (mut ops, pending): (Vec<Op>, Vec<Pending>) = ptrs
+                .chunks(MAX_IOVECS)
+                .enumerate()
+                .map(|(c, chunk)| {
+                    let block = tag.block + (c * MAX_IOVECS) as BlockNumber;
+                    self.prepare_readv(&f, nblocks, BufferTag { block, ..tag }, chunk)
+                })
+                .unzip();
+            self.run(&mut ops);
+            for (op, p) in ops.into_iter().zip(pending) {
+                // No bounce buffer: the page argument is not used.
+                Self::finish_read(op, p, &mut [])?;
+            }
+            if n < pages.len() {
+                return Err(f.out_of_range(tag.relfork(), tag.block + n as BlockNumber, nblocks));
+            }
+            return Ok(());
+        }
         let (mut ops, pending): (Vec<Op>, Vec<Pending>) = pages[..n]
             .iter_mut()
             .enumerate()
@@ -667,19 +798,34 @@ impl StorageBackend for UringStorage {
                 .pages
                 .len()
                 .min(nblocks.saturating_sub(req.tag.block) as usize);
-            for (i, &ptr) in req.pages[..n].iter().enumerate() {
-                let tag = BufferTag {
-                    block: req.tag.block + i as BlockNumber,
-                    ..req.tag
-                };
-                // SAFETY: the caller's contract: a valid PAGE_SIZE page that
-                // nobody else touches until our wait or drop.
-                let page = unsafe { std::slice::from_raw_parts_mut(ptr, PAGE_SIZE) };
-                let (op, p) = self.prepare_read(&f, nblocks, tag, page);
-                ops.push(op);
-                pending.push(p);
-                pages.push(ptr);
-                of_req.push(r);
+            if self.vectored(&req.pages[..n]) {
+                // A combined read: one READV per MAX_IOVECS pages.
+                for (c, chunk) in req.pages[..n].chunks(MAX_IOVECS).enumerate() {
+                    let tag = BufferTag {
+                        block: req.tag.block + (c * MAX_IOVECS) as BlockNumber,
+                        ..req.tag
+                    };
+                    let (op, p) = self.prepare_readv(&f, nblocks, tag, chunk);
+                    ops.push(op);
+                    pending.push(p);
+                    pages.push(chunk[0]);
+                    of_req.push(r);
+                }
+            } else {
+                for (i, &ptr) in req.pages[..n].iter().enumerate() {
+                    let tag = BufferTag {
+                        block: req.tag.block + i as BlockNumber,
+                        ..req.tag
+                    };
+                    // SAFETY: the caller's contract: a valid PAGE_SIZE page that
+                    // nobody else touches until our wait or drop.
+                    let page = unsafe { std::slice::from_raw_parts_mut(ptr, PAGE_SIZE) };
+                    let (op, p) = self.prepare_read(&f, nblocks, tag, page);
+                    ops.push(op);
+                    pending.push(p);
+                    pages.push(ptr);
+                    of_req.push(r);
+                }
             }
             if n < req.pages.len() {
                 past_end[r] = Some(f.out_of_range(

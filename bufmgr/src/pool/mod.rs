@@ -99,8 +99,8 @@ pub(crate) struct PoolShared {
     pub bgwriter_wake: (parking_lot::Mutex<bool>, parking_lot::Condvar),
     /// Buffers whose read a stream has submitted and not yet reaped, with
     /// the operation: whoever would wait for one finishes the operation
-    /// instead ([`PoolShared::wait_io`]).
-    pub in_flight: parking_lot::Mutex<HashMap<BufferId, Arc<stream::InFlight>>>,
+    /// instead ([`PoolShared::wait_io`]). Sharded by buffer id.
+    pub in_flight: stream::InFlightMap,
 }
 
 /// A buffer pool: the shared buffers of one data directory.
@@ -162,7 +162,7 @@ impl BufferPool {
             active_threads: AtomicUsize::new(0),
             bgwriter_sleeping: AtomicBool::new(false),
             bgwriter_wake: (parking_lot::Mutex::new(false), parking_lot::Condvar::new()),
-            in_flight: parking_lot::Mutex::new(HashMap::new()),
+            in_flight: stream::InFlightMap::new(),
             config,
         });
         let bgwriter = shared

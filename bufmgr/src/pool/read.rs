@@ -600,7 +600,7 @@ impl PoolShared {
     /// nobody waits on a consumer that may itself be waiting for us.
     pub(crate) fn wait_io(&self, id: BufferId) {
         let d = self.desc(id);
-        if let Some(op) = d.wait_io_unless(|| self.in_flight.lock().get(&id).cloned()) {
+        if let Some(op) = d.wait_io_unless(|| self.in_flight.get(id)) {
             op.complete(self);
         }
     }

@@ -40,23 +40,36 @@
 //! never waits for a consumer that may be blocked on it.
 //!
 //! # The stream
-//! A [`ReadStream`] yields the blocks of a range in order, each pinned. It
-//! keeps up to `distance` blocks started ahead of the consumer, in
-//! operations of `distance / 2` blocks (at most `io_combine`): after each
-//! block it hands out, it starts and submits what fits; it waits only for
-//! the operation holding the block it is about to return, so with an
-//! asynchronous backend the next operation's reads are in flight while the
-//! consumer works. Dropping the stream (or its failing) reaps every
-//! submitted read before releasing the buffers: a page is never released
-//! while the kernel may write it. `distance` is the configured `lookahead`,
-//! limited to
+//! A [`ReadStream`] yields the blocks of a range (or of a list) in order,
+//! each pinned. It keeps up to `distance` blocks started ahead of the
+//! consumer, in operations of `distance / 2` blocks (at most `io_combine`,
+//! and for a list, consecutive blocks only): after each block it hands out,
+//! it starts and submits what fits; it waits only for the operation holding
+//! the block it is about to return, so with an asynchronous backend the
+//! next operations' reads are in flight while the consumer works. Dropping
+//! the stream (or its failing) reaps every submitted read before releasing
+//! the buffers: a page is never released while the kernel may write it.
+//!
+//! The distance adapts (PostgreSQL 17's read stream): it starts at
+//! [`START_DISTANCE`], doubles when the consumer reaches an operation that
+//! read from storage and shrinks by a block per block of one that found
+//! everything resident (never below the start). Its most, `distance()`, is
+//! the configured `lookahead` limited to
+//! - pool / 8 (at least 1), as rings are: one stream must not pin the pool;
 //! - the ring's size - 1, when the stream reads through a ring: every
 //!   buffer the stream holds is pinned, and a pinned ring buffer is never
 //!   reused, so a distance of a whole ring would make each refill take its
-//!   victims from the clock sweep (flooding the pool the ring protects);
-//! - pool / 8 (at least 1), as rings are: one stream must not pin the pool.
+//!   victims from the clock sweep (flooding the pool the ring protects).
+//!   A bulk-read ring is first grown to `lookahead + 1` buffers, at most
+//!   pool / 8 (PostgreSQL 18 sizes it for the read-ahead too), so the
+//!   distance is not held to the 32-buffer default ring.
+//!
+//! # The in-flight registry
+//! `InFlightMap` (`PoolShared::in_flight`) maps each buffer with a
+//! submitted, unreaped read to its operation, in 128 mutex shards by
+//! buffer id; a shard lock is a leaf (nothing else is taken under it).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -69,14 +82,21 @@ use crate::guard::PinnedBuffer;
 use crate::io::{AsyncRead, PendingReads};
 use crate::local::{Local, with_local};
 use crate::pool::read::{ReadMode, Started};
-use crate::ring::Ring;
+use crate::ring::{Ring, RingKind};
 use crate::stats::bump;
 use crate::tag::{BlockNumber, BufferTag, RelFork};
 
-/// Default stream distance: blocks pinned (and read) ahead of the consumer.
-/// 16 blocks fit the default bulk-read ring (32 buffers) with room to spare
-/// and give one 128 KiB combined read per refill.
-pub const DEFAULT_LOOKAHEAD: usize = 16;
+/// Default most blocks pinned (and read) ahead of the consumer: 1 MiB,
+/// eight combined reads of 16 blocks in flight. PostgreSQL's default is
+/// `effective_io_concurrency` (16) x `io_combine_limit` (16) = 256 blocks;
+/// measured here (`examples/stream_scan.rs`, O_DIRECT, io_uring) 128
+/// reaches the device's sequential rate, so half of that.
+pub const DEFAULT_LOOKAHEAD: usize = 128;
+/// The distance a stream starts at, and shrinks back to while its blocks
+/// are resident: the old fixed default (two operations of 8 blocks), so a
+/// scan of cached pages, or one that stops early, pins no more ahead than
+/// before; it doubles after each operation that read from storage.
+pub const START_DISTANCE: usize = 16;
 /// Default combined-read size in blocks: PostgreSQL 17's `io_combine_limit`
 /// default, 128 KiB.
 pub const DEFAULT_IO_COMBINE: usize = 16;
@@ -249,14 +269,78 @@ impl InFlight {
                 }
             }
         }
-        let mut map = pool.in_flight.lock();
         for (_, ids) in &inner.runs {
-            for id in ids {
-                if map.get(id).is_some_and(|f| Arc::ptr_eq(f, self)) {
-                    map.remove(id);
-                }
+            pool.in_flight.remove(ids, self);
+        }
+    }
+}
+
+/// Mutex shards of the in-flight registry: a power of two, as many as the
+/// mapping table's partitions, so that streams of different threads (whose
+/// buffers are spread over the pool) rarely meet on one.
+const IN_FLIGHT_SHARDS: usize = 128;
+
+/// `PoolShared::in_flight`: buffer -> the submitted operation reading it,
+/// until that operation is reaped. Sharded by buffer id, each shard a
+/// mutex-protected map: a stream registers each miss at submit and removes
+/// it at completion, and a thread about to wait for a buffer's I/O looks it
+/// up (`PoolShared::wait_io`), so one mutex for the pool would serialise
+/// every stream's every miss. No shard lock is held while another is taken
+/// or while any other lock is taken (lock order: a shard is a leaf).
+pub(crate) struct InFlightMap {
+    shards: Box<[FlightShard]>,
+}
+
+/// One shard of [`InFlightMap`].
+type FlightShard = Mutex<HashMap<BufferId, Arc<InFlight>>>;
+
+impl std::fmt::Debug for InFlightMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InFlightMap")
+            .field("shards", &self.shards.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl InFlightMap {
+    pub(crate) fn new() -> InFlightMap {
+        InFlightMap {
+            shards: (0..IN_FLIGHT_SHARDS)
+                .map(|_| Mutex::new(HashMap::new()))
+                .collect(),
+        }
+    }
+
+    fn shard(&self, id: BufferId) -> &FlightShard {
+        &self.shards[id as usize % IN_FLIGHT_SHARDS]
+    }
+
+    /// The operation reading `id`, if one is registered.
+    pub(crate) fn get(&self, id: BufferId) -> Option<Arc<InFlight>> {
+        self.shard(id).lock().get(&id).cloned()
+    }
+
+    /// Registers `flight` as reading every buffer of `ids`.
+    fn insert(&self, ids: &[BufferId], flight: &Arc<InFlight>) {
+        for &id in ids {
+            self.shard(id).lock().insert(id, Arc::clone(flight));
+        }
+    }
+
+    /// Forgets the buffers of `ids` that `flight` is registered for.
+    fn remove(&self, ids: &[BufferId], flight: &Arc<InFlight>) {
+        for id in ids {
+            let mut map = self.shard(*id).lock();
+            if map.get(id).is_some_and(|f| Arc::ptr_eq(f, flight)) {
+                map.remove(id);
             }
         }
+    }
+
+    /// Whether nothing is registered (every submitted read reaped).
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.shards.iter().all(|s| s.lock().is_empty())
     }
 }
 
@@ -289,7 +373,7 @@ impl ReadOp<'_> {
     /// `out`, in block order, then the error that stopped the start if any.
     fn wait(mut self, local: &mut Local, io_combine: usize, out: &mut VecDeque<Item>) {
         let mut op = self.op.take().expect("waited for once");
-        op.submit(self.pool, io_combine);
+        op.submit(self.pool, local, io_combine);
         op.collect(self.pool, local, out);
     }
 }
@@ -340,7 +424,7 @@ impl OpState {
 
     /// Submit our misses' reads, as runs of adjacent blocks of at most
     /// `io_combine` each, and register them (see [`InFlight`]).
-    fn submit(&mut self, pool: &PoolShared, io_combine: usize) {
+    fn submit(&mut self, pool: &PoolShared, local: &mut Local, io_combine: usize) {
         let started = &self.started;
         let n = started.len();
         let mut runs = Vec::new();
@@ -359,6 +443,13 @@ impl OpState {
         }
         if runs.is_empty() {
             return;
+        }
+        for (run, ids) in &runs {
+            if run.len() > 1 {
+                let c = &local.stats.parts[pool.desc(ids[0]).partition()];
+                bump(&c.combined_reads, 1);
+                bump(&c.combined_read_blocks, run.len() as u64);
+            }
         }
         let reqs = runs
             .iter()
@@ -396,12 +487,7 @@ impl OpState {
                 .flat_map(|(_, ids)| ids.iter().copied())
                 .collect()
         };
-        {
-            let mut map = pool.in_flight.lock();
-            for &id in &ids {
-                map.insert(id, Arc::clone(&flight));
-            }
-        }
+        pool.in_flight.insert(&ids, &flight);
         // Anyone who went to sleep on these before they were registered
         // looks again (and finishes them rather than wait for us).
         for &id in &ids {
@@ -476,9 +562,11 @@ impl OpState {
     }
 }
 
-/// The blocks of a range of one relation fork, in order, each pinned, read
-/// ahead in combined reads (PostgreSQL 17's read streams). Create with
-/// [`BufferPool::read_stream`]; see the module documentation.
+/// The blocks of a range (or a list) of one relation fork, in order, each
+/// pinned, read ahead in combined reads (PostgreSQL 17's read streams).
+/// Create with [`BufferPool::read_stream`] or
+/// [`BufferPool::read_stream_blocks`]; see the module documentation for the
+/// distance and the ring.
 ///
 /// A lending iterator: the buffer [`next_buffer`](Self::next_buffer)
 /// returns borrows the stream, so it is released before the next one is
@@ -488,16 +576,19 @@ impl OpState {
 pub struct ReadStream {
     shared: Arc<PoolShared>,
     rf: RelFork,
-    /// The next block to start.
-    next: BlockNumber,
-    end: BlockNumber,
+    /// The blocks still to start.
+    source: Source,
     ring: Option<Ring>,
-    distance: usize,
+    /// The most blocks started ahead: the lookahead after the ring and pool
+    /// limits.
+    max_distance: usize,
+    /// The distance in force: starts at `min_distance`, doubles after an
+    /// operation that read something, shrinks by one block per block of an
+    /// operation that read nothing (PostgreSQL 17's read stream), never
+    /// below `min_distance` nor above `max_distance`.
+    current_distance: usize,
+    min_distance: usize,
     io_combine: usize,
-    /// Blocks per operation: half the distance (so one operation's reads
-    /// are in flight while the consumer works through the other's pages),
-    /// at most `io_combine`.
-    op_blocks: usize,
     /// Started operations whose reads are submitted, in block order, all
     /// after `queue`.
     ops: VecDeque<OpState>,
@@ -507,11 +598,64 @@ pub struct ReadStream {
     done: bool,
 }
 
+/// Where a stream's blocks come from (PostgreSQL's read stream callback).
+#[derive(Debug)]
+enum Source {
+    /// A range of blocks: `next..end`.
+    Range { next: BlockNumber, end: BlockNumber },
+    /// A list of blocks, in the order given; `blocks[pos..]` are to come.
+    List {
+        blocks: Vec<BlockNumber>,
+        pos: usize,
+    },
+}
+
+impl Source {
+    fn is_empty(&self) -> bool {
+        match self {
+            Source::Range { next, end } => next >= end,
+            Source::List { blocks, pos } => *pos >= blocks.len(),
+        }
+    }
+
+    /// The next run of consecutive blocks, at most `max` long (empty at
+    /// the end): one operation's blocks. `None` (and the block is taken)
+    /// if the list's next block is `BlockNumber::MAX`, which no fork has
+    /// (and no range can end after).
+    fn take_run(&mut self, max: usize) -> Option<Range<BlockNumber>> {
+        match self {
+            Source::Range { next, end } => {
+                let n = (*end - *next).min(max as BlockNumber);
+                let run = *next..*next + n;
+                *next += n;
+                Some(run)
+            }
+            Source::List { blocks, pos } => {
+                let Some(&first) = blocks.get(*pos) else {
+                    return Some(0..0);
+                };
+                if first == BlockNumber::MAX {
+                    *pos += 1;
+                    return None;
+                }
+                let mut n = 1;
+                while n < max
+                    && first.checked_add(n as BlockNumber).is_some()
+                    && blocks.get(*pos + n) == Some(&(first + n as BlockNumber))
+                {
+                    n += 1;
+                }
+                *pos += n;
+                Some(first..first + n as BlockNumber)
+            }
+        }
+    }
+}
+
 impl BufferPool {
     /// A stream over blocks `blocks` of `rf`, reading through `ring` if one
     /// is given (its victims come from the ring, as for `read_buffer` with
-    /// a ring). The distance is `config.lookahead` limited to the ring's
-    /// size - 1 and to pool / 8.
+    /// a ring). See [`ReadStream`] for the distance and the ring's size.
     pub fn read_stream(
         &self,
         rf: RelFork,
@@ -519,20 +663,58 @@ impl BufferPool {
         ring: Option<Ring>,
         config: StreamConfig,
     ) -> ReadStream {
-        let mut distance = config.lookahead.max(1);
-        if let Some(r) = &ring {
-            distance = distance.min(r.len().saturating_sub(1).max(1));
+        let source = Source::Range {
+            next: blocks.start,
+            end: blocks.end.max(blocks.start),
+        };
+        self.stream_from(rf, source, ring, config)
+    }
+
+    /// A stream over the listed blocks of `rf`, in the order given (a block
+    /// may repeat): for a caller that knows which blocks it needs but not
+    /// as a range, such as vacuum's second pass (PostgreSQL's read stream
+    /// with a block-number callback). Consecutive blocks of the list are
+    /// read as combined reads, as a range's are.
+    pub fn read_stream_blocks(
+        &self,
+        rf: RelFork,
+        blocks: Vec<BlockNumber>,
+        ring: Option<Ring>,
+        config: StreamConfig,
+    ) -> ReadStream {
+        self.stream_from(rf, Source::List { blocks, pos: 0 }, ring, config)
+    }
+
+    fn stream_from(
+        &self,
+        rf: RelFork,
+        source: Source,
+        mut ring: Option<Ring>,
+        config: StreamConfig,
+    ) -> ReadStream {
+        let pool_cap = (self.size() / 8).max(1);
+        let mut max_distance = config.lookahead.clamp(1, pool_cap);
+        if let Some(r) = &mut ring {
+            if r.kind() == RingKind::BulkRead {
+                // PostgreSQL 18 sizes the bulk-read ring for the read-ahead
+                // (256 kB + io_combine_limit x effective_io_concurrency);
+                // here the stream grows it to what its distance pins, still
+                // at most pool / 8 (the ring cap: the scan cannot flood the
+                // pool).
+                r.grow_to((max_distance + 1).min(pool_cap));
+            }
+            max_distance = max_distance.min(r.len().saturating_sub(1).max(1));
         }
-        distance = distance.min((self.size() / 8).max(1));
+        let min_distance = max_distance.min(START_DISTANCE);
         ReadStream {
             shared: self.shared.clone(),
             rf,
-            next: blocks.start,
-            end: blocks.end.max(blocks.start),
+            source,
             ring,
-            distance,
+            max_distance,
+            current_distance: min_distance,
+            min_distance,
             io_combine: config.io_combine.clamp(1, MAX_IO_COMBINE),
-            op_blocks: (distance / 2).clamp(1, config.io_combine.clamp(1, MAX_IO_COMBINE)),
             ops: VecDeque::new(),
             queue: VecDeque::new(),
             stopped: false,
@@ -550,7 +732,7 @@ impl ReadStream {
         }
         if self.queue.is_empty() {
             if self.ops.is_empty() {
-                if self.next >= self.end {
+                if self.source.is_empty() {
                     self.done = true;
                     return None;
                 }
@@ -558,6 +740,7 @@ impl ReadStream {
             }
             // `WaitReadBuffers` for the operation holding the next block.
             if let Some(op) = self.ops.pop_front() {
+                self.adapt_distance(&op);
                 let shared = &self.shared;
                 let queue = &mut self.queue;
                 with_local(shared, |local| op.collect(shared, local, queue));
@@ -600,26 +783,60 @@ impl ReadStream {
         self.queue.len() + self.ops.iter().map(OpState::len).sum::<usize>()
     }
 
+    /// Blocks per operation: half the distance (so one operation's reads
+    /// are in flight while the consumer works through the other's pages),
+    /// at most `io_combine`.
+    fn op_blocks(&self) -> usize {
+        (self.current_distance / 2).clamp(1, self.io_combine)
+    }
+
+    /// The distance after `op` (about to be waited for): doubled if it read
+    /// anything (the stream is waiting for I/O: look further ahead), else
+    /// one block shorter per block (the pages are resident: fewer pins
+    /// ahead do as well).
+    fn adapt_distance(&mut self, op: &OpState) {
+        if op.started.iter().any(|s| matches!(s, Started::Miss(_))) {
+            self.current_distance = (self.current_distance * 2).min(self.max_distance);
+        } else {
+            self.current_distance = self
+                .current_distance
+                .saturating_sub(op.len())
+                .max(self.min_distance);
+        }
+    }
+
     /// Start and submit operations of `op_blocks` blocks while they fit in
     /// the distance (`StartReadBuffers`; nothing is waited for here).
     fn refill(&mut self) {
-        while self.next < self.end
-            && (self.ahead() == 0 || self.ahead() + self.op_blocks <= self.distance)
+        let op_blocks = self.op_blocks();
+        while !self.source.is_empty()
+            && (self.ahead() == 0 || self.ahead() + op_blocks <= self.current_distance)
         {
             if self.stopped {
                 // The stream ends at that error: start nothing after it.
                 return;
             }
-            let n = (self.end - self.next).min(self.op_blocks as BlockNumber);
-            let blocks = self.next..self.next + n;
-            self.next += n;
+            let run = self.source.take_run(op_blocks);
             let shared = &self.shared;
             let (rf, io_combine) = (self.rf, self.io_combine);
             let ring = self.ring.as_mut();
-            let mut op = with_local(shared, |local| {
-                OpState::start(shared, local, rf, blocks, ring)
+            let op = with_local(shared, |local| {
+                let Some(blocks) = run else {
+                    // A listed block past any fork's end: the stream
+                    // stops there with the error `read_buffer` would give.
+                    let mut op = OpState::start(shared, local, rf, 0..0, ring);
+                    op.stopped = Some(Error::BlockOutOfRange {
+                        relfork: rf,
+                        block: BlockNumber::MAX,
+                        nblocks: shared.storage.nblocks(rf).unwrap_or(0),
+                        path: shared.storage.path(rf),
+                    });
+                    return op;
+                };
+                let mut op = OpState::start(shared, local, rf, blocks, ring);
+                op.submit(shared, local, io_combine);
+                op
             });
-            op.submit(shared, io_combine);
             self.stopped = op.stopped.is_some();
             self.ops.push_back(op);
         }
@@ -679,9 +896,23 @@ impl ReadStream {
             + self.ops.iter().map(OpState::len).sum::<usize>()
     }
 
-    /// The distance in force (the lookahead after the ring and pool limits).
+    /// The most blocks the stream starts ahead: the lookahead after the
+    /// ring and pool limits.
     pub fn distance(&self) -> usize {
-        self.distance
+        self.max_distance
+    }
+
+    /// The distance in force now (it grows while the stream reads and
+    /// shrinks while it finds its blocks resident): between
+    /// `min(distance(), 16)` and [`distance`](Self::distance).
+    pub fn current_distance(&self) -> usize {
+        self.current_distance
+    }
+
+    /// The ring's size, if the stream reads through one (a bulk-read ring
+    /// is grown to fit the distance).
+    pub fn ring_len(&self) -> Option<usize> {
+        self.ring.as_ref().map(Ring::len)
     }
 
     /// Whether the stream reads through a ring.
@@ -816,7 +1047,7 @@ mod tests {
                 drop(s);
                 assert_eq!(pool.pinned_buffers(), 0, "{name} after {taken}");
                 assert_eq!(pool.io_in_progress(), 0, "{name} after {taken}");
-                assert!(pool.shared.in_flight.lock().is_empty());
+                assert!(pool.shared.in_flight.is_empty());
             }
             for b in 0..N {
                 assert_eq!(
@@ -840,7 +1071,7 @@ mod tests {
             let pool = filled(256, N, storage);
             let mut s = pool.read_stream(REL, 0..N, None, StreamConfig::default());
             drop(s.next_buffer().unwrap().unwrap());
-            let ahead = s.distance() as BlockNumber - 1;
+            let ahead = s.current_distance() as BlockNumber - 1;
             // This thread.
             let b = pool.read_buffer(REL, ahead, None).unwrap();
             assert_eq!(block_of(&b.lock_shared()), ahead, "{name}");
@@ -906,24 +1137,30 @@ mod tests {
                 });
                 assert_eq!(pool.pinned_buffers(), 0, "{name}");
                 assert_eq!(pool.io_in_progress(), 0, "{name}");
-                assert!(pool.shared.in_flight.lock().is_empty(), "{name}");
+                assert!(pool.shared.in_flight.is_empty(), "{name}");
             }
         }
     }
 
-    /// A read failure mid-stream through the synchronous default
-    /// (FaultyStorage): the blocks before it come out, then the error,
-    /// then `None`; nothing stays pinned or in progress, and a new stream
-    /// reads everything once the fault is gone.
+    /// A read failure mid-stream (FaultyStorage over the sync backend's
+    /// synchronous default, and over io_uring, whose submitted reads it
+    /// passes on): the blocks before it come out, then the error, then
+    /// `None`; nothing stays pinned or in progress, and a new stream reads
+    /// everything once the fault is gone.
     #[test]
-    fn a_read_failure_mid_stream_with_the_sync_default() {
-        const N: BlockNumber = 80;
+    fn a_read_failure_mid_stream_over_each_backend() {
         let dir = tempfile::tempdir().unwrap();
-        let faulty = Arc::new(crate::io::FaultyStorage::new(Arc::new(
-            FileStorage::open(dir.path()).unwrap(),
-        )));
+        for inner in backends(dir.path()) {
+            read_failure_mid_stream(inner);
+        }
+    }
+
+    fn read_failure_mid_stream(inner: Arc<dyn StorageBackend>) {
+        const N: BlockNumber = 80;
+        let name = inner.name();
+        let faulty = Arc::new(crate::io::FaultyStorage::new(inner));
         let pool = filled(256, N, faulty.clone());
-        for lookahead in [1, 4, 16] {
+        for lookahead in [1, 4, 16, 128] {
             pool.evict_all().unwrap();
             faulty.clear();
             faulty.fail_reads_after(20);
@@ -940,8 +1177,15 @@ mod tests {
                     None => panic!("the stream ended without the error"),
                 }
             };
-            assert!((1..=20).contains(&good), "{lookahead}: {good} good blocks");
-            assert!(err.to_string().contains(&format!("block {good}")), "{err}");
+            assert!(
+                (1..=20).contains(&good),
+                "{name} {lookahead}: {good} good blocks"
+            );
+            assert!(
+                err.to_string().contains(&format!("block {good}")),
+                "{name}: {err}"
+            );
+            assert_eq!(faulty.overlapping_reads(), 0, "{name}");
             assert!(s.next_buffer().is_none());
             drop(s);
             assert_eq!(pool.pinned_buffers(), 0);
@@ -954,6 +1198,140 @@ mod tests {
                 n += 1;
             }
             assert_eq!(n, N);
+        }
+    }
+
+    /// The distance starts at 16, doubles after each operation that read
+    /// (up to the lookahead) and shrinks back while the blocks are
+    /// resident; the pins ahead never exceed the distance in force.
+    #[test]
+    fn the_distance_grows_while_reading_and_shrinks_on_hits() {
+        const N: BlockNumber = 600;
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Arc::new(FileStorage::open(dir.path()).unwrap());
+        // One partition: one thread's pages may fill the whole pool.
+        let pool =
+            BufferPool::new(PoolConfig::new(1024).partitions(1).bgwriter(None), storage).unwrap();
+        pool.create_fork(REL).unwrap();
+        for b in 0..N {
+            let mut p = pool.extend(REL, None).unwrap();
+            p[100..104].copy_from_slice(&b.to_le_bytes());
+            p.mark_dirty();
+        }
+        pool.flush_all(true).unwrap();
+        pool.evict_all().unwrap();
+        let cfg = StreamConfig::default().lookahead(128);
+        let mut s = pool.read_stream(REL, 0..N, None, cfg);
+        assert_eq!((s.current_distance(), s.distance()), (16, 128));
+        let mut most_ahead = 0;
+        for b in 0..300 {
+            let p = s.next_buffer().unwrap().unwrap();
+            assert_eq!(p.block(), b);
+            drop(p);
+            assert!(s.pinned_ahead() <= s.current_distance());
+            most_ahead = most_ahead.max(s.pinned_ahead());
+        }
+        assert_eq!(s.current_distance(), 128, "grown while every block is read");
+        assert!(most_ahead > 64, "{most_ahead} blocks ahead at most");
+        drop(s);
+        // Blocks 0..300 are resident now: a stream over them stays at 16.
+        let mut s = pool.read_stream(REL, 0..300, None, cfg);
+        loop {
+            match s.next_buffer() {
+                Some(b) => drop(b.unwrap()),
+                None => break,
+            }
+            assert_eq!(s.current_distance(), 16);
+            assert!(s.pinned_ahead() <= 16);
+        }
+        drop(s);
+        // Read, then resident: it grows, then shrinks back to 16.
+        pool.evict_relation(REL).unwrap();
+        for b in 100..N {
+            drop(pool.read_buffer(REL, b, None).unwrap());
+        }
+        let mut s = pool.read_stream(REL, 0..N, None, cfg);
+        let mut grown = 0;
+        loop {
+            match s.next_buffer() {
+                Some(b) => drop(b.unwrap()),
+                None => break,
+            }
+            grown = grown.max(s.current_distance());
+        }
+        assert!(grown > 16, "grew to {grown} over the blocks read");
+        assert_eq!(
+            s.current_distance(),
+            16,
+            "and shrank over the resident ones"
+        );
+        drop(s);
+        assert_eq!(pool.pinned_buffers(), 0);
+    }
+
+    /// A stream over a list of blocks yields them in the order given
+    /// (repeats included), reads consecutive ones as one combined read
+    /// (counted in `PoolStats`), and leaves nothing behind.
+    #[test]
+    fn a_block_list_stream_yields_the_listed_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        for storage in backends(dir.path()) {
+            let name = storage.name();
+            let pool = filled(256, 64, storage);
+            let list = vec![3, 4, 5, 9, 10, 20, 2, 2, 40, 41, 42, 43, 0, 63];
+            for lookahead in [1, 4, 16, 128] {
+                pool.evict_all().unwrap();
+                let before = pool.stats();
+                let cfg = StreamConfig::default().lookahead(lookahead);
+                let mut s = pool.read_stream_blocks(REL, list.clone(), None, cfg);
+                let mut seen = Vec::new();
+                while let Some(b) = s.next_buffer() {
+                    let p = b.unwrap().lock_shared();
+                    assert_eq!(block_of(&p), p.block(), "{name}");
+                    seen.push(p.block());
+                }
+                assert_eq!(seen, list, "{name} {lookahead}");
+                drop(s);
+                let d = pool.stats().since(&before).totals();
+                assert_eq!(
+                    d.reads, 13,
+                    "{name} {lookahead}: each distinct block once: {d:?}"
+                );
+                if lookahead >= 16 {
+                    // Runs 3..6, 9..11, 40..44 (an operation is at most
+                    // half the distance at first: 8 blocks).
+                    assert_eq!(
+                        (d.combined_reads, d.combined_read_blocks),
+                        (3, 9),
+                        "{name} {lookahead}"
+                    );
+                }
+                assert_eq!(pool.pinned_buffers(), 0, "{name}");
+                assert_eq!(pool.io_in_progress(), 0, "{name}");
+            }
+            // An empty list.
+            let mut s = pool.read_stream_blocks(REL, Vec::new(), None, StreamConfig::default());
+            assert!(s.next_buffer().is_none());
+            // Blocks past the end, and the one block number no fork has:
+            // the stream yields the blocks before, then the error naming
+            // the block, then nothing.
+            for bad in [64, 1000, BlockNumber::MAX] {
+                let list = vec![1, 2, bad, 3];
+                let mut s = pool.read_stream_blocks(REL, list, None, StreamConfig::default());
+                for b in [1, 2] {
+                    assert_eq!(s.next_buffer().unwrap().unwrap().block(), b, "{name}");
+                }
+                let err = s.next_buffer().unwrap().unwrap_err();
+                assert!(
+                    matches!(err, Error::BlockOutOfRange { block, .. } if block == bad),
+                    "{name}: {err:?}"
+                );
+                assert!(err.to_string().contains(&bad.to_string()), "{err}");
+                assert!(s.next_buffer().is_none());
+                drop(s);
+                assert_eq!(pool.pinned_buffers(), 0, "{name}");
+                assert_eq!(pool.io_in_progress(), 0, "{name}");
+            }
         }
     }
 
