@@ -9,7 +9,8 @@
 //!   per cell: Database::open(copy-free: the cached directory) with
 //!     partitions N, balancing on/off, floor off / = the table's pages
 //!   one scanner thread (its home partition is the one its first touch gets):
-//!     scan #1 (cold: reads the table)  ─ warm-up scans ─ │ window │ stop
+//!     scan #1 (cold: reads the table) ─ warm-up scans (the warm-up time, and
+//!     at least two rebalancing rounds' allocations) ─ │ window │ stop
 //!     every scan: scan_with(RingChoice::Never): the table is above the
 //!     ring threshold (pool / 4), so Auto would read it through a ring.
 //!   row: pages/s and hit ratio from PoolStats over the window; vs p=1
@@ -224,6 +225,12 @@ fn scanner(
     Ok(())
 }
 
+/// Scans of a `table_pages` table whose allocations (at most one per page)
+/// reach two rebalancing rounds ([`bufmgr::partition::REBALANCE_EVERY`]).
+fn warmup_scans(table_pages: u64) -> u64 {
+    (2 * bufmgr::partition::REBALANCE_EVERY).div_ceil(table_pages.max(1)) + 1
+}
+
 fn measure(
     settings: &Settings,
     dir: &std::path::Path,
@@ -251,6 +258,21 @@ fn measure(
             std::thread::sleep(Duration::from_millis(10));
         }
         tables::run_window(&pb, settings.warmup, |_| !h.is_finished());
+        // Balancing recomputes its weights every REBALANCE_EVERY
+        // allocations, not on a timer: the warm-up also lasts until the
+        // scans since the cold one could have triggered two rounds, so a
+        // short or starved warm-up (a loaded machine, a debug build) does
+        // not measure the partitions before balancing began. Capped, so a
+        // stuck scanner still ends the cell.
+        let needed = warmup_scans(table_pages);
+        let started = scans.load(Ordering::Relaxed);
+        let give_up = Instant::now() + Duration::from_secs(120);
+        while scans.load(Ordering::Relaxed) < started + needed
+            && !h.is_finished()
+            && Instant::now() < give_up
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let before: (PoolStats, u64, u64, Option<CpuSample>, Instant) = (
             db.pool_stats(),
             rows.load(Ordering::Relaxed),
