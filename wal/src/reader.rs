@@ -59,10 +59,11 @@
 //! - A reader sees each segment file as it was when the reader first read it;
 //!   it is meant for recovery, not for following a log that is being written.
 
-use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{Result, WalError};
+use crate::fs::{FileSystem, OsFileSystem};
 use crate::lsn::Lsn;
 use crate::record::{
     self, HEADER_LEN, MAX_RECORD_LEN, MIN_RECORD_LEN, Record, crcs, peek_kind, peek_len,
@@ -149,8 +150,18 @@ impl WalReader {
     /// A reader of the log in `<datadir>/wal/` starting at `start`, which must
     /// be where a record begins (the origin, 0, or a record's start LSN).
     pub fn new(datadir: &Path, start: Lsn, segment_size: u64) -> Result<WalReader> {
+        WalReader::with_fs(Arc::new(OsFileSystem), datadir, start, segment_size)
+    }
+
+    /// [`new`](WalReader::new), reading the segments through `fs`.
+    pub fn with_fs(
+        fs: Arc<dyn FileSystem>,
+        datadir: &Path,
+        start: Lsn,
+        segment_size: u64,
+    ) -> Result<WalReader> {
         Ok(WalReader {
-            source: SegmentSource::new(wal_dir(datadir), SegmentSize::new(segment_size)?),
+            source: SegmentSource::new(fs, wal_dir(datadir), SegmentSize::new(segment_size)?),
             next: start,
             last: None,
             end: None,
@@ -279,7 +290,7 @@ impl WalReader {
         ) {
             let data_end = self.source.data_end(end)?;
             let seg = self.source.size.segment_start(data_end);
-            let later = list_segments(&self.source.dir, self.source.size)?
+            let later = list_segments(&*self.source.fs, &self.source.dir, self.source.size)?
                 .into_iter()
                 .find(|s| *s > seg);
             if let Some(later) = later {
@@ -338,6 +349,8 @@ impl Iterator for WalReader {
 struct SegmentSource {
     dir: PathBuf,
     size: SegmentSize,
+    /// Where the segments are read from.
+    fs: Arc<dyn FileSystem>,
     /// Recently read segments: `(start, contents)`; a missing file is cached
     /// as `None`. At most [`SegmentSource::CACHED`] entries.
     cache: Vec<(Lsn, Option<Vec<u8>>)>,
@@ -348,8 +361,9 @@ impl SegmentSource {
     /// crossing the boundary needs.
     const CACHED: usize = 2;
 
-    fn new(dir: PathBuf, size: SegmentSize) -> SegmentSource {
+    fn new(fs: Arc<dyn FileSystem>, dir: PathBuf, size: SegmentSize) -> SegmentSource {
         SegmentSource {
+            fs,
             dir,
             size,
             cache: Vec::new(),
@@ -367,7 +381,7 @@ impl SegmentSource {
             Some(i) => i,
             None => {
                 let path = segment_path(&self.dir, start);
-                let contents = match fs::read(&path) {
+                let contents = match self.fs.read(&path) {
                     Ok(c) => Some(c),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
                     Err(e) => return Err(WalError::io("read", &path, e)),
@@ -452,7 +466,7 @@ mod tests {
     use super::*;
     use crate::record::RmgrKind;
     use crate::segment::{MIN_SEGMENT_SIZE, open_or_create_segment};
-    use std::os::unix::fs::FileExt;
+    use std::fs;
 
     const SEG: u64 = MIN_SEGMENT_SIZE;
 
@@ -468,7 +482,7 @@ mod tests {
             let mut written = 0;
             while written < bytes.len() {
                 let p = Lsn(pos.0 + written as u64);
-                let (f, _) = open_or_create_segment(&wal, size.segment_start(p), size).unwrap();
+                let (f, _) = open_or_create_segment(&OsFileSystem, &wal, size.segment_start(p), size).unwrap();
                 let n = (size.room_after(p) as usize).min(bytes.len() - written);
                 f.write_all_at(&bytes[written..written + n], size.offset_in_segment(p))
                     .unwrap();
