@@ -33,15 +33,25 @@
 //!   A *failed* sync empties nothing (the kernel may have dropped the pages,
 //!   as on Linux; PostgreSQL treats it as fatal for that reason).
 //! * [`SimDisk::power_loss`] undoes every pending change (newest first),
-//!   which leaves exactly the durable image, then replays each pending data
-//!   change again with a seeded random fate: kept, dropped, or torn (only a
-//!   prefix of whole 512-byte sectors; a relation page keeps its first
-//!   4 KiB half). Extensions of a relation survive in order, so no hole is
-//!   ever left inside a relation. Of a directory's pending entry changes a
-//!   random prefix survives (metadata is journaled in order), the rest are
-//!   undone: a file created and never made durable by a directory fsync
-//!   disappears, an unsynced rename goes back (and the file it replaced
-//!   comes back). The same seed gives the same disk.
+//!   which leaves exactly the durable image, then replays the pending
+//!   changes as the page cache might have left them, with a seeded
+//!   generator:
+//!   - a WAL or control file: length changes in order; then each 4 kB
+//!     cache page independently keeps the pending writes that touch it up
+//!     to a random point (a page is written back with every write made to
+//!     it so far, so a later write never survives without an earlier one
+//!     to the same page), the write at that point possibly torn at a
+//!     512-byte sector boundary;
+//!   - a relation page write: kept, dropped, or torn (one 4 kB half new,
+//!     the other old); extensions survive in order, so no hole is ever
+//!     left inside a relation;
+//!   - directory entries: a random prefix of a directory's pending entry
+//!     changes survives (metadata is journaled in order), the rest is
+//!     undone: a file created and never made durable by a directory fsync
+//!     disappears, an unsynced rename goes back (and the file it replaced
+//!     comes back).
+//!
+//!   The same seed gives the same disk.
 //! * After a power loss every operation fails ("simulated power loss")
 //!   until [`SimDisk::restart`], so the process that "lost power" can be
 //!   dropped without writing anything more; then a new `Database` opens on
@@ -229,6 +239,10 @@ struct State {
     /// A short write happened: later writes of this class fail with ENOSPC.
     full: Vec<FileClass>,
     powered_off: bool,
+    /// An armed crash point: `(operations left, seed)`.
+    crash_point: Option<(u64, u64)>,
+    /// What the last power loss did.
+    last_loss: Option<PowerLoss>,
     stats: SimStats,
 }
 
@@ -252,6 +266,8 @@ pub struct SimDisk {
 const POWER_OFF: &str = "simulated power loss: the disk is gone until restart";
 /// Torn writes keep whole sectors.
 const SECTOR: u64 = 512;
+/// The page cache writes a file back in pages of this size, in any order.
+const CACHE_PAGE: u64 = 4096;
 /// A torn page keeps its first half: PostgreSQL's 8 kB pages on 4 kB
 /// file-system blocks tear there.
 const TORN_PAGE_PREFIX: usize = 4096;
@@ -334,6 +350,22 @@ impl State {
         }
     }
 
+    /// Before every operation that changes the disk: fails if the power is
+    /// off, and cuts it here if this is the armed crash point.
+    fn before_change(&mut self) -> io::Result<()> {
+        self.check_power()?;
+        if let Some((left, seed)) = self.crash_point {
+            if left == 0 {
+                self.crash_point = None;
+                let loss = self.power_loss(seed)?;
+                self.last_loss = Some(loss);
+                return Err(err(io::ErrorKind::Other, POWER_OFF));
+            }
+            self.crash_point = Some((left - 1, seed));
+        }
+        Ok(())
+    }
+
     /// The fault that fires for this operation, if any.
     fn fire(&mut self, class: FileClass, op: FaultOp) -> Option<FaultKind> {
         if op == FaultOp::Write && self.full.iter().any(|c| class_matches(*c, class)) {
@@ -358,6 +390,67 @@ impl State {
         }
         self.stats.faults_fired += 1;
         Some(kind)
+    }
+
+    fn power_loss(&mut self, seed: u64) -> io::Result<PowerLoss> {
+        let s = self;
+        s.powered_off = true;
+        s.stats.power_losses += 1;
+        let mut rng = Rng(seed);
+        let mut report = PowerLoss::default();
+        // 1. File contents, by inode in a fixed order (replayable).
+        let mut ids: Vec<u64> = s.pending.keys().copied().collect();
+        ids.sort_unstable();
+        for id in ids {
+            let changes = s.pending.remove(&id).unwrap_or_default();
+            let Some(path) = s.inodes.get(&id).cloned() else {
+                continue;
+            };
+            let f = match real_open(&path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            undo_file(&f, &changes)?;
+            redo_file(&f, &changes, &mut rng, &mut report)?;
+        }
+        // 2. Relation forks.
+        let mut forks: Vec<RelFork> = s.rels.keys().copied().collect();
+        forks.sort_unstable();
+        if let Some(backend) = s.rel_backend.clone() {
+            for rf in forks {
+                let changes = s.rels.remove(&rf).unwrap_or_default();
+                undo_rel(&*backend, rf, &changes).map_err(io::Error::other)?;
+                redo_rel(&*backend, rf, &changes, &mut rng, &mut report)
+                    .map_err(io::Error::other)?;
+            }
+        }
+        s.rels.clear();
+        // 3. Directory entries: a prefix survives, the rest is undone.
+        let mut dirs: Vec<PathBuf> = s.entries.keys().cloned().collect();
+        dirs.sort();
+        for dir in dirs {
+            let changes = s.entries.remove(&dir).unwrap_or_default();
+            let keep = rng.below(changes.len() as u64 + 1) as usize;
+            for change in changes[keep..].iter().rev() {
+                report.entries_undone += 1;
+                match change {
+                    EntryChange::Create(path) => match std::fs::remove_file(path) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(e),
+                    },
+                    EntryChange::Rename { from, to, replaced } => {
+                        std::fs::rename(to, from)?;
+                        if let Some(bytes) = replaced {
+                            std::fs::write(to, bytes)?;
+                        }
+                    }
+                }
+            }
+        }
+        s.inodes.clear();
+        Ok(report)
     }
 
     fn track(&mut self, path: &Path) -> u64 {
@@ -427,63 +520,28 @@ impl SimDisk {
     /// here is the real file system failing while the image is rebuilt.
     pub fn power_loss(&self, seed: u64) -> io::Result<PowerLoss> {
         let mut s = self.state.lock();
-        s.powered_off = true;
-        s.stats.power_losses += 1;
-        let mut rng = Rng(seed);
-        let mut report = PowerLoss::default();
-        // 1. File contents, by inode in a fixed order (replayable).
-        let mut ids: Vec<u64> = s.pending.keys().copied().collect();
-        ids.sort_unstable();
-        for id in ids {
-            let changes = s.pending.remove(&id).unwrap_or_default();
-            let Some(path) = s.inodes.get(&id).cloned() else {
-                continue;
-            };
-            let f = match real_open(&path) {
-                Ok(f) => f,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(e),
-            };
-            undo_file(&f, &changes)?;
-            redo_file(&f, &changes, &mut rng, &mut report)?;
-        }
-        // 2. Relation forks.
-        let mut forks: Vec<RelFork> = s.rels.keys().copied().collect();
-        forks.sort_unstable();
-        if let Some(backend) = s.rel_backend.clone() {
-            for rf in forks {
-                let changes = s.rels.remove(&rf).unwrap_or_default();
-                undo_rel(&*backend, rf, &changes).map_err(io::Error::other)?;
-                redo_rel(&*backend, rf, &changes, &mut rng, &mut report)
-                    .map_err(io::Error::other)?;
-            }
-        }
-        s.rels.clear();
-        // 3. Directory entries: a prefix survives, the rest is undone.
-        let mut dirs: Vec<PathBuf> = s.entries.keys().cloned().collect();
-        dirs.sort();
-        for dir in dirs {
-            let changes = s.entries.remove(&dir).unwrap_or_default();
-            let keep = rng.below(changes.len() as u64 + 1) as usize;
-            for change in changes[keep..].iter().rev() {
-                report.entries_undone += 1;
-                match change {
-                    EntryChange::Create(path) => match std::fs::remove_file(path) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                        Err(e) => return Err(e),
-                    },
-                    EntryChange::Rename { from, to, replaced } => {
-                        std::fs::rename(to, from)?;
-                        if let Some(bytes) = replaced {
-                            std::fs::write(to, bytes)?;
-                        }
-                    }
-                }
-            }
-        }
-        s.inodes.clear();
-        Ok(report)
+        let loss = s.power_loss(seed)?;
+        s.last_loss = Some(loss);
+        Ok(loss)
+    }
+
+    /// Arms a crash point: the power goes just before the disk's
+    /// `after`-th next change (write, sync, set-length, create, rename,
+    /// remove, of any file), as [`power_loss`](Self::power_loss) with
+    /// `seed`; that change and everything later fails. With one thread
+    /// doing the I/O, the same `after` and seed give the same disk.
+    pub fn arm_crash_point(&self, after: u64, seed: u64) {
+        self.state.lock().crash_point = Some((after, seed));
+    }
+
+    /// Whether the power is off (a power loss and no restart since).
+    pub fn is_powered_off(&self) -> bool {
+        self.state.lock().powered_off
+    }
+
+    /// What the last power loss did, if there was one.
+    pub fn last_power_loss(&self) -> Option<PowerLoss> {
+        self.state.lock().last_loss
     }
 
     /// Powers the disk back on: every operation works again, faults are
@@ -491,6 +549,7 @@ impl SimDisk {
     pub fn restart(&self) {
         let mut s = self.state.lock();
         s.powered_off = false;
+        s.crash_point = None;
         s.faults.clear();
         s.full.clear();
         s.pending.clear();
@@ -529,42 +588,57 @@ fn undo_file(f: &File, changes: &[FileChange]) -> io::Result<()> {
     Ok(())
 }
 
-/// Replays `changes` on the durable image, each with a random fate.
+/// Replays `changes` on the durable image as the page cache would have
+/// left it: length changes in order (file metadata is journaled), then,
+/// per 4 kB cache page, the pending writes that touch it up to a random
+/// point (a page is written back whole, with every write made to it so
+/// far), the write at that point possibly torn at a sector boundary.
 fn redo_file(
     f: &File,
     changes: &[FileChange],
     rng: &mut Rng,
     report: &mut PowerLoss,
 ) -> io::Result<()> {
-    for change in changes {
-        let fate = fate(rng);
-        match (change, fate) {
-            (_, Fate::Dropped) => report.dropped += 1,
-            (FileChange::Write { offset, new, .. }, Fate::Kept) => {
-                report.kept += 1;
-                let len = f.metadata()?.len();
-                if *offset > len {
-                    f.set_len(*offset)?;
+    let mut pages: std::collections::BTreeMap<u64, Vec<usize>> = Default::default();
+    for (i, change) in changes.iter().enumerate() {
+        match change {
+            FileChange::SetLen { new_len, .. } => f.set_len(*new_len)?,
+            FileChange::Write { offset, new, .. } if !new.is_empty() => {
+                let last = (offset + new.len() as u64 - 1) / CACHE_PAGE;
+                for page in offset / CACHE_PAGE..=last {
+                    pages.entry(page).or_default().push(i);
                 }
-                f.write_all_at(new, *offset)?;
             }
-            (FileChange::Write { offset, new, .. }, Fate::Torn) => {
-                report.torn += 1;
-                // Whole sectors of the new bytes, counted from the sector
-                // boundary at or before the write's start.
-                let first_sector_end = (offset / SECTOR + 1) * SECTOR - offset;
-                let sectors = new.len() as u64 / SECTOR + 1;
-                let cut = (first_sector_end + rng.below(sectors) * SECTOR).min(new.len() as u64);
-                let len = f.metadata()?.len();
-                if *offset > len {
-                    f.set_len(*offset)?;
+            FileChange::Write { .. } => {}
+        }
+    }
+    for (page, writes) in pages {
+        let keep = rng.below(writes.len() as u64 + 1) as usize;
+        let tear = keep < writes.len() && rng.below(2) == 0;
+        report.kept += keep as u64;
+        report.dropped += (writes.len() - keep) as u64 - u64::from(tear);
+        report.torn += u64::from(tear);
+        let upto = if tear { keep + 1 } else { keep };
+        for (n, &i) in writes[..upto].iter().enumerate() {
+            let FileChange::Write { offset, new, .. } = &changes[i] else {
+                continue;
+            };
+            // The part of the write inside this page.
+            let lo = (*offset).max(page * CACHE_PAGE);
+            let mut hi = (offset + new.len() as u64).min((page + 1) * CACHE_PAGE);
+            if n == keep {
+                // Torn: whole sectors from the page's start survive.
+                let sectors = (hi - page * CACHE_PAGE).div_ceil(SECTOR);
+                hi = hi.min(page * CACHE_PAGE + rng.below(sectors) * SECTOR);
+                if hi <= lo {
+                    continue;
                 }
-                f.write_all_at(&new[..cut as usize], *offset)?;
             }
-            (FileChange::SetLen { new_len, .. }, _) => {
-                report.kept += 1;
-                f.set_len(*new_len)?;
+            let bytes = &new[(lo - offset) as usize..(hi - offset) as usize];
+            if f.metadata()?.len() < lo {
+                f.set_len(lo)?;
             }
+            f.write_all_at(bytes, lo)?;
         }
     }
     Ok(())
@@ -613,12 +687,18 @@ fn redo_rel(
                     report.kept += 1;
                     b.write(tag, new)?;
                 } else {
+                    // One 4 kB half of the page reached the disk.
                     report.torn += 1;
                     let mut page = vec![0u8; PAGE_SIZE];
                     if *block < nblocks {
                         b.read(tag, &mut page)?;
                     }
-                    page[..TORN_PAGE_PREFIX].copy_from_slice(&new[..TORN_PAGE_PREFIX]);
+                    let half = if rng.below(2) == 0 {
+                        0..TORN_PAGE_PREFIX
+                    } else {
+                        TORN_PAGE_PREFIX..PAGE_SIZE
+                    };
+                    page[half.clone()].copy_from_slice(&new[half]);
                     b.write(tag, &page)?;
                 }
             }
@@ -666,7 +746,7 @@ impl FsFile for SimFile {
 
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
         let mut s = self.disk.state.lock();
-        s.check_power()?;
+        s.before_change()?;
         s.stats.writes += 1;
         let class = class_of_path(&self.path(&s));
         let fired = s.fire(class, FaultOp::Write);
@@ -700,7 +780,7 @@ impl FsFile for SimFile {
 
     fn sync_data(&self) -> io::Result<()> {
         let mut s = self.disk.state.lock();
-        s.check_power()?;
+        s.before_change()?;
         s.stats.syncs += 1;
         let class = class_of_path(&self.path(&s));
         if s.fire(class, FaultOp::Sync).is_some() {
@@ -714,7 +794,7 @@ impl FsFile for SimFile {
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         let mut s = self.disk.state.lock();
-        s.check_power()?;
+        s.before_change()?;
         let old_len = self.file.metadata()?.len();
         let mut cut = Vec::new();
         if len < old_len {
@@ -742,7 +822,7 @@ impl FileSystem for SimDisk {
     fn open(&self, path: &Path, create: bool, truncate: bool) -> io::Result<Box<dyn FsFile>> {
         let mut s = self.state.lock();
         if create || truncate {
-            s.check_power()?;
+            s.before_change()?;
         }
         let existed = path.exists();
         let file = OpenOptions::new()
@@ -778,7 +858,7 @@ impl FileSystem for SimDisk {
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let mut s = self.state.lock();
-        s.check_power()?;
+        s.before_change()?;
         let replaced = match std::fs::read(to) {
             Ok(b) => Some(b),
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -806,7 +886,7 @@ impl FileSystem for SimDisk {
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         let mut s = self.state.lock();
-        s.check_power()?;
+        s.before_change()?;
         std::fs::remove_file(path)?;
         let gone: Vec<u64> = s
             .inodes
@@ -829,13 +909,13 @@ impl FileSystem for SimDisk {
     }
 
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.state.lock().check_power()?;
+        self.state.lock().before_change()?;
         std::fs::create_dir_all(dir)
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let mut s = self.state.lock();
-        s.check_power()?;
+        s.before_change()?;
         s.stats.syncs += 1;
         if s.fire(class_of_path(dir), FaultOp::Sync).is_some() {
             return Err(eio("fsync directory"));
@@ -866,8 +946,8 @@ impl SimStorage {
         bufmgr::Error::io(op, tag, self.inner.path(rf), e)
     }
 
-    fn powered(&self, s: &State, op: &'static str, rf: RelFork) -> bufmgr::Result<()> {
-        s.check_power().map_err(|e| self.io_error(op, rf, rf, e))
+    fn powered(&self, s: &mut State, op: &'static str, rf: RelFork) -> bufmgr::Result<()> {
+        s.before_change().map_err(|e| self.io_error(op, rf, rf, e))
     }
 }
 
@@ -881,8 +961,8 @@ impl StorageBackend for SimStorage {
     }
 
     fn create(&self, rf: RelFork) -> bufmgr::Result<()> {
-        let s = self.disk.state.lock();
-        self.powered(&s, "create", rf)?;
+        let mut s = self.disk.state.lock();
+        self.powered(&mut s, "create", rf)?;
         self.inner.create(rf)
     }
 
@@ -905,7 +985,7 @@ impl StorageBackend for SimStorage {
 
     fn write(&self, tag: BufferTag, page: &[u8]) -> bufmgr::Result<()> {
         let mut s = self.disk.state.lock();
-        self.powered(&s, "write", tag.relfork())?;
+        self.powered(&mut s, "write", tag.relfork())?;
         s.stats.writes += 1;
         let rf = tag.relfork();
         let nblocks = self.inner.nblocks(rf)?;
@@ -948,7 +1028,7 @@ impl StorageBackend for SimStorage {
 
     fn truncate(&self, rf: RelFork, nblocks: BlockNumber) -> bufmgr::Result<()> {
         let mut s = self.disk.state.lock();
-        self.powered(&s, "truncate", rf)?;
+        self.powered(&mut s, "truncate", rf)?;
         let before = self.inner.nblocks(rf)?;
         let mut cut = Vec::new();
         for block in nblocks..before {
@@ -966,7 +1046,7 @@ impl StorageBackend for SimStorage {
 
     fn sync(&self, rf: RelFork) -> bufmgr::Result<()> {
         let mut s = self.disk.state.lock();
-        self.powered(&s, "fdatasync", rf)?;
+        self.powered(&mut s, "fdatasync", rf)?;
         s.stats.syncs += 1;
         if s.fire(FileClass::Relation, FaultOp::Sync).is_some() {
             return Err(self.io_error("fdatasync", rf, rf, eio("fdatasync")));
@@ -978,7 +1058,7 @@ impl StorageBackend for SimStorage {
 
     fn sync_all(&self) -> bufmgr::Result<()> {
         let mut s = self.disk.state.lock();
-        s.check_power()
+        s.before_change()
             .map_err(|e| bufmgr::Error::io("fsync", "all files", PathBuf::new(), e))?;
         s.stats.syncs += 1;
         if s.fire(FileClass::Relation, FaultOp::Sync).is_some() {
@@ -996,7 +1076,7 @@ impl StorageBackend for SimStorage {
 
     fn unlink(&self, rf: RelFork) -> bufmgr::Result<()> {
         let mut s = self.disk.state.lock();
-        self.powered(&s, "unlink", rf)?;
+        self.powered(&mut s, "unlink", rf)?;
         self.inner.unlink(rf)?;
         s.rels.remove(&rf);
         Ok(())
