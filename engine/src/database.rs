@@ -202,12 +202,9 @@ impl Database {
             Some(fs) => Arc::clone(fs),
             None => Arc::new(wal::OsFileSystem),
         };
-        let wal = Arc::new(
-            Wal::open_with_fs(&dir, options.wal_config(), fs).map_err(EngineError::wal(format!(
-                "could not open the WAL of {}",
-                dir.display()
-            )))?,
-        );
+        let wal = Arc::new(Wal::open_with_fs(&dir, options.wal_config(), fs).map_err(
+            EngineError::wal(format!("could not open the WAL of {}", dir.display())),
+        )?);
         let files: Arc<dyn StorageBackend> =
             bufmgr::open_storage(&dir, options.io, options.direct_io)
                 .map_err(EngineError::buffer("could not open the relation files"))?;

@@ -186,7 +186,12 @@ fn failed_control_file_fsync_fails_the_checkpoint_and_loses_nothing() {
 /// A relation-file fault during a checkpoint fails it, naming the file;
 /// the pool refuses later page writes; a power loss loses nothing (torn
 /// pages are repaired from their full-page images).
-fn relation_fault_fails_the_checkpoint(op: FaultOp, kind: FaultKind, expect: &'static str, seed: u64) {
+fn relation_fault_fails_the_checkpoint(
+    op: FaultOp,
+    kind: FaultKind,
+    expect: &'static str,
+    seed: u64,
+) {
     watchdog(Duration::from_secs(60), move || {
         let dir = tempfile::tempdir().unwrap();
         let disk = SimDisk::new();
@@ -195,11 +200,17 @@ fn relation_fault_fails_the_checkpoint(op: FaultOp, kind: FaultKind, expect: &'s
         let e = db.checkpoint().unwrap_err().to_string();
         eprintln!("{kind:?} on relation {op:?}: {e}");
         assert!(e.contains(expect), "{kind:?} on relation {op:?}: {e}");
-        assert!(e.contains("base/"), "the error names the relation file: {e}");
+        assert!(
+            e.contains("base/"),
+            "the error names the relation file: {e}"
+        );
         if op == FaultOp::Write {
             let again = db.checkpoint().unwrap_err().to_string();
             eprintln!("  then: {again}");
-            assert!(again.contains("refus"), "later page writes are refused: {again}");
+            assert!(
+                again.contains("refus"),
+                "later page writes are refused: {again}"
+            );
         }
         power_loss_and_check(&disk, dir.path(), db, &acked, &BTreeSet::new(), seed);
     });

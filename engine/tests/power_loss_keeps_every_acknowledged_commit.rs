@@ -98,12 +98,10 @@ fn workload(db: &Database, rng: &mut Rng, model: &mut Model, cycle: u64) -> Ende
             let name = format!("c{cycle}t{t}k{k}-{}", "x".repeat(rng.below(200) as usize));
             let result = match (view.contains_key(&k), rng.below(3)) {
                 (false, _) => txn.insert("t", row(k, &name)).map(|_| Op::Put(k, name)),
-                (true, 0) => txn
-                    .delete_by_key("t", "id", &Value::I64(k))
-                    .map(|found| {
-                        assert!(found, "row {k} of the model not found by key");
-                        Op::Delete(k)
-                    }),
+                (true, 0) => txn.delete_by_key("t", "id", &Value::I64(k)).map(|found| {
+                    assert!(found, "row {k} of the model not found by key");
+                    Op::Delete(k)
+                }),
                 (true, _) => txn
                     .update_by_key("t", "id", &Value::I64(k), row(k, &name))
                     .map(|found| {
@@ -168,8 +166,16 @@ fn table_contents(db: &Database) -> Result<Model, String> {
 
 /// Differences between what the table holds and what it should, briefly.
 fn diff(got: &Model, want: &Model) -> String {
-    let missing: Vec<_> = want.keys().filter(|k| !got.contains_key(k)).take(5).collect();
-    let extra: Vec<_> = got.keys().filter(|k| !want.contains_key(k)).take(5).collect();
+    let missing: Vec<_> = want
+        .keys()
+        .filter(|k| !got.contains_key(k))
+        .take(5)
+        .collect();
+    let extra: Vec<_> = got
+        .keys()
+        .filter(|k| !want.contains_key(k))
+        .take(5)
+        .collect();
     let changed: Vec<_> = want
         .iter()
         .filter(|(k, v)| got.get(k).is_some_and(|g| g != *v))

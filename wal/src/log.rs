@@ -890,12 +890,7 @@ fn clear_after_end(fs: &dyn FileSystem, dir: &Path, size: SegmentSize, end: Lsn)
 
 /// Zero `file` (the segment holding `end`) from `end` on, writing only pieces
 /// that are not zero already, and restore its full length if it is short.
-fn clear_segment_tail(
-    file: &dyn FsFile,
-    path: &Path,
-    size: SegmentSize,
-    end: Lsn,
-) -> Result<()> {
+fn clear_segment_tail(file: &dyn FsFile, path: &Path, size: SegmentSize, end: Lsn) -> Result<()> {
     let len = file.len().map_err(|e| WalError::io("stat", path, e))?;
     let mut changed = false;
     let mut offset = size.offset_in_segment(end);

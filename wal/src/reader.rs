@@ -526,7 +526,9 @@ mod tests {
             let mut written = 0;
             while written < bytes.len() {
                 let p = Lsn(pos.0 + written as u64);
-                let (f, _) = open_or_create_segment(&OsFileSystem, &wal, size.segment_start(p), size).unwrap();
+                let (f, _) =
+                    open_or_create_segment(&OsFileSystem, &wal, size.segment_start(p), size)
+                        .unwrap();
                 let n = (size.room_after(p) as usize).min(bytes.len() - written);
                 f.write_all_at(&bytes[written..written + n], size.offset_in_segment(p))
                     .unwrap();

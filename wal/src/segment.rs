@@ -242,9 +242,11 @@ mod tests {
     fn created_segment_is_full_size_zeros_and_listed() {
         let dir = tempfile::tempdir().unwrap();
         let size = SegmentSize::new(MIN_SEGMENT_SIZE).unwrap();
-        let (_, created) = open_or_create_segment(&OsFileSystem, dir.path(), Lsn(MIN_SEGMENT_SIZE), size).unwrap();
+        let (_, created) =
+            open_or_create_segment(&OsFileSystem, dir.path(), Lsn(MIN_SEGMENT_SIZE), size).unwrap();
         assert!(created);
-        let (_, created) = open_or_create_segment(&OsFileSystem, dir.path(), Lsn(MIN_SEGMENT_SIZE), size).unwrap();
+        let (_, created) =
+            open_or_create_segment(&OsFileSystem, dir.path(), Lsn(MIN_SEGMENT_SIZE), size).unwrap();
         assert!(!created);
         let bytes = fs::read(segment_path(dir.path(), Lsn(MIN_SEGMENT_SIZE))).unwrap();
         assert_eq!(bytes.len() as u64, MIN_SEGMENT_SIZE);

@@ -277,7 +277,11 @@ fn class_of_path(path: &Path) -> FileClass {
         .parent()
         .and_then(Path::file_name)
         .is_some_and(|n| n == crate::segment::WAL_DIR_NAME);
-    if in_wal || path.file_name().is_some_and(|n| n == crate::segment::WAL_DIR_NAME) {
+    if in_wal
+        || path
+            .file_name()
+            .is_some_and(|n| n == crate::segment::WAL_DIR_NAME)
+    {
         FileClass::Wal
     } else {
         FileClass::Control
@@ -942,7 +946,13 @@ struct SimStorage {
 }
 
 impl SimStorage {
-    fn io_error(&self, op: &'static str, tag: impl ToString, rf: RelFork, e: io::Error) -> bufmgr::Error {
+    fn io_error(
+        &self,
+        op: &'static str,
+        tag: impl ToString,
+        rf: RelFork,
+        e: io::Error,
+    ) -> bufmgr::Error {
         bufmgr::Error::io(op, tag, self.inner.path(rf), e)
     }
 
