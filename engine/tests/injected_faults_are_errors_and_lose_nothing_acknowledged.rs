@@ -267,3 +267,40 @@ fn failed_relation_read_is_an_error_naming_the_file_and_the_next_read_works() {
         db.close().unwrap();
     });
 }
+
+/// fsyncgate: after a failed fdatasync of a relation file the kernel may
+/// have dropped the dirty pages, so a later checkpoint whose own fsync
+/// succeeds proves nothing about them. If that checkpoint moved the redo
+/// point past their WAL, a power loss would lose acknowledged rows; the
+/// engine must not let it (PostgreSQL PANICs). The simulated disk drops
+/// every change a failed sync covered at the power loss.
+#[test]
+fn a_failed_relation_fsync_is_not_forgotten_by_a_later_checkpoint() {
+    watchdog(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let disk = SimDisk::new();
+        let (db, mut acked) = setup(&disk, dir.path(), 300);
+        disk.inject(Fault::next(
+            FileClass::Relation,
+            FaultOp::Sync,
+            FaultKind::Eio,
+        ));
+        let e = db.checkpoint().unwrap_err().to_string();
+        eprintln!("Eio on relation Sync: {e}");
+        // The next checkpoint is refused, saying why, though the fault is
+        // gone: its fsync would succeed and prove nothing.
+        let later = db.checkpoint().unwrap_err().to_string();
+        eprintln!("  a second checkpoint: {later}");
+        assert!(
+            later.contains("refuses") && later.contains("fdatasync"),
+            "{later}"
+        );
+        for id in 300..310 {
+            if commit_one(&db, id).is_ok() {
+                acked.insert(id);
+            }
+        }
+        let _ = db.checkpoint();
+        power_loss_and_check(&disk, dir.path(), db, &acked, &BTreeSet::new(), 31);
+    });
+}

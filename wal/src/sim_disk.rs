@@ -30,8 +30,12 @@
 //! ```
 //!
 //! * A successful sync of a file empties its list: those bytes are durable.
-//!   A *failed* sync empties nothing (the kernel may have dropped the pages,
-//!   as on Linux; PostgreSQL treats it as fatal for that reason).
+//!   A *failed* sync marks every pending change of the file lost: Linux
+//!   marks the dirty pages clean after a writeback error without writing
+//!   them, so no later sync makes them durable and a power loss always drops
+//!   them (PostgreSQL's "fsyncgate", and why it PANICs on a failed fsync).
+//!   Reads still see them until the power goes, as reads of the page cache
+//!   do.
 //! * [`SimDisk::power_loss`] undoes every pending change (newest first),
 //!   which leaves exactly the durable image, then replays the pending
 //!   changes as the page cache might have left them, with a seeded
@@ -195,6 +199,39 @@ enum FileChange {
     },
 }
 
+/// A change not yet durable. `lost`: a sync of its file failed since it
+/// was made. Linux then marks the dirty pages clean without writing them
+/// (PostgreSQL's "fsyncgate"), so no later sync makes the change durable
+/// and a power loss always drops it.
+#[derive(Debug)]
+struct Unsynced<T> {
+    change: T,
+    lost: bool,
+}
+
+impl<T> Unsynced<T> {
+    fn new(change: T) -> Unsynced<T> {
+        Unsynced {
+            change,
+            lost: false,
+        }
+    }
+}
+
+/// A sync failed: every pending change of the file is lost for good.
+fn mark_lost<T>(changes: Option<&mut Vec<Unsynced<T>>>) {
+    for c in changes.into_iter().flatten() {
+        c.lost = true;
+    }
+}
+
+/// A sync succeeded: everything durable except what an earlier failed sync
+/// lost. Returns whether anything is left.
+fn keep_lost<T>(changes: &mut Vec<Unsynced<T>>) -> bool {
+    changes.retain(|c| c.lost);
+    !changes.is_empty()
+}
+
 /// A directory entry change since the directory's last fsync.
 #[derive(Debug)]
 enum EntryChange {
@@ -227,12 +264,12 @@ struct State {
     /// Current path of each open or tracked file, by inode number.
     inodes: HashMap<u64, PathBuf>,
     /// Un-synced changes per inode.
-    pending: HashMap<u64, Vec<FileChange>>,
+    pending: HashMap<u64, Vec<Unsynced<FileChange>>>,
     next_inode: u64,
     /// Un-synced entry changes per directory.
     entries: HashMap<PathBuf, Vec<EntryChange>>,
     /// Un-synced changes per relation fork.
-    rels: HashMap<RelFork, Vec<RelChange>>,
+    rels: HashMap<RelFork, Vec<Unsynced<RelChange>>>,
     /// The backend the relation changes were made through.
     rel_backend: Option<Arc<dyn StorageBackend>>,
     faults: Vec<(Fault, u64)>,
@@ -565,9 +602,9 @@ impl SimDisk {
 }
 
 /// Undoes `changes` (newest first) on `f`: leaves the durable image.
-fn undo_file(f: &File, changes: &[FileChange]) -> io::Result<()> {
+fn undo_file(f: &File, changes: &[Unsynced<FileChange>]) -> io::Result<()> {
     for change in changes.iter().rev() {
-        match change {
+        match &change.change {
             FileChange::Write {
                 offset,
                 old,
@@ -599,13 +636,17 @@ fn undo_file(f: &File, changes: &[FileChange]) -> io::Result<()> {
 /// far), the write at that point possibly torn at a sector boundary.
 fn redo_file(
     f: &File,
-    changes: &[FileChange],
+    changes: &[Unsynced<FileChange>],
     rng: &mut Rng,
     report: &mut PowerLoss,
 ) -> io::Result<()> {
     let mut pages: std::collections::BTreeMap<u64, Vec<usize>> = Default::default();
     for (i, change) in changes.iter().enumerate() {
-        match change {
+        if change.lost {
+            report.dropped += 1;
+            continue;
+        }
+        match &change.change {
             FileChange::SetLen { new_len, .. } => f.set_len(*new_len)?,
             FileChange::Write { offset, new, .. } if !new.is_empty() => {
                 let last = (offset + new.len() as u64 - 1) / CACHE_PAGE;
@@ -624,7 +665,7 @@ fn redo_file(
         report.torn += u64::from(tear);
         let upto = if tear { keep + 1 } else { keep };
         for (n, &i) in writes[..upto].iter().enumerate() {
-            let FileChange::Write { offset, new, .. } = &changes[i] else {
+            let FileChange::Write { offset, new, .. } = &changes[i].change else {
                 continue;
             };
             // The part of the write inside this page.
@@ -648,9 +689,13 @@ fn redo_file(
     Ok(())
 }
 
-fn undo_rel(b: &dyn StorageBackend, rf: RelFork, changes: &[RelChange]) -> bufmgr::Result<()> {
+fn undo_rel(
+    b: &dyn StorageBackend,
+    rf: RelFork,
+    changes: &[Unsynced<RelChange>],
+) -> bufmgr::Result<()> {
     for change in changes.iter().rev() {
-        match change {
+        match &change.change {
             RelChange::Write {
                 block,
                 old: Some(old),
@@ -672,13 +717,17 @@ fn undo_rel(b: &dyn StorageBackend, rf: RelFork, changes: &[RelChange]) -> bufmg
 fn redo_rel(
     b: &dyn StorageBackend,
     rf: RelFork,
-    changes: &[RelChange],
+    changes: &[Unsynced<RelChange>],
     rng: &mut Rng,
     report: &mut PowerLoss,
 ) -> bufmgr::Result<()> {
     for change in changes {
-        let fate = fate(rng);
-        match change {
+        let fate = if change.lost {
+            Fate::Dropped
+        } else {
+            fate(rng)
+        };
+        match &change.change {
             RelChange::Write { block, new, .. } => {
                 let nblocks = b.nblocks(rf)?;
                 // Extensions survive in order: never a hole.
@@ -768,12 +817,12 @@ impl FsFile for SimFile {
         s.pending
             .entry(self.inode)
             .or_default()
-            .push(FileChange::Write {
+            .push(Unsynced::new(FileChange::Write {
                 offset,
                 old,
                 new: buf[..n].to_vec(),
                 old_len,
-            });
+            }));
         if fired == Some(FaultKind::TornWrite) {
             return Err(eio("torn write: only the first half reached the disk"));
         }
@@ -788,11 +837,15 @@ impl FsFile for SimFile {
         s.stats.syncs += 1;
         let class = class_of_path(&self.path(&s));
         if s.fire(class, FaultOp::Sync).is_some() {
-            // The dirty data stays un-synced: a later power loss may drop it.
+            mark_lost(s.pending.get_mut(&self.inode));
             return Err(eio("fdatasync"));
         }
         self.file.sync_data()?;
-        s.pending.remove(&self.inode);
+        if let Some(changes) = s.pending.get_mut(&self.inode)
+            && !keep_lost(changes)
+        {
+            s.pending.remove(&self.inode);
+        }
         Ok(())
     }
 
@@ -809,11 +862,11 @@ impl FsFile for SimFile {
         s.pending
             .entry(self.inode)
             .or_default()
-            .push(FileChange::SetLen {
+            .push(Unsynced::new(FileChange::SetLen {
                 old_len,
                 new_len: len,
                 cut,
-            });
+            }));
         Ok(())
     }
 
@@ -1025,11 +1078,14 @@ impl StorageBackend for SimStorage {
             }
         };
         self.inner.write(tag, &written)?;
-        s.rels.entry(rf).or_default().push(RelChange::Write {
-            block: tag.block,
-            old,
-            new: written,
-        });
+        s.rels
+            .entry(rf)
+            .or_default()
+            .push(Unsynced::new(RelChange::Write {
+                block: tag.block,
+                old,
+                new: written,
+            }));
         match failure {
             Some(e) => Err(self.io_error("write", tag, rf, e)),
             None => Ok(()),
@@ -1047,10 +1103,13 @@ impl StorageBackend for SimStorage {
             cut.push(page);
         }
         self.inner.truncate(rf, nblocks)?;
-        s.rels.entry(rf).or_default().push(RelChange::Truncate {
-            new_nblocks: nblocks,
-            cut,
-        });
+        s.rels
+            .entry(rf)
+            .or_default()
+            .push(Unsynced::new(RelChange::Truncate {
+                new_nblocks: nblocks,
+                cut,
+            }));
         Ok(())
     }
 
@@ -1059,10 +1118,15 @@ impl StorageBackend for SimStorage {
         self.powered(&mut s, "fdatasync", rf)?;
         s.stats.syncs += 1;
         if s.fire(FileClass::Relation, FaultOp::Sync).is_some() {
+            mark_lost(s.rels.get_mut(&rf));
             return Err(self.io_error("fdatasync", rf, rf, eio("fdatasync")));
         }
         self.inner.sync(rf)?;
-        s.rels.remove(&rf);
+        if let Some(changes) = s.rels.get_mut(&rf)
+            && !keep_lost(changes)
+        {
+            s.rels.remove(&rf);
+        }
         Ok(())
     }
 
@@ -1072,6 +1136,9 @@ impl StorageBackend for SimStorage {
             .map_err(|e| bufmgr::Error::io("fsync", "all files", PathBuf::new(), e))?;
         s.stats.syncs += 1;
         if s.fire(FileClass::Relation, FaultOp::Sync).is_some() {
+            for changes in s.rels.values_mut() {
+                mark_lost(Some(changes));
+            }
             return Err(bufmgr::Error::io(
                 "fsync",
                 "all files",
@@ -1080,7 +1147,7 @@ impl StorageBackend for SimStorage {
             ));
         }
         self.inner.sync_all()?;
-        s.rels.clear();
+        s.rels.retain(|_, changes| keep_lost(changes));
         Ok(())
     }
 
