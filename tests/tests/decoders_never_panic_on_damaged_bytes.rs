@@ -338,3 +338,45 @@ fn every_redo_seed_replays_before_damage() {
             .unwrap_or_else(|e| panic!("B-tree seed {which}: {e}"));
     }
 }
+
+/// Writes the seed corpus of the `cargo fuzz` targets (`fuzz/corpus/<target>/`)
+/// from the same seeds as above, in each target's input format. Run by
+/// hand when a seed changes, and check the files in:
+/// `cargo test -p tests --test decoders_never_panic_on_damaged_bytes -- --ignored write_fuzz_seed_corpus`.
+#[test]
+#[ignore = "writes fuzz/corpus; run by hand"]
+fn write_fuzz_seed_corpus() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus");
+    let put = |target: &str, name: &str, bytes: &[u8]| {
+        let dir = root.join(target);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(name), bytes).unwrap();
+    };
+    // Patch inputs: empty (the seed itself) and one patch each.
+    for target in ["page_header", "heap_page", "wal_segment"] {
+        put(target, "seed", b"");
+        put(target, "patch-header", &[12, 0, 0xFF]);
+    }
+    put("page_header", "whole-page", &valid_heap_page());
+    put("heap_page", "whole-page", &valid_heap_page());
+    put("heap_tuple", "seed", &valid_heap_page()[PAGE_SIZE - 60..]);
+    for which in 0..3u8 {
+        put("btree_page", &format!("seed-{which}"), &[which]);
+    }
+    for (i, bytes) in wal_records().iter().enumerate() {
+        put("wal_record", &format!("seed-{i}"), &[i as u8]);
+        put("wal_record", &format!("raw-{i}"), &[[8u8].as_slice(), bytes].concat());
+    }
+    put("control_file", "seed", &[0]);
+    put("control_file", "raw", &[[2u8].as_slice(), &valid_control()].concat());
+    put("version_stamp", "seed", &valid_version());
+    for (i, (info, payload)) in heap_payloads().into_iter().enumerate() {
+        let two = u8::from(i == 2);
+        put("heap_redo", &format!("seed-{i}"), &[[info, two].as_slice(), &payload].concat());
+    }
+    for which in 0..3 {
+        let (info, payload) = btree_payload(which);
+        let blocks = u8::from(which == 1);
+        put("btree_redo", &format!("seed-{which}"), &[[info, blocks].as_slice(), &payload].concat());
+    }
+}
