@@ -73,7 +73,7 @@ enum Ended {
 
 /// Runs transactions until the power goes. Commits that return `Ok` go
 /// into `model`.
-fn workload(db: &Database, rng: &mut Rng, model: &mut Model, cycle: u64) -> Ended {
+fn workload(db: &Database, rng: &mut Rng, model: &mut Model, cycle: u64, acked: &mut u64) -> Ended {
     for t in 0..TXNS_PER_CYCLE {
         let what = rng.below(20);
         if what == 0 {
@@ -125,7 +125,10 @@ fn workload(db: &Database, rng: &mut Rng, model: &mut Model, cycle: u64) -> Ende
             continue;
         }
         match txn.commit() {
-            Ok(_) => apply(model, &ops),
+            Ok(_) => {
+                apply(model, &ops);
+                *acked += 1;
+            }
             Err(_) => return Ended::PowerLost(Some(ops)),
         }
     }
@@ -185,14 +188,15 @@ fn diff(got: &Model, want: &Model) -> String {
     format!("missing {missing:?}, extra {extra:?}, different {changed:?}")
 }
 
-/// Runs `cases` crash points from `seed`; returns (cases, commits checked,
-/// kept / dropped / torn changes).
-fn run(cases: u64, seed: u64) -> (u64, u64, [u64; 3]) {
+/// Runs `cases` crash points from `seed`; returns (cases, acknowledged
+/// commits checked, rows at the end, kept / dropped / torn changes).
+fn run(cases: u64, seed: u64) -> (u64, u64, u64, [u64; 3]) {
     let dir = tempfile::tempdir().unwrap();
     let disk = SimDisk::new();
     let mut model = Model::new();
     let mut rng = Rng::new(seed);
     let mut fates = [0u64; 3];
+    let mut acked = 0u64;
     let db = Database::open(dir.path(), options(&disk)).unwrap();
     db.create_table("t", two_columns()).unwrap();
     db.create_index("t_id", "t", "id", true).unwrap();
@@ -202,7 +206,7 @@ fn run(cases: u64, seed: u64) -> (u64, u64, [u64; 3]) {
         let mut case_rng = Rng::new(case_seed);
         let live = db.take().expect("a database is open");
         disk.arm_crash_point(1 + case_rng.below(CRASH_WITHIN), case_seed);
-        let doubt = match workload(&live, &mut case_rng, &mut model, case) {
+        let doubt = match workload(&live, &mut case_rng, &mut model, case, &mut acked) {
             Ended::PowerLost(doubt) => doubt,
             Ended::Finished => {
                 disk.power_loss(case_seed).unwrap();
@@ -238,7 +242,7 @@ fn run(cases: u64, seed: u64) -> (u64, u64, [u64; 3]) {
     if let Some(db) = db {
         db.close().unwrap();
     }
-    (cases, model.len() as u64, fates)
+    (cases, acked, model.len() as u64, fates)
 }
 
 #[test]
@@ -252,10 +256,10 @@ fn every_acknowledged_commit_survives_seeded_power_losses() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(0x5EED);
     let limit = Duration::from_secs(60 + cases / 2);
-    let (cases, rows, [kept, dropped, torn]) = watchdog(limit, move || run(cases, seed));
+    let (cases, acked, rows, [kept, dropped, torn]) = watchdog(limit, move || run(cases, seed));
     eprintln!(
-        "power loss: {cases} crash points (seed {seed}), {rows} rows at the end; \
-         un-synced changes kept {kept}, dropped {dropped}, torn {torn}"
+        "power loss: {cases} crash points (seed {seed}), {acked} acknowledged commits, \
+         {rows} rows at the end, 0 lost; un-synced changes kept {kept}, dropped {dropped}, torn {torn}"
     );
     assert!(dropped + torn > 0, "the crash points lost something");
 }

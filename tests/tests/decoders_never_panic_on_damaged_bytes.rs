@@ -365,18 +365,34 @@ fn write_fuzz_seed_corpus() {
     }
     for (i, bytes) in wal_records().iter().enumerate() {
         put("wal_record", &format!("seed-{i}"), &[i as u8]);
-        put("wal_record", &format!("raw-{i}"), &[[8u8].as_slice(), bytes].concat());
+        put(
+            "wal_record",
+            &format!("raw-{i}"),
+            &[[8u8].as_slice(), bytes].concat(),
+        );
     }
     put("control_file", "seed", &[0]);
-    put("control_file", "raw", &[[2u8].as_slice(), &valid_control()].concat());
+    put(
+        "control_file",
+        "raw",
+        &[[2u8].as_slice(), &valid_control()].concat(),
+    );
     put("version_stamp", "seed", &valid_version());
     for (i, (info, payload)) in heap_payloads().into_iter().enumerate() {
         let two = u8::from(i == 2);
-        put("heap_redo", &format!("seed-{i}"), &[[info, two].as_slice(), &payload].concat());
+        put(
+            "heap_redo",
+            &format!("seed-{i}"),
+            &[[info, two].as_slice(), &payload].concat(),
+        );
     }
     for which in 0..3 {
         let (info, payload) = btree_payload(which);
         let blocks = u8::from(which == 1);
-        put("btree_redo", &format!("seed-{which}"), &[[info, blocks].as_slice(), &payload].concat());
+        put(
+            "btree_redo",
+            &format!("seed-{which}"),
+            &[[info, blocks].as_slice(), &payload].concat(),
+        );
     }
 }

@@ -1132,8 +1132,10 @@ impl StorageBackend for SimStorage {
 
     fn sync_all(&self) -> bufmgr::Result<()> {
         let mut s = self.disk.state.lock();
+        let base = self.inner.path(RelFork::main(bufmgr::RelId(0)));
+        let dir = base.parent().map_or(base.clone(), Path::to_path_buf);
         s.before_change()
-            .map_err(|e| bufmgr::Error::io("fsync", "all files", PathBuf::new(), e))?;
+            .map_err(|e| bufmgr::Error::io("fsync", "all files", &dir, e))?;
         s.stats.syncs += 1;
         if s.fire(FileClass::Relation, FaultOp::Sync).is_some() {
             for changes in s.rels.values_mut() {
@@ -1142,7 +1144,7 @@ impl StorageBackend for SimStorage {
             return Err(bufmgr::Error::io(
                 "fsync",
                 "all files",
-                PathBuf::new(),
+                dir,
                 eio("fdatasync"),
             ));
         }
@@ -1161,5 +1163,135 @@ impl StorageBackend for SimStorage {
 
     fn relations(&self) -> bufmgr::Result<Vec<RelFork>> {
         self.inner.relations()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_file(disk: &SimDisk, path: &Path, bytes: &[u8], sync: bool) {
+        let f = disk.open(path, true, false).unwrap();
+        f.write_all_at(bytes, 0).unwrap();
+        if sync {
+            f.sync_data().unwrap();
+        }
+    }
+
+    #[test]
+    fn synced_bytes_survive_and_unsynced_ones_may_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let disk = SimDisk::new();
+        let path = dir.path().join("f");
+        write_file(&disk, &path, &[1; 8192], true);
+        disk.sync_dir(dir.path()).unwrap();
+        let f = disk.open(&path, false, false).unwrap();
+        f.write_all_at(&[2; 8192], 0).unwrap();
+        let mut outcomes = std::collections::BTreeSet::new();
+        for seed in 0..40 {
+            // Rebuild the same un-synced state for every seed.
+            let snapshot = std::fs::read(&path).unwrap();
+            let loss = disk.power_loss(seed).unwrap();
+            let after = std::fs::read(&path).unwrap();
+            assert_eq!(after.len(), 8192, "the synced length survives");
+            // Each 4 kB page is old (1s), new (2s), or new up to a sector.
+            for page in after.chunks(4096) {
+                let new = page.iter().take_while(|b| **b == 2).count();
+                assert_eq!(new % 512, 0, "a page tears at sector boundaries");
+                assert!(page[new..].iter().all(|b| *b == 1), "{loss:?}");
+            }
+            outcomes.insert(after.iter().filter(|b| **b == 2).count());
+            // The same seed gives the same disk.
+            std::fs::write(&path, &snapshot).unwrap();
+            disk.restart();
+            let f = disk.open(&path, false, false).unwrap();
+            f.write_all_at(&[1; 8192], 0).unwrap();
+            f.sync_data().unwrap();
+            f.write_all_at(&[2; 8192], 0).unwrap();
+            drop(f);
+        }
+        assert!(
+            outcomes.contains(&0) && outcomes.contains(&8192),
+            "{outcomes:?}"
+        );
+        assert!(outcomes.len() > 2, "some pages were torn: {outcomes:?}");
+    }
+
+    #[test]
+    fn a_seed_replays_the_same_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |seed: u64| {
+            let disk = SimDisk::new();
+            let path = dir.path().join("g");
+            let _ = std::fs::remove_file(&path);
+            write_file(&disk, &path, &[0; 16384], true);
+            disk.sync_dir(dir.path()).unwrap();
+            let f = disk.open(&path, false, false).unwrap();
+            for i in 0..8u8 {
+                f.write_all_at(&[i + 1; 1500], u64::from(i) * 2000).unwrap();
+            }
+            disk.power_loss(seed).unwrap();
+            std::fs::read(&path).unwrap()
+        };
+        assert_eq!(run(7), run(7));
+        assert!((0..20).any(|s| run(s) != run(7)), "seeds differ");
+    }
+
+    #[test]
+    fn an_unsynced_create_disappears_and_a_synced_one_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let disk = SimDisk::new();
+        let kept = dir.path().join("kept");
+        write_file(&disk, &kept, b"durable", true);
+        disk.sync_dir(dir.path()).unwrap();
+        let mut gone = 0;
+        for seed in 0..20 {
+            let fresh = dir.path().join(format!("fresh{seed}"));
+            write_file(&disk, &fresh, b"not in the directory yet", true);
+            disk.power_loss(seed).unwrap();
+            disk.restart();
+            assert_eq!(std::fs::read(&kept).unwrap(), b"durable");
+            gone += usize::from(!fresh.exists());
+        }
+        assert!(gone > 0, "a create without a directory fsync can vanish");
+    }
+
+    #[test]
+    fn a_failed_sync_loses_its_changes_even_after_a_later_good_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let disk = SimDisk::new();
+        let path = dir.path().join("h");
+        write_file(&disk, &path, &[1; 4096], true);
+        disk.sync_dir(dir.path()).unwrap();
+        let f = disk.open(&path, false, false).unwrap();
+        f.write_all_at(&[2; 4096], 0).unwrap();
+        disk.inject(Fault::next(FileClass::Any, FaultOp::Sync, FaultKind::Eio));
+        let e = f.sync_data().unwrap_err();
+        assert!(e.to_string().contains("injected EIO"), "{e}");
+        f.sync_data().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), vec![2; 4096], "reads see it");
+        for seed in 0..10 {
+            disk.power_loss(seed).unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), vec![1; 4096], "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn faults_fire_after_the_chosen_count_and_a_short_write_fills_the_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let disk = SimDisk::new();
+        disk.inject(Fault {
+            after: 2,
+            ..Fault::next(FileClass::Control, FaultOp::Write, FaultKind::ShortWrite)
+        });
+        let f = disk.open(&dir.path().join("c"), true, false).unwrap();
+        assert_eq!(f.write_at(&[1; 100], 0).unwrap(), 100);
+        assert_eq!(f.write_at(&[1; 100], 100).unwrap(), 100);
+        assert_eq!(f.write_at(&[1; 100], 200).unwrap(), 50, "short");
+        let e = f.write_at(&[1; 50], 250).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::StorageFull, "{e}");
+        disk.clear_faults();
+        assert_eq!(f.write_at(&[1; 50], 250).unwrap(), 50);
+        assert_eq!(disk.stats().faults_fired, 2);
     }
 }
