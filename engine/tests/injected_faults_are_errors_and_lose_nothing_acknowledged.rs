@@ -304,3 +304,34 @@ fn a_failed_relation_fsync_is_not_forgotten_by_a_later_checkpoint() {
         power_loss_and_check(&disk, dir.path(), db, &acked, &BTreeSet::new(), 31);
     });
 }
+
+/// EIO reading the WAL or the control file at open: the open fails naming
+/// the file (recovery cannot know where the log ends); once the disk reads
+/// again, the open recovers everything.
+#[test]
+fn failed_wal_or_control_read_at_open_is_an_error_naming_the_file() {
+    watchdog(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let disk = SimDisk::new();
+        let (db, acked) = setup(&disk, dir.path(), 20);
+        db.checkpoint().unwrap();
+        for id in 20..25 {
+            commit_one(&db, id).unwrap();
+        }
+        drop(db);
+        for (class, expect) in [(FileClass::Control, "control"), (FileClass::Wal, "wal/")] {
+            disk.inject(Fault::next(class, FaultOp::Read, FaultKind::Eio));
+            let e = Database::open(dir.path(), options(&disk))
+                .unwrap_err()
+                .to_string();
+            eprintln!("Eio on {class:?} Read at open: {e}");
+            assert!(e.contains(expect) && e.contains("injected EIO"), "{e}");
+            disk.clear_faults();
+        }
+        let db = Database::open(dir.path(), options(&disk)).unwrap();
+        let mut want = acked.clone();
+        want.extend(20..25);
+        assert_eq!(ids(&db), want);
+        db.close().unwrap();
+    });
+}
