@@ -202,7 +202,7 @@ fn run(cases: u64, seed: u64) -> (u64, u64, u64, [u64; 3]) {
     db.create_index("t_id", "t", "id", true).unwrap();
     let mut db = Some(db);
     for case in 0..cases {
-        let case_seed = rng.next();
+        let case_seed = rng.next_u64();
         let mut case_rng = Rng::new(case_seed);
         let live = db.take().expect("a database is open");
         disk.arm_crash_point(1 + case_rng.below(CRASH_WITHIN), case_seed);

@@ -17,7 +17,8 @@
 //! Per configuration of the matrix: a fresh pool (no background writer,
 //! checksums on), T threads each looping `read_buffer` -> `lock_shared` ->
 //! check the page's block number -> drop, a warm-up, then a measured window
-//! between two `PoolStats` snapshots. Block numbers are drawn before the run
+//! between two `PoolStats` snapshots (stretched, up to 30 s, until it holds
+//! at least 100 evictions, so a starved run reports a rate, not zero). Block numbers are drawn before the run
 //! into one shared array (drawing a zipfian sample costs ~65 ns, as much as a
 //! hit); each thread walks it from its own offset.
 //!
@@ -361,6 +362,29 @@ fn worker(
     Ok(out)
 }
 
+/// Evictions a window must hold before it may end (a starved worker on a
+/// loaded machine can make none in a short window, and a rate from zero
+/// events measures the scheduler, not the sweep).
+const MIN_WINDOW_EVICTIONS: u64 = 100;
+/// The longest a window is stretched to reach them.
+const MAX_WINDOW_STRETCH: Duration = Duration::from_secs(30);
+
+/// After the window's time: wait until the pool has evicted
+/// [`MIN_WINDOW_EVICTIONS`] since `start` (or the stretch runs out); false
+/// if a worker asked to stop.
+fn wait_for_evictions(pool: &BufferPool, start: &PoolStats, stop: &AtomicBool) -> bool {
+    let until = Instant::now() + MAX_WINDOW_STRETCH;
+    while pool.stats().since(start).totals().evictions < MIN_WINDOW_EVICTIONS
+        && Instant::now() < until
+    {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    !stop.load(Ordering::Relaxed)
+}
+
 /// Sleep `d` in short steps, moving the bar; false if a worker asked to stop.
 fn wait(d: Duration, pb: &ProgressBar, done_before: Duration, stop: &AtomicBool) -> bool {
     let start = Instant::now();
@@ -429,7 +453,9 @@ fn measure(
         if wait(settings.warmup, &pb, Duration::ZERO, &stop) {
             pb.set_message(format!("{label}: measuring"));
             let (s0, c0, t0) = snapshot(&pool);
-            if wait(settings.duration, &pb, settings.warmup, &stop) {
+            if wait(settings.duration, &pb, settings.warmup, &stop)
+                && wait_for_evictions(&pool, &s0, &stop)
+            {
                 let (s1, c1, t1) = snapshot(&pool);
                 let secs = (t1 - t0).as_secs_f64();
                 let cores = c0.zip(c1).map(|(c0, c1)| c1.cores_since(&c0, secs));
