@@ -31,6 +31,8 @@
 //!    page to main, a forgotten entry admits a returning page to probation.
 //!    Either costs only a little hit ratio, never correctness.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use parking_lot::Mutex;
 
 use crate::desc::BufferId;
@@ -42,6 +44,11 @@ pub struct ProbationQueue {
     inner: CachePadded<Mutex<Fifo>>,
     /// Pop for victims while the queue holds at least this many.
     target: u32,
+    /// The partition's hand has made a whole pass: every buffer has held a
+    /// page once. Until then the hand's tick takes the never-used buffers
+    /// ahead of it, and the queue is not popped (a pool filling up evicts
+    /// nothing, as S3-FIFO inserts without evicting while it has room).
+    filled: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -63,7 +70,22 @@ impl ProbationQueue {
                 len: 0,
             })),
             target,
+            filled: AtomicBool::new(false),
         }
+    }
+
+    /// Has the partition filled up (see `filled`)? `hand_passes` is the
+    /// hand's completed passes, read only until the answer is yes.
+    #[inline]
+    pub fn filled(&self, hand_passes: impl FnOnce() -> u64) -> bool {
+        if self.filled.load(Ordering::Relaxed) {
+            return true;
+        }
+        if hand_passes() > 0 {
+            self.filled.store(true, Ordering::Relaxed);
+            return true;
+        }
+        false
     }
 
     /// Append `id` at the tail (rule 1: it is not in the queue).

@@ -113,8 +113,9 @@ impl PoolShared {
 
     /// The victim search (`StrategyGetBuffer`), one sweep for all three
     /// evictors. Per partition, starting at the chosen one:
-    /// 1. probation only: take buffers off the head of the partition's
-    ///    probation queue while it holds at least its target, at most
+    /// 1. probation only, once the hand has made a whole pass (until then
+    ///    it is taking never-used buffers): take buffers off the head of the
+    ///    partition's probation queue while it holds at least its target, at most
     ///    [`MAX_POPS_PER_VICTIM`] of them, each judged by [`Evictor::on_pop`];
     /// 2. tick the partition's hand, each buffer judged by
     ///    [`Evictor::on_tick`], until a victim; after a partition's worth of
@@ -140,7 +141,7 @@ impl PoolShared {
             let hand = &self.hands[p];
             let mut part_ticks = 0u64;
             let mut found = None;
-            if probation {
+            if probation && self.probation[p].filled(|| hand.position().0) {
                 found = self.probation_pop(p, false, &mut part_ticks);
             }
             if found.is_none() {
