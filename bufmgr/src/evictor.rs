@@ -95,11 +95,6 @@ pub enum Tick {
 /// larger one gives a scan more of the pool.
 pub const PROBATION_DIVISOR: u32 = 10;
 
-/// At most this many buffers are taken off the probation queue's head per
-/// victim search before the main hand is asked instead (a queue of pages all
-/// referenced again would otherwise promote them all in one search).
-pub const MAX_POPS_PER_VICTIM: u32 = 8;
-
 impl Evictor {
     /// All three, in the order reports list them.
     pub const ALL: [Evictor; 3] = [Evictor::Clock, Evictor::HotCool, Evictor::Probation];

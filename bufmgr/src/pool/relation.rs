@@ -76,6 +76,7 @@ impl BufferPool {
                     usage: s.evictor.usage_level(st),
                     pins: refcount(st) as u32,
                     partition: s.parts.partition_of(id),
+                    probation: st & PROBATION != 0,
                 }
             })
             .collect()

@@ -9,7 +9,7 @@ use parking_lot::lock_api::RawRwLockUpgrade as _;
 
 use crate::desc::*;
 use crate::error::{Error, Result};
-use crate::evictor::{MAX_POPS_PER_VICTIM, Tick};
+use crate::evictor::Tick;
 use crate::local::Local;
 use crate::ring::Ring;
 use crate::stats::bump;
@@ -115,8 +115,8 @@ impl PoolShared {
     /// evictors. Per partition, starting at the chosen one:
     /// 1. probation only, once the hand has made a whole pass (until then
     ///    it is taking never-used buffers): take buffers off the head of the
-    ///    partition's probation queue while it holds at least its target, at most
-    ///    [`MAX_POPS_PER_VICTIM`] of them, each judged by [`Evictor::on_pop`];
+    ///    partition's probation queue while it holds at least its target,
+    ///    each judged by [`Evictor::on_pop`], each queued buffer at most once;
     /// 2. tick the partition's hand, each buffer judged by
     ///    [`Evictor::on_tick`], until a victim; after a partition's worth of
     ///    consecutive pinned (or skipped) buffers give up on the hand;
@@ -213,8 +213,10 @@ impl PoolShared {
     /// Take buffers off the head of partition `p`'s probation queue (while it
     /// holds its target, or with `forced` while it holds any) until one is a
     /// victim: a referenced one is promoted to main (not `forced`), a pinned
-    /// one goes back to the tail. At most [`MAX_POPS_PER_VICTIM`] pops, or
-    /// the whole queue when `forced`. Each pop counts as a tick.
+    /// one goes back to the tail. At most as many pops as the queue held
+    /// when we began, so no buffer is looked at twice in one search; each
+    /// pop counts as a tick. A promotion is paid for once per admission, so
+    /// the mean stays near one pop per victim.
     fn probation_pop(
         &self,
         p: usize,
@@ -222,12 +224,7 @@ impl PoolShared {
         ticks: &mut u64,
     ) -> Option<(BufferId, bool)> {
         let q = &self.probation[p];
-        let limit = if forced {
-            q.len()
-        } else {
-            MAX_POPS_PER_VICTIM as usize
-        };
-        for _ in 0..limit {
+        for _ in 0..q.len() {
             let id = q.pop(forced)?;
             *ticks += 1;
             match self.visit(id, |s| self.evictor.on_pop(s, forced)) {
