@@ -99,16 +99,17 @@ impl ProbationQueue {
     }
 
     /// Take the head if the queue holds at least `target` ids (or, with
-    /// `forced`, any).
-    pub fn pop(&self, forced: bool) -> Option<BufferId> {
+    /// `forced`, any). Returns it and how many ids the queue held before.
+    pub fn pop(&self, forced: bool) -> Option<(BufferId, usize)> {
         let mut f = self.inner.lock();
-        if f.len == 0 || (!forced && f.len < self.target as usize) {
+        let held = f.len;
+        if held == 0 || (!forced && held < self.target as usize) {
             return None;
         }
         let id = f.ids[f.head];
         f.head = (f.head + 1) % f.ids.len();
         f.len -= 1;
-        Some(id)
+        Some((id, held))
     }
 
     /// Ids in the queue now.
@@ -204,18 +205,18 @@ mod tests {
         let q = ProbationQueue::new(4, 2);
         q.push(7);
         assert_eq!(q.pop(false), None, "below the target");
-        assert_eq!(q.pop(true), Some(7), "forced takes any");
+        assert_eq!(q.pop(true), Some((7, 1)), "forced takes any");
         for id in [1, 2, 3, 4] {
             q.push(id);
         }
-        assert_eq!(q.pop(false), Some(1));
+        assert_eq!(q.pop(false), Some((1, 4)));
         q.push(5); // wraps around the ring
-        assert_eq!(q.pop(false), Some(2));
-        assert_eq!(q.pop(false), Some(3));
-        assert_eq!(q.pop(false), Some(4), "two left = the target: still popped");
+        assert_eq!(q.pop(false), Some((2, 4)));
+        assert_eq!(q.pop(false), Some((3, 3)));
+        assert_eq!(q.pop(false), Some((4, 2)), "two left = the target: still popped");
         assert_eq!(q.pop(false), None, "one left, below the target: stop");
         assert_eq!(q.len(), 1);
-        assert_eq!(q.pop(true), Some(5));
+        assert_eq!(q.pop(true), Some((5, 1)));
         assert!(q.is_empty());
     }
 

@@ -224,16 +224,22 @@ impl PoolShared {
         ticks: &mut u64,
     ) -> Option<(BufferId, bool)> {
         let q = &self.probation[p];
-        for _ in 0..q.len() {
-            let id = q.pop(forced)?;
+        // Pops left: set from what the queue held at the first pop.
+        let mut left = None;
+        loop {
+            let (id, held) = q.pop(forced)?;
+            let left = left.get_or_insert(held);
             *ticks += 1;
             match self.visit(id, |s| self.evictor.on_pop(s, forced)) {
                 Visit::Taken => return Some((id, true)),
                 Visit::Changed => {} // promoted: PB cleared, the main hand's now
                 Visit::NoProgress => q.push(id),
             }
+            *left -= 1;
+            if *left == 0 {
+                return None;
+            }
         }
-        None
     }
 
     /// Put a newly tagged buffer we hold the one pin of in the region the
