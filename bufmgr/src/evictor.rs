@@ -27,7 +27,8 @@
 //!   pop:        (head of the probation queue, while it holds >= 1/10 of
 //!               the partition)
 //!               pinned, not referenced -> back to the tail
-//!               HOT or REF             -> promote: clear PB, keep HOT|REF
+//!               HOT or REF             -> promote: clear PB and REF (the
+//!                                         pop is the page's first tick)
 //!               COOL                   -> victim, its tag hash to the ghost set
 //!   tick:       (the main region: the clock hand)
 //!               PB -> skip (it belongs to the queue)
@@ -172,7 +173,10 @@ impl Evictor {
         debug_assert!(self.has_probation());
         let referenced = state & (HOT | REFBIT) != 0;
         if referenced && !forced {
-            Tick::Cool(state & !PROBATION)
+            // The pop is this page's first tick: it clears the reference
+            // bit as the hand's tick would, so a page read twice takes three
+            // visits in all (pop, demote, take) as under HOT/COOL.
+            Tick::Cool(state & !(PROBATION | REFBIT))
         } else if refcount(state) != 0 {
             Tick::Pinned
         } else {
@@ -387,14 +391,20 @@ mod tests {
         let q = PROBATION | VALID;
         assert_eq!(e.on_pop(q, false), Tick::Victim, "loaded once");
         assert_eq!(e.on_pop(q | REFCOUNT_ONE, false), Tick::Pinned);
-        // Referenced again (a second pin): to main with its HOT|REF bits,
-        // even while pinned.
+        // Referenced again (a second pin): to main, HOT, the pop having
+        // cleared the reference bit as a tick does; even while pinned.
         let hot = e.on_pin(q, false) - REFCOUNT_ONE;
-        assert_eq!(e.on_pop(hot, false), Tick::Cool(VALID | HOT | REFBIT));
+        assert_eq!(e.on_pop(hot, false), Tick::Cool(VALID | HOT));
         assert_eq!(
             e.on_pop(hot + REFCOUNT_ONE, false),
-            Tick::Cool(VALID | HOT | REFBIT | REFCOUNT_ONE)
+            Tick::Cool(VALID | HOT | REFCOUNT_ONE)
         );
+        // So a page read twice takes three visits, as under HOT/COOL.
+        let Tick::Cool(promoted) = e.on_pop(hot, false) else {
+            unreachable!()
+        };
+        assert_eq!(ticks_to_victim(e, promoted), 2);
+        assert_eq!(ticks_to_victim(Evictor::HotCool, hot), 3);
         // A ring pin does not count as a reference.
         let ringed = e.on_pin(q, true) - REFCOUNT_ONE;
         assert_eq!(e.on_pop(ringed, false), Tick::Victim);

@@ -10,7 +10,7 @@
 //! - probation: a page loads COOL into the probation queue; once the pool is
 //!   full the queue's head is taken while the queue holds a tenth of the
 //!   pool: promoted to main if read again meanwhile (a ring read does not
-//!   count), else evicted and remembered in the ghost set; a miss found in
+//!   count; the pop clears the reference bit as a tick would), else evicted and remembered in the ghost set; a miss found in
 //!   the ghost set loads into main; main follows the HOT/COOL rules.
 //!
 //! Single-threaded with one partition the pool is deterministic, so besides
@@ -438,7 +438,8 @@ impl Sim {
         let b = &mut self.bufs[i];
         b.queued = false;
         if b.usage != 0 && !forced {
-            return Some(None); // promoted: now under the hand, HOT|REF kept
+            b.usage &= !REF; // the pop is its first tick
+            return Some(None); // promoted: now under the hand
         }
         if let Some(blk) = b.block {
             self.ghost.remember(blk);

@@ -232,7 +232,7 @@ impl PoolShared {
             *ticks += 1;
             match self.visit(id, |s| self.evictor.on_pop(s, forced)) {
                 Visit::Taken => return Some((id, true)),
-                Visit::Changed => {} // promoted: PB cleared, the main hand's now
+                Visit::Changed => {} // promoted: the main hand's now
                 Visit::NoProgress => q.push(id),
             }
             *left -= 1;
