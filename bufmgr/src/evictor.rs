@@ -39,9 +39,13 @@
 //! the hand reaches it, and the hand reaches it only after a whole lap of
 //! the partition: a fast scan turns the hand fast, and each lap cools the hot
 //! set once. With probation a page touched once lives only as long as it takes
-//! the small queue (a tenth of the partition) to turn over, and the main
-//! region's hand does not move at all while the queue supplies the victims:
-//! a scan, however fast, churns the queue and never cools the main region. A
+//! the queue to turn over, and the main region's hand does not move at all
+//! while the queue supplies the victims: a scan, however fast, churns the
+//! queue and never cools the main region. The queue holds every page that has
+//! not earned main (so it is more than a tenth while main holds less than
+//! nine tenths: only promotions and ghost hits move buffers to main), and it
+//! is popped down to a tenth of the partition, below which main gives up
+//! victims too. A
 //! page that comes back soon after being evicted from the queue is found in
 //! the ghost set and goes straight to main. The clock needs up to six passes
 //! to free a page at usage 5, which is what makes its ticks per victim climb
