@@ -443,10 +443,7 @@ mod tests {
     fn parses_names() {
         assert_eq!("clock".parse::<Evictor>().unwrap(), Evictor::Clock);
         assert_eq!("hotcool".parse::<Evictor>().unwrap(), Evictor::HotCool);
-        assert_eq!(
-            "probation".parse::<Evictor>().unwrap(),
-            Evictor::Probation
-        );
+        assert_eq!("probation".parse::<Evictor>().unwrap(), Evictor::Probation);
         for e in Evictor::ALL {
             assert_eq!(e.name().parse::<Evictor>().unwrap(), e);
         }

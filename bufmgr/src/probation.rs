@@ -213,7 +213,11 @@ mod tests {
         q.push(5); // wraps around the ring
         assert_eq!(q.pop(false), Some((2, 4)));
         assert_eq!(q.pop(false), Some((3, 3)));
-        assert_eq!(q.pop(false), Some((4, 2)), "two left = the target: still popped");
+        assert_eq!(
+            q.pop(false),
+            Some((4, 2)),
+            "two left = the target: still popped"
+        );
         assert_eq!(q.pop(false), None, "one left, below the target: stop");
         assert_eq!(q.len(), 1);
         assert_eq!(q.pop(true), Some((5, 1)));

@@ -105,10 +105,7 @@ fn strings_parse_with_clear_errors() {
         Evictor::Probation
     );
     assert_eq!(
-        Options::new()
-            .set("evictor", "probation")
-            .unwrap()
-            .evictor,
+        Options::new().set("evictor", "probation").unwrap().evictor,
         Evictor::Probation
     );
     let o = Options::new()

@@ -19,10 +19,10 @@
 //! sequence, comparing every buffer's page, usage and region after every
 //! access.
 
+use bufmgr::table::HashedTag;
 use bufmgr::{BlockNumber, BufferPool, Evictor, RingKind, SweepBatch};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
-use bufmgr::table::HashedTag;
 use tests::{TestDb, is_resident, rel, row_of, small_config, tag, with_timeout};
 
 const R: u32 = 3;
@@ -236,10 +236,16 @@ fn probation_promotes_a_reread_page_and_admits_a_ghost_to_main() {
         for b in 0..32 {
             read(&pool, b);
         }
-        assert!((0..32).all(|b| queued(&pool, b)), "new pages are on probation");
+        assert!(
+            (0..32).all(|b| queued(&pool, b)),
+            "new pages are on probation"
+        );
         read(&pool, 0);
         assert_eq!(usage(&pool, 0), 1, "a second read marks it (HOT)");
-        assert!(queued(&pool, 0), "...but it stays queued until the head reaches it");
+        assert!(
+            queued(&pool, 0),
+            "...but it stays queued until the head reaches it"
+        );
 
         // The pool is full and the hand has made its pass: the next miss
         // takes the queue's head. Block 0 was read again: promoted. Block 1
@@ -247,7 +253,10 @@ fn probation_promotes_a_reread_page_and_admits_a_ghost_to_main() {
         read(&pool, 32);
         assert!(!queued(&pool, 0), "block 0 promoted to main");
         assert_eq!(usage(&pool, 0), 1, "promoted with its HOT bit");
-        assert!(!is_resident(&pool, tag(R, 1)), "block 1 evicted from probation");
+        assert!(
+            !is_resident(&pool, tag(R, 1)),
+            "block 1 evicted from probation"
+        );
         assert!(queued(&pool, 32), "the new page is on probation");
 
         // Block 1 comes back while its ghost is remembered: straight to main.
@@ -310,10 +319,13 @@ struct SimBuf {
 /// oldest; a hit forgets the entry. (Keyed by block here; the pool keys by
 /// a 32-bit fingerprint of the tag hash, which for the few blocks of these
 /// tests is asserted unique.)
+/// A ghost bucket: 8 ways and the next way to overwrite.
+type SimBucket = ([Option<BlockNumber>; 8], usize);
+
 #[derive(Debug, Default)]
 struct SimGhost {
-    /// (mapping partition, bucket) -> 8 ways and the next way to overwrite.
-    buckets: std::collections::HashMap<(usize, usize), ([Option<BlockNumber>; 8], usize)>,
+    /// (mapping partition, bucket) -> its ways.
+    buckets: std::collections::HashMap<(usize, usize), SimBucket>,
     buckets_per_part: usize,
 }
 

@@ -217,12 +217,7 @@ impl PoolShared {
     /// when we began, so no buffer is looked at twice in one search; each
     /// pop counts as a tick. A promotion is paid for once per admission, so
     /// the mean stays near one pop per victim.
-    fn probation_pop(
-        &self,
-        p: usize,
-        forced: bool,
-        ticks: &mut u64,
-    ) -> Option<(BufferId, bool)> {
+    fn probation_pop(&self, p: usize, forced: bool, ticks: &mut u64) -> Option<(BufferId, bool)> {
         let q = &self.probation[p];
         // Pops left: set from what the queue held at the first pop.
         let mut left = None;
@@ -255,7 +250,11 @@ impl PoolShared {
             // it stays where it is.
             return bits;
         }
-        if map.ghost_take(ht) { bits } else { bits | PROBATION }
+        if map.ghost_take(ht) {
+            bits
+        } else {
+            bits | PROBATION
+        }
     }
 
     /// After [`admit`](Self::admit) and the header unlock: queue the buffer
