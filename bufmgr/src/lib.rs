@@ -12,6 +12,7 @@ mod local;
 pub mod page;
 pub mod partition;
 pub mod pool;
+pub mod probation;
 pub mod ring;
 pub mod stats;
 pub mod sweep;

@@ -425,6 +425,8 @@ pub struct BufferRow {
     /// Pins held right now.
     pub pins: u32,
     pub partition: usize,
+    /// Probation evictor: in the probation queue (else in the main region).
+    pub probation: bool,
 }
 
 /// pg_buffercache_summary plus pg_buffercache_usage_counts.

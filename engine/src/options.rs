@@ -6,7 +6,7 @@
 //! | scenario flag | option | default |
 //! |---|---|---|
 //! | `--pool-mib` | `pool_mib` / `pool_buffers` | 16,384 pages (128 MiB) |
-//! | `--evictor` | `evictor` (`"clock"`, `"hotcool"`) | clock |
+//! | `--evictor` | `evictor` (`"clock"`, `"hotcool"`, `"probation"`) | clock |
 //! | `--batch` | `sweep_batch` (`"auto"` or N) | 1 |
 //! | `--partitions` | `partitions` (`Partitions::Count(n)` or `Topology`), `balancing`, `partition_floor` | topology, balancing on, no floor |
 //! | `--ring` | `rings`, `ring_sizes` | on; 256 KiB / 16 MiB / 2 MiB, each capped at pool / 8 |
@@ -587,7 +587,7 @@ impl Options {
     }
 }
 
-/// Parse an evictor name (`clock`, `hotcool`); the error lists the choices.
+/// Parse an evictor name (`clock`, `hotcool`, `probation`); the error lists the choices.
 pub fn parse_evictor(name: &str) -> Result<Evictor> {
     name.parse().map_err(|e: String| invalid("evictor", e))
 }

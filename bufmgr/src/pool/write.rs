@@ -162,7 +162,7 @@ impl PoolShared {
     ) -> Result<std::result::Result<(BufferTag, bool), SyncResult>> {
         let d = self.desc(id);
         let s = d.lock_header();
-        let reusable = refcount(s) == 0 && s & USAGE_MASK == 0;
+        let reusable = self.evictor.reusable(s);
         let other_rel = only.is_some_and(|rf| d.tag().map(|t| t.relfork()) != Some(rf));
         if (skip_recently_used && !reusable) || other_rel || s & (VALID | DIRTY) != VALID | DIRTY {
             d.unlock_header(0, 0);
