@@ -332,6 +332,38 @@ fn pins_and_header_lock() {
     assert_eq!(s & LOCKED, 0);
 }
 
+/// Invariant 1 at the top of the refcount field: one pin short of
+/// `REFCOUNT_MASK`, three threads try to pin (and unpin at once); at most
+/// one holds a pin at any time, the others are refused (`TooManyPins` in
+/// the pool), and the count never wraps into the usage bits.
+fn refcount_saturates() {
+    let start = TAG_VALID | VALID | (REFCOUNT_MASK - 1);
+    let d = desc_with(start);
+    let last_pin = Arc::new(OneAtATime::new("the last pin the refcount can count"));
+    let granted = Arc::new(ModelU64::new(0));
+    let handles = (0..3)
+        .map(|_| {
+            let (d, last_pin, granted) = (d.clone(), last_pin.clone(), granted.clone());
+            thread::spawn(move || {
+                if let Some(s) = pin(&d) {
+                    last_pin.enter();
+                    assert_eq!(refcount(s), REFCOUNT_MASK);
+                    granted.fetch_add(1, Ordering::SeqCst);
+                    thread::yield_now();
+                    last_pin.leave();
+                    d.unpin();
+                }
+            })
+        })
+        .collect();
+    join_all(handles);
+    // The first to try always succeeds.
+    assert!(granted.load(Ordering::SeqCst) >= 1);
+    let s = d.load();
+    assert_eq!(refcount(s), REFCOUNT_MASK - 1);
+    assert_eq!(s & !(REFCOUNT_MASK | USAGE_MASK), TAG_VALID | VALID);
+}
+
 /// Invariants 3-5 for a read that succeeds: the reader tagged the buffer
 /// with `IO_IN_PROGRESS` (as `start_locked` does); two threads that found
 /// the tag wait and must find the page valid, never reading it themselves.
@@ -664,6 +696,11 @@ const LOST_WAKEUP_SEED: &str = include_str!("../shuttle-seeds/lost_wakeup.txt");
 #[test]
 fn model_check_pins_and_header_lock() {
     explore("pins_and_header_lock", pins_and_header_lock);
+}
+
+#[test]
+fn model_check_refcount_saturates() {
+    explore("refcount_saturates", refcount_saturates);
 }
 
 #[test]
