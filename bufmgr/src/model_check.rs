@@ -26,18 +26,19 @@
 //!
 //! # Invariants checked
 //! 1. A refcount never goes below zero (desc's `unpin` asserts it) or above
-//!    the number of pins taken; a pin never lands while the header lock is
-//!    held, and the holder sees only unpins (desc rule 2).
+//!    the number of pins taken, and never wraps past `REFCOUNT_MASK`; a pin
+//!    never lands while the header lock is held, and the holder sees only
+//!    unpins (desc rule 2).
 //! 2. The header lock excludes: two holders never overlap.
 //! 3. At most one thread owns a buffer's I/O (`IO_IN_PROGRESS`) at a time.
 //! 4. A waiter never returns while `IO_IN_PROGRESS` is set; after a
 //!    successful read it finds `VALID` and never reads again; after a
 //!    failed read every waiter finds `IO_ERROR` and owns a retry.
-//! 5. No lost wakeup and no deadlock: a sleeping waiter is always woken
-//!    (also when a stream's read is registered after it fell asleep, and
-//!    a stream's read is reaped exactly once, by the stream or a waiter)
-//!    (shuttle fails a run in which every thread is blocked, and a run that
-//!    exceeds [`MAX_STEPS`], which catches a spin that never ends).
+//! 5. No lost wakeup and no deadlock: a sleeping waiter is always woken,
+//!    also when a stream's read is registered after it fell asleep; shuttle
+//!    fails a run in which every thread is blocked, and a run that exceeds
+//!    [`MAX_STEPS`], which catches a spin that never ends. A stream's read
+//!    is reaped exactly once, by the stream or by a waiter.
 //! 6. A page never changes while it is written (share-exclusive excludes
 //!    exclusive), and a change is never lost: once all threads are done the
 //!    page's last version is on "disk" or the buffer is `DIRTY`.
