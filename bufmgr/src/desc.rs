@@ -48,9 +48,12 @@
 //!    stale or mix two tags, and is confirmed by reading it again once pinned
 //!    on a `TAG_VALID` state.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
-use parking_lot::{Condvar, Mutex, RawRwLock, lock_api::RawRwLock as _};
+use parking_lot::lock_api::RawRwLock as _;
+
+// From the facade, so the model tests can swap in shuttle's (`crate::sync`).
+use crate::sync::{AtomicU32, AtomicU64, Condvar, Mutex, RawRwLock};
 
 use crate::tag::{BufferTag, Fork, RelId};
 
@@ -389,13 +392,13 @@ impl SpinDelay {
     pub fn spin(&mut self) {
         self.spins += 1;
         if self.spins < SPINS_PER_DELAY {
-            std::hint::spin_loop();
+            crate::sync::spin_loop();
         } else if self.spins < SPINS_PER_DELAY + YIELDS_BEFORE_SLEEP {
-            std::thread::yield_now();
+            crate::sync::yield_now();
         } else {
             // Grow from 10 us to 1 ms; a holder descheduled for this long is rare.
             let extra = (self.spins - SPINS_PER_DELAY - YIELDS_BEFORE_SLEEP).min(100) as u64;
-            std::thread::sleep(std::time::Duration::from_micros(10 + extra * 10));
+            crate::sync::sleep(std::time::Duration::from_micros(10 + extra * 10));
         }
     }
 }
@@ -411,6 +414,8 @@ mod tests {
     use super::*;
     use crate::tag::RelFork;
 
+    // Shuttle's atomics are bigger than a machine word.
+    #[cfg(not(feature = "shuttle"))]
     #[test]
     fn descriptor_is_one_cache_line() {
         assert_eq!(std::mem::align_of::<BufferDesc>(), 64);
