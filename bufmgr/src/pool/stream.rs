@@ -285,8 +285,10 @@ const IN_FLIGHT_SHARDS: usize = 128;
 /// mutex-protected map: a stream registers each miss at submit and removes
 /// it at completion, and a thread about to wait for a buffer's I/O looks it
 /// up (`PoolShared::wait_io`), so one mutex for the pool would serialise
-/// every stream's every miss. No shard lock is held while another is taken
-/// or while any other lock is taken (lock order: a shard is a leaf).
+/// every stream's every miss. Registering and forgetting both happen under
+/// the operation's own lock, so an operation is registered whole or not at
+/// all. No shard lock is held while another is taken or while any other
+/// lock is taken (lock order: an operation's lock, then a shard, a leaf).
 pub(crate) struct InFlightMap {
     shards: Box<[FlightShard]>,
 }
@@ -482,12 +484,20 @@ impl OpState {
         });
         let ids: Vec<BufferId> = {
             let g = flight.inner.lock();
-            g.runs
+            let ids: Vec<BufferId> = g
+                .runs
                 .iter()
                 .flat_map(|(_, ids)| ids.iter().copied())
-                .collect()
+                .collect();
+            // Registered under the operation's lock: a waiter that finds the
+            // first buffer registered and completes the operation (which
+            // takes this lock, then forgets every buffer) must not run
+            // between two inserts, or the later buffers would stay
+            // registered to a finished operation, and a waiter for their
+            // next, unrelated I/O would take that for its own and not wait.
+            pool.in_flight.insert(&ids, &flight);
+            ids
         };
-        pool.in_flight.insert(&ids, &flight);
         // Anyone who went to sleep on these before they were registered
         // looks again (and finishes them rather than wait for us).
         for &id in &ids {
