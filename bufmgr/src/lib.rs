@@ -9,6 +9,7 @@ pub mod evictor;
 pub mod guard;
 pub mod io;
 mod local;
+pub mod numa;
 pub mod page;
 pub mod partition;
 pub mod pool;

@@ -118,6 +118,7 @@ impl PoolShared {
             crate::bgwriter::wake(self);
         }
         let nparts = self.parts.len();
+        local.recheck_home(self);
         let first = self.parts.choose(local.home, &mut local.budget);
         let batch = self.batch_size();
         let mut ticks = 0u64;
