@@ -455,7 +455,10 @@ fn measure(
         let hs: Vec<_> = (0..threads)
             .map(|t| {
                 let (db, phase, done) = (&db, &phase, &done);
-                s.spawn(move || client(db, 0x01f7 + t as u64, scale, phase, done))
+                s.spawn(move || {
+                    crate::common::pin_worker(t);
+                    client(db, 0x01f7 + t as u64, scale, phase, done)
+                })
             })
             .collect();
         let alive = || hs.iter().all(|h| !h.is_finished());

@@ -146,6 +146,7 @@ fn measure(
             .map(|t| {
                 let (db, phase, done) = (&db, &phase, &done);
                 s.spawn(move || {
+                    crate::common::pin_worker(t);
                     tables::account_lookups(
                         db,
                         0x5e1ec7 + t as u64,

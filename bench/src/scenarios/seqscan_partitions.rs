@@ -256,7 +256,10 @@ fn measure(
         &format!("{NAME} {label}"),
     );
     let measured = std::thread::scope(|s| -> Result<_> {
-        let h = s.spawn(|| scanner(&db, ACCOUNTS, &stop, &first, &rows, &scans));
+        let h = s.spawn(|| {
+            crate::common::pin_worker(0);
+            scanner(&db, ACCOUNTS, &stop, &first, &rows, &scans)
+        });
         // The first (cold) scan, then the warm-up.
         while !first.load(Ordering::Acquire) && !h.is_finished() {
             std::thread::sleep(Duration::from_millis(10));
