@@ -88,10 +88,18 @@ fn seqscan_partitions_misses_without_balancing_or_floor() {
     for r in &report.rows {
         assert!(r.pages > 0 && r.pages_per_sec > 0.0, "{r:?}");
         // Per-node figures: the pool's buffers, partitions and accesses.
-        assert_eq!(r.nodes.iter().map(|n| n.buffers).sum::<usize>(), 1024, "{r:?}");
+        assert_eq!(
+            r.nodes.iter().map(|n| n.buffers).sum::<usize>(),
+            1024,
+            "{r:?}"
+        );
         let parts: usize = r.nodes.iter().map(|n| n.partitions).sum();
         assert_eq!(parts, r.partitions_effective, "{r:?}");
-        assert_eq!(r.nodes.iter().map(|n| n.accesses).sum::<u64>(), r.pages, "{r:?}");
+        assert_eq!(
+            r.nodes.iter().map(|n| n.accesses).sum::<u64>(),
+            r.pages,
+            "{r:?}"
+        );
     }
     // The table (60% of the pool) fits one partition of the whole pool...
     assert!(one.hit_ratio > 0.99, "{one:?}");
@@ -208,11 +216,21 @@ fn readonly_looks_up_every_key_it_asks_for() {
     // accesses add up.
     for r in &report.rows {
         assert!(!r.nodes.is_empty(), "{r:?}");
-        assert_eq!(r.nodes.iter().map(|n| n.buffers).sum::<usize>(), 256, "{r:?}");
-        assert_eq!(r.nodes.iter().map(|n| n.partitions).sum::<usize>(), r.partitions);
+        assert_eq!(
+            r.nodes.iter().map(|n| n.buffers).sum::<usize>(),
+            256,
+            "{r:?}"
+        );
+        assert_eq!(
+            r.nodes.iter().map(|n| n.partitions).sum::<usize>(),
+            r.partitions
+        );
         let accesses: u64 = r.nodes.iter().map(|n| n.accesses).sum();
         let expect = r.accesses_per_lookup * r.lookups as f64;
-        assert!((accesses as f64 - expect).abs() < 1.0, "{accesses} vs {expect}");
+        assert!(
+            (accesses as f64 - expect).abs() < 1.0,
+            "{accesses} vs {expect}"
+        );
     }
     assert!(report.render().contains("by NUMA node"));
     // partitions {1, 4} by default.

@@ -142,34 +142,64 @@ impl Topology {
     /// The nodes as hwloc sees them; `None` if hwloc fails (or panics).
     #[cfg(feature = "hwloc")]
     fn from_hwloc(cores: usize) -> Option<Topology> {
-        use hwlocality::object::types::ObjectType;
-
         let nodes = std::panic::catch_unwind(|| {
             let topo = hwlocality::Topology::new().ok()?;
-            let mut nodes = Vec::new();
-            for obj in topo.objects_with_type(ObjectType::NUMANode) {
-                let id = obj.os_index().unwrap_or_else(|| obj.logical_index());
-                let cpuset = obj.cpuset()?;
-                // An infinite set is nonsense for a node: give up on hwloc.
-                cpuset.weight()?;
-                let cpus: Vec<usize> = cpuset.iter_set().map(usize::from).collect();
-                if !cpus.is_empty() {
-                    nodes.push(NumaNode { id, cpus });
-                }
-            }
-            Some(nodes)
+            Self::hwloc_nodes(&topo)
         })
         .ok()??;
-        if nodes.is_empty() {
-            return None;
-        }
-        let mut nodes = nodes;
-        nodes.sort_by_key(|n| n.id);
         Some(Topology {
             nodes,
             cores,
             source: TopologySource::Hwloc,
         })
+    }
+
+    /// hwloc's own synthetic topology of `desc` (`hwloc_topology_set_synthetic`,
+    /// e.g. `"pack:2 numa:3 core:2 pu:1"`), read like a real machine: the
+    /// check that [`synthetic`](Self::synthetic) builds what hwloc would.
+    /// `cores` is the number of CPUs listed. Errors carry hwloc's complaint.
+    #[cfg(feature = "hwloc")]
+    pub fn from_hwloc_synthetic(desc: &str) -> std::result::Result<Topology, String> {
+        let nodes = std::panic::catch_unwind(|| -> std::result::Result<_, String> {
+            let topo = hwlocality::Topology::builder()
+                .from_synthetic(desc)
+                .map_err(|e| format!("hwloc refused synthetic topology {desc:?}: {e}"))?
+                .build()
+                .map_err(|e| format!("hwloc could not build synthetic topology {desc:?}: {e}"))?;
+            Self::hwloc_nodes(&topo)
+                .ok_or_else(|| format!("hwloc's synthetic topology {desc:?} has no usable nodes"))
+        })
+        .map_err(|_| format!("hwloc panicked on synthetic topology {desc:?}"))??;
+        let cores = nodes.iter().map(|n| n.cpus.len()).sum();
+        Ok(Topology {
+            nodes,
+            cores,
+            source: TopologySource::Hwloc,
+        })
+    }
+
+    /// The nodes with CPUs of an hwloc topology, by id; `None` if there are
+    /// none or a cpuset is infinite.
+    #[cfg(feature = "hwloc")]
+    fn hwloc_nodes(topo: &hwlocality::Topology) -> Option<Vec<NumaNode>> {
+        use hwlocality::object::types::ObjectType;
+
+        let mut nodes = Vec::new();
+        for obj in topo.objects_with_type(ObjectType::NUMANode) {
+            let id = obj.os_index().unwrap_or_else(|| obj.logical_index());
+            let cpuset = obj.cpuset()?;
+            // An infinite set is nonsense for a node: give up on hwloc.
+            cpuset.weight()?;
+            let cpus: Vec<usize> = cpuset.iter_set().map(usize::from).collect();
+            if !cpus.is_empty() {
+                nodes.push(NumaNode { id, cpus });
+            }
+        }
+        if nodes.is_empty() {
+            return None;
+        }
+        nodes.sort_by_key(|n| n.id);
+        Some(nodes)
     }
 
     /// A made-up machine from an hwloc-style synthetic description: levels
@@ -534,6 +564,40 @@ mod tests {
 #[cfg(all(test, feature = "hwloc"))]
 mod hwloc_tests {
     use super::*;
+
+    /// The hand-built synthetic topology is the one hwloc builds from the
+    /// same description, node by node and CPU by CPU.
+    #[test]
+    fn synthetic_topologies_match_hwlocs() {
+        for desc in [
+            "pack:2 numa:3 core:2 pu:1",
+            "numa:2 pu:1",
+            "pack:2 numa:2 l3:1 core:3 pu:2",
+        ] {
+            let ours = Topology::synthetic(desc).unwrap();
+            let hwloc = Topology::from_hwloc_synthetic(desc).unwrap();
+            assert_eq!(ours.nodes, hwloc.nodes, "{desc}");
+            assert_eq!(ours.cores, hwloc.cores, "{desc}");
+        }
+        assert!(Topology::from_hwloc_synthetic("bogus:7").is_err());
+    }
+
+    /// hwloc's six-node synthetic topology drives the partition map and
+    /// the placement plan as a real six-node machine would.
+    #[test]
+    fn hwloc_synthetic_topology_drives_the_plan() {
+        let t = Topology::from_hwloc_synthetic("pack:2 numa:3 core:2 pu:1").unwrap();
+        let spec = crate::partition::PartitionSpec::default();
+        let m = crate::partition::PartitionMap::build_aligned(16384, &spec, &t, 256).unwrap();
+        assert_eq!(m.len(), 6);
+        let plan = crate::numa::PlacementPlan::compute(&m, &t, true, false).unwrap();
+        assert!(plan.aligned);
+        let nodes: Vec<_> = plan.ranges.iter().map(|r| r.policy).collect();
+        assert_eq!(
+            nodes,
+            (0..6).map(crate::numa::Policy::Bind).collect::<Vec<_>>()
+        );
+    }
 
     #[test]
     fn detect_uses_hwloc_and_agrees_with_sysfs() {
