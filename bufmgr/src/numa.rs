@@ -76,8 +76,9 @@ pub struct PlacementPlan {
 
 impl PlacementPlan {
     /// The plan for `parts` on `topology`, or `None` on one node (the pages
-    /// have nowhere else to go). `arena_len` is the arena's length in bytes.
-    /// `huge` selects 2 MiB pages; `interleave` one interleaved range.
+    /// have nowhere else to go). The arena is the partitions' buffers, in
+    /// order. `huge` selects 2 MiB pages; `interleave` one interleaved range
+    /// (and then the descriptors are left where they are built).
     pub fn compute(
         parts: &PartitionMap,
         topology: &Topology,
