@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use bufmgr::desc::{HOT, REFBIT, USAGE_ONE, VALID};
+use bufmgr::desc::{HOT, PROBATION, REFBIT, USAGE_ONE, VALID};
 use bufmgr::evictor::Tick;
 use bufmgr::{
     BlockNumber, BufferPool, Evictor, FileStorage, PAGE_SIZE, PoolConfig, RelFork, RelId,
@@ -202,6 +202,7 @@ fn miss_with_eviction(c: &mut Criterion, storage: &Arc<FileStorage>) {
     let variants = [
         ("clock", Evictor::Clock, true),
         ("hotcool", Evictor::HotCool, true),
+        ("probation", Evictor::Probation, true),
         ("clock_no_checksum", Evictor::Clock, false),
     ];
     for (name, evictor, checksums) in variants {
@@ -252,19 +253,22 @@ fn miss_with_eviction(c: &mut Criterion, storage: &Arc<FileStorage>) {
 const TICK_WORDS: usize = 4096;
 
 /// Usage bits of a page that has been read and hit a few times: the clock at
-/// usage 0..=5, HOT/COOL at COOL, HOT or HOT+REF, spread by `i`.
+/// usage 0..=5, HOT/COOL at COOL, HOT or HOT+REF, spread by `i`; probation
+/// as HOT/COOL, with every tenth word queued (skipped by the main hand).
 fn used_state(e: Evictor, i: usize) -> u64 {
     VALID
         | match e {
             Evictor::Clock => (i % 6) as u64 * USAGE_ONE,
             Evictor::HotCool => [0, HOT, HOT | REFBIT][i % 3],
+            Evictor::Probation if i % 10 == 0 => PROBATION,
+            Evictor::Probation => [0, HOT, HOT | REFBIT][i % 3],
         }
 }
 
 fn sweep_tick(c: &mut Criterion) {
     let mut g = c.benchmark_group("sweep_tick");
     configure(&mut g);
-    for e in [Evictor::Clock, Evictor::HotCool] {
+    for e in Evictor::ALL {
         let words: Vec<AtomicU64> = (0..TICK_WORDS)
             .map(|i| AtomicU64::new(used_state(e, i)))
             .collect();
@@ -281,7 +285,7 @@ fn sweep_tick(c: &mut Criterion) {
                     let new = match e.on_tick(s) {
                         Tick::Cool(new) => Some(new),
                         Tick::Victim => Some(refill[hand]),
-                        Tick::Pinned => None,
+                        Tick::Pinned | Tick::Skip => None,
                     };
                     if let Some(new) = new {
                         let _ = black_box(w.compare_exchange(

@@ -28,12 +28,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{BenchError, Result};
 
-/// `--evictor`: one policy or both.
+/// `--evictor`: one policy, the two older ones (`both`), or all three.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum EvictorChoice {
     Clock,
     Hotcool,
+    Probation,
+    /// Clock and HOT/COOL (the default run's pair).
     Both,
+    /// Clock, HOT/COOL and probation.
+    All,
 }
 
 impl EvictorChoice {
@@ -41,8 +45,29 @@ impl EvictorChoice {
         match self {
             EvictorChoice::Clock => vec![Evictor::Clock],
             EvictorChoice::Hotcool => vec![Evictor::HotCool],
+            EvictorChoice::Probation => vec![Evictor::Probation],
             EvictorChoice::Both => vec![Evictor::Clock, Evictor::HotCool],
+            EvictorChoice::All => Evictor::ALL.to_vec(),
         }
+    }
+}
+
+/// How plots and prose spell an evictor given by its report name.
+pub fn evictor_label(name: &str) -> &'static str {
+    match name {
+        "hotcool" => "HOT/COOL",
+        "probation" => "probation",
+        _ => "clock",
+    }
+}
+
+/// The plot colour of an evictor given by its report name (HOT/COOL keeps
+/// the first colour it always had, the clock the second).
+pub fn evictor_colour(name: &str) -> usize {
+    match name {
+        "hotcool" => 0,
+        "probation" => 2,
+        _ => 1,
     }
 }
 
@@ -84,7 +109,7 @@ pub struct CommonArgs {
     /// Worker thread counts, comma-separated [default: per scenario]
     #[arg(long, global = true, value_delimiter = ',', value_name = "N[,N...]")]
     pub threads: Option<Vec<usize>>,
-    /// Replacement policy [default: both; hint-bits: clock]
+    /// Replacement policy: clock, hotcool, probation, both (clock and hotcool) or all [default: all; hint-bits, bulkload, seqscan-partitions, compare-sqlite: clock]
     #[arg(long, global = true, value_enum)]
     pub evictor: Option<EvictorChoice>,
     /// Sweep batch sizes, comma-separated; "auto" lets the pool choose [default: 1,16,64; hint-bits: 1]

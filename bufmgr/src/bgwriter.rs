@@ -141,7 +141,7 @@ impl Cleaner {
 
         let samples = match pool.evictor {
             Evictor::Clock => SMOOTHING_SAMPLES,
-            Evictor::HotCool => CLEANER_SMOOTHING_SAMPLES_HOTCOOL,
+            Evictor::HotCool | Evictor::Probation => CLEANER_SMOOTHING_SAMPLES_HOTCOOL,
         };
         if strategy_delta > 0.0 && recent_alloc > 0.0 {
             let scans_per_alloc = strategy_delta / recent_alloc;
@@ -164,7 +164,7 @@ impl Cleaner {
         }
         let write_limit = match pool.evictor {
             Evictor::Clock => cfg.lru_maxpages,
-            Evictor::HotCool => cfg.lru_maxpages.max(upcoming as usize),
+            Evictor::HotCool | Evictor::Probation => cfg.lru_maxpages.max(upcoming as usize),
         };
 
         let first = hand.first();

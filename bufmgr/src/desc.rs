@@ -7,19 +7,26 @@
 //! separate `parking_lot` reader-writer lock here:
 //!
 //! ```text
-//!  63        32 31 30 29 28 27 26 25 24 23 22 21    18 17               0
-//! +------------+--+--+--+--+--+--+--+--+--+--+--------+------------------+
-//! |   unused   |PM|CN|IW|HD|IE|IO|TV|VA|DI|LK| usage  |    refcount      |
-//! +------------+--+--+--+--+--+--+--+--+--+--+--------+------------------+
+//!  63      33 32 31 30 29 28 27 26 25 24 23 22 21    18 17               0
+//! +----------+--+--+--+--+--+--+--+--+--+--+--+--------+------------------+
+//! |  unused  |PB|PM|CN|IW|HD|IE|IO|TV|VA|DI|LK| usage  |    refcount      |
+//! +----------+--+--+--+--+--+--+--+--+--+--+--+--------+------------------+
 //!   LK = header lock (BM_LOCKED)        IO = I/O in progress
 //!   DI = dirty                          IE = last I/O failed
 //!   VA = valid (page contents loaded)   HD = dirtied by hint bits only
 //!   TV = tag valid (in mapping table)   CN = checkpoint needed
 //!   PM = permanent (WAL-logged relation) IW = a thread waits for the I/O
+//!   PB = in its partition's probation queue (probation evictor only)
 //!
 //!   usage, clock evictor:   a count 0..=5 (BM_MAX_USAGE_COUNT)
 //!   usage, HOT/COOL:        bit 18 = HOT (0 = COOL), bit 19 = reference bit
+//!   usage, probation:       as HOT/COOL, plus bit 32 (PB)
 //! ```
+//!
+//! `PB` is outside [`FLAG_MASK`] and [`USAGE_MASK`] on purpose: invalidating
+//! a buffer clears those, but a buffer in the probation queue stays in it
+//! (tagless) until the queue's head reaches it, so the bit must stay true
+//! (see [`crate::evictor`]).
 //!
 //! Bit 28, PostgreSQL's old `BM_JUST_DIRTIED`, is reused for "dirtied by hint
 //! bits only", which statistics report and which the full-page-image-for-hint
@@ -41,9 +48,12 @@
 //!    stale or mix two tags, and is confirmed by reading it again once pinned
 //!    on a `TAG_VALID` state.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
-use parking_lot::{Condvar, Mutex, RawRwLock, lock_api::RawRwLock as _};
+use parking_lot::lock_api::RawRwLock as _;
+
+// From the facade, so the model tests can swap in shuttle's (`crate::sync`).
+use crate::sync::{AtomicU32, AtomicU64, Condvar, Mutex, RawRwLock};
 
 use crate::tag::{BufferTag, Fork, RelId};
 
@@ -90,6 +100,12 @@ pub const IO_WAITERS: u64 = 1 << 29;
 pub const CHECKPOINT_NEEDED: u64 = 1 << 30;
 /// The relation is WAL-logged: WAL must be flushed before the page is written.
 pub const PERMANENT: u64 = 1 << 31;
+
+/// Probation evictor: the buffer is in its partition's probation queue (or is
+/// being put back there by the thread that took it off). Set when a page is
+/// admitted to probation, cleared only by the thread that took the buffer
+/// off the queue's head (promotion to the main region, or eviction).
+pub const PROBATION: u64 = 1 << 32;
 
 /// Every flag bit (what an invalidated buffer clears).
 pub const FLAG_MASK: u64 = DIRTY
@@ -376,13 +392,13 @@ impl SpinDelay {
     pub fn spin(&mut self) {
         self.spins += 1;
         if self.spins < SPINS_PER_DELAY {
-            std::hint::spin_loop();
+            crate::sync::spin_loop();
         } else if self.spins < SPINS_PER_DELAY + YIELDS_BEFORE_SLEEP {
-            std::thread::yield_now();
+            crate::sync::yield_now();
         } else {
             // Grow from 10 us to 1 ms; a holder descheduled for this long is rare.
             let extra = (self.spins - SPINS_PER_DELAY - YIELDS_BEFORE_SLEEP).min(100) as u64;
-            std::thread::sleep(std::time::Duration::from_micros(10 + extra * 10));
+            crate::sync::sleep(std::time::Duration::from_micros(10 + extra * 10));
         }
     }
 }
@@ -398,6 +414,8 @@ mod tests {
     use super::*;
     use crate::tag::RelFork;
 
+    // Shuttle's atomics are bigger than a machine word.
+    #[cfg(not(feature = "shuttle"))]
     #[test]
     fn descriptor_is_one_cache_line() {
         assert_eq!(std::mem::align_of::<BufferDesc>(), 64);

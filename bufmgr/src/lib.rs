@@ -9,13 +9,17 @@ pub mod evictor;
 pub mod guard;
 pub mod io;
 mod local;
+#[cfg(all(test, feature = "shuttle"))]
+mod model_check;
 pub mod numa;
 pub mod page;
 pub mod partition;
 pub mod pool;
+pub mod probation;
 pub mod ring;
 pub mod stats;
 pub mod sweep;
+mod sync;
 pub mod table;
 pub mod tag;
 pub mod topology;

@@ -428,6 +428,8 @@ pub struct BufferRow {
     /// The NUMA node the page's memory is on, as the kernel reports it
     /// (`move_pages(2)`), `None` where it cannot say (pg_buffercache_numa).
     pub numa_node: Option<usize>,
+    /// Probation evictor: in the probation queue (else in the main region).
+    pub probation: bool,
 }
 
 /// pg_buffercache_summary plus pg_buffercache_usage_counts.

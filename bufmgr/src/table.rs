@@ -47,6 +47,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::desc::BufferId;
+use crate::probation::Ghost;
 use crate::sweep::CachePadded;
 use crate::tag::BufferTag;
 
@@ -122,6 +123,9 @@ pub struct Part {
     live: usize,
     /// Tombstones in the index.
     dead: usize,
+    /// The probation evictor's ghost set for this partition's tags (empty
+    /// for the other evictors); see [`crate::probation`], rule 3.
+    ghost: Ghost,
 }
 
 /// The mapping table.
@@ -339,6 +343,20 @@ impl PartitionWrite<'_> {
         (self.guard.live, self.guard.dead)
     }
 
+    /// Remember `ht` in the partition's ghost set (a probation victim's old
+    /// tag, being removed under this lock).
+    #[inline]
+    pub fn ghost_remember(&mut self, ht: &HashedTag) {
+        self.guard.ghost.remember(ht.hash);
+    }
+
+    /// Was `ht` in the partition's ghost set? Forgets it (a miss inserting
+    /// `ht` under this lock asks, to choose the new page's region).
+    #[inline]
+    pub fn ghost_take(&mut self, ht: &HashedTag) -> bool {
+        self.guard.ghost.take(ht.hash)
+    }
+
     /// Rebuild the partition's index from its map now.
     pub fn rebuild_index(&mut self) {
         let part = &mut *self.guard;
@@ -347,7 +365,15 @@ impl PartitionWrite<'_> {
 }
 
 impl BufTable {
+    /// A table for a pool of `nbuffers`, without ghost sets.
     pub fn new(nbuffers: usize) -> BufTable {
+        BufTable::with_ghosts(nbuffers, 0)
+    }
+
+    /// A table for a pool of `nbuffers` whose partitions hold ghost sets of
+    /// `ghosts` fingerprints in all (the probation evictor).
+    pub fn with_ghosts(nbuffers: usize, ghosts: usize) -> BufTable {
+        let ghost_per_part = ghosts.div_ceil(NUM_MAPPING_PARTITIONS);
         let per_part = (nbuffers / NUM_MAPPING_PARTITIONS) * 2 + 16;
         let fair = nbuffers.div_ceil(NUM_MAPPING_PARTITIONS);
         let index_len = (fair * 2).next_power_of_two().max(64);
@@ -359,6 +385,7 @@ impl BufTable {
                         map: Map::with_capacity_and_hasher(per_part, Default::default()),
                         live: 0,
                         dead: 0,
+                        ghost: Ghost::new(ghost_per_part),
                     }))
                 })
                 .collect(),

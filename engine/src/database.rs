@@ -198,12 +198,13 @@ impl Database {
         // Was the last run closed cleanly? (Unlogged tables are emptied if not.)
         let clean = datadir::take_clean_marker(&dir)?;
         // 3. WAL (from the control file's redo point), storage, pool.
-        let wal = Arc::new(
-            Wal::open(&dir, options.wal_config()).map_err(EngineError::wal(format!(
-                "could not open the WAL of {}",
-                dir.display()
-            )))?,
-        );
+        let fs: Arc<dyn wal::FileSystem> = match &options.file_system {
+            Some(fs) => Arc::clone(fs),
+            None => Arc::new(wal::OsFileSystem),
+        };
+        let wal = Arc::new(Wal::open_with_fs(&dir, options.wal_config(), fs).map_err(
+            EngineError::wal(format!("could not open the WAL of {}", dir.display())),
+        )?);
         let files: Arc<dyn StorageBackend> =
             bufmgr::open_storage(&dir, options.io, options.direct_io)
                 .map_err(EngineError::buffer("could not open the relation files"))?;

@@ -168,7 +168,16 @@ pub fn read_stamp(path: &Path) -> Result<Stamp> {
         )));
     }
     let bytes = fs::read(path).map_err(EngineError::io("read", path))?;
-    let text = String::from_utf8(bytes).map_err(|_| not_ours("not text".into()))?;
+    parse_stamp(&bytes, path)
+}
+
+/// Check the bytes of `VERSION` (read from `path`, named in errors).
+pub fn parse_stamp(bytes: &[u8], path: &Path) -> Result<Stamp> {
+    let not_ours = |detail: String| EngineError::NotADatabase {
+        path: path.to_path_buf(),
+        detail,
+    };
+    let text = std::str::from_utf8(bytes).map_err(|_| not_ours("not text".into()))?;
     let mut lines = text.lines();
     if lines.next() != Some(VERSION_MAGIC) {
         return Err(not_ours(format!("the first line is not {VERSION_MAGIC:?}")));

@@ -6,7 +6,7 @@
 //! | scenario flag | option | default |
 //! |---|---|---|
 //! | `--pool-mib` | `pool_mib` / `pool_buffers` | 16,384 pages (128 MiB) |
-//! | `--evictor` | `evictor` (`"clock"`, `"hotcool"`) | clock |
+//! | `--evictor` | `evictor` (`"clock"`, `"hotcool"`, `"probation"`) | clock |
 //! | `--batch` | `sweep_batch` (`"auto"` or N) | 1 |
 //! | `--partitions` | `partitions` (`Partitions::Count(n)` or `Topology`), `balancing`, `partition_floor` | topology, balancing on, no floor |
 //! | `--ring` | `rings`, `ring_sizes` | on; 256 KiB / 16 MiB / 2 MiB, each capped at pool / 8 |
@@ -122,6 +122,10 @@ pub struct Options {
     pub direct_io: bool,
     /// `None` uses the file backend as it is.
     pub wrap_storage: Option<StorageWrapper>,
+    /// For tests: the file system the WAL segments and the control file go
+    /// through (`None`: the real one, `wal::OsFileSystem`). See
+    /// [`simulated_disk`](Options::simulated_disk).
+    pub file_system: Option<Arc<dyn wal::FileSystem>>,
 }
 
 impl fmt::Debug for Options {
@@ -152,6 +156,7 @@ impl fmt::Debug for Options {
             .field("io", &self.io)
             .field("direct_io", &self.direct_io)
             .field("wrap_storage", &self.wrap_storage.as_ref().map(|_| "<fn>"))
+            .field("file_system", &self.file_system)
             .finish()
     }
 }
@@ -184,6 +189,7 @@ impl Default for Options {
             io: IoMode::Sync,
             direct_io: false,
             wrap_storage: None,
+            file_system: None,
         }
     }
 }
@@ -331,6 +337,16 @@ impl Options {
     ) -> Self {
         self.wrap_storage = Some(Arc::new(f));
         self
+    }
+
+    /// For tests: put the whole data directory's WAL, control file and
+    /// relation files on `disk`, a simulated disk that injects I/O faults
+    /// and simulates power losses (`wal::sim_disk`). Sets both
+    /// [`file_system`](Options::file_system) and
+    /// [`wrap_storage`](Options::wrap_storage).
+    pub fn simulated_disk(mut self, disk: wal::sim_disk::SimDisk) -> Self {
+        self.file_system = Some(Arc::new(disk.clone()));
+        self.wrap_storage(move |files| disk.wrap_storage(files))
     }
 
     /// Set one option from strings, as a command line or config file gives
@@ -571,7 +587,7 @@ impl Options {
     }
 }
 
-/// Parse an evictor name (`clock`, `hotcool`); the error lists the choices.
+/// Parse an evictor name (`clock`, `hotcool`, `probation`); the error lists the choices.
 pub fn parse_evictor(name: &str) -> Result<Evictor> {
     name.parse().map_err(|e: String| invalid("evictor", e))
 }

@@ -66,9 +66,10 @@ where
     E: Into<Box<dyn Error + Send + Sync>>,
 {
     let wal = tm.wal();
-    let mut reader = WalReader::new(wal.datadir(), start, wal.segment_size()).map_err(
-        EngineError::wal(format!("could not start reading the WAL at {start}")),
-    )?;
+    let mut reader =
+        WalReader::with_fs(wal.file_system(), wal.datadir(), start, wal.segment_size()).map_err(
+            EngineError::wal(format!("could not start reading the WAL at {start}")),
+        )?;
     let mut stats = RecoveryStats {
         start,
         ..RecoveryStats::default()

@@ -99,6 +99,15 @@ fn strings_parse_with_clear_errors() {
         "{e}"
     );
     assert_eq!(engine::parse_evictor("hotcool").unwrap(), Evictor::HotCool);
+    assert!(e.to_string().contains("probation"), "{e}");
+    assert_eq!(
+        engine::parse_evictor("probation").unwrap(),
+        Evictor::Probation
+    );
+    assert_eq!(
+        Options::new().set("evictor", "probation").unwrap().evictor,
+        Evictor::Probation
+    );
     let o = Options::new()
         .set("evictor", "hotcool")
         .unwrap()

@@ -12,7 +12,11 @@
 //!   flush and full-page-image request;
 //! - the model page format ([`fill_page`], [`check_page`]): block number,
 //!   version counter, and a fill derived from both, so a torn or misplaced
-//!   page is detected.
+//!   page is detected;
+//! - [`decoders`]: the decoder fuzz targets, shared by the proptest pass and
+//!   the `cargo fuzz` targets in `fuzz/`.
+
+pub mod decoders;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -93,6 +93,14 @@ fn hotcool_every_buffer_pinned_is_an_error() {
 }
 
 #[test]
+fn probation_every_buffer_pinned_is_an_error() {
+    with_timeout(30, || {
+        every_buffer_pinned(Evictor::Probation, 1);
+        every_buffer_pinned(Evictor::Probation, 4);
+    });
+}
+
+#[test]
 fn batched_sweep_every_buffer_pinned_is_an_error() {
     with_timeout(30, || every_buffer_pinned(Evictor::Clock, 4));
 }
@@ -103,7 +111,7 @@ fn batched_sweep_every_buffer_pinned_is_an_error() {
 #[test]
 fn one_unpinned_buffer_is_always_found() {
     with_timeout(30, || {
-        for evictor in [Evictor::Clock, Evictor::HotCool] {
+        for evictor in Evictor::ALL {
             for batch in [1, 4] {
                 let db = TestDb::new();
                 let rf = rel(1);
@@ -201,4 +209,9 @@ fn clock_full_partition_falls_back_to_the_other() {
 #[test]
 fn hotcool_full_partition_falls_back_to_the_other() {
     with_timeout(30, || partition_fallback(Evictor::HotCool));
+}
+
+#[test]
+fn probation_full_partition_falls_back_to_the_other() {
+    with_timeout(30, || partition_fallback(Evictor::Probation));
 }

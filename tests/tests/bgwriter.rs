@@ -111,6 +111,11 @@ fn hotcool_bgwriter_cleans_while_threads_evict() {
     with_timeout(60, || cleans_under_load(Evictor::HotCool));
 }
 
+#[test]
+fn probation_bgwriter_cleans_while_threads_evict() {
+    with_timeout(60, || cleans_under_load(Evictor::Probation));
+}
+
 /// Rounds run by hand over a pool whose dirty pages were all used recently
 /// (clock usage 3) write nothing and change no usage count.
 #[test]

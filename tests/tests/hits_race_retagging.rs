@@ -161,6 +161,16 @@ fn hits_survive_retagging_hotcool() {
 }
 
 #[test]
+fn hits_survive_retagging_probation() {
+    hammer(Evictor::Probation, 1);
+}
+
+#[test]
+fn hits_survive_retagging_probation_two_partitions() {
+    hammer(Evictor::Probation, 2);
+}
+
+#[test]
 fn hits_survive_retagging_two_partitions() {
     hammer(Evictor::Clock, 2);
 }

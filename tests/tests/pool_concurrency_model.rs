@@ -274,3 +274,23 @@ fn hotcool_batch1_two_partitions() {
 fn hotcool_batch4_two_partitions() {
     run_model(Evictor::HotCool, 4, 2);
 }
+
+#[test]
+fn probation_batch1_one_partition() {
+    run_model(Evictor::Probation, 1, 1);
+}
+
+#[test]
+fn probation_batch4_one_partition() {
+    run_model(Evictor::Probation, 4, 1);
+}
+
+#[test]
+fn probation_batch1_two_partitions() {
+    run_model(Evictor::Probation, 1, 2);
+}
+
+#[test]
+fn probation_batch4_two_partitions() {
+    run_model(Evictor::Probation, 4, 2);
+}

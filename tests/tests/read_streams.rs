@@ -549,6 +549,44 @@ fn release_ahead_unpins_and_the_stream_goes_on() {
     });
 }
 
+/// A block read ahead, unpinned by `release_ahead` and pinned again when its
+/// turn comes was accessed once: the evictor sees one access too (a page
+/// read once stays at the first step: COOL for HOT/COOL and probation, and
+/// for probation still in the queue; usage 1 for the clock).
+#[test]
+fn a_block_released_ahead_and_pinned_again_is_one_access_to_the_evictor() {
+    with_timeout(30, || {
+        const N: BlockNumber = 64;
+        for evictor in bufmgr::Evictor::ALL {
+            let db = TestDb::new();
+            db.create_rel(rel(REL), N);
+            let pool = db.pool(small_config(256).evictor(evictor));
+            let mut s = pool.read_stream(rel(REL), 0..N, None, StreamConfig::default());
+            let mut released = 0;
+            loop {
+                let Some(b) = s.next_buffer() else { break };
+                drop(b.unwrap());
+                if s.pinned_ahead() > 0 {
+                    released += s.pinned_ahead();
+                    s.release_ahead();
+                }
+            }
+            drop(s);
+            assert!(released > 0, "{evictor}: nothing was read ahead");
+            let first_step = u8::from(evictor == bufmgr::Evictor::Clock);
+            for b in 0..N {
+                let row = row_of(&pool, tag(REL, b)).unwrap();
+                assert_eq!(row.usage, first_step, "{evictor}: block {b}");
+                assert_eq!(
+                    row.probation,
+                    evictor == bufmgr::Evictor::Probation,
+                    "{evictor}: block {b}"
+                );
+            }
+        }
+    });
+}
+
 /// The thread that owns a stream asks for blocks the stream has started
 /// (read ahead, pinned): it gets them at once, it does not wait on itself.
 #[test]

@@ -140,6 +140,14 @@ fn hotcool_scan_stays_in_its_ring() {
     });
 }
 
+#[test]
+fn probation_scan_stays_in_its_ring() {
+    with_timeout(30, || {
+        scan_through_ring(Evictor::Probation, 1);
+        scan_through_ring(Evictor::Probation, 4);
+    });
+}
+
 const DIRTIED: BlockNumber = 3;
 const PAGE_LSN: u64 = 1000;
 
@@ -163,7 +171,7 @@ fn scan_dirtying_one_page(pool: &BufferPool, kind: RingKind) {
 #[test]
 fn bulk_read_ring_rejects_a_dirty_page_that_needs_a_wal_flush() {
     with_timeout(30, || {
-        for evictor in [Evictor::Clock, Evictor::HotCool] {
+        for evictor in Evictor::ALL {
             let db = TestDb::new();
             db.create_rel(rel(SCAN), 100);
             let wal = TestWal::new();

@@ -50,7 +50,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::control::{ControlData, write_control};
+use crate::control::{ControlData, write_control_with};
 use crate::error::{Result, WalError};
 use crate::log::Wal;
 use crate::lsn::Lsn;
@@ -162,7 +162,7 @@ impl Wal {
 
         // 4. The control file names it.
         let control = ControlData::now(checkpoint_lsn, redo, next_xid, self.segment_size());
-        write_control(&self.datadir, &control)?;
+        write_control_with(&*self.shared.fs, &self.datadir, &control)?;
         *self.last_checkpoint.lock() = Some(control);
 
         // 5. WAL before the redo point is no longer needed.

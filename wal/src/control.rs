@@ -32,12 +32,12 @@
 //! 512-byte sector write being atomic; we rename instead, which needs no such
 //! assumption.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{ErrorKind as IoErrorKind, Write};
+use std::io::ErrorKind as IoErrorKind;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::{Result, WalError};
+use crate::fs::{FileSystem, OsFileSystem};
 use crate::lsn::Lsn;
 use crate::segment::sync_dir;
 
@@ -155,8 +155,13 @@ impl ControlData {
 /// exists but is damaged or of another version. A leftover `control.tmp`
 /// is ignored.
 pub fn read_control(datadir: &Path) -> Result<Option<ControlData>> {
+    read_control_with(&OsFileSystem, datadir)
+}
+
+/// [`read_control`] through the file system `fs`.
+pub fn read_control_with(fs: &dyn FileSystem, datadir: &Path) -> Result<Option<ControlData>> {
     let path = control_path(datadir);
-    match fs::read(&path) {
+    match fs.read(&path) {
         Ok(bytes) => ControlData::decode(&bytes, &path).map(Some),
         Err(e) if e.kind() == IoErrorKind::NotFound => Ok(None),
         Err(e) => Err(WalError::io("read", &path, e)),
@@ -165,27 +170,30 @@ pub fn read_control(datadir: &Path) -> Result<Option<ControlData>> {
 
 /// Replace `<datadir>/control` atomically with `data` (see the module docs).
 pub fn write_control(datadir: &Path, data: &ControlData) -> Result<()> {
+    write_control_with(&OsFileSystem, datadir, data)
+}
+
+/// [`write_control`] through the file system `fs`.
+pub fn write_control_with(fs: &dyn FileSystem, datadir: &Path, data: &ControlData) -> Result<()> {
     let tmp = datadir.join(CONTROL_TEMP_NAME);
     let path = control_path(datadir);
-    let mut f: File = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)
+    let f = fs
+        .open(&tmp, true, true)
         .map_err(|e| WalError::io("create", &tmp, e))?;
-    f.write_all(&data.encode())
+    f.write_all_at(&data.encode(), 0)
         .map_err(|e| WalError::io("write", &tmp, e))?;
-    f.sync_all().map_err(|e| WalError::io("fsync", &tmp, e))?;
+    f.sync_data().map_err(|e| WalError::io("fsync", &tmp, e))?;
     drop(f);
-    fs::rename(&tmp, &path).map_err(|e| WalError::io("rename into place", &tmp, e))?;
-    sync_dir(datadir)
+    fs.rename(&tmp, &path)
+        .map_err(|e| WalError::io("rename into place", &tmp, e))?;
+    sync_dir(fs, datadir)
 }
 
 /// Remove a `control.tmp` left by a crash during [`write_control`].
-pub(crate) fn remove_stale_temp(datadir: &Path) -> Result<()> {
+pub(crate) fn remove_stale_temp(fs: &dyn FileSystem, datadir: &Path) -> Result<()> {
     let tmp = datadir.join(CONTROL_TEMP_NAME);
-    match fs::remove_file(&tmp) {
-        Ok(()) => sync_dir(datadir),
+    match fs.remove_file(&tmp) {
+        Ok(()) => sync_dir(fs, datadir),
         Err(e) if e.kind() == IoErrorKind::NotFound => Ok(()),
         Err(e) => Err(WalError::io("remove", &tmp, e)),
     }

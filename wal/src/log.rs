@@ -85,8 +85,6 @@
 //! - A new segment is created (zero-filled, synced) by the thread that first
 //!   writes into it; PostgreSQL creates segments ahead of time.
 
-use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::OnceLock;
@@ -96,8 +94,9 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::control::{self, ControlData, read_control};
+use crate::control::{self, ControlData, read_control_with};
 use crate::error::{Result, WalError};
+use crate::fs::{FileSystem, FsFile, OsFileSystem};
 use crate::lsn::Lsn;
 use crate::reader::{WalEnd, WalReader};
 use crate::record::Record;
@@ -220,6 +219,8 @@ pub struct Wal {
 pub(crate) struct Shared {
     /// `<datadir>/wal`.
     dir: PathBuf,
+    /// What every segment and control-file operation goes through.
+    pub(crate) fs: Arc<dyn FileSystem>,
     size: SegmentSize,
     buffer_size: usize,
     /// See the lock table in the module docs.
@@ -308,26 +309,40 @@ impl Wal {
     /// named by `<datadir>/control`, or from the log's origin (LSN 0) if there
     /// is no control file. A damaged control file is an error naming it.
     pub fn open(datadir: &Path, config: WalConfig) -> Result<Wal> {
-        Wal::open_at(datadir, config, None)
+        Wal::open_at(Arc::new(OsFileSystem), datadir, config, None)
+    }
+
+    /// [`open`](Wal::open) with every segment and control-file operation
+    /// going through `fs`. For tests: a simulated disk
+    /// ([`SimDisk`](crate::sim_disk::SimDisk)) injects faults and power
+    /// losses this way.
+    pub fn open_with_fs(datadir: &Path, config: WalConfig, fs: Arc<dyn FileSystem>) -> Result<Wal> {
+        Wal::open_at(fs, datadir, config, None)
     }
 
     /// Open the log reading from `start`, which must be the start LSN of a
     /// record. The control file is still read (for the redo pointer and
     /// [`last_checkpoint`](Wal::last_checkpoint)).
     pub fn open_from(datadir: &Path, config: WalConfig, start: Lsn) -> Result<Wal> {
-        Wal::open_at(datadir, config, Some(start))
+        Wal::open_at(Arc::new(OsFileSystem), datadir, config, Some(start))
     }
 
-    fn open_at(datadir: &Path, config: WalConfig, start: Option<Lsn>) -> Result<Wal> {
+    fn open_at(
+        fs: Arc<dyn FileSystem>,
+        datadir: &Path,
+        config: WalConfig,
+        start: Option<Lsn>,
+    ) -> Result<Wal> {
         let size = config.validate()?;
         let dir = wal_dir(datadir);
         if !dir.exists() {
-            fs::create_dir_all(&dir).map_err(|e| WalError::io("create directory", &dir, e))?;
-            sync_dir(datadir)?;
+            fs.create_dir_all(&dir)
+                .map_err(|e| WalError::io("create directory", &dir, e))?;
+            sync_dir(&*fs, datadir)?;
         }
-        remove_temp_files(&dir)?;
-        control::remove_stale_temp(datadir)?;
-        let control = read_control(datadir)?;
+        remove_temp_files(&*fs, &dir)?;
+        control::remove_stale_temp(&*fs, datadir)?;
+        let control = read_control_with(&*fs, datadir)?;
         if let Some(c) = &control
             && c.segment_size != size.bytes()
         {
@@ -338,7 +353,7 @@ impl Wal {
                 size.bytes()
             )));
         }
-        let segments = list_segments(&dir, size)?;
+        let segments = list_segments(&*fs, &dir, size)?;
         let start = match (start, &control) {
             (Some(lsn), _) => lsn,
             (None, Some(c)) => c.redo_lsn,
@@ -356,7 +371,7 @@ impl Wal {
             },
         };
 
-        let mut reader = WalReader::new(datadir, start, size.bytes())?;
+        let mut reader = WalReader::with_fs(Arc::clone(&fs), datadir, start, size.bytes())?;
         let mut records = 0u64;
         while reader.next_record()?.is_some() {
             records += 1;
@@ -374,7 +389,7 @@ impl Wal {
                 ),
             });
         }
-        clear_after_end(&dir, size, end.lsn)?;
+        clear_after_end(&*fs, &dir, size, end.lsn)?;
 
         let startup = Startup {
             start,
@@ -395,6 +410,7 @@ impl Wal {
             }),
             write: Mutex::new(WriteState {
                 segments: SegmentWriter {
+                    fs: Arc::clone(&fs),
                     dir: dir.clone(),
                     size,
                     open: Vec::new(),
@@ -410,6 +426,7 @@ impl Wal {
             refused: OnceLock::new(),
             counters: Counters::default(),
             dir,
+            fs,
         });
         let flusher = match config.async_flush_interval {
             Some(interval) => Some(Flusher::start(Arc::clone(&shared), interval)?),
@@ -557,6 +574,12 @@ impl Wal {
         self.shared.size.bytes()
     }
 
+    /// The file system the log's segments and control file go through
+    /// (for a reader of the same files: `WalReader::with_fs`).
+    pub fn file_system(&self) -> Arc<dyn FileSystem> {
+        Arc::clone(&self.shared.fs)
+    }
+
     /// The WAL directory, `<datadir>/wal`.
     pub fn dir(&self) -> &Path {
         &self.shared.dir
@@ -577,17 +600,20 @@ impl Wal {
         // Under `write`, so no segment is being created or written meanwhile.
         let mut w = shared.write.lock();
         let mut removed = 0;
-        for start in list_segments(&shared.dir, shared.size)? {
+        for start in list_segments(&*shared.fs, &shared.dir, shared.size)? {
             if start.0 + shared.size.bytes() > lsn.0 {
                 break;
             }
             w.segments.forget(start);
             let path = segment_path(&shared.dir, start);
-            fs::remove_file(&path).map_err(|e| WalError::io("remove", &path, e))?;
+            shared
+                .fs
+                .remove_file(&path)
+                .map_err(|e| WalError::io("remove", &path, e))?;
             removed += 1;
         }
         if removed > 0 {
-            sync_dir(&shared.dir)?;
+            sync_dir(&*shared.fs, &shared.dir)?;
         }
         Ok(removed)
     }
@@ -754,6 +780,7 @@ impl Drop for Leadership<'_> {
 /// The segment files being written. Protected by `Shared::write`.
 #[derive(Debug)]
 struct SegmentWriter {
+    fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     size: SegmentSize,
     /// Ascending by start: the segment being written last, before it those
@@ -764,7 +791,7 @@ struct SegmentWriter {
 #[derive(Debug)]
 struct OpenSegment {
     start: Lsn,
-    file: File,
+    file: Box<dyn FsFile>,
     /// Written since its last fdatasync.
     dirty: bool,
 }
@@ -816,7 +843,7 @@ impl SegmentWriter {
         if let Some(i) = self.open.iter().position(|s| s.start == start) {
             return Ok(&mut self.open[i]);
         }
-        let (file, created) = open_or_create_segment(&self.dir, start, self.size)?;
+        let (file, created) = open_or_create_segment(&*self.fs, &self.dir, start, self.size)?;
         if created {
             counters.segments_created.fetch_add(1, Ordering::Relaxed);
         }
@@ -838,35 +865,33 @@ impl SegmentWriter {
 /// `end` and remove every later segment. Afterwards everything past the insert
 /// position reads as zeros, which the reader relies on to find the end, and no
 /// bytes of an old torn tail can be mistaken for records written after it.
-fn clear_after_end(dir: &Path, size: SegmentSize, end: Lsn) -> Result<()> {
+fn clear_after_end(fs: &dyn FileSystem, dir: &Path, size: SegmentSize, end: Lsn) -> Result<()> {
     let end_segment = size.segment_start(end);
     let path = segment_path(dir, end_segment);
-    match OpenOptions::new().read(true).write(true).open(&path) {
-        Ok(f) => clear_segment_tail(&f, &path, size, end)?,
+    match fs.open(&path, false, false) {
+        Ok(f) => clear_segment_tail(&*f, &path, size, end)?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(WalError::io("open", &path, e)),
     }
     let mut removed = false;
-    for start in list_segments(dir, size)? {
+    for start in list_segments(fs, dir, size)? {
         if start > end_segment {
             let p = segment_path(dir, start);
-            fs::remove_file(&p).map_err(|e| WalError::io("remove", &p, e))?;
+            fs.remove_file(&p)
+                .map_err(|e| WalError::io("remove", &p, e))?;
             removed = true;
         }
     }
     if removed {
-        sync_dir(dir)?;
+        sync_dir(fs, dir)?;
     }
     Ok(())
 }
 
 /// Zero `file` (the segment holding `end`) from `end` on, writing only pieces
 /// that are not zero already, and restore its full length if it is short.
-fn clear_segment_tail(file: &File, path: &Path, size: SegmentSize, end: Lsn) -> Result<()> {
-    let len = file
-        .metadata()
-        .map_err(|e| WalError::io("stat", path, e))?
-        .len();
+fn clear_segment_tail(file: &dyn FsFile, path: &Path, size: SegmentSize, end: Lsn) -> Result<()> {
+    let len = file.len().map_err(|e| WalError::io("stat", path, e))?;
     let mut changed = false;
     let mut offset = size.offset_in_segment(end);
     let stop = len.min(size.bytes());

@@ -33,11 +33,10 @@
 //! remove old segments (so stale records never exist) and start reading only at
 //! a known record (the log's origin, or a position given by the caller).
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Result, WalError};
+use crate::fs::{FileSystem, FsFile};
 use crate::lsn::Lsn;
 
 /// PostgreSQL's default `wal_segment_size`: large enough that creating a file
@@ -116,22 +115,24 @@ pub fn segment_path(wal_dir: &Path, start: Lsn) -> PathBuf {
 /// The segments in `wal_dir`, by start LSN, ascending. Files with other names
 /// are ignored; a segment name that is not a multiple of the segment size is
 /// an error (the directory belongs to a log with another segment size).
-pub(crate) fn list_segments(wal_dir: &Path, size: SegmentSize) -> Result<Vec<Lsn>> {
-    let entries = match fs::read_dir(wal_dir) {
+pub(crate) fn list_segments(
+    fs: &dyn FileSystem,
+    wal_dir: &Path,
+    size: SegmentSize,
+) -> Result<Vec<Lsn>> {
+    let names = match fs.list_dir(wal_dir) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(WalError::io("list", wal_dir, e)),
     };
     let mut starts = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| WalError::io("list", wal_dir, e))?;
-        let name = entry.file_name();
-        let Some(start) = name.to_str().and_then(parse_segment_file_name) else {
+    for name in names {
+        let Some(start) = parse_segment_file_name(&name) else {
             continue;
         };
         if size.offset_in_segment(start) != 0 {
             return Err(WalError::CorruptSegment {
-                file: entry.path(),
+                file: wal_dir.join(&name),
                 detail: format!(
                     "name is not a multiple of the segment size {}: the log was written with another segment size",
                     size.bytes()
@@ -145,22 +146,23 @@ pub(crate) fn list_segments(wal_dir: &Path, size: SegmentSize) -> Result<Vec<Lsn
 }
 
 /// Remove `*.tmp` files left by a crash during segment creation.
-pub(crate) fn remove_temp_files(wal_dir: &Path) -> Result<()> {
-    let entries = fs::read_dir(wal_dir).map_err(|e| WalError::io("list", wal_dir, e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| WalError::io("list", wal_dir, e))?;
-        if entry.file_name().to_string_lossy().ends_with(TEMP_SUFFIX) {
-            let path = entry.path();
-            fs::remove_file(&path).map_err(|e| WalError::io("remove", &path, e))?;
+pub(crate) fn remove_temp_files(fs: &dyn FileSystem, wal_dir: &Path) -> Result<()> {
+    let names = fs
+        .list_dir(wal_dir)
+        .map_err(|e| WalError::io("list", wal_dir, e))?;
+    for name in names {
+        if name.ends_with(TEMP_SUFFIX) {
+            let path = wal_dir.join(&name);
+            fs.remove_file(&path)
+                .map_err(|e| WalError::io("remove", &path, e))?;
         }
     }
     Ok(())
 }
 
 /// Make a directory's entries (created, renamed, removed files) durable.
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
+pub(crate) fn sync_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    fs.sync_dir(dir)
         .map_err(|e| WalError::io("fsync directory", dir, e))
 }
 
@@ -168,42 +170,42 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
 /// (invariant 1) if it does not exist. Returns the file and whether it was
 /// created.
 pub(crate) fn open_or_create_segment(
+    fs: &dyn FileSystem,
     wal_dir: &Path,
     start: Lsn,
     size: SegmentSize,
-) -> Result<(File, bool)> {
+) -> Result<(Box<dyn FsFile>, bool)> {
     let path = segment_path(wal_dir, start);
-    match OpenOptions::new().read(true).write(true).open(&path) {
+    match fs.open(&path, false, false) {
         Ok(f) => return Ok((f, false)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(WalError::io("open", &path, e)),
     }
     let tmp = wal_dir.join(format!("{}{TEMP_SUFFIX}", segment_file_name(start)));
-    let mut f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)
+    let f = fs
+        .open(&tmp, true, true)
         .map_err(|e| WalError::io("create", &tmp, e))?;
     let zeros = vec![0u8; ZERO_FILL_CHUNK];
-    let mut left = size.bytes();
-    while left > 0 {
-        let n = left.min(ZERO_FILL_CHUNK as u64) as usize;
-        f.write_all(&zeros[..n])
-            .map_err(|e| WalError::io("zero-fill", &tmp, e))?;
-        left -= n as u64;
+    let mut offset = 0u64;
+    while offset < size.bytes() {
+        let n = (size.bytes() - offset).min(ZERO_FILL_CHUNK as u64) as usize;
+        f.write_all_at(&zeros[..n], offset)
+            .map_err(|e| WalError::io(format!("zero-fill at offset {offset}"), &tmp, e))?;
+        offset += n as u64;
     }
     f.sync_data()
         .map_err(|e| WalError::io("fdatasync", &tmp, e))?;
-    fs::rename(&tmp, &path).map_err(|e| WalError::io("rename into place", &tmp, e))?;
-    sync_dir(wal_dir)?;
+    fs.rename(&tmp, &path)
+        .map_err(|e| WalError::io("rename into place", &tmp, e))?;
+    sync_dir(fs, wal_dir)?;
     Ok((f, true))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::OsFileSystem;
+    use std::fs;
 
     #[test]
     fn names_are_sixteen_hex_digits_of_the_start() {
@@ -240,16 +242,18 @@ mod tests {
     fn created_segment_is_full_size_zeros_and_listed() {
         let dir = tempfile::tempdir().unwrap();
         let size = SegmentSize::new(MIN_SEGMENT_SIZE).unwrap();
-        let (_, created) = open_or_create_segment(dir.path(), Lsn(MIN_SEGMENT_SIZE), size).unwrap();
+        let (_, created) =
+            open_or_create_segment(&OsFileSystem, dir.path(), Lsn(MIN_SEGMENT_SIZE), size).unwrap();
         assert!(created);
-        let (_, created) = open_or_create_segment(dir.path(), Lsn(MIN_SEGMENT_SIZE), size).unwrap();
+        let (_, created) =
+            open_or_create_segment(&OsFileSystem, dir.path(), Lsn(MIN_SEGMENT_SIZE), size).unwrap();
         assert!(!created);
         let bytes = fs::read(segment_path(dir.path(), Lsn(MIN_SEGMENT_SIZE))).unwrap();
         assert_eq!(bytes.len() as u64, MIN_SEGMENT_SIZE);
         assert!(bytes.iter().all(|b| *b == 0));
         fs::write(dir.path().join("README"), b"not a segment").unwrap();
         assert_eq!(
-            list_segments(dir.path(), size).unwrap(),
+            list_segments(&OsFileSystem, dir.path(), size).unwrap(),
             vec![Lsn(MIN_SEGMENT_SIZE)]
         );
     }
@@ -259,7 +263,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("0000000000001000"), b"").unwrap();
         let size = SegmentSize::new(MIN_SEGMENT_SIZE).unwrap();
-        let e = list_segments(dir.path(), size).unwrap_err();
+        let e = list_segments(&OsFileSystem, dir.path(), size).unwrap_err();
         assert!(e.to_string().contains("0000000000001000"), "{e}");
     }
 }

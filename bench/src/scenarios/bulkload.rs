@@ -292,7 +292,14 @@ fn measure(
         }
         let progress = loader
             .join()
-            .map_err(|p| BenchError::Panic(tables::panic_text(p)))??;
+            .map_err(|p| BenchError::Panic(tables::panic_text(p)))
+            .and_then(|r| r);
+        if progress.is_err() {
+            // The scope joins the lookup threads before the error leaves
+            // it: tell them to stop first, or a failed load hangs the run.
+            phase.store(STOP, Ordering::Relaxed);
+        }
+        let progress = progress?;
         let end = (
             db.pool_stats(),
             done.load(Ordering::Relaxed),

@@ -932,11 +932,7 @@ impl Report for IndexResidencyReport {
                 (
                     format!(
                         "{} p={}",
-                        if r.evictor == "hotcool" {
-                            "HOT/COOL"
-                        } else {
-                            "clock"
-                        },
+                        crate::common::evictor_label(&r.evictor),
                         r.partitions
                     ),
                     r.resident_end.as_slice(),

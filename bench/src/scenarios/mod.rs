@@ -93,7 +93,7 @@ impl ScenarioKind {
                 threads: dedup(vec![1, cores, 2 * cores]),
                 batches: DEFAULT_BATCHES.to_vec(),
                 huge_pages: Toggle::Off,
-                evictor: EvictorChoice::Both,
+                evictor: EvictorChoice::All,
                 quick_pool_mib: QUICK_POOL_MIB,
             },
             // One thread per core: continuous eviction without oversubscription.
@@ -103,7 +103,7 @@ impl ScenarioKind {
                 threads: vec![cores],
                 batches: DEFAULT_BATCHES.to_vec(),
                 huge_pages: Toggle::Both,
-                evictor: EvictorChoice::Both,
+                evictor: EvictorChoice::All,
                 quick_pool_mib: QUICK_POOL_MIB,
             },
             // One scan by one thread of a table that fits the pool: nothing
@@ -129,7 +129,7 @@ impl ScenarioKind {
                 threads: vec![2],
                 batches: vec![DEFAULT_BATCHES[0]],
                 huge_pages: Toggle::Off,
-                evictor: EvictorChoice::Both,
+                evictor: EvictorChoice::All,
                 quick_pool_mib: QUICK_POOL_MIB,
             },
             // 16 threads on purpose (more than cores); 5 runs of each.
@@ -139,7 +139,7 @@ impl ScenarioKind {
                 threads: vec![16],
                 batches: vec![DEFAULT_BATCHES[0]],
                 huge_pages: Toggle::Off,
-                evictor: EvictorChoice::Both,
+                evictor: EvictorChoice::All,
                 quick_pool_mib: QUICK_POOL_MIB,
             },
             ScenarioKind::CompareSqlite(_) => compare_sqlite::defaults(),

@@ -103,7 +103,7 @@ pub fn defaults() -> Defaults {
     d.warmup = Duration::from_secs(2);
     d.threads = vec![common::cores()];
     d.batches = vec![SweepBatch::Fixed(1), SweepBatch::Fixed(64)];
-    d.evictor = EvictorChoice::Both;
+    d.evictor = EvictorChoice::All;
     d.quick_pool_mib = QUICK_POOL_MIB;
     d
 }

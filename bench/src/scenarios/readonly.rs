@@ -50,7 +50,7 @@ pub fn defaults() -> Defaults {
     d.warmup = Duration::from_secs(3);
     d.threads = vec![common::cores()];
     d.batches = vec![SweepBatch::Fixed(1)];
-    d.evictor = EvictorChoice::Both;
+    d.evictor = EvictorChoice::All;
     d.quick_pool_mib = common::QUICK_POOL_MIB;
     d
 }

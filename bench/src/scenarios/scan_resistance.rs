@@ -967,11 +967,7 @@ impl Report for ScanResistanceReport {
                 .map(|r| plot::Series {
                     name: format!(
                         "{} ring {} ({:.2} scan pages/lookup)",
-                        if r.evictor == "hotcool" {
-                            "HOT/COOL"
-                        } else {
-                            "clock"
-                        },
+                        crate::common::evictor_label(&r.evictor),
                         on_off(r.ring),
                         r.scan_pages_per_lookup
                     ),
@@ -981,7 +977,7 @@ impl Report for ScanResistanceReport {
                         .map(|&(t, p)| (t, 100.0 * p as f64 / r.hot_set_pages.max(1) as f64))
                         .collect(),
                     dashed: r.ring,
-                    colour: usize::from(r.evictor != "hotcool"),
+                    colour: crate::common::evictor_colour(&r.evictor),
                 })
                 .collect();
             let window = rows.first().map_or(0.0, |r| r.window_start_secs);
@@ -1032,11 +1028,7 @@ impl Report for ScanResistanceReport {
                         Some(n) => format!("{n} pg/lk"),
                         None => r.scan_speed.replace(" pages/s", "/s"),
                     };
-                    let ev = if r.evictor == "hotcool" {
-                        "HOT/COOL"
-                    } else {
-                        "clock"
-                    };
+                    let ev = crate::common::evictor_label(&r.evictor);
                     (
                         format!("{ev}, ring {}, {speed}", on_off(r.ring)),
                         r.resident_end.as_slice(),

@@ -17,7 +17,8 @@
 //! Per configuration of the matrix: a fresh pool (no background writer,
 //! checksums on), T threads each looping `read_buffer` -> `lock_shared` ->
 //! check the page's block number -> drop, a warm-up, then a measured window
-//! between two `PoolStats` snapshots. Block numbers are drawn before the run
+//! between two `PoolStats` snapshots (stretched, up to 30 s, until it holds
+//! at least 100 evictions, so a starved run reports a rate, not zero). Block numbers are drawn before the run
 //! into one shared array (drawing a zipfian sample costs ~65 ns, as much as a
 //! hit); each thread walks it from its own offset.
 //!
@@ -161,18 +162,24 @@ pub struct Row {
     pub ticks_histogram: Vec<u64>,
 }
 
-/// HOT/COOL relative to the clock for one (batch, partitions, threads, huge
-/// pages, ring) group.
+/// One evictor relative to another for one (batch, partitions, threads, huge
+/// pages, ring) group: HOT/COOL over clock, probation over HOT/COOL.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Ratio {
+    /// The evictor measured (the numerator).
+    #[serde(default)]
+    pub evictor: String,
+    /// The evictor it is compared with (the denominator).
+    #[serde(default)]
+    pub over: String,
     pub batch: BatchField,
     pub partitions: usize,
     pub threads: usize,
     pub huge_pages: bool,
     pub ring: bool,
-    /// hotcool evictions/s / clock evictions/s.
+    /// `evictor` evictions/s / `over` evictions/s.
     pub evictions_per_sec: f64,
-    /// hotcool mean ticks per victim / clock mean ticks per victim.
+    /// `evictor` mean ticks per victim / `over` mean ticks per victim.
     pub ticks_per_victim_mean: f64,
 }
 
@@ -361,6 +368,29 @@ fn worker(
     Ok(out)
 }
 
+/// Evictions a window must hold before it may end (a starved worker on a
+/// loaded machine can make none in a short window, and a rate from zero
+/// events measures the scheduler, not the sweep).
+const MIN_WINDOW_EVICTIONS: u64 = 100;
+/// The longest a window is stretched to reach them.
+const MAX_WINDOW_STRETCH: Duration = Duration::from_secs(30);
+
+/// After the window's time: wait until the pool has evicted
+/// [`MIN_WINDOW_EVICTIONS`] since `start` (or the stretch runs out); false
+/// if a worker asked to stop.
+fn wait_for_evictions(pool: &BufferPool, start: &PoolStats, stop: &AtomicBool) -> bool {
+    let until = Instant::now() + MAX_WINDOW_STRETCH;
+    while pool.stats().since(start).totals().evictions < MIN_WINDOW_EVICTIONS
+        && Instant::now() < until
+    {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    !stop.load(Ordering::Relaxed)
+}
+
 /// Sleep `d` in short steps, moving the bar; false if a worker asked to stop.
 fn wait(d: Duration, pb: &ProgressBar, done_before: Duration, stop: &AtomicBool) -> bool {
     let start = Instant::now();
@@ -429,7 +459,9 @@ fn measure(
         if wait(settings.warmup, &pb, Duration::ZERO, &stop) {
             pb.set_message(format!("{label}: measuring"));
             let (s0, c0, t0) = snapshot(&pool);
-            if wait(settings.duration, &pb, settings.warmup, &stop) {
+            if wait(settings.duration, &pb, settings.warmup, &stop)
+                && wait_for_evictions(&pool, &s0, &stop)
+            {
                 let (s1, c1, t1) = snapshot(&pool);
                 let secs = (t1 - t0).as_secs_f64();
                 let cores = c0.zip(c1).map(|(c0, c1)| c1.cores_since(&c0, secs));
@@ -538,16 +570,22 @@ fn add_batch1_ratios(rows: &mut [Row]) {
     }
 }
 
-/// HOT/COOL over clock, per group that has both.
+/// The pairs compared: each evictor against the one before it.
+const COMPARED: [(Evictor, Evictor); 2] = [
+    (Evictor::HotCool, Evictor::Clock),
+    (Evictor::Probation, Evictor::HotCool),
+];
+
+/// HOT/COOL over clock and probation over HOT/COOL, per group that has both.
 fn evictor_ratios(rows: &[Row]) -> Vec<Ratio> {
-    let (clock, hotcool) = (Evictor::Clock.name(), Evictor::HotCool.name());
-    rows.iter()
-        .filter(|r| r.evictor == hotcool)
-        .filter_map(|h| {
-            let c = rows
-                .iter()
-                .find(|c| c.evictor == clock && same_group(c, h))?;
+    let mut out = Vec::new();
+    for (num, den) in COMPARED {
+        let (num, den) = (num.name(), den.name());
+        out.extend(rows.iter().filter(|r| r.evictor == num).filter_map(|h| {
+            let c = rows.iter().find(|c| c.evictor == den && same_group(c, h))?;
             Some(Ratio {
+                evictor: num.into(),
+                over: den.into(),
                 batch: h.batch.clone(),
                 partitions: h.partitions,
                 threads: h.threads,
@@ -556,8 +594,9 @@ fn evictor_ratios(rows: &[Row]) -> Vec<Ratio> {
                 evictions_per_sec: h.evictions_per_sec / c.evictions_per_sec,
                 ticks_per_victim_mean: h.ticks_per_victim_mean / c.ticks_per_victim_mean,
             })
-        })
-        .collect()
+        }));
+    }
+    out
 }
 
 fn yes_no(b: bool) -> String {
@@ -565,13 +604,12 @@ fn yes_no(b: bool) -> String {
 }
 
 impl SweepReport {
-    /// The HOT/COOL-over-clock ratio to show on a HOT/COOL row.
+    /// The ratio to show on a row: HOT/COOL over clock on a HOT/COOL row,
+    /// probation over HOT/COOL on a probation row.
     fn ratio_for(&self, r: &Row) -> Option<&Ratio> {
-        if r.evictor != Evictor::HotCool.name() {
-            return None;
-        }
         self.ratios.iter().find(|q| {
-            q.batch == r.batch
+            q.evictor == r.evictor
+                && q.batch == r.batch
                 && q.partitions == r.partitions
                 && q.threads == r.threads
                 && q.huge_pages == r.huge_pages
@@ -604,8 +642,8 @@ impl Report for SweepReport {
             "cpu",
             "others",
             "vs b1",
-            "hc/clk evict/s",
-            "hc/clk ticks",
+            "vs prev evict/s",
+            "vs prev ticks",
         ]);
         for r in &self.rows {
             let batch = match r.batch {
@@ -639,8 +677,8 @@ impl Report for SweepReport {
         let mut out = format!("\n{} ({} reads):\n{t}", self.scenario, self.access);
         out += "evict/cpu-s: evictions per CPU-second of this run; \
                 cpu / others: cores used by this run / by other processes during the window; \
-                vs b1: evictions/s relative to batch 1; hc/clk: HOT/COOL relative to clock in \
-                the same configuration\n";
+                vs b1: evictions/s relative to batch 1; vs prev: HOT/COOL relative to clock, \
+                probation relative to HOT/COOL, in the same configuration\n";
         if self.data_check.ok {
             out += &format!("data check: {} blocks ok\n", self.data_check.blocks);
         } else {
@@ -781,11 +819,7 @@ fn ticks_panels(rows: &[&Row]) -> (Vec<String>, Vec<crate::plot::Bars>) {
         .map(|(r, s)| crate::plot::Bars {
             name: format!(
                 "{}: mean {:.2}, p99 {}, max {}",
-                if r.evictor == "hotcool" {
-                    "HOT/COOL"
-                } else {
-                    "clock"
-                },
+                crate::common::evictor_label(&r.evictor),
                 r.ticks_per_victim_mean,
                 r.ticks_per_victim_p99,
                 r.ticks_per_victim_max

@@ -39,9 +39,10 @@ use crate::arena::{Arena, HugePageStatus};
 use crate::config::{PoolConfig, SweepBatch};
 use crate::desc::*;
 use crate::error::{Error, Result};
-use crate::evictor::Evictor;
+use crate::evictor::{Evictor, PROBATION_DIVISOR};
 use crate::io::StorageBackend;
 use crate::partition::PartitionMap;
+use crate::probation::ProbationQueue;
 use crate::ring::{Ring, RingKind};
 use crate::stats::{PoolCounters, PoolStats, ThreadStats};
 use crate::sweep::ClockHand;
@@ -73,6 +74,9 @@ pub(crate) struct PoolShared {
     pub table: BufTable,
     pub parts: PartitionMap,
     pub hands: Box<[ClockHand]>,
+    /// The probation queue of each sweep partition (capacity 0 unless the
+    /// evictor is [`Evictor::Probation`]).
+    pub probation: Box<[ProbationQueue]>,
     pub storage: Arc<dyn StorageBackend>,
     pub wal: Arc<dyn WalSink>,
     /// One lock per relation fork being extended.
@@ -139,6 +143,24 @@ impl BufferPool {
             .iter()
             .map(|p| ClockHand::new(p.first, p.len))
             .collect();
+        let probation = parts
+            .partitions()
+            .iter()
+            .map(|p| {
+                if config.evictor.has_probation() {
+                    ProbationQueue::new(p.len, Evictor::probation_target(p.len))
+                } else {
+                    ProbationQueue::new(0, 1)
+                }
+            })
+            .collect();
+        // S3-FIFO sizes its ghost queue like its main queue: the pages that
+        // would still be resident had they been admitted to main.
+        let ghosts = if config.evictor.has_probation() {
+            n - n / PROBATION_DIVISOR as usize
+        } else {
+            0
+        };
         let plan = crate::numa::PlacementPlan::compute(
             &parts,
             &topology,
@@ -164,9 +186,10 @@ impl BufferPool {
             topology,
             descs,
             arena,
-            table: BufTable::new(n),
+            table: BufTable::with_ghosts(n, ghosts),
             parts,
             hands,
+            probation,
             storage,
             wal,
             ext_locks: Mutex::new(HashMap::new()),

@@ -337,7 +337,7 @@ impl PoolShared {
     /// way of extending the relation to this block). If others are waiting
     /// on it they retry the read themselves.
     pub(super) fn release_failed(&self, id: BufferId) {
-        self.invalidate_victim(id);
+        self.invalidate_victim(id, false);
         self.desc(id).unpin();
     }
 
@@ -431,10 +431,12 @@ impl PoolShared {
         } else {
             0
         };
+        let admit = self.admit(&mut map, &ht, s);
         d.unlock_header(
-            TAG_VALID | IO_IN_PROGRESS | perm | self.evictor.admit_bits(),
+            TAG_VALID | IO_IN_PROGRESS | perm | admit,
             USAGE_MASK | FLAG_MASK & !(TAG_VALID | IO_IN_PROGRESS | PERMANENT),
         );
+        self.admitted(victim, s, admit);
         drop(map);
         let c = &local.stats.parts[self.desc(victim).partition()];
         bump(&c.accesses, 1);

@@ -81,6 +81,7 @@ impl BufferPool {
                     pins: refcount(st) as u32,
                     partition: s.parts.partition_of(id),
                     numa_node: nodes[id as usize],
+                    probation: st & PROBATION != 0,
                 }
             })
             .collect()
@@ -233,17 +234,19 @@ impl PoolShared {
             });
         }
         map.insert(ht, victim);
-        d.lock_header();
+        let s = d.lock_header();
         d.set_tag(Some(tag));
         let perm = if self.is_permanent(rf.rel) {
             PERMANENT
         } else {
             0
         };
+        let admit = self.admit(&mut map, &ht, s);
         d.unlock_header(
-            TAG_VALID | VALID | perm | self.evictor.admit_bits(),
+            TAG_VALID | VALID | perm | admit,
             USAGE_MASK | FLAG_MASK & !(TAG_VALID | VALID | PERMANENT),
         );
+        self.admitted(victim, s, admit);
         drop(map);
         Ok((victim, mark))
     }
@@ -330,7 +333,7 @@ impl PoolShared {
             }
             flushed = true;
         }
-        let evicted = self.invalidate_victim(id);
+        let evicted = self.invalidate_victim(id, false);
         d.unpin();
         Ok((evicted, flushed))
     }

@@ -757,10 +757,14 @@ impl ReadStream {
             Item::Ahead(block) => {
                 // Counted when it was read ahead: pinned again without
                 // counting, unless it was evicted meanwhile (then it is
-                // read again, a real access).
+                // read again, a real access). Nor does the evictor count
+                // it again: pinned with the first-step rule (`ring = true`,
+                // clock 0 -> 1 only, HOT/COOL and probation no change), so
+                // one access of a scan never looks like two (which made
+                // every scan page HOT, and promoted it out of probation).
                 let tag = BufferTag::new(self.rf, block);
                 let shared = &self.shared;
-                match shared.repin_valid(tag, self.ring.is_some()) {
+                match shared.repin_valid(tag, true) {
                     Some(id) => id,
                     None => {
                         let ring = self.ring.as_mut();

@@ -13,7 +13,7 @@ use crate::evictor::Tick;
 use crate::local::Local;
 use crate::ring::Ring;
 use crate::stats::bump;
-use crate::table::HashedTag;
+use crate::table::{HashedTag, PartitionWrite};
 
 impl PoolShared {
     /// `GetVictimBuffer`: a buffer pinned by us alone, clean, with no tag.
@@ -27,14 +27,16 @@ impl PoolShared {
                 Some(r) => self.ring_next(r),
                 None => None,
             };
-            let (id, from_ring) = match from_ring {
-                Some(id) => (id, true),
+            // `from_probation`: off the probation queue's head (its old tag
+            // then goes to the ghost set).
+            let (id, from_ring, from_probation) = match from_ring {
+                Some(id) => (id, true, false),
                 None => {
-                    let id = self.clock_sweep(local)?;
+                    let (id, from_probation) = self.clock_sweep(local)?;
                     if let Some(r) = ring.as_deref_mut() {
                         r.set_current(id);
                     }
-                    (id, false)
+                    (id, false, from_probation)
                 }
             };
             let d = self.desc(id);
@@ -69,7 +71,7 @@ impl PoolShared {
                     return Err(e);
                 }
             }
-            if s & TAG_VALID != 0 && !self.invalidate_victim(id) {
+            if s & TAG_VALID != 0 && !self.invalidate_victim(id, from_probation) {
                 d.unpin();
                 continue;
             }
@@ -109,11 +111,23 @@ impl PoolShared {
         }
     }
 
-    /// The clock sweep (`StrategyGetBuffer`): tick the hand of the chosen
-    /// partition until the evictor names a victim; after a partition's worth
-    /// of consecutive pinned buffers move to the next partition; fail only
-    /// when every partition has been tried (rule 8).
-    pub(super) fn clock_sweep(&self, local: &mut Local) -> Result<BufferId> {
+    /// The victim search (`StrategyGetBuffer`), one sweep for all three
+    /// evictors. Per partition, starting at the chosen one:
+    /// 1. probation only, once the hand has made a whole pass (until then
+    ///    it is taking never-used buffers): take buffers off the head of the
+    ///    partition's probation queue while it holds at least its target,
+    ///    each judged by [`Evictor::on_pop`], each queued buffer at most once;
+    /// 2. tick the partition's hand, each buffer judged by
+    ///    [`Evictor::on_tick`], until a victim; after a partition's worth of
+    ///    consecutive pinned (or skipped) buffers give up on the hand;
+    /// 3. probation only: then take any unpinned buffer off the queue
+    ///    (`forced`), as the main region is all pinned;
+    /// 4. move to the next partition; fail only when every partition has
+    ///    been tried (rule 8).
+    ///
+    /// Returns the victim, pinned by us, and whether it came off the
+    /// probation queue (its old tag then goes to the ghost set).
+    pub(super) fn clock_sweep(&self, local: &mut Local) -> Result<(BufferId, bool)> {
         if self.bgwriter_sleeping.load(Ordering::Relaxed) {
             crate::bgwriter::wake(self);
         }
@@ -121,78 +135,143 @@ impl PoolShared {
         local.recheck_home(self);
         let first = self.parts.choose(local.home, &mut local.budget);
         let batch = self.batch_size();
+        let probation = self.evictor.has_probation();
         let mut ticks = 0u64;
         for k in 0..nparts {
             let p = (first + k) % nparts;
             let hand = &self.hands[p];
-            let cursor = &mut local.cursors[p];
-            let mut try_counter = hand.len();
             let mut part_ticks = 0u64;
-            'tick: loop {
-                let id = hand.buffer_at(cursor.next_tick(hand, batch));
-                part_ticks += 1;
-                let d = self.desc(id);
-                let mut s = d.load();
-                loop {
-                    if s & LOCKED != 0 {
-                        s = d.wait_header_unlocked();
-                        continue;
-                    }
-                    match self.evictor.on_tick(s) {
-                        Tick::Pinned => {
-                            try_counter -= 1;
-                            if try_counter == 0 {
-                                break 'tick;
-                            }
-                            continue 'tick;
+            let mut found = None;
+            if probation && self.probation[p].filled(|| hand.position().0) {
+                found = self.probation_pop(p, false, &mut part_ticks);
+            }
+            if found.is_none() {
+                let cursor = &mut local.cursors[p];
+                let mut try_counter = hand.len();
+                while try_counter > 0 {
+                    let id = hand.buffer_at(cursor.next_tick(hand, batch));
+                    part_ticks += 1;
+                    match self.visit(id, |s| self.evictor.on_tick(s)) {
+                        Visit::Taken => {
+                            found = Some((id, false));
+                            break;
                         }
-                        Tick::Cool(new) => {
-                            match d.state.compare_exchange_weak(
-                                s,
-                                new,
-                                Ordering::Relaxed,
-                                Ordering::Relaxed,
-                            ) {
-                                Ok(_) => {
-                                    try_counter = hand.len();
-                                    continue 'tick;
-                                }
-                                Err(a) => s = a,
-                            }
-                        }
-                        Tick::Victim => {
-                            match d.state.compare_exchange_weak(
-                                s,
-                                s + REFCOUNT_ONE,
-                                Ordering::Acquire,
-                                Ordering::Relaxed,
-                            ) {
-                                Ok(_) => {
-                                    hand.count_alloc();
-                                    ticks += part_ticks;
-                                    let c = &local.stats.parts[p];
-                                    bump(&c.sweep_ticks, part_ticks);
-                                    bump(&c.victims, 1);
-                                    local.stats.record_victim(ticks);
-                                    return Ok(id);
-                                }
-                                Err(a) => s = a,
-                            }
-                        }
+                        Visit::Changed => try_counter = hand.len(),
+                        Visit::NoProgress => try_counter -= 1,
                     }
                 }
             }
+            if found.is_none() && probation {
+                found = self.probation_pop(p, true, &mut part_ticks);
+            }
             ticks += part_ticks;
-            bump(&local.stats.parts[p].sweep_ticks, part_ticks);
+            let c = &local.stats.parts[p];
+            bump(&c.sweep_ticks, part_ticks);
+            if let Some(victim) = found {
+                hand.count_alloc();
+                bump(&c.victims, 1);
+                local.stats.record_victim(ticks);
+                return Ok(victim);
+            }
         }
         Err(Error::NoUnpinnedBuffers {
             pool_size: self.descs.len(),
         })
     }
 
+    /// The victim-candidate step shared by the hand and the probation queue:
+    /// look at buffer `id`'s state (waiting out a header lock), ask `rule`,
+    /// and CAS in what it decided: a lowered state, or our pin (clearing
+    /// [`PROBATION`]) for a victim. Retries while the state moves under us.
+    #[inline]
+    fn visit(&self, id: BufferId, rule: impl Fn(u64) -> Tick) -> Visit {
+        let d = self.desc(id);
+        let mut s = d.load();
+        loop {
+            if s & LOCKED != 0 {
+                s = d.wait_header_unlocked();
+                continue;
+            }
+            let (new, ordering, visit) = match rule(s) {
+                Tick::Pinned | Tick::Skip => return Visit::NoProgress,
+                Tick::Cool(new) => (new, Ordering::Relaxed, Visit::Changed),
+                Tick::Victim => (
+                    (s & !PROBATION) + REFCOUNT_ONE,
+                    Ordering::Acquire,
+                    Visit::Taken,
+                ),
+            };
+            match d
+                .state
+                .compare_exchange_weak(s, new, ordering, Ordering::Relaxed)
+            {
+                Ok(_) => return visit,
+                Err(a) => s = a,
+            }
+        }
+    }
+
+    /// Take buffers off the head of partition `p`'s probation queue (while it
+    /// holds its target, or with `forced` while it holds any) until one is a
+    /// victim: a referenced one is promoted to main (not `forced`), a pinned
+    /// one goes back to the tail. At most as many pops as the queue held
+    /// when we began, so no buffer is looked at twice in one search; each
+    /// pop counts as a tick. A promotion is paid for once per admission, so
+    /// the mean stays near one pop per victim.
+    fn probation_pop(&self, p: usize, forced: bool, ticks: &mut u64) -> Option<(BufferId, bool)> {
+        let q = &self.probation[p];
+        // Pops left: set from what the queue held at the first pop.
+        let mut left = None;
+        loop {
+            let (id, held) = q.pop(forced)?;
+            let left = left.get_or_insert(held);
+            *ticks += 1;
+            match self.visit(id, |s| self.evictor.on_pop(s, forced)) {
+                Visit::Taken => return Some((id, true)),
+                Visit::Changed => {} // promoted: the main hand's now
+                Visit::NoProgress => q.push(id),
+            }
+            *left -= 1;
+            if *left == 0 {
+                return None;
+            }
+        }
+    }
+
+    /// Put a newly tagged buffer we hold the one pin of in the region the
+    /// evictor chooses, under the mapping lock of its new tag `ht` (held
+    /// exclusive as `map`; `state` is its header-locked state). Returns the
+    /// usage and region bits to set as its header is unlocked; then call
+    /// [`admitted`](Self::admitted) with them.
+    #[inline]
+    pub(super) fn admit(&self, map: &mut PartitionWrite<'_>, ht: &HashedTag, state: u64) -> u64 {
+        let bits = self.evictor.admit_bits();
+        if !self.evictor.has_probation() || state & PROBATION != 0 {
+            // Not probation, or still queued (a ring reused a queued buffer):
+            // it stays where it is.
+            return bits;
+        }
+        if map.ghost_take(ht) {
+            bits
+        } else {
+            bits | PROBATION
+        }
+    }
+
+    /// After [`admit`](Self::admit) and the header unlock: queue the buffer
+    /// if it newly entered probation (rule 1 of [`crate::probation`]).
+    #[inline]
+    pub(super) fn admitted(&self, id: BufferId, state_before: u64, bits: u64) {
+        if bits & PROBATION != 0 && state_before & PROBATION == 0 {
+            let d = self.desc(id);
+            self.probation[d.partition()].push(id);
+        }
+    }
+
     /// `InvalidateVictimBuffer`: forget the identity of a buffer we alone have
     /// pinned. False if someone else pinned or dirtied it meanwhile.
-    pub(super) fn invalidate_victim(&self, id: BufferId) -> bool {
+    /// With `ghost` (a probation victim) its old tag goes to the ghost set.
+    pub(super) fn invalidate_victim(&self, id: BufferId, ghost: bool) -> bool {
         let d = self.desc(id);
         let Some(tag) = d.tag() else {
             return true;
@@ -207,6 +286,20 @@ impl PoolShared {
         d.set_tag(None);
         d.unlock_header(0, FLAG_MASK | USAGE_MASK);
         map.remove(&ht);
+        if ghost && s & VALID != 0 {
+            map.ghost_remember(&ht);
+        }
         true
     }
+}
+
+/// What [`PoolShared::visit`] did to a buffer.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+enum Visit {
+    /// Pinned, or not this sweep's: nothing changed.
+    NoProgress,
+    /// Usage lowered, or promoted out of probation.
+    Changed,
+    /// A victim: pinned by us.
+    Taken,
 }

@@ -162,7 +162,7 @@ impl PoolShared {
     ) -> Result<std::result::Result<(BufferTag, bool), SyncResult>> {
         let d = self.desc(id);
         let s = d.lock_header();
-        let reusable = refcount(s) == 0 && s & USAGE_MASK == 0;
+        let reusable = self.evictor.reusable(s);
         let other_rel = only.is_some_and(|rf| d.tag().map(|t| t.relfork()) != Some(rf));
         if (skip_recently_used && !reusable) || other_rel || s & (VALID | DIRTY) != VALID | DIRTY {
             d.unlock_header(0, 0);
@@ -210,6 +210,9 @@ impl PoolShared {
     /// `BufferSync` for a checkpoint: the dirty pages in tag order, written
     /// in batches (see [`WriteBatch`]).
     pub(super) fn flush_all(&self, include_unlogged: bool) -> Result<usize> {
+        // After a failed write or fsync no checkpoint may succeed, not even
+        // one with nothing dirty (see `sync_pending`).
+        self.check_writes_allowed()?;
         let mask = if include_unlogged {
             DIRTY
         } else {
@@ -259,7 +262,14 @@ impl PoolShared {
                 if !self.storage.exists(*rf).unwrap_or(true) {
                     continue;
                 }
-                // Keep the rest pending: a later checkpoint must retry them.
+                // Fatal, as in PostgreSQL since "fsyncgate": after a failed
+                // fsync Linux may have marked the dirty pages clean without
+                // writing them, so a retry would succeed and prove nothing,
+                // and a checkpoint that then moved the redo point past their
+                // WAL would lose them. Refuse every later write and
+                // checkpoint; recovery after a reopen replays them.
+                *self.write_failure.lock() = Some(e.to_string());
+                self.write_failed.store(true, Ordering::Release);
                 self.pending_sync.lock().extend(forks[i..].iter().copied());
                 return Err(e);
             }

@@ -1,0 +1,14 @@
+#![no_main]
+//! B-tree pages and items (btree::page): the first byte picks the seed (leaf, internal, meta), the rest patches it.
+
+use libfuzzer_sys::fuzz_target;
+use tests::decoders::*;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&which, patches)) = data.split_first() else {
+        return;
+    };
+    let page = patched(&valid_btree_pages()[usize::from(which) % 3], patches);
+    exercise_btree_page(&page);
+    let _ = btree::page::decode_item(patches, which & 4 != 0, btree_id());
+});
