@@ -147,6 +147,10 @@ pub struct CommonArgs {
     /// Do not draw progress bars
     #[arg(long, global = true)]
     pub no_progress: bool,
+    /// Pin worker thread i to CPU i mod cores (readonly, seqscan-partitions,
+    /// oltp, index-residency), so a worker's home partition stays on one node
+    #[arg(long, global = true)]
+    pub pin_threads: bool,
     /// Write plots (SVG) of the scenarios that draw them into DIR
     #[arg(long, global = true, value_name = "DIR")]
     pub svg: Option<PathBuf>,
@@ -179,6 +183,22 @@ pub const DEFAULT_BATCHES: [SweepBatch; 3] = [
     SweepBatch::Fixed(16),
     SweepBatch::Fixed(64),
 ];
+
+/// `--pin-threads`, set by [`CommonArgs::resolve`]: process-wide, since every
+/// scenario's workers ask for it the same way ([`pin_worker`]).
+static PIN_THREADS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// With `--pin-threads`, pin the calling worker (number `i`) to CPU
+/// `i mod cores` (`sched_setaffinity`); otherwise nothing. A refused pin is
+/// reported on stderr and the worker runs unpinned.
+pub fn pin_worker(i: usize) {
+    if !PIN_THREADS.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    if let Err(e) = bufmgr::topology::pin_current_thread(i % cores()) {
+        eprintln!("--pin-threads: worker {i}: {e}; running unpinned");
+    }
+}
 
 /// Cores this process may use.
 pub fn cores() -> usize {
@@ -232,6 +252,7 @@ fn non_empty<T>(what: &str, v: Vec<T>) -> Result<Vec<T>> {
 impl CommonArgs {
     /// Fill in what the command line left out from `d` (and `--quick`).
     pub fn resolve(&self, d: &Defaults) -> Result<Settings> {
+        PIN_THREADS.store(self.pin_threads, std::sync::atomic::Ordering::Relaxed);
         let pool_buffers = match (self.pool_pages, self.pool_mib) {
             (Some(p), _) => p,
             (None, Some(m)) => m * 1024 * 1024 / PAGE_SIZE,

@@ -87,6 +87,19 @@ fn seqscan_partitions_misses_without_balancing_or_floor() {
     let six_floor = find(6, false, true);
     for r in &report.rows {
         assert!(r.pages > 0 && r.pages_per_sec > 0.0, "{r:?}");
+        // Per-node figures: the pool's buffers, partitions and accesses.
+        assert_eq!(
+            r.nodes.iter().map(|n| n.buffers).sum::<usize>(),
+            1024,
+            "{r:?}"
+        );
+        let parts: usize = r.nodes.iter().map(|n| n.partitions).sum();
+        assert_eq!(parts, r.partitions_effective, "{r:?}");
+        assert_eq!(
+            r.nodes.iter().map(|n| n.accesses).sum::<u64>(),
+            r.pages,
+            "{r:?}"
+        );
     }
     // The table (60% of the pool) fits one partition of the whole pool...
     assert!(one.hit_ratio > 0.99, "{one:?}");
@@ -193,10 +206,33 @@ fn readonly_looks_up_every_key_it_asks_for() {
         256,
         CommonArgs {
             threads: Some(vec![2]),
+            pin_threads: true,
             ..Default::default()
         },
     );
     let report = readonly::run(&s, &args).unwrap();
+    // Per-node figures: every buffer's memory is on a node the kernel
+    // names, each partition is counted on one node, and the window's
+    // accesses add up.
+    for r in &report.rows {
+        assert!(!r.nodes.is_empty(), "{r:?}");
+        assert_eq!(
+            r.nodes.iter().map(|n| n.buffers).sum::<usize>(),
+            256,
+            "{r:?}"
+        );
+        assert_eq!(
+            r.nodes.iter().map(|n| n.partitions).sum::<usize>(),
+            r.partitions
+        );
+        let accesses: u64 = r.nodes.iter().map(|n| n.accesses).sum();
+        let expect = r.accesses_per_lookup * r.lookups as f64;
+        assert!(
+            (accesses as f64 - expect).abs() < 1.0,
+            "{accesses} vs {expect}"
+        );
+    }
+    assert!(report.render().contains("by NUMA node"));
     // partitions {1, 4} by default.
     assert_eq!(
         report.rows.iter().map(|r| r.partitions).collect::<Vec<_>>(),

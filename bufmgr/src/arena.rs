@@ -28,6 +28,7 @@ use memmap2::{MmapMut, MmapOptions};
 
 use crate::desc::BufferId;
 use crate::error::{Error, Result};
+use crate::numa::{HUGE_PAGE, PlacementPlan};
 use crate::tag::PAGE_SIZE;
 
 /// Whether the kernel backed the pool with transparent huge pages.
@@ -42,6 +43,18 @@ pub struct HugePageStatus {
     pub pool_bytes: u64,
 }
 
+/// What became of the pool's NUMA placement (see `numa`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// One node: the pages have nowhere else to go.
+    OneNode,
+    /// Every range of the plan was bound (or interleaved) before the
+    /// pre-touch.
+    Applied(PlacementPlan),
+    /// The kernel refused (the reason); pages are where first touch put them.
+    Refused(PlacementPlan, String),
+}
+
 /// The page memory of a pool.
 #[derive(Debug)]
 pub struct Arena {
@@ -49,6 +62,7 @@ pub struct Arena {
     base: *mut u8,
     npages: usize,
     huge: HugePageStatus,
+    placement: Placement,
 }
 
 // SAFETY: the arena is a block of plain bytes; every access to it goes through
@@ -62,28 +76,58 @@ impl Arena {
     /// Map `npages` pages, ask for huge pages if `huge`, and pre-fault every
     /// page so first-touch page faults never land inside a measurement.
     pub fn new(npages: usize, huge: bool) -> Result<Arena> {
+        Self::placed(npages, huge, None)
+    }
+
+    /// Like [`new`](Self::new), applying a NUMA placement `plan` (offsets
+    /// relative to the first page) between the mapping and the pre-touch, so
+    /// that each page is faulted in on its node. With huge pages the first
+    /// page is 2 MiB aligned, so the plan's 2 MiB boundaries are real huge
+    /// page boundaries. A refused plan is logged once and the arena works.
+    pub fn placed(npages: usize, huge: bool, plan: Option<PlacementPlan>) -> Result<Arena> {
         let len = npages.checked_mul(PAGE_SIZE).ok_or_else(|| {
             Error::InvalidConfig(format!("{npages} pages overflow the address space"))
         })?;
-        let mut map = MmapOptions::new().len(len).map_anon().map_err(|e| {
-            Error::io(
-                "map",
-                format!("buffer pool of {len} bytes"),
-                "anonymous memory",
-                e,
-            )
-        })?;
+        // Room to move the start to a huge page boundary.
+        let slack = if huge { HUGE_PAGE } else { 0 };
+        let mut map = MmapOptions::new()
+            .len(len.checked_add(slack).ok_or_else(|| {
+                Error::InvalidConfig(format!("{npages} pages overflow the address space"))
+            })?)
+            .map_anon()
+            .map_err(|e| {
+                Error::io(
+                    "map",
+                    format!("buffer pool of {len} bytes"),
+                    "anonymous memory",
+                    e,
+                )
+            })?;
         #[cfg(target_os = "linux")]
         if huge {
             // A refusal only means normal pages; the status below reports it.
             let _ = map.advise(memmap2::Advice::HugePage);
         }
-        // Pre-fault: write one byte per 4 KiB.
-        for off in (0..len).step_by(4096) {
+        let start = map.as_mut_ptr();
+        let skip = (start as usize).next_multiple_of(slack.max(1)) - start as usize;
+        debug_assert!(skip <= slack);
+        // SAFETY: skip <= slack, and the mapping is len + slack bytes long.
+        let base = unsafe { start.add(skip) };
+        let placement = match plan {
+            None => Placement::OneNode,
+            Some(plan) => match crate::numa::apply(&plan, base) {
+                Ok(()) => Placement::Applied(plan),
+                Err(why) => {
+                    crate::numa::log_refused(&why);
+                    Placement::Refused(plan, why)
+                }
+            },
+        };
+        // Pre-fault: write one byte per 4 KiB of the pool.
+        for off in (skip..skip + len).step_by(4096) {
             map[off] = 0;
         }
-        let base = map.as_mut_ptr();
-        let huge_bytes = anon_huge_bytes(base as usize);
+        let huge_bytes = anon_huge_bytes(start as usize);
         Ok(Arena {
             map,
             base,
@@ -93,7 +137,23 @@ impl Arena {
                 huge_bytes,
                 pool_bytes: len as u64,
             },
+            placement,
         })
+    }
+
+    /// What became of the NUMA placement.
+    pub fn placement(&self) -> &Placement {
+        &self.placement
+    }
+
+    /// The node each page's memory sits on now, asked of the kernel
+    /// (`move_pages(2)` on the page's first 4 KiB), one entry per page;
+    /// `None` where the kernel cannot say.
+    pub fn page_nodes(&self) -> Vec<Option<usize>> {
+        let addrs: Vec<*const u8> = (0..self.npages as BufferId)
+            .map(|id| self.page_ptr(id).cast_const())
+            .collect();
+        addrs.chunks(4096).flat_map(crate::numa::nodes_of).collect()
     }
 
     pub fn huge_pages(&self) -> HugePageStatus {
@@ -112,7 +172,7 @@ impl Arena {
     #[inline]
     pub fn page_ptr(&self, id: BufferId) -> *mut u8 {
         assert!((id as usize) < self.npages, "buffer {id} out of range");
-        debug_assert_eq!(self.map.len(), self.npages * PAGE_SIZE);
+        debug_assert!(self.map.len() >= self.npages * PAGE_SIZE);
         // SAFETY: id < npages, so the offset stays inside the mapping.
         unsafe { self.base.add(id as usize * PAGE_SIZE) }
     }
@@ -240,8 +300,53 @@ mod tests {
     }
 
     #[test]
+    fn pages_report_the_node_they_sit_on() {
+        let a = Arena::new(64, false).unwrap();
+        assert_eq!(*a.placement(), Placement::OneNode);
+        let nodes = a.page_nodes();
+        assert_eq!(nodes.len(), 64);
+        if cfg!(target_os = "linux") {
+            // Pre-touched, so every page has a node, and it is a real one.
+            let real = crate::topology::Topology::from_sysfs(std::path::Path::new(
+                crate::topology::SYSFS_NODE_ROOT,
+            ));
+            for n in nodes {
+                let n = n.expect("a pre-touched page has a node");
+                if let Some(t) = &real {
+                    assert!(t.nodes.iter().any(|x| x.id == n), "node {n} of {t:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_refused_plan_leaves_a_working_arena() {
+        let t = crate::topology::Topology::synthetic("numa:2 pu:1").unwrap();
+        let spec = crate::partition::PartitionSpec {
+            count: Some(2),
+            floor: None,
+            balancing: false,
+        };
+        let m = crate::partition::PartitionMap::build(8, &spec, &t).unwrap();
+        let mut plan = PlacementPlan::compute(&m, &t, false, false).unwrap();
+        // A node no machine has.
+        plan.ranges[1].policy = crate::numa::Policy::Bind(999);
+        let a = Arena::placed(8, false, Some(plan)).unwrap();
+        match a.placement() {
+            Placement::Refused(_, why) => assert!(why.contains("node 999"), "{why}"),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        // SAFETY: single-threaded test.
+        unsafe {
+            a.page_mut(7)[5] = 3;
+            assert_eq!(a.page(7)[5], 3);
+        }
+    }
+
+    #[test]
     fn huge_page_status_is_reported() {
         let a = Arena::new(1024, true).unwrap();
+        assert_eq!(a.page_ptr(0) as usize % HUGE_PAGE, 0, "huge page aligned");
         let s = a.huge_pages();
         assert!(s.requested);
         assert_eq!(s.pool_bytes, 1024 * PAGE_SIZE as u64);

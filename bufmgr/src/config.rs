@@ -178,6 +178,11 @@ pub struct PoolConfig {
     pub rings: bool,
     pub ring_sizes: RingSizes,
     pub huge_pages: bool,
+    /// PostgreSQL's `shmem_interleave`-style choice on a multi-node machine:
+    /// interleave the whole pool over every node instead of binding each
+    /// partition's pages to its own node (see `bufmgr::numa`). No effect on
+    /// one node. Off by default.
+    pub shmem_interleave: bool,
     pub checksums: bool,
     /// PostgreSQL's `zero_damaged_pages`: a page read whose checksum fails,
     /// or that is all zeros (see `bufmgr::page`), is zeroed in memory,
@@ -209,6 +214,7 @@ impl PoolConfig {
             rings: true,
             ring_sizes: RingSizes::default(),
             huge_pages: false,
+            shmem_interleave: false,
             checksums: true,
             zero_damaged_pages: false,
             bgwriter: None,
@@ -254,6 +260,10 @@ impl PoolConfig {
     }
     pub fn huge_pages(mut self, on: bool) -> Self {
         self.huge_pages = on;
+        self
+    }
+    pub fn shmem_interleave(mut self, on: bool) -> Self {
+        self.shmem_interleave = on;
         self
     }
     pub fn checksums(mut self, on: bool) -> Self {

@@ -11,6 +11,7 @@ pub mod io;
 mod local;
 #[cfg(all(test, feature = "shuttle"))]
 mod model_check;
+pub mod numa;
 pub mod page;
 pub mod partition;
 pub mod pool;

@@ -25,6 +25,8 @@ pub(crate) struct Local {
     counted: bool,
     pub home: usize,
     pub budget: BalanceBudget,
+    /// Allocations left before the home is re-checked (partition rule 4).
+    pub until_recheck: u32,
     /// Claimed ticks, one cursor per partition.
     pub cursors: Box<[BatchCursor]>,
     pub stats: Arc<ThreadStats>,
@@ -40,6 +42,7 @@ impl Local {
             counted: true,
             home,
             budget: BalanceBudget::new(home),
+            until_recheck: crate::partition::HOME_RECHECK_EVERY,
             cursors: vec![BatchCursor::default(); pool.parts.len()].into_boxed_slice(),
             stats,
         }
@@ -52,8 +55,31 @@ impl Local {
             counted: false,
             home: 0,
             budget: BalanceBudget::new(0),
+            until_recheck: u32::MAX,
             cursors: vec![BatchCursor::default(); pool.parts.len()].into_boxed_slice(),
             stats: pool.fallback_stats.clone(),
+        }
+    }
+}
+
+impl Local {
+    /// Count one allocation; every [`HOME_RECHECK_EVERY`](crate::partition::HOME_RECHECK_EVERY)
+    /// of them, on a multi-node map, move the home to the node of the CPU
+    /// the thread runs on now (it may have migrated). One `sched_getcpu`
+    /// per check, none in between.
+    #[inline]
+    pub fn recheck_home(&mut self, pool: &PoolShared) {
+        self.until_recheck = self.until_recheck.saturating_sub(1);
+        if self.until_recheck > 0 || !self.counted {
+            return;
+        }
+        self.until_recheck = crate::partition::HOME_RECHECK_EVERY;
+        if let Some(cpu) = crate::topology::current_cpu()
+            && let Some(home) = pool.parts.home_of_cpu(cpu, &pool.topology)
+            && home != self.home
+        {
+            self.home = home;
+            self.budget = BalanceBudget::new(home);
         }
     }
 }

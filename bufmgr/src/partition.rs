@@ -25,9 +25,12 @@
 //! 3. A partition floor (minimum buffers per partition) lowers the count until
 //!    every partition holds at least that many: the cure seed 001 suggested
 //!    for a scan that no longer fits its home partition.
-//! 4. A thread's home partition is chosen once: on a multi-node machine, one of
-//!    its CPU's node's partitions; otherwise (virtual partitions on one node)
-//!    round-robin by the order threads first touch the pool.
+//! 4. A thread's home partition: on a multi-node machine, one of its CPU's
+//!    node's partitions, re-checked every [`HOME_RECHECK_EVERY`] allocations
+//!    (one `sched_getcpu`, a vDSO call, per check: a thread the scheduler
+//!    moved to another node follows within that many allocations);
+//!    otherwise (virtual partitions on one node) round-robin by the order
+//!    threads first touch the pool, and never changed.
 //! 5. Without balancing a thread takes every victim from its home partition
 //!    (falling back to the others only when home has no unpinned buffer).
 //!    With balancing, the weights are recomputed whenever the threads of one
@@ -36,6 +39,10 @@
 //!    `StrategySyncBalance`), blended half-and-half with the previous weights.
 //!    Each home counts in its own cache line: no counter shared by every
 //!    thread on the allocation path.
+//! 6. When the pool's memory is bound to NUMA nodes, partition boundaries
+//!    are multiples of a memory page ([`build_aligned`](PartitionMap::build_aligned):
+//!    1 buffer with 4 KiB pages, 256 with 2 MiB huge pages), so no page holds
+//!    buffers of two nodes; see `numa`.
 
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
@@ -54,6 +61,9 @@ pub const MAX_PARTITIONS: usize = 32;
 /// Smallest partition the automatic count will make. A sweep over fewer
 /// buffers than this mostly finds pinned ones.
 pub const MIN_PARTITION_BUFFERS: usize = 16;
+/// Allocations by one thread between two checks of which CPU (so which
+/// node) it runs on (rule 4).
+pub const HOME_RECHECK_EVERY: u32 = 64;
 /// Allocations asked for by one home partition's threads between two
 /// rebalancing rounds.
 pub const REBALANCE_EVERY: u64 = 4096;
@@ -107,7 +117,10 @@ pub struct PartitionMap {
     parts: Vec<Partition>,
     /// Partitions of each node, in order.
     per_node: Vec<Vec<usize>>,
-    /// Length of the shorter partitions, and how many longer (by one) lead.
+    /// Buffers per alignment unit (1, or a memory page's worth).
+    align: usize,
+    /// Length in units of the shorter partitions, and how many longer (by
+    /// one unit) lead.
     base_len: usize,
     extra: usize,
     /// True when the partitions map real NUMA nodes (more than one).
@@ -126,6 +139,21 @@ impl PartitionMap {
         nbuffers: usize,
         spec: &PartitionSpec,
         topology: &Topology,
+    ) -> Result<PartitionMap> {
+        Self::build_aligned(nbuffers, spec, topology, 1)
+    }
+
+    /// Like [`build`](Self::build), with every partition boundary a multiple
+    /// of `align` buffers (rule 6): the buffers of one memory page, so that
+    /// binding a partition's pages to its node never splits a page. The last
+    /// partition takes the `nbuffers % align` left over. When the pool has
+    /// fewer than `align` buffers per partition the boundaries stay unaligned
+    /// (the placement plan says so).
+    pub fn build_aligned(
+        nbuffers: usize,
+        spec: &PartitionSpec,
+        topology: &Topology,
+        align: usize,
     ) -> Result<PartitionMap> {
         let nodes = topology.node_count().max(1);
         let mut count = match spec.count {
@@ -160,12 +188,21 @@ impl PartitionMap {
             count = count.min(nbuffers / floor).max(1);
         }
 
-        let base = nbuffers / count;
-        let extra = nbuffers % count;
+        let align = if align > 1 && nbuffers / align >= count {
+            align
+        } else {
+            1
+        };
+        let units = nbuffers / align;
+        let base = units / count;
+        let extra = units % count;
         let mut parts = Vec::with_capacity(count);
         let mut first = 0usize;
         for i in 0..count {
-            let len = base + usize::from(i < extra);
+            let mut len = (base + usize::from(i < extra)) * align;
+            if i == count - 1 {
+                len += nbuffers % align;
+            }
             parts.push(Partition {
                 first: first as BufferId,
                 len: len as u32,
@@ -186,6 +223,7 @@ impl PartitionMap {
         Ok(PartitionMap {
             parts,
             per_node,
+            align,
             base_len: base,
             extra,
             numa: nodes > 1,
@@ -222,14 +260,17 @@ impl PartitionMap {
     /// The partition a buffer belongs to.
     #[inline]
     pub fn partition_of(&self, buf: BufferId) -> usize {
-        // Equal ranges with the first `extra` one longer: invert arithmetically.
-        let b = buf as usize;
+        // Equal ranges of units with the first `extra` one unit longer:
+        // invert arithmetically (the leftover buffers past the last whole
+        // unit belong to the last partition).
+        let b = buf as usize / self.align;
         let big = self.base_len + 1;
-        if b < self.extra * big {
+        let p = if b < self.extra * big {
             b / big
         } else {
             self.extra + (b - self.extra * big) / self.base_len.max(1)
-        }
+        };
+        p.min(self.parts.len() - 1)
     }
 
     /// The home partition for a thread, by rule 4. `ordinal` is the thread's
@@ -237,14 +278,28 @@ impl PartitionMap {
     pub fn home_for(&self, ordinal: usize, topology: &Topology) -> usize {
         if self.numa
             && let Some(cpu) = crate::topology::current_cpu()
+            && let Some(home) = self.home_of_cpu(cpu, topology)
         {
-            let node = topology.node_of_cpu(cpu).min(self.per_node.len() - 1);
-            let candidates = &self.per_node[node];
-            if !candidates.is_empty() {
-                return candidates[cpu % candidates.len()];
-            }
+            return home;
         }
         ordinal % self.parts.len()
+    }
+
+    /// The home partition of a thread running on `cpu` when partitions map
+    /// nodes (one of the CPU's node's partitions); `None` on one node, where
+    /// homes are virtual and do not depend on the CPU.
+    pub fn home_of_cpu(&self, cpu: usize, topology: &Topology) -> Option<usize> {
+        if !self.numa {
+            return None;
+        }
+        let node = topology.node_of_cpu(cpu).min(self.per_node.len() - 1);
+        let candidates = &self.per_node[node];
+        (!candidates.is_empty()).then(|| candidates[cpu % candidates.len()])
+    }
+
+    /// Do the partitions map real NUMA nodes (more than one)?
+    pub fn is_numa(&self) -> bool {
+        self.numa
     }
 
     /// Choose the partition for the next allocation by a thread homed in
@@ -410,6 +465,38 @@ mod tests {
         assert!(PartitionMap::build(8, &spec(Some(0)), &topo).is_err());
         let err = PartitionMap::build(1000, &spec(Some(99)), &topo).unwrap_err();
         assert!(err.to_string().contains("99"));
+    }
+
+    /// Rule 6: every boundary is a multiple of `align` (when each partition
+    /// can have a whole unit), lengths differ by at most one unit plus the
+    /// leftover in the last, and `partition_of` inverts the ranges.
+    #[test]
+    fn aligned_ranges_start_on_unit_boundaries() {
+        let topo = Topology::single_node(2);
+        for align in [1, 2, 256] {
+            for nbuf in [16, 255, 256, 1024, 1537, 16384, 16384 + 255, 3000] {
+                for count in [1, 3, 4, 6] {
+                    let Ok(m) = PartitionMap::build_aligned(nbuf, &spec(Some(count)), &topo, align)
+                    else {
+                        continue;
+                    };
+                    let aligned = nbuf / align >= count;
+                    let mut next = 0;
+                    for (i, p) in m.partitions().iter().enumerate() {
+                        assert_eq!(p.first, next);
+                        assert!(p.len > 0);
+                        if aligned {
+                            assert_eq!(p.first as usize % align, 0, "{nbuf}/{count}/{align}");
+                        }
+                        for b in p.first..p.first + p.len {
+                            assert_eq!(m.partition_of(b), i, "buffer {b}, {nbuf}/{count}/{align}");
+                        }
+                        next += p.len;
+                    }
+                    assert_eq!(next as usize, nbuf);
+                }
+            }
+        }
     }
 
     #[test]

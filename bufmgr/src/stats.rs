@@ -425,6 +425,9 @@ pub struct BufferRow {
     /// Pins held right now.
     pub pins: u32,
     pub partition: usize,
+    /// The NUMA node the page's memory is on, as the kernel reports it
+    /// (`move_pages(2)`), `None` where it cannot say (pg_buffercache_numa).
+    pub numa_node: Option<usize>,
     /// Probation evictor: in the probation queue (else in the main region).
     pub probation: bool,
 }
@@ -440,13 +443,22 @@ pub struct BufferCacheSummary {
     pub usage_avg: Option<f64>,
     /// Per usage level 0..=max: (buffers, dirty, pinned).
     pub usage_counts: Vec<(usize, usize, usize)>,
+    /// Per NUMA node, ascending: (node, buffers, used buffers), from each
+    /// row's queried node; buffers whose node is unknown are left out.
+    pub per_node: Vec<(usize, usize, usize)>,
 }
 
 impl BufferCacheSummary {
     pub fn from_rows(rows: &[BufferRow], evictor: Evictor) -> BufferCacheSummary {
         let mut usage_counts = vec![(0, 0, 0); evictor.max_level() as usize + 1];
         let (mut used, mut dirty, mut pinned, mut usage_sum) = (0, 0, 0, 0u64);
+        let mut per_node: std::collections::BTreeMap<usize, (usize, usize)> = Default::default();
         for r in rows {
+            if let Some(n) = r.numa_node {
+                let e = per_node.entry(n).or_default();
+                e.0 += 1;
+                e.1 += usize::from(r.tag.is_some());
+            }
             if r.pins > 0 {
                 pinned += 1;
             }
@@ -472,6 +484,7 @@ impl BufferCacheSummary {
             pinned,
             usage_avg: (used > 0).then(|| usage_sum as f64 / used as f64),
             usage_counts,
+            per_node: per_node.into_iter().map(|(n, (b, u))| (n, b, u)).collect(),
         }
     }
 }

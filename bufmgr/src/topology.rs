@@ -53,7 +53,14 @@ pub enum TopologySource {
     Hwloc,
     Sysfs,
     SingleNodeFallback,
+    /// Built by [`Topology::synthetic`] (a test machine of any shape).
+    Synthetic,
 }
+
+/// The environment variable [`Topology::detect`] reads first: a synthetic
+/// description (see [`Topology::synthetic`]) that replaces the machine's, so a
+/// whole test suite can run on, say, six nodes on a one-node machine.
+pub const SYNTHETIC_TOPOLOGY_ENV: &str = "BUFMGR_SYNTHETIC_TOPOLOGY";
 
 fn available_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -64,6 +71,12 @@ impl Topology {
     /// works, else from sysfs, else a single node. Never panics.
     pub fn detect() -> Topology {
         let cores = available_cores();
+        if let Ok(desc) = std::env::var(SYNTHETIC_TOPOLOGY_ENV) {
+            match Self::synthetic(&desc) {
+                Ok(t) => return Topology { cores, ..t },
+                Err(e) => eprintln!("bufmgr: ignoring {SYNTHETIC_TOPOLOGY_ENV}: {e}"),
+            }
+        }
         #[cfg(feature = "hwloc")]
         if let Some(t) = Self::from_hwloc(cores) {
             return t;
@@ -129,33 +142,142 @@ impl Topology {
     /// The nodes as hwloc sees them; `None` if hwloc fails (or panics).
     #[cfg(feature = "hwloc")]
     fn from_hwloc(cores: usize) -> Option<Topology> {
-        use hwlocality::object::types::ObjectType;
-
         let nodes = std::panic::catch_unwind(|| {
             let topo = hwlocality::Topology::new().ok()?;
-            let mut nodes = Vec::new();
-            for obj in topo.objects_with_type(ObjectType::NUMANode) {
-                let id = obj.os_index().unwrap_or_else(|| obj.logical_index());
-                let cpuset = obj.cpuset()?;
-                // An infinite set is nonsense for a node: give up on hwloc.
-                cpuset.weight()?;
-                let cpus: Vec<usize> = cpuset.iter_set().map(usize::from).collect();
-                if !cpus.is_empty() {
-                    nodes.push(NumaNode { id, cpus });
-                }
-            }
-            Some(nodes)
+            Self::hwloc_nodes(&topo)
         })
         .ok()??;
-        if nodes.is_empty() {
-            return None;
-        }
-        let mut nodes = nodes;
-        nodes.sort_by_key(|n| n.id);
         Some(Topology {
             nodes,
             cores,
             source: TopologySource::Hwloc,
+        })
+    }
+
+    /// hwloc's own synthetic topology of `desc` (`hwloc_topology_set_synthetic`,
+    /// e.g. `"pack:2 numa:3 core:2 pu:1"`), read like a real machine: the
+    /// check that [`synthetic`](Self::synthetic) builds what hwloc would.
+    /// `cores` is the number of CPUs listed. Errors carry hwloc's complaint.
+    #[cfg(feature = "hwloc")]
+    pub fn from_hwloc_synthetic(desc: &str) -> std::result::Result<Topology, String> {
+        let nodes = std::panic::catch_unwind(|| -> std::result::Result<_, String> {
+            let topo = hwlocality::Topology::builder()
+                .from_synthetic(desc)
+                .map_err(|e| format!("hwloc refused synthetic topology {desc:?}: {e}"))?
+                .build()
+                .map_err(|e| format!("hwloc could not build synthetic topology {desc:?}: {e}"))?;
+            Self::hwloc_nodes(&topo)
+                .ok_or_else(|| format!("hwloc's synthetic topology {desc:?} has no usable nodes"))
+        })
+        .map_err(|_| format!("hwloc panicked on synthetic topology {desc:?}"))??;
+        let cores = nodes.iter().map(|n| n.cpus.len()).sum();
+        Ok(Topology {
+            nodes,
+            cores,
+            source: TopologySource::Hwloc,
+        })
+    }
+
+    /// The nodes with CPUs of an hwloc topology, by id; `None` if there are
+    /// none or a cpuset is infinite.
+    #[cfg(feature = "hwloc")]
+    fn hwloc_nodes(topo: &hwlocality::Topology) -> Option<Vec<NumaNode>> {
+        use hwlocality::object::types::ObjectType;
+
+        let mut nodes = Vec::new();
+        for obj in topo.objects_with_type(ObjectType::NUMANode) {
+            let id = obj.os_index().unwrap_or_else(|| obj.logical_index());
+            let cpuset = obj.cpuset()?;
+            // An infinite set is nonsense for a node: give up on hwloc.
+            cpuset.weight()?;
+            let cpus: Vec<usize> = cpuset.iter_set().map(usize::from).collect();
+            if !cpus.is_empty() {
+                nodes.push(NumaNode { id, cpus });
+            }
+        }
+        if nodes.is_empty() {
+            return None;
+        }
+        nodes.sort_by_key(|n| n.id);
+        Some(nodes)
+    }
+
+    /// A made-up machine from an hwloc-style synthetic description: levels
+    /// from the outside in, each `type:count`, separated by spaces, such as
+    /// `"pack:2 numa:3 core:2 pu:1"` (2 packages of 3 nodes of 2 cores of one
+    /// CPU each: 6 nodes, 12 CPUs). Types: `pack`/`package`/`socket`,
+    /// `numa`/`node`/`numanode`, `group`, `die`, `l1`..`l3` (or `l3cache`...),
+    /// `core`, `pu`; only `numa` (the nodes) and the product of all counts
+    /// (the CPUs) matter here. CPUs are numbered in order, node by node,
+    /// like hwloc numbers a synthetic machine's PUs. No `numa` level means
+    /// one node. The same description works for hwloc's own synthetic
+    /// topologies (`hwloc_topology_set_synthetic`).
+    ///
+    /// Errors name the level that is wrong: an unknown type, a count that is
+    /// not a number from 1 to 1024, two `numa` levels, no levels, or more
+    /// than 65536 CPUs.
+    pub fn synthetic(desc: &str) -> std::result::Result<Topology, String> {
+        let mut nodes_above = 1usize; // product of counts down to numa
+        let mut cpus_per = 1usize; // product of counts below numa
+        let mut seen_numa = false;
+        let mut levels = 0;
+        for level in desc.split_whitespace() {
+            let (kind, count) = level
+                .split_once(':')
+                .ok_or_else(|| format!("synthetic topology level {level:?} is not type:count"))?;
+            let count: usize = count
+                .parse()
+                .ok()
+                .filter(|c| (1..=1024).contains(c))
+                .ok_or_else(|| {
+                    format!("synthetic topology level {level:?}: count must be 1 to 1024")
+                })?;
+            let kind = kind.to_ascii_lowercase();
+            let numa = match kind.as_str() {
+                "numa" | "node" | "numanode" => true,
+                "pack" | "package" | "socket" | "group" | "die" | "core" | "pu" | "l1" | "l2"
+                | "l3" | "l1cache" | "l2cache" | "l3cache" | "l1d" | "l2d" | "l3d" => false,
+                _ => {
+                    return Err(format!(
+                        "synthetic topology level {level:?}: unknown type {kind:?}"
+                    ));
+                }
+            };
+            if numa && seen_numa {
+                return Err(format!("synthetic topology {desc:?} has two numa levels"));
+            }
+            let total = nodes_above.saturating_mul(cpus_per).saturating_mul(count);
+            if total > MAX_CPU {
+                return Err(format!(
+                    "synthetic topology {desc:?} has more than {MAX_CPU} CPUs"
+                ));
+            }
+            if seen_numa {
+                cpus_per *= count;
+            } else {
+                nodes_above *= count;
+            }
+            seen_numa |= numa;
+            levels += 1;
+        }
+        if levels == 0 {
+            return Err("synthetic topology description is empty".into());
+        }
+        if !seen_numa {
+            // Everything was counted as "above the nodes": one node holds it all.
+            cpus_per = nodes_above;
+            nodes_above = 1;
+        }
+        let nodes: Vec<NumaNode> = (0..nodes_above)
+            .map(|id| NumaNode {
+                id,
+                cpus: (id * cpus_per..(id + 1) * cpus_per).collect(),
+            })
+            .collect();
+        Ok(Topology {
+            nodes,
+            cores: nodes_above * cpus_per,
+            source: TopologySource::Synthetic,
         })
     }
 
@@ -188,6 +310,39 @@ pub fn current_cpu() -> Option<usize> {
     #[cfg(not(target_os = "linux"))]
     {
         None
+    }
+}
+
+/// Pin the calling thread to one CPU (`sched_setaffinity(2)`): what `bench
+/// --pin-threads` does to its workers, and how tests move a thread between
+/// nodes. The error says which CPU was refused and why.
+pub fn pin_current_thread(cpu: usize) -> std::result::Result<(), String> {
+    #[cfg(target_os = "linux")]
+    {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(format!(
+                "CPU {cpu} is above the largest CPU a cpu_set_t holds"
+            ));
+        }
+        // SAFETY: cpu_set_t is plain bits; all-zero is the empty set.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        // SAFETY: cpu < CPU_SETSIZE (checked), so CPU_SET stays inside `set`.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+        // SAFETY: pid 0 is the calling thread; the kernel reads
+        // size_of::<cpu_set_t>() bytes of `set`, which lives for the call.
+        let rc =
+            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+        if rc != 0 {
+            return Err(format!(
+                "pinning to CPU {cpu}: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(format!("pinning to CPU {cpu}: only implemented on Linux"))
     }
 }
 
@@ -328,6 +483,40 @@ mod tests {
     }
 
     #[test]
+    fn synthetic_topologies_have_their_shape() {
+        let t = Topology::synthetic("pack:2 numa:3 core:2 pu:1").unwrap();
+        assert_eq!(t.source, TopologySource::Synthetic);
+        assert_eq!(t.node_count(), 6);
+        assert_eq!(t.cores, 12);
+        for (i, n) in t.nodes.iter().enumerate() {
+            assert_eq!(n.id, i);
+            assert_eq!(n.cpus, vec![2 * i, 2 * i + 1]);
+        }
+        assert_eq!(t.node_of_cpu(7), 3);
+        let two = Topology::synthetic("numa:2 pu:1").unwrap();
+        assert_eq!(two.nodes[1].cpus, vec![1]);
+        let flat = Topology::synthetic("Package:1 Core:4 PU:2").unwrap();
+        assert_eq!(flat.node_count(), 1);
+        assert_eq!(flat.nodes[0].cpus, (0..8).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn synthetic_topologies_reject_bad_descriptions() {
+        for (bad, says) in [
+            ("", "empty"),
+            ("numa", "type:count"),
+            ("numa:0", "numa:0"),
+            ("numa:x", "numa:x"),
+            ("numa:2 numa:2", "two numa"),
+            ("pack:2 cpu:3", "cpu"),
+            ("pack:1024 numa:1024 pu:1024", "more than"),
+        ] {
+            let err = Topology::synthetic(bad).unwrap_err();
+            assert!(err.contains(says), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
     fn single_node_holds_every_cpu() {
         let t = Topology::single_node(4);
         assert_eq!(t.source, TopologySource::SingleNodeFallback);
@@ -353,7 +542,9 @@ mod tests {
         assert!(t.nodes.iter().all(|n| !n.cpus.is_empty()), "{t:?}");
         assert!(t.cores >= 1);
         assert_eq!(t.cores, std::thread::available_parallelism().unwrap().get());
-        if cfg!(target_os = "linux") && Path::new(SYSFS_NODE_ROOT).join("node0").exists() {
+        if std::env::var_os(SYNTHETIC_TOPOLOGY_ENV).is_some() {
+            assert_eq!(t.source, TopologySource::Synthetic, "{t:?}");
+        } else if cfg!(target_os = "linux") && Path::new(SYSFS_NODE_ROOT).join("node0").exists() {
             assert_ne!(t.source, TopologySource::SingleNodeFallback, "{t:?}");
         }
         if let Some(cpu) = current_cpu() {
@@ -373,6 +564,40 @@ mod tests {
 #[cfg(all(test, feature = "hwloc"))]
 mod hwloc_tests {
     use super::*;
+
+    /// The hand-built synthetic topology is the one hwloc builds from the
+    /// same description, node by node and CPU by CPU.
+    #[test]
+    fn synthetic_topologies_match_hwlocs() {
+        for desc in [
+            "pack:2 numa:3 core:2 pu:1",
+            "numa:2 pu:1",
+            "pack:2 numa:2 l3:1 core:3 pu:2",
+        ] {
+            let ours = Topology::synthetic(desc).unwrap();
+            let hwloc = Topology::from_hwloc_synthetic(desc).unwrap();
+            assert_eq!(ours.nodes, hwloc.nodes, "{desc}");
+            assert_eq!(ours.cores, hwloc.cores, "{desc}");
+        }
+        assert!(Topology::from_hwloc_synthetic("bogus:7").is_err());
+    }
+
+    /// hwloc's six-node synthetic topology drives the partition map and
+    /// the placement plan as a real six-node machine would.
+    #[test]
+    fn hwloc_synthetic_topology_drives_the_plan() {
+        let t = Topology::from_hwloc_synthetic("pack:2 numa:3 core:2 pu:1").unwrap();
+        let spec = crate::partition::PartitionSpec::default();
+        let m = crate::partition::PartitionMap::build_aligned(16384, &spec, &t, 256).unwrap();
+        assert_eq!(m.len(), 6);
+        let plan = crate::numa::PlacementPlan::compute(&m, &t, true, false).unwrap();
+        assert!(plan.aligned);
+        let nodes: Vec<_> = plan.ranges.iter().map(|r| r.policy).collect();
+        assert_eq!(
+            nodes,
+            (0..6).map(crate::numa::Policy::Bind).collect::<Vec<_>>()
+        );
+    }
 
     #[test]
     fn detect_uses_hwloc_and_agrees_with_sysfs() {

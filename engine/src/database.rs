@@ -952,6 +952,14 @@ impl Database {
             .collect()
     }
 
+    /// pg_buffercache_numa's totals: per NUMA node, ascending, (node,
+    /// buffers, buffers holding a page), by where the kernel reports each
+    /// buffer's memory (each row of [`buffercache`](Self::buffercache) carries
+    /// its `row.numa_node`). Reads no page.
+    pub fn buffers_per_node(&self) -> Vec<(usize, usize, usize)> {
+        self.core().pool.buffercache_summary().per_node
+    }
+
     /// Resident pages per relation fork, most first: each table and each
     /// index separately (an index row names its table).
     pub fn resident_pages(&self) -> Vec<ResidentPages> {

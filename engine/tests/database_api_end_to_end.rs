@@ -322,6 +322,17 @@ fn bulk_load_vacuum_and_introspection() {
         let kinds: Vec<_> = cache.iter().filter_map(|b| b.kind).collect();
         assert!(kinds.contains(&RelKind::Table));
         assert!(cache.iter().any(|b| b.relation.as_deref() == Some("big")));
+        // The NUMA view: every buffer's memory is on a node the kernel names
+        // (pre-touched at open), and the per-node totals add up to the rows.
+        let per_node = db.buffers_per_node();
+        assert_eq!(
+            per_node.iter().map(|n| n.1).sum::<usize>(),
+            64,
+            "{per_node:?}"
+        );
+        assert!(cache.iter().all(|b| b.row.numa_node.is_some()));
+        let used = cache.iter().filter(|b| b.row.tag.is_some()).count();
+        assert_eq!(per_node.iter().map(|n| n.2).sum::<usize>(), used);
         let resident = db.resident_pages();
         assert!(
             resident

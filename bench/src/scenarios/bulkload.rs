@@ -147,6 +147,10 @@ pub struct Row {
     pub pool_hit_ratio: f64,
     pub samples: Vec<Sample>,
     pub resident: Vec<Residency>,
+    /// Per NUMA node: where the buffers' memory is (queried), and the
+    /// window's accesses and reads of the partitions on each node.
+    #[serde(default)]
+    pub nodes: Vec<tables::NodeFigures>,
 }
 
 /// A finished `bulkload` run.
@@ -364,6 +368,7 @@ fn measure(
         0.0
     };
     let resident = tables::residency(&db);
+    let nodes = tables::node_figures(&db, &stats);
     // The end-of-run check of this copy.
     let bulk_rows = tables::scan_count(&db, BULK)?;
     if bulk_rows != load_rows {
@@ -412,6 +417,7 @@ fn measure(
         pool_hit_ratio: t.hit_ratio(),
         samples,
         resident,
+        nodes,
     })
 }
 
@@ -570,6 +576,12 @@ impl Report for BulkloadReport {
             })
             .collect();
         out += &tables::render_residency(self.pool_buffers, &res);
+        let nodes: Vec<(String, Vec<tables::NodeFigures>)> = res
+            .iter()
+            .zip(&self.rows)
+            .map(|((label, _), r)| (label.clone(), r.nodes.clone()))
+            .collect();
+        out += &tables::render_nodes(&nodes);
         if self.data_check.ok {
             out += &format!(
                 "data check: ok (every load committed {} rows; accounts {} rows, index verified \

@@ -119,6 +119,11 @@ pub struct Row {
     /// (seconds since the warm-up began, index pages resident).
     pub residency_samples: Vec<(f64, usize)>,
     pub resident_end: Vec<RelPages>,
+    /// Per NUMA node at the end: where the buffers' memory is (queried),
+    /// and the partitions on each node with their accesses and reads since
+    /// the pool opened.
+    #[serde(default)]
+    pub nodes_end: Vec<super::tables::NodeFigures>,
     pub data_errors: u64,
 }
 
@@ -454,7 +459,10 @@ fn measure(
         let hs: Vec<_> = (0..c.threads)
             .map(|t| {
                 let (db, sh) = (&db, &sh);
-                s.spawn(move || worker(db, probes, t, sh))
+                s.spawn(move || {
+                    crate::common::pin_worker(t);
+                    worker(db, probes, t, sh)
+                })
             })
             .collect();
         let start = Instant::now();
@@ -515,6 +523,7 @@ fn measure(
     });
     pb.finish_and_clear();
     let (p0, p1, samples) = measured?;
+    let nodes_end = super::tables::node_figures(&db, &db.pool_stats());
     // Relation ids of the table and its indexes.
     let table_rel = db.table(TABLE)?.rel.0;
     let index_rels: Vec<u32> = INDEXES
@@ -608,6 +617,7 @@ fn measure(
         evictions_pool: (p1.evictions - p0.evictions) as f64,
         residency_samples: samples,
         resident_end: p1.resident,
+        nodes_end,
         data_errors,
     })
 }
@@ -659,6 +669,7 @@ fn median_row(runs: &[Row], c: &Config) -> Row {
             evictions_pool: 0.0,
             residency_samples: Vec::new(),
             resident_end: Vec::new(),
+            nodes_end: Vec::new(),
             data_errors: 0,
         };
     };
@@ -885,6 +896,12 @@ impl Report for IndexResidencyReport {
             "where the buffers went (pages resident at the end of the median run):\n{}",
             dataset::residency_table(&labels, &ends, self.pool_buffers)
         );
+        let nodes: Vec<(String, Vec<super::tables::NodeFigures>)> = labels
+            .iter()
+            .zip(&self.rows)
+            .map(|(l, r)| (l.clone(), r.nodes_end.clone()))
+            .collect();
+        out += &super::tables::render_nodes(&nodes);
         out += &self.data_check.describe();
         out.push('\n');
         out

@@ -189,6 +189,10 @@ pub struct Row {
     pub cpu_cores_used: Option<f64>,
     pub other_cores_used: Option<f64>,
     pub resident: Vec<Residency>,
+    /// Per NUMA node: where the buffers' memory is (queried), and the
+    /// window's accesses and reads of the partitions on each node.
+    #[serde(default)]
+    pub nodes: Vec<tables::NodeFigures>,
     /// The balance sums at the end: accounts, tellers, branches, history.
     pub sums: [i64; 4],
     pub data_errors: u64,
@@ -451,7 +455,10 @@ fn measure(
         let hs: Vec<_> = (0..threads)
             .map(|t| {
                 let (db, phase, done) = (&db, &phase, &done);
-                s.spawn(move || client(db, 0x01f7 + t as u64, scale, phase, done))
+                s.spawn(move || {
+                    crate::common::pin_worker(t);
+                    client(db, 0x01f7 + t as u64, scale, phase, done)
+                })
             })
             .collect();
         let alive = || hs.iter().all(|h| !h.is_finished());
@@ -496,6 +503,7 @@ fn measure(
     let all_writes: u64 = writes.iter().sum();
     let cpu = before.2.zip(after.2).map(|(a, b)| b.cores_since(&a, secs));
     let resident = tables::residency(&db);
+    let nodes = tables::node_figures(&db, &stats);
     let pb = tables::window_bar(
         settings,
         Duration::from_secs(1),
@@ -545,6 +553,7 @@ fn measure(
         cpu_cores_used: cpu.map(|c| c.0),
         other_cores_used: cpu.map(|c| c.1),
         resident,
+        nodes,
         sums,
         data_errors,
     })
@@ -725,6 +734,12 @@ impl Report for OltpReport {
             })
             .collect();
         out += &tables::render_residency(self.pool_buffers, &res);
+        let nodes: Vec<(String, Vec<tables::NodeFigures>)> = res
+            .iter()
+            .zip(&self.rows)
+            .map(|((label, _), r)| (label.clone(), r.nodes.clone()))
+            .collect();
+        out += &tables::render_nodes(&nodes);
         if self.data_check.ok {
             let sums: Vec<String> = self.rows.iter().map(|r| r.sums[0].to_string()).collect();
             out += &format!(

@@ -87,6 +87,10 @@ pub struct Row {
     pub cpu_cores_used: Option<f64>,
     pub other_cores_used: Option<f64>,
     pub resident: Vec<Residency>,
+    /// Per NUMA node: where the buffers' memory is (queried), and the
+    /// window's accesses and reads of the partitions on each node.
+    #[serde(default)]
+    pub nodes: Vec<tables::NodeFigures>,
     /// Lookups that found no row or a wrong one.
     pub data_errors: u64,
 }
@@ -142,6 +146,7 @@ fn measure(
             .map(|t| {
                 let (db, phase, done) = (&db, &phase, &done);
                 s.spawn(move || {
+                    crate::common::pin_worker(t);
                     tables::account_lookups(
                         db,
                         0x5e1ec7 + t as u64,
@@ -183,6 +188,7 @@ fn measure(
     let lookups = after.3 - before.3;
     let cpu = before.1.zip(after.1).map(|(a, b)| b.cores_since(&a, secs));
     let resident = tables::residency(&db);
+    let nodes = tables::node_figures(&db, &stats);
     db.close()?;
     Ok(Row {
         evictor: c.evictor.name().into(),
@@ -207,6 +213,7 @@ fn measure(
         cpu_cores_used: cpu.map(|c| c.0),
         other_cores_used: cpu.map(|c| c.1),
         resident,
+        nodes,
         data_errors: errors.0,
     })
 }
@@ -351,6 +358,12 @@ impl Report for ReadonlyReport {
             })
             .collect();
         out += &tables::render_residency(self.pool_buffers, &res);
+        let nodes: Vec<(String, Vec<tables::NodeFigures>)> = res
+            .iter()
+            .zip(&self.rows)
+            .map(|((label, _), r)| (label.clone(), r.nodes.clone()))
+            .collect();
+        out += &tables::render_nodes(&nodes);
         out += &self.data_check.render();
         out
     }

@@ -218,6 +218,11 @@ pub struct Row {
     pub window_start_secs: f64,
     /// Resident pages per relation at the end of the window.
     pub resident_end: Vec<RelPages>,
+    /// Per NUMA node at the end: where the buffers' memory is (queried),
+    /// and the partitions on each node with their accesses and reads since
+    /// the pool opened.
+    #[serde(default)]
+    pub nodes_end: Vec<super::tables::NodeFigures>,
     pub data_errors: u64,
 }
 
@@ -696,6 +701,7 @@ fn measure(
     });
     pb.finish_and_clear();
     let (p0, p1, samples, resident_end, window_start) = measured?;
+    let nodes_end = super::tables::node_figures(&db, &db.pool_stats());
     db.close()?;
     let data_errors = sh.data_errors.load(Ordering::Relaxed);
     if let Some(e) = sh.take_error() {
@@ -757,6 +763,7 @@ fn measure(
         residency_samples: samples,
         window_start_secs: window_start.as_secs_f64(),
         resident_end,
+        nodes_end,
         data_errors,
     })
 }
@@ -917,6 +924,12 @@ impl Report for ScanResistanceReport {
             "where the buffers went (pages resident at the end of each window):\n{}",
             dataset::residency_table(&labels, &ends, self.pool_buffers)
         );
+        let nodes: Vec<(String, Vec<super::tables::NodeFigures>)> = labels
+            .iter()
+            .zip(&self.rows)
+            .map(|(l, r)| (l.clone(), r.nodes_end.clone()))
+            .collect();
+        out += &super::tables::render_nodes(&nodes);
         out += &self.data_check.describe();
         out.push('\n');
         out

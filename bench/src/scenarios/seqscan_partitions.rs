@@ -162,6 +162,10 @@ pub struct Row {
     pub cpu_cores_used: Option<f64>,
     pub other_cores_used: Option<f64>,
     pub resident: Vec<Residency>,
+    /// Per NUMA node: where the buffers' memory is (queried), and the
+    /// window's accesses and reads of the partitions on each node.
+    #[serde(default)]
+    pub nodes: Vec<tables::NodeFigures>,
 }
 
 /// A finished `seqscan-partitions` run.
@@ -252,7 +256,10 @@ fn measure(
         &format!("{NAME} {label}"),
     );
     let measured = std::thread::scope(|s| -> Result<_> {
-        let h = s.spawn(|| scanner(&db, ACCOUNTS, &stop, &first, &rows, &scans));
+        let h = s.spawn(|| {
+            crate::common::pin_worker(0);
+            scanner(&db, ACCOUNTS, &stop, &first, &rows, &scans)
+        });
         // The first (cold) scan, then the warm-up.
         while !first.load(Ordering::Acquire) && !h.is_finished() {
             std::thread::sleep(Duration::from_millis(10));
@@ -300,6 +307,7 @@ fn measure(
     let t = stats.totals();
     let cpu = before.3.zip(after.3).map(|(a, b)| b.cores_since(&a, secs));
     let resident = tables::residency(&db);
+    let nodes = tables::node_figures(&db, &stats);
     db.close()?;
     let rows_n = after.1 - before.1;
     Ok(Row {
@@ -326,6 +334,7 @@ fn measure(
         cpu_cores_used: cpu.map(|c| c.0),
         other_cores_used: cpu.map(|c| c.1),
         resident,
+        nodes,
     })
 }
 
@@ -508,6 +517,12 @@ impl Report for SeqscanReport {
             })
             .collect();
         out += &tables::render_residency(self.pool_buffers, &res);
+        let nodes: Vec<(String, Vec<tables::NodeFigures>)> = res
+            .iter()
+            .zip(&self.rows)
+            .map(|((label, _), r)| (label.clone(), r.nodes.clone()))
+            .collect();
+        out += &tables::render_nodes(&nodes);
         out += &self.data_check.render();
         out
     }

@@ -457,6 +457,92 @@ pub fn residency(db: &Database) -> Vec<Residency> {
         .collect()
 }
 
+/// One NUMA node's share of the pool: where its buffers' memory actually
+/// is (asked of the kernel per page, `Database::buffercache`), how many of
+/// them hold a page, and the partitions homed there with their window's
+/// buffer accesses and reads (from the partitions' counters).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeFigures {
+    pub node: usize,
+    /// Buffers whose memory the kernel reports on this node.
+    pub buffers: usize,
+    /// Of those, buffers holding a page.
+    pub used: usize,
+    /// Partitions the map puts on this node (by the topology in use, which
+    /// may be synthetic: then `buffers` still says where memory really is).
+    pub partitions: usize,
+    pub accesses: u64,
+    pub reads: u64,
+}
+
+/// Per-node figures now: memory from the buffercache rows, partitions and
+/// the window's counters (`stats`, a `since` difference) by partition node.
+pub fn node_figures(db: &Database, stats: &bufmgr::PoolStats) -> Vec<NodeFigures> {
+    let pool = db.pool();
+    let topo = pool.topology();
+    let mut v: Vec<NodeFigures> = Vec::new();
+    let at = |v: &mut Vec<NodeFigures>, node: usize| -> usize {
+        match v.iter().position(|f| f.node == node) {
+            Some(i) => i,
+            None => {
+                v.push(NodeFigures {
+                    node,
+                    buffers: 0,
+                    used: 0,
+                    partitions: 0,
+                    accesses: 0,
+                    reads: 0,
+                });
+                v.len() - 1
+            }
+        }
+    };
+    for (node, buffers, used) in pool.buffercache_summary().per_node {
+        let i = at(&mut v, node);
+        v[i].buffers = buffers;
+        v[i].used = used;
+    }
+    for (p, part) in pool.partitions().partitions().iter().enumerate() {
+        let node = topo.nodes[part.node.min(topo.node_count() - 1)].id;
+        let i = at(&mut v, node);
+        v[i].partitions += 1;
+        if let Some(s) = stats.partitions.get(p) {
+            v[i].accesses += s.accesses;
+            v[i].reads += s.reads;
+        }
+    }
+    v.sort_by_key(|f| f.node);
+    v
+}
+
+/// The per-node table under "where the buffers went": one line per
+/// configuration and node.
+pub fn render_nodes(rows: &[(String, Vec<NodeFigures>)]) -> String {
+    let mut t = Table::new(&[
+        "by NUMA node (memory queried)",
+        "node",
+        "buffers",
+        "used",
+        "partitions",
+        "accesses",
+        "reads",
+    ]);
+    for (label, nodes) in rows {
+        for n in nodes {
+            t.push(vec![
+                label.clone(),
+                n.node.to_string(),
+                n.buffers.to_string(),
+                n.used.to_string(),
+                n.partitions.to_string(),
+                n.accesses.to_string(),
+                n.reads.to_string(),
+            ]);
+        }
+    }
+    t.to_string()
+}
+
 /// Pages of `names` resident now.
 pub fn resident_of(db: &Database, names: &[&str]) -> usize {
     db.resident_pages()

@@ -131,7 +131,13 @@ impl BufferPool {
         config.validate()?;
         let topology = config.topology.clone().unwrap_or_else(Topology::detect);
         let n = config.buffers;
-        let parts = PartitionMap::build(n, &config.partitions, &topology)?;
+        // Bound partitions start on memory page boundaries (partition rule 6).
+        let align = if topology.node_count() > 1 && !config.shmem_interleave {
+            crate::numa::buffers_per_page(config.huge_pages)
+        } else {
+            1
+        };
+        let parts = PartitionMap::build_aligned(n, &config.partitions, &topology, align)?;
         let hands = parts
             .partitions()
             .iter()
@@ -155,15 +161,30 @@ impl BufferPool {
         } else {
             0
         };
-        let arena = Arena::new(n, config.huge_pages)?;
+        let plan = crate::numa::PlacementPlan::compute(
+            &parts,
+            &topology,
+            config.huge_pages,
+            config.shmem_interleave,
+        );
+        let arena = Arena::placed(n, config.huge_pages, plan)?;
         let nparts = parts.len();
+        let descs: Box<[BufferDesc]> = (0..n as BufferId)
+            .map(|id| BufferDesc::in_partition(parts.partition_of(id)))
+            .collect();
+        if let crate::arena::Placement::Applied(plan) = arena.placement()
+            && plan
+                .ranges
+                .iter()
+                .all(|r| r.policy != crate::numa::Policy::Interleave)
+        {
+            bind_descriptors(&descs, &parts, &topology);
+        }
         let shared = Arc::new(PoolShared {
             id: NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed),
             evictor: config.evictor,
             topology,
-            descs: (0..n as BufferId)
-                .map(|id| BufferDesc::in_partition(parts.partition_of(id)))
-                .collect(),
+            descs,
             arena,
             table: BufTable::with_ghosts(n, ghosts),
             parts,
@@ -223,6 +244,17 @@ impl BufferPool {
 
     pub fn huge_pages(&self) -> HugePageStatus {
         self.shared.arena.huge_pages()
+    }
+
+    /// What became of the NUMA placement of the pool's pages.
+    pub fn placement(&self) -> &crate::arena::Placement {
+        self.shared.arena.placement()
+    }
+
+    /// The partition the calling thread's next allocation starts from (its
+    /// home; it follows the thread across nodes, partition rule 4).
+    pub fn home_partition(&self) -> usize {
+        crate::local::with_local(&self.shared, |l| l.home)
     }
 
     /// The sweep batch in force for the calling situation.
@@ -311,6 +343,29 @@ impl BufferPool {
     /// The error that made the pool refuse writes, if any.
     pub fn write_failure(&self) -> Option<String> {
         self.shared.write_failure.lock().clone()
+    }
+}
+
+/// Move each partition's descriptors to its node: the 4 KiB pages wholly
+/// inside the partition's slice of the array (64 descriptors a page; a page
+/// shared by two partitions stays where it is). Descriptors are read by
+/// every sweep tick of their partition, so they belong with its threads.
+/// A refusal is logged once; descriptors then stay where they were built.
+fn bind_descriptors(descs: &[BufferDesc], parts: &PartitionMap, topology: &Topology) {
+    for p in parts.partitions() {
+        let slice = &descs[p.first as usize..(p.first + p.len) as usize];
+        let node = topology.nodes[p.node.min(topology.node_count() - 1)].id;
+        if let Err(why) = crate::numa::bind_interior(
+            slice.as_ptr().cast::<u8>().cast_mut(),
+            std::mem::size_of_val(slice),
+            node,
+        ) {
+            crate::numa::log_refused(&format!(
+                "binding the descriptors of buffers {}..: {why}",
+                p.first
+            ));
+            return;
+        }
     }
 }
 
@@ -455,6 +510,125 @@ mod tests {
             for id in 0..50 {
                 assert_eq!(s.desc(id).partition(), s.parts.partition_of(id));
             }
+        }
+    }
+
+    /// Partition rule 4: on a synthetic two-node map where CPU 0 is node 0
+    /// and CPU 1 node 1, a thread pinned to CPU 0 and then to CPU 1 has its
+    /// home move to node 1's partitions within HOME_RECHECK_EVERY allocations.
+    #[test]
+    fn home_partition_follows_a_migrated_thread() {
+        if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+            eprintln!("skipped: fewer than two CPUs to migrate between");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Arc::new(FileStorage::open(dir.path()).unwrap());
+        let topo = Topology::synthetic("numa:2 pu:1").unwrap();
+        let pool = BufferPool::new(
+            PoolConfig::new(64)
+                .topology(topo)
+                .partitions(4)
+                .bgwriter(None),
+            storage,
+        )
+        .unwrap();
+        pool.create_fork(REL).unwrap();
+        let parts_of = |node: usize| -> Vec<usize> {
+            (0..4)
+                .filter(|&p| pool.partitions().get(p).node == node)
+                .collect()
+        };
+        assert_eq!((parts_of(0), parts_of(1)), (vec![0, 1], vec![2, 3]));
+        let mut next_block = 0;
+        let mut allocate = |n: u32| {
+            for _ in 0..n {
+                let p = pool.extend(REL, None).unwrap();
+                drop(p);
+                next_block += 1;
+            }
+        };
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                for (cpu, node) in [(0, 0), (1, 1), (0, 0)] {
+                    crate::topology::pin_current_thread(cpu).unwrap();
+                    assert_eq!(crate::topology::current_cpu(), Some(cpu));
+                    allocate(crate::partition::HOME_RECHECK_EVERY + 1);
+                    let home = pool.home_partition();
+                    assert!(
+                        parts_of(node).contains(&home),
+                        "on CPU {cpu}: home {home} is not on node {node}"
+                    );
+                }
+            })
+            .join()
+            .unwrap();
+        });
+    }
+
+    /// The NUMA view is queried: every row of a pre-touched pool has the
+    /// node the kernel reports, a node this machine has, and the summary's
+    /// per-node totals add up to the pool.
+    #[test]
+    fn buffercache_rows_carry_the_queried_node() {
+        let (_dir, pool) = pool_with(32, 5);
+        let rows = pool.buffercache();
+        let sum = pool.buffercache_summary();
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        let real = Topology::from_sysfs(std::path::Path::new(crate::topology::SYSFS_NODE_ROOT));
+        for r in &rows {
+            let n = r
+                .numa_node
+                .unwrap_or_else(|| panic!("buffer {} has no node", r.id));
+            if let Some(t) = &real {
+                assert!(
+                    t.nodes.iter().any(|x| x.id == n),
+                    "buffer {} on node {n}",
+                    r.id
+                );
+            }
+        }
+        let (buffers, used) = sum
+            .per_node
+            .iter()
+            .fold((0, 0), |(b, u), &(_, nb, nu)| (b + nb, u + nu));
+        assert_eq!((buffers, used), (32, sum.used));
+        assert_eq!(sum.used, 5);
+    }
+
+    /// On a synthetic six-node map the pool binds partition 0's pages to
+    /// node 0, is refused at node 1 (absent here), says so, and works.
+    #[test]
+    fn six_node_pool_works_when_binding_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Arc::new(FileStorage::open(dir.path()).unwrap());
+        let topo = Topology::synthetic("pack:2 numa:3 core:2 pu:1").unwrap();
+        let real_nodes =
+            Topology::from_sysfs(std::path::Path::new(crate::topology::SYSFS_NODE_ROOT))
+                .map_or(1, |t| t.node_count());
+        let pool =
+            BufferPool::new(PoolConfig::new(600).topology(topo).bgwriter(None), storage).unwrap();
+        assert_eq!(pool.partitions().len(), 6);
+        match pool.placement() {
+            crate::arena::Placement::Refused(plan, why) if real_nodes < 6 => {
+                assert_eq!(plan.ranges.len(), 6);
+                assert!(why.contains("to node"), "{why}");
+            }
+            crate::arena::Placement::Applied(_) if real_nodes >= 6 => {}
+            other => panic!("{real_nodes} real nodes, placement {other:?}"),
+        }
+        pool.create_fork(REL).unwrap();
+        for b in 0..1000u32 {
+            let mut p = pool.extend(REL, None).unwrap();
+            p[100..104].copy_from_slice(&b.to_le_bytes());
+            p.mark_dirty();
+        }
+        for b in (0..1000).step_by(7) {
+            let p = pool.read_buffer(REL, b, None).unwrap();
+            let g = p.lock_shared();
+            assert_eq!(u32::from_le_bytes(g[100..104].try_into().unwrap()), b);
         }
     }
 

@@ -58,8 +58,11 @@ impl BufferPool {
     }
 
     /// One row per buffer, each read under its header lock (pg_buffercache).
+    /// `numa_node` is where the page's memory sits now, asked of the kernel
+    /// for all pages in one pass (pg_buffercache_numa).
     pub fn buffercache(&self) -> Vec<BufferRow> {
         let s = &self.shared;
+        let nodes = s.arena.page_nodes();
         (0..s.descs.len() as BufferId)
             .map(|id| {
                 let d = &s.descs[id as usize];
@@ -77,6 +80,7 @@ impl BufferPool {
                     usage: s.evictor.usage_level(st),
                     pins: refcount(st) as u32,
                     partition: s.parts.partition_of(id),
+                    numa_node: nodes[id as usize],
                     probation: st & PROBATION != 0,
                 }
             })

@@ -132,6 +132,7 @@ impl PoolShared {
             crate::bgwriter::wake(self);
         }
         let nparts = self.parts.len();
+        local.recheck_home(self);
         let first = self.parts.choose(local.home, &mut local.budget);
         let batch = self.batch_size();
         let probation = self.evictor.has_probation();
