@@ -19,6 +19,7 @@ pub mod sweep;
 pub mod table;
 pub mod tag;
 pub mod topology;
+pub mod trace;
 pub mod wal_hook;
 
 pub use config::{BgWriterConfig, IoMode, PoolConfig, RingSizes, SweepBatch};

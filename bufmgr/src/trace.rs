@@ -1,0 +1,519 @@
+//! Page-access traces: every access and every eviction of a pool, recorded
+//! into a compact binary file, and the reader that decodes one.
+//!
+//! A trace is what a replay ([`crate::replay`]) runs other policies on, so it
+//! records what a policy sees: which page was asked for, by which thread,
+//! through which ring, and whether the pool had it; and, for each eviction,
+//! which page went and how many ticks of the hand it cost.
+//!
+//! # File layout (all integers little-endian)
+//! ```text
+//! header, 16 bytes
+//!   0..8    magic  b"BMTRACE\0"
+//!   8..10   version (1)
+//!   10..12  record size (24)
+//!   12..16  pool buffers (u32): the size of the pool that was recorded
+//! records, 24 bytes each, one after another
+//!   0       kind: 0 = access, 1 = eviction
+//!   1       flags: bit 0 hit (access only); bits 1..3 ring: 0 none,
+//!           1 bulk read, 2 bulk write, 3 vacuum
+//!   2       fork (0 main, 1 free-space map)
+//!   3       reserved, 0
+//!   4..8    thread: the trace id of the recording thread (see below)
+//!   8..12   relation id
+//!   12..16  block
+//!   16..20  buffer id the page is in (access) or was evicted from
+//!   20..24  ticks: hand ticks the eviction's sweep cost (0 for an access,
+//!           and for a victim a ring reused)
+//! ```
+//!
+//! # Recording
+//! 1. Each thread appends to its own buffer (in its per-pool state,
+//!    `local::Local`), so recording takes no lock per access; a full buffer
+//!    ([`BATCH_RECORDS`]) is written to the file under the file's lock, in one
+//!    `write`. So records of one thread are in order, and batches of
+//!    different threads interleave: a replay sees each thread's accesses in
+//!    order and the threads' batches one after another, not the exact
+//!    interleaving (which a concurrent pool does not define anyway).
+//! 2. A thread's buffer is written when it is full, when the thread's state
+//!    for the pool is dropped (the thread exits), and when the thread calls
+//!    [`BufferPool::flush_trace`](crate::BufferPool::flush_trace). Call that
+//!    after joining the worker threads: it also flushes the file.
+//! 3. Off (no [`PoolConfig::trace`](crate::PoolConfig)), the hit path pays
+//!    one test of a field of the thread's state that it has already loaded:
+//!    the recording call is out of line and marked cold.
+//! 4. A thread's trace id is the order in which it first used the pool,
+//!    unless it set one with [`set_thread_id`] before its first access (the
+//!    benchmarks do, so that `--threads` names their OLTP threads stably).
+//! 5. What counts as an access is what [`PoolStats`](crate::PoolStats)
+//!    counts: a read of a block through the pool (not an extension). A pin
+//!    of a page another thread is still reading is recorded as a miss.
+//!
+//! The pool does not know what kind of relation (heap, index) a relation
+//! is: the trace names relations by id, and the reserved byte stays 0.
+
+use std::cell::Cell;
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::ring::RingKind;
+use crate::tag::{BufferTag, Fork, RelFork, RelId};
+
+/// The first 8 bytes of every trace file.
+pub const MAGIC: [u8; 8] = *b"BMTRACE\0";
+/// The format version this reader and writer speak.
+pub const VERSION: u16 = 1;
+/// Bytes in the header.
+pub const HEADER_SIZE: usize = 16;
+/// Bytes in one record.
+pub const RECORD_SIZE: usize = 24;
+/// Records a thread buffers before writing them out: 4096 x 24 bytes = 96 KiB,
+/// one `write` per batch, large enough that the file lock is taken about
+/// once per 4096 accesses.
+pub const BATCH_RECORDS: usize = 4096;
+
+const KIND_ACCESS: u8 = 0;
+const KIND_EVICT: u8 = 1;
+
+/// One decoded record.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum TraceEvent {
+    /// A read of a page through the pool.
+    Access(Access),
+    /// A page was evicted to make room.
+    Evict(Eviction),
+}
+
+/// A read of a page through the pool.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct Access {
+    pub tag: BufferTag,
+    pub thread: u32,
+    pub hit: bool,
+    /// The ring the read went through, if any.
+    pub ring: Option<RingKind>,
+    pub buffer: u32,
+}
+
+/// An eviction: `tag` left buffer `buffer`.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct Eviction {
+    pub tag: BufferTag,
+    pub thread: u32,
+    pub buffer: u32,
+    /// Hand ticks the sweep that chose it took (0: a ring slot reused).
+    pub ticks: u32,
+    /// The victim came from the thread's ring.
+    pub ring: Option<RingKind>,
+}
+
+fn ring_code(r: Option<RingKind>) -> u8 {
+    match r {
+        None => 0,
+        Some(RingKind::BulkRead) => 1,
+        Some(RingKind::BulkWrite) => 2,
+        Some(RingKind::Vacuum) => 3,
+    }
+}
+
+fn ring_of(code: u8) -> Option<RingKind> {
+    match code {
+        1 => Some(RingKind::BulkRead),
+        2 => Some(RingKind::BulkWrite),
+        3 => Some(RingKind::Vacuum),
+        _ => None,
+    }
+}
+
+impl TraceEvent {
+    /// The record's 24 bytes.
+    pub fn encode(&self) -> [u8; RECORD_SIZE] {
+        let (kind, flags, tag, thread, buffer, ticks) = match *self {
+            TraceEvent::Access(a) => (
+                KIND_ACCESS,
+                u8::from(a.hit) | (ring_code(a.ring) << 1),
+                a.tag,
+                a.thread,
+                a.buffer,
+                0,
+            ),
+            TraceEvent::Evict(e) => (
+                KIND_EVICT,
+                ring_code(e.ring) << 1,
+                e.tag,
+                e.thread,
+                e.buffer,
+                e.ticks,
+            ),
+        };
+        let mut r = [0u8; RECORD_SIZE];
+        r[0] = kind;
+        r[1] = flags;
+        r[2] = tag.fork as u8;
+        r[4..8].copy_from_slice(&thread.to_le_bytes());
+        r[8..12].copy_from_slice(&tag.rel.0.to_le_bytes());
+        r[12..16].copy_from_slice(&tag.block.to_le_bytes());
+        r[16..20].copy_from_slice(&buffer.to_le_bytes());
+        r[20..24].copy_from_slice(&ticks.to_le_bytes());
+        r
+    }
+
+    /// Decode one record; `Err` says what is wrong with it.
+    pub fn decode(r: &[u8; RECORD_SIZE]) -> std::result::Result<TraceEvent, String> {
+        let u32_at = |i: usize| u32::from_le_bytes([r[i], r[i + 1], r[i + 2], r[i + 3]]);
+        let fork = Fork::from_u8(r[2]).ok_or_else(|| format!("unknown fork {}", r[2]))?;
+        if r[3] != 0 {
+            return Err(format!("reserved byte is {}, not 0", r[3]));
+        }
+        if r[1] & !0b111 != 0 {
+            return Err(format!("unknown flag bits {:#x}", r[1]));
+        }
+        let tag = BufferTag::new(
+            RelFork {
+                rel: RelId(u32_at(8)),
+                fork,
+            },
+            u32_at(12),
+        );
+        let ring = ring_of((r[1] >> 1) & 0b11);
+        match r[0] {
+            KIND_ACCESS => {
+                if u32_at(20) != 0 {
+                    return Err(format!("an access with {} ticks", u32_at(20)));
+                }
+                Ok(TraceEvent::Access(Access {
+                    tag,
+                    thread: u32_at(4),
+                    hit: r[1] & 1 != 0,
+                    ring,
+                    buffer: u32_at(16),
+                }))
+            }
+            KIND_EVICT => {
+                if r[1] & 1 != 0 {
+                    return Err("an eviction flagged as a hit".into());
+                }
+                Ok(TraceEvent::Evict(Eviction {
+                    tag,
+                    thread: u32_at(4),
+                    buffer: u32_at(16),
+                    ticks: u32_at(20),
+                    ring,
+                }))
+            }
+            k => Err(format!("unknown record kind {k}")),
+        }
+    }
+}
+
+/// A decoded trace file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trace {
+    /// The buffers of the pool that recorded it.
+    pub pool_buffers: u32,
+    pub events: Vec<TraceEvent>,
+}
+
+impl Trace {
+    /// The accesses, in file order.
+    pub fn accesses(&self) -> impl Iterator<Item = &Access> + '_ {
+        self.events.iter().filter_map(|e| match e {
+            TraceEvent::Access(a) => Some(a),
+            TraceEvent::Evict(_) => None,
+        })
+    }
+
+    /// Read and decode the trace file at `path`. A damaged file is an
+    /// [`Error::BadTrace`] naming the file and the byte offset of the fault.
+    pub fn read(path: &Path) -> Result<Trace> {
+        let mut bytes = Vec::new();
+        File::open(path)
+            .and_then(|mut f| f.read_to_end(&mut bytes))
+            .map_err(|e| Error::io("read", "trace", path, e))?;
+        Trace::decode(&bytes).map_err(|(offset, detail)| Error::BadTrace {
+            path: path.to_path_buf(),
+            offset,
+            detail,
+        })
+    }
+
+    /// Decode a whole trace from memory; `Err((offset, what))` on bad bytes.
+    pub fn decode(bytes: &[u8]) -> std::result::Result<Trace, (u64, String)> {
+        if bytes.len() < HEADER_SIZE {
+            return Err((
+                0,
+                format!(
+                    "{} bytes, shorter than the {HEADER_SIZE}-byte header",
+                    bytes.len()
+                ),
+            ));
+        }
+        if bytes[0..8] != MAGIC {
+            return Err((0, "not a trace file (bad magic)".into()));
+        }
+        let version = u16::from_le_bytes([bytes[8], bytes[9]]);
+        if version != VERSION {
+            return Err((8, format!("version {version}, this reader knows {VERSION}")));
+        }
+        let size = u16::from_le_bytes([bytes[10], bytes[11]]) as usize;
+        if size != RECORD_SIZE {
+            return Err((10, format!("record size {size}, expected {RECORD_SIZE}")));
+        }
+        let pool_buffers = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]);
+        let body = &bytes[HEADER_SIZE..];
+        let whole = body.len() / RECORD_SIZE * RECORD_SIZE;
+        let mut events = Vec::with_capacity(body.len() / RECORD_SIZE);
+        for (i, chunk) in body[..whole].chunks_exact(RECORD_SIZE).enumerate() {
+            let offset = (HEADER_SIZE + i * RECORD_SIZE) as u64;
+            let rec: &[u8; RECORD_SIZE] = chunk.try_into().expect("chunks_exact");
+            events.push(TraceEvent::decode(rec).map_err(|d| (offset, d))?);
+        }
+        if whole != body.len() {
+            return Err((
+                (HEADER_SIZE + whole) as u64,
+                format!(
+                    "a torn last record: {} of {RECORD_SIZE} bytes",
+                    body.len() - whole
+                ),
+            ));
+        }
+        Ok(Trace {
+            pool_buffers,
+            events,
+        })
+    }
+}
+
+/// The file a pool's threads write their batches to.
+#[derive(Debug)]
+pub(crate) struct TraceSink {
+    path: PathBuf,
+    file: Mutex<BufWriter<File>>,
+    /// The first write error; reported by `flush_trace`.
+    failed: Mutex<Option<String>>,
+}
+
+impl TraceSink {
+    /// Create (truncate) `path` and write the header.
+    pub fn create(path: &Path, pool_buffers: usize) -> Result<Arc<TraceSink>> {
+        let io = |e| Error::io("create", "trace", path, e);
+        let mut f = BufWriter::new(File::create(path).map_err(io)?);
+        let mut h = [0u8; HEADER_SIZE];
+        h[0..8].copy_from_slice(&MAGIC);
+        h[8..10].copy_from_slice(&VERSION.to_le_bytes());
+        h[10..12].copy_from_slice(&(RECORD_SIZE as u16).to_le_bytes());
+        h[12..16].copy_from_slice(&u32::try_from(pool_buffers).unwrap_or(u32::MAX).to_le_bytes());
+        f.write_all(&h).map_err(io)?;
+        Ok(Arc::new(TraceSink {
+            path: path.to_path_buf(),
+            file: Mutex::new(f),
+            failed: Mutex::new(None),
+        }))
+    }
+
+    fn write_batch(&self, bytes: &[u8]) {
+        if let Err(e) = self.file.lock().write_all(bytes) {
+            self.failed.lock().get_or_insert_with(|| e.to_string());
+        }
+    }
+
+    /// Flush the file's buffer; the first error of any write so far.
+    pub fn flush(&self) -> Result<()> {
+        let r = self.file.lock().flush();
+        if let Err(e) = r {
+            self.failed.lock().get_or_insert_with(|| e.to_string());
+        }
+        match self.failed.lock().clone() {
+            None => Ok(()),
+            Some(msg) => Err(Error::io(
+                "write",
+                "trace",
+                &self.path,
+                std::io::Error::other(msg),
+            )),
+        }
+    }
+}
+
+thread_local! {
+    static THREAD_ID: Cell<Option<u32>> = const { Cell::new(None) };
+}
+
+/// Name this thread `id` in traces of pools it has not used yet (rule 4).
+pub fn set_thread_id(id: u32) {
+    THREAD_ID.with(|c| c.set(Some(id)));
+}
+
+/// The trace id of a thread whose pool ordinal is `ordinal`.
+pub(crate) fn thread_id(ordinal: usize) -> u32 {
+    THREAD_ID
+        .with(|c| c.get())
+        .unwrap_or(u32::try_from(ordinal).unwrap_or(u32::MAX))
+}
+
+/// One thread's batch of records for one pool.
+#[derive(Debug)]
+pub(crate) struct TraceBuf {
+    sink: Arc<TraceSink>,
+    thread: u32,
+    bytes: Vec<u8>,
+}
+
+impl TraceBuf {
+    pub fn new(sink: Arc<TraceSink>, thread: u32) -> TraceBuf {
+        TraceBuf {
+            sink,
+            thread,
+            bytes: Vec::with_capacity(BATCH_RECORDS * RECORD_SIZE),
+        }
+    }
+
+    /// Record an access to `tag` in `buffer`.
+    #[cold]
+    #[inline(never)]
+    pub fn access(&mut self, tag: BufferTag, buffer: u32, hit: bool, ring: Option<RingKind>) {
+        let thread = self.thread;
+        self.push(TraceEvent::Access(Access {
+            tag,
+            thread,
+            hit,
+            ring,
+            buffer,
+        }));
+    }
+
+    /// Record the eviction of `tag` from `buffer`.
+    #[cold]
+    #[inline(never)]
+    pub fn evict(&mut self, tag: BufferTag, buffer: u32, ticks: u64, ring: Option<RingKind>) {
+        let thread = self.thread;
+        self.push(TraceEvent::Evict(Eviction {
+            tag,
+            thread,
+            buffer,
+            ticks: u32::try_from(ticks).unwrap_or(u32::MAX),
+            ring,
+        }));
+    }
+
+    fn push(&mut self, e: TraceEvent) {
+        self.bytes.extend_from_slice(&e.encode());
+        if self.bytes.len() >= BATCH_RECORDS * RECORD_SIZE {
+            self.write_out();
+        }
+    }
+
+    /// Write the batch to the file (rule 2).
+    pub fn write_out(&mut self) {
+        if !self.bytes.is_empty() {
+            self.sink.write_batch(&self.bytes);
+            self.bytes.clear();
+        }
+    }
+}
+
+impl Drop for TraceBuf {
+    fn drop(&mut self) {
+        self.write_out();
+        // The last holder of the sink drops the BufWriter, which flushes.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<TraceEvent> {
+        let t = |rel, fork, block| {
+            BufferTag::new(
+                RelFork {
+                    rel: RelId(rel),
+                    fork,
+                },
+                block,
+            )
+        };
+        vec![
+            TraceEvent::Access(Access {
+                tag: t(7, Fork::Main, 3),
+                thread: 2,
+                hit: true,
+                ring: None,
+                buffer: 11,
+            }),
+            TraceEvent::Access(Access {
+                tag: t(u32::MAX, Fork::FreeSpace, u32::MAX),
+                thread: u32::MAX,
+                hit: false,
+                ring: Some(RingKind::Vacuum),
+                buffer: 0,
+            }),
+            TraceEvent::Evict(Eviction {
+                tag: t(1, Fork::Main, 0),
+                thread: 0,
+                buffer: 5,
+                ticks: 17,
+                ring: Some(RingKind::BulkRead),
+            }),
+        ]
+    }
+
+    fn file_of(events: &[TraceEvent]) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&MAGIC);
+        b.extend_from_slice(&VERSION.to_le_bytes());
+        b.extend_from_slice(&(RECORD_SIZE as u16).to_le_bytes());
+        b.extend_from_slice(&64u32.to_le_bytes());
+        for e in events {
+            b.extend_from_slice(&e.encode());
+        }
+        b
+    }
+
+    #[test]
+    fn records_round_trip() {
+        let ev = sample();
+        let t = Trace::decode(&file_of(&ev)).unwrap();
+        assert_eq!(t.pool_buffers, 64);
+        assert_eq!(t.events, ev);
+    }
+
+    #[test]
+    fn damage_is_an_error_naming_the_offset() {
+        let good = file_of(&sample());
+        let mut torn = good.clone();
+        torn.pop();
+        assert_eq!(Trace::decode(&torn).unwrap_err().0, 16 + 2 * 24);
+        let mut bad_kind = good.clone();
+        bad_kind[16 + 24] = 9;
+        let (off, msg) = Trace::decode(&bad_kind).unwrap_err();
+        assert_eq!(off, 40);
+        assert!(msg.contains("kind 9"), "{msg}");
+        let mut bad_fork = good.clone();
+        bad_fork[16 + 2] = 4;
+        assert_eq!(Trace::decode(&bad_fork).unwrap_err().0, 16);
+        let mut bad_magic = good.clone();
+        bad_magic[0] = b'X';
+        assert_eq!(Trace::decode(&bad_magic).unwrap_err().0, 0);
+        let mut bad_version = good.clone();
+        bad_version[8] = 2;
+        assert_eq!(Trace::decode(&bad_version).unwrap_err().0, 8);
+        assert_eq!(Trace::decode(&good[..5]).unwrap_err().0, 0);
+    }
+
+    #[test]
+    fn a_damaged_file_names_path_and_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.trace");
+        let mut b = file_of(&sample());
+        b[16 + 3] = 1;
+        std::fs::write(&p, b).unwrap();
+        let msg = Trace::read(&p).unwrap_err().to_string();
+        assert!(msg.contains("t.trace") && msg.contains("offset 16"), "{msg}");
+    }
+}
