@@ -93,6 +93,19 @@ fn main() -> ExitCode {
     if bench::scenarios::crash_soak::run_child_if_asked() {
         return ExitCode::SUCCESS;
     }
+    // `bench replay TRACE ...` has options of its own (a list of pool
+    // sizes, trace thread ids): parsed apart from the scenarios'.
+    let mut args = std::env::args_os().skip(1).peekable();
+    if args.peek().is_some_and(|a| a == "replay") {
+        args.next();
+        return match bench::replay::main(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("bench replay: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let cli = Cli::parse();
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,

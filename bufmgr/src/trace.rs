@@ -36,15 +36,18 @@
 //!    order and the threads' batches one after another, not the exact
 //!    interleaving (which a concurrent pool does not define anyway).
 //! 2. A thread's buffer is written when it is full, when the thread's state
-//!    for the pool is dropped (the thread exits), and when the thread calls
-//!    [`BufferPool::flush_trace`](crate::BufferPool::flush_trace). Call that
-//!    after joining the worker threads: it also flushes the file.
+//!    for the pool is dropped (the thread exits), when the thread calls
+//!    [`BufferPool::flush_trace`](crate::BufferPool::flush_trace), and when
+//!    it drops the pool. A worker should call `flush_trace` as its last
+//!    act: a thread's exit (and so its state's drop) may come after a
+//!    `thread::scope` that spawned it has returned.
 //! 3. Off (no [`PoolConfig::trace`](crate::PoolConfig)), the hit path pays
 //!    one test of a field of the thread's state that it has already loaded:
 //!    the recording call is out of line and marked cold.
-//! 4. A thread's trace id is the order in which it first used the pool,
-//!    unless it set one with [`set_thread_id`] before its first access (the
-//!    benchmarks do, so that `--threads` names their OLTP threads stably).
+//! 4. A thread's trace id is what it set with [`set_thread_id`] before its
+//!    first access to the pool (the benchmarks do, so that `bench replay
+//!    --threads` names their OLTP threads stably), else
+//!    [`UNNAMED_THREAD_BASE`] + the order in which it first used the pool.
 //! 5. What counts as an access is what [`PoolStats`](crate::PoolStats)
 //!    counts: a read of a block through the pool (not an extension). A pin
 //!    of a page another thread is still reading is recorded as a miss.
@@ -54,7 +57,7 @@
 
 use std::cell::Cell;
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -293,7 +296,10 @@ impl Trace {
 #[derive(Debug)]
 pub(crate) struct TraceSink {
     path: PathBuf,
-    file: Mutex<BufWriter<File>>,
+    /// Written a whole batch at a time (no buffering of its own: a batch
+    /// is already 96 KiB, and nothing is left behind in a buffer that only
+    /// a drop would flush).
+    file: Mutex<File>,
     /// The first write error; reported by `flush_trace`.
     failed: Mutex<Option<String>>,
 }
@@ -302,7 +308,7 @@ impl TraceSink {
     /// Create (truncate) `path` and write the header.
     pub fn create(path: &Path, pool_buffers: usize) -> Result<Arc<TraceSink>> {
         let io = |e| Error::io("create", "trace", path, e);
-        let mut f = BufWriter::new(File::create(path).map_err(io)?);
+        let mut f = File::create(path).map_err(io)?;
         let mut h = [0u8; HEADER_SIZE];
         h[0..8].copy_from_slice(&MAGIC);
         h[8..10].copy_from_slice(&VERSION.to_le_bytes());
@@ -322,12 +328,8 @@ impl TraceSink {
         }
     }
 
-    /// Flush the file's buffer; the first error of any write so far.
+    /// The first error of any write so far.
     pub fn flush(&self) -> Result<()> {
-        let r = self.file.lock().flush();
-        if let Err(e) = r {
-            self.failed.lock().get_or_insert_with(|| e.to_string());
-        }
         match self.failed.lock().clone() {
             None => Ok(()),
             Some(msg) => Err(Error::io(
@@ -349,11 +351,15 @@ pub fn set_thread_id(id: u32) {
     THREAD_ID.with(|c| c.set(Some(id)));
 }
 
+/// Trace ids of threads that did not [`set_thread_id`] start here (so they
+/// never collide with the small ids the benchmarks give their workers).
+pub const UNNAMED_THREAD_BASE: u32 = 1 << 31;
+
 /// The trace id of a thread whose pool ordinal is `ordinal`.
 pub(crate) fn thread_id(ordinal: usize) -> u32 {
-    THREAD_ID
-        .with(|c| c.get())
-        .unwrap_or(u32::try_from(ordinal).unwrap_or(u32::MAX))
+    THREAD_ID.with(|c| c.get()).unwrap_or_else(|| {
+        UNNAMED_THREAD_BASE.saturating_add(u32::try_from(ordinal).unwrap_or(u32::MAX))
+    })
 }
 
 /// One thread's batch of records for one pool.
@@ -420,7 +426,6 @@ impl TraceBuf {
 impl Drop for TraceBuf {
     fn drop(&mut self) {
         self.write_out();
-        // The last holder of the sink drops the BufWriter, which flushes.
     }
 }
 

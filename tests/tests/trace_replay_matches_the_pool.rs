@@ -118,6 +118,7 @@ fn threads_recording_at_once_lose_no_record() {
                 s.spawn(move || {
                     bufmgr::trace::set_thread_id(100 + t);
                     drive(pool, blocks, 6000, u64::from(t));
+                    pool.flush_trace().unwrap();
                 });
             }
         });

@@ -441,7 +441,7 @@ fn measure(
     run: usize,
     label: &str,
 ) -> Result<Row> {
-    let (db, reads) = dataset::open_counting(ds, settings.engine_options(c))?;
+    let (db, reads) = dataset::open_counting(ds, settings.measured_options(c))?;
     let sh = Shared::default();
     let every = sample_interval(settings.duration);
     let total = settings.warmup + settings.duration;
@@ -454,7 +454,7 @@ fn measure(
         let hs: Vec<_> = (0..c.threads)
             .map(|t| {
                 let (db, sh) = (&db, &sh);
-                s.spawn(move || worker(db, probes, t, sh))
+                s.spawn(move || common::traced(db, t as u32, || worker(db, probes, t, sh)))
             })
             .collect();
         let start = Instant::now();

@@ -203,10 +203,10 @@ impl BufferPool {
         Ok(BufferPool { shared, bgwriter })
     }
 
-    /// Write this thread's buffered trace records and flush the trace file
-    /// (a no-op without a trace). Other threads' records are written when
-    /// they exit: call this after joining them. Reports the first failed
-    /// write of the trace, if any.
+    /// Write this thread's buffered trace records to the trace file (a no-op
+    /// without a trace): each worker thread calls it as its last act (see
+    /// rule 2 of [`crate::trace`]). Reports the first failed write of the
+    /// trace by any thread, if any.
     pub fn flush_trace(&self) -> Result<()> {
         let Some(sink) = &self.shared.trace else {
             return Ok(());
