@@ -100,7 +100,7 @@ pub fn run_replay(
     sizes: &[usize],
     subset: impl Fn(&bufmgr::trace::Access) -> bool,
 ) -> ReplayResult {
-    let accesses: Vec<_> = trace.accesses().collect();
+    let accesses = trace.accesses_by_time();
     let refs: Vec<Ref> = accesses.iter().map(|a| Ref::from(*a)).collect();
     let in_subset: Vec<bool> = accesses.iter().map(|a| subset(a)).collect();
     let count = |hits: &[bool]| {

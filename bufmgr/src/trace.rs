@@ -11,9 +11,9 @@
 //! header, 16 bytes
 //!   0..8    magic  b"BMTRACE\0"
 //!   8..10   version (1)
-//!   10..12  record size (24)
+//!   10..12  record size (32)
 //!   12..16  pool buffers (u32): the size of the pool that was recorded
-//! records, 24 bytes each, one after another
+//! records, 32 bytes each, one after another
 //!   0       kind: 0 = access, 1 = eviction
 //!   1       flags: bit 0 hit (access only); bits 1..3 ring: 0 none,
 //!           1 bulk read, 2 bulk write, 3 vacuum
@@ -25,6 +25,8 @@
 //!   16..20  buffer id the page is in (access) or was evicted from
 //!   20..24  ticks: hand ticks the eviction's sweep cost (0 for an access,
 //!           and for a victim a ring reused)
+//!   24..32  nanoseconds since the pool opened (the recording thread's
+//!           monotonic clock), to merge the threads' batches back in order
 //! ```
 //!
 //! # Recording
@@ -33,8 +35,10 @@
 //!    ([`BATCH_RECORDS`]) is written to the file under the file's lock, in one
 //!    `write`. So records of one thread are in order, and batches of
 //!    different threads interleave: a replay sees each thread's accesses in
-//!    order and the threads' batches one after another, not the exact
-//!    interleaving (which a concurrent pool does not define anyway).
+//!    order and the threads' batches one after another. Each record carries
+//!    its time, and the reader's [`Trace::accesses_by_time`] merges the
+//!    threads back into the order they ran in (to the clock's resolution;
+//!    a concurrent pool defines no finer order anyway).
 //! 2. A thread's buffer is written when it is full, when the thread's state
 //!    for the pool is dropped (the thread exits), when the thread calls
 //!    [`BufferPool::flush_trace`](crate::BufferPool::flush_trace), and when
@@ -74,8 +78,8 @@ pub const VERSION: u16 = 1;
 /// Bytes in the header.
 pub const HEADER_SIZE: usize = 16;
 /// Bytes in one record.
-pub const RECORD_SIZE: usize = 24;
-/// Records a thread buffers before writing them out: 4096 x 24 bytes = 96 KiB,
+pub const RECORD_SIZE: usize = 32;
+/// Records a thread buffers before writing them out: 4096 x 32 bytes = 128 KiB,
 /// one `write` per batch, large enough that the file lock is taken about
 /// once per 4096 accesses.
 pub const BATCH_RECORDS: usize = 4096;
@@ -101,6 +105,8 @@ pub struct Access {
     /// The ring the read went through, if any.
     pub ring: Option<RingKind>,
     pub buffer: u32,
+    /// Nanoseconds since the pool opened.
+    pub nanos: u64,
 }
 
 /// An eviction: `tag` left buffer `buffer`.
@@ -113,6 +119,8 @@ pub struct Eviction {
     pub ticks: u32,
     /// The victim came from the thread's ring.
     pub ring: Option<RingKind>,
+    /// Nanoseconds since the pool opened.
+    pub nanos: u64,
 }
 
 fn ring_code(r: Option<RingKind>) -> u8 {
@@ -136,7 +144,7 @@ fn ring_of(code: u8) -> Option<RingKind> {
 impl TraceEvent {
     /// The record's 24 bytes.
     pub fn encode(&self) -> [u8; RECORD_SIZE] {
-        let (kind, flags, tag, thread, buffer, ticks) = match *self {
+        let (kind, flags, tag, thread, buffer, ticks, nanos) = match *self {
             TraceEvent::Access(a) => (
                 KIND_ACCESS,
                 u8::from(a.hit) | (ring_code(a.ring) << 1),
@@ -144,6 +152,7 @@ impl TraceEvent {
                 a.thread,
                 a.buffer,
                 0,
+                a.nanos,
             ),
             TraceEvent::Evict(e) => (
                 KIND_EVICT,
@@ -152,6 +161,7 @@ impl TraceEvent {
                 e.thread,
                 e.buffer,
                 e.ticks,
+                e.nanos,
             ),
         };
         let mut r = [0u8; RECORD_SIZE];
@@ -163,6 +173,7 @@ impl TraceEvent {
         r[12..16].copy_from_slice(&tag.block.to_le_bytes());
         r[16..20].copy_from_slice(&buffer.to_le_bytes());
         r[20..24].copy_from_slice(&ticks.to_le_bytes());
+        r[24..32].copy_from_slice(&nanos.to_le_bytes());
         r
     }
 
@@ -184,6 +195,7 @@ impl TraceEvent {
             u32_at(12),
         );
         let ring = ring_of((r[1] >> 1) & 0b11);
+        let nanos = u64::from_le_bytes(r[24..32].try_into().expect("8 bytes"));
         match r[0] {
             KIND_ACCESS => {
                 if u32_at(20) != 0 {
@@ -195,6 +207,7 @@ impl TraceEvent {
                     hit: r[1] & 1 != 0,
                     ring,
                     buffer: u32_at(16),
+                    nanos,
                 }))
             }
             KIND_EVICT => {
@@ -207,6 +220,7 @@ impl TraceEvent {
                     buffer: u32_at(16),
                     ticks: u32_at(20),
                     ring,
+                    nanos,
                 }))
             }
             k => Err(format!("unknown record kind {k}")),
@@ -229,6 +243,14 @@ impl Trace {
             TraceEvent::Access(a) => Some(a),
             TraceEvent::Evict(_) => None,
         })
+    }
+
+    /// The accesses in the order they happened: each thread's in its own
+    /// order, the threads merged by time (a stable sort of file order).
+    pub fn accesses_by_time(&self) -> Vec<&Access> {
+        let mut v: Vec<&Access> = self.accesses().collect();
+        v.sort_by_key(|a| a.nanos);
+        v
     }
 
     /// Read and decode the trace file at `path`. A damaged file is an
@@ -296,6 +318,8 @@ impl Trace {
 #[derive(Debug)]
 pub(crate) struct TraceSink {
     path: PathBuf,
+    /// Time zero of the records' `nanos`.
+    start: std::time::Instant,
     /// Written a whole batch at a time (no buffering of its own: a batch
     /// is already 96 KiB, and nothing is left behind in a buffer that only
     /// a drop would flush).
@@ -317,6 +341,7 @@ impl TraceSink {
         f.write_all(&h).map_err(io)?;
         Ok(Arc::new(TraceSink {
             path: path.to_path_buf(),
+            start: std::time::Instant::now(),
             file: Mutex::new(f),
             failed: Mutex::new(None),
         }))
@@ -384,12 +409,14 @@ impl TraceBuf {
     #[inline(never)]
     pub fn access(&mut self, tag: BufferTag, buffer: u32, hit: bool, ring: Option<RingKind>) {
         let thread = self.thread;
+        let nanos = self.now();
         self.push(TraceEvent::Access(Access {
             tag,
             thread,
             hit,
             ring,
             buffer,
+            nanos,
         }));
     }
 
@@ -398,13 +425,19 @@ impl TraceBuf {
     #[inline(never)]
     pub fn evict(&mut self, tag: BufferTag, buffer: u32, ticks: u64, ring: Option<RingKind>) {
         let thread = self.thread;
+        let nanos = self.now();
         self.push(TraceEvent::Evict(Eviction {
             tag,
             thread,
             buffer,
             ticks: u32::try_from(ticks).unwrap_or(u32::MAX),
             ring,
+            nanos,
         }));
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.sink.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     fn push(&mut self, e: TraceEvent) {
@@ -450,6 +483,7 @@ mod tests {
                 hit: true,
                 ring: None,
                 buffer: 11,
+                nanos: 5,
             }),
             TraceEvent::Access(Access {
                 tag: t(u32::MAX, Fork::FreeSpace, u32::MAX),
@@ -457,6 +491,7 @@ mod tests {
                 hit: false,
                 ring: Some(RingKind::Vacuum),
                 buffer: 0,
+                nanos: u64::MAX,
             }),
             TraceEvent::Evict(Eviction {
                 tag: t(1, Fork::Main, 0),
@@ -464,6 +499,7 @@ mod tests {
                 buffer: 5,
                 ticks: 17,
                 ring: Some(RingKind::BulkRead),
+                nanos: 0,
             }),
         ]
     }
@@ -493,11 +529,14 @@ mod tests {
         let good = file_of(&sample());
         let mut torn = good.clone();
         torn.pop();
-        assert_eq!(Trace::decode(&torn).unwrap_err().0, 16 + 2 * 24);
+        assert_eq!(
+            Trace::decode(&torn).unwrap_err().0,
+            (HEADER_SIZE + 2 * RECORD_SIZE) as u64
+        );
         let mut bad_kind = good.clone();
-        bad_kind[16 + 24] = 9;
+        bad_kind[HEADER_SIZE + RECORD_SIZE] = 9;
         let (off, msg) = Trace::decode(&bad_kind).unwrap_err();
-        assert_eq!(off, 40);
+        assert_eq!(off, (HEADER_SIZE + RECORD_SIZE) as u64);
         assert!(msg.contains("kind 9"), "{msg}");
         let mut bad_fork = good.clone();
         bad_fork[16 + 2] = 4;

@@ -84,8 +84,13 @@ fn replayed_engine_evictors_hit_exactly_where_the_pool_did() {
     with_timeout(120, || {
         for (i, e) in Evictor::ALL.into_iter().enumerate() {
             let (trace, stats) = record(e, 32, 10 + i as u64);
-            let refs: Vec<Ref> = trace.accesses().map(Ref::from).collect();
-            let live: Vec<bool> = trace.accesses().map(|a| a.hit).collect();
+            let by_time = trace.accesses_by_time();
+            assert!(
+                by_time.iter().copied().eq(trace.accesses()),
+                "one thread: time order is file order"
+            );
+            let refs: Vec<Ref> = by_time.iter().map(|a| Ref::from(*a)).collect();
+            let live: Vec<bool> = by_time.iter().map(|a| a.hit).collect();
             // small_config keeps the default ring sizes (capped at pool / 8).
             let replayed = replay(Policy::Engine(e), &refs, 32, &RingSizes::default());
             let first_difference = live.iter().zip(&replayed).position(|(a, b)| a != b);
@@ -151,7 +156,7 @@ fn a_truncated_trace_is_an_error_naming_file_and_offset() {
         let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         f.set_len(len - 5).unwrap();
         let msg = Trace::read(&path).unwrap_err().to_string();
-        let want = format!("offset {}", len - 24);
+        let want = format!("offset {}", len - bufmgr::trace::RECORD_SIZE as u64);
         assert!(
             msg.contains("cut.trace") && msg.contains(&want),
             "{msg} (wanted {want})"
