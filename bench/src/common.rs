@@ -382,7 +382,9 @@ impl Settings {
         if self.configs().len() <= 1 {
             return Some(path.clone());
         }
-        let stem = path.file_stem().map_or("trace".into(), |s| s.to_string_lossy());
+        let stem = path
+            .file_stem()
+            .map_or("trace".into(), |s| s.to_string_lossy());
         let mut name = format!(
             "{stem}-{}-b{}-p{}-t{}-ring-{}-huge-{}",
             c.evictor,

@@ -53,8 +53,24 @@ fn write_plots(common: &CommonArgs, reports: &[Box<dyn Report>]) -> Result<()> {
     Ok(())
 }
 
+/// The scenarios whose measured runs `--trace FILE` records.
+const TRACED_SCENARIOS: [&str; 2] = ["scan-resistance", "index-residency"];
+
 fn run(cli: &Cli) -> Result<()> {
     let started = Instant::now();
+    if cli.common.trace.is_some() {
+        let name = match cli.command {
+            Some(Command::Scenario(kind)) => Some(kind.name()),
+            _ => None,
+        };
+        if !name.is_some_and(|n| TRACED_SCENARIOS.contains(&n)) {
+            return Err(bench::BenchError::Config(format!(
+                "--trace records the measured runs of {}; not {}",
+                TRACED_SCENARIOS.join(" and "),
+                name.unwrap_or("`all` or the default run")
+            )));
+        }
+    }
     match cli.command {
         Some(Command::Scenario(kind)) => {
             let settings = kind.settings(&cli.common)?;

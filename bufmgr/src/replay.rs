@@ -714,7 +714,11 @@ mod tests {
         let scan: String = (0..60u8).map(|i| (b'b' + i) as char).collect();
         s.push_str(&scan);
         s.push('a');
-        let last = |p| *replay(p, &refs(&s), 20, &RingSizes::default()).last().unwrap();
+        let last = |p| {
+            *replay(p, &refs(&s), 20, &RingSizes::default())
+                .last()
+                .unwrap()
+        };
         assert!(last(Policy::Engine(Evictor::Probation)));
         assert!(!last(Policy::Engine(Evictor::Clock)));
         assert!(!last(Policy::Lru));
@@ -739,7 +743,11 @@ mod tests {
             assert!(*h.last().unwrap(), "{e}");
         }
         // LRU sees them as ordinary reads: the hot page is gone.
-        assert!(!*replay(Policy::Lru, &v, 64, &RingSizes::default()).last().unwrap());
+        assert!(
+            !*replay(Policy::Lru, &v, 64, &RingSizes::default())
+                .last()
+                .unwrap()
+        );
     }
 
     proptest! {

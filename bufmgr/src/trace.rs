@@ -337,7 +337,11 @@ impl TraceSink {
         h[0..8].copy_from_slice(&MAGIC);
         h[8..10].copy_from_slice(&VERSION.to_le_bytes());
         h[10..12].copy_from_slice(&(RECORD_SIZE as u16).to_le_bytes());
-        h[12..16].copy_from_slice(&u32::try_from(pool_buffers).unwrap_or(u32::MAX).to_le_bytes());
+        h[12..16].copy_from_slice(
+            &u32::try_from(pool_buffers)
+                .unwrap_or(u32::MAX)
+                .to_le_bytes(),
+        );
         f.write_all(&h).map_err(io)?;
         Ok(Arc::new(TraceSink {
             path: path.to_path_buf(),
@@ -558,6 +562,9 @@ mod tests {
         b[16 + 3] = 1;
         std::fs::write(&p, b).unwrap();
         let msg = Trace::read(&p).unwrap_err().to_string();
-        assert!(msg.contains("t.trace") && msg.contains("offset 16"), "{msg}");
+        assert!(
+            msg.contains("t.trace") && msg.contains("offset 16"),
+            "{msg}"
+        );
     }
 }

@@ -95,7 +95,8 @@ fn replayed_engine_evictors_hit_exactly_where_the_pool_did() {
             let replayed = replay(Policy::Engine(e), &refs, 32, &RingSizes::default());
             let first_difference = live.iter().zip(&replayed).position(|(a, b)| a != b);
             assert_eq!(
-                first_difference, None,
+                first_difference,
+                None,
                 "{e}: replay and pool disagree (live hit ratio {:.4})",
                 stats.totals().hit_ratio()
             );

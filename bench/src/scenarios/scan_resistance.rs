@@ -43,7 +43,7 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{self, traced, BatchField, Config, Report, Settings, SvgPlot, Table, fmt_rate};
+use crate::common::{self, BatchField, Config, Report, Settings, SvgPlot, Table, fmt_rate, traced};
 use crate::dataset::{self, DataCheck, Dataset, ReadCounts, RelPages, Stamp};
 use crate::error::{BenchError, Result};
 use crate::plot;
@@ -637,7 +637,9 @@ fn measure(
         for t in 0..c.threads {
             let (db, sh) = (&db, &sh);
             hs.push(s.spawn(move || {
-                traced(db, t as u32, || lookup_worker(db, p.accounts_rows, t, pace, sh))
+                traced(db, t as u32, || {
+                    lookup_worker(db, p.accounts_rows, t, pace, sh)
+                })
             }));
         }
         {
