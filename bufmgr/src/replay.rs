@@ -165,6 +165,9 @@ fn nkeys(keys: &[u32]) -> usize {
 // The engine's evictors
 // ---------------------------------------------------------------------------
 
+/// A ring of the replay: its slots (buffer ids) and the current slot.
+type ReplayRing = (Vec<Option<usize>>, usize);
+
 /// A single-threaded, one-partition pool of state words driven by the
 /// engine's evictor rules (see the module docs).
 #[derive(Debug)]
@@ -179,8 +182,8 @@ pub struct ReplayPool {
     queue: VecDeque<usize>,
     ghosts: Vec<Ghost>,
     ring_sizes: RingSizes,
-    /// (thread, kind) -> (slots, current).
-    rings: HashMap<(u32, RingKind), (Vec<Option<usize>>, usize)>,
+    /// (thread, kind) -> its ring.
+    rings: HashMap<(u32, RingKind), ReplayRing>,
 }
 
 impl ReplayPool {
