@@ -44,6 +44,16 @@ use crate::stats::bump;
 use crate::table::HashedTag;
 use crate::tag::{BlockNumber, BufferTag, RelFork};
 
+/// Record an access in the thread's trace (the caller has checked that
+/// there is one): out of line, so the hit path carries only the test.
+#[cold]
+#[inline(never)]
+fn trace_access(local: &mut Local, tag: BufferTag, id: BufferId, hit: bool, ring: Option<&Ring>) {
+    if let Some(t) = local.trace.as_mut() {
+        t.access(tag, id, hit, ring.map(Ring::kind));
+    }
+}
+
 /// How a miss fills the buffer.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum ReadMode {
@@ -256,12 +266,15 @@ impl PoolShared {
         {
             let c = &local.stats.parts[self.desc(id).partition()];
             bump(&c.accesses, 1);
-            if let Some(t) = local.trace.as_mut() {
-                t.access(tag, id, state & VALID != 0, ring.as_deref().map(Ring::kind));
-            }
             if state & VALID != 0 {
                 bump(&c.hits, 1);
+                if local.trace.is_some() {
+                    trace_access(local, tag, id, true, ring.as_deref());
+                }
                 return Ok(id);
+            }
+            if local.trace.is_some() {
+                trace_access(local, tag, id, false, ring.as_deref());
             }
             return self.hit_not_valid(local, id, tag, mode);
         }
@@ -365,11 +378,11 @@ impl PoolShared {
                 .table
                 .find_unlocked(&ht, |id| self.pin_if_tagged(id, tag, use_ring))
         {
+            if local.trace.is_some() {
+                trace_access(local, tag, id, state & VALID != 0, ring.as_deref());
+            }
             let c = &local.stats.parts[self.desc(id).partition()];
             bump(&c.accesses, 1);
-            if let Some(t) = local.trace.as_mut() {
-                t.access(tag, id, state & VALID != 0, ring.as_deref().map(Ring::kind));
-            }
             if state & VALID != 0 {
                 bump(&c.hits, 1);
                 return Ok(Started::Hit(id));
