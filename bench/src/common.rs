@@ -154,6 +154,11 @@ pub struct CommonArgs {
     /// Write plots (SVG) of the scenarios that draw them into DIR
     #[arg(long, global = true, value_name = "DIR")]
     pub svg: Option<PathBuf>,
+    /// Record the measured runs' page accesses into FILE (one file per
+    /// configuration when the run has several: FILE's name gets the
+    /// configuration); replay it with `bench replay FILE`
+    #[arg(long, global = true, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
 }
 
 /// A scenario's defaults for the options left out.
@@ -227,6 +232,8 @@ pub struct Settings {
     pub progress: bool,
     /// `--quick` was given (scenarios with their own scale shrink it).
     pub quick: bool,
+    /// `--trace FILE`: record the measured runs (see [`Settings::trace_for`]).
+    pub trace: Option<PathBuf>,
 }
 
 fn secs(what: &str, s: f64) -> Result<Duration> {
@@ -300,8 +307,19 @@ impl CommonArgs {
             json: self.json.clone(),
             progress: !self.no_progress,
             quick: self.quick,
+            trace: self.trace.clone(),
         })
     }
+}
+
+/// Run the worker `f` as trace thread `id` ([`bufmgr::trace::set_thread_id`]),
+/// then write its buffered trace records, so they are in the file when the
+/// run ends (a no-op without `--trace`).
+pub fn traced<T>(db: &engine::Database, id: u32, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    bufmgr::trace::set_thread_id(id);
+    let r = f();
+    db.pool().flush_trace()?;
+    r
 }
 
 /// One pool configuration of the matrix.
@@ -375,6 +393,40 @@ impl Settings {
             .huge_pages(c.huge_pages)
             .io(self.io)
             .direct_io(self.direct_io)
+    }
+
+    /// The trace file of the measured run of `c` under `--trace FILE`: FILE
+    /// itself when the matrix has one configuration, else FILE with the
+    /// configuration in its name (`t.trace` -> `t-clock-b1-p1-t2-ring-on.trace`).
+    pub fn trace_for(&self, c: &Config) -> Option<PathBuf> {
+        let path = self.trace.as_ref()?;
+        if self.configs().len() <= 1 {
+            return Some(path.clone());
+        }
+        let stem = path
+            .file_stem()
+            .map_or("trace".into(), |s| s.to_string_lossy());
+        let mut name = format!(
+            "{stem}-{}-b{}-p{}-t{}-ring-{}-huge-{}",
+            c.evictor,
+            c.batch,
+            c.partitions,
+            c.threads,
+            on_off(c.ring),
+            on_off(c.huge_pages)
+        );
+        if let Some(ext) = path.extension() {
+            name.push('.');
+            name.push_str(&ext.to_string_lossy());
+        }
+        Some(path.with_file_name(name))
+    }
+
+    /// [`engine_options`](Self::engine_options) for the measured run of
+    /// `c`: with its trace file under `--trace` (building and checking the
+    /// data use `engine_options` and record nothing).
+    pub fn measured_options(&self, c: &Config) -> engine::Options {
+        self.engine_options(c).trace(self.trace_for(c))
     }
 
     /// The pool configuration of one matrix cell (no background writer,

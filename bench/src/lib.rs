@@ -5,6 +5,7 @@ pub mod data;
 pub mod dataset;
 pub mod error;
 pub mod plot;
+pub mod replay;
 pub mod scenarios;
 
 pub use common::{CommonArgs, Settings};

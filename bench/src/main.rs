@@ -53,8 +53,24 @@ fn write_plots(common: &CommonArgs, reports: &[Box<dyn Report>]) -> Result<()> {
     Ok(())
 }
 
+/// The scenarios whose measured runs `--trace FILE` records.
+const TRACED_SCENARIOS: [&str; 2] = ["scan-resistance", "index-residency"];
+
 fn run(cli: &Cli) -> Result<()> {
     let started = Instant::now();
+    if cli.common.trace.is_some() {
+        let name = match cli.command {
+            Some(Command::Scenario(kind)) => Some(kind.name()),
+            _ => None,
+        };
+        if !name.is_some_and(|n| TRACED_SCENARIOS.contains(&n)) {
+            return Err(bench::BenchError::Config(format!(
+                "--trace records the measured runs of {}; not {}",
+                TRACED_SCENARIOS.join(" and "),
+                name.unwrap_or("`all` or the default run")
+            )));
+        }
+    }
     match cli.command {
         Some(Command::Scenario(kind)) => {
             let settings = kind.settings(&cli.common)?;
@@ -92,6 +108,19 @@ fn main() -> ExitCode {
     // Started by `crash-soak` as its child: run the workload until killed.
     if bench::scenarios::crash_soak::run_child_if_asked() {
         return ExitCode::SUCCESS;
+    }
+    // `bench replay TRACE ...` has options of its own (a list of pool
+    // sizes, trace thread ids): parsed apart from the scenarios'.
+    let mut args = std::env::args_os().skip(1).peekable();
+    if args.peek().is_some_and(|a| a == "replay") {
+        args.next();
+        return match bench::replay::main(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("bench replay: {e}");
+                ExitCode::FAILURE
+            }
+        };
     }
     let cli = Cli::parse();
     match run(&cli) {

@@ -11,6 +11,7 @@ fn run(dir: &std::path::Path, args: compare_sqlite::Args, json: &str) -> serde_j
     let path = dir.join(json);
     let common = CommonArgs {
         quick: true,
+        trace: None,
         data_dir: dir.join("data"),
         json: Some(path.clone()),
         no_progress: true,

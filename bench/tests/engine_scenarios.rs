@@ -36,6 +36,7 @@ fn tiny(dir: &Path, pool_buffers: usize, threads: usize) -> Settings {
         json: Some(dir.join("report.json")),
         progress: false,
         quick: true,
+        trace: None,
     }
 }
 

@@ -25,6 +25,7 @@ fn tiny(dir: &Path, json: &str) -> Settings {
         json: Some(dir.join(json)),
         progress: false,
         quick: false,
+        trace: None,
     }
 }
 

@@ -27,6 +27,7 @@ fn tiny(dir: &Path, threads: Vec<usize>, json: &str) -> Settings {
         json: Some(dir.join(json)),
         progress: false,
         quick: true,
+        trace: None,
     }
 }
 

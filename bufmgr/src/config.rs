@@ -199,6 +199,9 @@ pub struct PoolConfig {
     pub io: IoMode,
     /// Open relation files with `O_DIRECT` (either backend).
     pub direct_io: bool,
+    /// Record every access and eviction into this file (see
+    /// [`crate::trace`]); `None` records nothing.
+    pub trace: Option<std::path::PathBuf>,
 }
 
 impl PoolConfig {
@@ -221,7 +224,14 @@ impl PoolConfig {
             topology: None,
             io: IoMode::Sync,
             direct_io: false,
+            trace: None,
         }
+    }
+
+    /// Record a trace into `path` (`None`: off).
+    pub fn trace(mut self, path: Option<std::path::PathBuf>) -> Self {
+        self.trace = path;
+        self
     }
 
     /// A pool of `mib` MiB.

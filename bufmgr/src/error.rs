@@ -98,6 +98,14 @@ pub enum Error {
     /// The sweep saw a whole pool's worth of pinned buffers in every partition.
     #[error("no unpinned buffers available: all {pool_size} buffers are pinned")]
     NoUnpinnedBuffers { pool_size: usize },
+
+    /// A trace file (see [`crate::trace`]) that is not what the writer writes.
+    #[error("bad trace file {path} at byte offset {offset}: {detail}")]
+    BadTrace {
+        path: PathBuf,
+        offset: u64,
+        detail: String,
+    },
 }
 
 impl Error {
@@ -107,7 +115,8 @@ impl Error {
             Error::InvalidConfig(_) | Error::BlockOutOfRange { .. } => ErrorKind::BadInput,
             Error::ChecksumMismatch { .. }
             | Error::ZeroedPage { .. }
-            | Error::CorruptFile { .. } => ErrorKind::CorruptData,
+            | Error::CorruptFile { .. }
+            | Error::BadTrace { .. } => ErrorKind::CorruptData,
             Error::Io { .. } | Error::WritesRefused(_) | Error::WalFlush { .. } => ErrorKind::Io,
             Error::NoUnpinnedBuffers { .. } | Error::TooManyPins { .. } => {
                 ErrorKind::ResourceExhausted

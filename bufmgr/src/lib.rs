@@ -16,6 +16,7 @@ pub mod page;
 pub mod partition;
 pub mod pool;
 pub mod probation;
+pub mod replay;
 pub mod ring;
 pub mod stats;
 pub mod sweep;
@@ -23,6 +24,7 @@ mod sync;
 pub mod table;
 pub mod tag;
 pub mod topology;
+pub mod trace;
 pub mod wal_hook;
 
 pub use config::{BgWriterConfig, IoMode, PoolConfig, RingSizes, SweepBatch};

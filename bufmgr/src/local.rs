@@ -15,6 +15,7 @@ use crate::partition::BalanceBudget;
 use crate::pool::PoolShared;
 use crate::stats::ThreadStats;
 use crate::sweep::BatchCursor;
+use crate::trace::{self, TraceBuf};
 
 /// One thread's state for one pool.
 #[derive(Debug)]
@@ -30,12 +31,21 @@ pub(crate) struct Local {
     /// Claimed ticks, one cursor per partition.
     pub cursors: Box<[BatchCursor]>,
     pub stats: Arc<ThreadStats>,
+    /// This thread's batch of trace records (`None`: the pool records no
+    /// trace). Tested once per access: the only cost of tracing when off.
+    pub trace: Option<TraceBuf>,
+    /// Hand ticks of the last victim search (for the trace's eviction record).
+    pub last_sweep_ticks: u64,
 }
 
 impl Local {
     fn new(pool: &Arc<PoolShared>) -> Local {
         let (ordinal, stats) = pool.register_thread();
         let home = pool.parts.home_for(ordinal, &pool.topology);
+        let trace = pool
+            .trace
+            .as_ref()
+            .map(|sink| TraceBuf::new(sink.clone(), trace::thread_id(ordinal)));
         Local {
             pool_id: pool.id,
             pool: Arc::downgrade(pool),
@@ -45,6 +55,8 @@ impl Local {
             until_recheck: crate::partition::HOME_RECHECK_EVERY,
             cursors: vec![BatchCursor::default(); pool.parts.len()].into_boxed_slice(),
             stats,
+            trace,
+            last_sweep_ticks: 0,
         }
     }
 
@@ -58,6 +70,11 @@ impl Local {
             until_recheck: u32::MAX,
             cursors: vec![BatchCursor::default(); pool.parts.len()].into_boxed_slice(),
             stats: pool.fallback_stats.clone(),
+            trace: pool
+                .trace
+                .as_ref()
+                .map(|sink| TraceBuf::new(sink.clone(), trace::thread_id(usize::MAX))),
+            last_sweep_ticks: 0,
         }
     }
 }

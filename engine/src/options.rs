@@ -126,6 +126,8 @@ pub struct Options {
     /// through (`None`: the real one, `wal::OsFileSystem`). See
     /// [`simulated_disk`](Options::simulated_disk).
     pub file_system: Option<Arc<dyn wal::FileSystem>>,
+    /// Record the pool's page accesses into this file (`bufmgr::trace`).
+    pub trace: Option<std::path::PathBuf>,
 }
 
 impl fmt::Debug for Options {
@@ -190,6 +192,7 @@ impl Default for Options {
             direct_io: false,
             wrap_storage: None,
             file_system: None,
+            trace: None,
         }
     }
 }
@@ -328,6 +331,11 @@ impl Options {
     /// file system, where it is refused).
     pub fn direct_io(mut self, on: bool) -> Self {
         self.direct_io = on;
+        self
+    }
+    /// Record a trace of the pool's accesses into `path` (`None`: off).
+    pub fn trace(mut self, path: Option<std::path::PathBuf>) -> Self {
+        self.trace = path;
         self
     }
     /// Wrap the file storage backend, e.g. in a `bufmgr::FaultyStorage`.
@@ -567,7 +575,8 @@ impl Options {
             .zero_damaged_pages(self.zero_damaged_pages)
             .bgwriter(self.bgwriter)
             .io(self.io)
-            .direct_io(self.direct_io);
+            .direct_io(self.direct_io)
+            .trace(self.trace.clone());
         if let Partitions::Count(n) = self.partitions {
             c = c.partitions(n);
         }

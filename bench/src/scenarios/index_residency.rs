@@ -446,7 +446,7 @@ fn measure(
     run: usize,
     label: &str,
 ) -> Result<Row> {
-    let (db, reads) = dataset::open_counting(ds, settings.engine_options(c))?;
+    let (db, reads) = dataset::open_counting(ds, settings.measured_options(c))?;
     let sh = Shared::default();
     let every = sample_interval(settings.duration);
     let total = settings.warmup + settings.duration;
@@ -461,7 +461,7 @@ fn measure(
                 let (db, sh) = (&db, &sh);
                 s.spawn(move || {
                     crate::common::pin_worker(t);
-                    worker(db, probes, t, sh)
+                    common::traced(db, t as u32, || worker(db, probes, t, sh))
                 })
             })
             .collect();

@@ -43,7 +43,7 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{self, BatchField, Config, Report, Settings, SvgPlot, Table, fmt_rate};
+use crate::common::{self, BatchField, Config, Report, Settings, SvgPlot, Table, fmt_rate, traced};
 use crate::dataset::{self, DataCheck, Dataset, ReadCounts, RelPages, Stamp};
 use crate::error::{BenchError, Result};
 use crate::plot;
@@ -597,6 +597,9 @@ pub fn sample_interval(window: Duration) -> Duration {
     }
 }
 
+/// The scan thread's id in a `--trace` (the lookup threads are 0, 1, ...).
+pub const SCAN_THREAD_ID: u32 = 1000;
+
 fn measure(
     ds: &Dataset,
     settings: &Settings,
@@ -614,7 +617,7 @@ fn measure(
         ScanRate::PerLookup(n) => Some(f64::from(n)),
         _ => None,
     };
-    let (db, reads) = dataset::open_counting(ds, settings.engine_options(c))?;
+    let (db, reads) = dataset::open_counting(ds, settings.measured_options(c))?;
     let rel_of = |name: &str| db.table(name).map(|t| t.rel.0 as usize);
     let accounts_rel = rel_of(ACCOUNTS)?;
     let history_rel = rel_of(HISTORY)?;
@@ -638,12 +641,20 @@ fn measure(
         let mut hs = Vec::new();
         for t in 0..c.threads {
             let (db, sh) = (&db, &sh);
-            hs.push(s.spawn(move || lookup_worker(db, p.accounts_rows, t, pace, sh)));
+            hs.push(s.spawn(move || {
+                traced(db, t as u32, || {
+                    lookup_worker(db, p.accounts_rows, t, pace, sh)
+                })
+            }));
         }
         {
             let (db, sh) = (&db, &sh);
             let ring = c.ring;
-            hs.push(s.spawn(move || scan_worker(db, ring, rate, p.history_rows, sh)));
+            hs.push(s.spawn(move || {
+                traced(db, SCAN_THREAD_ID, || {
+                    scan_worker(db, ring, rate, p.history_rows, sh)
+                })
+            }));
         }
         let start = Instant::now();
         let window_at = start + settings.warmup;

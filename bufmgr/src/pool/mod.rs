@@ -41,6 +41,7 @@ use crate::desc::*;
 use crate::error::{Error, Result};
 use crate::evictor::{Evictor, PROBATION_DIVISOR};
 use crate::io::StorageBackend;
+use crate::local::with_local;
 use crate::partition::PartitionMap;
 use crate::probation::ProbationQueue;
 use crate::ring::{Ring, RingKind};
@@ -105,6 +106,8 @@ pub(crate) struct PoolShared {
     /// the operation: whoever would wait for one finishes the operation
     /// instead ([`PoolShared::wait_io`]). Sharded by buffer id.
     pub in_flight: stream::InFlightMap,
+    /// The trace file, when recording one (see [`crate::trace`]).
+    pub(crate) trace: Option<Arc<crate::trace::TraceSink>>,
 }
 
 /// A buffer pool: the shared buffers of one data directory.
@@ -161,6 +164,10 @@ impl BufferPool {
         } else {
             0
         };
+        let trace = match &config.trace {
+            Some(path) => Some(crate::trace::TraceSink::create(path, n)?),
+            None => None,
+        };
         let plan = crate::numa::PlacementPlan::compute(
             &parts,
             &topology,
@@ -207,6 +214,7 @@ impl BufferPool {
             bgwriter_sleeping: AtomicBool::new(false),
             bgwriter_wake: (parking_lot::Mutex::new(false), parking_lot::Condvar::new()),
             in_flight: stream::InFlightMap::new(),
+            trace,
             config,
         });
         let bgwriter = shared
@@ -214,6 +222,22 @@ impl BufferPool {
             .bgwriter
             .map(|bg| crate::bgwriter::BgWriterHandle::start(&shared, bg));
         Ok(BufferPool { shared, bgwriter })
+    }
+
+    /// Write this thread's buffered trace records to the trace file (a no-op
+    /// without a trace): each worker thread calls it as its last act (see
+    /// rule 2 of [`crate::trace`]). Reports the first failed write of the
+    /// trace by any thread, if any.
+    pub fn flush_trace(&self) -> Result<()> {
+        let Some(sink) = &self.shared.trace else {
+            return Ok(());
+        };
+        with_local(&self.shared, |local| {
+            if let Some(t) = local.trace.as_mut() {
+                t.write_out();
+            }
+        });
+        sink.flush()
     }
 
     /// The configuration the pool was opened with.
@@ -373,6 +397,11 @@ impl Drop for BufferPool {
     fn drop(&mut self) {
         if let Some(bg) = self.bgwriter.take() {
             bg.stop(&self.shared);
+        }
+        if self.shared.trace.is_some() {
+            // This thread's records; a write error has no one to go to here
+            // (callers that care call `flush_trace` first).
+            let _ = self.flush_trace();
         }
     }
 }

@@ -44,6 +44,16 @@ use crate::stats::bump;
 use crate::table::HashedTag;
 use crate::tag::{BlockNumber, BufferTag, RelFork};
 
+/// Record an access in the thread's trace (the caller has checked that
+/// there is one): out of line, so the hit path carries only the test.
+#[cold]
+#[inline(never)]
+fn trace_access(local: &mut Local, tag: BufferTag, id: BufferId, hit: bool, ring: Option<&Ring>) {
+    if let Some(t) = local.trace.as_mut() {
+        t.access(tag, id, hit, ring.map(Ring::kind));
+    }
+}
+
 /// How a miss fills the buffer.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum ReadMode {
@@ -258,7 +268,13 @@ impl PoolShared {
             bump(&c.accesses, 1);
             if state & VALID != 0 {
                 bump(&c.hits, 1);
+                if local.trace.is_some() {
+                    trace_access(local, tag, id, true, ring.as_deref());
+                }
                 return Ok(id);
+            }
+            if local.trace.is_some() {
+                trace_access(local, tag, id, false, ring.as_deref());
             }
             return self.hit_not_valid(local, id, tag, mode);
         }
@@ -362,6 +378,9 @@ impl PoolShared {
                 .table
                 .find_unlocked(&ht, |id| self.pin_if_tagged(id, tag, use_ring))
         {
+            if local.trace.is_some() {
+                trace_access(local, tag, id, state & VALID != 0, ring.as_deref());
+            }
             let c = &local.stats.parts[self.desc(id).partition()];
             bump(&c.accesses, 1);
             if state & VALID != 0 {
@@ -393,6 +412,7 @@ impl PoolShared {
         }
         let tag = ht.tag;
         let use_ring = ring.is_some();
+        let ring_kind = ring.as_deref().map(Ring::kind);
         // 1. The index had nothing (or only stale candidates): the map.
         let hit = {
             let map = self.table.read(ht.partition());
@@ -400,7 +420,7 @@ impl PoolShared {
         };
         if let Some((id, state)) = hit {
             let state = state.ok_or_else(|| Self::too_many_pins(tag))?;
-            return Ok(self.count_hit(local, id, state));
+            return Ok(self.count_hit(local, id, state, tag, ring_kind));
         }
 
         // 2-4. A clean, tagless victim, pinned by us.
@@ -415,7 +435,7 @@ impl PoolShared {
                 .pin(existing, use_ring)
                 .ok_or_else(|| Self::too_many_pins(tag))?;
             drop(map);
-            return Ok(self.count_hit(local, existing, state));
+            return Ok(self.count_hit(local, existing, state, tag, ring_kind));
         }
         map.insert(ht, victim);
         // 6. Tag it, with the read already marked in progress.
@@ -440,14 +460,27 @@ impl PoolShared {
         drop(map);
         let c = &local.stats.parts[self.desc(victim).partition()];
         bump(&c.accesses, 1);
+        if let Some(t) = local.trace.as_mut() {
+            t.access(tag, victim, false, ring_kind);
+        }
         Ok(Started::Miss(victim))
     }
 
     /// Count the access to a buffer found pinned (and the hit if it is
     /// valid); which kind of start it is.
-    fn count_hit(&self, local: &mut Local, id: BufferId, state: u64) -> Started {
+    fn count_hit(
+        &self,
+        local: &mut Local,
+        id: BufferId,
+        state: u64,
+        tag: BufferTag,
+        ring: Option<crate::ring::RingKind>,
+    ) -> Started {
         let c = &local.stats.parts[self.desc(id).partition()];
         bump(&c.accesses, 1);
+        if let Some(t) = local.trace.as_mut() {
+            t.access(tag, id, state & VALID != 0, ring);
+        }
         if state & VALID != 0 {
             bump(&c.hits, 1);
             Started::Hit(id)

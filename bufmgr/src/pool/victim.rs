@@ -71,6 +71,7 @@ impl PoolShared {
                     return Err(e);
                 }
             }
+            let old_tag = if local.trace.is_some() { d.tag() } else { None };
             if s & TAG_VALID != 0 && !self.invalidate_victim(id, from_probation) {
                 d.unpin();
                 continue;
@@ -81,6 +82,11 @@ impl PoolShared {
             }
             if s & VALID != 0 {
                 bump(&c.evictions, 1);
+                if let (Some(t), Some(old)) = (local.trace.as_mut(), old_tag) {
+                    let ring_kind = ring.as_deref().filter(|_| from_ring).map(Ring::kind);
+                    let ticks = if from_ring { 0 } else { local.last_sweep_ticks };
+                    t.evict(old, id, ticks, ring_kind);
+                }
             }
             return Ok(id);
         }
@@ -171,6 +177,7 @@ impl PoolShared {
                 hand.count_alloc();
                 bump(&c.victims, 1);
                 local.stats.record_victim(ticks);
+                local.last_sweep_ticks = ticks;
                 return Ok(victim);
             }
         }
