@@ -199,7 +199,12 @@ pub fn scan_model(db: &Database) -> Result<Model, String> {
     Ok(m)
 }
 
-fn describe_difference(got: &Model, want: &Model) -> String {
+/// What differs between two key -> value maps, briefly: the counts and up to
+/// five keys missing, extra and changed (a failed check's message).
+pub fn describe_difference<V: PartialEq + std::fmt::Debug>(
+    got: &BTreeMap<i64, V>,
+    want: &BTreeMap<i64, V>,
+) -> String {
     let missing: Vec<_> = want
         .keys()
         .filter(|k| !got.contains_key(k))

@@ -167,27 +167,6 @@ fn table_contents(db: &Database) -> Result<Model, String> {
     Ok(out)
 }
 
-/// Differences between what the table holds and what it should, briefly.
-fn diff(got: &Model, want: &Model) -> String {
-    let missing: Vec<_> = want
-        .keys()
-        .filter(|k| !got.contains_key(k))
-        .take(5)
-        .collect();
-    let extra: Vec<_> = got
-        .keys()
-        .filter(|k| !want.contains_key(k))
-        .take(5)
-        .collect();
-    let changed: Vec<_> = want
-        .iter()
-        .filter(|(k, v)| got.get(k).is_some_and(|g| g != *v))
-        .map(|(k, _)| k)
-        .take(5)
-        .collect();
-    format!("missing {missing:?}, extra {extra:?}, different {changed:?}")
-}
-
 /// Runs `cases` crash points from `seed`; returns (cases, acknowledged
 /// commits checked, rows at the end, kept / dropped / torn changes).
 fn run(cases: u64, seed: u64) -> (u64, u64, u64, [u64; 3]) {
@@ -233,7 +212,7 @@ fn run(cases: u64, seed: u64) -> (u64, u64, u64, [u64; 3]) {
             assert!(
                 doubt.is_some() && got == with_doubt,
                 "case {case} (seed {case_seed:#x}), {loss:?}: {}",
-                diff(&got, &model)
+                engine::soak::describe_difference(&got, &model)
             );
             model = with_doubt;
         }
