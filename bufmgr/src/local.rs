@@ -91,6 +91,10 @@ impl Local {
             return;
         }
         self.until_recheck = crate::partition::HOME_RECHECK_EVERY;
+        if !pool.parts.is_numa() {
+            // One node: every CPU has the same partitions, nothing to ask.
+            return;
+        }
         if let Some(cpu) = crate::topology::current_cpu()
             && let Some(home) = pool.parts.home_of_cpu(cpu, &pool.topology)
             && home != self.home
