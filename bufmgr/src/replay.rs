@@ -1008,6 +1008,178 @@ mod tests {
         );
     }
 
+    /// Every event of an observed replay of `s` in a pool of `pages`.
+    fn observed(e: Evictor, s: &str, pages: usize) -> Vec<Vec<StepEvent>> {
+        let mut pool = ReplayPool::observed(e, pages, RingSizes::default(), Vec::new());
+        refs(s)
+            .iter()
+            .map(|r| {
+                pool.access(r);
+                std::mem::take(pool.observer_mut())
+            })
+            .collect()
+    }
+
+    fn tag(c: char) -> BufferTag {
+        refs(&c.to_string())[0].tag
+    }
+
+    const V: u64 = TAG_VALID | VALID;
+
+    fn tick(hand: u64, buffer: usize, page: Option<char>, before: u64, after: u64) -> StepEvent {
+        let t = if before == after {
+            Tick::Victim
+        } else {
+            Tick::Cool(after)
+        };
+        StepEvent::Tick {
+            hand,
+            buffer,
+            tag: page.map(tag),
+            before,
+            after,
+            tick: t,
+        }
+    }
+
+    fn victim(buffer: usize, evicted: Option<char>) -> StepEvent {
+        StepEvent::Victim {
+            buffer,
+            evicted: evicted.map(tag),
+            source: VictimSource::Hand,
+        }
+    }
+
+    fn load(buffer: usize, page: char, state: u64) -> StepEvent {
+        StepEvent::Load {
+            buffer,
+            tag: tag(page),
+            state,
+            queued: false,
+            ghost_hit: false,
+        }
+    }
+
+    fn hit(buffer: usize, page: char, before: u64, after: u64) -> StepEvent {
+        StepEvent::Hit {
+            buffer,
+            tag: tag(page),
+            before,
+            after,
+        }
+    }
+
+    // The clock on "aabc" in 2 buffers, worked out by hand: an empty
+    // buffer (state 0) is taken on the hand's first visit; a loads at u1 and
+    // its hit makes u2; c's miss is a cooling pass: the hand lowers a 2->1,
+    // b 1->0, a 1->0, and takes b (u0) on its fourth tick.
+    #[test]
+    fn observer_sees_the_clock_ticks_worked_out_by_hand() {
+        let u = |n: u64| V | n * crate::desc::USAGE_ONE;
+        let ev = observed(Evictor::Clock, "aabc", 2);
+        assert_eq!(
+            ev,
+            vec![
+                vec![tick(0, 0, None, 0, 0), victim(0, None), load(0, 'a', u(1))],
+                vec![hit(0, 'a', u(1), u(2))],
+                vec![tick(1, 1, None, 0, 0), victim(1, None), load(1, 'b', u(1))],
+                vec![
+                    tick(2, 0, Some('a'), u(2), u(1)),
+                    tick(3, 1, Some('b'), u(1), u(0)),
+                    tick(4, 0, Some('a'), u(1), u(0)),
+                    tick(5, 1, Some('b'), u(0), u(0)),
+                    victim(1, Some('b')),
+                    load(1, 'c', u(1)),
+                ],
+            ]
+        );
+    }
+
+    // HOT/COOL on "aabcadef" in 2 buffers, by hand: a loads COOL, its hit
+    // makes it HOT+REF; c's miss clears a's REF and takes b (COOL); a's
+    // second hit sets REF again; d's miss clears it again and takes c; e's
+    // miss demotes a to COOL and takes d; f's miss takes a.
+    #[test]
+    fn observer_sees_the_hotcool_ticks_worked_out_by_hand() {
+        use crate::desc::{HOT, REFBIT};
+        let hr = V | HOT | REFBIT;
+        let ev = observed(Evictor::HotCool, "aabcadef", 2);
+        assert_eq!(
+            ev,
+            vec![
+                vec![tick(0, 0, None, 0, 0), victim(0, None), load(0, 'a', V)],
+                vec![hit(0, 'a', V, hr)],
+                vec![tick(1, 1, None, 0, 0), victim(1, None), load(1, 'b', V)],
+                vec![
+                    tick(2, 0, Some('a'), hr, V | HOT),
+                    tick(3, 1, Some('b'), V, V),
+                    victim(1, Some('b')),
+                    load(1, 'c', V),
+                ],
+                vec![hit(0, 'a', V | HOT, hr)],
+                vec![
+                    tick(4, 0, Some('a'), hr, V | HOT),
+                    tick(5, 1, Some('c'), V, V),
+                    victim(1, Some('c')),
+                    load(1, 'd', V),
+                ],
+                vec![
+                    tick(6, 0, Some('a'), V | HOT, V),
+                    tick(7, 1, Some('d'), V, V),
+                    victim(1, Some('d')),
+                    load(1, 'e', V),
+                ],
+                vec![
+                    tick(8, 0, Some('a'), V, V),
+                    victim(0, Some('a')),
+                    load(0, 'f', V)
+                ],
+            ]
+        );
+    }
+
+    // Probation in 10 buffers (target 1): a..j fill the pool, each taking
+    // an empty buffer on the hand's first lap and joining the queue; a is
+    // read again (HOT+REF, still queued). k's miss comes after a whole lap
+    // (hand = 10), so it pops the queue: a, referenced, is promoted to main
+    // (region bit and REF cleared, not requeued), then b, read once, is
+    // taken. The hand does not move.
+    #[test]
+    fn observer_sees_probation_pops_promote_and_take() {
+        let ev = observed(Evictor::Probation, "abcdefghijak", 10);
+        assert!(ev[0].contains(&StepEvent::Load {
+            buffer: 0,
+            tag: tag('a'),
+            state: V | PROBATION,
+            queued: true,
+            ghost_hit: false,
+        }));
+        let last = ev.last().unwrap();
+        let pops: Vec<_> = last
+            .iter()
+            .filter_map(|e| match *e {
+                StepEvent::Pop {
+                    tag,
+                    tick,
+                    forced: false,
+                    ..
+                } => Some((tag, tick)),
+                _ => None,
+            })
+            .collect();
+        // a (referenced) is promoted, then b (read once) is taken.
+        assert_eq!(pops.len(), 2, "{last:?}");
+        assert!(!last.iter().any(|e| matches!(e, StepEvent::Tick { .. })));
+        assert_eq!(pops[0].0, Some(tag('a')));
+        assert!(matches!(pops[0].1, Tick::Cool(s) if s & PROBATION == 0));
+        assert_eq!(pops[1], (Some(tag('b')), Tick::Victim));
+        assert!(last.contains(&StepEvent::Victim {
+            buffer: 1,
+            evicted: Some(tag('b')),
+            source: VictimSource::Queue,
+        }));
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
@@ -1022,6 +1194,16 @@ mod tests {
             }).collect();
             let count = |p| replay(p, &v, pages, &RingSizes::default())
                 .iter().filter(|&&h| h).count();
+            for e in Evictor::ALL {
+                // The observed pool makes the plain pool's decisions, and
+                // its events account for every miss.
+                let mut pool = ReplayPool::observed(e, pages, RingSizes::default(), Vec::new());
+                let hits: Vec<bool> = v.iter().map(|r| pool.access(r)).collect();
+                prop_assert_eq!(&hits, &replay(Policy::Engine(e), &v, pages, &RingSizes::default()));
+                let loads = pool.observer_mut().iter()
+                    .filter(|e| matches!(e, StepEvent::Load { .. })).count();
+                prop_assert_eq!(loads, hits.iter().filter(|&&h| !h).count());
+            }
             let best = count(Policy::Opt);
             for p in Policy::ALL {
                 prop_assert!(count(p) <= best, "{} beat OPT", p);
