@@ -518,7 +518,7 @@ pub fn step(accesses: &[&Access], evictor: Evictor, pages: usize, window: &Windo
                 StepEvent::Hit { tag, .. } => {
                     let _ = writeln!(
                         t,
-                        "  buf {b:<3} {:<8}{}",
+                        "  buf {b:<3} {:<10} {}",
                         page_name(&tag),
                         event_line(evictor, ev)
                     );
@@ -526,7 +526,7 @@ pub fn step(accesses: &[&Access], evictor: Evictor, pages: usize, window: &Windo
                 StepEvent::Tick { tag, .. } | StepEvent::Pop { tag, .. } => {
                     let _ = writeln!(
                         t,
-                        "  buf {b:<3} {:<8}{}",
+                        "  buf {b:<3} {:<10} {}",
                         tag_of(tag),
                         event_line(evictor, ev)
                     );
@@ -558,7 +558,7 @@ pub fn step(accesses: &[&Access], evictor: Evictor, pages: usize, window: &Windo
                 StepEvent::Load { tag, .. } => {
                     let _ = writeln!(
                         t,
-                        "  buf {b:<3} {:<8}{}",
+                        "  buf {b:<3} {:<10} {}",
                         page_name(&tag),
                         event_line(evictor, ev)
                     );

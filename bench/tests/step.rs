@@ -214,3 +214,28 @@ fn the_guided_tour_shows_the_clock_losing_the_hot_set_and_hotcool_keeping_it() {
     assert!(svg.starts_with("<svg") || svg.contains("<svg"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn ring_accesses_show_the_slot_the_ring_looked_at() {
+    use bufmgr::trace::Access;
+    use bufmgr::{BufferTag, RelFork, RelId, RingKind};
+    // 16 buffers: a bulk-read ring of 2 (pages / 8). Ten ring reads: from
+    // the third on, the ring's slot is reusable and the hand does not move.
+    let acc: Vec<Access> = (0..10u32)
+        .map(|b| Access {
+            tag: BufferTag::new(RelFork::main(RelId(7)), b),
+            thread: 0,
+            hit: false,
+            ring: Some(RingKind::BulkRead),
+            buffer: 0,
+            nanos: u64::from(b),
+        })
+        .collect();
+    let refs: Vec<&Access> = acc.iter().collect();
+    let r = step::step(&refs, Evictor::Clock, 16, &window(0, 10));
+    assert!(r.text.contains("ring BulkRead: miss"), "{}", r.text);
+    assert!(r.text.contains("ring slot b0"), "{}", r.text);
+    assert!(r.text.contains("reuse 7/0"), "{}", r.text);
+    assert!(r.text.contains("evict 7/0 from buf 0 (ring)"), "{}", r.text);
+    assert_eq!(r.evictions.len(), 8);
+}
