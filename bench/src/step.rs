@@ -58,6 +58,9 @@ pub const MIN_STEP_PAGES: usize = 8;
 /// pool line must fit a (wide) terminal. `bench replay` is for larger pools.
 pub const MAX_STEP_PAGES: usize = 32;
 
+/// A summary line per relation is printed for traces of at most this many.
+const MAX_RELATION_LINES: usize = 8;
+
 /// The demo's hot relation.
 pub const HOT_REL: RelId = RelId(1);
 /// The demo's scanned relation.
@@ -727,17 +730,30 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<String>
         let (_, live) = count(pick, &recorded);
         let _ = writeln!(
             out,
-            "{name}: {n} accesses, replayed {} hits {h} ({:.2}%); recorded by the live \
-             {}-buffer pool {live} ({:.2}%)",
+            "{name}: {n} accesses; replayed under {} on {} buffers: {h} hits ({:.2}%); \
+             the recording {}-buffer pool hit {live} ({:.2}%)",
             a.policy,
+            a.pool_pages,
             pct(h, n),
             trace.pool_buffers,
             pct(live, n)
         );
     };
     summary("whole trace".into(), &|_| true);
-    if a.trace.is_none() {
-        summary("hot set (relation 1)".into(), &|acc| acc.tag.rel == HOT_REL);
+    // Per relation, when there are few enough to read (the demo: the hot
+    // set is relation 1, the scan relation 2).
+    let mut rels: Vec<u32> = accesses.iter().map(|acc| acc.tag.rel.0).collect();
+    rels.sort_unstable();
+    rels.dedup();
+    if rels.len() <= MAX_RELATION_LINES {
+        for rel in rels {
+            let name = match RelId(rel) {
+                HOT_REL if a.trace.is_none() => "relation 1 (the hot set)".to_string(),
+                SCAN_REL if a.trace.is_none() => "relation 2 (the scan)".to_string(),
+                _ => format!("relation {rel}"),
+            };
+            summary(name, &|acc| acc.tag.rel.0 == rel);
+        }
     }
     if window.relations.is_some() || window.threads.is_some() {
         summary("the printed subset".into(), &|acc| window.selects(acc));

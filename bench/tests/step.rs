@@ -159,7 +159,10 @@ fn the_guided_tour_shows_the_clock_losing_the_hot_set_and_hotcool_keeping_it() {
         file.clone().into_os_string(),
     ])
     .unwrap();
-    assert!(out.contains("hot set (relation 1): 150 accesses"), "{out}");
+    assert!(
+        out.contains("relation 1 (the hot set): 150 accesses"),
+        "{out}"
+    );
     let trace = Trace::read(&file).unwrap();
     assert_eq!(trace.pool_buffers, 16);
     // (2) the replay table at 16 pages, the hot set as the subset.
