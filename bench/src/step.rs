@@ -368,10 +368,10 @@ fn decision(t: Tick, pop: bool) -> &'static str {
 
 fn before_after(e: Evictor, before: u64, after: u64) -> String {
     if before == after {
-        format!("{:<16}", state_name(e, before))
+        format!("{:<19} ", state_name(e, before))
     } else {
         format!(
-            "{:<16}",
+            "{:<19} ",
             format!("{} -> {}", state_name(e, before), state_name(e, after))
         )
     }
@@ -390,7 +390,7 @@ fn event_line(e: Evictor, ev: &StepEvent) -> String {
             state,
             reusable,
         } => format!(
-            "{:<14}{:<16}{}",
+            "{:<14}{:<19} {}",
             format!("ring slot b{buffer}"),
             state_name(e, state),
             if reusable {
@@ -431,7 +431,7 @@ fn event_line(e: Evictor, ev: &StepEvent) -> String {
             ghost_hit,
             ..
         } => format!(
-            "{:<14}{:<16}{}",
+            "{:<14}{:<19} {}",
             "load",
             state_name(e, state),
             if queued {
