@@ -1075,7 +1075,7 @@ mod tests {
     // b 1->0, a 1->0, and takes b (u0) on its fourth tick.
     #[test]
     fn observer_sees_the_clock_ticks_worked_out_by_hand() {
-        let u = |n: u64| V | n * crate::desc::USAGE_ONE;
+        let u = |n: u64| V | (n * crate::desc::USAGE_ONE);
         let ev = observed(Evictor::Clock, "aabc", 2);
         assert_eq!(
             ev,
