@@ -14,25 +14,36 @@
 //! tracing on), and the trace that pool recorded is what is stepped through,
 //! so the live pool's hit count can be set beside the replay's.
 //!
-//! # Output, per printed access
+//! # Output, per printed access (the tour's #65 under the clock)
 //! ```text
-//! #37 rel 2 block 13 thread 0: miss
-//!   tick 52   buf 4   2/9    u1 -> u0  cool
-//!   tick 53   buf 5   1/3    u0        victim
-//!   evict 1/3 from buf 5 (hand); load 2/13: u1
-//!   why 1/3 (buf 5): its events since it was loaded
-//!     #12  load              u1
-//!     #18  hit               u1 -> u2
-//!     #30  tick 36           u2 -> u1  cool
-//!     ...
-//!     #37  tick 53           u0        victim
-//!   pool 1/0:u2 1/1:u1 >2/9:u0 ...
+//! #65 rel 2 block 48 thread 0: miss
+//!   buf 15  1/0        tick 111      u1 -> u0            cool
+//!   buf 0   1/1        tick 112      u0                  victim
+//!   evict 1/1 from buf 0 (hand)
+//!   why this page: 1/1 (buf 0), its 6 events since it was loaded
+//!     #36    load          u1
+//!     #49    tick 80       u1 -> u0            cool
+//!     #52    hit           u0 -> u1
+//!     #53    tick 96       u1 -> u0            cool
+//!     #65    tick 112      u0                  victim
+//!     #65    victim (hand)
+//!   buf 0   2/48       load          u1
+//!   pool 2/48:u1 >2/39:u1 2/40:u1 2/41:u1 2/36:u0 1/2:u0 ...
 //! ```
 //! A page is `rel/block` (`rel/fsm/block` for a free-space-map page). States:
 //! clock `u0`..`u5` (the usage count); HOT/COOL `HOT+REF`, `HOT`, `COOL`;
 //! probation adds ` PB` while the buffer is in the probation region (in the
 //! pool line: `H*`, `H`, `C`, and `q` for PB). The pool line is every
 //! buffer in id order with `>` before the one the hand visits next.
+//!
+//! # Shortcuts
+//! - Buffer histories are kept only until the last printed access (after
+//!   it the replay goes on to count hits, nothing more), and whole: a page
+//!   hit thousands of times keeps thousands of events (`--history` limits
+//!   what is printed, not what is kept). Pools are tiny and so are the
+//!   windows one reads; a long window over a big trace costs memory.
+//! - `--relation` / `--threads` hide accesses, not decisions: a hidden
+//!   access's ticks are not printed, though the pool line shows their effect.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -269,9 +280,13 @@ pub fn record_demo(
 /// Which accesses `bench step` prints.
 #[derive(Clone, Debug, Default)]
 pub struct Window {
+    /// The first access that may be printed (numbered from 0).
     pub from: u64,
+    /// How many accesses are printed (those `relations` and `threads` pick).
     pub count: u64,
+    /// Print only accesses to these relation ids.
     pub relations: Option<Vec<u32>>,
+    /// Print only accesses by these trace thread ids.
     pub threads: Option<Vec<u32>>,
     /// The most recent history events printed per victim (0: all).
     pub history: usize,
