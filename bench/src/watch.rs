@@ -296,7 +296,7 @@ fn swatch(s: CellState, text: &str) -> Span<'static> {
 
 impl Widget for View<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
-        let quit = "q / Ctrl-C: leave the view (the scenario runs on)";
+        let quit = "q: leave the view";
         let Some(snap) = self.snapshot else {
             line(
                 buf,
@@ -334,11 +334,20 @@ impl Widget for View<'_> {
                 Span::raw(format!("   {quit}")),
             ],
         );
-        let rates = self
-            .rates
-            .map_or("hit ratio -   (rates from the next frame on)".into(), |r| {
-                r.text()
-            });
+        let rates = match self.rates {
+            Some(r) => r.text(),
+            None => {
+                // A pool's first frame: its totals since it opened.
+                let t = snap.stats.totals();
+                let ratio = (t.accesses > 0)
+                    .then(|| format!("{:.1}%", 100.0 * t.hits as f64 / t.accesses as f64));
+                format!(
+                    "hit ratio {:>6} since the pool opened ({} accesses)",
+                    ratio.as_deref().unwrap_or("-"),
+                    t.accesses
+                )
+            }
+        };
         line(buf, area, 1, vec![Span::raw(rates)]);
         let plan = Plan::fit(parts, area.width, area.height.saturating_sub(HEADER_ROWS));
         let cells: usize = parts
@@ -349,11 +358,11 @@ impl Widget for View<'_> {
             format!("each cell = 1 buffer ({cells} cells)")
         } else {
             let how = match snap.evictor {
-                Evictor::Clock => "colour = mean usage",
-                _ => "colour = dominant state",
+                Evictor::Clock => "mean usage",
+                _ => "dominant state",
             };
             format!(
-                "each cell = {} buffers ({cells} cells); {how}; mark = any pin or I/O, dirty if half are",
+                "each cell = {} buffers ({cells} cells): {how}; + ! if any, * if half",
                 plan.per_cell
             )
         };
@@ -504,13 +513,22 @@ fn is_quit(k: &event::KeyEvent) -> bool {
         }
 }
 
+/// What the view cost: frames drawn and the time spent taking snapshots
+/// and drawing them (the view thread's busy time, sleeping excluded).
+#[derive(Copy, Clone, Debug, Default)]
+struct ViewCost {
+    frames: u64,
+    busy: Duration,
+}
+
 /// Draw frames on `tty` until the user leaves or `done` is set.
-fn view_loop(mut tty: File, done: &AtomicBool) -> std::io::Result<ViewEnd> {
+fn view_loop(mut tty: File, done: &AtomicBool, cost: &mut ViewCost) -> std::io::Result<ViewEnd> {
     let _session = Session::enter(&mut tty)?;
     // Buffered: a frame is many small escape sequences, one write at the flush.
     let mut term = Terminal::new(CrosstermBackend::new(BufWriter::new(tty)))?;
     let mut previous: Option<Previous> = None;
     loop {
+        let frame_start = Instant::now();
         let snap = bufmgr::watch::newest_pool().and_then(|p| p.snapshot());
         let rates = match (&previous, &snap) {
             (Some(a), Some(b)) if a.pool_id == b.pool_id => {
@@ -532,6 +550,8 @@ fn view_loop(mut tty: File, done: &AtomicBool) -> std::io::Result<ViewEnd> {
             stats: s.stats,
             taken: s.taken,
         });
+        cost.frames += 1;
+        cost.busy += frame_start.elapsed();
         let next = Instant::now() + REFRESH;
         loop {
             if done.load(Ordering::Relaxed) {
@@ -572,16 +592,40 @@ pub fn run_watched<T>(scenario: impl FnOnce() -> Result<T>) -> Result<T> {
         let done = done.clone();
         std::thread::Builder::new()
             .name("watch".into())
-            .spawn(move || view_loop(tty, &done))
+            .spawn(move || {
+                let mut cost = ViewCost::default();
+                let end = view_loop(tty, &done, &mut cost);
+                if let Ok(ViewEnd::Left) = end
+                    && let Ok(mut tty) = File::options().write(true).open("/dev/tty")
+                {
+                    let _ = writeln!(
+                        tty,
+                        "bench --watch: left the view; the run goes on and its tables \
+                         follow at its end (Ctrl-C stops it)"
+                    );
+                }
+                end.map(|e| (e, cost))
+            })
             .map_err(|e| BenchError::Config(format!("--watch: cannot start the view: {e}")))?
     };
     let result = scenario();
     done.store(true, Ordering::Relaxed);
     match view.join() {
-        Ok(Ok(ViewEnd::Left)) => {
-            eprintln!("--watch: the view was left early; the scenario ran on to its end")
+        Ok(Ok((end, cost))) => {
+            if end == ViewEnd::Left {
+                eprintln!("--watch: the view was left early; the scenario ran on to its end");
+            }
+            if cost.frames > 0 {
+                let each = cost.busy.as_secs_f64() / cost.frames as f64;
+                eprintln!(
+                    "--watch: {} frames, {:.2} ms each to snapshot and draw ({:.2}% of one core at one frame per {} ms)",
+                    cost.frames,
+                    each * 1e3,
+                    100.0 * each / REFRESH.as_secs_f64(),
+                    REFRESH.as_millis()
+                );
+            }
         }
-        Ok(Ok(ViewEnd::ScenarioDone)) => {}
         Ok(Err(e)) => eprintln!("--watch: the view failed: {e}; the scenario ran on"),
         Err(_) => eprintln!("--watch: the view panicked; the scenario ran on"),
     }
@@ -855,7 +899,9 @@ mod tests {
         let b = render(&snap, None, w, h);
         let scale = row_text(&b, 2);
         assert!(
-            scale.starts_with("each cell = 139 buffers (720 cells); colour = mean usage"),
+            scale.starts_with(
+                "each cell = 139 buffers (720 cells): mean usage; + ! if any, * if half"
+            ),
             "{scale}"
         );
         assert_eq!(cell(&b, 1), ("5".into(), Color::Red, " ".into()));
