@@ -5,13 +5,15 @@
 //! hand its pool over) a few times a second:
 //!
 //! ```text
-//!  pool 7: clock evictor, 2048 buffers, 1 partition          q / Ctrl-C: leave the view
-//!  hit ratio  93.4%   accesses 412.0k/s   evictions 27.1k/s   (last 0.25 s)
-//!  each cell = 2 buffers (1024 cells); colour = mean usage; mark = any pin/I/O, dirty if half are
-//!  usage 0 1 2 3 4 5 | HOT COOL | probation | . empty
-//!  marks: * dirty  + pinned  ! I/O in progress  < clock hand
-//!  partition 0 (node 0): buffers 0..2047, hand at buffer 517, pass 12
-//!  1 0 0*3 5 5 5+1 0 0 2<0 0 1 ...
+//!  pool 2: clock evictor, 2048 buffers, 1 partition   q: leave the view
+//!  hit ratio  54.8%   accesses 214.6k/s   evictions 97.1k/s   (last 0.26 s)
+//!  each cell = 3 buffers (683 cells): mean usage; + ! if any, * if half
+//!  usage 0 1 2 3 4 5  . empty
+//!  marks: * dirty  + pinned  ! I/O in progress  < next buffer of the clock hand
+//!  partition 0 (node 0): buffers 0..2047, hand at buffer 1899, pass 690
+//!  2 2 2 3 2 4 3 4 2 2 4 2 4 2 3 2 2 4 2 4 2 4 2 4 2 2 2 2 2 3 2 4 3 2 4 3 2 2 3 1
+//!  ...
+//!  0 0 0!.!.!.!0!.!.!.!.!.!0!0!0 0 1!0!0!0!0!0 0!.!2!.!.!.!.!.!0!1!0!1<1 1 1 2 1 0
 //! ```
 //!
 //! A cell is two columns: the state glyph (a usage digit for the clock, `H`
