@@ -18,7 +18,7 @@
 //!
 //! # Rules
 //! 1. With watching off (the default) a pool's open costs one relaxed load
-//!    of [`WATCHING`] and nothing else; nothing on any hot path reads it.
+//!    of the `WATCHING` flag and nothing else; nothing on any hot path reads it.
 //! 2. A pool is in the registry from the end of its open to the start of its
 //!    drop, and only if watching was on when it opened.
 //! 3. The registry holds [`Weak`] handles: it never keeps a pool's memory
