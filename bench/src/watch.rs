@@ -556,7 +556,9 @@ fn view_loop(mut tty: File, done: &AtomicBool, cost: &mut ViewCost) -> std::io::
         cost.busy += frame_start.elapsed();
         let next = Instant::now() + REFRESH;
         loop {
-            if done.load(Ordering::Relaxed) {
+            // The scenario ended, or a panic elsewhere restored the
+            // terminal (rule 1): draw no more.
+            if done.load(Ordering::Relaxed) || !ACTIVE.load(Ordering::SeqCst) {
                 return Ok(ViewEnd::ScenarioDone);
             }
             let left = next.saturating_duration_since(Instant::now());
@@ -620,7 +622,7 @@ pub fn run_watched<T>(scenario: impl FnOnce() -> Result<T>) -> Result<T> {
             if cost.frames > 0 {
                 let each = cost.busy.as_secs_f64() / cost.frames as f64;
                 eprintln!(
-                    "--watch: {} frames, {:.2} ms each to snapshot and draw ({:.2}% of one core at one frame per {} ms)",
+                    "--watch: {} frame(s), {:.2} ms each to snapshot and draw ({:.2}% of one core at one frame per {} ms)",
                     cost.frames,
                     each * 1e3,
                     100.0 * each / REFRESH.as_secs_f64(),
