@@ -159,6 +159,11 @@ pub struct CommonArgs {
     /// configuration); replay it with `bench replay FILE`
     #[arg(long, global = true, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Draw the pool live in the terminal while the scenario runs (q or
+    /// Ctrl-C leaves the view; the scenario runs on and its tables are
+    /// printed at its end); turns progress bars off
+    #[arg(long, global = true)]
+    pub watch: bool,
 }
 
 /// A scenario's defaults for the options left out.
@@ -305,7 +310,8 @@ impl CommonArgs {
             direct_io: self.direct,
             data_dir: self.data_dir.clone(),
             json: self.json.clone(),
-            progress: !self.no_progress,
+            // `--watch` draws the screen: bars would scribble over it.
+            progress: !self.no_progress && !self.watch,
             quick: self.quick,
             trace: self.trace.clone(),
         })

@@ -8,6 +8,7 @@ pub mod plot;
 pub mod replay;
 pub mod scenarios;
 pub mod step;
+pub mod watch;
 
 pub use common::{CommonArgs, Settings};
 pub use error::{BenchError, Result};

@@ -134,7 +134,20 @@ fn main() -> ExitCode {
         };
     }
     let cli = Cli::parse();
-    match run(&cli) {
+    // `--watch`: this process re-runs the command as the child that draws
+    // the view, and prints the child's output when it ends (bench::watch).
+    if cli.common.watch && !bench::watch::in_view_child() {
+        return bench::watch::run_in_child().unwrap_or_else(|e| {
+            eprintln!("bench: {e}");
+            ExitCode::FAILURE
+        });
+    }
+    let result = if cli.common.watch {
+        bench::watch::run_watched(|| run(&cli))
+    } else {
+        run(&cli)
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("bench: {e}");

@@ -26,6 +26,7 @@ pub mod tag;
 pub mod topology;
 pub mod trace;
 pub mod wal_hook;
+pub mod watch;
 
 pub use config::{BgWriterConfig, IoMode, PoolConfig, RingSizes, SweepBatch};
 pub use desc::BufferId;

@@ -117,6 +117,8 @@ pub(crate) struct PoolShared {
 pub struct BufferPool {
     pub(crate) shared: Arc<PoolShared>,
     bgwriter: Option<crate::bgwriter::BgWriterHandle>,
+    /// In the [`crate::watch`] registry (watching was on at open).
+    watched: bool,
 }
 
 impl BufferPool {
@@ -221,7 +223,12 @@ impl BufferPool {
             .config
             .bgwriter
             .map(|bg| crate::bgwriter::BgWriterHandle::start(&shared, bg));
-        Ok(BufferPool { shared, bgwriter })
+        let watched = crate::watch::register_if_watching(&shared);
+        Ok(BufferPool {
+            shared,
+            bgwriter,
+            watched,
+        })
     }
 
     /// Write this thread's buffered trace records to the trace file (a no-op
@@ -335,7 +342,10 @@ impl BufferPool {
 
     /// A snapshot of the statistics.
     pub fn stats(&self) -> PoolStats {
-        let s = &self.shared;
+        BufferPool::stats_of(&self.shared)
+    }
+
+    pub(crate) fn stats_of(s: &PoolShared) -> PoolStats {
         // Under the registry lock, so a thread retiring meanwhile is counted once.
         let threads = s.thread_stats.lock();
         PoolStats::collect(
@@ -395,6 +405,9 @@ fn bind_descriptors(descs: &[BufferDesc], parts: &PartitionMap, topology: &Topol
 
 impl Drop for BufferPool {
     fn drop(&mut self) {
+        if self.watched {
+            crate::watch::unregister(self.shared.id);
+        }
         if let Some(bg) = self.bgwriter.take() {
             bg.stop(&self.shared);
         }
