@@ -316,10 +316,107 @@ impl CommonArgs {
 /// then write its buffered trace records, so they are in the file when the
 /// run ends (a no-op without `--trace`).
 pub fn traced<T>(db: &engine::Database, id: u32, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    traced_pool(db.pool(), id, f)
+}
+
+/// [`traced`] for a scenario that runs a [`bufmgr::BufferPool`] directly.
+pub fn traced_pool<T>(
+    pool: &bufmgr::BufferPool,
+    id: u32,
+    f: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    as_trace_thread(id, || {
+        let r = f();
+        pool.flush_trace()?;
+        r
+    })
+}
+
+/// Run `f` as trace thread `id` in the pools it opens or first uses, then
+/// make the thread unnamed again ([`bufmgr::trace::clear_thread_id`]): for
+/// a scenario whose one client is the calling thread, around the opening of
+/// its pool and the measured run.
+pub fn as_trace_thread<T>(id: u32, f: impl FnOnce() -> T) -> T {
     bufmgr::trace::set_thread_id(id);
     let r = f();
-    db.pool().flush_trace()?;
+    bufmgr::trace::clear_thread_id();
     r
+}
+
+/// One trace file a measured run wrote under `--trace`, with what its pool
+/// counted over its whole life (from open to the moment the run was noted,
+/// [`note_trace`]): the file holds exactly `accesses` access records and
+/// `evictions` eviction records once the pool is closed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceFile {
+    pub path: PathBuf,
+    pub accesses: u64,
+    pub evictions: u64,
+}
+
+/// The trace files of measured runs, each with the `--trace FILE` it was
+/// named from: [`take_traces`] hands a scenario the ones of its own FILE
+/// (tests run scenarios side by side in one process, each with its own FILE).
+static TRACES_WRITTEN: std::sync::Mutex<Vec<(PathBuf, TraceFile)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// After a measured run under `--trace` (`path` is its
+/// [`Settings::trace_for`]; `None`: nothing recorded, nothing done): write
+/// the calling thread's buffered records and note the file with the pool's
+/// counts. Call it when the run's workers are done and nothing else will
+/// read through the pool (before the pool is closed: closing writes the
+/// other threads' last records, and reads no page).
+pub fn note_trace(
+    settings: &Settings,
+    path: Option<PathBuf>,
+    pool: &bufmgr::BufferPool,
+) -> Result<()> {
+    let (Some(base), Some(path)) = (&settings.trace, path) else {
+        return Ok(());
+    };
+    pool.flush_trace()?;
+    let t = pool.stats().totals();
+    TRACES_WRITTEN
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push((
+            base.clone(),
+            TraceFile {
+                path,
+                accesses: t.accesses,
+                evictions: t.evictions,
+            },
+        ));
+    Ok(())
+}
+
+/// The trace files noted ([`note_trace`]) under `settings`' `--trace FILE`
+/// since the last call, in the order they were written; they are
+/// forgotten.
+pub fn take_traces(settings: &Settings) -> Vec<TraceFile> {
+    let Some(base) = &settings.trace else {
+        return Vec::new();
+    };
+    let mut all = TRACES_WRITTEN.lock().unwrap_or_else(|p| p.into_inner());
+    let (mine, rest): (Vec<_>, Vec<_>) = all.drain(..).partition(|(b, _)| b == base);
+    *all = rest;
+    mine.into_iter().map(|(_, f)| f).collect()
+}
+
+/// Print the trace files a scenario wrote (`--trace`), one line each.
+pub fn print_traces(scenario: &str, files: &[TraceFile]) {
+    if files.is_empty() {
+        return;
+    }
+    println!("{scenario}: {} trace file(s) written:", files.len());
+    for f in files {
+        println!(
+            "  {} ({} accesses, {} evictions)",
+            f.path.display(),
+            f.accesses,
+            f.evictions
+        );
+    }
 }
 
 /// One pool configuration of the matrix.
@@ -350,6 +447,21 @@ impl fmt::Display for Config {
 
 fn on_off(b: bool) -> &'static str {
     if b { "on" } else { "off" }
+}
+
+/// FILE's name without its extension (`t.trace` -> `t`).
+fn trace_stem(path: &Path) -> String {
+    path.file_stem()
+        .map_or("trace".into(), |s| s.to_string_lossy().into_owned())
+}
+
+/// `path` with its name replaced by `name` plus `path`'s extension.
+fn with_trace_name(path: &Path, mut name: String) -> PathBuf {
+    if let Some(ext) = path.extension() {
+        name.push('.');
+        name.push_str(&ext.to_string_lossy());
+    }
+    path.with_file_name(name)
 }
 
 impl Settings {
@@ -395,19 +507,25 @@ impl Settings {
             .direct_io(self.direct_io)
     }
 
-    /// The trace file of the measured run of `c` under `--trace FILE`: FILE
-    /// itself when the matrix has one configuration, else FILE with the
-    /// configuration in its name (`t.trace` -> `t-clock-b1-p1-t2-ring-on.trace`).
-    pub fn trace_for(&self, c: &Config) -> Option<PathBuf> {
+    /// The trace file of one measured run of `c` under `--trace FILE`.
+    ///
+    /// `cell` names what tells this run apart from the scenario's other runs
+    /// of `c`: a value of the scenario's own options (`"commit-async"`,
+    /// `"scan-2pl"`) and, where a configuration runs several times, the run
+    /// (`"run3"`). A scenario passes a part only when its dimension has more
+    /// than one value, so the names stay short. FILE itself when the
+    /// matrix has one configuration and `cell` is empty; else FILE's name
+    /// with the configuration and the parts in it (`t.trace` ->
+    /// `t-clock-b1-p1-t2-ring-on-huge-off-run3.trace`). Every measured run
+    /// of one scenario gets a name of its own.
+    pub fn trace_for(&self, c: &Config, cell: &[&str]) -> Option<PathBuf> {
         let path = self.trace.as_ref()?;
-        if self.configs().len() <= 1 {
+        if self.configs().len() <= 1 && cell.is_empty() {
             return Some(path.clone());
         }
-        let stem = path
-            .file_stem()
-            .map_or("trace".into(), |s| s.to_string_lossy());
         let mut name = format!(
-            "{stem}-{}-b{}-p{}-t{}-ring-{}-huge-{}",
+            "{}-{}-b{}-p{}-t{}-ring-{}-huge-{}",
+            trace_stem(path),
             c.evictor,
             c.batch,
             c.partitions,
@@ -415,18 +533,31 @@ impl Settings {
             on_off(c.ring),
             on_off(c.huge_pages)
         );
-        if let Some(ext) = path.extension() {
-            name.push('.');
-            name.push_str(&ext.to_string_lossy());
+        for part in cell {
+            name.push('-');
+            name.push_str(part);
         }
-        Some(path.with_file_name(name))
+        Some(with_trace_name(path, name))
     }
 
     /// [`engine_options`](Self::engine_options) for the measured run of
-    /// `c`: with its trace file under `--trace` (building and checking the
-    /// data use `engine_options` and record nothing).
-    pub fn measured_options(&self, c: &Config) -> engine::Options {
-        self.engine_options(c).trace(self.trace_for(c))
+    /// `c` (`cell` as in [`trace_for`](Self::trace_for)): with its trace
+    /// file under `--trace` (building and checking the data use
+    /// `engine_options` and record nothing).
+    pub fn measured_options(&self, c: &Config, cell: &[&str]) -> engine::Options {
+        self.engine_options(c).trace(self.trace_for(c, cell))
+    }
+
+    /// These settings with `--trace FILE` turned into FILE with `part` in
+    /// its name (`t.trace` -> `t-sweep.trace`): what `bench all` and the
+    /// default run give each scenario, so that two scenarios never write
+    /// the same file.
+    pub fn trace_with_part(mut self, part: &str) -> Settings {
+        if let Some(path) = &self.trace {
+            let name = format!("{}-{part}", trace_stem(path));
+            self.trace = Some(with_trace_name(path, name));
+        }
+        self
     }
 
     /// The pool configuration of one matrix cell (no background writer,

@@ -380,6 +380,14 @@ pub fn set_thread_id(id: u32) {
     THREAD_ID.with(|c| c.set(Some(id)));
 }
 
+/// Forget this thread's [`set_thread_id`]: pools it uses from now on name it
+/// as an unnamed thread (a program that runs several measured runs on one
+/// thread clears the id between them, so a later run's opening thread does
+/// not take a worker's id).
+pub fn clear_thread_id() {
+    THREAD_ID.with(|c| c.set(None));
+}
+
 /// Trace ids of threads that did not [`set_thread_id`] start here (so they
 /// never collide with the small ids the benchmarks give their workers).
 pub const UNNAMED_THREAD_BASE: u32 = 1 << 31;
