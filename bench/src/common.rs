@@ -361,11 +361,13 @@ static TRACES_WRITTEN: std::sync::Mutex<Vec<(PathBuf, TraceFile)>> =
     std::sync::Mutex::new(Vec::new());
 
 /// After a measured run under `--trace` (`path` is its
-/// [`Settings::trace_for`]; `None`: nothing recorded, nothing done): write
-/// the calling thread's buffered records and note the file with the pool's
-/// counts. Call it when the run's workers are done and nothing else will
-/// read through the pool (before the pool is closed: closing writes the
-/// other threads' last records, and reads no page).
+/// [`Settings::trace_for`]; `None`: nothing recorded, nothing done): stop
+/// the recording ([`bufmgr::BufferPool::stop_trace`], which writes the
+/// calling thread's batch) and note the file with the pool's counts. Call
+/// it when the run's workers are done (and have written their batches,
+/// [`traced`]), before the data check a scenario runs on the same pool:
+/// the check stays out of the trace. The file is complete once the pool is
+/// closed (the background threads' last batches are written then).
 pub fn note_trace(
     settings: &Settings,
     path: Option<PathBuf>,
@@ -374,7 +376,7 @@ pub fn note_trace(
     let (Some(base), Some(path)) = (&settings.trace, path) else {
         return Ok(());
     };
-    pool.flush_trace()?;
+    pool.stop_trace()?;
     let t = pool.stats().totals();
     TRACES_WRITTEN
         .lock()
