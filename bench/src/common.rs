@@ -542,6 +542,19 @@ impl Settings {
         Some(with_trace_name(path, name))
     }
 
+    /// The trace file of a measured run that is not a cell of the matrix
+    /// (`compare-sqlite`'s engine databases): FILE's name with `parts`
+    /// (`t.trace` -> `t-zipf.trace`).
+    pub fn trace_named(&self, parts: &[&str]) -> Option<PathBuf> {
+        let path = self.trace.as_ref()?;
+        let mut name = trace_stem(path);
+        for part in parts {
+            name.push('-');
+            name.push_str(part);
+        }
+        Some(with_trace_name(path, name))
+    }
+
     /// [`engine_options`](Self::engine_options) for the measured run of
     /// `c` (`cell` as in [`trace_for`](Self::trace_for)): with its trace
     /// file under `--trace` (building and checking the data use

@@ -644,7 +644,10 @@ mod tests {
         assert_eq!(torn, Some(torn_at));
         assert_eq!(t.events, ev[..2]);
         std::fs::write(&p, file_of(&ev)).unwrap();
-        assert_eq!(Trace::read_torn(&p).unwrap(), (Trace::read(&p).unwrap(), None));
+        assert_eq!(
+            Trace::read_torn(&p).unwrap(),
+            (Trace::read(&p).unwrap(), None)
+        );
         // Damage before the tear is still an error.
         b[HEADER_SIZE] = 9;
         std::fs::write(&p, &b).unwrap();

@@ -614,7 +614,10 @@ fn measure_once(
     remove_dir(run)?;
     copy_dir(template, run)?;
     let parts = cell.trace_parts("seq", rep);
-    let trace = settings.trace_for(&cell.pool, &parts.iter().map(String::as_str).collect::<Vec<_>>());
+    let trace = settings.trace_for(
+        &cell.pool,
+        &parts.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
     let config = settings
         .pool_config(&cell.pool)
         .checksums(cell.checksums)
@@ -986,7 +989,10 @@ fn measure_index_once(
     remove_dir(run)?;
     copy_dir(template, run)?;
     let parts = cell.trace_parts("index", rep);
-    let trace = settings.trace_for(&cell.pool, &parts.iter().map(String::as_str).collect::<Vec<_>>());
+    let trace = settings.trace_for(
+        &cell.pool,
+        &parts.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
     let opts = engine_options(&cell.pool, buffers, params, cell.checksums, cell.mode);
     // The one client is this thread: trace thread 0 from the open on.
     let db = common::as_trace_thread(0, || Database::open(run, opts.trace(trace.clone())))?;
@@ -1122,7 +1128,15 @@ fn run_index_part(settings: &Settings, params: &Params, cells: &[Cell]) -> Resul
                 .expect("a template per (logged, checksums)")
                 .1;
             let template = index_template_dir(settings, params, cell.logged, cell.checksums);
-            let (s, e) = measure_index_once(&template, &run, settings, params, cell, info, (buffers, rep))?;
+            let (s, e) = measure_index_once(
+                &template,
+                &run,
+                settings,
+                params,
+                cell,
+                info,
+                (buffers, rep),
+            )?;
             if let Some(e) = e {
                 errors[i] += 1;
                 first_error.get_or_insert_with(|| format!("index scan {}: {e}", cell.label()));

@@ -441,7 +441,10 @@ fn measure(
     label: &str,
 ) -> Result<Row> {
     let trace = settings.trace_for(c, &[]);
-    let pool = BufferPool::new(settings.pool_config(c).trace(trace.clone()), storage.clone())?;
+    let pool = BufferPool::new(
+        settings.pool_config(c).trace(trace.clone()),
+        storage.clone(),
+    )?;
     let rf = RelFork::main(rel);
     let stop = AtomicBool::new(false);
     let pb = progress_bar(
