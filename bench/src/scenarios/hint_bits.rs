@@ -622,8 +622,7 @@ fn measure_once(
         .pool_config(&cell.pool)
         .checksums(cell.checksums)
         .trace(trace.clone());
-    // The one client is this thread: trace thread 0 from the open on.
-    let db = common::as_trace_thread(0, || Db::open(run, params, config, cell.logged))?;
+    let db = Db::open(run, params, config, cell.logged)?;
     // Warm-up: every page of the table and of the commit log read once,
     // without looking at a tuple, so the timed scan reads no page.
     for rel in [REL, CLOG_REL] {
@@ -994,8 +993,7 @@ fn measure_index_once(
         &parts.iter().map(String::as_str).collect::<Vec<_>>(),
     );
     let opts = engine_options(&cell.pool, buffers, params, cell.checksums, cell.mode);
-    // The one client is this thread: trace thread 0 from the open on.
-    let db = common::as_trace_thread(0, || Database::open(run, opts.trace(trace.clone())))?;
+    let db = Database::open(run, opts.trace(trace.clone()))?;
     let pool = db.pool().clone();
     let table = RelId(info.table_rel);
     for rel in [table, RelId(info.index_rel), CLOG_REL] {
@@ -1128,15 +1126,18 @@ fn run_index_part(settings: &Settings, params: &Params, cells: &[Cell]) -> Resul
                 .expect("a template per (logged, checksums)")
                 .1;
             let template = index_template_dir(settings, params, cell.logged, cell.checksums);
-            let (s, e) = measure_index_once(
-                &template,
-                &run,
-                settings,
-                params,
-                cell,
-                info,
-                (buffers, rep),
-            )?;
+            // The one client is this thread: trace thread 0.
+            let (s, e) = common::as_trace_thread(0, || {
+                measure_index_once(
+                    &template,
+                    &run,
+                    settings,
+                    params,
+                    cell,
+                    info,
+                    (buffers, rep),
+                )
+            })?;
             if let Some(e) = e {
                 errors[i] += 1;
                 first_error.get_or_insert_with(|| format!("index scan {}: {e}", cell.label()));
@@ -1473,7 +1474,10 @@ pub fn run(settings: &Settings, params: &Params) -> Result<HintBitsReport> {
             let label = format!("[{}/{}] {}", rep * cells.len() + i + 1, total, cell.label());
             pb.set_message(label.clone());
             let template = template_dir(settings, params, cell.logged);
-            let s = measure_once(&template, &run, settings, params, cell, rep)?;
+            // The one client is this thread: trace thread 0.
+            let s = common::as_trace_thread(0, || {
+                measure_once(&template, &run, settings, params, cell, rep)
+            })?;
             if let Some(e) = sample_error(&s, params.rows) {
                 errors[i] += 1;
                 first_error.get_or_insert_with(|| format!("{}: {e}", cell.label()));
