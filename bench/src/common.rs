@@ -154,9 +154,11 @@ pub struct CommonArgs {
     /// Write plots (SVG) of the scenarios that draw them into DIR
     #[arg(long, global = true, value_name = "DIR")]
     pub svg: Option<PathBuf>,
-    /// Record the measured runs' page accesses into FILE (one file per
-    /// configuration when the run has several: FILE's name gets the
-    /// configuration); replay it with `bench replay FILE`
+    /// Record each measured run's page accesses and evictions into its own
+    /// file: FILE when there is one run, else FILE's name with the
+    /// configuration (and scenario, run, ...) in it; the files are listed at
+    /// the end. Replay one with `bench replay FILE` (wal-commit and
+    /// crash-soak refuse the option)
     #[arg(long, global = true, value_name = "FILE")]
     pub trace: Option<PathBuf>,
 }
@@ -936,6 +938,60 @@ mod tests {
             ..Default::default()
         };
         assert!(args.resolve(&defaults()).is_err());
+    }
+
+    #[test]
+    fn trace_files_are_named_by_scenario_configuration_and_cell() {
+        let args = CommonArgs {
+            trace: Some(PathBuf::from("/d/t.trace")),
+            threads: Some(vec![2]),
+            batch: Some(vec![SweepBatch::Fixed(1)]),
+            evictor: Some(EvictorChoice::Clock),
+            ..Default::default()
+        };
+        let s = args.resolve(&defaults()).unwrap();
+        let c = s.configs()[0];
+        assert_eq!(s.configs().len(), 1);
+        // One configuration, no parts: FILE itself.
+        assert_eq!(s.trace_for(&c, &[]), Some(PathBuf::from("/d/t.trace")));
+        assert_eq!(
+            s.trace_for(&c, &["run3"]),
+            Some(PathBuf::from(
+                "/d/t-clock-b1-p1-t2-ring-on-huge-off-run3.trace"
+            ))
+        );
+        let s = s.trace_with_part("index-residency");
+        assert_eq!(
+            s.trace_for(&c, &["scan-2pl", "run1"]),
+            Some(PathBuf::from(
+                "/d/t-index-residency-clock-b1-p1-t2-ring-on-huge-off-scan-2pl-run1.trace"
+            ))
+        );
+        assert_eq!(
+            s.trace_named(&["zipf"]),
+            Some(PathBuf::from("/d/t-index-residency-zipf.trace"))
+        );
+        // Several configurations: each is named even without parts.
+        let s = CommonArgs {
+            evictor: Some(EvictorChoice::Both),
+            ..args.clone()
+        }
+        .resolve(&defaults())
+        .unwrap();
+        let names: Vec<_> = s.configs().iter().map(|c| s.trace_for(c, &[])).collect();
+        assert_eq!(
+            names,
+            [
+                Some(PathBuf::from("/d/t-clock-b1-p1-t2-ring-on-huge-off.trace")),
+                Some(PathBuf::from(
+                    "/d/t-hotcool-b1-p1-t2-ring-on-huge-off.trace"
+                ))
+            ]
+        );
+        // Without --trace: nothing, whatever the parts.
+        let s = CommonArgs::default().resolve(&defaults()).unwrap();
+        assert_eq!(s.trace_for(&s.configs()[0], &["run1"]), None);
+        assert_eq!(s.clone().trace_with_part("sweep").trace, None);
     }
 
     #[test]

@@ -311,3 +311,22 @@ fn wal_commit_and_crash_soak_refuse_trace_with_the_reason() {
         "{written:?}"
     );
 }
+
+#[test]
+fn the_command_line_refuses_trace_on_wal_commit_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args(["wal-commit", "--quick", "--no-progress", "--trace"])
+        .arg(dir.path().join("w.trace"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("wal-commit cannot record a trace") && err.contains("no buffer pool"),
+        "{err}"
+    );
+    assert!(!dir.path().join("w.trace").exists());
+}
