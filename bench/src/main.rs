@@ -7,7 +7,10 @@
 //! HOT/COOL, at a 32 MiB pool) and ends with one line saying which design
 //! kept more of the hot set. With `--json`, `all` and the default run write
 //! every report into one file as `{"scenarios": [...]}`; `--svg DIR` writes
-//! the plots. See the crate README for the options.
+//! the plots. `--trace FILE` records every measured run into a file of its
+//! own (in `all` and the default run with the scenario in its name; the
+//! scenarios that cannot record refuse it, and `all` runs those untraced).
+//! See the crate README for the options.
 
 use std::process::ExitCode;
 use std::time::Instant;
