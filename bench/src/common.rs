@@ -380,17 +380,23 @@ pub fn note_trace(
     };
     pool.stop_trace()?;
     let t = pool.stats().totals();
-    TRACES_WRITTEN
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push((
-            base.clone(),
-            TraceFile {
-                path,
-                accesses: t.accesses,
-                evictions: t.evictions,
-            },
-        ));
+    let mut written = TRACES_WRITTEN.lock().unwrap_or_else(|p| p.into_inner());
+    if written.iter().any(|(b, f)| b == base && f.path == path) {
+        // A scenario whose cells trace_for cannot tell apart: a bug, but
+        // one that must not pass as a whole trace.
+        return Err(BenchError::Config(format!(
+            "two measured runs wrote the trace file {}: the later one replaced the              earlier (the scenario must give trace_for a part that tells them apart)",
+            path.display()
+        )));
+    }
+    written.push((
+        base.clone(),
+        TraceFile {
+            path,
+            accesses: t.accesses,
+            evictions: t.evictions,
+        },
+    ));
     Ok(())
 }
 
@@ -555,14 +561,6 @@ impl Settings {
             name.push_str(part);
         }
         Some(with_trace_name(path, name))
-    }
-
-    /// [`engine_options`](Self::engine_options) for the measured run of
-    /// `c` (`cell` as in [`trace_for`](Self::trace_for)): with its trace
-    /// file under `--trace` (building and checking the data use
-    /// `engine_options` and record nothing).
-    pub fn measured_options(&self, c: &Config, cell: &[&str]) -> engine::Options {
-        self.engine_options(c).trace(self.trace_for(c, cell))
     }
 
     /// These settings with `--trace FILE` turned into FILE with `part` in
@@ -992,6 +990,39 @@ mod tests {
         let s = CommonArgs::default().resolve(&defaults()).unwrap();
         assert_eq!(s.trace_for(&s.configs()[0], &["run1"]), None);
         assert_eq!(s.clone().trace_with_part("sweep").trace, None);
+    }
+
+    #[test]
+    fn a_trace_file_noted_twice_is_an_error_and_taken_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = CommonArgs {
+            trace: Some(dir.path().join("t.trace")),
+            pool_pages: Some(16),
+            ..Default::default()
+        }
+        .resolve(&defaults())
+        .unwrap();
+        let c = s.configs()[0];
+        let path = s.trace_for(&c, &[]);
+        let pool = bufmgr::BufferPool::new(
+            s.pool_config(&c).trace(path.clone()),
+            s.open_storage(dir.path()).unwrap(),
+        )
+        .unwrap();
+        note_trace(&s, path.clone(), &pool).unwrap();
+        let e = note_trace(&s, path.clone(), &pool).unwrap_err().to_string();
+        assert!(
+            e.contains("two measured runs") && e.contains("t-clock"),
+            "{e}"
+        );
+        let files = take_traces(&s);
+        assert_eq!(files.len(), 1);
+        assert_eq!(Some(files[0].path.clone()), path);
+        assert!(take_traces(&s).is_empty(), "taken once");
+        // Without --trace nothing is noted.
+        let off = CommonArgs::default().resolve(&defaults()).unwrap();
+        note_trace(&off, None, &pool).unwrap();
+        assert!(take_traces(&off).is_empty());
     }
 
     #[test]
