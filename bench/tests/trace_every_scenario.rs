@@ -194,7 +194,6 @@ fn oltp_traces_sync_and_async_apart() {
     let args = oltp::Args {
         commit: Some(oltp::CommitChoice::Both),
         checkpoint_ms: Some(300),
-        ..Default::default()
     };
     let kind = ScenarioKind::Oltp(args);
     let s = tiny(
