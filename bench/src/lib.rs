@@ -7,6 +7,7 @@ pub mod error;
 pub mod plot;
 pub mod replay;
 pub mod scenarios;
+pub mod step;
 
 pub use common::{CommonArgs, Settings};
 pub use error::{BenchError, Result};

@@ -114,6 +114,17 @@ fn main() -> ExitCode {
             }
         };
     }
+    // `bench step [TRACE] ...`: its own options too (a tiny pool, a window).
+    if args.peek().is_some_and(|a| a == "step") {
+        args.next();
+        return match bench::step::main(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("bench step: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let cli = Cli::parse();
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,

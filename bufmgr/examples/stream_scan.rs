@@ -45,7 +45,10 @@ struct Args {
     dir: Option<PathBuf>,
 }
 
-fn args() -> Args {
+const USAGE: &str = "usage: stream_scan [--direct] [--pool BUFFERS] [--passes N] [--dir DIR]";
+
+/// The command line, or what was wrong with it.
+fn args() -> Result<Args, String> {
     let mut a = Args {
         direct: false,
         buffers: 4096,
@@ -54,26 +57,34 @@ fn args() -> Args {
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
-        let mut num = |what: &str| -> usize {
-            it.next()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| panic!("{what} needs a number"))
+        let mut num = |what: &str, min: usize| -> Result<usize, String> {
+            let v = it.next().ok_or(format!("{what} needs a number"))?;
+            match v.parse() {
+                Ok(n) if n >= min => Ok(n),
+                _ => Err(format!("{what} {v:?}: expected a whole number >= {min}")),
+            }
         };
         match arg.as_str() {
             "--direct" => a.direct = true,
-            "--pool" => a.buffers = num("--pool"),
-            "--passes" => a.passes = num("--passes"),
-            "--dir" => a.dir = it.next().map(Into::into),
-            other => {
-                panic!("unknown argument {other:?} (--direct, --pool N, --passes N, --dir DIR)")
-            }
+            // The table is 4x the pool and a stream's ring is capped at
+            // pool/8: below 16 buffers there is nothing to stream.
+            "--pool" => a.buffers = num("--pool", 16)?,
+            "--passes" => a.passes = num("--passes", 1)?,
+            "--dir" => a.dir = Some(it.next().ok_or("--dir needs a directory")?.into()),
+            other => return Err(format!("unknown argument {other:?}")),
         }
     }
-    a
+    Ok(a)
 }
 
 fn main() {
-    let a = args();
+    let a = match args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("stream_scan: {e}\n{USAGE}");
+            std::process::exit(2);
+        }
+    };
     let base = a.dir.clone().unwrap_or_else(|| {
         let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/stream-scan");
         std::fs::create_dir_all(&p).expect("create the example's directory");

@@ -16,6 +16,21 @@
 //! one partition, one thread and a batch of 1 the live pool makes the same
 //! decisions (tested in `tests/tests/trace_replay_matches_the_pool.rs`).
 //!
+//! # Watching the rules work: the step observer
+//! [`ReplayPool::observed`] makes a pool that reports every decision its
+//! rules take to a [`StepObserver`], as a [`StepEvent`]: a hit and what the
+//! pin rule did to the state word, each tick of the hand (buffer, state
+//! before and after, [`Tick`]), each pop of the probation queue, each ring
+//! slot looked at, the victim chosen and the page loaded. The events are
+//! sent from inside [`ReplayPool::access`] and the sweep, queue and ring
+//! paths it calls, so what an observer sees is what the replay did: there
+//! is no second copy of the loop. `bench step` prints them.
+//!
+//! The plain pool ([`ReplayPool::new`]) has the observer [`NoObserver`],
+//! whose [`StepObserver::ON`] is `false`: every `if O::ON` is decided at
+//! compile time and the events are never built, so the replay of a big
+//! trace runs the same code as before the observer existed.
+//!
 //! # Rings
 //! A ring access (bulk read, bulk write, vacuum) is replayed through a ring
 //! as the pool would: for the engine's evictors each (thread, ring kind)
@@ -168,10 +183,135 @@ fn nkeys(keys: &[u32]) -> usize {
 /// A ring of the replay: its slots (buffer ids) and the current slot.
 type ReplayRing = (Vec<Option<usize>>, usize);
 
+/// Where the buffer a miss got came from.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum VictimSource {
+    /// The clock hand's tick took it (an empty buffer is taken on the
+    /// hand's first visit: its state is 0, the bottom step).
+    Hand,
+    /// The head of the probation queue (probation only).
+    Queue,
+    /// The access's ring reused its current slot.
+    Ring,
+}
+
+/// One decision of [`ReplayPool`]'s rules, as a [`StepObserver`] sees it.
+/// States are the pool's state words ([`crate::desc`]); refcount 0 (the
+/// replay never holds a pin between accesses).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum StepEvent {
+    /// The page was resident in `buffer`: the pin rule took its state from
+    /// `before` to `after` (pin and unpin).
+    Hit {
+        buffer: usize,
+        tag: BufferTag,
+        before: u64,
+        after: u64,
+    },
+    /// A ring access looked at its ring's next slot, holding `buffer` in
+    /// `state`: reused if [`Evictor::ring_reusable`], else the miss sweeps.
+    /// (An empty slot sends no event: the miss sweeps.)
+    RingSlot {
+        buffer: usize,
+        tag: Option<BufferTag>,
+        state: u64,
+        reusable: bool,
+    },
+    /// The hand's tick number `hand` (counting from 0; the buffer is
+    /// `hand % len`) visited `buffer`: [`Evictor::on_tick`] said `tick`,
+    /// and the state went from `before` to `after`.
+    Tick {
+        hand: u64,
+        buffer: usize,
+        tag: Option<BufferTag>,
+        before: u64,
+        after: u64,
+        tick: Tick,
+    },
+    /// The probation queue's head `buffer` was popped: [`Evictor::on_pop`]
+    /// said `tick` (`Cool`: promoted to main; `Victim`: taken, its tag
+    /// hash to the ghost set). `forced`: the main hand found nothing.
+    Pop {
+        buffer: usize,
+        tag: Option<BufferTag>,
+        before: u64,
+        after: u64,
+        tick: Tick,
+        forced: bool,
+    },
+    /// The miss takes `buffer`, from `source`; `evicted` is the page it
+    /// held (`None`: it was empty).
+    Victim {
+        buffer: usize,
+        evicted: Option<BufferTag>,
+        source: VictimSource,
+    },
+    /// `tag` was loaded into `buffer` with `state`; `queued`: it went to
+    /// the tail of the probation queue; `ghost_hit`: the ghost set sent it
+    /// straight to main (probation only).
+    Load {
+        buffer: usize,
+        tag: BufferTag,
+        state: u64,
+        queued: bool,
+        ghost_hit: bool,
+    },
+}
+
+impl StepEvent {
+    /// The buffer the event is about.
+    pub fn buffer(&self) -> usize {
+        match *self {
+            StepEvent::Hit { buffer, .. }
+            | StepEvent::RingSlot { buffer, .. }
+            | StepEvent::Tick { buffer, .. }
+            | StepEvent::Pop { buffer, .. }
+            | StepEvent::Victim { buffer, .. }
+            | StepEvent::Load { buffer, .. } => buffer,
+        }
+    }
+}
+
+/// Receives [`ReplayPool`]'s decisions as they are taken.
+pub trait StepObserver {
+    /// Whether events are built and sent at all: `false` only for
+    /// [`NoObserver`], so the plain replay compiles the events away.
+    const ON: bool = true;
+    /// One decision, in the order the rules took them.
+    fn event(&mut self, e: StepEvent);
+}
+
+/// The plain replay's observer: nothing is built or sent.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct NoObserver;
+
+impl StepObserver for NoObserver {
+    const ON: bool = false;
+    #[inline(always)]
+    fn event(&mut self, _: StepEvent) {}
+}
+
+/// Collect the events (drain them after each access to see that access's).
+impl StepObserver for Vec<StepEvent> {
+    fn event(&mut self, e: StepEvent) {
+        self.push(e);
+    }
+}
+
+/// Send `$e` to the pool's observer, if it has one (decided at compile time).
+macro_rules! observe {
+    ($pool:expr, $e:expr) => {
+        if O::ON {
+            $pool.observer.event($e);
+        }
+    };
+}
+
 /// A single-threaded, one-partition pool of state words driven by the
-/// engine's evictor rules (see the module docs).
+/// engine's evictor rules (see the module docs), reporting its decisions
+/// to the observer `O` ([`NoObserver`]: none).
 #[derive(Debug)]
-pub struct ReplayPool {
+pub struct ReplayPool<O: StepObserver = NoObserver> {
     evictor: Evictor,
     /// Each buffer's state word (refcount 0 between accesses).
     states: Vec<u64>,
@@ -184,11 +324,25 @@ pub struct ReplayPool {
     ring_sizes: RingSizes,
     /// (thread, kind) -> its ring.
     rings: HashMap<(u32, RingKind), ReplayRing>,
+    observer: O,
 }
 
 impl ReplayPool {
-    /// An empty pool of `pages` buffers under `evictor`.
+    /// An empty pool of `pages` buffers under `evictor`, unobserved.
     pub fn new(evictor: Evictor, pages: usize, ring_sizes: RingSizes) -> ReplayPool {
+        ReplayPool::observed(evictor, pages, ring_sizes, NoObserver)
+    }
+}
+
+impl<O: StepObserver> ReplayPool<O> {
+    /// An empty pool of `pages` buffers under `evictor` that sends each
+    /// decision of its rules to `observer`.
+    pub fn observed(
+        evictor: Evictor,
+        pages: usize,
+        ring_sizes: RingSizes,
+        observer: O,
+    ) -> ReplayPool<O> {
         // As `BufferPool::with_wal` sizes the probation ghost sets.
         let ghosts = if evictor.has_probation() {
             (pages - pages / PROBATION_DIVISOR as usize).div_ceil(NUM_MAPPING_PARTITIONS)
@@ -207,7 +361,33 @@ impl ReplayPool {
                 .collect(),
             ring_sizes,
             rings: HashMap::new(),
+            observer,
         }
+    }
+
+    /// The observer (to drain what it collected).
+    pub fn observer_mut(&mut self) -> &mut O {
+        &mut self.observer
+    }
+
+    /// The evictor whose rules the pool runs.
+    pub fn evictor(&self) -> Evictor {
+        self.evictor
+    }
+
+    /// Each buffer's state word.
+    pub fn states(&self) -> &[u64] {
+        &self.states
+    }
+
+    /// The buffer the hand visits next.
+    pub fn hand_buffer(&self) -> usize {
+        (self.hand % self.len() as u64) as usize
+    }
+
+    /// The probation queue, head first (empty unless probation).
+    pub fn probation_queue(&self) -> impl Iterator<Item = usize> + '_ {
+        self.queue.iter().copied()
     }
 
     /// Buffers in the pool.
@@ -229,16 +409,34 @@ impl ReplayPool {
     pub fn access(&mut self, r: &Ref) -> bool {
         let ring = r.ring.is_some();
         if let Some(&id) = self.map.get(&r.tag) {
-            self.states[id] = self.evictor.on_pin(self.states[id], ring) - REFCOUNT_ONE;
+            let before = self.states[id];
+            self.states[id] = self.evictor.on_pin(before, ring) - REFCOUNT_ONE;
+            observe!(
+                self,
+                StepEvent::Hit {
+                    buffer: id,
+                    tag: r.tag,
+                    before,
+                    after: self.states[id],
+                }
+            );
             return true;
         }
-        let id = match r.ring.and_then(|k| self.ring_slot(r.thread, k)) {
-            Some(id) => id,
+        let (id, source) = match r.ring.and_then(|k| self.ring_slot(r.thread, k)) {
+            Some(id) => (id, VictimSource::Ring),
             None => self.sweep(),
         };
         if let Some(k) = r.ring {
             self.set_ring_current(r.thread, k, id);
         }
+        observe!(
+            self,
+            StepEvent::Victim {
+                buffer: id,
+                evicted: self.tags[id],
+                source,
+            }
+        );
         // Invalidate the old identity (the pool's `invalidate_victim`: the
         // flags and usage go, the probation region bit stays).
         let s = self.states[id];
@@ -247,14 +445,26 @@ impl ReplayPool {
         }
         let ht = HashedTag::new(r.tag);
         let mut bits = self.evictor.admit_bits();
-        if self.evictor.has_probation()
-            && s & PROBATION == 0
-            && !self.ghosts[ht.partition()].take(ht.hash)
-        {
-            bits |= PROBATION;
-            self.queue.push_back(id);
+        let (mut queued, mut ghost_hit) = (false, false);
+        if self.evictor.has_probation() && s & PROBATION == 0 {
+            ghost_hit = self.ghosts[ht.partition()].take(ht.hash);
+            if !ghost_hit {
+                bits |= PROBATION;
+                self.queue.push_back(id);
+                queued = true;
+            }
         }
         self.states[id] = (s & PROBATION) | TAG_VALID | VALID | bits;
+        observe!(
+            self,
+            StepEvent::Load {
+                buffer: id,
+                tag: r.tag,
+                state: self.states[id],
+                queued,
+                ghost_hit,
+            }
+        );
         // The read's pin and unpin: the miss path admits, it does not pin
         // by the pin rule.
         self.tags[id] = Some(r.tag);
@@ -283,7 +493,17 @@ impl ReplayPool {
             .or_insert_with(|| (vec![None; n], n - 1));
         *cur = (*cur + 1) % slots.len();
         let id = slots[*cur]?;
-        self.evictor.ring_reusable(self.states[id]).then_some(id)
+        let reusable = self.evictor.ring_reusable(self.states[id]);
+        observe!(
+            self,
+            StepEvent::RingSlot {
+                buffer: id,
+                tag: self.tags[id],
+                state: self.states[id],
+                reusable,
+            }
+        );
+        reusable.then_some(id)
     }
 
     fn set_ring_current(&mut self, thread: u32, kind: RingKind, id: usize) {
@@ -294,34 +514,53 @@ impl ReplayPool {
 
     /// The victim search of `pool::victim::clock_sweep` for one partition
     /// with nothing pinned.
-    fn sweep(&mut self) -> usize {
+    fn sweep(&mut self) -> (usize, VictimSource) {
         let n = self.len();
         if self.evictor.has_probation() && self.hand >= n as u64 {
             if let Some(v) = self.probation_pop(false) {
-                return v;
+                return (v, VictimSource::Queue);
             }
         }
         let mut try_counter = n;
         while try_counter > 0 {
             let id = (self.hand % n as u64) as usize;
-            self.hand += 1;
-            match self.evictor.on_tick(self.states[id]) {
-                Tick::Victim => return self.take(id),
+            let before = self.states[id];
+            let tick = self.evictor.on_tick(before);
+            match tick {
+                Tick::Victim => {
+                    self.take(id);
+                }
                 Tick::Cool(s) => {
                     self.states[id] = s;
                     try_counter = n;
                 }
                 Tick::Pinned | Tick::Skip => try_counter -= 1,
             }
+            observe!(
+                self,
+                StepEvent::Tick {
+                    hand: self.hand,
+                    buffer: id,
+                    tag: self.tags[id],
+                    before,
+                    after: self.states[id],
+                    tick,
+                }
+            );
+            self.hand += 1;
+            if tick == Tick::Victim {
+                return (id, VictimSource::Hand);
+            }
         }
-        self.probation_pop(true)
-            .expect("single-threaded replay: nothing is pinned, the queue holds the pool")
+        let v = self
+            .probation_pop(true)
+            .expect("single-threaded replay: nothing is pinned, the queue holds the pool");
+        (v, VictimSource::Queue)
     }
 
     /// The victim `id`: its region bit cleared, as the pool's CAS does.
-    fn take(&mut self, id: usize) -> usize {
+    fn take(&mut self, id: usize) {
         self.states[id] &= !PROBATION;
-        id
     }
 
     /// `probation_pop`: at most as many pops as the queue held.
@@ -335,16 +574,32 @@ impl ReplayPool {
             }
             let id = self.queue.pop_front().expect("held > 0");
             let left = left.get_or_insert(held);
-            match self.evictor.on_pop(self.states[id], forced) {
+            let before = self.states[id];
+            let tick = self.evictor.on_pop(before, forced);
+            match tick {
                 Tick::Victim => {
                     if let Some(tag) = self.tags[id] {
                         let ht = HashedTag::new(tag);
                         self.ghosts[ht.partition()].remember(ht.hash);
                     }
-                    return Some(self.take(id));
+                    self.take(id);
                 }
                 Tick::Cool(s) => self.states[id] = s,
                 Tick::Pinned | Tick::Skip => self.queue.push_back(id),
+            }
+            observe!(
+                self,
+                StepEvent::Pop {
+                    buffer: id,
+                    tag: self.tags[id],
+                    before,
+                    after: self.states[id],
+                    tick,
+                    forced,
+                }
+            );
+            if tick == Tick::Victim {
+                return Some(id);
             }
             debug_assert_eq!(refcount(self.states[id]), 0);
             *left -= 1;
@@ -753,6 +1008,178 @@ mod tests {
         );
     }
 
+    /// Every event of an observed replay of `s` in a pool of `pages`.
+    fn observed(e: Evictor, s: &str, pages: usize) -> Vec<Vec<StepEvent>> {
+        let mut pool = ReplayPool::observed(e, pages, RingSizes::default(), Vec::new());
+        refs(s)
+            .iter()
+            .map(|r| {
+                pool.access(r);
+                std::mem::take(pool.observer_mut())
+            })
+            .collect()
+    }
+
+    fn tag(c: char) -> BufferTag {
+        refs(&c.to_string())[0].tag
+    }
+
+    const V: u64 = TAG_VALID | VALID;
+
+    fn tick(hand: u64, buffer: usize, page: Option<char>, before: u64, after: u64) -> StepEvent {
+        let t = if before == after {
+            Tick::Victim
+        } else {
+            Tick::Cool(after)
+        };
+        StepEvent::Tick {
+            hand,
+            buffer,
+            tag: page.map(tag),
+            before,
+            after,
+            tick: t,
+        }
+    }
+
+    fn victim(buffer: usize, evicted: Option<char>) -> StepEvent {
+        StepEvent::Victim {
+            buffer,
+            evicted: evicted.map(tag),
+            source: VictimSource::Hand,
+        }
+    }
+
+    fn load(buffer: usize, page: char, state: u64) -> StepEvent {
+        StepEvent::Load {
+            buffer,
+            tag: tag(page),
+            state,
+            queued: false,
+            ghost_hit: false,
+        }
+    }
+
+    fn hit(buffer: usize, page: char, before: u64, after: u64) -> StepEvent {
+        StepEvent::Hit {
+            buffer,
+            tag: tag(page),
+            before,
+            after,
+        }
+    }
+
+    // The clock on "aabc" in 2 buffers, worked out by hand: an empty
+    // buffer (state 0) is taken on the hand's first visit; a loads at u1 and
+    // its hit makes u2; c's miss is a cooling pass: the hand lowers a 2->1,
+    // b 1->0, a 1->0, and takes b (u0) on its fourth tick.
+    #[test]
+    fn observer_sees_the_clock_ticks_worked_out_by_hand() {
+        let u = |n: u64| V | (n * crate::desc::USAGE_ONE);
+        let ev = observed(Evictor::Clock, "aabc", 2);
+        assert_eq!(
+            ev,
+            vec![
+                vec![tick(0, 0, None, 0, 0), victim(0, None), load(0, 'a', u(1))],
+                vec![hit(0, 'a', u(1), u(2))],
+                vec![tick(1, 1, None, 0, 0), victim(1, None), load(1, 'b', u(1))],
+                vec![
+                    tick(2, 0, Some('a'), u(2), u(1)),
+                    tick(3, 1, Some('b'), u(1), u(0)),
+                    tick(4, 0, Some('a'), u(1), u(0)),
+                    tick(5, 1, Some('b'), u(0), u(0)),
+                    victim(1, Some('b')),
+                    load(1, 'c', u(1)),
+                ],
+            ]
+        );
+    }
+
+    // HOT/COOL on "aabcadef" in 2 buffers, by hand: a loads COOL, its hit
+    // makes it HOT+REF; c's miss clears a's REF and takes b (COOL); a's
+    // second hit sets REF again; d's miss clears it again and takes c; e's
+    // miss demotes a to COOL and takes d; f's miss takes a.
+    #[test]
+    fn observer_sees_the_hotcool_ticks_worked_out_by_hand() {
+        use crate::desc::{HOT, REFBIT};
+        let hr = V | HOT | REFBIT;
+        let ev = observed(Evictor::HotCool, "aabcadef", 2);
+        assert_eq!(
+            ev,
+            vec![
+                vec![tick(0, 0, None, 0, 0), victim(0, None), load(0, 'a', V)],
+                vec![hit(0, 'a', V, hr)],
+                vec![tick(1, 1, None, 0, 0), victim(1, None), load(1, 'b', V)],
+                vec![
+                    tick(2, 0, Some('a'), hr, V | HOT),
+                    tick(3, 1, Some('b'), V, V),
+                    victim(1, Some('b')),
+                    load(1, 'c', V),
+                ],
+                vec![hit(0, 'a', V | HOT, hr)],
+                vec![
+                    tick(4, 0, Some('a'), hr, V | HOT),
+                    tick(5, 1, Some('c'), V, V),
+                    victim(1, Some('c')),
+                    load(1, 'd', V),
+                ],
+                vec![
+                    tick(6, 0, Some('a'), V | HOT, V),
+                    tick(7, 1, Some('d'), V, V),
+                    victim(1, Some('d')),
+                    load(1, 'e', V),
+                ],
+                vec![
+                    tick(8, 0, Some('a'), V, V),
+                    victim(0, Some('a')),
+                    load(0, 'f', V)
+                ],
+            ]
+        );
+    }
+
+    // Probation in 10 buffers (target 1): a..j fill the pool, each taking
+    // an empty buffer on the hand's first lap and joining the queue; a is
+    // read again (HOT+REF, still queued). k's miss comes after a whole lap
+    // (hand = 10), so it pops the queue: a, referenced, is promoted to main
+    // (region bit and REF cleared, not requeued), then b, read once, is
+    // taken. The hand does not move.
+    #[test]
+    fn observer_sees_probation_pops_promote_and_take() {
+        let ev = observed(Evictor::Probation, "abcdefghijak", 10);
+        assert!(ev[0].contains(&StepEvent::Load {
+            buffer: 0,
+            tag: tag('a'),
+            state: V | PROBATION,
+            queued: true,
+            ghost_hit: false,
+        }));
+        let last = ev.last().unwrap();
+        let pops: Vec<_> = last
+            .iter()
+            .filter_map(|e| match *e {
+                StepEvent::Pop {
+                    tag,
+                    tick,
+                    forced: false,
+                    ..
+                } => Some((tag, tick)),
+                _ => None,
+            })
+            .collect();
+        // a (referenced) is promoted, then b (read once) is taken.
+        assert_eq!(pops.len(), 2, "{last:?}");
+        assert!(!last.iter().any(|e| matches!(e, StepEvent::Tick { .. })));
+        assert_eq!(pops[0].0, Some(tag('a')));
+        assert!(matches!(pops[0].1, Tick::Cool(s) if s & PROBATION == 0));
+        assert_eq!(pops[1], (Some(tag('b')), Tick::Victim));
+        assert!(last.contains(&StepEvent::Victim {
+            buffer: 1,
+            evicted: Some(tag('b')),
+            source: VictimSource::Queue,
+        }));
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
@@ -767,6 +1194,16 @@ mod tests {
             }).collect();
             let count = |p| replay(p, &v, pages, &RingSizes::default())
                 .iter().filter(|&&h| h).count();
+            for e in Evictor::ALL {
+                // The observed pool makes the plain pool's decisions, and
+                // its events account for every miss.
+                let mut pool = ReplayPool::observed(e, pages, RingSizes::default(), Vec::new());
+                let hits: Vec<bool> = v.iter().map(|r| pool.access(r)).collect();
+                prop_assert_eq!(&hits, &replay(Policy::Engine(e), &v, pages, &RingSizes::default()));
+                let loads = pool.observer_mut().iter()
+                    .filter(|e| matches!(e, StepEvent::Load { .. })).count();
+                prop_assert_eq!(loads, hits.iter().filter(|&&h| !h).count());
+            }
             let best = count(Policy::Opt);
             for p in Policy::ALL {
                 prop_assert!(count(p) <= best, "{} beat OPT", p);
