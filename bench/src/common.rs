@@ -154,9 +154,11 @@ pub struct CommonArgs {
     /// Write plots (SVG) of the scenarios that draw them into DIR
     #[arg(long, global = true, value_name = "DIR")]
     pub svg: Option<PathBuf>,
-    /// Record the measured runs' page accesses into FILE (one file per
-    /// configuration when the run has several: FILE's name gets the
-    /// configuration); replay it with `bench replay FILE`
+    /// Record each measured run's page accesses and evictions into its own
+    /// file: FILE when there is one run, else FILE's name with the
+    /// configuration (and scenario, run, ...) in it; the files are listed at
+    /// the end. Replay one with `bench replay FILE` (wal-commit and
+    /// crash-soak refuse the option)
     #[arg(long, global = true, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// Draw the pool live in the terminal while the scenario runs (q or
@@ -322,10 +324,115 @@ impl CommonArgs {
 /// then write its buffered trace records, so they are in the file when the
 /// run ends (a no-op without `--trace`).
 pub fn traced<T>(db: &engine::Database, id: u32, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    traced_pool(db.pool(), id, f)
+}
+
+/// [`traced`] for a scenario that runs a [`bufmgr::BufferPool`] directly.
+pub fn traced_pool<T>(
+    pool: &bufmgr::BufferPool,
+    id: u32,
+    f: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    as_trace_thread(id, || {
+        let r = f();
+        pool.flush_trace()?;
+        r
+    })
+}
+
+/// Run `f` as trace thread `id` in the pools it opens or first uses, then
+/// make the thread unnamed again ([`bufmgr::trace::clear_thread_id`]): for
+/// a scenario whose one client is the calling thread, around the opening of
+/// its pool and the measured run.
+pub fn as_trace_thread<T>(id: u32, f: impl FnOnce() -> T) -> T {
     bufmgr::trace::set_thread_id(id);
     let r = f();
-    db.pool().flush_trace()?;
+    bufmgr::trace::clear_thread_id();
     r
+}
+
+/// One trace file a measured run wrote under `--trace`, with what its pool
+/// counted over its whole life (from open to the moment the run was noted,
+/// [`note_trace`]): the file holds exactly `accesses` access records and
+/// `evictions` eviction records once the pool is closed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceFile {
+    pub path: PathBuf,
+    pub accesses: u64,
+    pub evictions: u64,
+}
+
+/// The trace files of measured runs, each with the `--trace FILE` it was
+/// named from: [`take_traces`] hands a scenario the ones of its own FILE
+/// (tests run scenarios side by side in one process, each with its own FILE).
+static TRACES_WRITTEN: std::sync::Mutex<Vec<(PathBuf, TraceFile)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// After a measured run under `--trace` (`path` is its
+/// [`Settings::trace_for`]; `None`: nothing recorded, nothing done): stop
+/// the recording ([`bufmgr::BufferPool::stop_trace`], which writes the
+/// calling thread's batch) and note the file with the pool's counts. Call
+/// it when the run's workers are done (and have written their batches,
+/// [`traced`]), before the data check a scenario runs on the same pool:
+/// the check stays out of the trace. The file is complete once the pool is
+/// closed (the background threads' last batches are written then).
+pub fn note_trace(
+    settings: &Settings,
+    path: Option<PathBuf>,
+    pool: &bufmgr::BufferPool,
+) -> Result<()> {
+    let (Some(base), Some(path)) = (&settings.trace, path) else {
+        return Ok(());
+    };
+    pool.stop_trace()?;
+    let t = pool.stats().totals();
+    let mut written = TRACES_WRITTEN.lock().unwrap_or_else(|p| p.into_inner());
+    if written.iter().any(|(b, f)| b == base && f.path == path) {
+        // A scenario whose cells trace_for cannot tell apart: a bug, but
+        // one that must not pass as a whole trace.
+        return Err(BenchError::Config(format!(
+            "two measured runs wrote the trace file {}: the later one replaced the              earlier (the scenario must give trace_for a part that tells them apart)",
+            path.display()
+        )));
+    }
+    written.push((
+        base.clone(),
+        TraceFile {
+            path,
+            accesses: t.accesses,
+            evictions: t.evictions,
+        },
+    ));
+    Ok(())
+}
+
+/// The trace files noted ([`note_trace`]) under `settings`' `--trace FILE`
+/// since the last call, in the order they were written; they are
+/// forgotten.
+pub fn take_traces(settings: &Settings) -> Vec<TraceFile> {
+    let Some(base) = &settings.trace else {
+        return Vec::new();
+    };
+    let mut all = TRACES_WRITTEN.lock().unwrap_or_else(|p| p.into_inner());
+    let (mine, rest): (Vec<_>, Vec<_>) = all.drain(..).partition(|(b, _)| b == base);
+    *all = rest;
+    mine.into_iter().map(|(_, f)| f).collect()
+}
+
+/// Print the trace files a scenario wrote (`--trace`), one line each.
+pub fn print_traces(scenario: &str, files: &[TraceFile]) {
+    if files.is_empty() {
+        return;
+    }
+    println!("{scenario}: {} trace file(s) written:", files.len());
+    for f in files {
+        println!(
+            "  {} ({} accesses, {} evictions)",
+            f.path.display(),
+            f.accesses,
+            f.evictions
+        );
+    }
 }
 
 /// One pool configuration of the matrix.
@@ -356,6 +463,21 @@ impl fmt::Display for Config {
 
 fn on_off(b: bool) -> &'static str {
     if b { "on" } else { "off" }
+}
+
+/// FILE's name without its extension (`t.trace` -> `t`).
+fn trace_stem(path: &Path) -> String {
+    path.file_stem()
+        .map_or("trace".into(), |s| s.to_string_lossy().into_owned())
+}
+
+/// `path` with its name replaced by `name` plus `path`'s extension.
+fn with_trace_name(path: &Path, mut name: String) -> PathBuf {
+    if let Some(ext) = path.extension() {
+        name.push('.');
+        name.push_str(&ext.to_string_lossy());
+    }
+    path.with_file_name(name)
 }
 
 impl Settings {
@@ -401,19 +523,25 @@ impl Settings {
             .direct_io(self.direct_io)
     }
 
-    /// The trace file of the measured run of `c` under `--trace FILE`: FILE
-    /// itself when the matrix has one configuration, else FILE with the
-    /// configuration in its name (`t.trace` -> `t-clock-b1-p1-t2-ring-on.trace`).
-    pub fn trace_for(&self, c: &Config) -> Option<PathBuf> {
+    /// The trace file of one measured run of `c` under `--trace FILE`.
+    ///
+    /// `cell` names what tells this run apart from the scenario's other runs
+    /// of `c`: a value of the scenario's own options (`"commit-async"`,
+    /// `"scan-2pl"`) and, where a configuration runs several times, the run
+    /// (`"run3"`). A scenario passes a part only when its dimension has more
+    /// than one value, so the names stay short. FILE itself when the
+    /// matrix has one configuration and `cell` is empty; else FILE's name
+    /// with the configuration and the parts in it (`t.trace` ->
+    /// `t-clock-b1-p1-t2-ring-on-huge-off-run3.trace`). Every measured run
+    /// of one scenario gets a name of its own.
+    pub fn trace_for(&self, c: &Config, cell: &[&str]) -> Option<PathBuf> {
         let path = self.trace.as_ref()?;
-        if self.configs().len() <= 1 {
+        if self.configs().len() <= 1 && cell.is_empty() {
             return Some(path.clone());
         }
-        let stem = path
-            .file_stem()
-            .map_or("trace".into(), |s| s.to_string_lossy());
         let mut name = format!(
-            "{stem}-{}-b{}-p{}-t{}-ring-{}-huge-{}",
+            "{}-{}-b{}-p{}-t{}-ring-{}-huge-{}",
+            trace_stem(path),
             c.evictor,
             c.batch,
             c.partitions,
@@ -421,18 +549,36 @@ impl Settings {
             on_off(c.ring),
             on_off(c.huge_pages)
         );
-        if let Some(ext) = path.extension() {
-            name.push('.');
-            name.push_str(&ext.to_string_lossy());
+        for part in cell {
+            name.push('-');
+            name.push_str(part);
         }
-        Some(path.with_file_name(name))
+        Some(with_trace_name(path, name))
     }
 
-    /// [`engine_options`](Self::engine_options) for the measured run of
-    /// `c`: with its trace file under `--trace` (building and checking the
-    /// data use `engine_options` and record nothing).
-    pub fn measured_options(&self, c: &Config) -> engine::Options {
-        self.engine_options(c).trace(self.trace_for(c))
+    /// The trace file of a measured run that is not a cell of the matrix
+    /// (`compare-sqlite`'s engine databases): FILE's name with `parts`
+    /// (`t.trace` -> `t-zipf.trace`).
+    pub fn trace_named(&self, parts: &[&str]) -> Option<PathBuf> {
+        let path = self.trace.as_ref()?;
+        let mut name = trace_stem(path);
+        for part in parts {
+            name.push('-');
+            name.push_str(part);
+        }
+        Some(with_trace_name(path, name))
+    }
+
+    /// These settings with `--trace FILE` turned into FILE with `part` in
+    /// its name (`t.trace` -> `t-sweep.trace`): what `bench all` and the
+    /// default run give each scenario, so that two scenarios never write
+    /// the same file.
+    pub fn trace_with_part(mut self, part: &str) -> Settings {
+        if let Some(path) = &self.trace {
+            let name = format!("{}-{part}", trace_stem(path));
+            self.trace = Some(with_trace_name(path, name));
+        }
+        self
     }
 
     /// The pool configuration of one matrix cell (no background writer,
@@ -796,6 +942,93 @@ mod tests {
             ..Default::default()
         };
         assert!(args.resolve(&defaults()).is_err());
+    }
+
+    #[test]
+    fn trace_files_are_named_by_scenario_configuration_and_cell() {
+        let args = CommonArgs {
+            trace: Some(PathBuf::from("/d/t.trace")),
+            threads: Some(vec![2]),
+            batch: Some(vec![SweepBatch::Fixed(1)]),
+            evictor: Some(EvictorChoice::Clock),
+            ..Default::default()
+        };
+        let s = args.resolve(&defaults()).unwrap();
+        let c = s.configs()[0];
+        assert_eq!(s.configs().len(), 1);
+        // One configuration, no parts: FILE itself.
+        assert_eq!(s.trace_for(&c, &[]), Some(PathBuf::from("/d/t.trace")));
+        assert_eq!(
+            s.trace_for(&c, &["run3"]),
+            Some(PathBuf::from(
+                "/d/t-clock-b1-p1-t2-ring-on-huge-off-run3.trace"
+            ))
+        );
+        let s = s.trace_with_part("index-residency");
+        assert_eq!(
+            s.trace_for(&c, &["scan-2pl", "run1"]),
+            Some(PathBuf::from(
+                "/d/t-index-residency-clock-b1-p1-t2-ring-on-huge-off-scan-2pl-run1.trace"
+            ))
+        );
+        assert_eq!(
+            s.trace_named(&["zipf"]),
+            Some(PathBuf::from("/d/t-index-residency-zipf.trace"))
+        );
+        // Several configurations: each is named even without parts.
+        let s = CommonArgs {
+            evictor: Some(EvictorChoice::Both),
+            ..args.clone()
+        }
+        .resolve(&defaults())
+        .unwrap();
+        let names: Vec<_> = s.configs().iter().map(|c| s.trace_for(c, &[])).collect();
+        assert_eq!(
+            names,
+            [
+                Some(PathBuf::from("/d/t-clock-b1-p1-t2-ring-on-huge-off.trace")),
+                Some(PathBuf::from(
+                    "/d/t-hotcool-b1-p1-t2-ring-on-huge-off.trace"
+                ))
+            ]
+        );
+        // Without --trace: nothing, whatever the parts.
+        let s = CommonArgs::default().resolve(&defaults()).unwrap();
+        assert_eq!(s.trace_for(&s.configs()[0], &["run1"]), None);
+        assert_eq!(s.clone().trace_with_part("sweep").trace, None);
+    }
+
+    #[test]
+    fn a_trace_file_noted_twice_is_an_error_and_taken_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = CommonArgs {
+            trace: Some(dir.path().join("t.trace")),
+            pool_pages: Some(16),
+            ..Default::default()
+        }
+        .resolve(&defaults())
+        .unwrap();
+        let c = s.configs()[0];
+        let path = s.trace_for(&c, &[]);
+        let pool = bufmgr::BufferPool::new(
+            s.pool_config(&c).trace(path.clone()),
+            s.open_storage(dir.path()).unwrap(),
+        )
+        .unwrap();
+        note_trace(&s, path.clone(), &pool).unwrap();
+        let e = note_trace(&s, path.clone(), &pool).unwrap_err().to_string();
+        assert!(
+            e.contains("two measured runs") && e.contains("t-clock"),
+            "{e}"
+        );
+        let files = take_traces(&s);
+        assert_eq!(files.len(), 1);
+        assert_eq!(Some(files[0].path.clone()), path);
+        assert!(take_traces(&s).is_empty(), "taken once");
+        // Without --trace nothing is noted.
+        let off = CommonArgs::default().resolve(&defaults()).unwrap();
+        note_trace(&off, None, &pool).unwrap();
+        assert!(take_traces(&off).is_empty());
     }
 
     #[test]

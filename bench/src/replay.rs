@@ -243,7 +243,15 @@ pub fn miss_ratio_curve(
 /// `bench replay ...`: `args` without the program name.
 pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<()> {
     let a = ReplayArgs::parse_from(std::iter::once("bench replay".into()).chain(args));
-    let trace = Trace::read(&a.trace)?;
+    let (trace, torn) = Trace::read_torn(&a.trace)?;
+    if let Some(offset) = torn {
+        eprintln!(
+            "warning: {} is torn at byte offset {offset} (its writer was killed?): \
+             replaying the {} whole records before it",
+            a.trace.display(),
+            trace.events.len()
+        );
+    }
     let sizes = a
         .pool_pages
         .clone()

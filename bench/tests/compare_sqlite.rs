@@ -2,16 +2,26 @@
 //! `compare-sqlite` under `--quick` (with fewer rows still: this is a debug
 //! build), called as a library: every workload reports a row with the JSON
 //! fields of the README, both sides agree (the run would fail otherwise),
-//! and a second run reuses the cached data.
+//! and a second run reuses the cached data. The first run records
+//! `--trace`: a file per engine database, each holding exactly the
+//! accesses and evictions its pool counted.
 
-use bench::common::CommonArgs;
+use std::path::{Path, PathBuf};
+
+use bench::common::{CommonArgs, TraceFile};
 use bench::scenarios::{ScenarioKind, compare_sqlite};
+use bufmgr::trace::{Trace, TraceEvent};
 
-fn run(dir: &std::path::Path, args: compare_sqlite::Args, json: &str) -> serde_json::Value {
+fn run(
+    dir: &Path,
+    args: compare_sqlite::Args,
+    json: &str,
+    trace: Option<PathBuf>,
+) -> (serde_json::Value, Vec<TraceFile>) {
     let path = dir.join(json);
     let common = CommonArgs {
         quick: true,
-        trace: None,
+        trace,
         data_dir: dir.join("data"),
         json: Some(path.clone()),
         no_progress: true,
@@ -20,14 +30,15 @@ fn run(dir: &std::path::Path, args: compare_sqlite::Args, json: &str) -> serde_j
     let kind = ScenarioKind::CompareSqlite(args);
     let settings = kind.settings(&common).unwrap();
     // `run` prints the table, writes the JSON and fails on any mismatch.
-    let report = kind.run(&settings).unwrap();
+    let (report, traces) = kind.run_with_traces(&settings).unwrap();
     assert!(report.failures().is_empty(), "{:?}", report.failures());
     assert!(
         report.render().contains("data check: ok"),
         "{}",
         report.render()
     );
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    let v = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    (v, traces)
 }
 
 #[test]
@@ -38,7 +49,43 @@ fn compare_sqlite_quick_reports_every_workload_and_both_sides_agree() {
         zipf_rows: Some(8_000),
         ..Default::default()
     };
-    let v = run(dir.path(), args, "cs.json");
+    let (v, traces) = run(
+        dir.path(),
+        args,
+        "cs.json",
+        Some(dir.path().join("cs.trace")),
+    );
+    let names: Vec<String> = traces
+        .iter()
+        .map(|f| f.path.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "cs-accounts.trace",
+            "cs-bulkload-round1.trace",
+            "cs-bulkload-round2.trace",
+            "cs-zipf.trace"
+        ]
+    );
+    for f in &traces {
+        let t = Trace::read(&f.path).unwrap();
+        let evictions = t
+            .events
+            .iter()
+            .filter(|e| matches!(e, TraceEvent::Evict(_)))
+            .count() as u64;
+        assert!(f.accesses > 0, "{f:?}");
+        assert_eq!(
+            (t.accesses().count() as u64, evictions),
+            (f.accesses, f.evictions),
+            "{f:?}"
+        );
+        if !f.path.to_string_lossy().contains("bulkload") {
+            // The lookup threads, by number.
+            assert!(t.accesses().any(|a| a.thread == 1), "{f:?}");
+        }
+    }
     assert_eq!(v["scenario"], "compare-sqlite");
     assert_eq!(v["ok"], true, "{v}");
     assert_eq!(v["accounts_rows"], 5_000);
@@ -115,7 +162,7 @@ fn compare_sqlite_quick_reports_every_workload_and_both_sides_agree() {
         workloads: Some("scan-sum".parse().unwrap()),
         ..Default::default()
     };
-    let v = run(dir.path(), again, "again.json");
+    let (v, _) = run(dir.path(), again, "again.json", None);
     assert_eq!(v["rows"].as_array().unwrap().len(), 1);
     assert_eq!(v["accounts_data"]["engine_reused"], true, "{v}");
     assert_eq!(v["accounts_data"]["sqlite_reused"], true, "{v}");

@@ -56,6 +56,26 @@
 //!    counts: a read of a block through the pool (not an extension). A pin
 //!    of a page another thread is still reading is recorded as a miss.
 //!
+//! 6. [`BufferPool::stop_trace`](crate::BufferPool::stop_trace) ends the
+//!    recording while the pool stays open: later accesses are not
+//!    recorded, the batches already recorded are written as in 2 (so a
+//!    benchmark's data check after its measured run stays out of the
+//!    trace). The test is in the cold recording call: it costs nothing
+//!    when tracing is off.
+//!
+//! # A torn file
+//! A process killed while a thread writes its batch can leave a file cut
+//! at any byte. Cut inside a record, [`Trace::read`] refuses it with an
+//! [`Error::BadTrace`] naming the offset of the torn record (a reader
+//! must not mistake a cut-short trace for a whole one), and
+//! [`Trace::read_torn`] reads the whole records before that offset and
+//! returns where the tear is, for a caller that wants what survived
+//! (`bench replay` replays that part and prints a warning). Cut at a
+//! record boundary, or with batches that never reached the file (still in
+//! a killed thread's buffer), the file reads as whole but holds fewer
+//! records than the pool made: only a count kept elsewhere (the benchmarks'
+//! list of files written) can tell.
+//!
 //! The pool does not know what kind of relation (heap, index) a relation
 //! is: the trace names relations by id, and the reserved byte stays 0.
 
@@ -64,6 +84,7 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 
@@ -254,12 +275,10 @@ impl Trace {
     }
 
     /// Read and decode the trace file at `path`. A damaged file is an
-    /// [`Error::BadTrace`] naming the file and the byte offset of the fault.
+    /// [`Error::BadTrace`] naming the file and the byte offset of the fault;
+    /// so is a torn one (see [`Trace::read_torn`]).
     pub fn read(path: &Path) -> Result<Trace> {
-        let mut bytes = Vec::new();
-        File::open(path)
-            .and_then(|mut f| f.read_to_end(&mut bytes))
-            .map_err(|e| Error::io("read", "trace", path, e))?;
+        let bytes = read_all(path)?;
         Trace::decode(&bytes).map_err(|(offset, detail)| Error::BadTrace {
             path: path.to_path_buf(),
             offset,
@@ -267,8 +286,37 @@ impl Trace {
         })
     }
 
-    /// Decode a whole trace from memory; `Err((offset, what))` on bad bytes.
+    /// Read the trace file at `path`, keeping the whole records of a file
+    /// whose end was torn off (a killed writer): the trace up to the tear,
+    /// and `Some(offset)` of the torn last record (`None`: the file is
+    /// whole). Any other damage is an error as in [`Trace::read`].
+    pub fn read_torn(path: &Path) -> Result<(Trace, Option<u64>)> {
+        let bytes = read_all(path)?;
+        Trace::decode_parts(&bytes).map_err(|(offset, detail)| Error::BadTrace {
+            path: path.to_path_buf(),
+            offset,
+            detail,
+        })
+    }
+
+    /// Decode a whole trace from memory; `Err((offset, what))` on bad bytes,
+    /// a torn last record included.
     pub fn decode(bytes: &[u8]) -> std::result::Result<Trace, (u64, String)> {
+        match Trace::decode_parts(bytes)? {
+            (t, None) => Ok(t),
+            (_, Some(offset)) => Err((
+                offset,
+                format!(
+                    "a torn last record: {} of {RECORD_SIZE} bytes",
+                    bytes.len() as u64 - offset
+                ),
+            )),
+        }
+    }
+
+    /// The records of `bytes` up to a torn last record, and that record's
+    /// offset if there is one.
+    fn decode_parts(bytes: &[u8]) -> std::result::Result<(Trace, Option<u64>), (u64, String)> {
         if bytes.len() < HEADER_SIZE {
             return Err((
                 0,
@@ -298,26 +346,33 @@ impl Trace {
             let rec: &[u8; RECORD_SIZE] = chunk.try_into().expect("chunks_exact");
             events.push(TraceEvent::decode(rec).map_err(|d| (offset, d))?);
         }
-        if whole != body.len() {
-            return Err((
-                (HEADER_SIZE + whole) as u64,
-                format!(
-                    "a torn last record: {} of {RECORD_SIZE} bytes",
-                    body.len() - whole
-                ),
-            ));
-        }
-        Ok(Trace {
-            pool_buffers,
-            events,
-        })
+        let torn = (whole != body.len()).then_some((HEADER_SIZE + whole) as u64);
+        Ok((
+            Trace {
+                pool_buffers,
+                events,
+            },
+            torn,
+        ))
     }
+}
+
+fn read_all(path: &Path) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    File::open(path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(|e| Error::io("read", "trace", path, e))?;
+    Ok(bytes)
 }
 
 /// The file a pool's threads write their batches to.
 #[derive(Debug)]
 pub(crate) struct TraceSink {
     path: PathBuf,
+    /// Set by [`BufferPool::stop_trace`](crate::BufferPool::stop_trace):
+    /// nothing is recorded after it (rule 6). Relaxed: a record made by
+    /// another thread just as the flag is set may go either way.
+    stopped: AtomicBool,
     /// Time zero of the records' `nanos`.
     start: std::time::Instant,
     /// Written a whole batch at a time (no buffering of its own: a batch
@@ -345,10 +400,16 @@ impl TraceSink {
         f.write_all(&h).map_err(io)?;
         Ok(Arc::new(TraceSink {
             path: path.to_path_buf(),
+            stopped: AtomicBool::new(false),
             start: std::time::Instant::now(),
             file: Mutex::new(f),
             failed: Mutex::new(None),
         }))
+    }
+
+    /// Record nothing more (rule 6).
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
     }
 
     fn write_batch(&self, bytes: &[u8]) {
@@ -378,6 +439,14 @@ thread_local! {
 /// Name this thread `id` in traces of pools it has not used yet (rule 4).
 pub fn set_thread_id(id: u32) {
     THREAD_ID.with(|c| c.set(Some(id)));
+}
+
+/// Forget this thread's [`set_thread_id`]: pools it uses from now on name it
+/// as an unnamed thread (a program that runs several measured runs on one
+/// thread clears the id between them, so a later run's opening thread does
+/// not take a worker's id).
+pub fn clear_thread_id() {
+    THREAD_ID.with(|c| c.set(None));
 }
 
 /// Trace ids of threads that did not [`set_thread_id`] start here (so they
@@ -445,6 +514,9 @@ impl TraceBuf {
     }
 
     fn push(&mut self, e: TraceEvent) {
+        if self.sink.stopped.load(Ordering::Relaxed) {
+            return;
+        }
         self.bytes.extend_from_slice(&e.encode());
         if self.bytes.len() >= BATCH_RECORDS * RECORD_SIZE {
             self.write_out();
@@ -552,6 +624,34 @@ mod tests {
         bad_version[8] = 2;
         assert_eq!(Trace::decode(&bad_version).unwrap_err().0, 8);
         assert_eq!(Trace::decode(&good[..5]).unwrap_err().0, 0);
+    }
+
+    #[test]
+    fn a_torn_file_keeps_its_whole_records_and_names_the_tear() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("torn.trace");
+        let ev = sample();
+        let mut b = file_of(&ev);
+        b.truncate(b.len() - 5);
+        std::fs::write(&p, &b).unwrap();
+        let torn_at = (HEADER_SIZE + 2 * RECORD_SIZE) as u64;
+        let msg = Trace::read(&p).unwrap_err().to_string();
+        assert!(
+            msg.contains("torn.trace") && msg.contains(&format!("offset {torn_at}")),
+            "{msg}"
+        );
+        let (t, torn) = Trace::read_torn(&p).unwrap();
+        assert_eq!(torn, Some(torn_at));
+        assert_eq!(t.events, ev[..2]);
+        std::fs::write(&p, file_of(&ev)).unwrap();
+        assert_eq!(
+            Trace::read_torn(&p).unwrap(),
+            (Trace::read(&p).unwrap(), None)
+        );
+        // Damage before the tear is still an error.
+        b[HEADER_SIZE] = 9;
+        std::fs::write(&p, &b).unwrap();
+        assert!(Trace::read_torn(&p).is_err());
     }
 
     #[test]

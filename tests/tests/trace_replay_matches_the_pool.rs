@@ -5,8 +5,9 @@
 //! partition, a sweep batch of 1.
 //!
 //! Also: several threads recording at once lose no record (each thread's
-//! batches are written whole), and a damaged file is an error naming the
-//! offset.
+//! batches are written whole), a damaged file is an error naming the
+//! offset, and `stop_trace` keeps what was recorded and records nothing
+//! after.
 
 use bufmgr::replay::{Policy, Ref, replay};
 use bufmgr::trace::{Trace, TraceEvent};
@@ -161,6 +162,35 @@ fn a_truncated_trace_is_an_error_naming_file_and_offset() {
         assert!(
             msg.contains("cut.trace") && msg.contains(&want),
             "{msg} (wanted {want})"
+        );
+    });
+}
+
+#[test]
+fn stop_trace_keeps_what_was_recorded_and_records_nothing_after() {
+    with_timeout(60, || {
+        let db = TestDb::new();
+        let blocks = 200;
+        db.create_rel(rel(R), blocks);
+        let path = db.dir.path().join("stop.trace");
+        let pool = db.pool(small_config(32).trace(Some(path.clone())));
+        drive(&pool, blocks, 1000, 3);
+        pool.stop_trace().unwrap();
+        let at_stop = pool.stats().totals();
+        drive(&pool, blocks, 1000, 4);
+        assert!(pool.stats().totals().accesses >= at_stop.accesses + 1000);
+        drop(pool);
+        let trace = Trace::read(&path).unwrap();
+        let evictions = trace
+            .events
+            .iter()
+            .filter(|e| matches!(e, TraceEvent::Evict(_)))
+            .count() as u64;
+        assert_eq!(trace.accesses().count() as u64, at_stop.accesses);
+        assert_eq!(evictions, at_stop.evictions);
+        assert!(
+            at_stop.evictions > 0,
+            "a 32-buffer pool over 200 blocks evicts"
         );
     });
 }

@@ -170,6 +170,9 @@ pub struct BulkloadReport {
 const CALIBRATE: u8 = 1;
 use tables::STOP;
 
+/// The loading thread's id in a `--trace` (the lookup threads are 0, 1, ...).
+pub const LOADER_THREAD_ID: u32 = 1000;
+
 fn hot_resident(db: &Database) -> usize {
     tables::resident_of(db, &[ACCOUNTS, ACCOUNTS_PK])
 }
@@ -188,9 +191,10 @@ fn measure(
     tables::remove_dir(run_dir)?;
     tables::copy_dir(cached, run_dir)?;
     let counter = Arc::new(ReadCounts::default());
+    let trace = settings.trace_for(c, &[]);
     let db = Database::open(
         run_dir,
-        dataset::count_reads(tables::options(settings, c), &counter),
+        dataset::count_reads(tables::options(settings, c), &counter).trace(trace.clone()),
     )?;
     db.create_table(BULK, tables::accounts_columns())?;
     let hot_rels = [
@@ -229,15 +233,18 @@ fn measure(
             .map(|t| {
                 let (db, phase, done) = (&db, &phase, &done);
                 s.spawn(move || {
-                    tables::account_lookups(
-                        db,
-                        0xb01c + t as u64,
-                        n,
-                        LOOKUPS_PER_TXN,
-                        None,
-                        phase,
-                        done,
-                    )
+                    // Trace thread id = lookup thread number.
+                    common::traced(db, t as u32, || {
+                        tables::account_lookups(
+                            db,
+                            0xb01c + t as u64,
+                            n,
+                            LOOKUPS_PER_TXN,
+                            None,
+                            phase,
+                            done,
+                        )
+                    })
                 })
             })
             .collect();
@@ -264,12 +271,14 @@ fn measure(
         let loader = {
             let (db, lpb, written, loaded) = (&db, lpb.clone(), &written, &loaded);
             s.spawn(move || -> Result<engine::BulkProgress> {
-                let rows = (1..=load_rows as i64).map(|k| tables::account_row(k, 0, 0));
-                Ok(db.bulk_load(BULK, rows, |p| {
-                    lpb.set_position(p.rows);
-                    loaded.store(p.rows, Ordering::Relaxed);
-                    written.store(p.pages_written, Ordering::Relaxed);
-                })?)
+                common::traced(db, LOADER_THREAD_ID, || {
+                    let rows = (1..=load_rows as i64).map(|k| tables::account_row(k, 0, 0));
+                    Ok(db.bulk_load(BULK, rows, |p| {
+                        lpb.set_position(p.rows);
+                        loaded.store(p.rows, Ordering::Relaxed);
+                        written.store(p.pages_written, Ordering::Relaxed);
+                    })?)
+                })
             })
         };
         let mut samples = Vec::new();
@@ -369,6 +378,7 @@ fn measure(
     };
     let resident = tables::residency(&db);
     let nodes = tables::node_figures(&db, &stats);
+    common::note_trace(settings, trace, db.pool())?;
     // The end-of-run check of this copy.
     let bulk_rows = tables::scan_count(&db, BULK)?;
     if bulk_rows != load_rows {

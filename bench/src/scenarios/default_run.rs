@@ -241,15 +241,17 @@ pub fn run(args: &CommonArgs) -> Result<DefaultRun> {
     };
     let t0 = Instant::now();
     let sr_kind = ScenarioKind::ScanResistance(ScanResistanceArgs::default());
-    let mut s1 = sr_kind.settings(&a)?;
+    // Under --trace each scenario's files carry its name.
+    let mut s1 = sr_kind.settings(&a)?.trace_with_part(sr_kind.name());
     shorten(&mut s1, SCAN_WINDOW);
     let p1 = scan_resistance::Params::resolve(&ScanResistanceArgs::default(), &s1)?;
     let sr = common::finish(scan_resistance::run(&s1, &p1)?, &s1)?;
+    common::print_traces(sr_kind.name(), &common::take_traces(&s1));
     println!("scan-resistance took {:.1} s\n", t0.elapsed().as_secs_f64());
 
     let t1 = Instant::now();
     let ir_kind = ScenarioKind::IndexResidency(IndexResidencyArgs::default());
-    let mut s2 = ir_kind.settings(&a)?;
+    let mut s2 = ir_kind.settings(&a)?.trace_with_part(ir_kind.name());
     if args.partitions.is_none() {
         s2.partitions = vec![1];
     }
@@ -260,6 +262,7 @@ pub fn run(args: &CommonArgs) -> Result<DefaultRun> {
     };
     let p2 = index_residency::Params::resolve(&ir_args, &s2)?;
     let ir = common::finish(index_residency::run(&s2, &p2)?, &s2)?;
+    common::print_traces(ir_kind.name(), &common::take_traces(&s2));
     println!("index-residency took {:.1} s\n", t1.elapsed().as_secs_f64());
 
     let summary = summarize(&sr, &ir);

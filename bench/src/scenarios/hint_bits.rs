@@ -223,6 +223,19 @@ impl Cell {
         )
     }
 
+    /// The parts of a trace file's name for this cell's `rep`-th (from 0)
+    /// `scan` ("seq" or "index"): every dimension, e.g.
+    /// `seq-per-page-checksums-on-logged-rep1`.
+    fn trace_parts(&self, scan: &'static str, rep: usize) -> Vec<String> {
+        vec![
+            scan.to_string(),
+            self.mode.to_string(),
+            format!("checksums-{}", on_off(self.checksums)),
+            logged_name(self.logged).to_string(),
+            format!("rep{}", rep + 1),
+        ]
+    }
+
     /// Same pool, logged and checksums: the rows a mode ratio compares.
     fn same_group(&self, o: &Cell) -> bool {
         self.pool == o.pool && self.checksums == o.checksums && self.logged == o.logged
@@ -596,10 +609,19 @@ fn measure_once(
     settings: &Settings,
     params: &Params,
     cell: &Cell,
+    rep: usize,
 ) -> Result<Sample> {
     remove_dir(run)?;
     copy_dir(template, run)?;
-    let config = settings.pool_config(&cell.pool).checksums(cell.checksums);
+    let parts = cell.trace_parts("seq", rep);
+    let trace = settings.trace_for(
+        &cell.pool,
+        &parts.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let config = settings
+        .pool_config(&cell.pool)
+        .checksums(cell.checksums)
+        .trace(trace.clone());
     let db = Db::open(run, params, config, cell.logged)?;
     // Warm-up: every page of the table and of the commit log read once,
     // without looking at a tuple, so the timed scan reads no page.
@@ -645,6 +667,7 @@ fn measure_once(
             .zip(cpu_after)
             .map(|(a, b)| b.cores_since(&a, elapsed.as_secs_f64()).1),
     };
+    common::note_trace(settings, trace, &db.pool)?;
     drop(db);
     remove_dir(run)?;
     Ok(sample)
@@ -956,17 +979,21 @@ fn opts_never(buffers: usize, params: &Params, checksums: bool) -> Options {
 fn measure_index_once(
     template: &Path,
     run: &Path,
+    settings: &Settings,
     params: &Params,
     cell: &Cell,
     info: &IndexTemplateInfo,
-    buffers: usize,
+    (buffers, rep): (usize, usize),
 ) -> Result<(Sample, Option<String>)> {
     remove_dir(run)?;
     copy_dir(template, run)?;
-    let db = Database::open(
-        run,
-        engine_options(&cell.pool, buffers, params, cell.checksums, cell.mode),
-    )?;
+    let parts = cell.trace_parts("index", rep);
+    let trace = settings.trace_for(
+        &cell.pool,
+        &parts.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let opts = engine_options(&cell.pool, buffers, params, cell.checksums, cell.mode);
+    let db = Database::open(run, opts.trace(trace.clone()))?;
     let pool = db.pool().clone();
     let table = RelId(info.table_rel);
     for rel in [table, RelId(info.index_rel), CLOG_REL] {
@@ -1023,6 +1050,8 @@ fn measure_index_once(
             })
         }
     });
+    common::note_trace(settings, trace, &pool)?;
+    drop(pool);
     db.close()?;
     remove_dir(run)?;
     Ok((sample, error))
@@ -1097,7 +1126,18 @@ fn run_index_part(settings: &Settings, params: &Params, cells: &[Cell]) -> Resul
                 .expect("a template per (logged, checksums)")
                 .1;
             let template = index_template_dir(settings, params, cell.logged, cell.checksums);
-            let (s, e) = measure_index_once(&template, &run, params, cell, info, buffers)?;
+            // The one client is this thread: trace thread 0.
+            let (s, e) = common::as_trace_thread(0, || {
+                measure_index_once(
+                    &template,
+                    &run,
+                    settings,
+                    params,
+                    cell,
+                    info,
+                    (buffers, rep),
+                )
+            })?;
             if let Some(e) = e {
                 errors[i] += 1;
                 first_error.get_or_insert_with(|| format!("index scan {}: {e}", cell.label()));
@@ -1434,7 +1474,10 @@ pub fn run(settings: &Settings, params: &Params) -> Result<HintBitsReport> {
             let label = format!("[{}/{}] {}", rep * cells.len() + i + 1, total, cell.label());
             pb.set_message(label.clone());
             let template = template_dir(settings, params, cell.logged);
-            let s = measure_once(&template, &run, settings, params, cell)?;
+            // The one client is this thread: trace thread 0.
+            let s = common::as_trace_thread(0, || {
+                measure_once(&template, &run, settings, params, cell, rep)
+            })?;
             if let Some(e) = sample_error(&s, params.rows) {
                 errors[i] += 1;
                 first_error.get_or_insert_with(|| format!("{}: {e}", cell.label()));

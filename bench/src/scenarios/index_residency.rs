@@ -328,7 +328,7 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
                     c.partitions,
                     run + 1
                 );
-                let row = measure(&ds, settings, c, &probes, run, &label)?;
+                let row = measure(&ds, settings, c, &probes, (run, p.runs), &label)?;
                 eprintln!(
                     "{label}: {} probes/s, index pages resident {:.0}, heap {:.0}, index share of evictions {:.2}%, index hit {:.2}%",
                     fmt_rate(row.probes_per_sec),
@@ -443,10 +443,14 @@ fn measure(
     settings: &Settings,
     c: &Config,
     probes: &[u64],
-    run: usize,
+    (run, runs): (usize, usize),
     label: &str,
 ) -> Result<Row> {
-    let (db, reads) = dataset::open_counting(ds, settings.measured_options(c))?;
+    // One file per run: `run1`, `run2`, ... (with one run, none).
+    let run_part = format!("run{}", run + 1);
+    let cell: &[&str] = if runs > 1 { &[&run_part] } else { &[] };
+    let trace = settings.trace_for(c, cell);
+    let (db, reads) = dataset::open_counting(ds, settings.engine_options(c).trace(trace.clone()))?;
     let sh = Shared::default();
     let every = sample_interval(settings.duration);
     let total = settings.warmup + settings.duration;
@@ -536,6 +540,7 @@ fn measure(
                 .ok_or_else(|| BenchError::Data(format!("index {n} is missing")))
         })
         .collect::<Result<_>>()?;
+    common::note_trace(settings, trace, db.pool())?;
     db.close()?;
     let data_errors = sh.data_errors.load(Ordering::Relaxed);
     if let Some(e) = sh

@@ -160,9 +160,54 @@ impl ScenarioKind {
         d
     }
 
+    /// Why this scenario cannot record `--trace FILE`, if it cannot: it
+    /// refuses the option with this reason rather than ignore it.
+    pub fn trace_refusal(self) -> Option<&'static str> {
+        match self {
+            ScenarioKind::WalCommit => Some(
+                "wal-commit measures the WAL's group commit alone: it runs no buffer pool, \
+                 so there are no page accesses to record",
+            ),
+            ScenarioKind::CrashSoak(_) => Some(
+                "crash-soak's measured workload runs in a child process that is killed \
+                 with SIGKILL: its trace would end torn at a random point, in the middle \
+                 of a thread's batch, and the parent's pools only recover and check",
+            ),
+            _ => None,
+        }
+    }
+
     /// Run the scenario, print its table, write its JSON if asked; fail if
-    /// its data was wrong.
+    /// its data was wrong. Under `--trace`, also print the trace files its
+    /// measured runs wrote.
     pub fn run(self, settings: &Settings) -> Result<Box<dyn Report>> {
+        self.run_with_traces(settings).map(|(report, _)| report)
+    }
+
+    /// [`run`](Self::run), returning also the trace files written under
+    /// `--trace` (each with the pool's access and eviction counts, which
+    /// the file holds exactly); a scenario that cannot record refuses
+    /// `--trace` ([`trace_refusal`](Self::trace_refusal)).
+    pub fn run_with_traces(
+        self,
+        settings: &Settings,
+    ) -> Result<(Box<dyn Report>, Vec<common::TraceFile>)> {
+        if let (Some(path), Some(why)) = (&settings.trace, self.trace_refusal()) {
+            return Err(crate::error::BenchError::Config(format!(
+                "--trace {}: {} cannot record a trace: {why}",
+                path.display(),
+                self.name()
+            )));
+        }
+        // Notes left by an earlier run that failed half-way are not ours.
+        common::take_traces(settings);
+        let report = self.run_scenario(settings)?;
+        let files = common::take_traces(settings);
+        common::print_traces(self.name(), &files);
+        Ok((report, files))
+    }
+
+    fn run_scenario(self, settings: &Settings) -> Result<Box<dyn Report>> {
         Ok(match self {
             ScenarioKind::Sweep => Box::new(common::finish(
                 sweep::run(&sweep::SWEEP, settings)?,

@@ -439,9 +439,12 @@ fn measure(
 ) -> Result<Row> {
     tables::remove_dir(run_dir)?;
     tables::copy_dir(cached, run_dir)?;
+    let commit_part = format!("commit-{}", mode_name(cell.commit));
+    let trace = settings.trace_for(&cell.pool, &[&commit_part]);
     let opts = tables::options(settings, &cell.pool)
         .commit_mode(cell.commit)
-        .checkpoint_interval(checkpoint);
+        .checkpoint_interval(checkpoint)
+        .trace(trace.clone());
     let db = Database::open(run_dir, opts)?;
     let phase = AtomicU8::new(WARMUP);
     let done = AtomicU64::new(0);
@@ -457,7 +460,10 @@ fn measure(
                 let (db, phase, done) = (&db, &phase, &done);
                 s.spawn(move || {
                     crate::common::pin_worker(t);
-                    client(db, 0x01f7 + t as u64, scale, phase, done)
+                    // Trace thread id = client number.
+                    common::traced(db, t as u32, || {
+                        client(db, 0x01f7 + t as u64, scale, phase, done)
+                    })
                 })
             })
             .collect();
@@ -504,6 +510,7 @@ fn measure(
     let cpu = before.2.zip(after.2).map(|(a, b)| b.cores_since(&a, secs));
     let resident = tables::residency(&db);
     let nodes = tables::node_figures(&db, &stats);
+    common::note_trace(settings, trace, db.pool())?;
     let pb = tables::window_bar(
         settings,
         Duration::from_secs(1),

@@ -125,7 +125,8 @@ fn measure(
     label: &str,
     data: &mut DataCheck,
 ) -> Result<Row> {
-    let db = Database::open(dir, tables::options(settings, c))?;
+    let trace = settings.trace_for(c, &[]);
+    let db = Database::open(dir, tables::options(settings, c).trace(trace.clone()))?;
     let phase = AtomicU8::new(0);
     let done = AtomicU64::new(0);
     let pb = tables::window_bar(
@@ -147,15 +148,18 @@ fn measure(
                 let (db, phase, done) = (&db, &phase, &done);
                 s.spawn(move || {
                     crate::common::pin_worker(t);
-                    tables::account_lookups(
-                        db,
-                        0x5e1ec7 + t as u64,
-                        n,
-                        per_txn,
-                        Some(0),
-                        phase,
-                        done,
-                    )
+                    // Trace thread id = worker number.
+                    common::traced(db, t as u32, || {
+                        tables::account_lookups(
+                            db,
+                            0x5e1ec7 + t as u64,
+                            n,
+                            per_txn,
+                            Some(0),
+                            phase,
+                            done,
+                        )
+                    })
                 })
             })
             .collect();
@@ -189,6 +193,7 @@ fn measure(
     let cpu = before.1.zip(after.1).map(|(a, b)| b.cores_since(&a, secs));
     let resident = tables::residency(&db);
     let nodes = tables::node_figures(&db, &stats);
+    common::note_trace(settings, trace, db.pool())?;
     db.close()?;
     Ok(Row {
         evictor: c.evictor.name().into(),

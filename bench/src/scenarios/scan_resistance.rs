@@ -116,6 +116,16 @@ impl ScanRate {
             ScanRate::PerLookup(n) => format!("{n} page/lookup"),
         }
     }
+
+    /// The rate in a trace file's name (`scan-full`, `scan-500ps`,
+    /// `scan-2pl`: 2 pages per lookup).
+    pub fn trace_part(self) -> String {
+        match self {
+            ScanRate::Full => "scan-full".into(),
+            ScanRate::Fixed(r) => format!("scan-{r}ps"),
+            ScanRate::PerLookup(n) => format!("scan-{n}pl"),
+        }
+    }
 }
 
 /// What `scan-resistance` runs.
@@ -617,7 +627,10 @@ fn measure(
         ScanRate::PerLookup(n) => Some(f64::from(n)),
         _ => None,
     };
-    let (db, reads) = dataset::open_counting(ds, settings.measured_options(c))?;
+    let part = speed.trace_part();
+    let cell: &[&str] = if p.rates.len() > 1 { &[&part] } else { &[] };
+    let trace = settings.trace_for(c, cell);
+    let (db, reads) = dataset::open_counting(ds, settings.engine_options(c).trace(trace.clone()))?;
     let rel_of = |name: &str| db.table(name).map(|t| t.rel.0 as usize);
     let accounts_rel = rel_of(ACCOUNTS)?;
     let history_rel = rel_of(HISTORY)?;
@@ -713,6 +726,7 @@ fn measure(
     pb.finish_and_clear();
     let (p0, p1, samples, resident_end, window_start) = measured?;
     let nodes_end = super::tables::node_figures(&db, &db.pool_stats());
+    common::note_trace(settings, trace, db.pool())?;
     db.close()?;
     let data_errors = sh.data_errors.load(Ordering::Relaxed);
     if let Some(e) = sh.take_error() {

@@ -243,9 +243,15 @@ fn measure(
     label: &str,
 ) -> Result<Row> {
     let floor_pages = cell.floor.then_some(table_pages as usize);
+    let parts = [
+        format!("balancing-{}", on_off(cell.balancing)),
+        format!("floor-{}", on_off(cell.floor)),
+    ];
+    let trace = settings.trace_for(&cell.pool, &[&parts[0], &parts[1]]);
     let opts = tables::options(settings, &cell.pool)
         .balancing(cell.balancing)
-        .partition_floor(floor_pages);
+        .partition_floor(floor_pages)
+        .trace(trace.clone());
     let db = Database::open(dir, opts)?;
     let partitions_effective = db.pool().partitions().len();
     let (stop, first) = (AtomicBool::new(false), AtomicBool::new(false));
@@ -258,7 +264,10 @@ fn measure(
     let measured = std::thread::scope(|s| -> Result<_> {
         let h = s.spawn(|| {
             crate::common::pin_worker(0);
-            scanner(&db, ACCOUNTS, &stop, &first, &rows, &scans)
+            // The one scanner is trace thread 0.
+            common::traced(&db, 0, || {
+                scanner(&db, ACCOUNTS, &stop, &first, &rows, &scans)
+            })
         });
         // The first (cold) scan, then the warm-up.
         while !first.load(Ordering::Acquire) && !h.is_finished() {
@@ -308,6 +317,7 @@ fn measure(
     let cpu = before.3.zip(after.3).map(|(a, b)| b.cores_since(&a, secs));
     let resident = tables::residency(&db);
     let nodes = tables::node_figures(&db, &stats);
+    common::note_trace(settings, trace, db.pool())?;
     db.close()?;
     let rows_n = after.1 - before.1;
     Ok(Row {

@@ -440,7 +440,11 @@ fn measure(
     settings: &Settings,
     label: &str,
 ) -> Result<Row> {
-    let pool = BufferPool::new(settings.pool_config(c), storage.clone())?;
+    let trace = settings.trace_for(c, &[]);
+    let pool = BufferPool::new(
+        settings.pool_config(c).trace(trace.clone()),
+        storage.clone(),
+    )?;
     let rf = RelFork::main(rel);
     let stop = AtomicBool::new(false);
     let pb = progress_bar(
@@ -452,7 +456,10 @@ fn measure(
         let handles: Vec<_> = (0..c.threads)
             .map(|t| {
                 let (pool, stop) = (&pool, &stop);
-                scope.spawn(move || worker(pool, rf, keys, t, stop))
+                // Trace thread id = worker number.
+                scope.spawn(move || {
+                    common::traced_pool(pool, t as u32, || worker(pool, rf, keys, t, stop))
+                })
             })
             .collect();
         let mut window = None;
@@ -485,6 +492,7 @@ fn measure(
         (window, outcomes)
     });
     pb.finish_and_clear();
+    common::note_trace(settings, trace, &pool)?;
     let mut data_errors = 0;
     let mut first_error = None;
     for o in outcomes {

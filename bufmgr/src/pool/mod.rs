@@ -247,6 +247,21 @@ impl BufferPool {
         sink.flush()
     }
 
+    /// Stop recording the trace (a no-op without one): accesses and
+    /// evictions from now on are not recorded; what every thread recorded
+    /// before is kept and written as rule 2 of [`crate::trace`] says. So a
+    /// benchmark's trace holds its measured run and not the data check it
+    /// runs on the same pool afterwards. Writes this thread's batch first;
+    /// reports the first failed write as [`flush_trace`](Self::flush_trace).
+    pub fn stop_trace(&self) -> Result<()> {
+        let Some(sink) = &self.shared.trace else {
+            return Ok(());
+        };
+        self.flush_trace()?;
+        sink.stop();
+        sink.flush()
+    }
+
     /// The configuration the pool was opened with.
     pub fn config(&self) -> &PoolConfig {
         &self.shared.config

@@ -340,7 +340,12 @@ fn lookup_round(
         settings.warmup,
         settings.duration,
         truth,
-        |t, _, stop, tally| cycle(len, t, threads, stop, |from| engine(from, stop, tally)),
+        // Trace thread id = lookup thread number.
+        |t, _, stop, tally| {
+            common::traced(db, t as u32, || {
+                cycle(len, t, threads, stop, |from| engine(from, stop, tally))
+            })
+        },
     )?;
     runs.engine_reads += reads(db) - r0;
     runs.engine.push(ew.per_sec);
@@ -569,8 +574,16 @@ fn bulk_load_row(
         tables::remove_dir(&edir)?;
         let (cpu0, began) = (CpuSample::now(), Instant::now());
         let t = Instant::now();
-        let db = engine_bulk_load(&edir, engine_options(settings, pool), data)?;
+        let round_part = format!("round{}", round + 1);
+        let trace = settings.trace_named(&["bulkload", &round_part]);
+        let db = engine_bulk_load(
+            &edir,
+            engine_options(settings, pool).trace(trace.clone()),
+            data,
+        )?;
         let es = t.elapsed().as_secs_f64();
+        // The checks below stay out of the trace.
+        common::note_trace(settings, trace, db.pool())?;
         let (count, sum) = (engine_scan_count(&db)?, engine_scan_sum(&db)?);
         let smp = sample_tally(&truth, |stop, t| engine_lookups(&db, sample, 100, stop, t))?;
         hashes.push(smp.2);
@@ -649,9 +662,12 @@ fn zipf_row(settings: &Settings, p: &Params) -> Result<ZipfOut> {
         .next_power_of_two()
         .clamp(1 << 16, 1 << 22);
     let probes = index_residency::draw_probes(rows, len)?;
+    let trace = settings.trace_named(&["zipf"]);
     let db = Database::open(
         &ds.dir,
-        engine_options(settings, pool).checksums(ds.stamp.checksums),
+        engine_options(settings, pool)
+            .checksums(ds.stamp.checksums)
+            .trace(trace.clone()),
     )?;
     let engine_pages = crate::dataset::relation_sizes(&db)?
         .iter()
@@ -696,6 +712,7 @@ fn zipf_row(settings: &Settings, p: &Params) -> Result<ZipfOut> {
             common::fmt_rate(s)
         );
     }
+    common::note_trace(settings, trace, db.pool())?;
     db.close()?;
     drop(conns);
     let row = runs.row(
@@ -787,7 +804,9 @@ pub fn run(settings: &Settings, p: &Params) -> Result<CompareReport> {
         } else {
             cache_kib = (pool * bufmgr::PAGE_SIZE / 1024) as i64;
         }
-        let db = Database::open(&edir, engine_options(settings, pool))?;
+        // One trace for every accounts workload (they share this database).
+        let trace = settings.trace_named(&["accounts"]);
+        let db = Database::open(&edir, engine_options(settings, pool).trace(trace.clone()))?;
         let rels = [db.table(TABLE)?.rel, index_rel(&db, K_INDEX)?];
         let pages = warm_engine(&db, &rels)?;
         let engine_pages: u64 = pages.iter().map(|&p| u64::from(p)).sum();
@@ -854,6 +873,7 @@ pub fn run(settings: &Settings, p: &Params) -> Result<CompareReport> {
             }
         }
         drop(conns);
+        common::note_trace(settings, trace, db.pool())?;
         let check = tables::check_table(&db, TABLE, Some(n))?;
         db.close()?;
         if let Some(e) = check.error() {
