@@ -2,6 +2,8 @@
 //!
 //! ```text
 //!   pin_unpin_hit/{1thread,2threads}   read_buffer + drop of a resident page
+//!   pin_unpin_hit/1thread-traced       the same on a pool recording a trace (32 bytes
+//!                                      an access, written to a file in batches)
 //!   hot100/{1thread,2threads}           the same on 100 hot pages both threads share
 //!   miss_with_eviction/{clock,hotcool}  every access a miss: sweep, evict, pread, checksum
 //!   miss_with_eviction/clock_no_checksum  the same without verifying the checksum
@@ -71,21 +73,35 @@ fn hit(pool: &BufferPool, rf: RelFork, block: BlockNumber) {
     black_box(pin.id());
 }
 
-fn pin_unpin_hit(c: &mut Criterion, storage: &Arc<FileStorage>) {
+/// `iters` hits of the hit relation's pages in turn.
+fn hits_in_turn(pool: &BufferPool, rf: RelFork, b: &mut criterion::Bencher<'_>) {
+    let mut i: BlockNumber = 0;
+    b.iter(|| {
+        hit(pool, rf, i % HIT_BLOCKS);
+        i = i.wrapping_add(1);
+    })
+}
+
+fn pin_unpin_hit(c: &mut Criterion, storage: &Arc<FileStorage>, dir: &Path) {
     let pool = BufferPool::new(PoolConfig::new(POOL_BUFFERS), storage.clone()).expect("pool");
+    // The same pool recording a trace, measured in the same run so that
+    // "tracing on" and "off" are side by side (`bench --trace`'s cost per
+    // access). The file grows by 32 bytes a hit: removed after the group.
+    let trace = dir.join("pin_unpin_hit.trace");
+    let traced = BufferPool::new(
+        PoolConfig::new(POOL_BUFFERS).trace(Some(trace.clone())),
+        storage.clone(),
+    )
+    .expect("traced pool");
     let rf = RelFork::main(HIT_REL);
     for b in 0..HIT_BLOCKS {
         hit(&pool, rf, b);
+        hit(&traced, rf, b);
     }
     let mut g = c.benchmark_group("pin_unpin_hit");
     configure(&mut g);
-    g.bench_function("1thread", |b| {
-        let mut i: BlockNumber = 0;
-        b.iter(|| {
-            hit(&pool, rf, i % HIT_BLOCKS);
-            i = i.wrapping_add(1);
-        })
-    });
+    g.bench_function("1thread", |b| hits_in_turn(&pool, rf, b));
+    g.bench_function("1thread-traced", |b| hits_in_turn(&traced, rf, b));
     // Two threads, each doing half the operations on its own half of the
     // relation: the time is wall time for all of them, so the figure is the
     // aggregate cost per operation (half the per-thread latency if the pool
@@ -118,6 +134,9 @@ fn pin_unpin_hit(c: &mut Criterion, storage: &Arc<FileStorage>) {
         })
     });
     g.finish();
+    drop(traced);
+    // Best effort: the temporary directory goes at the end anyway.
+    let _ = std::fs::remove_file(&trace);
 }
 
 /// A thread's order of visits to the hot pages: every page about equally
@@ -307,7 +326,7 @@ fn sweep_tick(c: &mut Criterion) {
 fn benches(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("temporary directory");
     let storage = storage(dir.path());
-    pin_unpin_hit(c, &storage);
+    pin_unpin_hit(c, &storage, dir.path());
     hot100(c, &storage);
     miss_with_eviction(c, &storage);
     sweep_tick(c);
