@@ -571,7 +571,10 @@ impl Soak {
                         .ok_or_else(|| format!("bad line {line:?}"))?;
                     let error: Vec<&str> = w.collect();
                     if !error.is_empty() {
-                        return Err(format!("the child's autovacuum failed: {}", error.join(" ")));
+                        return Err(format!(
+                            "the child's autovacuum failed: {}",
+                            error.join(" ")
+                        ));
                     }
                     self.autovacuums_seen = n;
                 }

@@ -61,8 +61,8 @@
 
 use std::collections::VecDeque;
 use std::ops::Bound;
-use std::sync::{Arc, OnceLock};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use btree::Key;
 use parking_lot::Mutex;

@@ -492,7 +492,12 @@ fn measure(
     tables::remove_dir(run_dir)?;
     tables::copy_dir(cached, run_dir)?;
     let commit_part = format!("commit-{}", mode_name(cell.commit));
-    let trace = settings.trace_for(&cell.pool, &[&commit_part]);
+    let av_part = if cell.autovacuum {
+        "autovacuum-on"
+    } else {
+        "autovacuum-off"
+    };
+    let trace = settings.trace_for(&cell.pool, &[av_part, &commit_part]);
     let opts = tables::options(settings, &cell.pool)
         .commit_mode(cell.commit)
         .checkpoint_interval(checkpoint)
@@ -827,11 +832,7 @@ impl Report for OltpReport {
                 },
                 fmt_rate(r.tps),
                 format!("{:.0}", r.accesses_per_txn),
-                format!(
-                    "{}+{}",
-                    pages_of(r, BRANCHES),
-                    pages_of(r, BRANCHES_PK)
-                ),
+                format!("{}+{}", pages_of(r, BRANCHES), pages_of(r, BRANCHES_PK)),
                 format!("{}+{}", pages_of(r, TELLERS), pages_of(r, TELLERS_PK)),
                 format!(
                     "{}+{}",
