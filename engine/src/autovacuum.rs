@@ -173,7 +173,8 @@ pub struct AutovacuumStats {
     /// by later inserts; pages are never returned to the file system).
     pub pages_vacuumed: u64,
     pub bytes_freed: u64,
-    /// Vacuums skipped because a vacuum of the table was running.
+    /// Vacuums skipped because a vacuum of the table was running (or the
+    /// table was being dropped).
     pub skipped_busy: u64,
     /// Failed vacuums, and the last failure (rule 3).
     pub errors: u64,

@@ -151,11 +151,12 @@ fn a_small_updated_table_stays_small_with_autovacuum_and_grows_without() {
         );
         assert_eq!(vacuums_off, 0);
         assert!(vacuums_on > 0, "the worker never vacuumed");
-        // 5,000 versions of ~40 bytes are ~25 heap pages; between two
-        // vacuums a few hundred at most pile up.
-        assert!(heap_on <= 4, "heap grew to {heap_on} pages with autovacuum");
+        // Without vacuum the 5,000 versions take ~37 heap pages; with it
+        // only what piles up between two vacuums (2 pages measured; the
+        // bound leaves room for a worker starved on a loaded machine).
+        assert!(heap_on <= 8, "heap grew to {heap_on} pages with autovacuum");
         assert!(
-            index_on <= 6,
+            index_on <= 8,
             "index grew to {index_on} pages with autovacuum"
         );
         assert!(
@@ -210,7 +211,7 @@ fn concurrent_updaters_lose_nothing_while_autovacuum_runs() {
         assert!(s.vacuums > 0 && s.tuples_removed > 0, "{s:?}");
         assert_eq!(s.errors, 0, "{s:?}");
         // The table kept its size near what one round of garbage needs.
-        assert!(pages(&db, "t") <= 8, "heap {} pages", pages(&db, "t"));
+        assert!(pages(&db, "t") <= 16, "heap {} pages", pages(&db, "t"));
         db.close().unwrap();
         // And everything is there after a reopen.
         let db = Database::open(dir.path(), options(false)).unwrap();
