@@ -141,6 +141,7 @@ fn oltp_keeps_the_balance_sums_equal() {
     let args = oltp::Args {
         commit: Some(oltp::CommitChoice::Both),
         checkpoint_ms: Some(300),
+        autovacuum: Some(oltp::AutovacuumChoice::Both),
     };
     let kind = ScenarioKind::Oltp(args);
     let s = tiny(
@@ -154,9 +155,22 @@ fn oltp_keeps_the_balance_sums_equal() {
         },
     );
     let report = oltp::run(&s, &args).unwrap();
-    assert_eq!(report.rows.len(), 2);
-    assert_eq!(report.rows[0].commit, "sync");
-    assert_eq!(report.rows[1].commit, "async");
+    // Commit mode outer, autovacuum on then off inner.
+    assert_eq!(report.rows.len(), 4);
+    let cells: Vec<(&str, bool)> = report
+        .rows
+        .iter()
+        .map(|r| (r.commit.as_str(), r.autovacuum))
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            ("sync", true),
+            ("sync", false),
+            ("async", true),
+            ("async", false)
+        ]
+    );
     assert!(report.data_check.ok, "{:?}", report.data_check);
     for r in &report.rows {
         assert!(r.transactions > 0 && r.tps > 0.0, "{r:?}");
@@ -166,9 +180,16 @@ fn oltp_keeps_the_balance_sums_equal() {
         // accounts == tellers == branches == history deltas.
         assert!(r.sums.iter().all(|&x| x == r.sums[0]), "{r:?}");
         assert_eq!(r.threads, 2);
+        assert!(r.accesses_per_txn > 0.0, "{r:?}");
+        // Heap and pk index of branches, tellers, accounts, none empty.
+        assert_eq!(r.pages.len(), 6, "{r:?}");
+        assert!(r.pages.iter().all(|(_, p)| *p > 0), "{r:?}");
+        if !r.autovacuum {
+            assert_eq!(r.autovacuums, 0, "{r:?}");
+        }
     }
     // Four tables checked per run, every one clean.
-    assert_eq!(report.data_check.tables.len(), 8);
+    assert_eq!(report.data_check.tables.len(), 16);
     assert!(
         report
             .data_check
@@ -179,9 +200,12 @@ fn oltp_keeps_the_balance_sums_equal() {
     assert_json(
         &s,
         &report,
-        2,
+        4,
         &[
             "tps",
+            "autovacuum",
+            "accesses_per_txn",
+            "pages",
             "latency_p50_ms",
             "latency_p99_ms",
             "wal_bytes_per_txn",

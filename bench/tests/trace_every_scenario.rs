@@ -194,6 +194,7 @@ fn oltp_traces_sync_and_async_apart() {
     let args = oltp::Args {
         commit: Some(oltp::CommitChoice::Both),
         checkpoint_ms: Some(300),
+        autovacuum: Some(oltp::AutovacuumChoice::On),
     };
     let kind = ScenarioKind::Oltp(args);
     let s = tiny(
@@ -206,8 +207,14 @@ fn oltp_traces_sync_and_async_apart() {
         },
     );
     let names = traced_run(kind, &s, 2, &[0, 1]);
-    assert!(names[0].ends_with("-commit-sync.trace"), "{names:?}");
-    assert!(names[1].ends_with("-commit-async.trace"), "{names:?}");
+    assert!(
+        names[0].ends_with("-autovacuum-on-commit-sync.trace"),
+        "{names:?}"
+    );
+    assert!(
+        names[1].ends_with("-autovacuum-on-commit-async.trace"),
+        "{names:?}"
+    );
 }
 
 #[test]

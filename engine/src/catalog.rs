@@ -118,6 +118,8 @@ pub(crate) struct TableHandle {
     /// `ShareUpdateExclusiveLock`): a second vacuum's dead set could name a
     /// pointer the first one freed and an insert reused.
     pub vacuum: Mutex<()>,
+    /// Dead tuples and the tuple estimate, for autovacuum.
+    pub counters: crate::autovacuum::TableCounters,
 }
 
 /// An open index.

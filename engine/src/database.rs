@@ -8,7 +8,8 @@
 //!      ├── one Heap per table (relation >= 1000), each with its free-space map
 //!      │     └── its B-tree indexes (relations >= 1000 too)
 //!      ├── snapshot registry: xmin of every live Transaction's snapshot (vacuum horizon)
-//!      └── Checkpointer thread: tm.checkpoint() on time / WAL volume / request
+//!      ├── Checkpointer thread: tm.checkpoint() on time / WAL volume / request
+//!      └── Autovacuum thread: vacuums a table once its dead tuples pass its threshold
 //! ```
 //!
 //! Open, recovery and close are numbered in the crate README; the code below
@@ -27,6 +28,7 @@ use heap::{Heap, Tid, VacuumStats};
 use parking_lot::{Mutex, RwLock};
 use wal::{CheckpointInfo, Lsn, Record, RmgrKind, Wal, WalStats};
 
+use crate::autovacuum::{AutovacShared, Autovacuum, AutovacuumStats, TableCounters, WorkerContext};
 use crate::catalog::{
     CATALOG_REL, CatalogEntry, CatalogState, IndexHandle, IndexInfo, RelKind, TableHandle,
     TableInfo, check_name, check_table,
@@ -71,19 +73,23 @@ impl Drop for Shared {
 }
 
 /// Everything an open database owns. Field order is drop order: the
-/// checkpointer stops before the manager and the pool it uses go.
+/// autovacuum worker and the checkpointer stop before the manager and the
+/// pool they use go.
 #[derive(Debug)]
 pub(crate) struct Core {
+    pub autovacuum: Option<Autovacuum>,
+    pub autovac: Arc<AutovacShared>,
     pub checkpointer: Option<wal::Checkpointer>,
     pub dir: PathBuf,
     pub options: Options,
-    pub catalog: RwLock<CatalogState>,
+    /// An `Arc` so the autovacuum worker can list the tables.
+    pub catalog: Arc<RwLock<CatalogState>>,
     pub catalog_heap: Heap,
     /// DDL runs one at a time (catalog rule 1).
     pub ddl: Mutex<()>,
     /// xmin of each live snapshot (transactions, iterators): the vacuum
     /// horizon (`registry`).
-    pub snapshots: SnapshotRegistry,
+    pub snapshots: Arc<SnapshotRegistry>,
     /// One checkpoint at a time (see `checkpointer`).
     pub checkpoint_serial: Arc<Mutex<()>>,
     pub tm: Arc<TransactionManager>,
@@ -228,14 +234,22 @@ impl Database {
         let catalog_heap = Heap::open(pool.clone(), Some(wal.clone()), CATALOG_REL, true)
             .map_err(EngineError::heap("could not open the catalog"))?
             .with_hint_mode(options.hint_mode);
+        let autovac = Arc::new(AutovacShared::new(
+            options.autovacuum,
+            options.autovacuum_naptime,
+            options.autovacuum_threshold,
+            options.autovacuum_scale_factor,
+        ));
         let mut core = Core {
+            autovacuum: None,
+            autovac,
             checkpointer: None,
             dir,
             options,
-            catalog: RwLock::new(CatalogState::default()),
+            catalog: Arc::new(RwLock::new(CatalogState::default())),
             catalog_heap,
             ddl: Mutex::new(()),
-            snapshots: SnapshotRegistry::default(),
+            snapshots: Arc::new(SnapshotRegistry::default()),
             checkpoint_serial: Arc::new(Mutex::new(())),
             tm,
             pool,
@@ -272,6 +286,15 @@ impl Database {
                     tm.checkpoint().map(drop).map_err(Into::into)
                 }),
             ));
+        }
+        // 9. The autovacuum worker.
+        if core.options.autovacuum {
+            core.autovacuum = Some(Autovacuum::start(WorkerContext {
+                shared: core.autovac.clone(),
+                catalog: core.catalog.clone(),
+                tm: core.tm.clone(),
+                snapshots: core.snapshots.clone(),
+            })?);
         }
         Ok(Database {
             shared: Arc::new(Shared { core: Some(core) }),
@@ -322,6 +345,7 @@ impl Database {
 impl Core {
     fn shutdown(self) -> Result<()> {
         let Core {
+            autovacuum,
             checkpointer,
             dir,
             catalog,
@@ -333,7 +357,9 @@ impl Core {
             lock,
             ..
         } = self;
-        // 1. Stop the checkpointer (waits for a round in progress).
+        // 1. Stop the autovacuum worker (a vacuum in progress finishes) and
+        //    the checkpointer (waits for a round in progress).
+        drop(autovacuum);
         drop(checkpointer);
         // 2. Every dirty page, unlogged included, then 3. the checkpoint.
         let mut result = pool.flush_all(true).map(drop).map_err(EngineError::buffer(
@@ -449,6 +475,7 @@ impl Database {
                 dropped: RwLock::new(false),
                 indexes: RwLock::new(Vec::new()),
                 vacuum: Mutex::new(()),
+                counters: TableCounters::default(),
             }),
         );
         Ok(info)
@@ -726,6 +753,7 @@ impl Database {
             index::build_from_entries(t, ix, e, txn.xid(), &*c.tm)?;
         }
         txn.commit()?;
+        t.counters.tuples.fetch_add(p.rows, Ordering::Relaxed);
         p.pages_written = ring_writes(c) - written_before;
         p.elapsed = started.elapsed();
         p.done = true;
@@ -800,6 +828,7 @@ impl Database {
             }
         }
         txn.commit()?;
+        t.counters.tuples.fetch_add(p.rows, Ordering::Relaxed);
         p.pages = c
             .pool
             .nblocks(rf)
@@ -835,34 +864,18 @@ impl Database {
         if *guard {
             return Err(EngineError::UnknownTable { name: table.into() });
         }
-        let _one_vacuum = t.vacuum.lock();
-        let horizon = c.vacuum_horizon();
-        let (mut heap, dead) = t
-            .heap
-            .lazy_scan_heap(horizon, &*c.tm)
-            .map_err(EngineError::heap(format!("vacuum of table {table:?}")))?;
-        let indexes = t.indexes.read().clone();
-        let mut index_stats = Vec::new();
-        for ix in &indexes {
-            let stats = if dead.is_empty() {
-                btree::VacuumStats::default()
-            } else {
-                ix.btree
-                    .vacuum(|tid| dead.contains(&tid))
-                    .map_err(map_btree(ix, "vacuum"))?
-            };
-            index_stats.push((ix.info.name.clone(), stats));
-        }
-        let freed = t
-            .heap
-            .free_dead(&dead)
-            .map_err(EngineError::heap(format!("vacuum of table {table:?}")))?;
-        heap.add_pass_two(freed);
-        Ok(VacuumReport {
-            horizon,
-            indexes: index_stats,
-            heap,
-        })
+        let one_vacuum = t.vacuum.lock();
+        let dead_before = t.counters.dead.load(Ordering::Relaxed);
+        let report = vacuum_table(&t, &c.tm, &c.snapshots, &one_vacuum)?;
+        t.counters.vacuumed(dead_before, &report);
+        Ok(report)
+    }
+
+    /// What the autovacuum worker has done, each table's dead-tuple count
+    /// and threshold, and the last background error (`crate::autovacuum`).
+    pub fn autovacuum_stats(&self) -> AutovacuumStats {
+        let c = self.core();
+        c.autovac.stats(&c.catalog)
     }
 
     /// Check every index of `table` (`btree::verify`: page order, high keys,
@@ -1237,6 +1250,7 @@ impl Core {
                 dropped: RwLock::new(false),
                 indexes: RwLock::new(Vec::new()),
                 vacuum: Mutex::new(()),
+                counters: TableCounters::default(),
             });
             by_rel.insert(t.info.rel, t.clone());
             st.tables.insert(t.info.name.clone(), t);
@@ -1280,7 +1294,7 @@ impl Core {
             txn.commit_with(CommitMode::Synchronous)?;
             st.meta_tid = Some(tid);
         }
-        *self.catalog.get_mut() = st;
+        *self.catalog.write() = st;
         Ok(())
     }
 
@@ -1357,3 +1371,42 @@ type RelNames = HashMap<RelId, (String, RelKind, Option<String>)>;
 
 /// The TID type rows are named by.
 pub type RowId = Tid;
+
+/// [`Database::vacuum`]'s passes on a table the caller holds against DROP
+/// (its `dropped` lock shared) and whose vacuum mutex it holds (`_one`):
+/// shared with the autovacuum worker.
+pub(crate) fn vacuum_table(
+    t: &TableHandle,
+    tm: &TransactionManager,
+    snapshots: &SnapshotRegistry,
+    _one: &parking_lot::MutexGuard<'_, ()>,
+) -> Result<VacuumReport> {
+    let table = &t.info.name;
+    let horizon = snapshots.horizon(|| tm.oldest_running());
+    let (mut heap, dead) = t
+        .heap
+        .lazy_scan_heap(horizon, tm)
+        .map_err(EngineError::heap(format!("vacuum of table {table:?}")))?;
+    let indexes = t.indexes.read().clone();
+    let mut index_stats = Vec::new();
+    for ix in &indexes {
+        let stats = if dead.is_empty() {
+            btree::VacuumStats::default()
+        } else {
+            ix.btree
+                .vacuum(|tid| dead.contains(&tid))
+                .map_err(map_btree(ix, "vacuum"))?
+        };
+        index_stats.push((ix.info.name.clone(), stats));
+    }
+    let freed = t
+        .heap
+        .free_dead(&dead)
+        .map_err(EngineError::heap(format!("vacuum of table {table:?}")))?;
+    heap.add_pass_two(freed);
+    Ok(VacuumReport {
+        horizon,
+        indexes: index_stats,
+        heap,
+    })
+}

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod autovacuum;
 pub mod catalog;
 pub mod database;
 pub mod datadir;
@@ -16,6 +17,7 @@ pub mod transaction;
 pub mod txn;
 pub mod value;
 
+pub use autovacuum::{AutovacuumError, AutovacuumStats, TableAutovacuum};
 pub use catalog::{IndexInfo, RelKind, TableInfo};
 pub use database::{
     BufferInfo, BulkProgress, Database, IndexViolation, ResidentPages, RowId, TableOptions,

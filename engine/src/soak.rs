@@ -64,13 +64,18 @@ pub const TARGET_ROWS: usize = 4000;
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The workload's options: a 64-buffer pool (so pages are evicted and
-/// written all the time), 1 MiB WAL segments, one partition.
+/// written all the time), 1 MiB WAL segments, one partition, and the
+/// autovacuum worker looking every 10 ms and vacuuming at 20 dead tuples, so
+/// a kill often lands inside one of its vacuums.
 pub fn options() -> Options {
     Options::new()
         .pool_buffers(64)
         .wal_segment_size(1 << 20)
         .checkpoint_max_wal_bytes(64 << 20)
         .partitions(Partitions::Count(1))
+        .autovacuum(true)
+        .autovacuum_naptime(Duration::from_millis(10))
+        .autovacuum_thresholds(20, 0.0)
 }
 
 /// A small deterministic PRNG (xorshift64*) for workloads driven by a seed.
@@ -291,6 +296,11 @@ pub fn run_child(dir: &Path, seed: u64, deadline: Duration, out: &mut impl Write
         let action = rng.below(100);
         if action < 3 {
             db.checkpoint().unwrap();
+            // What the autovacuum worker has done so far (the parent
+            // counts it, and fails on a background error).
+            let av = db.autovacuum_stats();
+            let error = av.last_error.map(|e| e.to_string()).unwrap_or_default();
+            writeln!(out, "AUTOVACUUM {} {error}", av.vacuums).unwrap();
             continue;
         }
         if action < 5 {
@@ -461,6 +471,9 @@ pub struct CycleReport {
     pub rows: usize,
     /// Blocks whose checksum was verified after the clean close.
     pub blocks_checked: u64,
+    /// Vacuums the child's autovacuum worker had finished at its last
+    /// report (`AUTOVACUUM n` lines).
+    pub autovacuums: u64,
 }
 
 /// The parent's state across cycles on one data directory: the model of
@@ -468,6 +481,8 @@ pub struct CycleReport {
 #[derive(Debug, Default)]
 pub struct Soak {
     model: Model,
+    /// The last `AUTOVACUUM n` of the child being read.
+    autovacuums_seen: u64,
 }
 
 impl Soak {
@@ -489,9 +504,12 @@ impl Soak {
         lines: &[String],
     ) -> Result<CycleReport, String> {
         let fail = |what: String| format!("cycle {cycle}: {what}");
+        self.autovacuums_seen = 0;
         let (committed, in_doubt) = self.read_child_output(lines).map_err(fail)?;
         let opened = Instant::now();
-        let db = Database::open(dir, options()).map_err(|e| fail(format!("recovery: {e}")))?;
+        // The checks want a quiet table (`verify_indexes`): no worker here.
+        let db = Database::open(dir, options().autovacuum(false))
+            .map_err(|e| fail(format!("recovery: {e}")))?;
         let recovery = opened.elapsed();
         let rs = db.recovery_stats();
         let r = self.check_database(&db, in_doubt.as_deref());
@@ -505,6 +523,7 @@ impl Soak {
                 replayed: rs.commits + rs.aborts + rs.other,
                 rows: self.model.len(),
                 blocks_checked,
+                autovacuums: self.autovacuums_seen,
             })
         });
         r.map_err(fail)
@@ -544,6 +563,20 @@ impl Soak {
                         op.apply(&mut self.model);
                     }
                     committed += 1;
+                }
+                Some("AUTOVACUUM") => {
+                    let n: u64 = w
+                        .next()
+                        .and_then(|s| s.parse().ok())
+                        .ok_or_else(|| format!("bad line {line:?}"))?;
+                    let error: Vec<&str> = w.collect();
+                    if !error.is_empty() {
+                        return Err(format!(
+                            "the child's autovacuum failed: {}",
+                            error.join(" ")
+                        ));
+                    }
+                    self.autovacuums_seen = n;
                 }
                 _ => {} // anything else the child's harness prints
             }

@@ -61,8 +61,8 @@
 
 use std::collections::VecDeque;
 use std::ops::Bound;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use btree::Key;
 use parking_lot::Mutex;
@@ -75,6 +75,7 @@ use heap::visibility::visit_visible_tuples;
 use heap::{HeapError, RingChoice, ScanOptions, Snapshot, Tid};
 use wal::Lsn;
 
+use crate::autovacuum::Pending;
 use crate::catalog::{IndexHandle, TableHandle};
 use crate::database::{Core, Database, RowId};
 use crate::error::{EngineError, Result};
@@ -171,6 +172,10 @@ pub struct Transaction {
     /// Why the transaction can only roll back (see the module docs).
     aborted: Mutex<Option<String>>,
     must_abort: AtomicBool,
+    /// Rows inserted, updated and deleted per table, added to the tables'
+    /// autovacuum counters when the transaction ends (`crate::autovacuum`
+    /// rule 1).
+    pending: Mutex<Vec<(Arc<TableHandle>, Pending)>>,
 }
 
 impl Transaction {
@@ -190,6 +195,7 @@ impl Transaction {
             finished: false,
             aborted: Mutex::new(None),
             must_abort: AtomicBool::new(false),
+            pending: Mutex::new(Vec::new()),
         })
     }
 
@@ -273,7 +279,36 @@ impl Transaction {
         let mode = self.mode;
         match self.finish() {
             None => Ok(Lsn::ZERO),
-            Some(w) => self.core().tm.commit_xid(w.xid, w.shard, mode),
+            Some(w) => {
+                let lsn = self.core().tm.commit_xid(w.xid, w.shard, mode)?;
+                self.count_changes(true);
+                Ok(lsn)
+            }
+        }
+    }
+
+    /// Count what this transaction did to each table's autovacuum counters
+    /// (after its commit or abort), waking the worker where a table crossed
+    /// its threshold.
+    fn count_changes(&self, committed: bool) {
+        let pending = std::mem::take(&mut *self.pending.lock());
+        let av = &self.core().autovac;
+        for (t, p) in pending {
+            t.counters.add(&p, committed);
+            av.table_changed(&t.counters);
+        }
+    }
+
+    /// Note one row change in `t` for [`count_changes`](Self::count_changes).
+    fn note(&self, t: &Arc<TableHandle>, f: impl FnOnce(&mut Pending)) {
+        let mut pending = self.pending.lock();
+        match pending.iter_mut().find(|(h, _)| Arc::ptr_eq(h, t)) {
+            Some((_, p)) => f(p),
+            None => {
+                let mut p = Pending::default();
+                f(&mut p);
+                pending.push((t.clone(), p));
+            }
         }
     }
 
@@ -286,7 +321,11 @@ impl Transaction {
     fn abort_now(&mut self) -> Result<()> {
         match self.finish() {
             None => Ok(()),
-            Some(w) => self.core().tm.abort_xid(w.xid, w.shard),
+            Some(w) => {
+                self.core().tm.abort_xid(w.xid, w.shard)?;
+                self.count_changes(false);
+                Ok(())
+            }
         }
     }
 
@@ -310,11 +349,11 @@ impl Transaction {
     fn with_table<R>(
         &self,
         table: impl TableRef,
-        f: impl FnOnce(&TableHandle) -> Result<R>,
+        f: impl FnOnce(&Arc<TableHandle>) -> Result<R>,
     ) -> Result<R> {
         self.check_usable()?;
         let t = table.resolve_table(&self.db)?;
-        let h = &*t.h;
+        let h = &t.h;
         let dropped = h.dropped.read();
         if *dropped {
             return Err(EngineError::UnknownTable {
@@ -369,13 +408,21 @@ impl Transaction {
             if let Err(e) = index::insert_entries(t, &indexes, &row, tid, w.xid, &*self.core().tm) {
                 // Take the tuple back: deleted by its own inserter, it is
                 // invisible to everyone and dead once we finish.
-                if let Err(undo) = t.heap.delete(w.xid, &w.snapshot, &*self.core().tm, tid) {
-                    self.set_must_abort(format!(
-                        "insert into {name:?} failed ({e}) and could not be undone ({undo})"
-                    ));
+                match t.heap.delete(w.xid, &w.snapshot, &*self.core().tm, tid) {
+                    Ok(()) => self.note(t, |p| {
+                        p.inserted += 1;
+                        p.deleted += 1;
+                    }),
+                    Err(undo) => {
+                        self.note(t, |p| p.inserted += 1);
+                        self.set_must_abort(format!(
+                            "insert into {name:?} failed ({e}) and could not be undone ({undo})"
+                        ))
+                    }
                 }
                 return Err(e);
             }
+            self.note(t, |p| p.inserted += 1);
             Ok(tid)
         })
     }
@@ -417,6 +464,7 @@ impl Transaction {
                 .heap
                 .update(w.xid, &w.snapshot, tm, row_id, &bytes)
                 .map_err(map_heap(name, "update"))?;
+            self.note(t, |p| p.updated += 1);
             if let Err(e) = index::insert_entries(t, &indexes, &row, new, w.xid, tm) {
                 self.set_must_abort(format!(
                     "update of row {row_id} in {name:?} could not index the new version: {e}"
@@ -433,7 +481,9 @@ impl Transaction {
             let w = self.writer("delete", &t.info.name)?;
             t.heap
                 .delete(w.xid, &w.snapshot, &*self.core().tm, row_id)
-                .map_err(map_heap(&t.info.name, "delete"))
+                .map_err(map_heap(&t.info.name, "delete"))?;
+            self.note(t, |p| p.deleted += 1);
+            Ok(())
         })
     }
 

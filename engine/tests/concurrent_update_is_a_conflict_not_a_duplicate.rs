@@ -44,7 +44,14 @@ fn an_update_racing_an_update_of_the_same_row_is_a_write_conflict() {
         .unwrap_or(DEFAULT_SECS);
     watchdog(Duration::from_secs(secs + 60), move || {
         let dir = tempfile::tempdir().unwrap();
-        let db = Database::open(dir.path(), small_options().pool_buffers(256)).unwrap();
+        let db = Database::open(
+            dir.path(),
+            small_options()
+                .pool_buffers(256)
+                .autovacuum(true)
+                .autovacuum_naptime(std::time::Duration::from_millis(10)),
+        )
+        .unwrap();
         db.create_table(
             "t",
             vec![

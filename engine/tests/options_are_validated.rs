@@ -30,6 +30,38 @@ fn bad_values_are_named() {
         &["pool_buffers", "17179869184 buffers", "maximum"],
     );
     refused(o().pool_mib(usize::MAX), &["pool_buffers", "maximum"]);
+    refused(
+        o().autovacuum_naptime(std::time::Duration::ZERO),
+        &["autovacuum_naptime", "0ns", "minimum"],
+    );
+    refused(
+        o().autovacuum_thresholds(50, -0.5),
+        &["autovacuum_scale_factor", "-0.5"],
+    );
+    refused(
+        o().autovacuum_thresholds(50, f64::NAN),
+        &["autovacuum_scale_factor", "NaN"],
+    );
+    let set = Options::new()
+        .set("autovacuum", "off")
+        .and_then(|o| o.set("autovacuum_naptime_ms", "250"))
+        .and_then(|o| o.set("autovacuum_threshold", "7"))
+        .and_then(|o| o.set("autovacuum_scale_factor", "0.05"))
+        .unwrap();
+    assert!(!set.autovacuum);
+    assert_eq!(
+        set.autovacuum_naptime,
+        std::time::Duration::from_millis(250)
+    );
+    assert_eq!(
+        (set.autovacuum_threshold, set.autovacuum_scale_factor),
+        (7, 0.05)
+    );
+    assert!(Options::new().autovacuum, "autovacuum is on by default");
+    let e = Options::new()
+        .set("autovacuum_scale_factor", "lots")
+        .unwrap_err();
+    assert!(e.to_string().contains("autovacuum_scale_factor"), "{e}");
     let e = Options::new().set("pool_mib", &usize::MAX.to_string());
     assert!(
         e.is_err() || e.unwrap().validate().is_err(),

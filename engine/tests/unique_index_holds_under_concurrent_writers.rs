@@ -38,7 +38,14 @@ fn expected_loss(e: &EngineError) -> bool {
 fn at_most_one_committed_row_per_key() {
     watchdog(Duration::from_secs(60), || {
         let dir = tempfile::tempdir().unwrap();
-        let db = Database::open(dir.path(), small_options().pool_buffers(128)).unwrap();
+        let db = Database::open(
+            dir.path(),
+            small_options()
+                .pool_buffers(128)
+                .autovacuum(true)
+                .autovacuum_naptime(std::time::Duration::from_millis(10)),
+        )
+        .unwrap();
         db.create_table("t", two_columns()).unwrap();
         db.create_index("t_id", "t", "id", true).unwrap();
         const KEYS: i64 = 150;

@@ -18,7 +18,8 @@
 //!
 //! Shortcuts: no HOT chains, so no redirect pointers; pruning is not done
 //! opportunistically by readers (PostgreSQL's `heap_page_prune_opt`): the
-//! engine calls [`Heap::prune_page`] or vacuums ([`crate::vacuum`]).
+//! engine calls [`Heap::prune_page`] or vacuums ([`crate::vacuum`]; its
+//! autovacuum worker does so once a table's dead tuples pass a threshold).
 
 use bufmgr::{BlockNumber, PageWrite};
 use wal::Xid;

@@ -68,6 +68,12 @@ pub struct VacuumStats {
     pub dead_pointers: u64,
     /// Pages pass 2 changed (a VACUUM record each, when logged).
     pub pages_vacuumed: u64,
+    /// Tuples pass 1 left in place (normal line pointers after pruning:
+    /// live rows, versions some snapshot may still see, and those of
+    /// transactions in progress). The engine's autovacuum takes it as the
+    /// table's tuple estimate, PostgreSQL's `reltuples` (which counts live
+    /// tuples only; ours is an upper bound of that).
+    pub tuples_remaining: u64,
     /// Whether the vacuum ring was used.
     pub used_ring: bool,
 }
@@ -129,8 +135,12 @@ impl Heap {
             let view = HeapPage::parse(&page, self.page_id(block))?;
             if !view.is_new() {
                 for off in 1..=view.item_count() {
-                    if view.item(off)?.state == LpState::Dead {
-                        dead.insert(Tid::new(block, off));
+                    match view.item(off)?.state {
+                        LpState::Dead => {
+                            dead.insert(Tid::new(block, off));
+                        }
+                        LpState::Normal => stats.tuples_remaining += 1,
+                        _ => {}
                     }
                 }
             }

@@ -16,9 +16,18 @@
 //!       insert(history, (tid, bid, aid, delta, mtime))
 //!       COMMIT                      a write conflict: roll back, retry
 //!     warm-up, then a window between PoolStats / WalStats snapshots
-//!   end: sum(abalance) == sum(tbalance) == sum(bbalance) == sum(delta),
-//!     history rows == commits, row counts, verify_indexes; delete the copy
+//!   end: pages of branches / tellers / accounts (and their pk indexes);
+//!     with autovacuum on, close and reopen without it (a quiet table for
+//!     verify_indexes); sum(abalance) == sum(tbalance) == sum(bbalance) ==
+//!     sum(delta), history rows == commits, row counts, verify_indexes;
+//!     delete the copy
 //! ```
+//!
+//! `--autovacuum on,off` (default: both) runs every cell with the engine's
+//! autovacuum worker and without it: every update leaves a dead version and
+//! an index entry behind (no HOT), and without vacuum the 10-row `branches`
+//! table and its index grow all through the window, so each lookup of a hot
+//! branch walks every version (`accesses/txn`: pool accesses / commits).
 //!
 //! Snapshot isolation with first-updater-wins: two clients updating the
 //! same teller or branch, one aborts (`WriteConflict`) and retries; the
@@ -29,7 +38,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use bufmgr::{PoolStats, SweepBatch};
+use bufmgr::{PoolStats, RelFork, SweepBatch};
 use clap::ValueEnum;
 use engine::{CommitMode, Database, EngineError, Transaction, Value};
 use rand::rngs::SmallRng;
@@ -85,12 +94,26 @@ fn mode_name(m: CommitMode) -> &'static str {
     }
 }
 
+/// `--autovacuum`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AutovacuumChoice {
+    On,
+    Off,
+    /// Each cell twice, on then off.
+    #[value(name = "on,off", alias = "both")]
+    Both,
+}
+
 /// The options of `oltp` (after the scenario name).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::Args)]
 pub struct Args {
     /// Commit mode [default: both]
     #[arg(long, value_enum)]
     pub commit: Option<CommitChoice>,
+    /// The engine's autovacuum worker: on, off, or each cell with and
+    /// without it [default: on,off]
+    #[arg(long, value_enum)]
+    pub autovacuum: Option<AutovacuumChoice>,
     /// Checkpoint interval in milliseconds [default: 5000]
     #[arg(long, value_name = "MS")]
     pub checkpoint_ms: Option<u64>,
@@ -133,14 +156,27 @@ impl Scale {
 pub struct Cell {
     pub pool: Config,
     pub commit: CommitMode,
+    pub autovacuum: bool,
 }
 
 pub fn cells(settings: &Settings, args: &Args) -> Vec<Cell> {
     let threads = tables::threads_or(settings, &[common::cores()]);
+    let autovacuum = match args.autovacuum.unwrap_or(AutovacuumChoice::Both) {
+        AutovacuumChoice::On => vec![true],
+        AutovacuumChoice::Off => vec![false],
+        AutovacuumChoice::Both => vec![true, false],
+    };
     let mut out = Vec::new();
     for pool in tables::configs_with(settings, &threads, &settings.partitions) {
         for &commit in &args.commit.unwrap_or(CommitChoice::Both).modes() {
-            out.push(Cell { pool, commit });
+            // On and off next to each other: alternate runs, same build.
+            for &autovacuum in &autovacuum {
+                out.push(Cell {
+                    pool,
+                    commit,
+                    autovacuum,
+                });
+            }
         }
     }
     // Commit mode outermost of the pool's settings, evictor innermost.
@@ -159,6 +195,9 @@ pub struct Row {
     pub ring: bool,
     /// `sync` or `async`.
     pub commit: String,
+    /// The engine's autovacuum worker ran.
+    #[serde(default)]
+    pub autovacuum: bool,
     pub window_secs: f64,
     pub transactions: u64,
     pub tps: f64,
@@ -189,6 +228,19 @@ pub struct Row {
     pub cpu_cores_used: Option<f64>,
     pub other_cores_used: Option<f64>,
     pub resident: Vec<Residency>,
+    /// Pool accesses in the window / transactions committed in it.
+    #[serde(default)]
+    pub accesses_per_txn: f64,
+    /// Relation sizes in pages at the end of the window (branches,
+    /// tellers, accounts and their pk indexes).
+    #[serde(default)]
+    pub pages: Vec<(String, u32)>,
+    /// Vacuums the autovacuum worker ran (the whole run, warm-up included),
+    /// and the tuples they removed.
+    #[serde(default)]
+    pub autovacuums: u64,
+    #[serde(default)]
+    pub autovacuum_tuples_removed: u64,
     /// Per NUMA node: where the buffers' memory is (queried), and the
     /// window's accesses and reads of the partitions on each node.
     #[serde(default)]
@@ -440,12 +492,18 @@ fn measure(
     tables::remove_dir(run_dir)?;
     tables::copy_dir(cached, run_dir)?;
     let commit_part = format!("commit-{}", mode_name(cell.commit));
-    let trace = settings.trace_for(&cell.pool, &[&commit_part]);
+    let av_part = if cell.autovacuum {
+        "autovacuum-on"
+    } else {
+        "autovacuum-off"
+    };
+    let trace = settings.trace_for(&cell.pool, &[av_part, &commit_part]);
     let opts = tables::options(settings, &cell.pool)
         .commit_mode(cell.commit)
         .checkpoint_interval(checkpoint)
+        .autovacuum(cell.autovacuum)
         .trace(trace.clone());
-    let db = Database::open(run_dir, opts)?;
+    let db = Database::open(run_dir, opts.clone())?;
     let phase = AtomicU8::new(WARMUP);
     let done = AtomicU64::new(0);
     let pb = tables::window_bar(
@@ -516,6 +574,18 @@ fn measure(
         Duration::from_secs(1),
         &format!("{NAME}: checking"),
     );
+    let pages = relation_pages(&db)?;
+    let av = db.autovacuum_stats();
+    if let Some(e) = &av.last_error {
+        data.fail(format!("{label}: {e}"));
+    }
+    // verify_indexes wants a quiet table: no worker vacuuming under it.
+    let db = if cell.autovacuum {
+        db.close()?;
+        Database::open(run_dir, opts.autovacuum(false).trace(None))?
+    } else {
+        db
+    };
     let sums = check(&db, scale, commits, data)?;
     pb.finish_and_clear();
     db.close()?;
@@ -528,6 +598,7 @@ fn measure(
         huge_pages: cell.pool.huge_pages,
         ring: cell.pool.ring,
         commit: mode_name(cell.commit).into(),
+        autovacuum: cell.autovacuum,
         window_secs: secs,
         transactions: txns,
         tps: txns as f64 / secs,
@@ -560,10 +631,57 @@ fn measure(
         cpu_cores_used: cpu.map(|c| c.0),
         other_cores_used: cpu.map(|c| c.1),
         resident,
+        accesses_per_txn: if txns > 0 {
+            t.accesses as f64 / txns as f64
+        } else {
+            0.0
+        },
+        pages,
+        autovacuums: av.vacuums,
+        autovacuum_tuples_removed: av.tuples_removed,
         nodes,
         sums,
         data_errors,
     })
+}
+
+/// The sizes of the updated tables and their indexes, in pages.
+fn relation_pages(db: &Database) -> Result<Vec<(String, u32)>> {
+    let rels: Vec<(String, bufmgr::RelId)> = db
+        .tables()
+        .into_iter()
+        .map(|t| (t.name, t.rel))
+        .chain(db.indexes().into_iter().map(|i| (i.name, i.rel)))
+        .collect();
+    let mut out = Vec::new();
+    for name in [
+        BRANCHES,
+        BRANCHES_PK,
+        TELLERS,
+        TELLERS_PK,
+        ACCOUNTS,
+        tables::ACCOUNTS_PK,
+    ] {
+        let rel = rels
+            .iter()
+            .find(|(n, _)| n == name)
+            .ok_or_else(|| BenchError::Data(format!("relation {name} missing")))?
+            .1;
+        let n = db
+            .pool()
+            .nblocks(RelFork::main(rel))
+            .map_err(|e| BenchError::Data(format!("size of {name}: {e}")))?;
+        out.push((name.to_string(), n));
+    }
+    Ok(out)
+}
+
+/// `pages` of `name` in a row ("?" if missing).
+fn pages_of(r: &Row, name: &str) -> String {
+    r.pages
+        .iter()
+        .find(|(n, _)| n == name)
+        .map_or("?".into(), |(_, p)| p.to_string())
 }
 
 fn compare(rows: &mut [Row]) {
@@ -575,6 +693,7 @@ fn compare(rows: &mut [Row]) {
                     b.batch == BatchField::Fixed(1)
                         && b.evictor == r.evictor
                         && b.commit == r.commit
+                        && b.autovacuum == r.autovacuum
                         && b.partitions == r.partitions
                         && b.threads == r.threads
                         && b.ring == r.ring
@@ -620,13 +739,14 @@ pub fn run(settings: &Settings, args: &Args) -> Result<OltpReport> {
     let mut rows = Vec::new();
     for (i, cell) in cells.iter().enumerate() {
         let label = format!(
-            "[{}/{}] {} batch={} threads={} commit={}",
+            "[{}/{}] {} batch={} threads={} commit={} autovacuum={}",
             i + 1,
             cells.len(),
             cell.pool.evictor,
             cell.pool.batch,
             cell.pool.threads,
-            mode_name(cell.commit)
+            mode_name(cell.commit),
+            if cell.autovacuum { "on" } else { "off" }
         );
         let r = measure(
             settings,
@@ -639,8 +759,9 @@ pub fn run(settings: &Settings, args: &Args) -> Result<OltpReport> {
             &mut data_check,
         )?;
         eprintln!(
-            "{label}: {:.0} tps, p99 {:.2} ms, {:.0} WAL bytes/txn, writes backend {} bgwriter {} checkpoint {}",
+            "{label}: {:.0} tps, {:.0} accesses/txn, p99 {:.2} ms, {:.0} WAL bytes/txn, writes backend {} bgwriter {} checkpoint {}",
             r.tps,
+            r.accesses_per_txn,
             r.latency_p99_ms,
             r.wal_bytes_per_txn,
             r.writes_backend,
@@ -679,7 +800,12 @@ impl Report for OltpReport {
             "batch",
             "threads",
             "commit",
+            "autovac",
             "tps",
+            "acc/txn",
+            "branches pg",
+            "tellers pg",
+            "accounts pg",
             "p50 ms",
             "p99 ms",
             "retries",
@@ -699,7 +825,20 @@ impl Report for OltpReport {
                 r.batch.to_string(),
                 r.threads.to_string(),
                 r.commit.clone(),
+                if r.autovacuum {
+                    format!("on ({})", r.autovacuums)
+                } else {
+                    "off".into()
+                },
                 fmt_rate(r.tps),
+                format!("{:.0}", r.accesses_per_txn),
+                format!("{}+{}", pages_of(r, BRANCHES), pages_of(r, BRANCHES_PK)),
+                format!("{}+{}", pages_of(r, TELLERS), pages_of(r, TELLERS_PK)),
+                format!(
+                    "{}+{}",
+                    pages_of(r, ACCOUNTS),
+                    pages_of(r, tables::ACCOUNTS_PK)
+                ),
                 format!("{:.2}", r.latency_p50_ms),
                 format!("{:.2}", r.latency_p99_ms),
                 r.retries.to_string(),
@@ -729,13 +868,21 @@ impl Report for OltpReport {
         out += "p50/p99: latency from BEGIN to COMMIT (retries included); retries: attempts \
                 rolled back on a write conflict; w backend / bgwriter / ckpt / other: dirty \
                 buffers written in the window by a thread needing a victim, the background \
-                writer, checkpoints, explicit flushes; vs b1: tps over batch 1\n";
+                writer, checkpoints, explicit flushes; vs b1: tps over batch 1; autovac: the \
+                engine's autovacuum worker (vacuums it ran); acc/txn: pool accesses per \
+                transaction; X pg: heap+index pages of the table at the end of the window\n";
         let res: Vec<(String, Vec<Residency>)> = self
             .rows
             .iter()
             .map(|r| {
                 (
-                    format!("{} b={} {}", r.evictor, r.batch, r.commit),
+                    format!(
+                        "{} b={} {} av={}",
+                        r.evictor,
+                        r.batch,
+                        r.commit,
+                        if r.autovacuum { "on" } else { "off" }
+                    ),
                     r.resident.clone(),
                 )
             })

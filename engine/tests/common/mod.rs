@@ -62,13 +62,17 @@ pub fn watchdog<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send
 }
 
 /// Options for tests: a 64-buffer pool (512 KiB), 1 MiB WAL segments, one
-/// partition, the rest as the defaults.
+/// partition, **autovacuum off** (tests that count what their own vacuum
+/// removed, or replay a seeded sequence of disk writes, must not race a
+/// background vacuum; the tests of concurrency and of autovacuum turn it
+/// on), the rest as the defaults.
 pub fn small_options() -> engine::Options {
     engine::Options::new()
         .pool_buffers(64)
         .wal_segment_size(1 << 20)
         .checkpoint_max_wal_bytes(64 << 20)
         .partitions(engine::Partitions::Count(1))
+        .autovacuum(false)
 }
 
 /// The columns most tests use: `id i64 not null, name bytes null`.

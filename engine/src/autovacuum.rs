@@ -1,0 +1,394 @@
+//! Autovacuum: a background worker that vacuums tables as their dead tuples
+//! pile up (PostgreSQL's autovacuum launcher and worker, one thread here).
+//!
+//! Without it nothing removes the versions updates and deletes leave behind
+//! (the heap does no opportunistic pruning, see `heap::prune`), so a small
+//! table under updates grows without bound and every key lookup walks every
+//! version's index entry and heap tuple.
+//!
+//! ```text
+//!   Transaction: insert / update / delete   count per table in the transaction (no shared write)
+//!        commit:  dead += updated + deleted;  tuples += inserted - deleted
+//!        abort:   dead += inserted + updated  (their new versions are dead)
+//!        then, if dead > threshold + scale_factor * tuples: wake the worker
+//!
+//!   worker thread (one per Database)
+//!     loop: sleep naptime (100 ms) or until woken or stopped
+//!           for each table: dead > threshold + scale_factor * tuples?
+//!                -> vacuum it (Database::vacuum's passes), unless a vacuum of
+//!                   it is running (then skip it this round)
+//!                -> dead -= the dead count it started from; tuples = what pass 1 left
+//!                -> record runs, tuples removed, pointers freed, or the error
+//! ```
+//!
+//! Rules:
+//! 1. The counts are PostgreSQL's pgstat `n_dead_tup` and `reltuples`,
+//!    counted at **commit and abort** (as pgstat does at transaction end), so
+//!    a rolled-back update adds its new version, not its old one. They are
+//!    estimates: they start at 0 when the database opens (they are not
+//!    stored), the first vacuum of a table sets the tuple estimate from
+//!    what its pass 1 left, and a tuple that a long-lived snapshot kept
+//!    from being removed is not counted again (so the worker does not
+//!    vacuum the same table every round while that snapshot lives; PostgreSQL
+//!    keeps counting those and does).
+//! 2. The worker runs the same vacuum as [`crate::Database::vacuum`] (heap
+//!    pass 1, index bulk delete, heap pass 2) under the same locks: the
+//!    table's drop lock shared (DROP, CREATE/DROP INDEX wait for it) and the
+//!    table's vacuum mutex, which it only *tries*: a table whose vacuum is
+//!    running is skipped this round. Commits, rollbacks, reads and writes
+//!    of rows never wait for it (only page content locks are shared).
+//! 3. An error (or a panic) in a background vacuum is never lost: it is
+//!    counted and kept with the table's name in [`AutovacuumStats`]
+//!    (`last_error`, per table too), and the thread goes on; the table is
+//!    tried again next round.
+//! 4. Close and drop stop the worker first (before the shutdown flush) and
+//!    join it: a round in progress finishes the table it is vacuuming and
+//!    skips the rest, so the wait is bounded by one table's vacuum.
+//!
+//! Shortcuts: one worker for all tables (PostgreSQL runs up to
+//! `autovacuum_max_workers` = 3); no cost-based delay (`vacuum_cost_delay`:
+//! the vacuum ring already keeps it from flooding the pool); no ANALYZE; no
+//! truncation of empty pages at the end of a relation (the heap never
+//! truncates), so a table stops growing but does not shrink.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::catalog::{CatalogState, TableHandle};
+use crate::database::{VacuumReport, vacuum_table};
+use crate::error::{EngineError, Result};
+use crate::registry::SnapshotRegistry;
+use crate::txn::xact::TransactionManager;
+
+/// A table's counters (rule 1), kept with its handle.
+#[derive(Debug, Default)]
+pub(crate) struct TableCounters {
+    /// Dead tuples since the last vacuum (`n_dead_tup`).
+    pub dead: AtomicU64,
+    /// Tuple estimate (`reltuples`).
+    pub tuples: AtomicU64,
+    /// Vacuums by the worker, tuples they removed.
+    pub autovacuums: AtomicU64,
+    pub tuples_removed: AtomicU64,
+    /// The last background error on this table.
+    pub last_error: Mutex<Option<String>>,
+}
+
+impl TableCounters {
+    /// Add what a finished transaction did to the table (rule 1).
+    pub fn add(&self, p: &Pending, committed: bool) {
+        let dead = if committed {
+            p.updated + p.deleted
+        } else {
+            p.inserted + p.updated
+        };
+        if dead > 0 {
+            self.dead.fetch_add(dead, Ordering::Relaxed);
+        }
+        if committed && p.inserted != p.deleted {
+            let (ins, del) = (p.inserted, p.deleted);
+            let _ = self
+                .tuples
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                    Some((t + ins).saturating_sub(del))
+                });
+        }
+    }
+
+    /// A vacuum that started when `dead_before` tuples were counted dead
+    /// finished: those are gone (or were kept for a snapshot, rule 1), and
+    /// `report` says how many tuples are left.
+    pub fn vacuumed(&self, dead_before: u64, report: &VacuumReport) {
+        let _ = self
+            .dead
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |d| {
+                Some(d.saturating_sub(dead_before))
+            });
+        self.tuples
+            .store(report.heap.tuples_remaining, Ordering::Relaxed);
+    }
+
+    fn over(&self, threshold: u64, scale_factor: f64) -> bool {
+        let dead = self.dead.load(Ordering::Relaxed);
+        let tuples = self.tuples.load(Ordering::Relaxed);
+        dead as f64 > threshold as f64 + scale_factor * tuples as f64
+    }
+}
+
+/// What one transaction did to one table, applied at its end.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Pending {
+    pub inserted: u64,
+    pub updated: u64,
+    pub deleted: u64,
+}
+
+/// A background vacuum that failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AutovacuumError {
+    pub table: String,
+    /// The error, as `Display` shows it (it names the relation and block
+    /// where one is involved).
+    pub message: String,
+}
+
+impl std::fmt::Display for AutovacuumError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "autovacuum of table {:?}: {}", self.table, self.message)
+    }
+}
+
+/// One table's row of [`AutovacuumStats`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableAutovacuum {
+    pub table: String,
+    /// Dead tuples counted now (since its last vacuum).
+    pub dead_tuples: u64,
+    /// Tuple estimate now.
+    pub tuples: u64,
+    /// Dead tuples above which it is vacuumed.
+    pub vacuum_threshold: f64,
+    pub autovacuums: u64,
+    pub tuples_removed: u64,
+    pub last_error: Option<String>,
+}
+
+/// What the autovacuum worker has done ([`crate::Database::autovacuum_stats`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AutovacuumStats {
+    /// Whether the worker runs.
+    pub running: bool,
+    /// Rounds over the tables.
+    pub rounds: u64,
+    /// Vacuums run, and what they did in total.
+    pub vacuums: u64,
+    pub tuples_removed: u64,
+    pub line_pointers_freed: u64,
+    /// Heap pages whose dead pointers pass 2 freed (their space is reused
+    /// by later inserts; pages are never returned to the file system).
+    pub pages_vacuumed: u64,
+    pub bytes_freed: u64,
+    /// Vacuums skipped because a vacuum of the table was running (or the
+    /// table was being dropped).
+    pub skipped_busy: u64,
+    /// Failed vacuums, and the last failure (rule 3).
+    pub errors: u64,
+    pub last_error: Option<AutovacuumError>,
+    /// Every table, by name.
+    pub tables: Vec<TableAutovacuum>,
+}
+
+/// Shared between the database and its worker.
+#[derive(Debug)]
+pub(crate) struct AutovacShared {
+    pub enabled: bool,
+    pub naptime: Duration,
+    pub threshold: u64,
+    pub scale_factor: f64,
+    /// Set (under `wake`'s mutex) to stop the worker.
+    stop: Mutex<bool>,
+    wake: Condvar,
+    /// A commit asked for a round and the worker has not started it yet
+    /// (so a burst of commits notifies once).
+    wake_pending: AtomicBool,
+    totals: Mutex<AutovacuumStats>,
+}
+
+impl AutovacShared {
+    pub fn new(enabled: bool, naptime: Duration, threshold: u64, scale_factor: f64) -> Self {
+        AutovacShared {
+            enabled,
+            naptime,
+            threshold,
+            scale_factor,
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+            wake_pending: AtomicBool::new(false),
+            totals: Mutex::new(AutovacuumStats::default()),
+        }
+    }
+
+    /// After a transaction's counts went into `c`: wake the worker if the
+    /// table crossed its threshold (a few atomics when it did not).
+    pub fn table_changed(&self, c: &TableCounters) {
+        if self.enabled
+            && c.over(self.threshold, self.scale_factor)
+            && !self.wake_pending.swap(true, Ordering::AcqRel)
+        {
+            let _g = self.stop.lock();
+            self.wake.notify_one();
+        }
+    }
+
+    pub fn stats(&self, catalog: &RwLock<CatalogState>) -> AutovacuumStats {
+        let mut s = self.totals.lock().clone();
+        s.running = self.enabled;
+        let mut tables: Vec<TableAutovacuum> = catalog
+            .read()
+            .tables
+            .values()
+            .map(|t| {
+                let c = &t.counters;
+                let tuples = c.tuples.load(Ordering::Relaxed);
+                TableAutovacuum {
+                    table: t.info.name.clone(),
+                    dead_tuples: c.dead.load(Ordering::Relaxed),
+                    tuples,
+                    vacuum_threshold: self.threshold as f64 + self.scale_factor * tuples as f64,
+                    autovacuums: c.autovacuums.load(Ordering::Relaxed),
+                    tuples_removed: c.tuples_removed.load(Ordering::Relaxed),
+                    last_error: c.last_error.lock().clone(),
+                }
+            })
+            .collect();
+        tables.sort_by(|a, b| a.table.cmp(&b.table));
+        s.tables = tables;
+        s
+    }
+
+    fn stopping(&self) -> bool {
+        *self.stop.lock()
+    }
+}
+
+/// What the worker needs: everything behind an `Arc`, so it never holds the
+/// database itself (a handle would keep it open, rule 4).
+pub(crate) struct WorkerContext {
+    pub shared: Arc<AutovacShared>,
+    pub catalog: Arc<RwLock<CatalogState>>,
+    pub tm: Arc<TransactionManager>,
+    pub snapshots: Arc<SnapshotRegistry>,
+}
+
+/// The running worker; [`Autovacuum::stop`] (or drop) stops and joins it.
+#[derive(Debug)]
+pub(crate) struct Autovacuum {
+    shared: Arc<AutovacShared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Autovacuum {
+    pub fn start(ctx: WorkerContext) -> Result<Autovacuum> {
+        let shared = ctx.shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("autovacuum".into())
+            .spawn(move || worker(ctx))
+            .map_err(|e| EngineError::Io {
+                op: "start the autovacuum thread",
+                path: Default::default(),
+                source: e,
+            })?;
+        Ok(Autovacuum {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stop the worker and wait for it (a vacuum in progress finishes).
+    pub fn stop(&mut self) {
+        *self.shared.stop.lock() = true;
+        self.shared.wake.notify_all();
+        if let Some(t) = self.thread.take() {
+            // The worker catches panics of a vacuum (rule 3); a panic
+            // elsewhere in it is a bug, reported at the join.
+            if t.join().is_err() {
+                let mut s = self.shared.totals.lock();
+                s.errors += 1;
+                s.last_error = Some(AutovacuumError {
+                    table: String::new(),
+                    message: "the autovacuum thread panicked".into(),
+                });
+            }
+        }
+    }
+}
+
+impl Drop for Autovacuum {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn worker(ctx: WorkerContext) {
+    let sh = &*ctx.shared;
+    loop {
+        {
+            let mut stop = sh.stop.lock();
+            if !*stop && !sh.wake_pending.load(Ordering::Acquire) {
+                sh.wake.wait_for(&mut stop, sh.naptime);
+            }
+            if *stop {
+                return;
+            }
+        }
+        sh.wake_pending.store(false, Ordering::Release);
+        let tables: Vec<Arc<TableHandle>> = ctx.catalog.read().tables.values().cloned().collect();
+        for t in tables {
+            if sh.stopping() {
+                return;
+            }
+            if t.counters.over(sh.threshold, sh.scale_factor) {
+                vacuum_one(&ctx, &t);
+            }
+        }
+        sh.totals.lock().rounds += 1;
+    }
+}
+
+/// Vacuum one table for the worker and record what happened (rules 2, 3).
+fn vacuum_one(ctx: &WorkerContext, t: &TableHandle) {
+    let sh = &*ctx.shared;
+    let name = &t.info.name;
+    let ran = catch_unwind(AssertUnwindSafe(|| {
+        let dropped = t.dropped.read();
+        if *dropped {
+            return Ok(None);
+        }
+        let Some(one) = t.vacuum.try_lock() else {
+            return Ok(None);
+        };
+        let dead_before = t.counters.dead.load(Ordering::Relaxed);
+        let report = vacuum_table(t, &ctx.tm, &ctx.snapshots, &one)?;
+        t.counters.vacuumed(dead_before, &report);
+        Ok::<_, EngineError>(Some(report))
+    }));
+    let mut s = sh.totals.lock();
+    let message = match ran {
+        Ok(Ok(Some(r))) => {
+            s.vacuums += 1;
+            s.tuples_removed += r.heap.pruned.tuples_removed;
+            s.line_pointers_freed += r.heap.pruned.line_pointers_freed;
+            s.pages_vacuumed += r.heap.pages_vacuumed;
+            s.bytes_freed += r.heap.pruned.bytes_freed;
+            t.counters.autovacuums.fetch_add(1, Ordering::Relaxed);
+            t.counters
+                .tuples_removed
+                .fetch_add(r.heap.pruned.tuples_removed, Ordering::Relaxed);
+            return;
+        }
+        Ok(Ok(None)) => {
+            s.skipped_busy += 1;
+            return;
+        }
+        Ok(Err(e)) => e.to_string(),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|m| m.to_string()))
+                .unwrap_or_default();
+            format!("the vacuum panicked: {what}")
+        }
+    };
+    s.errors += 1;
+    s.last_error = Some(AutovacuumError {
+        table: name.clone(),
+        message: message.clone(),
+    });
+    *t.counters.last_error.lock() = Some(message);
+}
