@@ -279,7 +279,7 @@ fn used_state(e: Evictor, i: usize) -> u64 {
         | match e {
             Evictor::Clock => (i % 6) as u64 * USAGE_ONE,
             Evictor::HotCool => [0, HOT, HOT | REFBIT][i % 3],
-            Evictor::Probation if i % 10 == 0 => PROBATION,
+            Evictor::Probation if i.is_multiple_of(10) => PROBATION,
             Evictor::Probation => [0, HOT, HOT | REFBIT][i % 3],
         }
 }

@@ -188,7 +188,7 @@ pub fn verify_relation(
     let mut n = 0u64;
     let (bad, first) = check_blocks(&pool, rel, 0..nblocks, 5, || {
         n += 1;
-        if n % 1024 == 0 {
+        if n.is_multiple_of(1024) {
             pb.set_position(n);
         }
     })?;

@@ -186,7 +186,7 @@ pub fn ensure(
         for r in txn.scan(&t.table)? {
             r?;
             n += 1;
-            if n % 16_384 == 0 {
+            if n.is_multiple_of(16_384) {
                 pb.set_position(n);
             }
         }
@@ -460,7 +460,7 @@ pub fn check(ds: &Dataset, options: Options, progress: bool) -> Result<DataCheck
         for r in txn.scan(&t.table)? {
             r?;
             n += 1;
-            if n % 16_384 == 0 {
+            if n.is_multiple_of(16_384) {
                 pb.set_position(n);
             }
         }

@@ -371,7 +371,7 @@ impl<'a> TreePage<'a> {
         if lower < HEADER_SIZE || lower > upper || upper > PAGE_SIZE {
             return Err(id.corrupt(format!("bad lower {lower} / upper {upper}")));
         }
-        if (lower - HEADER_SIZE) % ITEM_POINTER_SIZE != 0 {
+        if !(lower - HEADER_SIZE).is_multiple_of(ITEM_POINTER_SIZE) {
             return Err(id.corrupt(format!("lower {lower} is not at an item pointer boundary")));
         }
         let nitems = (lower - HEADER_SIZE) / ITEM_POINTER_SIZE;

@@ -209,7 +209,7 @@ fn inserts_and_vacuum_after_a_sorted_build_work() {
         let want: Vec<(Key, Tid)> = model.keys().cloned().collect();
         assert_clean(idx.verify(Some(&|| rows(&want))).unwrap());
         assert!(all(&idx) == want);
-        let dead = |t: Tid| t.block % 3 == 0;
+        let dead = |t: Tid| t.block.is_multiple_of(3);
         let stats = idx.vacuum(dead).unwrap();
         model.retain(|(_, t), _| !dead(*t));
         assert_eq!(stats.remaining, model.len() as u64);

@@ -203,7 +203,7 @@ impl Arena {
     /// caller holds a pin, a content lock and the header lock.
     #[inline]
     pub fn or_u16(&self, id: BufferId, offset: usize, bits: u16) -> bool {
-        if offset % 2 != 0 || offset > PAGE_SIZE - 2 {
+        if !offset.is_multiple_of(2) || offset > PAGE_SIZE - 2 {
             return false;
         }
         // SAFETY: in bounds (checked above) and 2-aligned (pages are 8 KiB

@@ -99,7 +99,7 @@ impl PlacementPlan {
         let aligned = parts
             .partitions()
             .iter()
-            .all(|p| (p.first as usize * PAGE_SIZE) % page_size == 0);
+            .all(|p| (p.first as usize * PAGE_SIZE).is_multiple_of(page_size));
         if interleave {
             return Some(PlacementPlan {
                 page_size,

@@ -310,7 +310,7 @@ impl PartitionMap {
             return home;
         }
         let asked = self.requested[home].fetch_add(1, Ordering::Relaxed) + 1;
-        if asked % REBALANCE_EVERY == 0 {
+        if asked.is_multiple_of(REBALANCE_EVERY) {
             self.rebalance();
         }
         let weights = &self.balance[home];

@@ -516,10 +516,11 @@ impl<O: StepObserver> ReplayPool<O> {
     /// with nothing pinned.
     fn sweep(&mut self) -> (usize, VictimSource) {
         let n = self.len();
-        if self.evictor.has_probation() && self.hand >= n as u64 {
-            if let Some(v) = self.probation_pop(false) {
-                return (v, VictimSource::Queue);
-            }
+        if self.evictor.has_probation()
+            && self.hand >= n as u64
+            && let Some(v) = self.probation_pop(false)
+        {
+            return (v, VictimSource::Queue);
         }
         let mut try_counter = n;
         while try_counter > 0 {

@@ -72,7 +72,7 @@ fn snapshots_under_concurrent_commits_are_consistent_cuts() {
                 while !stop.load(Ordering::Relaxed) && i < 20_000 {
                     let t = tm.begin().unwrap();
                     let x = t.xid();
-                    if (i + w) % 10 == 0 {
+                    if (i + w).is_multiple_of(10) {
                         t.abort().unwrap();
                     } else {
                         t.commit().unwrap();

@@ -203,7 +203,7 @@ impl<'a> HeapPage<'a> {
             && PAGE_HEADER_SIZE <= lower
             && lower <= upper
             && upper <= special
-            && (lower - PAGE_HEADER_SIZE) % LINE_POINTER_SIZE == 0
+            && (lower - PAGE_HEADER_SIZE).is_multiple_of(LINE_POINTER_SIZE)
             && upper % TUPLE_ALIGN == 0;
         if !ok {
             return Err(id.corrupt(format!(

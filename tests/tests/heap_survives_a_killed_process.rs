@@ -338,11 +338,11 @@ fn crash_child_workload() {
             say(&format!("COMMIT {xid}"));
             w.committed(c);
         }
-        if n % 23 == 0 {
+        if n.is_multiple_of(23) {
             tm.checkpoint().expect("checkpoint");
             say("CHECKPOINT");
         }
-        if n % 7 == 0 {
+        if n.is_multiple_of(7) {
             // Set hints (full-page images after a checkpoint) and check.
             let seen = scan_rows(&heap, tm);
             let values =

@@ -107,7 +107,7 @@ fn hammer(evictor: Evictor, partitions: usize) {
                         let id = rng.random_range(0..POOL as u32);
                         pool.evict_buffer(id).expect("evict");
                         i += 1;
-                        if i % 64 == 0 {
+                        if i.is_multiple_of(64) {
                             pool.evict_all().expect("evict all");
                         }
                     }

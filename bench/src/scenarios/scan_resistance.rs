@@ -537,7 +537,7 @@ fn scan_worker(db: &Database, ring: bool, rate: Option<f64>, rows: u64, sh: &Sha
                 sh.scan_pages.fetch_add(1, Ordering::Relaxed);
                 pages_total += 1;
                 if let Some(rate) = rate
-                    && pages_total % THROTTLE_EVERY == 0
+                    && pages_total.is_multiple_of(THROTTLE_EVERY)
                 {
                     let due = started + Duration::from_secs_f64(pages_total as f64 / rate);
                     let now = Instant::now();

@@ -211,7 +211,7 @@ fn scanner(
         for r in txn.scan_with(table, opts)? {
             r?;
             n += 1;
-            if n % 1024 == 0 {
+            if n.is_multiple_of(1024) {
                 rows.fetch_add(1024, Ordering::Relaxed);
                 if stop.load(Ordering::Relaxed) {
                     cut = true;

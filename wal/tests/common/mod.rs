@@ -48,7 +48,7 @@ pub fn small_segments() -> WalConfig {
 /// 256, so that cutting or zeroing any byte of it is visible to the reader
 /// (see the damage tests).
 pub fn payload_record(xid: u64, len: usize) -> Record {
-    let len = if (MIN_RECORD_LEN + len) % 256 == 0 {
+    let len = if (MIN_RECORD_LEN + len).is_multiple_of(256) {
         len + 1
     } else {
         len

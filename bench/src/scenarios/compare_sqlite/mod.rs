@@ -303,7 +303,7 @@ impl Accounts {
     /// abalance of `aid`: -1 on about 1% of the rows, else 0..99,999.
     pub fn abalance(aid: i64) -> i64 {
         let h = mix(aid as u64 ^ 0xABBA);
-        if h % 100 == 0 {
+        if h.is_multiple_of(100) {
             -1
         } else {
             ((h >> 32) % 100_000) as i64
