@@ -180,7 +180,13 @@ pub struct Defaults {
     pub evictor: EvictorChoice,
     /// The pool under `--quick` when neither `--pool-mib` nor `--pool-pages` is given.
     pub quick_pool_mib: usize,
+    /// `--threads` under `--quick` when not given ([`QUICK_THREADS`] unless
+    /// the scenario has its own).
+    pub quick_threads: Vec<usize>,
 }
+
+/// `--quick`'s thread counts when `--threads` is not given.
+pub const QUICK_THREADS: [usize; 2] = [1, 2];
 
 /// PostgreSQL's default `shared_buffers`.
 pub const DEFAULT_POOL_MIB: usize = 128;
@@ -285,7 +291,7 @@ impl CommonArgs {
         };
         let threads = match &self.threads {
             Some(t) => t.clone(),
-            None if self.quick => vec![1, 2],
+            None if self.quick => d.quick_threads.clone(),
             None => d.threads.clone(),
         };
         if threads.contains(&0) {
@@ -880,7 +886,42 @@ mod tests {
             huge_pages: Toggle::Off,
             evictor: EvictorChoice::Both,
             quick_pool_mib: QUICK_POOL_MIB,
+            quick_threads: QUICK_THREADS.to_vec(),
         }
+    }
+
+    /// `--quick --threads 1,2` is what the user asked for, even where the
+    /// scenario's own `--quick` default differs (readonly, oltp: cores).
+    #[test]
+    fn quick_threads_apply_only_when_threads_are_not_given() {
+        let d = Defaults {
+            quick_threads: vec![7],
+            ..defaults()
+        };
+        let quick = CommonArgs {
+            quick: true,
+            ..Default::default()
+        };
+        assert_eq!(quick.resolve(&d).unwrap().threads, [7]);
+        let given = CommonArgs {
+            quick: true,
+            threads: Some(vec![1, 2]),
+            ..Default::default()
+        };
+        assert_eq!(given.resolve(&d).unwrap().threads, [1, 2]);
+        let oltp = crate::scenarios::oltp::defaults();
+        assert_eq!(quick.resolve(&oltp).unwrap().threads, [cores()]);
+        assert_eq!(given.resolve(&oltp).unwrap().threads, [1, 2]);
+        // And the matrix is built from them.
+        let ro = given
+            .resolve(&crate::scenarios::readonly::defaults())
+            .unwrap();
+        let mut threads: Vec<usize> = crate::scenarios::readonly::configs(&ro)
+            .iter()
+            .map(|c| c.threads)
+            .collect();
+        threads.dedup();
+        assert_eq!(threads, [1, 2]);
     }
 
     #[test]

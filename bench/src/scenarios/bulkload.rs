@@ -75,14 +75,14 @@ pub fn defaults() -> Defaults {
     d.batches = vec![SweepBatch::Fixed(1)];
     d.evictor = EvictorChoice::Clock;
     d.quick_pool_mib = common::QUICK_POOL_MIB;
+    d.quick_threads = vec![LOOKUP_THREADS];
     d
 }
 
 /// The matrix: `--ring` (off and on unless given; see
 /// `ScenarioKind::settings`) with the lookup threads.
 pub fn configs(settings: &Settings) -> Vec<Config> {
-    let threads = tables::threads_or(settings, &[LOOKUP_THREADS]);
-    tables::configs_with(settings, &threads, &settings.partitions)
+    tables::configs_with(settings, &settings.threads, &settings.partitions)
 }
 
 /// One sample taken during the load.

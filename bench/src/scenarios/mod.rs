@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use crate::common::{
-    self, DEFAULT_BATCHES, DEFAULT_WARMUP, Defaults, EvictorChoice, QUICK_POOL_MIB, Report,
-    Settings, Toggle,
+    self, DEFAULT_BATCHES, DEFAULT_WARMUP, Defaults, EvictorChoice, QUICK_POOL_MIB, QUICK_THREADS,
+    Report, Settings, Toggle,
 };
 use crate::error::Result;
 
@@ -95,6 +95,7 @@ impl ScenarioKind {
                 huge_pages: Toggle::Off,
                 evictor: EvictorChoice::All,
                 quick_pool_mib: QUICK_POOL_MIB,
+                quick_threads: QUICK_THREADS.to_vec(),
             },
             // One thread per core: continuous eviction without oversubscription.
             ScenarioKind::Ticks => Defaults {
@@ -105,6 +106,7 @@ impl ScenarioKind {
                 huge_pages: Toggle::Both,
                 evictor: EvictorChoice::All,
                 quick_pool_mib: QUICK_POOL_MIB,
+                quick_threads: QUICK_THREADS.to_vec(),
             },
             // One scan by one thread of a table that fits the pool: nothing
             // is evicted, so one evictor and batch 1; a 32 MiB pool under
@@ -117,6 +119,7 @@ impl ScenarioKind {
                 huge_pages: Toggle::Off,
                 evictor: EvictorChoice::Clock,
                 quick_pool_mib: hint_bits::QUICK_POOL_MIB,
+                quick_threads: QUICK_THREADS.to_vec(),
             },
             ScenarioKind::SeqscanPartitions(_) => seqscan_partitions::defaults(),
             ScenarioKind::Oltp(_) => oltp::defaults(),
@@ -131,6 +134,7 @@ impl ScenarioKind {
                 huge_pages: Toggle::Off,
                 evictor: EvictorChoice::All,
                 quick_pool_mib: QUICK_POOL_MIB,
+                quick_threads: QUICK_THREADS.to_vec(),
             },
             // 16 threads on purpose (more than cores); 5 runs of each.
             ScenarioKind::IndexResidency(_) => Defaults {
@@ -141,6 +145,7 @@ impl ScenarioKind {
                 huge_pages: Toggle::Off,
                 evictor: EvictorChoice::All,
                 quick_pool_mib: QUICK_POOL_MIB,
+                quick_threads: QUICK_THREADS.to_vec(),
             },
             ScenarioKind::CompareSqlite(_) => compare_sqlite::defaults(),
             ScenarioKind::WalCommit => wal_commit::defaults(),

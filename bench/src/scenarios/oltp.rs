@@ -128,6 +128,7 @@ pub fn defaults() -> Defaults {
     d.batches = vec![SweepBatch::Fixed(1), SweepBatch::Fixed(64)];
     d.evictor = EvictorChoice::All;
     d.quick_pool_mib = QUICK_POOL_MIB;
+    d.quick_threads = vec![common::cores()];
     d
 }
 
@@ -160,14 +161,13 @@ pub struct Cell {
 }
 
 pub fn cells(settings: &Settings, args: &Args) -> Vec<Cell> {
-    let threads = tables::threads_or(settings, &[common::cores()]);
     let autovacuum = match args.autovacuum.unwrap_or(AutovacuumChoice::Both) {
         AutovacuumChoice::On => vec![true],
         AutovacuumChoice::Off => vec![false],
         AutovacuumChoice::Both => vec![true, false],
     };
     let mut out = Vec::new();
-    for pool in tables::configs_with(settings, &threads, &settings.partitions) {
+    for pool in tables::configs_with(settings, &settings.threads, &settings.partitions) {
         for &commit in &args.commit.unwrap_or(CommitChoice::Both).modes() {
             // On and off next to each other: alternate runs, same build.
             for &autovacuum in &autovacuum {

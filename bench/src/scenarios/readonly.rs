@@ -52,6 +52,7 @@ pub fn defaults() -> Defaults {
     d.batches = vec![SweepBatch::Fixed(1)];
     d.evictor = EvictorChoice::All;
     d.quick_pool_mib = common::QUICK_POOL_MIB;
+    d.quick_threads = vec![common::cores()];
     d
 }
 
@@ -61,8 +62,7 @@ pub fn accounts_for_pool(pool: usize) -> u64 {
 }
 
 pub fn configs(settings: &Settings) -> Vec<Config> {
-    let threads = tables::threads_or(settings, &[common::cores()]);
-    tables::configs_with(settings, &threads, &settings.partitions)
+    tables::configs_with(settings, &settings.threads, &settings.partitions)
 }
 
 /// One cell's window.

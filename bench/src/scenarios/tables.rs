@@ -635,16 +635,6 @@ pub fn account_lookups(
 // Matrix defaults and windows
 // ---------------------------------------------------------------------------
 
-/// The thread counts of a run: `--threads` as given, except that the
-/// common `--quick` default (1,2) is replaced by `quick`.
-pub fn threads_or(settings: &Settings, quick: &[usize]) -> Vec<usize> {
-    if settings.quick && settings.threads == [1, 2] {
-        quick.to_vec()
-    } else {
-        settings.threads.clone()
-    }
-}
-
 /// The pool matrix with the thread counts replaced by `threads`, without
 /// duplicates, evictor innermost.
 pub fn configs_with(settings: &Settings, threads: &[usize], partitions: &[usize]) -> Vec<Config> {

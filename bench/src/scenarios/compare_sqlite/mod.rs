@@ -188,6 +188,7 @@ pub fn defaults() -> Defaults {
         huge_pages: common::Toggle::Off,
         evictor: EvictorChoice::Clock,
         quick_pool_mib: common::QUICK_POOL_MIB,
+        quick_threads: common::QUICK_THREADS.to_vec(),
     }
 }
 
