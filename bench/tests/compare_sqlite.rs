@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use bench::common::{CommonArgs, TraceFile};
 use bench::scenarios::{ScenarioKind, compare_sqlite};
-use bufmgr::trace::{Trace, TraceEvent};
+use bufmgr::trace::Trace;
 
 fn run(
     dir: &Path,
@@ -70,11 +70,7 @@ fn compare_sqlite_quick_reports_every_workload_and_both_sides_agree() {
     );
     for f in &traces {
         let t = Trace::read(&f.path).unwrap();
-        let evictions = t
-            .events
-            .iter()
-            .filter(|e| matches!(e, TraceEvent::Evict(_)))
-            .count() as u64;
+        let evictions = t.evictions().count() as u64;
         assert!(f.accesses > 0, "{f:?}");
         assert_eq!(
             (t.accesses().count() as u64, evictions),

@@ -17,7 +17,7 @@ use bench::scenarios::{
     ScenarioKind, bulkload, crash_soak, hint_bits, index_residency, oltp, readonly,
     scan_resistance, seqscan_partitions,
 };
-use bufmgr::trace::{Trace, TraceEvent};
+use bufmgr::trace::Trace;
 
 /// Tiny settings for `kind` with `--trace <dir>/t.trace`: a pool of
 /// `pages`, windows of a few tenths of a second, the clock only.
@@ -77,11 +77,7 @@ fn name(f: &TraceFile) -> String {
 fn check_file(f: &TraceFile, threads: &[u32]) {
     let t = Trace::read(&f.path).unwrap();
     let accesses = t.accesses().count() as u64;
-    let evictions = t
-        .events
-        .iter()
-        .filter(|e| matches!(e, TraceEvent::Evict(_)))
-        .count() as u64;
+    let evictions = t.evictions().count() as u64;
     assert!(f.accesses > 0, "{f:?}");
     assert_eq!(
         (accesses, evictions),

@@ -258,6 +258,14 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// The evictions, in file order.
+    pub fn evictions(&self) -> impl Iterator<Item = &Eviction> + '_ {
+        self.events.iter().filter_map(|e| match e {
+            TraceEvent::Evict(v) => Some(v),
+            TraceEvent::Access(_) => None,
+        })
+    }
+
     /// The accesses, in file order.
     pub fn accesses(&self) -> impl Iterator<Item = &Access> + '_ {
         self.events.iter().filter_map(|e| match e {

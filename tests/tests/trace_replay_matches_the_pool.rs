@@ -10,7 +10,7 @@
 //! after.
 
 use bufmgr::replay::{Policy, Ref, replay};
-use bufmgr::trace::{Trace, TraceEvent};
+use bufmgr::trace::Trace;
 use bufmgr::{BlockNumber, BufferPool, Evictor, RingKind, RingSizes};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
@@ -63,11 +63,7 @@ fn a_recorded_trace_counts_what_the_pool_counted() {
         assert_eq!(trace.pool_buffers, 32);
         assert_eq!(trace.accesses().count() as u64, t.accesses);
         assert_eq!(trace.accesses().filter(|a| a.hit).count() as u64, t.hits);
-        let evictions = trace
-            .events
-            .iter()
-            .filter(|e| matches!(e, TraceEvent::Evict(_)))
-            .count() as u64;
+        let evictions = trace.evictions().count() as u64;
         assert_eq!(evictions, t.evictions);
         assert!(
             trace.accesses().any(|a| a.ring == Some(RingKind::BulkRead)),
@@ -181,11 +177,7 @@ fn stop_trace_keeps_what_was_recorded_and_records_nothing_after() {
         assert!(pool.stats().totals().accesses >= at_stop.accesses + 1000);
         drop(pool);
         let trace = Trace::read(&path).unwrap();
-        let evictions = trace
-            .events
-            .iter()
-            .filter(|e| matches!(e, TraceEvent::Evict(_)))
-            .count() as u64;
+        let evictions = trace.evictions().count() as u64;
         assert_eq!(trace.accesses().count() as u64, at_stop.accesses);
         assert_eq!(evictions, at_stop.evictions);
         assert!(
