@@ -397,7 +397,8 @@ pub fn note_trace(
         // A scenario whose cells trace_for cannot tell apart: a bug, but
         // one that must not pass as a whole trace.
         return Err(BenchError::Config(format!(
-            "two measured runs wrote the trace file {}: the later one replaced the              earlier (the scenario must give trace_for a part that tells them apart)",
+            "two measured runs wrote the trace file {}: the later one replaced the \
+             earlier (the scenario must give trace_for a part that tells them apart)",
             path.display()
         )));
     }
