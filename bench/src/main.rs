@@ -101,26 +101,25 @@ fn main() -> ExitCode {
     if bench::scenarios::crash_soak::run_child_if_asked() {
         return ExitCode::SUCCESS;
     }
-    // `bench replay TRACE ...` has options of its own (a list of pool
-    // sizes, trace thread ids): parsed apart from the scenarios'.
+    // `bench replay TRACE ...` (a list of pool sizes, trace thread ids) and
+    // `bench step [TRACE] ...` (a tiny pool, a window) have options of their
+    // own: parsed apart from the scenarios'.
     let mut args = std::env::args_os().skip(1).peekable();
-    if args.peek().is_some_and(|a| a == "replay") {
+    let tool = args
+        .peek()
+        .and_then(|a| a.to_str())
+        .filter(|a| ["replay", "step"].contains(a))
+        .map(str::to_owned);
+    if let Some(tool) = tool {
         args.next();
-        return match bench::replay::main(args) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("bench replay: {e}");
-                ExitCode::FAILURE
-            }
+        let result = match tool.as_str() {
+            "replay" => bench::replay::main(args),
+            _ => bench::step::main(args),
         };
-    }
-    // `bench step [TRACE] ...`: its own options too (a tiny pool, a window).
-    if args.peek().is_some_and(|a| a == "step") {
-        args.next();
-        return match bench::step::main(args) {
+        return match result {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("bench step: {e}");
+                eprintln!("bench {tool}: {e}");
                 ExitCode::FAILURE
             }
         };

@@ -341,32 +341,28 @@ pub fn state_name(e: Evictor, s: u64) -> String {
     if s & TAG_VALID == 0 {
         return "free".into();
     }
-    let mut out = match e {
-        Evictor::Clock => format!("u{}", usage(s)),
-        Evictor::HotCool | Evictor::Probation => match (s & HOT != 0, s & REFBIT != 0) {
-            (true, true) => "HOT+REF".into(),
-            (true, false) => "HOT".into(),
-            (false, _) => "COOL".into(),
-        },
-    };
-    if s & PROBATION != 0 {
-        out.push_str(" PB");
-    }
-    out
+    spell_state(e, s, ["HOT+REF", "HOT", "COOL", " PB"])
 }
 
 /// A state word as the pool line shows it (two or three characters).
 fn state_short(e: Evictor, s: u64) -> String {
+    spell_state(e, s, ["H*", "H", "C", "q"])
+}
+
+/// `s` under `e` in `words`: HOT with its reference bit, HOT, COOL, and
+/// what is appended in the probation region (the clock: `u0`..`u5`).
+fn spell_state(e: Evictor, s: u64, words: [&str; 4]) -> String {
+    let [hot_ref, hot, cool, region] = words;
     let mut out = match e {
         Evictor::Clock => format!("u{}", usage(s)),
         Evictor::HotCool | Evictor::Probation => match (s & HOT != 0, s & REFBIT != 0) {
-            (true, true) => "H*".into(),
-            (true, false) => "H".into(),
-            (false, _) => "C".into(),
+            (true, true) => hot_ref.into(),
+            (true, false) => hot.into(),
+            (false, _) => cool.into(),
         },
     };
     if s & PROBATION != 0 {
-        out.push('q');
+        out.push_str(region);
     }
     out
 }

@@ -101,7 +101,7 @@ impl Rates {
         let window = t1.saturating_duration_since(t0);
         let secs = window.as_secs_f64().max(f64::MIN_POSITIVE);
         Rates {
-            hit_ratio: (d.accesses > 0).then(|| d.hits as f64 / d.accesses as f64),
+            hit_ratio: (d.accesses > 0).then(|| d.hit_ratio()),
             accesses_per_sec: d.accesses as f64 / secs,
             evictions_per_sec: d.evictions as f64 / secs,
             window,

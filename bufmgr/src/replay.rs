@@ -385,11 +385,6 @@ impl<O: StepObserver> ReplayPool<O> {
         (self.hand % self.len() as u64) as usize
     }
 
-    /// The probation queue, head first (empty unless probation).
-    pub fn probation_queue(&self) -> impl Iterator<Item = usize> + '_ {
-        self.queue.iter().copied()
-    }
-
     /// Buffers in the pool.
     pub fn len(&self) -> usize {
         self.states.len()

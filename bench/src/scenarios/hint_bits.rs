@@ -223,17 +223,17 @@ impl Cell {
         )
     }
 
-    /// The parts of a trace file's name for this cell's `rep`-th (from 0)
-    /// `scan` ("seq" or "index"): every dimension, e.g.
-    /// `seq-per-page-checksums-on-logged-rep1`.
-    fn trace_parts(&self, scan: &'static str, rep: usize) -> Vec<String> {
-        vec![
-            scan.to_string(),
-            self.mode.to_string(),
-            format!("checksums-{}", on_off(self.checksums)),
-            logged_name(self.logged).to_string(),
-            format!("rep{}", rep + 1),
-        ]
+    /// The trace file (`--trace`) of this cell's `rep`-th (from 0) `scan`
+    /// ("seq" or "index"): every dimension in its name, e.g.
+    /// `...-seq-per-page-checksums-on-logged-rep1`.
+    fn trace_file(&self, settings: &Settings, scan: &str, rep: usize) -> Option<PathBuf> {
+        let mode = self.mode.to_string();
+        let checksums = format!("checksums-{}", on_off(self.checksums));
+        let rep = format!("rep{}", rep + 1);
+        settings.trace_for(
+            &self.pool,
+            &[scan, &mode, &checksums, logged_name(self.logged), &rep],
+        )
     }
 
     /// Same pool, logged and checksums: the rows a mode ratio compares.
@@ -613,11 +613,7 @@ fn measure_once(
 ) -> Result<Sample> {
     remove_dir(run)?;
     copy_dir(template, run)?;
-    let parts = cell.trace_parts("seq", rep);
-    let trace = settings.trace_for(
-        &cell.pool,
-        &parts.iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    let trace = cell.trace_file(settings, "seq", rep);
     let config = settings
         .pool_config(&cell.pool)
         .checksums(cell.checksums)
@@ -987,11 +983,7 @@ fn measure_index_once(
 ) -> Result<(Sample, Option<String>)> {
     remove_dir(run)?;
     copy_dir(template, run)?;
-    let parts = cell.trace_parts("index", rep);
-    let trace = settings.trace_for(
-        &cell.pool,
-        &parts.iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    let trace = cell.trace_file(settings, "index", rep);
     let opts = engine_options(&cell.pool, buffers, params, cell.checksums, cell.mode);
     let db = Database::open(run, opts.trace(trace.clone()))?;
     let pool = db.pool().clone();
