@@ -134,7 +134,18 @@ fn pin_unpin_hit(c: &mut Criterion, storage: &Arc<FileStorage>, dir: &Path) {
         })
     });
     g.finish();
+    // The traced pool recorded every access: the file holds one record per
+    // access and eviction the pool counted, nothing lost or torn.
+    traced.flush_trace().expect("write the trace");
+    let counted = traced.stats().totals();
     drop(traced);
+    let records = (counted.accesses + counted.evictions) as usize;
+    let len = std::fs::metadata(&trace).expect("the trace file").len() as usize;
+    assert_eq!(
+        len,
+        bufmgr::trace::HEADER_SIZE + records * bufmgr::trace::RECORD_SIZE,
+        "the trace of pin_unpin_hit/1thread-traced: {records} records counted"
+    );
     // Best effort: the temporary directory goes at the end anyway.
     let _ = std::fs::remove_file(&trace);
 }
