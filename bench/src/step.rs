@@ -207,15 +207,6 @@ impl DemoShape {
 }
 
 /// A directory removed when dropped.
-struct ScratchDir(PathBuf);
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        // Best effort: a leftover directory in the temp dir is harmless.
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Run the demo through a real pool of `pages` buffers under `evictor`
 /// (one partition, sweep batch 1: the pool the replay is exact for),
 /// recording its trace into `record` (or a temporary file), and return the
@@ -227,18 +218,16 @@ pub fn record_demo(
     record: Option<&Path>,
 ) -> Result<Trace> {
     shape.check()?;
-    let dir = ScratchDir(std::env::temp_dir().join(format!(
-        "bench-step-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    )));
-    let io = |op: &'static str, path: &Path, source: std::io::Error| BenchError::Io {
-        op,
-        path: path.to_path_buf(),
-        source,
-    };
-    std::fs::create_dir_all(&dir.0).map_err(|e| io("create", &dir.0, e))?;
-    let storage = Arc::new(FileStorage::open(&dir.0)?);
+    // Removed when dropped (a leftover in the temp dir would be harmless).
+    let dir = tempfile::Builder::new()
+        .prefix("bench-step-")
+        .tempdir()
+        .map_err(|source| BenchError::Io {
+            op: "create",
+            path: std::env::temp_dir(),
+            source,
+        })?;
+    let storage = Arc::new(FileStorage::open(dir.path())?);
     // Build both relations through a pool of their own, so the recording
     // pool starts empty and sees only the demo's reads.
     {
@@ -255,7 +244,7 @@ pub fn record_demo(
         }
         build.flush_all(true)?;
     }
-    let path = record.map_or_else(|| dir.0.join("demo.trace"), Path::to_path_buf);
+    let path = record.map_or_else(|| dir.path().join("demo.trace"), Path::to_path_buf);
     let pool = BufferPool::new(
         PoolConfig::new(pages)
             .evictor(evictor)
