@@ -352,9 +352,7 @@ fn vacuum_one(ctx: &WorkerContext, t: &TableHandle) {
         let Some(one) = t.vacuum.try_lock() else {
             return Ok(None);
         };
-        let dead_before = t.counters.dead.load(Ordering::Relaxed);
         let report = vacuum_table(t, &ctx.tm, &ctx.snapshots, &one)?;
-        t.counters.vacuumed(dead_before, &report);
         Ok::<_, EngineError>(Some(report))
     }));
     let mut s = sh.totals.lock();

@@ -865,10 +865,7 @@ impl Database {
             return Err(EngineError::UnknownTable { name: table.into() });
         }
         let one_vacuum = t.vacuum.lock();
-        let dead_before = t.counters.dead.load(Ordering::Relaxed);
-        let report = vacuum_table(&t, &c.tm, &c.snapshots, &one_vacuum)?;
-        t.counters.vacuumed(dead_before, &report);
-        Ok(report)
+        vacuum_table(&t, &c.tm, &c.snapshots, &one_vacuum)
     }
 
     /// What the autovacuum worker has done, each table's dead-tuple count
@@ -1373,8 +1370,9 @@ type RelNames = HashMap<RelId, (String, RelKind, Option<String>)>;
 pub type RowId = Tid;
 
 /// [`Database::vacuum`]'s passes on a table the caller holds against DROP
-/// (its `dropped` lock shared) and whose vacuum mutex it holds (`_one`):
-/// shared with the autovacuum worker.
+/// (its `dropped` lock shared) and whose vacuum mutex it holds (`_one`),
+/// then the table's autovacuum counters brought up to date: shared with
+/// the autovacuum worker.
 pub(crate) fn vacuum_table(
     t: &TableHandle,
     tm: &TransactionManager,
@@ -1382,6 +1380,8 @@ pub(crate) fn vacuum_table(
     _one: &parking_lot::MutexGuard<'_, ()>,
 ) -> Result<VacuumReport> {
     let table = &t.info.name;
+    // The dead tuples counted before the passes are the ones they remove.
+    let dead_before = t.counters.dead.load(Ordering::Relaxed);
     let horizon = snapshots.horizon(|| tm.oldest_running());
     let (mut heap, dead) = t
         .heap
@@ -1404,9 +1404,11 @@ pub(crate) fn vacuum_table(
         .free_dead(&dead)
         .map_err(EngineError::heap(format!("vacuum of table {table:?}")))?;
     heap.add_pass_two(freed);
-    Ok(VacuumReport {
+    let report = VacuumReport {
         horizon,
         indexes: index_stats,
         heap,
-    })
+    };
+    t.counters.vacuumed(dead_before, &report);
+    Ok(report)
 }
