@@ -67,21 +67,19 @@ impl BufferPool {
             .map(|id| {
                 let d = &s.descs[id as usize];
                 let st = d.lock_header();
-                let tag = if st & (VALID | TAG_VALID) == VALID | TAG_VALID {
-                    d.tag()
-                } else {
-                    None
-                };
+                // The same decoding as the live view's relaxed snapshot.
+                let b = crate::watch::BufferState::from_word(st, s.evictor);
+                let tag = if b.valid { d.tag() } else { None };
                 d.unlock_header(0, 0);
                 BufferRow {
                     id,
                     tag,
-                    dirty: st & DIRTY != 0,
-                    usage: s.evictor.usage_level(st),
-                    pins: refcount(st) as u32,
+                    dirty: b.dirty,
+                    usage: b.usage,
+                    pins: b.pins,
                     partition: s.parts.partition_of(id),
                     numa_node: nodes[id as usize],
-                    probation: st & PROBATION != 0,
+                    probation: b.probation,
                 }
             })
             .collect()
