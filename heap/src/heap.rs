@@ -247,7 +247,7 @@ impl Heap {
             unlogged: !self.logged,
             page_lsn: Lsn(page.lsn()),
         };
-        let v = tuple_visibility(&h, snap, oracle, ctx);
+        let v = tuple_visibility(&h, snap, oracle, ctx)?;
         if v.hints != 0 && self.hint_mode != HintMode::Never {
             page.set_hints(&[(start + crate::tuple::INFOMASK_OFFSET, v.hints)])?;
         }
@@ -297,7 +297,7 @@ impl Heap {
         let Some((_, h)) = view.header(tid.offset)? else {
             return Err(not_visible);
         };
-        match update_verdict(&h, snap, oracle) {
+        match update_verdict(&h, snap, oracle)? {
             UpdateVerdict::MayUpdate => Ok(h),
             UpdateVerdict::Invisible => Err(not_visible),
             UpdateVerdict::Conflict => Err(HeapError::WriteConflict { rel: self.rel, tid }),

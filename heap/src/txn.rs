@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 pub use wal::{Lsn, Xid};
 
+use crate::error::ErrorKind;
+
 /// No transaction (an unset xmax).
 pub const INVALID_XID: Xid = 0;
 /// The xid of rows written outside any transaction (bootstrap data): always
@@ -35,10 +37,27 @@ pub enum XidStatus {
     Aborted,
 }
 
+/// The status of a transaction could not be learned (its commit-log page
+/// could not be read). Never answered with a guess: a reader that cannot
+/// tell whether a row's inserter committed fails instead of hiding the row
+/// (PostgreSQL raises an ERROR when `pg_xact` cannot be read).
+#[derive(Debug, thiserror::Error)]
+#[error("could not learn the status of transaction {xid}: {source}")]
+pub struct StatusError {
+    pub xid: Xid,
+    /// Whose fault it is (that of the read that failed).
+    pub kind: ErrorKind,
+    /// What failed; its message names the commit-log page.
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
 /// The heap's view of transaction status.
 pub trait TransactionStatus: Send + Sync + std::fmt::Debug {
-    /// Status of `xid` as the commit log records it. `FROZEN_XID` is committed.
-    fn status(&self, xid: Xid) -> XidStatus;
+    /// Status of `xid` as the commit log records it. `FROZEN_XID` is
+    /// committed. An error when the commit log could not be read: callers
+    /// pass it on, never guess.
+    fn status(&self, xid: Xid) -> Result<XidStatus, StatusError>;
 
     /// The WAL is durable up to here. A commit hint may be set only if the
     /// commit record is durable (`commit_lsn <= flushed_lsn()`) or the page
@@ -159,17 +178,18 @@ impl InMemoryTransactions {
 }
 
 impl TransactionStatus for InMemoryTransactions {
-    fn status(&self, xid: Xid) -> XidStatus {
+    fn status(&self, xid: Xid) -> Result<XidStatus, StatusError> {
         if xid == FROZEN_XID {
-            return XidStatus::Committed {
+            return Ok(XidStatus::Committed {
                 commit_lsn: Lsn::ZERO,
-            };
+            });
         }
-        self.status
+        Ok(self
+            .status
             .lock()
             .get(&xid)
             .copied()
-            .unwrap_or(XidStatus::Aborted)
+            .unwrap_or(XidStatus::Aborted))
     }
 
     fn flushed_lsn(&self) -> Lsn {
@@ -195,13 +215,13 @@ mod tests {
         let own = t.snapshot(c);
         assert!(!own.treats_as_running(c), "own changes are visible");
         assert_eq!(
-            t.status(a),
+            t.status(a).unwrap(),
             XidStatus::Committed {
                 commit_lsn: Lsn(100)
             }
         );
         assert_eq!(
-            t.status(FROZEN_XID),
+            t.status(FROZEN_XID).unwrap(),
             XidStatus::Committed {
                 commit_lsn: Lsn::ZERO
             }

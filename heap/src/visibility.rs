@@ -50,7 +50,7 @@ use crate::tuple::{
     HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID,
     INFOMASK_OFFSET, TupleHeader, XMIN_OFFSET,
 };
-use crate::txn::{INVALID_XID, Snapshot, TransactionStatus, XidStatus};
+use crate::txn::{INVALID_XID, Snapshot, StatusError, TransactionStatus, XidStatus};
 
 /// How readers set hint bits.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Hash, Default)]
@@ -127,23 +127,23 @@ fn check_xmin(
     oracle: &dyn TransactionStatus,
     ctx: HintContext,
     hints: &mut u16,
-) -> Xmin {
+) -> Result<Xmin, StatusError> {
     let frozen = h.has(HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID);
     if frozen {
-        return Xmin::Visible;
+        return Ok(Xmin::Visible);
     }
     if h.has(HEAP_XMIN_INVALID) {
-        return Xmin::Invisible; // rule 1
+        return Ok(Xmin::Invisible); // rule 1
     }
     if !h.has(HEAP_XMIN_COMMITTED) {
         if h.xmin == snap.own && snap.own != INVALID_XID {
-            return Xmin::Visible; // rule 2
+            return Ok(Xmin::Visible); // rule 2
         }
-        match oracle.status(h.xmin) {
-            XidStatus::InProgress => return Xmin::Invisible, // rule 3
+        match oracle.status(h.xmin)? {
+            XidStatus::InProgress => return Ok(Xmin::Invisible), // rule 3
             XidStatus::Aborted => {
                 *hints |= HEAP_XMIN_INVALID;
-                return Xmin::Invisible; // rule 1
+                return Ok(Xmin::Invisible); // rule 1
             }
             XidStatus::Committed { commit_lsn } => {
                 if ctx.commit_hint_allowed(commit_lsn, oracle) {
@@ -152,28 +152,29 @@ fn check_xmin(
             }
         }
     }
-    if snap.treats_as_running(h.xmin) {
+    Ok(if snap.treats_as_running(h.xmin) {
         Xmin::Invisible // rule 4
     } else {
         Xmin::Visible
-    }
+    })
 }
 
 /// Is the tuple with header `h` visible to `snap`, and which hints may a
 /// reader add (given `ctx`)? Reads existing hints first, asks `oracle` only
-/// for what they do not say.
+/// for what they do not say; a status the oracle cannot read is an error,
+/// never a guess.
 pub fn tuple_visibility(
     h: &TupleHeader,
     snap: &Snapshot,
     oracle: &dyn TransactionStatus,
     ctx: HintContext,
-) -> Verdict {
+) -> Result<Verdict, StatusError> {
     let mut hints = 0;
-    if let Xmin::Invisible = check_xmin(h, snap, oracle, ctx, &mut hints) {
-        return Verdict {
+    if let Xmin::Invisible = check_xmin(h, snap, oracle, ctx, &mut hints)? {
+        return Ok(Verdict {
             visible: false,
             hints,
-        };
+        });
     }
     let visible = if h.xmax == INVALID_XID || h.has(HEAP_XMAX_INVALID) {
         true // rule 5
@@ -182,7 +183,7 @@ pub fn tuple_visibility(
     } else if h.xmax == snap.own {
         false // rule 6
     } else {
-        match oracle.status(h.xmax) {
+        match oracle.status(h.xmax)? {
             XidStatus::InProgress => true, // rule 7
             XidStatus::Aborted => {
                 hints |= HEAP_XMAX_INVALID;
@@ -196,7 +197,7 @@ pub fn tuple_visibility(
             }
         }
     };
-    Verdict { visible, hints }
+    Ok(Verdict { visible, hints })
 }
 
 /// May `snap.own` update or delete a tuple?
@@ -217,32 +218,32 @@ pub fn update_verdict(
     h: &TupleHeader,
     snap: &Snapshot,
     oracle: &dyn TransactionStatus,
-) -> UpdateVerdict {
+) -> Result<UpdateVerdict, StatusError> {
     let no_hints = HintContext {
         unlogged: false,
         page_lsn: Lsn::ZERO,
     };
-    if let Xmin::Invisible = check_xmin(h, snap, oracle, no_hints, &mut 0) {
-        return UpdateVerdict::Invisible;
+    if let Xmin::Invisible = check_xmin(h, snap, oracle, no_hints, &mut 0)? {
+        return Ok(UpdateVerdict::Invisible);
     }
     if h.xmax == INVALID_XID || h.has(HEAP_XMAX_INVALID) {
-        return UpdateVerdict::MayUpdate;
+        return Ok(UpdateVerdict::MayUpdate);
     }
     if h.xmax == snap.own {
-        return UpdateVerdict::Invisible;
+        return Ok(UpdateVerdict::Invisible);
     }
-    let committed = h.has(HEAP_XMAX_COMMITTED)
-        || match oracle.status(h.xmax) {
-            XidStatus::InProgress => return UpdateVerdict::Conflict,
-            XidStatus::Aborted => return UpdateVerdict::MayUpdate,
-            XidStatus::Committed { .. } => true,
-        };
-    debug_assert!(committed);
-    if snap.treats_as_running(h.xmax) {
+    if !h.has(HEAP_XMAX_COMMITTED) {
+        match oracle.status(h.xmax)? {
+            XidStatus::InProgress => return Ok(UpdateVerdict::Conflict),
+            XidStatus::Aborted => return Ok(UpdateVerdict::MayUpdate),
+            XidStatus::Committed { .. } => {}
+        }
+    }
+    Ok(if snap.treats_as_running(h.xmax) {
         UpdateVerdict::Conflict
     } else {
         UpdateVerdict::Invisible
-    }
+    })
 }
 
 /// Counters of one page's (or one scan's) visibility checks.
@@ -320,7 +321,7 @@ pub fn visit_visible_tuples(
             continue;
         }
         let h = TupleHeader::decode(bytes).expect("tuple() checked the length");
-        let v = tuple_visibility(&h, snap, oracle, ctx);
+        let v = tuple_visibility(&h, snap, oracle, ctx)?;
         stats.tuples_checked += 1;
         if v.hints != 0 {
             stats.hints_wanted += 1;
@@ -452,7 +453,7 @@ mod tests {
                 if xmax != X::None {
                     h.set_xmax(w.xid(xmax), Tid::new(0, 1));
                 }
-                let v = tuple_visibility(&h, &w.snap, &w.txns, ctx);
+                let v = tuple_visibility(&h, &w.snap, &w.txns, ctx).unwrap();
                 assert_eq!(
                     v.visible,
                     expected(xmin, xmax),
@@ -461,7 +462,7 @@ mod tests {
                 // Hints learned now must be the ones a later reader trusts.
                 let mut hinted = h;
                 hinted.infomask |= earlier_hints(xmin, xmax);
-                let v2 = tuple_visibility(&hinted, &w.snap, &w.txns, ctx);
+                let v2 = tuple_visibility(&hinted, &w.snap, &w.txns, ctx).unwrap();
                 assert_eq!(v2.visible, v.visible, "xmin {xmin:?} xmax {xmax:?} hinted");
                 assert_eq!(
                     v2.hints & !hinted.infomask,
@@ -487,7 +488,7 @@ mod tests {
             unlogged: false,
             page_lsn: Lsn(3),
         };
-        let v = tuple_visibility(&h, &w.snap, &w.txns, old_page);
+        let v = tuple_visibility(&h, &w.snap, &w.txns, old_page).unwrap();
         assert!(v.visible);
         assert_eq!(
             v.hints & HEAP_XMIN_COMMITTED,
@@ -499,7 +500,10 @@ mod tests {
             ..old_page
         };
         assert_ne!(
-            tuple_visibility(&h, &w.snap, &w.txns, newer_page).hints & HEAP_XMIN_COMMITTED,
+            tuple_visibility(&h, &w.snap, &w.txns, newer_page)
+                .unwrap()
+                .hints
+                & HEAP_XMIN_COMMITTED,
             0
         );
         let unlogged = HintContext {
@@ -507,19 +511,27 @@ mod tests {
             ..old_page
         };
         assert_ne!(
-            tuple_visibility(&h, &w.snap, &w.txns, unlogged).hints & HEAP_XMIN_COMMITTED,
+            tuple_visibility(&h, &w.snap, &w.txns, unlogged)
+                .unwrap()
+                .hints
+                & HEAP_XMIN_COMMITTED,
             0
         );
         w.txns.set_flushed(Lsn(10));
         assert_ne!(
-            tuple_visibility(&h, &w.snap, &w.txns, old_page).hints & HEAP_XMIN_COMMITTED,
+            tuple_visibility(&h, &w.snap, &w.txns, old_page)
+                .unwrap()
+                .hints
+                & HEAP_XMIN_COMMITTED,
             0
         );
         // Abort hints need no flush.
         w.txns.set_flushed(Lsn(0));
         let a = TupleHeader::new_insert(w.aborted, Tid::new(0, 1), false);
         assert_eq!(
-            tuple_visibility(&a, &w.snap, &w.txns, old_page).hints,
+            tuple_visibility(&a, &w.snap, &w.txns, old_page)
+                .unwrap()
+                .hints,
             HEAP_XMIN_INVALID
         );
     }
@@ -532,7 +544,7 @@ mod tests {
             if xmax != X::None {
                 h.set_xmax(w.xid(xmax), Tid::new(0, 1));
             }
-            update_verdict(&h, &w.snap, &w.txns)
+            update_verdict(&h, &w.snap, &w.txns).unwrap()
         };
         use UpdateVerdict::*;
         assert_eq!(tuple(X::CommittedVisible, X::None), MayUpdate);

@@ -53,10 +53,17 @@
 //! 4. Clog changes are not WAL-logged themselves: the Xact commit/abort
 //!    record is the durable truth and redo replays it here (idempotently:
 //!    setting the same bits twice changes nothing; LSNs only grow).
+//! 5. A clog page that cannot be read is an error naming the xid and the
+//!    page, which the heap passes up to the reader (`TransactionStatus`
+//!    returns it); nothing answers "in progress" on a guess. A pool whose
+//!    every buffer is pinned is waited out for up to [`STARVED_WAIT`] first:
+//!    scans pin pages they read ahead, and a status lookup under a scan's
+//!    page lock must not fail because other scans hold the pool.
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
-use bufmgr::{BlockNumber, BufferPool, PAGE_SIZE, RelFork};
+use bufmgr::{BlockNumber, BufferPool, PAGE_SIZE, PinnedBuffer, RelFork};
 use parking_lot::Mutex;
 use wal::Lsn;
 
@@ -149,6 +156,37 @@ fn write_u64(page: &mut [u8], at: usize, v: u64) {
     page[at..at + 8].copy_from_slice(&v.to_le_bytes());
 }
 
+/// How long a commit-log read waits out a pool whose every buffer is pinned.
+pub const STARVED_WAIT: Duration = Duration::from_secs(2);
+
+/// Pin commit-log page `block` (checksum verified if `verify`). A pool with
+/// every buffer pinned (other readers' scans holding pages they read ahead)
+/// is waited out: the pin is tried again, with pauses growing from 50 us to
+/// 10 ms, for up to [`STARVED_WAIT`]; only then is it an error (rule 5).
+fn pin_page(
+    pool: &BufferPool,
+    block: BlockNumber,
+    verify: bool,
+) -> bufmgr::Result<PinnedBuffer<'_>> {
+    let mut pause = Duration::from_micros(50);
+    let mut waited = Duration::ZERO;
+    loop {
+        let pinned = if verify {
+            pool.read_buffer(CLOG_FORK, block, None)
+        } else {
+            pool.read_buffer_unverified(CLOG_FORK, block)
+        };
+        match pinned {
+            Err(e) if e.kind() == bufmgr::ErrorKind::ResourceExhausted && waited < STARVED_WAIT => {
+                std::thread::sleep(pause);
+                waited += pause;
+                pause = (pause * 2).min(Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// The commit log over a buffer pool.
 #[derive(Debug)]
 pub struct Clog {
@@ -209,8 +247,7 @@ impl Clog {
         if pos.block >= self.pages.load(Ordering::Acquire) {
             return Ok((ClogStatus::InProgress, Lsn::ZERO));
         }
-        let page = pool
-            .read_buffer(CLOG_FORK, pos.block, None)
+        let page = pin_page(pool, pos.block, true)
             .map_err(|e| {
                 EngineError::buffer(format!(
                     "could not read commit-log page {} (for xid {xid})",
@@ -264,12 +301,7 @@ impl Clog {
     ) -> Result<()> {
         self.ensure_page(pool, xid)?;
         let pos = position(xid)?;
-        let pinned = if verify {
-            pool.read_buffer(CLOG_FORK, pos.block, None)
-        } else {
-            pool.read_buffer_unverified(CLOG_FORK, pos.block)
-        };
-        let mut page = pinned
+        let mut page = pin_page(pool, pos.block, verify)
             .map_err(|e| {
                 EngineError::buffer(format!(
                     "could not read commit-log page {} to record xid {xid} as {status:?}",

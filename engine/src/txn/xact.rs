@@ -57,6 +57,11 @@
 //! callers); it checks the ProcArray, we compare one integer. The horizon
 //! survives later restarts because the next xid only grows.
 //!
+//! A clog page that cannot be read makes the status an error naming the xid
+//! and the page ([`TransactionStatus::status`] returns it, and every heap
+//! read, write and vacuum passes it up): a guess ("in progress") would hide
+//! committed rows from a scan that then ends without an error.
+//!
 //! # Xact records
 //!
 //! ```text
@@ -71,12 +76,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bufmgr::BufferPool;
 use heap::txn::{
-    FIRST_NORMAL_XID, FROZEN_XID, INVALID_XID, Snapshot, TransactionStatus, XidStatus,
+    FIRST_NORMAL_XID, FROZEN_XID, INVALID_XID, Snapshot, StatusError, TransactionStatus, XidStatus,
 };
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 use wal::{CheckpointInfo, Lsn, Record, RmgrKind, Wal};
 
-use crate::error::{EngineError, Result};
+use crate::error::{EngineError, ErrorKind, Result};
 use crate::txn::Xid;
 use crate::txn::clog::{Clog, ClogStatus};
 use crate::txn::snapshot::RunningSet;
@@ -206,8 +211,6 @@ pub struct TransactionManager {
     /// Shared by committers between their commit record and their clog
     /// update; taken exclusively (and released at once) by a checkpoint.
     commit_gate: RwLock<()>,
-    /// The last clog error the infallible `TransactionStatus::status` hid.
-    status_failure: Mutex<Option<String>>,
     begun: AtomicU64,
     committed: AtomicU64,
     aborted: AtomicU64,
@@ -238,7 +241,6 @@ impl TransactionManager {
             horizon: AtomicU64::new(next),
             mode: AtomicU8::new(CommitMode::Synchronous.to_u8()),
             commit_gate: RwLock::new(()),
-            status_failure: Mutex::new(None),
             begun: AtomicU64::new(0),
             committed: AtomicU64::new(0),
             aborted: AtomicU64::new(0),
@@ -422,12 +424,6 @@ impl TransactionManager {
         })
     }
 
-    /// The last clog error hidden by [`TransactionStatus::status`] (which
-    /// cannot return one and answers "in progress" instead), if any.
-    pub fn status_failure(&self) -> Option<String> {
-        self.status_failure.lock().clone()
-    }
-
     /// Take a checkpoint: next xid and redo point with no xid assigned in
     /// between, the commit gate passed once, every dirty page (clog included)
     /// flushed, then the checkpoint record and control file (wal crate).
@@ -453,16 +449,22 @@ impl TransactionManager {
 }
 
 impl TransactionStatus for TransactionManager {
-    fn status(&self, xid: Xid) -> XidStatus {
-        match self.try_status(xid) {
-            Ok(s) => s,
-            Err(e) => {
-                // Conservative: in progress is never hinted and makes the
-                // xid's inserts invisible and its deletes not yet effective.
-                *self.status_failure.lock() = Some(e.to_string());
-                XidStatus::InProgress
-            }
-        }
+    /// [`try_status`](Self::try_status) for the heap: a commit-log page that
+    /// cannot be read is an error naming the xid and the page, which every
+    /// read and write path passes up (never "in progress" on a guess, which
+    /// would hide committed rows).
+    fn status(&self, xid: Xid) -> std::result::Result<XidStatus, StatusError> {
+        self.try_status(xid).map_err(|e| StatusError {
+            xid,
+            kind: match e.kind() {
+                ErrorKind::BadInput => heap::ErrorKind::BadInput,
+                ErrorKind::CorruptData => heap::ErrorKind::CorruptData,
+                ErrorKind::Io => heap::ErrorKind::Io,
+                ErrorKind::ResourceExhausted => heap::ErrorKind::ResourceExhausted,
+                ErrorKind::Conflict => heap::ErrorKind::Conflict,
+            },
+            source: Box::new(e),
+        })
     }
 
     fn flushed_lsn(&self) -> Lsn {
