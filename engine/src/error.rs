@@ -8,7 +8,7 @@
 //!
 //! | kind | variants |
 //! |---|---|
-//! | bad input | `InvalidXid`, `InvalidOption`, `NotADatabase`, `IncompatibleVersion`, `ChecksumSettingMismatch`, `UnknownTable`, `UnknownColumn`, `TableExists`, `InvalidSchema`, `WrongColumnCount`, `TypeMismatch`, `NullNotAllowed`, `RowTooLarge`, `BadRowId`, `RowNotVisible`, `UnknownIndex`, `NoIndex`, `UniqueViolation`, `KeyTooLarge`, `ReadOnlyTransaction`, `WrongColumn` |
+//! | bad input | `InvalidXid`, `InvalidOption`, `NotADatabase`, `IncompatibleVersion`, `ChecksumSettingMismatch`, `UnknownTable`, `UnknownColumn`, `TableExists`, `InvalidSchema`, `WrongColumnCount`, `TypeMismatch`, `NullNotAllowed`, `RowTooLarge`, `BadRowId`, `RowNotVisible`, `UnknownIndex`, `NoIndex`, `UniqueViolation`, `KeyTooLarge`, `ReadOnlyTransaction`, `TooManyCommands`, `WrongColumn` |
 //! | conflict (retry) | `WriteConflict`, `UniqueConflict`, `TransactionAborted`, `DatabaseInUse`, `StillInUse` |
 //! | corrupt data | `MalformedXactRecord`, `CorruptRow`, `CorruptCatalog`, `CorruptDataDir` |
 //! | I/O (or an earlier I/O failure) | `Buffer`, `Wal`, `Io`, `Checkpoint`, `CommitNotRecorded` |
@@ -211,6 +211,17 @@ pub enum EngineError {
     )]
     ReadOnlyTransaction { op: &'static str, table: String },
 
+    /// A transaction ran out of command ids (each write is a command; the
+    /// tuple header keeps 32 bits of it, as PostgreSQL's does).
+    #[error(
+        "{op} on table {table:?}: the transaction has used all {limit} command ids; commit it and continue in a new one"
+    )]
+    TooManyCommands {
+        op: &'static str,
+        table: String,
+        limit: u64,
+    },
+
     /// A row column read as a type it does not have, or a column handle of
     /// another table.
     #[error("table {table:?}: {detail}")]
@@ -357,6 +368,7 @@ impl EngineError {
             | EngineError::UniqueViolation { .. }
             | EngineError::KeyTooLarge { .. }
             | EngineError::ReadOnlyTransaction { .. }
+            | EngineError::TooManyCommands { .. }
             | EngineError::WrongColumn { .. } => ErrorKind::BadInput,
             EngineError::WriteConflict { .. }
             | EngineError::UniqueConflict { .. }

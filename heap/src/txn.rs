@@ -72,8 +72,10 @@ pub trait TransactionStatus: Send + Sync + std::fmt::Debug {
 ///                            ^ lowest running at snapshot time  ^ next xid at snapshot time
 /// ```
 /// A committed xid is visible unless it is `>= xmax` or listed in `running`.
-/// The owner's own xid is visible to it (there are no command ids: a
-/// transaction sees all of its own earlier changes).
+/// The owner's own changes are visible to it by command: with `cid` =
+/// `Some(c)`, those of commands before `c` (PostgreSQL's `curcid`: a tuple
+/// the owner inserted in command `cmin < c` is there, one it deleted in
+/// `cmax < c` is gone); with `None`, all of them (no command ids).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Snapshot {
     pub xmin: Xid,
@@ -82,7 +84,14 @@ pub struct Snapshot {
     pub running: Vec<Xid>,
     /// The xid of the transaction holding this snapshot, or `INVALID_XID`.
     pub own: Xid,
+    /// The owner's current command (see above); writes made with this
+    /// snapshot are stamped with it (`None`: command 0).
+    pub cid: Option<CommandId>,
 }
+
+/// A command within a transaction (PostgreSQL's `CommandId`): tuples carry
+/// the command that inserted them (cmin) and that deleted them (cmax).
+pub type CommandId = u32;
 
 impl Snapshot {
     /// A snapshot that sees every committed transaction up to `next_xid`.
@@ -92,15 +101,48 @@ impl Snapshot {
             xmax: next_xid,
             running: Vec::new(),
             own: INVALID_XID,
+            cid: None,
         }
+    }
+
+    /// The command id writes made with this snapshot carry.
+    #[inline]
+    pub fn write_cid(&self) -> CommandId {
+        self.cid.unwrap_or(0)
+    }
+
+    /// Does the owner see its own insert made in command `cmin`?
+    #[inline]
+    pub fn sees_own_insert(&self, cmin: CommandId) -> bool {
+        self.cid.is_none_or(|c| cmin < c)
+    }
+
+    /// Does the owner see its own delete made in command `cmax` (the tuple
+    /// is gone)?
+    #[inline]
+    pub fn sees_own_delete(&self, cmax: CommandId) -> bool {
+        self.cid.is_none_or(|c| cmax < c)
+    }
+
+    /// Is `xid` the owner's own (and the owner a real transaction)?
+    #[inline]
+    pub fn is_own(&self, xid: Xid) -> bool {
+        xid == self.own && xid != INVALID_XID
     }
 
     /// Was `xid` still running (or not yet started) as of this snapshot, so
     /// that its effects are invisible even if it has committed since?
     pub fn treats_as_running(&self, xid: Xid) -> bool {
-        if xid == self.own && xid != INVALID_XID {
+        if self.is_own(xid) {
             return false;
         }
+        self.others_running(xid)
+    }
+
+    /// [`treats_as_running`](Self::treats_as_running) for an xid known not
+    /// to be the owner's.
+    #[inline]
+    pub fn others_running(&self, xid: Xid) -> bool {
         if xid >= self.xmax {
             return true;
         }
@@ -173,6 +215,7 @@ impl InMemoryTransactions {
             xmax,
             running,
             own,
+            cid: None,
         }
     }
 }

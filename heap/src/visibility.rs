@@ -1,16 +1,26 @@
 //! MVCC visibility with hint bits (PostgreSQL's `heapam_visibility.c`).
 //!
-//! # Rules, for a reader with snapshot `S` (own xid `S.own`)
-//! 1. xmin aborted (hint XMIN_INVALID, or the oracle says so): invisible.
-//! 2. xmin is `S.own`: the reader's own insert; go to 5.
+//! # Rules, for a reader with snapshot `S` (own xid `S.own`, command `S.cid`)
+//! 1. xmin is `S.own`: the reader's own insert: visible (go to 6) only if
+//!    made by a command before `S.cid` (`cmin < S.cid`), else invisible.
+//!    Decided before any hint bit is read, so it holds after the owner
+//!    committed too (an iterator keeps its snapshot).
+//! 2. xmin aborted (hint XMIN_INVALID, or the oracle says so): invisible.
 //! 3. xmin in progress: invisible.
 //! 4. xmin committed (hint XMIN_COMMITTED, or the oracle says so) but in `S`
 //!    as running or at/after `S.xmax`: invisible (committed after the snapshot).
-//! 5. No xmax, or xmax aborted (hint XMAX_INVALID or the oracle): visible.
-//! 6. xmax is `S.own`: invisible (the reader deleted it).
-//! 7. xmax in progress: visible (the deleter has not committed).
-//! 8. xmax committed: visible only if `S` treats xmax as running (the delete
-//!    committed after the snapshot), else invisible.
+//! 5. otherwise xmin is visible; go to 6.
+//! 6. No xmax: visible.
+//! 7. xmax is `S.own`: invisible if the delete came from a command before
+//!    `S.cid` (`cmax < S.cid`), else visible (the reader's own later
+//!    command deleted it). Also before any hint bit.
+//! 8. xmax aborted (hint XMAX_INVALID or the oracle): visible.
+//! 9. xmax in progress: visible (the deleter has not committed).
+//! 10. xmax committed: visible only if `S` treats xmax as running (the
+//!     delete committed after the snapshot), else invisible.
+//!
+//! With `S.cid = None` (no command ids) rules 1 and 7 see every own change.
+//! A status the oracle cannot read is an error, never a guess.
 //!
 //! # Hint bits
 //! The first reader that learns from the oracle that xmin or xmax committed
@@ -128,22 +138,27 @@ fn check_xmin(
     ctx: HintContext,
     hints: &mut u16,
 ) -> Result<Xmin, StatusError> {
+    if snap.is_own(h.xmin) {
+        // Rule 1, before the hints: the owner's own insert.
+        return Ok(if snap.sees_own_insert(h.cmin) {
+            Xmin::Visible
+        } else {
+            Xmin::Invisible
+        });
+    }
     let frozen = h.has(HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID);
     if frozen {
         return Ok(Xmin::Visible);
     }
     if h.has(HEAP_XMIN_INVALID) {
-        return Ok(Xmin::Invisible); // rule 1
+        return Ok(Xmin::Invisible); // rule 2
     }
     if !h.has(HEAP_XMIN_COMMITTED) {
-        if h.xmin == snap.own && snap.own != INVALID_XID {
-            return Ok(Xmin::Visible); // rule 2
-        }
         match oracle.status(h.xmin)? {
             XidStatus::InProgress => return Ok(Xmin::Invisible), // rule 3
             XidStatus::Aborted => {
                 *hints |= HEAP_XMIN_INVALID;
-                return Ok(Xmin::Invisible); // rule 1
+                return Ok(Xmin::Invisible); // rule 2
             }
             XidStatus::Committed { commit_lsn } => {
                 if ctx.commit_hint_allowed(commit_lsn, oracle) {
@@ -152,17 +167,17 @@ fn check_xmin(
             }
         }
     }
-    Ok(if snap.treats_as_running(h.xmin) {
+    Ok(if snap.others_running(h.xmin) {
         Xmin::Invisible // rule 4
     } else {
-        Xmin::Visible
+        Xmin::Visible // rule 5
     })
 }
 
 /// Is the tuple with header `h` visible to `snap`, and which hints may a
-/// reader add (given `ctx`)? Reads existing hints first, asks `oracle` only
-/// for what they do not say; a status the oracle cannot read is an error,
-/// never a guess.
+/// reader add (given `ctx`)? Reads existing hints first (after the owner's
+/// own rules 1 and 7), asks `oracle` only for what they do not say; a
+/// status the oracle cannot read is an error, never a guess.
 pub fn tuple_visibility(
     h: &TupleHeader,
     snap: &Snapshot,
@@ -176,24 +191,26 @@ pub fn tuple_visibility(
             hints,
         });
     }
-    let visible = if h.xmax == INVALID_XID || h.has(HEAP_XMAX_INVALID) {
-        true // rule 5
+    let visible = if h.xmax == INVALID_XID {
+        true // rule 6
+    } else if snap.is_own(h.xmax) {
+        !snap.sees_own_delete(h.cmax) // rule 7
+    } else if h.has(HEAP_XMAX_INVALID) {
+        true // rule 8
     } else if h.has(HEAP_XMAX_COMMITTED) {
-        snap.treats_as_running(h.xmax) // rule 8
-    } else if h.xmax == snap.own {
-        false // rule 6
+        snap.others_running(h.xmax) // rule 10
     } else {
         match oracle.status(h.xmax)? {
-            XidStatus::InProgress => true, // rule 7
+            XidStatus::InProgress => true, // rule 9
             XidStatus::Aborted => {
                 hints |= HEAP_XMAX_INVALID;
-                true // rule 5
+                true // rule 8
             }
             XidStatus::Committed { commit_lsn } => {
                 if ctx.commit_hint_allowed(commit_lsn, oracle) {
                     hints |= HEAP_XMAX_COMMITTED;
                 }
-                snap.treats_as_running(h.xmax) // rule 8
+                snap.others_running(h.xmax) // rule 10
             }
         }
     };
@@ -226,11 +243,15 @@ pub fn update_verdict(
     if let Xmin::Invisible = check_xmin(h, snap, oracle, no_hints, &mut 0)? {
         return Ok(UpdateVerdict::Invisible);
     }
-    if h.xmax == INVALID_XID || h.has(HEAP_XMAX_INVALID) {
+    if h.xmax == INVALID_XID {
         return Ok(UpdateVerdict::MayUpdate);
     }
-    if h.xmax == snap.own {
+    if snap.is_own(h.xmax) {
+        // Deleted or updated by the owner already (in whichever command).
         return Ok(UpdateVerdict::Invisible);
+    }
+    if h.has(HEAP_XMAX_INVALID) {
+        return Ok(UpdateVerdict::MayUpdate);
     }
     if !h.has(HEAP_XMAX_COMMITTED) {
         match oracle.status(h.xmax)? {
@@ -239,7 +260,7 @@ pub fn update_verdict(
             XidStatus::Committed { .. } => {}
         }
     }
-    Ok(if snap.treats_as_running(h.xmax) {
+    Ok(if snap.others_running(h.xmax) {
         UpdateVerdict::Conflict
     } else {
         UpdateVerdict::Invisible
@@ -303,7 +324,8 @@ pub fn visit_visible_tuples(
         // The common case of a hinted page: xmin known committed, no
         // deleter. Visible unless the snapshot treats xmin as running; no
         // hint to add, so the header need not be decoded (same verdict as
-        // `tuple_visibility`, rules 4 and 5).
+        // `tuple_visibility`, rules 4 to 6). Not for the owner's own
+        // inserts (a committed owner's iterator): rule 1 decides those.
         let infomask = u16::from_le_bytes([bytes[INFOMASK_OFFSET], bytes[INFOMASK_OFFSET + 1]]);
         if infomask & (HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID | HEAP_XMAX_INVALID)
             == HEAP_XMIN_COMMITTED | HEAP_XMAX_INVALID
@@ -313,12 +335,14 @@ pub fn visit_visible_tuples(
                     .try_into()
                     .expect("tuple() checked the length"),
             );
-            stats.tuples_checked += 1;
-            if !snap.treats_as_running(xmin) {
-                stats.tuples_visible += 1;
-                each(off, bytes);
+            if xmin != snap.own {
+                stats.tuples_checked += 1;
+                if !snap.others_running(xmin) {
+                    stats.tuples_visible += 1;
+                    each(off, bytes);
+                }
+                continue;
             }
-            continue;
         }
         let h = TupleHeader::decode(bytes).expect("tuple() checked the length");
         let v = tuple_visibility(&h, snap, oracle, ctx)?;
@@ -560,6 +584,75 @@ mod tests {
         assert_eq!(tuple(X::OtherInProgress, X::None), Invisible);
         assert_eq!(tuple(X::CommittedAfterSnapshot, X::None), Invisible);
         assert_eq!(tuple(X::Aborted, X::None), Invisible);
+    }
+
+    /// Rules 1 and 7: the owner sees its own inserts and deletes by
+    /// command, whatever hints the tuple carries (a committed owner's
+    /// iterator keeps its view when later readers hint its tuples).
+    #[test]
+    fn own_changes_are_seen_by_command_whatever_the_hints() {
+        let w = world();
+        let ctx = HintContext {
+            unlogged: false,
+            page_lsn: Lsn::ZERO,
+        };
+        let at = |cid: u32| Snapshot {
+            cid: Some(cid),
+            ..w.snap.clone()
+        };
+        for hints in [0, HEAP_XMIN_COMMITTED] {
+            // Inserted by the owner in command 3.
+            let mut ins = TupleHeader::new_insert(w.own, Tid::new(0, 1), false);
+            ins.cmin = 3;
+            ins.infomask |= hints;
+            for (cid, seen) in [(3, false), (4, true), (9, true)] {
+                let v = tuple_visibility(&ins, &at(cid), &w.txns, ctx).unwrap();
+                assert_eq!(
+                    v.visible, seen,
+                    "insert in 3, read in {cid}, hints {hints:#x}"
+                );
+            }
+            assert!(
+                tuple_visibility(&ins, &w.snap, &w.txns, ctx)
+                    .unwrap()
+                    .visible
+            );
+            // Committed row deleted by the owner in command 5.
+            let mut del = TupleHeader::new_insert(w.committed_visible, Tid::new(0, 1), false);
+            del.set_xmax(w.own, Tid::new(0, 1));
+            del.cmax = 5;
+            del.infomask |= HEAP_XMIN_COMMITTED | if hints != 0 { HEAP_XMAX_COMMITTED } else { 0 };
+            for (cid, visible) in [(2, true), (5, true), (6, false)] {
+                let v = tuple_visibility(&del, &at(cid), &w.txns, ctx).unwrap();
+                assert_eq!(
+                    v.visible, visible,
+                    "delete in 5, read in {cid}, hints {hints:#x}"
+                );
+            }
+            assert!(
+                !tuple_visibility(&del, &w.snap, &w.txns, ctx)
+                    .unwrap()
+                    .visible
+            );
+        }
+        // A writer in command 3 cannot update what command 3 (or later)
+        // inserted, nor what it deleted itself in any command.
+        let mut ins = TupleHeader::new_insert(w.own, Tid::new(0, 1), false);
+        ins.cmin = 3;
+        assert_eq!(
+            update_verdict(&ins, &at(3), &w.txns).unwrap(),
+            UpdateVerdict::Invisible
+        );
+        assert_eq!(
+            update_verdict(&ins, &at(4), &w.txns).unwrap(),
+            UpdateVerdict::MayUpdate
+        );
+        ins.set_xmax(w.own, Tid::new(0, 2));
+        ins.cmax = 7;
+        assert_eq!(
+            update_verdict(&ins, &at(4), &w.txns).unwrap(),
+            UpdateVerdict::Invisible
+        );
     }
 
     #[test]
