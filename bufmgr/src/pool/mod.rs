@@ -106,6 +106,8 @@ pub(crate) struct PoolShared {
     /// the operation: whoever would wait for one finishes the operation
     /// instead ([`PoolShared::wait_io`]). Sharded by buffer id.
     pub in_flight: stream::InFlightMap,
+    /// The pins read streams may hold ahead of their consumers, shared.
+    pub stream_budget: stream::StreamBudget,
     /// The trace file, when recording one (see [`crate::trace`]).
     pub(crate) trace: Option<Arc<crate::trace::TraceSink>>,
 }
@@ -216,6 +218,7 @@ impl BufferPool {
             bgwriter_sleeping: AtomicBool::new(false),
             bgwriter_wake: (parking_lot::Mutex::new(false), parking_lot::Condvar::new()),
             in_flight: stream::InFlightMap::new(),
+            stream_budget: stream::StreamBudget::new(n),
             trace,
             config,
         });
