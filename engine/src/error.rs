@@ -514,7 +514,7 @@ mod tests {
     use bufmgr::{BufferTag, Fork, RelId};
 
     /// Number of `EngineError` variants: `variant` below lists each once.
-    const VARIANTS: usize = 37;
+    const VARIANTS: usize = 38;
 
     /// Position of `e`'s variant. The match has no wildcard, so a new
     /// variant does not compile until it is listed here (and a sample of it
@@ -559,6 +559,7 @@ mod tests {
             E::Checkpoint { .. } => 34,
             E::Index { .. } => 35,
             E::Heap { .. } => 36,
+            E::CommitNotRecorded { .. } => 37,
         }
     }
 
@@ -835,6 +836,14 @@ mod tests {
                 Io,
             ),
             (E::Checkpoint { detail: "x".into() }, Io),
+            (
+                E::CommitNotRecorded {
+                    xid: 9,
+                    commit_lsn: lsn,
+                    detail: "clog read failed".into(),
+                },
+                Io,
+            ),
             (
                 index(btree::BtreeError::WrongKeyType {
                     index: "i".into(),
