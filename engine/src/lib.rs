@@ -7,6 +7,7 @@ pub mod datadir;
 pub mod error;
 pub mod handle;
 mod index;
+mod invalid_pages;
 pub mod options;
 pub mod recovery;
 mod registry;

@@ -37,6 +37,9 @@ pub struct RecoveryStats {
     pub other: u64,
     /// The next xid after replay.
     pub next_xid: u64,
+    /// Records skipped because a page they change was missing or blank,
+    /// its relation dropped later in the WAL (see `invalid_pages`).
+    pub invalid_pages_forgiven: u64,
 }
 
 /// Replay from the last checkpoint's redo point (LSN 0 without one).
