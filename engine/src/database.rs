@@ -233,6 +233,9 @@ impl Database {
             BufferPool::with_wal(options.pool_config(), storage, wal.clone())
                 .map_err(EngineError::buffer("could not open the buffer pool"))?,
         );
+        // An all-zero page beyond what the last checkpoint made durable is a
+        // page extended and lost with the power: new, not damage (`durable`).
+        pool.set_zeroed_beyond_durable_is_new(true);
         let tm = Arc::new(TransactionManager::open(
             pool.clone(),
             wal.clone(),
@@ -273,7 +276,8 @@ impl Database {
             recovery,
             lock,
         };
-        let replayed = recovery.commits + recovery.aborts + recovery.other > 0;
+        let replayed =
+            recovery.commits + recovery.aborts + recovery.clog_pages + recovery.other > 0;
         core.load_catalog(!clean || replayed)?;
         // 6. Orphan relation files go (catalog rule 3).
         core.remove_orphans()?;
