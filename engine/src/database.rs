@@ -212,7 +212,7 @@ impl Database {
             EngineError::wal(format!("could not open the WAL of {}", dir.display())),
         )?);
         let files: Arc<dyn StorageBackend> =
-            bufmgr::open_storage(&dir, options.io, options.direct_io)
+            bufmgr::open_storage_with(&dir, options.io, options.direct_io, options.max_open_files)
                 .map_err(EngineError::buffer("could not open the relation files"))?;
         let storage = match &options.wrap_storage {
             Some(wrap) => wrap(files),
