@@ -1380,6 +1380,7 @@ pub(crate) fn vacuum_table(
     _one: &parking_lot::MutexGuard<'_, ()>,
 ) -> Result<VacuumReport> {
     let table = &t.info.name;
+    tm.check_writable()?;
     // The dead tuples counted before the passes are the ones they remove.
     let dead_before = t.counters.dead.load(Ordering::Relaxed);
     let horizon = snapshots.horizon(|| tm.oldest_running());

@@ -11,7 +11,7 @@
 //! | bad input | `InvalidXid`, `InvalidOption`, `NotADatabase`, `IncompatibleVersion`, `ChecksumSettingMismatch`, `UnknownTable`, `UnknownColumn`, `TableExists`, `InvalidSchema`, `WrongColumnCount`, `TypeMismatch`, `NullNotAllowed`, `RowTooLarge`, `BadRowId`, `RowNotVisible`, `UnknownIndex`, `NoIndex`, `UniqueViolation`, `KeyTooLarge`, `ReadOnlyTransaction`, `WrongColumn` |
 //! | conflict (retry) | `WriteConflict`, `UniqueConflict`, `TransactionAborted`, `DatabaseInUse`, `StillInUse` |
 //! | corrupt data | `MalformedXactRecord`, `CorruptRow`, `CorruptCatalog`, `CorruptDataDir` |
-//! | I/O (or an earlier I/O failure) | `Buffer`, `Wal`, `Io`, `Checkpoint` |
+//! | I/O (or an earlier I/O failure) | `Buffer`, `Wal`, `Io`, `Checkpoint`, `CommitNotRecorded` |
 //! | raised by a caller's redo function | `Redo` |
 //! | wrapped heap / B-tree errors | `Heap`, `Index` (kind from the wrapped error) |
 
@@ -287,6 +287,19 @@ pub enum EngineError {
     #[error("checkpoint failed: {detail}")]
     Checkpoint { detail: String },
 
+    /// An earlier commit (of `xid`, its record ending at `commit_lsn`) is
+    /// durable but could not be recorded in the commit log: the database
+    /// refuses every write until it is reopened, when recovery records it
+    /// (PostgreSQL PANICs in its commit critical section).
+    #[error(
+        "the database refuses writes until it is reopened: the commit of xid {xid} (record ending at {commit_lsn}) is durable but could not be recorded in the commit log: {detail}"
+    )]
+    CommitNotRecorded {
+        xid: Xid,
+        commit_lsn: Lsn,
+        detail: String,
+    },
+
     // ---- wrapped heap and B-tree errors ----
     /// A B-tree index failed while the engine was doing `what` (which names
     /// the index); the kind follows the B-tree error's.
@@ -360,7 +373,9 @@ impl EngineError {
             EngineError::CorruptRow { .. }
             | EngineError::CorruptCatalog { .. }
             | EngineError::CorruptDataDir { .. } => ErrorKind::CorruptData,
-            EngineError::Io { .. } | EngineError::Checkpoint { .. } => ErrorKind::Io,
+            EngineError::Io { .. }
+            | EngineError::Checkpoint { .. }
+            | EngineError::CommitNotRecorded { .. } => ErrorKind::Io,
             EngineError::Heap { source, .. } => match source.kind() {
                 heap::ErrorKind::BadInput => ErrorKind::BadInput,
                 heap::ErrorKind::Conflict => ErrorKind::Conflict,

@@ -70,6 +70,11 @@ pub enum WalError {
     #[error("corrupt control file {file}: {detail}")]
     CorruptControlFile { file: PathBuf, detail: String },
 
+    /// The WAL directory is gone although the control file names a
+    /// checkpoint in it.
+    #[error("missing WAL directory {dir}: {detail}")]
+    MissingDirectory { dir: PathBuf, detail: String },
+
     /// A file in the WAL directory that cannot be a segment of this log.
     #[error("corrupt WAL segment {file}: {detail}")]
     CorruptSegment { file: PathBuf, detail: String },
@@ -124,6 +129,7 @@ impl WalError {
             WalError::MalformedRecord { .. }
             | WalError::CorruptRecord { .. }
             | WalError::CorruptSegment { .. }
+            | WalError::MissingDirectory { .. }
             | WalError::CorruptControlFile { .. } => ErrorKind::CorruptData,
             WalError::Io { .. } | WalError::CheckpointFlush { .. } | WalError::WritesRefused(_) => {
                 ErrorKind::Io

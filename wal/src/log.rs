@@ -338,14 +338,24 @@ impl Wal {
     ) -> Result<Wal> {
         let size = config.validate()?;
         let dir = wal_dir(datadir);
+        control::remove_stale_temp(&*fs, datadir)?;
+        let control = read_control_with(&*fs, datadir)?;
         if !dir.exists() {
+            if let Some(c) = &control {
+                return Err(WalError::MissingDirectory {
+                    dir,
+                    detail: format!(
+                        "the control file {} names a checkpoint with redo point {} in it",
+                        control::control_path(datadir).display(),
+                        c.redo_lsn
+                    ),
+                });
+            }
             fs.create_dir_all(&dir)
                 .map_err(|e| WalError::io("create directory", &dir, e))?;
             sync_dir(&*fs, datadir)?;
         }
         remove_temp_files(&*fs, &dir)?;
-        control::remove_stale_temp(&*fs, datadir)?;
-        let control = read_control_with(&*fs, datadir)?;
         if let Some(c) = &control
             && c.segment_size != size.bytes()
         {
@@ -357,6 +367,7 @@ impl Wal {
             )));
         }
         let segments = list_segments(&*fs, &dir, size)?;
+        let start_given = start;
         let start = match (start, &control) {
             (Some(lsn), _) => lsn,
             (None, Some(c)) => c.redo_lsn,
@@ -384,10 +395,30 @@ impl Wal {
             .expect("the reader returned None, so it has reached the end");
         let last_record = reader.last_record_lsn();
         if last_record.is_none() && start != Lsn::ZERO {
+            let file = segment_path(&dir, size.segment_start(start));
+            let segment_exists = segments.contains(&size.segment_start(start));
+            if start_given.is_none() {
+                // The control file's redo point: the checkpoint's records
+                // were flushed there before the control file was written.
+                return Err(WalError::CorruptRecord {
+                    lsn: start,
+                    file,
+                    detail: format!(
+                        "no valid record at the control file's redo point ({}{})",
+                        end.reason,
+                        if segment_exists {
+                            ""
+                        } else {
+                            ": the segment is missing"
+                        }
+                    ),
+                });
+            }
             return Err(WalError::InvalidStart {
                 lsn: start,
                 detail: format!(
-                    "no valid record starts there ({}); the start must be a record's LSN",
+                    "no valid record starts there in segment {} ({}); the start must be a record's LSN",
+                    file.display(),
                     end.reason
                 ),
             });
@@ -937,7 +968,7 @@ fn clear_segment_tail(file: &dyn FsFile, path: &Path, size: SegmentSize, end: Ls
         let n = ((stop - offset) as usize).min(CLEAR_CHUNK);
         file.read_exact_at(&mut buf[..n], offset)
             .map_err(|e| WalError::io(format!("read at offset {offset}"), path, e))?;
-        if buf[..n].iter().any(|b| *b != 0) {
+        if buf[..n] != zeros[..n] {
             file.write_all_at(&zeros[..n], offset)
                 .map_err(|e| WalError::io(format!("zero at offset {offset}"), path, e))?;
             changed = true;

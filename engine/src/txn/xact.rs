@@ -28,6 +28,19 @@
 //!   hint until the WAL catches up (the group LSN says how far it must).
 //! * 3 before 4: a snapshot that no longer sees the xid running finds its
 //!   final status in the clog.
+//! * Once step 1 returned (and with synchronous commit step 2), the
+//!   transaction **is** committed: recovery replays the record whatever
+//!   happens next. So a failure of step 3 (the clog page cannot be read or
+//!   extended) is never reported as a failed commit, which would be a lie
+//!   a caller could act on. It is PostgreSQL's critical section, which
+//!   PANICs there: the commit returns its LSN, the xid still leaves the
+//!   running set, its status is answered from memory (committed) for the
+//!   rest of this run, and the manager **refuses every later write**
+//!   (`begin`, commits of transactions begun earlier, checkpoints, vacuum)
+//!   with [`EngineError::CommitNotRecorded`] naming the xid and the
+//!   failure, until the database is reopened. Refusing checkpoints is what
+//!   makes this safe: the redo point stays before the commit record, so
+//!   the reopen replays it into the clog.
 //! * The gate is PostgreSQL's `DELAY_CHKPT_START`: a checkpoint whose redo
 //!   point falls after the commit record but which flushed the clog page
 //!   before step 3 would lose the commit (recovery starts after the record).
@@ -65,8 +78,9 @@
 //!   payload: u64 LE commit/abort time, microseconds since the Unix epoch
 //! ```
 
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bufmgr::BufferPool;
@@ -208,9 +222,24 @@ pub struct TransactionManager {
     commit_gate: RwLock<()>,
     /// The last clog error the infallible `TransactionStatus::status` hid.
     status_failure: Mutex<Option<String>>,
+    /// Set once a commit could not be recorded in the clog (module docs):
+    /// every later write is refused.
+    refusing: AtomicBool,
+    /// The commits whose clog update failed, and the first such failure.
+    unrecorded: Mutex<Unrecorded>,
     begun: AtomicU64,
     committed: AtomicU64,
     aborted: AtomicU64,
+}
+
+/// Commits whose record is in the WAL but whose clog update failed: their
+/// status for the rest of this run, and the reason writes are refused.
+#[derive(Debug, Default)]
+struct Unrecorded {
+    /// xid -> end LSN of its commit record.
+    commits: HashMap<Xid, Lsn>,
+    /// The first commit that could not be recorded: (xid, end LSN, error).
+    first: Option<(Xid, Lsn, String)>,
 }
 
 /// The next xid the last checkpoint recorded, or [`FIRST_NORMAL_XID`] for a
@@ -239,6 +268,8 @@ impl TransactionManager {
             mode: AtomicU8::new(CommitMode::Synchronous.to_u8()),
             commit_gate: RwLock::new(()),
             status_failure: Mutex::new(None),
+            refusing: AtomicBool::new(false),
+            unrecorded: Mutex::new(Unrecorded::default()),
             begun: AtomicU64::new(0),
             committed: AtomicU64::new(0),
             aborted: AtomicU64::new(0),
@@ -301,6 +332,7 @@ impl TransactionManager {
     /// A new xid, running, with its clog page present: (xid, running-set
     /// shard), for a caller that finishes it with `commit_xid` / `abort_xid`.
     pub(crate) fn begin_xid(&self) -> Result<(Xid, usize)> {
+        self.check_writable()?;
         let (xid, shard) = self.running.begin();
         if let Err(e) = self.clog.ensure_page(&self.pool, xid) {
             self.running.finish(xid, shard);
@@ -333,7 +365,37 @@ impl TransactionManager {
         }
     }
 
+    /// `Err(CommitNotRecorded)` once a commit could not be recorded in the
+    /// clog (module docs, "Commit"): no write may start until the database
+    /// is reopened.
+    pub fn check_writable(&self) -> Result<()> {
+        if !self.refusing.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let u = self.unrecorded.lock();
+        let (xid, commit_lsn, detail) = u.first.clone().unwrap_or_default();
+        Err(EngineError::CommitNotRecorded {
+            xid,
+            commit_lsn,
+            detail,
+        })
+    }
+
+    /// The commit of `xid`, whose record ends at `end`, could not be set in
+    /// the clog: remember it as committed, refuse every later write.
+    fn commit_not_recorded(&self, xid: Xid, end: Lsn, e: &EngineError) {
+        let mut u = self.unrecorded.lock();
+        u.commits.insert(xid, end);
+        u.first.get_or_insert_with(|| (xid, end, e.to_string()));
+        self.refusing.store(true, Ordering::Release);
+    }
+
     pub(crate) fn commit_xid(&self, xid: Xid, shard: usize, mode: CommitMode) -> Result<Lsn> {
+        if let Err(e) = self.check_writable() {
+            // Begun before the refusal: it cannot commit now.
+            let _ = self.finish_aborted(xid, shard, Lsn::ZERO);
+            return Err(e);
+        }
         let rec = XactRecord {
             xid,
             committed: true,
@@ -363,7 +425,12 @@ impl TransactionManager {
                     "could not flush the commit record of xid {xid} to {end}; its outcome is in doubt"
                 ))(e))?;
             }
-            self.clog.set(&self.pool, xid, ClogStatus::Committed, end)?;
+            // The commit is made (module docs): a failure from here on
+            // is not the transaction's. Still under the gate, so a
+            // checkpoint waiting for it sees the refusal.
+            if let Err(e) = self.clog.set(&self.pool, xid, ClogStatus::Committed, end) {
+                self.commit_not_recorded(xid, end, &e);
+            }
             end
         };
         self.running.finish(xid, shard);
@@ -414,6 +481,11 @@ impl TransactionManager {
             // Not handed out yet: nothing it wrote can exist.
             return Ok(XidStatus::InProgress);
         }
+        if self.refusing.load(Ordering::Acquire)
+            && let Some(&commit_lsn) = self.unrecorded.lock().commits.get(&xid)
+        {
+            return Ok(XidStatus::Committed { commit_lsn });
+        }
         Ok(match self.clog.get(&self.pool, xid)? {
             (ClogStatus::Committed, lsn) => XidStatus::Committed { commit_lsn: lsn },
             (ClogStatus::Aborted, _) => XidStatus::Aborted,
@@ -432,6 +504,7 @@ impl TransactionManager {
     /// between, the commit gate passed once, every dirty page (clog included)
     /// flushed, then the checkpoint record and control file (wal crate).
     pub fn checkpoint(&self) -> Result<CheckpointInfo<usize>> {
+        self.check_writable()?;
         // No begin between reading the next xid and taking the redo point:
         // an xid assigned in that window could log a record before the redo
         // point that recovery would never see, and be handed out again.
@@ -444,7 +517,12 @@ impl TransactionManager {
                     // Wait for commits whose record may precede the redo point
                     // to finish their clog update (DELAY_CHKPT_START).
                     drop(self.commit_gate.write());
-                    self.pool.flush_all(false)
+                    // A commit that failed to reach the clog in the
+                    // meantime: its record may precede the redo point.
+                    self.check_writable()?;
+                    self.pool
+                        .flush_all(false)
+                        .map_err(EngineError::buffer("flushing the pages"))
                 },
                 next,
             )
