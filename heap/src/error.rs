@@ -36,6 +36,7 @@ pub enum ErrorKind {
 
 /// An error from the heap.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HeapError {
     /// The row does not fit on one page (there is no TOAST).
     #[error("{rel}: row of {len} bytes is too large (at most {max} bytes fit on a page)")]

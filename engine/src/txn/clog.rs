@@ -39,9 +39,15 @@
 //! # Rules
 //!
 //! 1. A clog page is created with `pool.extend` when the first xid on it is
-//!    handed out (or first replayed), zeroed: every xid on it reads "in
-//!    progress" until its commit or abort is recorded. Creation is not
-//!    WAL-logged; a page missing at replay is simply extended again.
+//!    handed out, zeroed: every xid on it reads "in progress" until its
+//!    commit or abort is recorded. Creation is WAL-logged first, a
+//!    [`CLOG_ZEROPAGE`] record (PostgreSQL's `CLOG_ZEROPAGE`), which redo
+//!    replays by making the page a zeroed page again, whatever the disk
+//!    holds (blank, zeros from an extension lost with the power, or torn):
+//!    every status of an xid on it is set by a record that follows (no xid
+//!    on the page exists before it), so replay rebuilds the page. A page
+//!    missing at the replay of a commit or abort is extended again (not
+//!    logged: redo writes no WAL).
 //! 2. Status bits change only under the page's exclusive content lock (a
 //!    read-modify-write of a 64-bit word shared by 32 xids).
 //! 3. Marking an xid committed raises both the group LSN and the **page LSN**
@@ -65,7 +71,7 @@ use std::time::Duration;
 
 use bufmgr::{BlockNumber, BufferPool, PAGE_SIZE, PinnedBuffer, RelFork};
 use parking_lot::Mutex;
-use wal::Lsn;
+use wal::{Lsn, Record, RmgrKind, Wal};
 
 use crate::error::{EngineError, Result};
 use crate::reserved::CLOG_REL;
@@ -84,6 +90,10 @@ pub const GROUP_LEN: usize = 16;
 pub const GROUPS_PER_PAGE: usize = (PAGE_SIZE - CLOG_HEADER_LEN) / GROUP_LEN;
 /// Xids per page: 511 x 32 = 16,352.
 pub const XIDS_PER_PAGE: u64 = GROUPS_PER_PAGE as u64 * XIDS_PER_GROUP;
+
+/// `info` of the `Clog` record that creates a page (rule 1; PostgreSQL's
+/// `CLOG_ZEROPAGE`). Payload: the block number, u32 LE; xid 0.
+pub const CLOG_ZEROPAGE: u8 = 0x00;
 
 // The groups fit in the page and leave the pool's 12 bytes alone.
 const _: () = assert!(CLOG_HEADER_LEN + GROUPS_PER_PAGE * GROUP_LEN <= PAGE_SIZE);
@@ -216,8 +226,9 @@ impl Clog {
         self.pages.load(Ordering::Acquire)
     }
 
-    /// Make sure the page holding `xid` exists (rule 1).
-    pub fn ensure_page(&self, pool: &BufferPool, xid: Xid) -> Result<()> {
+    /// Make sure the page holding `xid` exists (rule 1), logging the creation
+    /// of each page in `wal` (`None` during redo, which writes no WAL).
+    pub fn ensure_page(&self, pool: &BufferPool, wal: Option<&Wal>, xid: Xid) -> Result<()> {
         let block = position(xid)?.block;
         if block < self.pages.load(Ordering::Acquire) {
             return Ok(());
@@ -227,6 +238,9 @@ impl Clog {
             "could not size the commit log relation",
         ))?;
         while n <= block {
+            if let Some(wal) = wal {
+                log_zero_page(wal, n, xid)?;
+            }
             let mut page = pool.extend(CLOG_FORK, None).map_err(|e| {
                 EngineError::buffer(format!(
                     "could not extend the commit log to page {n} (for xid {xid})"
@@ -270,11 +284,12 @@ impl Clog {
     pub fn set(
         &self,
         pool: &BufferPool,
+        wal: &Wal,
         xid: Xid,
         status: ClogStatus,
         commit_end: Lsn,
     ) -> Result<()> {
-        self.set_with(pool, xid, status, commit_end, true)
+        self.set_with(pool, Some(wal), xid, status, commit_end, true)
     }
 
     /// [`set`](Self::set) for redo: a page whose checksum fails (a torn
@@ -288,18 +303,36 @@ impl Clog {
         status: ClogStatus,
         commit_end: Lsn,
     ) -> Result<()> {
-        self.set_with(pool, xid, status, commit_end, false)
+        self.set_with(pool, None, xid, status, commit_end, false)
+    }
+
+    /// Redo of a [`CLOG_ZEROPAGE`] record ending at `end`: page `block` is a
+    /// zeroed page again (rule 1), extended if the file is shorter.
+    pub fn redo_zero_page(&self, pool: &BufferPool, block: BlockNumber, end: Lsn) -> Result<()> {
+        let _g = self.extend_lock.lock();
+        let mut page = pool
+            .read_buffer_for_redo(CLOG_FORK, block, true)
+            .map_err(|e| {
+                EngineError::buffer(format!("could not recreate commit-log page {block}"))(e)
+            })?;
+        page.fill(0);
+        page.set_lsn(end.0);
+        page.mark_dirty();
+        drop(page);
+        self.pages.fetch_max(block + 1, Ordering::AcqRel);
+        Ok(())
     }
 
     fn set_with(
         &self,
         pool: &BufferPool,
+        wal: Option<&Wal>,
         xid: Xid,
         status: ClogStatus,
         commit_end: Lsn,
         verify: bool,
     ) -> Result<()> {
-        self.ensure_page(pool, xid)?;
+        self.ensure_page(pool, wal, xid)?;
         let pos = position(xid)?;
         let mut page = pin_page(pool, pos.block, verify)
             .map_err(|e| {
@@ -324,6 +357,44 @@ impl Clog {
         page.mark_dirty();
         Ok(())
     }
+}
+
+/// Log the creation of commit-log page `block` (for `xid`, named in errors).
+fn log_zero_page(wal: &Wal, block: BlockNumber, xid: Xid) -> Result<()> {
+    let failed = |e| {
+        EngineError::wal(format!(
+            "could not log the creation of commit-log page {block} (for xid {xid})"
+        ))(e)
+    };
+    let record = Record::builder(RmgrKind::Clog, CLOG_ZEROPAGE, 0)
+        .payload(block.to_le_bytes().to_vec())
+        .build()
+        .map_err(failed)?;
+    wal.insert(&record).map_err(failed)?;
+    Ok(())
+}
+
+/// Replay a `Clog` record ending at `end`.
+pub fn redo_clog(record: &Record, end: Lsn, clog: &Clog, pool: &BufferPool) -> Result<()> {
+    let bad = |detail: String| EngineError::MalformedXactRecord { lsn: end, detail };
+    if record.kind() != RmgrKind::Clog || record.info() != CLOG_ZEROPAGE {
+        return Err(bad(format!(
+            "a {:?} record with info {:#04x}, not a commit-log page creation",
+            record.kind(),
+            record.info()
+        )));
+    }
+    let block: [u8; 4] = record.payload().try_into().map_err(|_| {
+        bad(format!(
+            "commit-log page creation with a payload of {} bytes, expected 4",
+            record.payload().len()
+        ))
+    })?;
+    let block = BlockNumber::from_le_bytes(block);
+    if block == BlockNumber::MAX {
+        return Err(bad(format!("commit-log page {block} is out of range")));
+    }
+    clog.redo_zero_page(pool, block, end)
 }
 
 #[cfg(test)]

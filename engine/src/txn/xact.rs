@@ -336,7 +336,7 @@ impl TransactionManager {
     pub(crate) fn begin_xid(&self) -> Result<(Xid, usize)> {
         self.check_writable()?;
         let (xid, shard) = self.running.begin();
-        if let Err(e) = self.clog.ensure_page(&self.pool, xid) {
+        if let Err(e) = self.clog.ensure_page(&self.pool, Some(&self.wal), xid) {
             self.running.finish(xid, shard);
             return Err(e);
         }
@@ -430,7 +430,10 @@ impl TransactionManager {
             // The commit is made (module docs): a failure from here on
             // is not the transaction's. Still under the gate, so a
             // checkpoint waiting for it sees the refusal.
-            if let Err(e) = self.clog.set(&self.pool, xid, ClogStatus::Committed, end) {
+            if let Err(e) = self
+                .clog
+                .set(&self.pool, &self.wal, xid, ClogStatus::Committed, end)
+            {
                 self.commit_not_recorded(xid, end, &e);
             }
             end
@@ -445,7 +448,7 @@ impl TransactionManager {
     fn finish_aborted(&self, xid: Xid, shard: usize, abort_end: Lsn) -> Result<()> {
         let set = self
             .clog
-            .set(&self.pool, xid, ClogStatus::Aborted, abort_end);
+            .set(&self.pool, &self.wal, xid, ClogStatus::Aborted, abort_end);
         self.running.finish(xid, shard);
         self.aborted.fetch_add(1, Ordering::Relaxed);
         set
@@ -516,9 +519,14 @@ impl TransactionManager {
                     // A commit that failed to reach the clog in the
                     // meantime: its record may precede the redo point.
                     self.check_writable()?;
-                    self.pool
+                    let pages = self
+                        .pool
                         .flush_all(false)
-                        .map_err(EngineError::buffer("flushing the pages"))
+                        .map_err(EngineError::buffer("flushing the pages"))?;
+                    // Every fork is fsynced: its length is durable, and the
+                    // record follows the redo point, where recovery starts.
+                    crate::durable::log_durable_lengths(&self.wal, &self.pool)?;
+                    Ok::<_, EngineError>(pages)
                 },
                 next,
             )
