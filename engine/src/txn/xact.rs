@@ -548,6 +548,9 @@ impl TransactionStatus for TransactionManager {
                 ErrorKind::Io => heap::ErrorKind::Io,
                 ErrorKind::ResourceExhausted => heap::ErrorKind::ResourceExhausted,
                 ErrorKind::Conflict => heap::ErrorKind::Conflict,
+                // A clog read is never refused for another user's sake;
+                // were it, running the transaction again would not help.
+                ErrorKind::InUse => heap::ErrorKind::Io,
             },
             source: Box::new(e),
         })
