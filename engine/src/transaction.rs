@@ -1023,12 +1023,13 @@ type RowFilter = Box<dyn FnMut(&RowRef<'_>) -> Result<bool> + Send>;
 /// so it may outlive the transaction: vacuum never removes a row it will
 /// still return.
 ///
-/// After its transaction ends (see the module docs): committed, it reads on with its snapshot, seeing the
-/// transaction's own changes of the commands before it began; rolled back
-/// (or failed to commit), from its next row on it returns exactly the
-/// committed state as of its snapshot, without the transaction's changes,
-/// whatever hint bits say: the rows of the page in hand are read again.
-/// An error ends it and releases its pins at once.
+/// After its transaction ends (see the module docs): committed, it reads
+/// on with its snapshot, seeing the transaction's own changes of the
+/// commands before it began; rolled back (or failed to commit), from its
+/// next row on it returns exactly the committed state as of its snapshot,
+/// without the transaction's changes, whatever hint bits say: the rows of
+/// the page in hand are read again. An error ends it and releases its pins
+/// at once.
 #[derive(Debug)]
 pub struct RowIter {
     table: Table,
