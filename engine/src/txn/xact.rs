@@ -548,9 +548,9 @@ impl TransactionStatus for TransactionManager {
                 ErrorKind::Io => heap::ErrorKind::Io,
                 ErrorKind::ResourceExhausted => heap::ErrorKind::ResourceExhausted,
                 ErrorKind::Conflict => heap::ErrorKind::Conflict,
-                // Nothing the commit log reads is held by another user;
-                // were it so, waiting (not retrying at once) is the cure.
-                ErrorKind::InUse => heap::ErrorKind::ResourceExhausted,
+                // A clog read is never refused for another user's sake;
+                // were it, running the transaction again would not help.
+                ErrorKind::InUse => heap::ErrorKind::Io,
             },
             source: Box::new(e),
         })
