@@ -20,8 +20,8 @@ use std::sync::atomic::Ordering;
 use parking_lot::lock_api::{RawRwLock as _, RawRwLockUpgrade as _};
 
 use crate::desc::{
-    BufferDesc, BufferId, DIRTY, ExclusiveMark, HINT_DIRTY, IO_IN_PROGRESS, LOCKED, PERMANENT,
-    SharedMark, UpgradableMark,
+    BufferDesc, BufferId, CHECKPOINT_NEEDED, DIRTY, ExclusiveMark, HINT_DIRTY, IO_IN_PROGRESS,
+    LOCKED, PERMANENT, SharedMark, UpgradableMark,
 };
 use crate::error::{Error, Result};
 use crate::pool::PoolShared;
@@ -167,7 +167,9 @@ impl<'a> PageRead<'a> {
     /// With checksums on, the first hint-dirtying of a permanent page asks the
     /// WAL for a full-page image first ([`crate::WalSink::log_hint_full_page`])
     /// and stores its LSN as the page LSN, so a torn write of the hinted page
-    /// is repaired at recovery. Offsets must be even and inside the page.
+    /// is repaired at recovery. If that WAL insert fails, the call is an
+    /// error and the page is left clean (the hint bits stay in memory only),
+    /// never dirty without its image. Offsets must be even and inside the page.
     pub fn set_hints(&self, hints: &[(usize, u16)]) -> Result<bool> {
         set_hints(self.pin.pool, self.pin.id, hints)
     }
@@ -428,7 +430,17 @@ fn set_hints(pool: &PoolShared, id: BufferId, hints: &[(usize, u16)]) -> Result<
         }
         d.unlock_header(0, 0);
     }
-    pool.terminate_io(id, 0, 0);
+    match &logged {
+        Ok(_) => pool.terminate_io(id, 0, 0),
+        // No image in the WAL: the page must not stay dirty, or it could be
+        // written (and torn) with nothing to repair it. Nobody else can have
+        // dirtied it meanwhile (our `IO_IN_PROGRESS` refuses other hints and
+        // our content lock keeps writers out), so the marking is all ours
+        // to undo, with any checkpoint flag a sync set on it since. The
+        // hint bits stay in memory on a clean page: the next hint of the
+        // page asks for the image again, an eviction drops them.
+        Err(_) => pool.terminate_io(id, 0, DIRTY | HINT_DIRTY | CHECKPOINT_NEEDED),
+    }
     logged.map(|_| true).map_err(|e| Error::WalFlush {
         lsn: pool.arena.lsn(id),
         tag,

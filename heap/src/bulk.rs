@@ -5,7 +5,7 @@
 //! ```text
 //!   BulkWriter::insert(row) ── fits on the current page? ── add the tuple (page held exclusively)
 //!                           └─ no: finish the page ── extend(ring) ── add the tuple
-//!   finish the page: mark dirty, one full-page image record (XLOG_FPI), page LSN = its end,
+//!   finish the page: mark dirty, one full-page image record (XLOG_FPI, carrying the xid), page LSN = its end,
 //!                    free space into the FSM, release
 //! ```
 //!
@@ -108,7 +108,7 @@ impl<'h> BulkWriter<'h> {
         if let Some(wal) = self.heap.wal() {
             let hole = Hole::between(lower, upper).map_err(HeapError::Wal)?;
             let (start, end) = wal
-                .log_new_page(p.tag(), &p, hole)
+                .log_new_page(p.tag(), &p, hole, self.xid)
                 .map_err(HeapError::Wal)?;
             p.set_lsn(end.as_u64());
             self.stats.wal_bytes += end.as_u64() - start.as_u64();

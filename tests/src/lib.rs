@@ -209,6 +209,7 @@ pub struct TestWal {
     /// What `log_hint_full_page` returns (0 = `None`).
     fpi_lsn: AtomicU64,
     fail_flushes: AtomicBool,
+    fail_fpis: AtomicBool,
 }
 
 impl TestWal {
@@ -241,6 +242,12 @@ impl TestWal {
         self.fpi_lsn.store(lsn, Ordering::SeqCst);
     }
 
+    /// Make every later `log_hint_full_page` fail (or succeed again), as a
+    /// WAL insert does on a full disk. Failed calls are recorded too.
+    pub fn fail_fpis(&self, fail: bool) {
+        self.fail_fpis.store(fail, Ordering::SeqCst);
+    }
+
     /// Make every later `flush` fail (or succeed again).
     pub fn fail_flushes(&self, fail: bool) {
         self.fail_flushes.store(fail, Ordering::SeqCst);
@@ -267,6 +274,9 @@ impl WalSink for TestWal {
         _page: &[u8],
     ) -> std::result::Result<Option<u64>, WalError> {
         self.fpi_calls.lock().unwrap().push(tag);
+        if self.fail_fpis.load(Ordering::SeqCst) {
+            return Err("injected WAL insert failure".into());
+        }
         let lsn = self.fpi_lsn.load(Ordering::SeqCst);
         Ok((lsn != 0).then_some(lsn))
     }

@@ -187,6 +187,47 @@ fn first_hint_of_a_clean_permanent_page_logs_a_full_page_image() {
     });
 }
 
+/// The WAL insert of a hint's full-page image fails (a full disk): the call
+/// is an error, and the page is left clean, so no checkpoint or eviction
+/// writes it without the image that would repair a torn write. The next
+/// hint of the page asks for the image again.
+#[test]
+fn a_failed_hint_image_leaves_the_page_clean_and_unwritten() {
+    with_timeout(30, || {
+        let wal = TestWal::new();
+        wal.set_fpi_lsn(777);
+        wal.fail_fpis(true);
+        let (db, pool) = setup(true, Some(wal.clone()));
+        let g = pool.read_buffer(rel(REL), 0, None).unwrap().lock_shared();
+        let e = g.set_hint(H, 1).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Io, "{e}");
+        assert!(e.to_string().contains("injected WAL insert failure"), "{e}");
+        assert_eq!(wal.fpi_calls(), vec![tag(REL, 0)]);
+        assert_eq!(g.lsn(), 0, "a failed image set the page LSN");
+        drop(g);
+        let row = row_of(&pool, tag(REL, 0)).unwrap();
+        assert!(!row.dirty, "a page without its image was left dirty");
+        assert_eq!(pool.stats().hint_fpis, 0);
+        // Nothing to write, with or without unlogged pages.
+        assert_eq!(pool.flush_all(true).unwrap(), 0);
+        assert_eq!(pool.flush_all(false).unwrap(), 0);
+        assert!(db.storage.writes_of(tag(REL, 0)).is_empty());
+
+        // The WAL works again: the next hint logs the image and dirties.
+        wal.fail_fpis(false);
+        let g = pool.read_buffer(rel(REL), 0, None).unwrap().lock_shared();
+        assert!(g.set_hint(H + 2, 1).unwrap());
+        assert_eq!(wal.fpi_calls().len(), 2);
+        assert_eq!(g.lsn(), 777);
+        drop(g);
+        assert!(row_of(&pool, tag(REL, 0)).unwrap().dirty);
+        assert_eq!(pool.flush_all(false).unwrap(), 1);
+        let w = db.storage.writes_of(tag(REL, 0));
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].page_lsn, 777);
+    });
+}
+
 #[test]
 fn no_full_page_image_when_the_page_is_already_dirty() {
     with_timeout(30, || {

@@ -26,6 +26,7 @@ pub enum ErrorKind {
 
 /// An error from the write-ahead log.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WalError {
     // ---- bad input ----
     /// A configuration value is out of range.
@@ -69,6 +70,11 @@ pub enum WalError {
     /// other. Recovery cannot know where to start; nothing is guessed.
     #[error("corrupt control file {file}: {detail}")]
     CorruptControlFile { file: PathBuf, detail: String },
+
+    /// The WAL directory is gone although the control file names a
+    /// checkpoint in it.
+    #[error("missing WAL directory {dir}: {detail}")]
+    MissingDirectory { dir: PathBuf, detail: String },
 
     /// A file in the WAL directory that cannot be a segment of this log.
     #[error("corrupt WAL segment {file}: {detail}")]
@@ -124,6 +130,7 @@ impl WalError {
             WalError::MalformedRecord { .. }
             | WalError::CorruptRecord { .. }
             | WalError::CorruptSegment { .. }
+            | WalError::MissingDirectory { .. }
             | WalError::CorruptControlFile { .. } => ErrorKind::CorruptData,
             WalError::Io { .. } | WalError::CheckpointFlush { .. } | WalError::WritesRefused(_) => {
                 ErrorKind::Io

@@ -71,7 +71,10 @@
 //! If a write or fdatasync fails, the log refuses every later insert and
 //! flush with [`WalError::WritesRefused`]: after a failed fdatasync Linux may
 //! have dropped the dirty pages and reports success on a retry, so the only
-//! honest answer is to stop (PostgreSQL PANICs).
+//! honest answer is to stop (PostgreSQL PANICs). Opening or creating the
+//! segments a write reaches comes first, while the bytes are still in the
+//! insert buffer: if that fails (out of file descriptors, say), nothing is
+//! lost, the call that needed it fails, and a later flush tries again.
 //!
 //! # Shortcuts
 //!
@@ -335,14 +338,24 @@ impl Wal {
     ) -> Result<Wal> {
         let size = config.validate()?;
         let dir = wal_dir(datadir);
+        control::remove_stale_temp(&*fs, datadir)?;
+        let control = read_control_with(&*fs, datadir)?;
         if !dir.exists() {
+            if let Some(c) = &control {
+                return Err(WalError::MissingDirectory {
+                    dir,
+                    detail: format!(
+                        "the control file {} names a checkpoint with redo point {} in it",
+                        control::control_path(datadir).display(),
+                        c.redo_lsn
+                    ),
+                });
+            }
             fs.create_dir_all(&dir)
                 .map_err(|e| WalError::io("create directory", &dir, e))?;
             sync_dir(&*fs, datadir)?;
         }
         remove_temp_files(&*fs, &dir)?;
-        control::remove_stale_temp(&*fs, datadir)?;
-        let control = read_control_with(&*fs, datadir)?;
         if let Some(c) = &control
             && c.segment_size != size.bytes()
         {
@@ -354,6 +367,7 @@ impl Wal {
             )));
         }
         let segments = list_segments(&*fs, &dir, size)?;
+        let start_given = start;
         let start = match (start, &control) {
             (Some(lsn), _) => lsn,
             (None, Some(c)) => c.redo_lsn,
@@ -381,10 +395,30 @@ impl Wal {
             .expect("the reader returned None, so it has reached the end");
         let last_record = reader.last_record_lsn();
         if last_record.is_none() && start != Lsn::ZERO {
+            let file = segment_path(&dir, size.segment_start(start));
+            let segment_exists = segments.contains(&size.segment_start(start));
+            if start_given.is_none() {
+                // The control file's redo point: the checkpoint's records
+                // were flushed there before the control file was written.
+                return Err(WalError::CorruptRecord {
+                    lsn: start,
+                    file,
+                    detail: format!(
+                        "no valid record at the control file's redo point ({}{})",
+                        end.reason,
+                        if segment_exists {
+                            ""
+                        } else {
+                            ": the segment is missing"
+                        }
+                    ),
+                });
+            }
             return Err(WalError::InvalidStart {
                 lsn: start,
                 detail: format!(
-                    "no valid record starts there ({}); the start must be a record's LSN",
+                    "no valid record starts there in segment {} ({}); the start must be a record's LSN",
+                    file.display(),
                     end.reason
                 ),
             });
@@ -667,7 +701,11 @@ impl Shared {
             // Step 2: take the position and link into the chain.
             let start = ins.next;
             let end = Lsn(start.0 + len as u64);
-            let bytes = unlinked.link(ins.prev);
+            // Everything before the flushed position is durable now, so it
+            // was before this record reaches the disk: the reader's proof
+            // that damage before it is inside durable WAL.
+            let durable = Lsn(self.flushed_lsn.load(Ordering::Acquire));
+            let bytes = unlinked.link(ins.prev, durable);
             ins.buf.extend_from_slice(bytes);
             ins.prev = start;
             ins.next = end;
@@ -694,10 +732,26 @@ impl Shared {
     fn write_out(&self, sync: bool) -> Result<()> {
         let mut w = self.write.lock();
         self.check_refused()?;
+        // Open (or create) every segment the bytes inserted so far reach
+        // while they are still in the insert buffer: an open that fails (the
+        // process out of descriptors, a full disk while creating a segment)
+        // loses nothing, so it is this call's error, not a reason to refuse
+        // every later write. `reach` is the end of the last segment open.
+        let target = Lsn(self.insert_lsn.load(Ordering::Acquire));
+        let from = w.written;
+        let reach = w.segments.open_through(from, target, &self.counters)?;
         let (chunk_start, upto) = {
             let mut ins = self.insert.lock();
             let chunk_start = ins.buf_start;
-            let upto = ins.next;
+            let mut upto = ins.next;
+            if upto > reach {
+                // Inserted meanwhile past the segments opened: those bytes
+                // wait in the buffer for the next write.
+                let rest = ins.buf.split_off((reach.0 - chunk_start.0) as usize);
+                w.spare.clear();
+                w.spare.extend_from_slice(&rest);
+                upto = reach;
+            }
             std::mem::swap(&mut ins.buf, &mut w.spare);
             ins.buf_start = upto;
             (chunk_start, upto)
@@ -838,6 +892,23 @@ impl SegmentWriter {
         Ok(())
     }
 
+    /// Open (or create) every segment holding bytes in `from..to`; the end
+    /// of the last one (`from` if the range is empty).
+    fn open_through(&mut self, from: Lsn, to: Lsn, counters: &Counters) -> Result<Lsn> {
+        if to <= from {
+            return Ok(from);
+        }
+        let mut start = self.size.segment_start(from);
+        let last = self.size.segment_start(Lsn(to.0 - 1));
+        loop {
+            self.segment(start, counters)?;
+            if start >= last {
+                return Ok(Lsn(start.0 + self.size.bytes()));
+            }
+            start = Lsn(start.0 + self.size.bytes());
+        }
+    }
+
     /// The open segment starting at `start`, opening or creating it.
     fn segment(&mut self, start: Lsn, counters: &Counters) -> Result<&mut OpenSegment> {
         if let Some(i) = self.open.iter().position(|s| s.start == start) {
@@ -901,7 +972,7 @@ fn clear_segment_tail(file: &dyn FsFile, path: &Path, size: SegmentSize, end: Ls
         let n = ((stop - offset) as usize).min(CLEAR_CHUNK);
         file.read_exact_at(&mut buf[..n], offset)
             .map_err(|e| WalError::io(format!("read at offset {offset}"), path, e))?;
-        if buf[..n].iter().any(|b| *b != 0) {
+        if buf[..n] != zeros[..n] {
             file.write_all_at(&zeros[..n], offset)
                 .map_err(|e| WalError::io(format!("zero at offset {offset}"), path, e))?;
             changed = true;

@@ -10,11 +10,11 @@
 //!
 //! ```text
 //!   read the 27-byte header at p
-//!     no bytes at all (no segment file, or end of file)  -> end: CleanEnd
+//!     no bytes at all (no segment file)                  -> end: CleanEnd
 //!     length field 0                                     -> end: ZeroedTail
 //!     length outside MIN_RECORD_LEN..=MAX_RECORD_LEN     -> end: TornRecord(BadLength)
 //!   read `length` bytes at p
-//!     fewer bytes exist                                  -> end: TornRecord(Truncated)
+//!     fewer bytes exist (the next segment file is missing) -> end: TornRecord(Truncated)
 //!     CRC mismatch                                       -> end: TornRecord(ChecksumMismatch)
 //!     CRC right but fields do not decode                 -> ERROR (a bug or format change)
 //!     prev LSN is not the record read before             -> ERROR (broken chain)
@@ -26,10 +26,12 @@
 //! Every candidate end at position `e` is checked before it is accepted:
 //!
 //! 1. **No segment gap.** If the data ran out (CleanEnd, Truncated) because a
-//!    segment file is missing or short, and a later segment file exists, the
-//!    log has a hole: an error. Segments are created in order and zero-filled
-//!    in full before use (`segment` invariants 1 and 2), so a crash cannot
-//!    cause this.
+//!    segment file is missing, and a later segment file exists, the log has a
+//!    hole: an error naming both. So is a missing segment that must exist
+//!    because the log reached a position inside it (or was asked to start
+//!    there), and a segment file of any length but the segment size.
+//!    Segments are created in order and zero-filled in full before use
+//!    (`segment` invariants 1 and 2), so a crash causes none of these.
 //! 2. **No valid record after it.** The record that would follow a damaged
 //!    record at `e` starts within [`MAX_RECORD_LEN`] bytes of `e`. The reader
 //!    searches that window for a record that checks out (plausible length,
@@ -54,6 +56,14 @@
 //!    that rules 1 and 2 alone refused to open such a log. A flipped bit or
 //!    garbage inside written records leaves no such page, and is still
 //!    reported.
+//! 4. **Unless it was durable.** Every record stores the log's flushed
+//!    position when it was inserted (its durable LSN). If the valid record
+//!    rule 2 found says the log was durable past `e`, the bytes at `e` had
+//!    been fdatasync'ed before that record was written: damage inside
+//!    durable WAL (a zeroed page, a lost write), an error naming the segment
+//!    and `e`, whatever rule 3 says. A torn tail after a power loss never
+//!    looks like this: nothing written after a flush that never returned can
+//!    claim that flush.
 //!
 //! Otherwise the end is accepted and reported by [`WalReader::end_of_wal`] and
 //! [`WalReader::end_reason`].
@@ -64,23 +74,29 @@
 //!
 //! Known limits:
 //! - Durable WAL that later reads as zeros to the end of a 4 kB page (a disk
-//!   that silently lost an acknowledged write) is taken for the end of the
-//!   log by rule 3: the records after it are cut off, as in PostgreSQL.
-//!   Other damage followed by a valid record is an error, never a guess.
+//!   that silently lost an acknowledged write) is caught by rule 4 only when
+//!   a valid record after it was inserted after the damaged bytes were
+//!   flushed; bytes written and flushed in the same flush as every record
+//!   after them are taken for a torn tail by rule 3. Other damage followed
+//!   by a valid record is an error, never a guess.
 //! - Damage in the middle that is followed by more than [`MAX_RECORD_LEN`]
 //!   bytes of invalid data (a large zeroed region) looks like the end.
-//! - A reader sees each segment file as it was when the reader first read it;
-//!   it is meant for recovery, not for following a log that is being written.
+//! - The reader is meant for recovery, not for following a log that is being
+//!   written.
+//!
+//! Memory: segments are read through a read-ahead window of 128 KiB (or the
+//! longest request: a record, or rule 2's search window), whatever the
+//! segment size.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Result, WalError};
-use crate::fs::{FileSystem, OsFileSystem};
+use crate::fs::{FileSystem, FsFile, OsFileSystem};
 use crate::lsn::Lsn;
 use crate::record::{
-    self, HEADER_LEN, MAX_RECORD_LEN, MIN_RECORD_LEN, Record, crcs, peek_kind, peek_len,
-    peek_prev_lsn, plausible_len,
+    self, HEADER_LEN, MAX_RECORD_LEN, MIN_RECORD_LEN, Record, crcs, peek_durable_lsn, peek_kind,
+    peek_len, peek_prev_lsn, plausible_len,
 };
 use crate::segment::{SegmentSize, list_segments, segment_path, wal_dir};
 
@@ -329,15 +345,27 @@ impl WalReader {
             EndReason::CleanEnd | EndReason::TornRecord(Torn::Truncated)
         ) {
             let data_end = self.source.data_end(end)?;
-            let seg = self.source.size.segment_start(data_end);
+            let missing = segment_path(&self.source.dir, data_end);
+            if data_end < end {
+                // The log reached `end` inside this segment, or was asked to
+                // start there: it existed.
+                return Err(self.corrupt(
+                    end,
+                    format!(
+                        "segment {} is missing: the log continues at {end}, inside it",
+                        missing.display()
+                    ),
+                ));
+            }
             let later = list_segments(&*self.source.fs, &self.source.dir, self.source.size)?
                 .into_iter()
-                .find(|s| *s > seg);
+                .find(|s| *s > data_end);
             if let Some(later) = later {
                 return Err(self.corrupt(
                     end,
                     format!(
-                        "the log stops at {data_end} ({reason}), but segment {} exists after it: a segment is missing or short",
+                        "the log stops at {data_end} ({reason}): segment {} is missing, but segment {} exists after it",
+                        missing.display(),
                         segment_path(&self.source.dir, later).display()
                     ),
                 ));
@@ -356,6 +384,17 @@ impl WalReader {
             let len = peek_len(head).unwrap_or(0) as usize;
             let bytes = self.source.read(at, len)?;
             if bytes.len() == len && crcs(&bytes).is_some_and(|(s, c)| s == c) {
+                let durable = peek_durable_lsn(&bytes).unwrap_or(Lsn::ZERO);
+                if durable > end {
+                    // Rule 4: the bytes at `end` were durable before the
+                    // record at `at` was written.
+                    return Err(self.corrupt(
+                        end,
+                        format!(
+                            "invalid record here ({reason}), but the valid record at {at} was inserted when the log was durable up to {durable}: damage inside durable WAL"
+                        ),
+                    ));
+                }
                 if unwritten_page_between(end, &window[..offset]) {
                     // Rule 3: a write that never reached the disk.
                     return Ok(());
@@ -388,17 +427,26 @@ impl Iterator for WalReader {
     }
 }
 
-/// Segment files read whole into memory, a couple at a time.
+/// Segment files read through a bounded read-ahead window: memory use is
+/// [`READ_AHEAD`] or the longest request (a record, or the search window of
+/// rule 2), whatever the segment size, never a whole segment.
 #[derive(Debug)]
 struct SegmentSource {
     dir: PathBuf,
     size: SegmentSize,
     /// Where the segments are read from.
     fs: Arc<dyn FileSystem>,
-    /// Recently read segments: `(start, contents)`; a missing file is cached
+    /// Recently opened segments: `(start, file)`; a missing file is cached
     /// as `None`. At most [`SegmentSource::CACHED`] entries.
-    cache: Vec<(Lsn, Option<Vec<u8>>)>,
+    files: Vec<(Lsn, Option<Box<dyn FsFile>>)>,
+    /// The bytes of the log from `window_start` on, as last read.
+    window: Vec<u8>,
+    window_start: Lsn,
 }
+
+/// Bytes read at once when the reader moves past its window: enough for
+/// many small records per system call.
+const READ_AHEAD: usize = 128 << 10;
 
 impl SegmentSource {
     /// Two segments: the one being read and the next, which a record
@@ -410,7 +458,9 @@ impl SegmentSource {
             fs,
             dir,
             size,
-            cache: Vec::new(),
+            files: Vec::new(),
+            window: Vec::new(),
+            window_start: Lsn::ZERO,
         }
     }
 
@@ -418,90 +468,101 @@ impl SegmentSource {
         segment_path(&self.dir, self.size.segment_start(lsn))
     }
 
-    /// The contents of the segment starting at `start`, or `None` if there is
-    /// no such file. A file longer than a segment is damage.
-    fn segment(&mut self, start: Lsn) -> Result<Option<&[u8]>> {
-        let i = match self.cache.iter().position(|(s, _)| *s == start) {
+    /// The segment starting at `start`, opened, or `None` if there is no
+    /// such file. A file of any length but the segment size is damage: a
+    /// segment is zero-filled to its full size before it is named
+    /// (`segment` invariant 1), so no crash leaves a short one.
+    fn file(&mut self, start: Lsn) -> Result<Option<&dyn FsFile>> {
+        let i = match self.files.iter().position(|(s, _)| *s == start) {
             Some(i) => i,
             None => {
                 let path = segment_path(&self.dir, start);
-                let contents = match self.fs.read(&path) {
-                    Ok(c) => Some(c),
+                let file = match self.fs.open(&path, false, false) {
+                    Ok(f) => Some(f),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                    Err(e) => return Err(WalError::io("read", &path, e)),
+                    Err(e) => return Err(WalError::io("open", &path, e)),
                 };
-                if let Some(c) = &contents
-                    && c.len() as u64 > self.size.bytes()
-                {
-                    return Err(WalError::CorruptSegment {
-                        file: path,
-                        detail: format!(
-                            "{} bytes, longer than the segment size {}",
-                            c.len(),
-                            self.size.bytes()
-                        ),
-                    });
+                if let Some(f) = &file {
+                    let len = f.len().map_err(|e| WalError::io("stat", &path, e))?;
+                    if len != self.size.bytes() {
+                        return Err(WalError::CorruptSegment {
+                            file: path,
+                            detail: format!(
+                                "{len} bytes, but every segment is {} bytes (zero-filled in full before it is named): the file was truncated or extended",
+                                self.size.bytes()
+                            ),
+                        });
+                    }
                 }
-                if self.cache.len() == Self::CACHED {
-                    // Reads move forward: drop the earliest segment.
-                    let oldest = (0..self.cache.len())
-                        .min_by_key(|i| self.cache[*i].0)
+                if self.files.len() == Self::CACHED {
+                    // Reads move forward: close the earliest segment.
+                    let oldest = (0..self.files.len())
+                        .min_by_key(|i| self.files[*i].0)
                         .unwrap_or(0);
-                    self.cache.swap_remove(oldest);
+                    self.files.swap_remove(oldest);
                 }
-                self.cache.push((start, contents));
-                self.cache.len() - 1
+                self.files.push((start, file));
+                self.files.len() - 1
             }
         };
-        Ok(self.cache[i].1.as_deref())
+        Ok(self.files[i].1.as_deref())
     }
 
     /// Up to `n` bytes from `lsn` on, crossing segment files; fewer if the
-    /// files end first (a missing segment or a short file).
+    /// files end first (a missing segment). Served from the read-ahead
+    /// window when it holds them.
     fn read(&mut self, lsn: Lsn, n: usize) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(n.min(1 << 20));
+        let held = lsn
+            .0
+            .checked_sub(self.window_start.0)
+            .and_then(|from| usize::try_from(from).ok())
+            .filter(|from| from.saturating_add(n) <= self.window.len());
+        if let Some(from) = held {
+            return Ok(self.window[from..from + n].to_vec());
+        }
+        self.window = self.fetch(lsn, n.max(READ_AHEAD))?;
+        self.window_start = lsn;
+        Ok(self.window[..n.min(self.window.len())].to_vec())
+    }
+
+    /// Read up to `n` bytes from `lsn` on from the files.
+    fn fetch(&mut self, lsn: Lsn, n: usize) -> Result<Vec<u8>> {
+        let mut out = vec![0u8; n];
+        let mut got = 0;
         let mut pos = lsn;
-        while out.len() < n {
+        while got < n {
             let start = self.size.segment_start(pos);
-            let offset = self.size.offset_in_segment(pos) as usize;
-            let Some(seg) = self.segment(start)? else {
+            let offset = self.size.offset_in_segment(pos);
+            let take = (self.size.room_after(pos) as usize).min(n - got);
+            let path = segment_path(&self.dir, start);
+            let Some(file) = self.file(start)? else {
                 break;
             };
-            let Some(avail) = seg.get(offset..) else {
-                break;
-            };
-            let take = avail.len().min(n - out.len());
-            out.extend_from_slice(&avail[..take]);
-            if offset + take < self.size.bytes() as usize {
-                break; // a short file ends here, or we have enough
-            }
+            file.read_exact_at(&mut out[got..got + take], offset)
+                .map_err(|e| {
+                    WalError::io(format!("read {take} bytes at offset {offset} of"), &path, e)
+                })?;
+            got += take;
             match pos.checked_add(take as u64) {
                 Some(p) => pos = p,
                 None => break,
             }
         }
+        out.truncate(got);
         Ok(out)
     }
 
-    /// The position where the segment files stop having bytes, searching
-    /// forward from `lsn` (which is at most one record short of it).
+    /// The start of the first missing segment at or after the one holding
+    /// `lsn`: where the segment files stop having bytes.
     fn data_end(&mut self, lsn: Lsn) -> Result<Lsn> {
-        let mut pos = lsn;
-        loop {
-            let start = self.size.segment_start(pos);
-            let offset = self.size.offset_in_segment(pos);
-            let len = self.segment(start)?.map_or(0, |s| s.len() as u64);
-            if len < self.size.bytes() {
-                // The reader only gets here by reading whole records, so
-                // `lsn` is never past the end of the data.
-                debug_assert!(offset <= len);
-                return Ok(Lsn(start.0 + len));
-            }
+        let mut start = self.size.segment_start(lsn);
+        while self.file(start)?.is_some() {
             match start.checked_add(self.size.bytes()) {
-                Some(next) => pos = next,
-                None => return Ok(pos),
+                Some(next) => start = next,
+                None => return Ok(start),
             }
         }
+        Ok(start)
     }
 }
 
@@ -590,18 +651,71 @@ mod tests {
             .unwrap()
             .read_to_end()
             .unwrap_err();
-        assert!(e.to_string().contains("a segment is missing"), "{e}");
+        let missing = segment_path(&wal_dir(dir.path()), Lsn(SEG));
+        assert!(e.to_string().contains("is missing"), "{e}");
+        assert!(
+            e.to_string().contains(&missing.display().to_string()),
+            "{e}"
+        );
     }
 
     #[test]
-    fn data_end_finds_the_end_of_a_short_file() {
+    fn a_short_or_long_segment_is_an_error_naming_it() {
+        for len in [0, 100, SEG - 1, SEG + 1] {
+            let dir = tempfile::tempdir().unwrap();
+            write_log(dir.path(), &[rec(1), rec(2)]);
+            let path = segment_path(&wal_dir(dir.path()), Lsn(0));
+            fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_len(len)
+                .unwrap();
+            let e = WalReader::new(dir.path(), Lsn(0), SEG)
+                .unwrap()
+                .read_to_end()
+                .unwrap_err();
+            assert!(e.to_string().contains(&path.display().to_string()), "{e}");
+            assert!(e.to_string().contains(&format!("{len} bytes")), "{e}");
+        }
+    }
+
+    #[test]
+    fn starting_inside_a_missing_segment_is_an_error_naming_it() {
         let dir = tempfile::tempdir().unwrap();
+        let recs: Vec<Record> = (0..1500).map(|i| rec(i % 200)).collect();
+        let layout = write_log(dir.path(), &recs);
+        let (inside, _) = *layout.iter().find(|(l, _)| l.0 > SEG + 100).unwrap();
+        let path = segment_path(&wal_dir(dir.path()), Lsn(SEG));
+        fs::remove_file(&path).unwrap();
+        let e = WalReader::new(dir.path(), inside, SEG)
+            .unwrap()
+            .read_to_end()
+            .unwrap_err();
+        assert!(e.to_string().contains(&path.display().to_string()), "{e}");
+        assert!(e.to_string().contains("missing"), "{e}");
+    }
+
+    #[test]
+    fn reads_through_the_window_match_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let recs: Vec<Record> = (0..1500).map(|i| rec(i % 200)).collect();
+        write_log(dir.path(), &recs);
         let wal = wal_dir(dir.path());
-        fs::create_dir_all(&wal).unwrap();
-        fs::write(segment_path(&wal, Lsn(0)), vec![0u8; SEG as usize]).unwrap();
-        fs::write(segment_path(&wal, Lsn(SEG)), vec![0u8; 100]).unwrap();
+        let mut whole = Vec::new();
+        let mut seg = 0;
+        while let Ok(bytes) = fs::read(segment_path(&wal, Lsn(seg))) {
+            whole.extend(bytes);
+            seg += SEG;
+        }
         let mut s = SegmentSource::new(Arc::new(OsFileSystem), wal, SegmentSize::new(SEG).unwrap());
-        assert_eq!(s.data_end(Lsn(10)).unwrap(), Lsn(SEG + 100));
-        assert_eq!(s.read(Lsn(SEG - 10), 1000).unwrap().len(), 110);
+        for (at, n) in [(0, 27), (10, 1000), (SEG - 10, 1000), (5, 5 * SEG as usize)] {
+            let got = s.read(Lsn(at), n).unwrap();
+            let from = at as usize;
+            let want = &whole[from.min(whole.len())..(from + n).min(whole.len())];
+            assert_eq!(got.len(), want.len(), "read({at}, {n})");
+            assert!(got == want, "read({at}, {n}): other bytes");
+        }
+        assert!(s.window.len() <= 5 * SEG as usize);
     }
 }

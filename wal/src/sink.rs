@@ -76,16 +76,26 @@ impl Wal {
 
 impl Wal {
     /// Log an image of `page` (its `hole` left out) unconditionally, for a
-    /// page a bulk operation wrote whole (PostgreSQL's `log_newpage`):
-    /// `(start, end)` of the record; the caller sets the page LSN to `end`.
-    /// Replayed by `redo_full_page`, which never reads the on-disk copy.
+    /// page a bulk operation of transaction `xid` wrote whole (PostgreSQL's
+    /// `log_newpage`): `(start, end)` of the record; the caller sets the page
+    /// LSN to `end`. Replayed by `redo_full_page`, which never reads the
+    /// on-disk copy.
+    ///
+    /// The record carries `xid` so that recovery sees the transaction even
+    /// when it never logged anything else: a page of its tuples can be on
+    /// disk (written once this record was flushed) while its commit or abort
+    /// record never was, and recovery must then move the next xid past it
+    /// (the xid reads as crashed, i.e. aborted) instead of handing it out
+    /// again to a transaction whose commit would make those tuples visible.
+    /// Pass 0 for a page no transaction's visibility depends on.
     pub fn log_new_page(
         &self,
         tag: BufferTag,
         page: &[u8],
         hole: Hole,
+        xid: u64,
     ) -> crate::Result<(Lsn, Lsn)> {
-        let record = Record::builder(RmgrKind::FullPage, FPI_NEW_PAGE, 0)
+        let record = Record::builder(RmgrKind::FullPage, FPI_NEW_PAGE, xid)
             .block(BlockRef::with_image(tag, page, hole)?.will_init())
             .build()?;
         self.insert(&record)

@@ -3,6 +3,10 @@
 //! by zeroing them (the space was preallocated but the write never reached
 //! it), and check that the reader yields exactly the records that end at or
 //! before the cut, stops at the end of the last of them, and says why.
+//! A segment is zero-filled to its full size before it is named, so a cut
+//! inside a segment file (a short file) is damage, not a crash: an error
+//! naming the file. Only a cut at a segment boundary (the later segment
+//! files missing) is an end.
 
 mod common;
 
@@ -42,7 +46,8 @@ fn write_log(datadir: &Path) -> Vec<(Lsn, Lsn)> {
 /// How to damage the log from a position on.
 #[derive(Copy, Clone, Debug)]
 enum Cut {
-    /// The files end at the position (later segments removed).
+    /// The files end at the position (later segments removed; the segment
+    /// holding it too if it starts there).
     Truncate,
     /// Every byte from the position on is zero.
     Zero,
@@ -58,6 +63,7 @@ fn cut_log(datadir: &Path, at: Lsn, how: Cut) {
         .open(segment_path(&dir, seg))
         .unwrap();
     match how {
+        Cut::Truncate if offset == 0 => fs::remove_file(segment_path(&dir, seg)).unwrap(),
         Cut::Truncate => f.set_len(offset).unwrap(),
         Cut::Zero => f
             .write_all_at(&vec![0u8; (SEG - offset) as usize], offset)
@@ -83,8 +89,20 @@ fn check_every_cut(how: Cut) {
     for at in first_cut.0..=last_end.0 {
         let at = Lsn(at);
         cut_log(dir.path(), at, how);
-        let (records, end) = read_from(dir.path(), Lsn::ZERO, SEG)
-            .unwrap_or_else(|e| panic!("{how:?} at {at}: {e}"));
+        let result = read_from(dir.path(), Lsn::ZERO, SEG);
+        let size = SegmentSize::new(SEG).unwrap();
+        if matches!(how, Cut::Truncate) && size.offset_in_segment(at) != 0 {
+            let e = result
+                .err()
+                .unwrap_or_else(|| panic!("short file at {at} read"));
+            let file = segment_path(&wal_dir(dir.path()), size.segment_start(at));
+            assert!(e.to_string().contains(&file.display().to_string()), "{e}");
+            assert!(e.to_string().contains("truncated"), "{e}");
+            restore(dir.path(), &original);
+            cuts += 1;
+            continue;
+        }
+        let (records, end) = result.unwrap_or_else(|e| panic!("{how:?} at {at}: {e}"));
         let whole: Vec<&(Lsn, Lsn)> = places.iter().filter(|(_, e)| *e <= at).collect();
         assert_eq!(
             records.len(),
@@ -133,7 +151,17 @@ fn reopening_after_a_torn_tail_clears_it_and_continues_the_chain() {
         for victim in [places.len() - 3, places.len() - 1] {
             let (start, end) = places[victim];
             for how in [Cut::Truncate, Cut::Zero] {
-                cut_log(dir.path(), Lsn((start.0 + end.0) / 2), how);
+                let at = Lsn((start.0 + end.0) / 2);
+                cut_log(dir.path(), at, how);
+                if matches!(how, Cut::Truncate) {
+                    // A short segment file: an error naming it, and the log
+                    // is left as it was.
+                    let e = Wal::open(dir.path(), small_segments()).unwrap_err();
+                    let file = segment_path(&wal_dir(dir.path()), Lsn(at.0 / SEG * SEG));
+                    assert!(e.to_string().contains(&file.display().to_string()), "{e}");
+                    restore(dir.path(), &original);
+                    continue;
+                }
                 let wal = Wal::open(dir.path(), small_segments()).unwrap();
                 assert_eq!(wal.startup().end.lsn, start, "{how:?}");
                 assert_eq!(wal.startup().records, victim as u64);

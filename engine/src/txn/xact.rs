@@ -28,6 +28,19 @@
 //!   hint until the WAL catches up (the group LSN says how far it must).
 //! * 3 before 4: a snapshot that no longer sees the xid running finds its
 //!   final status in the clog.
+//! * Once step 1 returned (and with synchronous commit step 2), the
+//!   transaction **is** committed: recovery replays the record whatever
+//!   happens next. So a failure of step 3 (the clog page cannot be read or
+//!   extended) is never reported as a failed commit, which would be a lie
+//!   a caller could act on. It is PostgreSQL's critical section, which
+//!   PANICs there: the commit returns its LSN, the xid still leaves the
+//!   running set, its status is answered from memory (committed) for the
+//!   rest of this run, and the manager **refuses every later write**
+//!   (`begin`, commits of transactions begun earlier, checkpoints, vacuum)
+//!   with [`EngineError::CommitNotRecorded`] naming the xid and the
+//!   failure, until the database is reopened. Refusing checkpoints is what
+//!   makes this safe: the redo point stays before the commit record, so
+//!   the reopen replays it into the clog.
 //! * The gate is PostgreSQL's `DELAY_CHKPT_START`: a checkpoint whose redo
 //!   point falls after the commit record but which flushed the clog page
 //!   before step 3 would lose the commit (recovery starts after the record).
@@ -57,6 +70,11 @@
 //! callers); it checks the ProcArray, we compare one integer. The horizon
 //! survives later restarts because the next xid only grows.
 //!
+//! A clog page that cannot be read makes the status an error naming the xid
+//! and the page ([`TransactionStatus::status`] returns it, and every heap
+//! read, write and vacuum passes it up): a guess ("in progress") would hide
+//! committed rows from a scan that then ends without an error.
+//!
 //! # Xact records
 //!
 //! ```text
@@ -65,18 +83,19 @@
 //!   payload: u64 LE commit/abort time, microseconds since the Unix epoch
 //! ```
 
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bufmgr::BufferPool;
 use heap::txn::{
-    FIRST_NORMAL_XID, FROZEN_XID, INVALID_XID, Snapshot, TransactionStatus, XidStatus,
+    FIRST_NORMAL_XID, FROZEN_XID, INVALID_XID, Snapshot, StatusError, TransactionStatus, XidStatus,
 };
 use parking_lot::{Mutex, RwLock};
 use wal::{CheckpointInfo, Lsn, Record, RmgrKind, Wal};
 
-use crate::error::{EngineError, Result};
+use crate::error::{EngineError, ErrorKind, Result};
 use crate::txn::Xid;
 use crate::txn::clog::{Clog, ClogStatus};
 use crate::txn::snapshot::RunningSet;
@@ -206,11 +225,24 @@ pub struct TransactionManager {
     /// Shared by committers between their commit record and their clog
     /// update; taken exclusively (and released at once) by a checkpoint.
     commit_gate: RwLock<()>,
-    /// The last clog error the infallible `TransactionStatus::status` hid.
-    status_failure: Mutex<Option<String>>,
+    /// Set once a commit could not be recorded in the clog (module docs):
+    /// every later write is refused.
+    refusing: AtomicBool,
+    /// The commits whose clog update failed, and the first such failure.
+    unrecorded: Mutex<Unrecorded>,
     begun: AtomicU64,
     committed: AtomicU64,
     aborted: AtomicU64,
+}
+
+/// Commits whose record is in the WAL but whose clog update failed: their
+/// status for the rest of this run, and the reason writes are refused.
+#[derive(Debug, Default)]
+struct Unrecorded {
+    /// xid -> end LSN of its commit record.
+    commits: HashMap<Xid, Lsn>,
+    /// The first commit that could not be recorded: (xid, end LSN, error).
+    first: Option<(Xid, Lsn, String)>,
 }
 
 /// The next xid the last checkpoint recorded, or [`FIRST_NORMAL_XID`] for a
@@ -238,7 +270,8 @@ impl TransactionManager {
             horizon: AtomicU64::new(next),
             mode: AtomicU8::new(CommitMode::Synchronous.to_u8()),
             commit_gate: RwLock::new(()),
-            status_failure: Mutex::new(None),
+            refusing: AtomicBool::new(false),
+            unrecorded: Mutex::new(Unrecorded::default()),
             begun: AtomicU64::new(0),
             committed: AtomicU64::new(0),
             aborted: AtomicU64::new(0),
@@ -301,8 +334,9 @@ impl TransactionManager {
     /// A new xid, running, with its clog page present: (xid, running-set
     /// shard), for a caller that finishes it with `commit_xid` / `abort_xid`.
     pub(crate) fn begin_xid(&self) -> Result<(Xid, usize)> {
+        self.check_writable()?;
         let (xid, shard) = self.running.begin();
-        if let Err(e) = self.clog.ensure_page(&self.pool, xid) {
+        if let Err(e) = self.clog.ensure_page(&self.pool, Some(&self.wal), xid) {
             self.running.finish(xid, shard);
             return Err(e);
         }
@@ -333,7 +367,37 @@ impl TransactionManager {
         }
     }
 
+    /// `Err(CommitNotRecorded)` once a commit could not be recorded in the
+    /// clog (module docs, "Commit"): no write may start until the database
+    /// is reopened.
+    pub fn check_writable(&self) -> Result<()> {
+        if !self.refusing.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let u = self.unrecorded.lock();
+        let (xid, commit_lsn, detail) = u.first.clone().unwrap_or_default();
+        Err(EngineError::CommitNotRecorded {
+            xid,
+            commit_lsn,
+            detail,
+        })
+    }
+
+    /// The commit of `xid`, whose record ends at `end`, could not be set in
+    /// the clog: remember it as committed, refuse every later write.
+    fn commit_not_recorded(&self, xid: Xid, end: Lsn, e: &EngineError) {
+        let mut u = self.unrecorded.lock();
+        u.commits.insert(xid, end);
+        u.first.get_or_insert_with(|| (xid, end, e.to_string()));
+        self.refusing.store(true, Ordering::Release);
+    }
+
     pub(crate) fn commit_xid(&self, xid: Xid, shard: usize, mode: CommitMode) -> Result<Lsn> {
+        if let Err(e) = self.check_writable() {
+            // Begun before the refusal: it cannot commit now.
+            let _ = self.finish_aborted(xid, shard, Lsn::ZERO);
+            return Err(e);
+        }
         let rec = XactRecord {
             xid,
             committed: true,
@@ -363,7 +427,15 @@ impl TransactionManager {
                     "could not flush the commit record of xid {xid} to {end}; its outcome is in doubt"
                 ))(e))?;
             }
-            self.clog.set(&self.pool, xid, ClogStatus::Committed, end)?;
+            // The commit is made (module docs): a failure from here on
+            // is not the transaction's. Still under the gate, so a
+            // checkpoint waiting for it sees the refusal.
+            if let Err(e) = self
+                .clog
+                .set(&self.pool, &self.wal, xid, ClogStatus::Committed, end)
+            {
+                self.commit_not_recorded(xid, end, &e);
+            }
             end
         };
         self.running.finish(xid, shard);
@@ -376,7 +448,7 @@ impl TransactionManager {
     fn finish_aborted(&self, xid: Xid, shard: usize, abort_end: Lsn) -> Result<()> {
         let set = self
             .clog
-            .set(&self.pool, xid, ClogStatus::Aborted, abort_end);
+            .set(&self.pool, &self.wal, xid, ClogStatus::Aborted, abort_end);
         self.running.finish(xid, shard);
         self.aborted.fetch_add(1, Ordering::Relaxed);
         set
@@ -414,6 +486,11 @@ impl TransactionManager {
             // Not handed out yet: nothing it wrote can exist.
             return Ok(XidStatus::InProgress);
         }
+        if self.refusing.load(Ordering::Acquire)
+            && let Some(&commit_lsn) = self.unrecorded.lock().commits.get(&xid)
+        {
+            return Ok(XidStatus::Committed { commit_lsn });
+        }
         Ok(match self.clog.get(&self.pool, xid)? {
             (ClogStatus::Committed, lsn) => XidStatus::Committed { commit_lsn: lsn },
             (ClogStatus::Aborted, _) => XidStatus::Aborted,
@@ -422,16 +499,11 @@ impl TransactionManager {
         })
     }
 
-    /// The last clog error hidden by [`TransactionStatus::status`] (which
-    /// cannot return one and answers "in progress" instead), if any.
-    pub fn status_failure(&self) -> Option<String> {
-        self.status_failure.lock().clone()
-    }
-
     /// Take a checkpoint: next xid and redo point with no xid assigned in
     /// between, the commit gate passed once, every dirty page (clog included)
     /// flushed, then the checkpoint record and control file (wal crate).
     pub fn checkpoint(&self) -> Result<CheckpointInfo<usize>> {
+        self.check_writable()?;
         // No begin between reading the next xid and taking the redo point:
         // an xid assigned in that window could log a record before the redo
         // point that recovery would never see, and be handed out again.
@@ -444,7 +516,17 @@ impl TransactionManager {
                     // Wait for commits whose record may precede the redo point
                     // to finish their clog update (DELAY_CHKPT_START).
                     drop(self.commit_gate.write());
-                    self.pool.flush_all(false)
+                    // A commit that failed to reach the clog in the
+                    // meantime: its record may precede the redo point.
+                    self.check_writable()?;
+                    let pages = self
+                        .pool
+                        .flush_all(false)
+                        .map_err(EngineError::buffer("flushing the pages"))?;
+                    // Every fork is fsynced: its length is durable, and the
+                    // record follows the redo point, where recovery starts.
+                    crate::durable::log_durable_lengths(&self.wal, &self.pool)?;
+                    Ok::<_, EngineError>(pages)
                 },
                 next,
             )
@@ -453,16 +535,22 @@ impl TransactionManager {
 }
 
 impl TransactionStatus for TransactionManager {
-    fn status(&self, xid: Xid) -> XidStatus {
-        match self.try_status(xid) {
-            Ok(s) => s,
-            Err(e) => {
-                // Conservative: in progress is never hinted and makes the
-                // xid's inserts invisible and its deletes not yet effective.
-                *self.status_failure.lock() = Some(e.to_string());
-                XidStatus::InProgress
-            }
-        }
+    /// [`try_status`](Self::try_status) for the heap: a commit-log page that
+    /// cannot be read is an error naming the xid and the page, which every
+    /// read and write path passes up (never "in progress" on a guess, which
+    /// would hide committed rows).
+    fn status(&self, xid: Xid) -> std::result::Result<XidStatus, StatusError> {
+        self.try_status(xid).map_err(|e| StatusError {
+            xid,
+            kind: match e.kind() {
+                ErrorKind::BadInput => heap::ErrorKind::BadInput,
+                ErrorKind::CorruptData => heap::ErrorKind::CorruptData,
+                ErrorKind::Io => heap::ErrorKind::Io,
+                ErrorKind::ResourceExhausted => heap::ErrorKind::ResourceExhausted,
+                ErrorKind::Conflict => heap::ErrorKind::Conflict,
+            },
+            source: Box::new(e),
+        })
     }
 
     fn flushed_lsn(&self) -> Lsn {
