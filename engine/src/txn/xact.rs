@@ -548,6 +548,9 @@ impl TransactionStatus for TransactionManager {
                 ErrorKind::Io => heap::ErrorKind::Io,
                 ErrorKind::ResourceExhausted => heap::ErrorKind::ResourceExhausted,
                 ErrorKind::Conflict => heap::ErrorKind::Conflict,
+                // Nothing the commit log reads is held by another user;
+                // were it so, waiting (not retrying at once) is the cure.
+                ErrorKind::InUse => heap::ErrorKind::ResourceExhausted,
             },
             source: Box::new(e),
         })
