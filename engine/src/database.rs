@@ -1576,8 +1576,13 @@ impl Core {
     /// Catalog rule 3, never while the catalog may be damaged: a file the
     /// catalog does not know but `RELSIZES` lists (so a committed CREATE
     /// made it and no DROP took it out) means the catalog lost its row:
-    /// an error, and nothing is removed.
+    /// an error, and nothing is removed. With no `RELSIZES` (a directory
+    /// from before it, or whose first open never finished) nothing is known
+    /// about the catalog, so nothing is removed either.
     fn remove_orphans(&self, recorded: Option<&[Recorded]>) -> Result<()> {
+        let Some(recorded) = recorded else {
+            return Ok(());
+        };
         let known: HashSet<RelId> = {
             let st = self.catalog.read();
             st.tables
@@ -1588,7 +1593,7 @@ impl Core {
                 .collect()
         };
         let files = self.relation_files()?;
-        for r in recorded.unwrap_or_default() {
+        for r in recorded {
             let rel = RelId(r.rel);
             if rel >= FIRST_USER_REL && !known.contains(&rel) && files.contains(&rel) {
                 return Err(EngineError::CorruptCatalog {

@@ -280,6 +280,11 @@ fn a_failed_open_does_not_empty_unlogged_tables() {
         build(dir.path());
         let e = Database::open(dir.path(), small_options().wal_segment_size(4 << 20)).unwrap_err();
         assert_ne!(e.kind(), ErrorKind::Conflict, "{e}");
+        let db = Database::open(dir.path(), small_options()).unwrap();
+        let t = db.read().unwrap();
+        assert_eq!(t.scan("u").unwrap().count(), UNLOGGED_ROWS as usize);
+        drop(t);
+        db.close().unwrap();
         let e = small_options()
             .partition_floor(Some(0))
             .validate()
