@@ -21,12 +21,13 @@ pub enum ErrorKind {
     CorruptData,
     /// The operating system refused an operation.
     Io,
-    /// A resource ran out (every buffer pinned).
+    /// A resource ran out (every buffer pinned, no file descriptor left).
     ResourceExhausted,
 }
 
 /// An error from the buffer manager.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A configuration value is out of range or inconsistent.
     #[error("invalid buffer pool configuration: {0}")]
@@ -117,6 +118,11 @@ impl Error {
             | Error::ZeroedPage { .. }
             | Error::CorruptFile { .. }
             | Error::BadTrace { .. } => ErrorKind::CorruptData,
+            // Out of descriptors: not the disk's fault, and the operation
+            // may work once other files are closed.
+            Error::Io { source, .. } if crate::io::is_out_of_descriptors(source) => {
+                ErrorKind::ResourceExhausted
+            }
             Error::Io { .. } | Error::WritesRefused(_) | Error::WalFlush { .. } => ErrorKind::Io,
             Error::NoUnpinnedBuffers { .. } | Error::TooManyPins { .. } => {
                 ErrorKind::ResourceExhausted

@@ -28,7 +28,9 @@ use heap::{Heap, Tid, VacuumStats};
 use parking_lot::{Mutex, RwLock};
 use wal::{CheckpointInfo, Lsn, Record, RmgrKind, Wal, WalStats};
 
-use crate::autovacuum::{AutovacShared, Autovacuum, AutovacuumStats, TableCounters, WorkerContext};
+use crate::autovacuum::{
+    AutovacShared, Autovacuum, AutovacuumStats, Pending, TableCounters, WorkerContext,
+};
 use crate::catalog::{
     CATALOG_REL, CatalogEntry, CatalogState, IndexHandle, IndexInfo, RelKind, TableHandle,
     TableInfo, check_name, check_table,
@@ -86,6 +88,8 @@ pub(crate) struct Core {
     /// An `Arc` so the autovacuum worker can list the tables.
     pub catalog: Arc<RwLock<CatalogState>>,
     pub catalog_heap: Heap,
+    /// The catalog's dead versions, counted by DDL (autovacuum rule 5).
+    pub catalog_counters: TableCounters,
     /// DDL runs one at a time (catalog rule 1).
     pub ddl: Mutex<()>,
     /// xmin of each live snapshot (transactions, iterators): the vacuum
@@ -223,7 +227,7 @@ impl Database {
             EngineError::wal(format!("could not open the WAL of {}", dir.display())),
         )?);
         let files: Arc<dyn StorageBackend> =
-            bufmgr::open_storage(&dir, options.io, options.direct_io)
+            bufmgr::open_storage_with(&dir, options.io, options.direct_io, options.max_open_files)
                 .map_err(EngineError::buffer("could not open the relation files"))?;
         let storage = match &options.wrap_storage {
             Some(wrap) => wrap(files),
@@ -233,6 +237,9 @@ impl Database {
             BufferPool::with_wal(options.pool_config(), storage, wal.clone())
                 .map_err(EngineError::buffer("could not open the buffer pool"))?,
         );
+        // An all-zero page beyond what the last checkpoint made durable is a
+        // page extended and lost with the power: new, not damage (`durable`).
+        pool.set_zeroed_beyond_durable_is_new(true);
         let tm = Arc::new(TransactionManager::open(
             pool.clone(),
             wal.clone(),
@@ -264,6 +271,7 @@ impl Database {
             options,
             catalog: Arc::new(RwLock::new(CatalogState::default())),
             catalog_heap,
+            catalog_counters: TableCounters::default(),
             ddl: Mutex::new(()),
             snapshots: Arc::new(SnapshotRegistry::default()),
             checkpoint_serial: Arc::new(Mutex::new(())),
@@ -273,7 +281,8 @@ impl Database {
             recovery,
             lock,
         };
-        let replayed = recovery.commits + recovery.aborts + recovery.other > 0;
+        let replayed =
+            recovery.commits + recovery.aborts + recovery.clog_pages + recovery.other > 0;
         core.load_catalog(!clean || replayed)?;
         // 6. Orphan relation files go (catalog rule 3).
         core.remove_orphans()?;
@@ -494,6 +503,13 @@ impl Database {
                 counters: TableCounters::default(),
             }),
         );
+        drop(st);
+        // A row in, and the meta row's old version dead.
+        c.catalog_changed(Pending {
+            inserted: 1,
+            updated: 1,
+            deleted: 0,
+        });
         Ok(info)
     }
 
@@ -531,6 +547,11 @@ impl Database {
         }
         t.indexes.write().clear();
         drop(dropped);
+        c.catalog_changed(Pending {
+            inserted: 0,
+            updated: 0,
+            deleted: 1 + indexes.len() as u64,
+        });
         let rels: Vec<RelId> = indexes
             .iter()
             .map(|ix| ix.info.rel)
@@ -614,6 +635,8 @@ impl Database {
             Err(e) => {
                 drop(txn); // aborts: the catalog rows never become visible
                 let _ = c.pool.drop_relation(info.rel);
+                // Its new meta version and index row are dead.
+                c.catalog_changed_aborted(2);
                 return Err(e);
             }
         };
@@ -622,6 +645,13 @@ impl Database {
         let mut st = c.catalog.write();
         st.meta_tid = Some(new_meta);
         st.indexes.insert(name.to_string(), ix);
+        drop(st);
+        drop(dropped);
+        c.catalog_changed(Pending {
+            inserted: 1,
+            updated: 1,
+            deleted: 0,
+        });
         Ok(info)
     }
 
@@ -644,6 +674,11 @@ impl Database {
         t.indexes.write().retain(|i| !Arc::ptr_eq(i, &ix));
         c.catalog.write().indexes.remove(name);
         drop(dropped);
+        c.catalog_changed(Pending {
+            inserted: 0,
+            updated: 0,
+            deleted: 1,
+        });
         log_drop(&c.wal, &[ix.info.rel])?;
         c.pool
             .drop_relation(ix.info.rel)
@@ -1089,6 +1124,69 @@ impl Core {
                 name: name.into(),
                 detail: String::new(),
             })
+    }
+
+    /// Count what a committed DDL did to the catalog and, with autovacuum
+    /// on, vacuum it once its dead versions pass the autovacuum threshold
+    /// (autovacuum rule 5). Called under the DDL lock, after the commit: a
+    /// failed vacuum is recorded in the autovacuum stats, not returned.
+    fn catalog_changed(&self, p: Pending) {
+        self.catalog_counters.add(&p, true);
+        self.maybe_vacuum_catalog();
+    }
+
+    /// As [`catalog_changed`](Self::catalog_changed) for a DDL that rolled
+    /// back after writing `rows` catalog versions (all dead now).
+    fn catalog_changed_aborted(&self, rows: u64) {
+        let p = Pending {
+            inserted: rows,
+            ..Pending::default()
+        };
+        self.catalog_counters.add(&p, false);
+        self.maybe_vacuum_catalog();
+    }
+
+    fn maybe_vacuum_catalog(&self) {
+        let o = &self.options;
+        if !o.autovacuum {
+            return;
+        }
+        let horizon = self.vacuum_horizon();
+        let c = &self.catalog_counters;
+        if !c.over(
+            o.autovacuum_threshold,
+            o.autovacuum_scale_factor,
+            Some(horizon),
+        ) {
+            return;
+        }
+        let result = self.vacuum_catalog(horizon);
+        self.autovac.catalog_vacuumed(result);
+    }
+
+    /// Vacuum the catalog heap (it has no indexes: prune, then free the
+    /// dead pointers). Under the DDL lock, so no DDL holds a catalog TID
+    /// the vacuum could free: live rows keep their TIDs.
+    fn vacuum_catalog(&self, horizon: Xid) -> Result<()> {
+        self.tm.check_writable()?;
+        let dead_before = self.catalog_counters.dead.load(Ordering::Relaxed);
+        let what = || "vacuum of the catalog".to_string();
+        let (mut heap, dead) = self
+            .catalog_heap
+            .lazy_scan_heap(horizon, &*self.tm)
+            .map_err(EngineError::heap(what()))?;
+        let freed = self
+            .catalog_heap
+            .free_dead(&dead)
+            .map_err(EngineError::heap(what()))?;
+        heap.add_pass_two(freed);
+        let report = VacuumReport {
+            horizon,
+            indexes: Vec::new(),
+            heap,
+        };
+        self.catalog_counters.vacuumed(dead_before, &report);
+        Ok(())
     }
 
     /// Check that no table or index is called `name`; the meta row's place

@@ -30,7 +30,9 @@ use crate::error::{EngineError, Result};
 
 /// First line of `VERSION`.
 pub const VERSION_MAGIC: &str = "pgbuf-engine data directory";
-/// The on-disk format this engine reads and writes.
+/// The on-disk format this engine reads and writes. 2: heap tuple headers
+/// carry command ids (cmin, cmax), 32 bytes instead of 26, and WAL record
+/// headers carry the log's durable LSN at insert (35 bytes instead of 27).
 pub const FORMAT_VERSION: u32 = 2;
 /// File names inside the data directory.
 pub const VERSION_FILE: &str = "VERSION";

@@ -4,6 +4,7 @@ pub mod autovacuum;
 pub mod catalog;
 pub mod database;
 pub mod datadir;
+pub mod durable;
 pub mod error;
 pub mod handle;
 mod index;

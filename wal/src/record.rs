@@ -139,11 +139,16 @@ pub enum RmgrKind {
     Btree = 6,
     /// A bare full-page image (PostgreSQL's `XLOG_FPI` / `XLOG_FPI_FOR_HINT`).
     FullPage = 7,
+    /// Relation storage: the durable length of every relation fork, logged
+    /// by a checkpoint once its fsyncs succeeded (PostgreSQL's `RM_SMGR_ID`
+    /// logs creation and truncation; these lengths tell an extension lost
+    /// with the power from damage).
+    Storage = 8,
 }
 
 impl RmgrKind {
     /// Every kind, in number order.
-    pub const ALL: [RmgrKind; 7] = [
+    pub const ALL: [RmgrKind; 8] = [
         RmgrKind::Checkpoint,
         RmgrKind::Xact,
         RmgrKind::Clog,
@@ -151,6 +156,7 @@ impl RmgrKind {
         RmgrKind::Heap,
         RmgrKind::Btree,
         RmgrKind::FullPage,
+        RmgrKind::Storage,
     ];
 
     /// The kind with this number, if there is one.
@@ -944,7 +950,7 @@ mod tests {
         let good = r.encode();
         let cases: [(usize, u8, &str); 4] = [
             (OFF_KIND, 0, "unknown resource-manager kind 0"),
-            (OFF_KIND, 8, "unknown resource-manager kind 8"),
+            (OFF_KIND, 9, "unknown resource-manager kind 9"),
             (HEADER_LEN + 4, 2, "unknown fork 2"),
             (HEADER_LEN + 9, 0x04, "unknown flags"),
         ];
