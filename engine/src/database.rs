@@ -265,6 +265,16 @@ impl Database {
         core.load_catalog(!clean || replayed)?;
         // 6. Orphan relation files go (catalog rule 3).
         core.remove_orphans()?;
+        // Zeros a power loss left beyond the durable lengths become blank
+        // pages, written before the next fsync makes them durable data.
+        let (read, zeroed) = core
+            .pool
+            .settle_beyond_durable()
+            .map_err(EngineError::buffer(
+                "could not read the relation blocks beyond their durable length",
+            ))?;
+        core.recovery.beyond_durable = read;
+        core.recovery.zeroed_new_pages = zeroed;
         // 7. Splits a crash cut short get their downlinks, then the
         //    end-of-recovery checkpoint, so the next crash replays less.
         if replayed {
