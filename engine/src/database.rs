@@ -312,10 +312,21 @@ impl Database {
             recovery,
             lock,
         };
-        let replayed = recovery.commits + recovery.aborts + recovery.clog_pages + recovery.other > 0;
+        let replayed =
+            recovery.commits + recovery.aborts + recovery.clog_pages + recovery.other > 0;
         core.load_catalog(!clean || replayed, &damaged_indexes, recorded.is_some())?;
         // 6. Orphan relation files go (catalog rule 3).
         core.remove_orphans(recorded.as_deref())?;
+        // Zeros a power loss left beyond the durable lengths become blank
+        // pages, written before the next fsync makes them durable data.
+        let (read, zeroed) = core
+            .pool
+            .settle_beyond_durable()
+            .map_err(EngineError::buffer(
+                "could not read the relation blocks beyond their durable length",
+            ))?;
+        core.recovery.beyond_durable = read;
+        core.recovery.zeroed_new_pages = zeroed;
         // 7. Splits a crash cut short get their downlinks, then the
         //    end-of-recovery checkpoint, so the next crash replays less (and
         //    a new directory's first, so that it has a control file).
