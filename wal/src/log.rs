@@ -1028,8 +1028,10 @@ impl Flusher {
                         }
                     }
                     let target = Lsn(shared.insert_lsn.load(Ordering::Acquire));
-                    // A failure is sticky (WritesRefused): every caller sees it.
-                    if shared.flush(target).is_err() {
+                    // A failed write or fdatasync is sticky (WritesRefused):
+                    // every caller sees it, nothing is left to do. A segment
+                    // that could not be opened lost nothing: next interval.
+                    if shared.flush(target).is_err() && shared.refused.get().is_some() {
                         return;
                     }
                 }
