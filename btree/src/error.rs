@@ -33,6 +33,7 @@ pub enum ErrorKind {
 
 /// An error from a B-tree index.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BtreeError {
     // ---- bad input ----
     /// A key longer than [`crate::page::MAX_KEY_SIZE`].

@@ -27,6 +27,7 @@ pub enum ErrorKind {
 
 /// An error from the buffer manager.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// A configuration value is out of range or inconsistent.
     #[error("invalid buffer pool configuration: {0}")]

@@ -36,7 +36,7 @@ use bufmgr::RelId;
 use heap::{Heap, Tid};
 use parking_lot::{Mutex, RwLock};
 
-use crate::error::{EngineError, Result};
+use crate::error::{EngineError, Result, cut};
 use crate::value::{Column, ColumnType, Row, Value, decode_row, encode_row};
 
 pub use crate::reserved::CATALOG_REL;
@@ -281,7 +281,8 @@ impl CatalogEntry {
     }
 }
 
-/// Check a name for a table, index or column.
+/// Check a name for a table, index or column (`owner` is the table or
+/// index being defined; the message names it once and cuts long names).
 pub(crate) fn check_name(what: &str, owner: &str, name: &str) -> Result<()> {
     let bad = |detail: String| EngineError::InvalidSchema {
         name: owner.to_string(),
@@ -291,31 +292,91 @@ pub(crate) fn check_name(what: &str, owner: &str, name: &str) -> Result<()> {
         return Err(bad(format!("empty {what} name")));
     }
     if name.len() > MAX_NAME_LEN {
+        let named = if name == owner {
+            String::new()
+        } else {
+            format!(" {}", cut(name))
+        };
         return Err(bad(format!(
-            "{what} name {name:?} is {} bytes, at most {MAX_NAME_LEN}",
+            "{what} name{named} is {} bytes, at most {MAX_NAME_LEN}",
             name.len()
         )));
     }
     Ok(())
 }
 
-/// Check a table definition.
+/// Bytes a table's catalog row takes beyond its column definitions: the
+/// row's count and null bitmap, kind and rel (8 each), the name and the
+/// definition (a 4-byte length each).
+fn table_row_fixed_len(name: &str) -> usize {
+    2 + 1 + 8 + 8 + 4 + name.len() + 4
+}
+
+/// Bytes one column takes in its table's catalog row: type, nullable
+/// flag, name length (u16), name.
+fn column_def_len(c: &Column) -> usize {
+    4 + c.name.len()
+}
+
+/// Bytes of a row of `columns` with every column holding a value and byte
+/// strings empty (the smallest row with no NULL): the column count, the
+/// null bitmap, 8 bytes per i64 and a 4-byte length per byte string.
+pub(crate) fn full_row_min_len(columns: &[Column]) -> usize {
+    let values: usize = columns
+        .iter()
+        .map(|c| match c.ty {
+            ColumnType::I64 => 8,
+            ColumnType::Bytes => 4,
+        })
+        .sum();
+    2 + columns.len().div_ceil(8) + values
+}
+
+/// Check a table definition: its name and columns, that its definition
+/// fits in one catalog row, and that a row with a value in every column
+/// fits on a page.
 pub(crate) fn check_table(name: &str, columns: &[Column]) -> Result<()> {
     check_name("table", name, name)?;
+    let bad = |detail: String| EngineError::InvalidSchema {
+        name: name.to_string(),
+        detail,
+    };
     if columns.is_empty() || columns.len() > MAX_COLUMNS {
-        return Err(EngineError::InvalidSchema {
-            name: name.to_string(),
-            detail: format!("{} columns, expected 1 ..= {MAX_COLUMNS}", columns.len()),
-        });
+        return Err(bad(format!(
+            "{} columns, expected 1 ..= {MAX_COLUMNS}",
+            columns.len()
+        )));
     }
     for (i, c) in columns.iter().enumerate() {
         check_name("column", name, &c.name)?;
         if columns[..i].iter().any(|o| o.name == c.name) {
-            return Err(EngineError::InvalidSchema {
-                name: name.to_string(),
-                detail: format!("column {:?} appears twice", c.name),
-            });
+            return Err(bad(format!("column {} appears twice", cut(&c.name))));
         }
+    }
+    let max = heap::page::MAX_ROW_LEN;
+    let fixed = table_row_fixed_len(name);
+    let defs: usize = columns.iter().map(column_def_len).sum();
+    if fixed + defs > max {
+        let names: usize = columns.iter().map(|c| c.name.len()).sum();
+        let avg = names.div_ceil(columns.len());
+        return Err(bad(format!(
+            "the definition of {} columns takes {} bytes in the catalog, at most {} fit \
+             (a catalog row holds {max} bytes; each column takes 4 bytes plus its name, here \
+             {names} bytes of names): with names of {avg} bytes at most {} columns fit",
+            columns.len(),
+            fixed + defs,
+            max - fixed,
+            (max - fixed) / (4 + avg),
+        )));
+    }
+    let row = full_row_min_len(columns);
+    if row > max {
+        return Err(bad(format!(
+            "a row with a value in every column takes at least {row} bytes (8 per i64 column, \
+             4 plus its length per byte string, and a {}-byte header), at most {max} fit on a \
+             page (there is no TOAST): use fewer columns",
+            2 + columns.len().div_ceil(8)
+        )));
     }
     Ok(())
 }
@@ -355,5 +416,51 @@ mod tests {
             CatalogEntry::Index(d) => assert!(d.unique && d.column == 1),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// `check_table`'s size arithmetic is the encoding's: a definition it
+    /// accepts encodes to exactly the length it computed.
+    #[test]
+    fn table_row_length_matches_the_encoding() {
+        for (n, name_len) in [(1, 1), (7, 12), (64, 63), (300, 20)] {
+            let columns: Vec<Column> = (0..n)
+                .map(|i| Column::new(format!("{i:0>name_len$}"), ColumnType::Bytes))
+                .collect();
+            let name = "t".repeat(name_len);
+            let computed =
+                table_row_fixed_len(&name) + columns.iter().map(column_def_len).sum::<usize>();
+            let info = TableInfo {
+                name,
+                rel: RelId(1000),
+                columns,
+                logged: true,
+            };
+            match CatalogEntry::Table(info).encode() {
+                Ok(bytes) => assert_eq!(bytes.len(), computed, "{n} columns"),
+                Err(EngineError::RowTooLarge { len, .. }) => assert_eq!(len, computed),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let row: Vec<Value> = (0..9)
+            .map(|i| {
+                if i % 2 == 0 {
+                    Value::I64(i)
+                } else {
+                    Value::Bytes(Vec::new())
+                }
+            })
+            .collect();
+        let columns: Vec<Column> = (0..9)
+            .map(|i| {
+                let ty = if i % 2 == 0 {
+                    ColumnType::I64
+                } else {
+                    ColumnType::Bytes
+                };
+                Column::new(format!("c{i}"), ty)
+            })
+            .collect();
+        let bytes = encode_row("t", &columns, &row).unwrap();
+        assert_eq!(bytes.len(), full_row_min_len(&columns));
     }
 }

@@ -38,6 +38,7 @@ use crate::catalog::{
 use crate::datadir::{self, DirLock};
 use crate::error::{EngineError, Result};
 use crate::index::{self, key_type, map_btree};
+use crate::invalid_pages::{InvalidPages, log_drop};
 use crate::options::Options;
 use crate::recovery::{RecoveryStats, recover};
 use crate::registry::SnapshotRegistry;
@@ -185,12 +186,22 @@ pub struct VacuumReport {
 
 type RedoError = Box<dyn StdError + Send + Sync>;
 
-/// Replay one non-Xact record (recovery step 4).
-fn redo_record(pool: &BufferPool, end: Lsn, record: &Record) -> Result<(), RedoError> {
+/// Replay one non-Xact record (recovery step 4). A record that changes a
+/// page whose relation is gone is remembered in `invalid` and skipped until
+/// the relation's drop record forgives it (see `invalid_pages`).
+fn redo_record(
+    pool: &BufferPool,
+    invalid: &mut InvalidPages,
+    lsn: Lsn,
+    end: Lsn,
+    record: &Record,
+) -> Result<(), RedoError> {
     match record.kind() {
+        RmgrKind::Heap | RmgrKind::Btree if invalid.skip(pool, lsn, record)? => Ok(()),
         RmgrKind::Heap => heap::redo(record, end, pool).map_err(Into::into),
         RmgrKind::FullPage => wal::redo_full_page(record, end, pool).map_err(Into::into),
         RmgrKind::Btree => btree::redo(record, end, pool).map_err(Into::into),
+        RmgrKind::Catalog => invalid.redo_catalog(pool, record),
         kind => Err(format!("no redo for {kind:?} records (the catalog is a heap)").into()),
     }
 }
@@ -226,6 +237,9 @@ impl Database {
             BufferPool::with_wal(options.pool_config(), storage, wal.clone())
                 .map_err(EngineError::buffer("could not open the buffer pool"))?,
         );
+        // An all-zero page beyond what the last checkpoint made durable is a
+        // page extended and lost with the power: new, not damage (`durable`).
+        pool.set_zeroed_beyond_durable_is_new(true);
         let tm = Arc::new(TransactionManager::open(
             pool.clone(),
             wal.clone(),
@@ -233,7 +247,12 @@ impl Database {
         )?);
         tm.set_commit_mode(options.commit_mode);
         // 4. Redo from the redo point.
-        let recovery = recover(&tm, |_, end, rec| redo_record(&pool, end, rec))?;
+        let mut invalid = InvalidPages::default();
+        let mut recovery = recover(&tm, |lsn, end, rec| {
+            redo_record(&pool, &mut invalid, lsn, end, rec)
+        })?;
+        invalid.check_none_left()?;
+        recovery.invalid_pages_forgiven = invalid.forgiven;
         // 5. The catalog.
         let catalog_heap = Heap::open(pool.clone(), Some(wal.clone()), CATALOG_REL, true)
             .map_err(EngineError::heap("could not open the catalog"))?
@@ -262,7 +281,8 @@ impl Database {
             recovery,
             lock,
         };
-        let replayed = recovery.commits + recovery.aborts + recovery.other > 0;
+        let replayed =
+            recovery.commits + recovery.aborts + recovery.clog_pages + recovery.other > 0;
         core.load_catalog(!clean || replayed)?;
         // 6. Orphan relation files go (catalog rule 3).
         core.remove_orphans()?;
@@ -532,7 +552,15 @@ impl Database {
             updated: 0,
             deleted: 1 + indexes.len() as u64,
         });
-        for rel in indexes.iter().map(|ix| ix.info.rel).chain([t.info.rel]) {
+        let rels: Vec<RelId> = indexes
+            .iter()
+            .map(|ix| ix.info.rel)
+            .chain([t.info.rel])
+            .collect();
+        // Durable before the files go: redo forgives the relations' missing
+        // pages when it replays this (see `invalid_pages`).
+        log_drop(&c.wal, &rels)?;
+        for rel in rels {
             c.pool
                 .drop_relation(rel)
                 .map_err(EngineError::buffer(format!(
@@ -651,6 +679,7 @@ impl Database {
             updated: 0,
             deleted: 1,
         });
+        log_drop(&c.wal, &[ix.info.rel])?;
         c.pool
             .drop_relation(ix.info.rel)
             .map_err(EngineError::buffer(format!(

@@ -8,12 +8,26 @@
 //!
 //! | kind | variants |
 //! |---|---|
-//! | bad input | `InvalidXid`, `InvalidOption`, `NotADatabase`, `IncompatibleVersion`, `ChecksumSettingMismatch`, `UnknownTable`, `UnknownColumn`, `TableExists`, `InvalidSchema`, `WrongColumnCount`, `TypeMismatch`, `NullNotAllowed`, `RowTooLarge`, `BadRowId`, `RowNotVisible`, `UnknownIndex`, `NoIndex`, `UniqueViolation`, `KeyTooLarge`, `ReadOnlyTransaction`, `WrongColumn` |
-//! | conflict (retry) | `WriteConflict`, `UniqueConflict`, `TransactionAborted`, `DatabaseInUse`, `StillInUse` |
+//! | bad input | `InvalidXid`, `InvalidOption`, `NotADatabase`, `IncompatibleVersion`, `ChecksumSettingMismatch`, `UnknownTable`, `UnknownColumn`, `TableExists`, `InvalidSchema`, `WrongColumnCount`, `TypeMismatch`, `NullNotAllowed`, `RowTooLarge`, `BadRowId`, `RowNotVisible`, `UnknownIndex`, `NoIndex`, `UniqueViolation`, `KeyTooLarge`, `ReadOnlyTransaction`, `TooManyCommands`, `WrongColumn` |
+//! | conflict (roll back and retry) | `WriteConflict`, `UniqueConflict`, `TransactionAborted` |
+//! | in use (wait for the other user) | `DatabaseInUse`, `StillInUse` |
 //! | corrupt data | `MalformedXactRecord`, `CorruptRow`, `CorruptCatalog`, `CorruptDataDir` |
 //! | I/O (or an earlier I/O failure) | `Buffer`, `Wal`, `Io`, `Checkpoint`, `CommitNotRecorded` |
 //! | raised by a caller's redo function | `Redo` |
-//! | wrapped heap / B-tree errors | `Heap`, `Index` (kind from the wrapped error) |
+//! | wrapped pool / WAL / heap / B-tree errors | `Buffer`, `Wal`, `Heap`, `Index` (kind from the wrapped error) |
+//!
+//! Each error is classified once, by [`EngineError::kind`]; the predicates
+//! are read off it: [`EngineError::is_conflict`] is `kind() == Conflict`
+//! (whether the engine raised the conflict itself or wraps the heap's or
+//! the B-tree's), and [`EngineError::is_retryable`] ("run the transaction
+//! again") is a conflict or a resource that ran out (every buffer pinned by
+//! other work). A wrapped error takes the kind of the engine variant it
+//! would have been mapped to (a B-tree unique violation is bad input, as
+//! `UniqueViolation` is).
+//!
+//! Names in messages are cut to [`MAX_NAME_IN_MESSAGE`] bytes (a
+//! 10,000-byte name the caller passed is not echoed whole); the fields keep
+//! the full name.
 
 use std::path::PathBuf;
 
@@ -28,6 +42,7 @@ pub type Result<T, E = EngineError> = std::result::Result<T, E>;
 
 /// Whose fault an error is, so callers can decide what to do about it.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// The caller asked for something invalid.
     BadInput,
@@ -35,15 +50,49 @@ pub enum ErrorKind {
     CorruptData,
     /// The operating system refused an operation, or an earlier one failed.
     Io,
-    /// A resource ran out (every buffer of the pool pinned).
+    /// A resource ran out (every buffer of the pool pinned): running the
+    /// transaction again may succeed once other work releases it.
     ResourceExhausted,
-    /// Another transaction or process got there first: retry (a write
-    /// conflict), or wait for the other user (a database in use).
+    /// A concurrent transaction got there first: roll back and run the
+    /// transaction again.
     Conflict,
+    /// Another `Database` or handle holds what was asked for (the data
+    /// directory is locked, other handles keep it open): wait for it to be
+    /// closed; retrying the transaction does not help.
+    InUse,
+}
+
+/// Longest name (table, index, column), in bytes, a message repeats whole;
+/// a longer one is cut there and its length given.
+pub const MAX_NAME_IN_MESSAGE: usize = 64;
+
+/// A name for a message: quoted as `{:?}` would, cut to
+/// [`MAX_NAME_IN_MESSAGE`] bytes (at a character boundary) with its full
+/// length after it.
+pub(crate) struct Cut<'a>(pub &'a str);
+
+impl std::fmt::Display for Cut<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.0;
+        if s.len() <= MAX_NAME_IN_MESSAGE {
+            return write!(f, "{s:?}");
+        }
+        let mut end = MAX_NAME_IN_MESSAGE;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        write!(f, "{:?}... ({} bytes)", &s[..end], s.len())
+    }
+}
+
+/// `name` cut for a message (see [`Cut`]).
+pub(crate) fn cut(name: &str) -> Cut<'_> {
+    Cut(name)
 }
 
 /// An error from the engine.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EngineError {
     // ---- bad input ----
     /// An xid that cannot name a transaction here (0, 1, or beyond the
@@ -114,24 +163,27 @@ pub enum EngineError {
     },
 
     /// No table of that name.
-    #[error("unknown table {name:?}")]
+    #[error("unknown table {}", cut(name))]
     UnknownTable { name: String },
 
     /// No column of that name in the table.
-    #[error("table {table:?} has no column {column:?}")]
+    #[error("table {} has no column {}", cut(table), cut(column))]
     UnknownColumn { table: String, column: String },
 
     /// A table or index of that name exists already.
-    #[error("a relation named {name:?} exists already")]
+    #[error("a relation named {} exists already", cut(name))]
     TableExists { name: String },
 
     /// A table definition that cannot be stored (no columns, duplicate or
     /// empty names, a name too long).
-    #[error("invalid definition of {name:?}: {detail}")]
+    #[error("invalid definition of {}: {detail}", cut(name))]
     InvalidSchema { name: String, detail: String },
 
     /// A row with the wrong number of values.
-    #[error("table {table:?} has {expected} columns, the row has {got} values")]
+    #[error(
+        "table {} has {expected} columns, the row has {got} values",
+        cut(table)
+    )]
     WrongColumnCount {
         table: String,
         expected: usize,
@@ -139,7 +191,11 @@ pub enum EngineError {
     },
 
     /// A value of the wrong type for its column.
-    #[error("table {table:?}, column {column:?}: expected a {expected} value, got {got}")]
+    #[error(
+        "table {}, column {}: expected a {expected} value, got {got}",
+        cut(table),
+        cut(column)
+    )]
     TypeMismatch {
         table: String,
         column: String,
@@ -148,11 +204,18 @@ pub enum EngineError {
     },
 
     /// NULL for a NOT NULL column.
-    #[error("table {table:?}, column {column:?}: NULL in a NOT NULL column")]
+    #[error(
+        "table {}, column {}: NULL in a NOT NULL column",
+        cut(table),
+        cut(column)
+    )]
     NullNotAllowed { table: String, column: String },
 
     /// An encoded row larger than a page can hold (there is no TOAST).
-    #[error("table {table:?}: row of {len} bytes is too large (at most {max} bytes fit on a page)")]
+    #[error(
+        "table {}: row of {len} bytes is too large (at most {max} bytes fit on a page)",
+        cut(table)
+    )]
     RowTooLarge {
         table: String,
         len: usize,
@@ -161,7 +224,7 @@ pub enum EngineError {
 
     /// A row id that names no tuple of the table (offset 0, or a block past
     /// its end).
-    #[error("table {table:?}: bad row id {row_id}: {reason}")]
+    #[error("table {}: bad row id {row_id}: {reason}", cut(table))]
     BadRowId {
         table: String,
         row_id: Tid,
@@ -170,16 +233,19 @@ pub enum EngineError {
 
     /// An update or delete of a row this transaction cannot see (deleted
     /// before its snapshot, never committed, or already changed by itself).
-    #[error("table {table:?}: row {row_id} is not visible to this transaction")]
+    #[error(
+        "table {}: row {row_id} is not visible to this transaction",
+        cut(table)
+    )]
     RowNotVisible { table: String, row_id: Tid },
 
     /// No index of that name (or a table name where an index was expected
     /// and the table has not exactly one index).
-    #[error("unknown index {name:?}{detail}")]
+    #[error("unknown index {}{detail}", cut(name))]
     UnknownIndex { name: String, detail: String },
 
     /// A by-key call on a column without a (unique) index.
-    #[error("table {table:?} has no {what} on column {column:?}")]
+    #[error("table {} has no {what} on column {}", cut(table), cut(column))]
     NoIndex {
         table: String,
         column: String,
@@ -198,7 +264,10 @@ pub enum EngineError {
     },
 
     /// A key too long for an index (a third of a page).
-    #[error("index {index:?}: key of {size} bytes is too large (at most {max} bytes)")]
+    #[error(
+        "index {}: key of {size} bytes is too large (at most {max} bytes)",
+        cut(index)
+    )]
     KeyTooLarge {
         index: String,
         size: usize,
@@ -207,13 +276,26 @@ pub enum EngineError {
 
     /// A write through a read-only transaction ([`crate::Database::read`]).
     #[error(
-        "{op} on table {table:?} in a read-only transaction (begin one with Database::begin to write)"
+        "{op} on table {} in a read-only transaction (begin one with Database::begin to write)",
+        cut(table)
     )]
     ReadOnlyTransaction { op: &'static str, table: String },
 
+    /// A transaction ran out of command ids (each write is a command; the
+    /// tuple header keeps 32 bits of it, as PostgreSQL's does).
+    #[error(
+        "{op} on table {}: the transaction has used all {limit} command ids; commit it and continue in a new one",
+        cut(table)
+    )]
+    TooManyCommands {
+        op: &'static str,
+        table: String,
+        limit: u64,
+    },
+
     /// A row column read as a type it does not have, or a column handle of
     /// another table.
-    #[error("table {table:?}: {detail}")]
+    #[error("table {}: {detail}", cut(table))]
     WrongColumn { table: String, detail: String },
 
     // ---- conflict ----
@@ -357,12 +439,19 @@ impl EngineError {
             | EngineError::UniqueViolation { .. }
             | EngineError::KeyTooLarge { .. }
             | EngineError::ReadOnlyTransaction { .. }
+            | EngineError::TooManyCommands { .. }
             | EngineError::WrongColumn { .. } => ErrorKind::BadInput,
             EngineError::WriteConflict { .. }
             | EngineError::UniqueConflict { .. }
-            | EngineError::TransactionAborted { .. }
-            | EngineError::DatabaseInUse { .. }
-            | EngineError::StillInUse { .. } => ErrorKind::Conflict,
+            | EngineError::TransactionAborted { .. } => ErrorKind::Conflict,
+            EngineError::DatabaseInUse { .. } | EngineError::StillInUse { .. } => ErrorKind::InUse,
+            // A live duplicate is the caller's (`UniqueViolation`), whatever
+            // the B-tree calls it; a key held by a transaction in progress
+            // is a conflict (`UniqueConflict`).
+            EngineError::Index {
+                source: btree::BtreeError::UniqueViolation { .. },
+                ..
+            } => ErrorKind::BadInput,
             EngineError::Index { source, .. } => match source.kind() {
                 btree::ErrorKind::BadInput => ErrorKind::BadInput,
                 btree::ErrorKind::Conflict => ErrorKind::Conflict,
@@ -388,13 +477,23 @@ impl EngineError {
 
     /// Is this a conflict with a concurrent transaction (roll back and
     /// retry): a write conflict, a unique key held by a transaction in
-    /// progress, or a transaction that must roll back?
+    /// progress, or a transaction that must roll back, raised by the engine
+    /// or wrapped from the heap or the B-tree? Exactly
+    /// `kind() == ErrorKind::Conflict`.
     pub fn is_conflict(&self) -> bool {
+        self.kind() == ErrorKind::Conflict
+    }
+
+    /// Should the caller roll back and run the transaction again? A
+    /// conflict ([`is_conflict`](Self::is_conflict)), or a resource that
+    /// ran out while other work held it (every buffer pinned): both may
+    /// succeed on a second run. Bad input, corrupt data, I/O failures and a
+    /// database in use ([`ErrorKind::InUse`]: wait for it to close) will
+    /// not.
+    pub fn is_retryable(&self) -> bool {
         matches!(
-            self,
-            EngineError::WriteConflict { .. }
-                | EngineError::UniqueConflict { .. }
-                | EngineError::TransactionAborted { .. }
+            self.kind(),
+            ErrorKind::Conflict | ErrorKind::ResourceExhausted
         )
     }
 
@@ -419,5 +518,471 @@ impl EngineError {
     pub(crate) fn wal(what: impl Into<String>) -> impl FnOnce(wal::WalError) -> EngineError {
         let what = what.into();
         move |source| EngineError::Wal { what, source }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bufmgr::{BufferTag, Fork, RelId};
+
+    /// Number of `EngineError` variants: `variant` below lists each once.
+    const VARIANTS: usize = 38;
+
+    /// Position of `e`'s variant. The match has no wildcard, so a new
+    /// variant does not compile until it is listed here (and a sample of it
+    /// added to `samples`).
+    fn variant(e: &EngineError) -> usize {
+        use EngineError as E;
+        match e {
+            E::InvalidXid { .. } => 0,
+            E::MalformedXactRecord { .. } => 1,
+            E::Buffer { .. } => 2,
+            E::Wal { .. } => 3,
+            E::Redo { .. } => 4,
+            E::InvalidOption { .. } => 5,
+            E::NotADatabase { .. } => 6,
+            E::IncompatibleVersion { .. } => 7,
+            E::ChecksumSettingMismatch { .. } => 8,
+            E::UnknownTable { .. } => 9,
+            E::UnknownColumn { .. } => 10,
+            E::TableExists { .. } => 11,
+            E::InvalidSchema { .. } => 12,
+            E::WrongColumnCount { .. } => 13,
+            E::TypeMismatch { .. } => 14,
+            E::NullNotAllowed { .. } => 15,
+            E::RowTooLarge { .. } => 16,
+            E::BadRowId { .. } => 17,
+            E::RowNotVisible { .. } => 18,
+            E::UnknownIndex { .. } => 19,
+            E::NoIndex { .. } => 20,
+            E::UniqueViolation { .. } => 21,
+            E::KeyTooLarge { .. } => 22,
+            E::ReadOnlyTransaction { .. } => 23,
+            E::WrongColumn { .. } => 24,
+            E::WriteConflict { .. } => 25,
+            E::UniqueConflict { .. } => 26,
+            E::TransactionAborted { .. } => 27,
+            E::DatabaseInUse { .. } => 28,
+            E::StillInUse { .. } => 29,
+            E::CorruptRow { .. } => 30,
+            E::CorruptCatalog { .. } => 31,
+            E::CorruptDataDir { .. } => 32,
+            E::Io { .. } => 33,
+            E::Checkpoint { .. } => 34,
+            E::Index { .. } => 35,
+            E::Heap { .. } => 36,
+            E::CommitNotRecorded { .. } => 37,
+        }
+    }
+
+    /// One error of every variant (the wrappers once per kind of wrapped
+    /// error), each with the kind it must report.
+    fn samples() -> Vec<(EngineError, ErrorKind)> {
+        use EngineError as E;
+        use ErrorKind::*;
+        let (t, tid, lsn) = ("t".to_string(), Tid::new(0, 1), Lsn(16));
+        let tag = BufferTag {
+            rel: RelId(1000),
+            fork: Fork::Main,
+            block: 3,
+        };
+        let io = || std::io::Error::other("injected");
+        let buffer = |source| E::Buffer {
+            what: "reading".into(),
+            source,
+        };
+        let wal = |source| E::Wal {
+            what: "writing".into(),
+            source,
+        };
+        let heap = |source| E::Heap {
+            what: "scan".into(),
+            source,
+        };
+        let index = |source| E::Index {
+            what: "lookup".into(),
+            source,
+        };
+        let key = || btree::Key::I64(7);
+        vec![
+            (
+                E::InvalidXid {
+                    xid: 1,
+                    detail: "reserved".into(),
+                },
+                BadInput,
+            ),
+            (
+                E::MalformedXactRecord {
+                    lsn,
+                    detail: "info".into(),
+                },
+                CorruptData,
+            ),
+            (
+                buffer(bufmgr::Error::InvalidConfig("size".into())),
+                BadInput,
+            ),
+            (
+                buffer(bufmgr::Error::ZeroedPage {
+                    tag,
+                    path: "f".into(),
+                }),
+                CorruptData,
+            ),
+            (buffer(bufmgr::Error::WritesRefused("earlier".into())), Io),
+            (
+                buffer(bufmgr::Error::NoUnpinnedBuffers { pool_size: 64 }),
+                ResourceExhausted,
+            ),
+            (
+                wal(wal::WalError::InvalidConfig("segment".into())),
+                BadInput,
+            ),
+            (
+                wal(wal::WalError::CorruptSegment {
+                    file: "w".into(),
+                    detail: "x".into(),
+                }),
+                CorruptData,
+            ),
+            (wal(wal::WalError::WritesRefused("earlier".into())), Io),
+            (
+                E::Redo {
+                    lsn,
+                    kind: wal::RmgrKind::Heap,
+                    source: "bad".into(),
+                },
+                CorruptData,
+            ),
+            (
+                E::InvalidOption {
+                    option: "pool_size",
+                    detail: "0".into(),
+                },
+                BadInput,
+            ),
+            (
+                E::NotADatabase {
+                    path: "d".into(),
+                    detail: "no stamp".into(),
+                },
+                BadInput,
+            ),
+            (
+                E::IncompatibleVersion {
+                    path: "d".into(),
+                    found: "9".into(),
+                    expected: 1,
+                },
+                BadInput,
+            ),
+            (
+                E::ChecksumSettingMismatch {
+                    path: "d".into(),
+                    recorded: "on",
+                    requested: "off",
+                },
+                BadInput,
+            ),
+            (E::UnknownTable { name: t.clone() }, BadInput),
+            (
+                E::UnknownColumn {
+                    table: t.clone(),
+                    column: "c".into(),
+                },
+                BadInput,
+            ),
+            (E::TableExists { name: t.clone() }, BadInput),
+            (
+                E::InvalidSchema {
+                    name: t.clone(),
+                    detail: "x".into(),
+                },
+                BadInput,
+            ),
+            (
+                E::WrongColumnCount {
+                    table: t.clone(),
+                    expected: 2,
+                    got: 1,
+                },
+                BadInput,
+            ),
+            (
+                E::TypeMismatch {
+                    table: t.clone(),
+                    column: "c".into(),
+                    expected: ColumnType::I64,
+                    got: "bytes",
+                },
+                BadInput,
+            ),
+            (
+                E::NullNotAllowed {
+                    table: t.clone(),
+                    column: "c".into(),
+                },
+                BadInput,
+            ),
+            (
+                E::RowTooLarge {
+                    table: t.clone(),
+                    len: 9000,
+                    max: 8000,
+                },
+                BadInput,
+            ),
+            (
+                E::BadRowId {
+                    table: t.clone(),
+                    row_id: tid,
+                    reason: "past the end",
+                },
+                BadInput,
+            ),
+            (
+                E::RowNotVisible {
+                    table: t.clone(),
+                    row_id: tid,
+                },
+                BadInput,
+            ),
+            (
+                E::UnknownIndex {
+                    name: "i".into(),
+                    detail: String::new(),
+                },
+                BadInput,
+            ),
+            (
+                E::NoIndex {
+                    table: t.clone(),
+                    column: "c".into(),
+                    what: "index",
+                },
+                BadInput,
+            ),
+            (
+                E::UniqueViolation {
+                    index: "i".into(),
+                    table: t.clone(),
+                    key: "(7)".into(),
+                },
+                BadInput,
+            ),
+            (
+                E::KeyTooLarge {
+                    index: "i".into(),
+                    size: 9000,
+                    max: 2700,
+                },
+                BadInput,
+            ),
+            (
+                E::ReadOnlyTransaction {
+                    op: "insert",
+                    table: t.clone(),
+                },
+                BadInput,
+            ),
+            (
+                E::WrongColumn {
+                    table: t.clone(),
+                    detail: "x".into(),
+                },
+                BadInput,
+            ),
+            (
+                E::WriteConflict {
+                    table: t.clone(),
+                    row_id: tid,
+                },
+                Conflict,
+            ),
+            (
+                E::UniqueConflict {
+                    index: "i".into(),
+                    table: t.clone(),
+                    key: "(7)".into(),
+                    xid: 9,
+                },
+                Conflict,
+            ),
+            (
+                E::TransactionAborted {
+                    reason: "earlier failure".into(),
+                },
+                Conflict,
+            ),
+            (E::DatabaseInUse { path: "d".into() }, InUse),
+            (
+                E::StillInUse {
+                    path: "d".into(),
+                    others: 1,
+                },
+                InUse,
+            ),
+            (
+                E::CorruptRow {
+                    table: t.clone(),
+                    row_id: tid,
+                    detail: "x".into(),
+                },
+                CorruptData,
+            ),
+            (E::CorruptCatalog { detail: "x".into() }, CorruptData),
+            (
+                E::CorruptDataDir {
+                    path: "d".into(),
+                    detail: "x".into(),
+                },
+                CorruptData,
+            ),
+            (
+                E::Io {
+                    op: "read",
+                    path: "f".into(),
+                    source: io(),
+                },
+                Io,
+            ),
+            (E::Checkpoint { detail: "x".into() }, Io),
+            (
+                E::CommitNotRecorded {
+                    xid: 9,
+                    commit_lsn: lsn,
+                    detail: "clog read failed".into(),
+                },
+                Io,
+            ),
+            (
+                index(btree::BtreeError::WrongKeyType {
+                    index: "i".into(),
+                    expected: btree::KeyType::I64,
+                    got: btree::KeyType::Bytes,
+                }),
+                BadInput,
+            ),
+            (
+                index(btree::BtreeError::UniqueViolation {
+                    index: "i".into(),
+                    key: key(),
+                }),
+                BadInput,
+            ),
+            (
+                index(btree::BtreeError::UniqueInProgress {
+                    index: "i".into(),
+                    key: key(),
+                    xid: 9,
+                }),
+                Conflict,
+            ),
+            (index(btree::BtreeError::BadRecord("x".into())), CorruptData),
+            (
+                index(btree::BtreeError::HeapCheck {
+                    index: "i".into(),
+                    source: "x".into(),
+                }),
+                Io,
+            ),
+            (
+                index(btree::BtreeError::Buffer(
+                    bufmgr::Error::NoUnpinnedBuffers { pool_size: 64 },
+                )),
+                ResourceExhausted,
+            ),
+            (
+                heap(heap::HeapError::NotVisible {
+                    rel: RelId(1000),
+                    tid,
+                    xid: 9,
+                }),
+                BadInput,
+            ),
+            (
+                heap(heap::HeapError::WriteConflict {
+                    rel: RelId(1000),
+                    tid,
+                }),
+                Conflict,
+            ),
+            (heap(heap::HeapError::BadRecord("x".into())), CorruptData),
+            (
+                heap(heap::HeapError::Wal(wal::WalError::WritesRefused(
+                    "x".into(),
+                ))),
+                Io,
+            ),
+            (
+                heap(heap::HeapError::Buffer(bufmgr::Error::TooManyPins {
+                    tag,
+                    pins: 9,
+                })),
+                ResourceExhausted,
+            ),
+        ]
+    }
+
+    /// Every variant is classified once: `kind()` is the expected one,
+    /// `is_conflict()` is exactly `kind() == Conflict` and `is_retryable()`
+    /// exactly a conflict or an exhausted resource.
+    #[test]
+    fn every_variant_is_classified_once() {
+        let samples = samples();
+        let mut seen = [false; VARIANTS];
+        for (e, expected) in &samples {
+            seen[variant(e)] = true;
+            assert_eq!(e.kind(), *expected, "{e:?}");
+            assert_eq!(e.is_conflict(), e.kind() == ErrorKind::Conflict, "{e:?}");
+            assert_eq!(
+                e.is_retryable(),
+                matches!(e.kind(), ErrorKind::Conflict | ErrorKind::ResourceExhausted),
+                "{e:?}"
+            );
+            assert!(!e.to_string().is_empty());
+        }
+        let missing: Vec<usize> = (0..seen.len()).filter(|&i| !seen[i]).collect();
+        assert!(missing.is_empty(), "no sample of variants {missing:?}");
+        // The cases the classification got wrong before: a database in
+        // use is no conflict, a heap write conflict wrapped as `Heap` is one.
+        let mut checked = 0;
+        for (e, _) in &samples {
+            match e {
+                EngineError::DatabaseInUse { .. } | EngineError::StillInUse { .. } => {
+                    assert!(!e.is_conflict() && !e.is_retryable(), "{e}");
+                    checked += 1;
+                }
+                EngineError::Heap {
+                    source: heap::HeapError::WriteConflict { .. },
+                    ..
+                } => {
+                    assert!(e.is_conflict() && e.is_retryable(), "{e}");
+                    checked += 1;
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(checked, 3);
+    }
+
+    #[test]
+    fn long_names_are_cut_in_messages() {
+        let long = "é".repeat(5_000);
+        let e = EngineError::UnknownColumn {
+            table: long.clone(),
+            column: "c".into(),
+        };
+        let msg = e.to_string();
+        assert!(msg.len() < 2 * MAX_NAME_IN_MESSAGE + 100, "{msg}");
+        assert!(
+            msg.contains("(10000 bytes)") && msg.contains("\"c\""),
+            "{msg}"
+        );
+        // A short name reads as it always did.
+        let e = EngineError::UnknownTable { name: "t".into() };
+        assert_eq!(e.to_string(), "unknown table \"t\"");
     }
 }

@@ -31,7 +31,7 @@ use crate::record::HeapRecord;
 use crate::tuple::{
     HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID, TupleHeader,
 };
-use crate::txn::{INVALID_XID, TransactionStatus, XidStatus};
+use crate::txn::{INVALID_XID, StatusError, TransactionStatus, XidStatus};
 
 /// What pruning one page (or vacuuming a relation) did.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
@@ -82,19 +82,25 @@ fn recently_dead(h: &TupleHeader, horizon: Xid, oracle: &dyn TransactionStatus) 
 }
 
 /// Is the tuple dead to every snapshot, given `horizon`?
-pub fn dead_to_everyone(h: &TupleHeader, horizon: Xid, oracle: &dyn TransactionStatus) -> bool {
+/// A status the oracle cannot read is an error (nothing is removed on a
+/// guess).
+pub fn dead_to_everyone(
+    h: &TupleHeader,
+    horizon: Xid,
+    oracle: &dyn TransactionStatus,
+) -> Result<bool, StatusError> {
     let frozen = h.has(HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID);
     if !frozen {
         let xmin_aborted = h.has(HEAP_XMIN_INVALID)
-            || (!h.has(HEAP_XMIN_COMMITTED) && oracle.status(h.xmin) == XidStatus::Aborted);
+            || (!h.has(HEAP_XMIN_COMMITTED) && oracle.status(h.xmin)? == XidStatus::Aborted);
         if xmin_aborted {
-            return true;
+            return Ok(true);
         }
     }
     if h.xmax == INVALID_XID || h.has(HEAP_XMAX_INVALID) || h.xmax >= horizon {
-        return false;
+        return Ok(false);
     }
-    h.has(HEAP_XMAX_COMMITTED) || matches!(oracle.status(h.xmax), XidStatus::Committed { .. })
+    Ok(h.has(HEAP_XMAX_COMMITTED) || matches!(oracle.status(h.xmax)?, XidStatus::Committed { .. }))
 }
 
 impl Heap {
@@ -139,7 +145,7 @@ impl Heap {
                 continue;
             }
             let (_, h) = view.header(off)?.expect("normal pointer has a tuple");
-            if dead_to_everyone(&h, horizon, oracle) {
+            if dead_to_everyone(&h, horizon, oracle)? {
                 stats.tuples_removed += 1;
                 changes.push((off, LpState::Dead));
                 continue;

@@ -26,6 +26,7 @@ pub enum ErrorKind {
 
 /// An error from the write-ahead log.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WalError {
     // ---- bad input ----
     /// A configuration value is out of range.

@@ -716,7 +716,11 @@ impl Shared {
             // Step 2: take the position and link into the chain.
             let start = ins.next;
             let end = Lsn(start.0 + len as u64);
-            let bytes = unlinked.link(ins.prev);
+            // Everything before the flushed position is durable now, so it
+            // was before this record reaches the disk: the reader's proof
+            // that damage before it is inside durable WAL.
+            let durable = Lsn(self.flushed_lsn.load(Ordering::Acquire));
+            let bytes = unlinked.link(ins.prev, durable);
             ins.buf.extend_from_slice(bytes);
             ins.prev = start;
             ins.next = end;
