@@ -527,7 +527,7 @@ mod tests {
     use bufmgr::{BufferTag, Fork, RelId};
 
     /// Number of `EngineError` variants: `variant` below lists each once.
-    const VARIANTS: usize = 38;
+    const VARIANTS: usize = 39;
 
     /// Position of `e`'s variant. The match has no wildcard, so a new
     /// variant does not compile until it is listed here (and a sample of it
@@ -573,6 +573,7 @@ mod tests {
             E::Index { .. } => 35,
             E::Heap { .. } => 36,
             E::CommitNotRecorded { .. } => 37,
+            E::TooManyCommands { .. } => 38,
         }
     }
 
@@ -784,6 +785,14 @@ mod tests {
                 E::ReadOnlyTransaction {
                     op: "insert",
                     table: t.clone(),
+                },
+                BadInput,
+            ),
+            (
+                E::TooManyCommands {
+                    op: "insert",
+                    table: t.clone(),
+                    limit: 1,
                 },
                 BadInput,
             ),

@@ -72,13 +72,16 @@ impl PruneStats {
 
 /// Is the tuple dead to everyone but kept for a snapshot that may still see
 /// it (see [`PruneStats::recently_dead`])? Only for tuples that
-/// [`dead_to_everyone`] kept.
-fn recently_dead(h: &TupleHeader, horizon: Xid, oracle: &dyn TransactionStatus) -> bool {
-    h.xmax != INVALID_XID
-        && !h.has(HEAP_XMAX_INVALID)
-        && h.xmax >= horizon
-        && (h.has(HEAP_XMAX_COMMITTED)
-            || matches!(oracle.status(h.xmax), XidStatus::Committed { .. }))
+/// [`dead_to_everyone`] kept. A status the oracle cannot read is an error.
+fn recently_dead(
+    h: &TupleHeader,
+    horizon: Xid,
+    oracle: &dyn TransactionStatus,
+) -> Result<bool, StatusError> {
+    if h.xmax == INVALID_XID || h.has(HEAP_XMAX_INVALID) || h.xmax < horizon {
+        return Ok(false);
+    }
+    Ok(h.has(HEAP_XMAX_COMMITTED) || matches!(oracle.status(h.xmax)?, XidStatus::Committed { .. }))
 }
 
 /// Is the tuple dead to every snapshot, given `horizon`?
@@ -150,7 +153,7 @@ impl Heap {
                 changes.push((off, LpState::Dead));
                 continue;
             }
-            if recently_dead(&h, horizon, oracle) {
+            if recently_dead(&h, horizon, oracle)? {
                 stats.keep(h.xmax);
             }
             if h.xmax != INVALID_XID

@@ -579,6 +579,8 @@ impl TransactionStatus for TransactionManager {
                 ErrorKind::Io => heap::ErrorKind::Io,
                 ErrorKind::ResourceExhausted => heap::ErrorKind::ResourceExhausted,
                 ErrorKind::Conflict => heap::ErrorKind::Conflict,
+                // Not an error a status read gives; the nearest heap kind.
+                ErrorKind::InUse => heap::ErrorKind::Conflict,
             },
             source: Box::new(e),
         })
