@@ -1526,13 +1526,8 @@ impl Core {
             .catalog_heap
             .scan(&snap, &*self.tm, heap::ScanOptions::default())
             .map_err(EngineError::heap("could not read the catalog"))?;
-        // A commit-log page that could not be read makes committed catalog
-        // rows look in progress: fail rather than load a partial catalog.
-        if let Some(failure) = self.tm.status_failure() {
-            return Err(EngineError::CorruptCatalog {
-                detail: format!("reading the catalog: a commit-log lookup failed: {failure}"),
-            });
-        }
+        // (A commit-log page that cannot be read fails the scan itself: no
+        // committed catalog row is ever taken for one in progress.)
         let mut st = CatalogState {
             next_rel: FIRST_USER_REL.0,
             ..CatalogState::default()
