@@ -5,10 +5,11 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::{payload_record, read_from, small_segments, within};
-use wal::segment::wal_dir;
+use wal::sim_disk::{Fault, FaultKind, FaultOp, FileClass, SimDisk};
 use wal::{EndReason, ErrorKind, Lsn, Wal, WalConfig, WalError};
 
 #[test]
@@ -95,19 +96,19 @@ fn reopening_with_another_segment_size_is_refused() {
 fn after_a_failed_write_the_log_refuses_further_writes() {
     within(Duration::from_secs(30), || {
         let dir = tempfile::tempdir().unwrap();
-        let wal = Wal::open(dir.path(), small_segments()).unwrap();
+        let disk = Arc::new(SimDisk::new());
+        let wal = Wal::open_with_fs(dir.path(), small_segments(), disk.clone()).unwrap();
         let (_, end) = wal.insert(&payload_record(1, 100)).unwrap();
         wal.flush(end).unwrap();
-        // Take the WAL directory away: the next segment cannot be created.
-        std::fs::remove_dir_all(wal_dir(dir.path())).unwrap();
-        let mut last = end;
-        while last.0 <= small_segments().segment_size {
-            last = wal.insert(&payload_record(2, 1000)).unwrap().1;
-        }
+        // The next write of a segment fails (a failed open or creation of a
+        // segment loses nothing and is retried: see
+        // `out_of_descriptors_is_retryable_not_fatal`).
+        disk.inject(Fault::next(FileClass::Wal, FaultOp::Write, FaultKind::Eio));
+        let (_, last) = wal.insert(&payload_record(2, 1000)).unwrap();
         let e = wal.flush(last).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Io);
         assert!(
-            e.to_string().contains("0000000000010000"),
+            e.to_string().contains("0000000000000000"),
             "names the segment: {e}"
         );
         let e = wal.flush(last).unwrap_err();
