@@ -46,12 +46,25 @@ fn a_zeroed_page_inside_durable_wal_fails_the_open_naming_segment_and_lsn() {
             page.0 > redo.0 && page.0 + 2 * WAL_PAGE < end.0,
             "{redo} {page} {end}"
         );
-        // The first record the zeros destroy.
+        let segment = segment_path(&wal_dir(dir.path()), Lsn(page.0 / SEGMENT * SEGMENT));
+        // The first record the zeros destroy: one with a byte that is not
+        // zero already inside the page.
+        let mut original = vec![0u8; WAL_PAGE as usize];
+        std::fs::File::open(&segment)
+            .unwrap()
+            .read_exact_at(&mut original, page.0 % SEGMENT)
+            .unwrap();
         let (victim, _) = records
             .iter()
-            .find(|(lsn, rec)| lsn.0 + rec.encoded_len() as u64 > page.0)
+            .find(|(lsn, rec)| {
+                let from = lsn.0.max(page.0);
+                let to = (lsn.0 + rec.encoded_len() as u64).min(page.0 + WAL_PAGE);
+                from < to
+                    && original[(from - page.0) as usize..(to - page.0) as usize]
+                        .iter()
+                        .any(|b| *b != 0)
+            })
             .unwrap();
-        let segment = segment_path(&wal_dir(dir.path()), Lsn(page.0 / SEGMENT * SEGMENT));
         OpenOptions::new()
             .write(true)
             .open(&segment)
