@@ -22,12 +22,17 @@ use engine::Database;
 const CHILD_DIR: &str = "ENGINE_TEST_COMMIT_IN_DOUBT_DIR";
 
 fn open_fds() -> u64 {
-    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0) as u64
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0) as u64
 }
 
 /// Set the soft `RLIMIT_NOFILE` (the hard limit stays).
 fn limit_descriptors(n: u64) {
-    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     // SAFETY: getrlimit/setrlimit read or write the struct we pass.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
     lim.rlim_cur = (n as libc::rlim_t).min(lim.rlim_max);
@@ -36,7 +41,12 @@ fn limit_descriptors(n: u64) {
 }
 
 fn count(db: &Database, t: &str) -> usize {
-    db.read().unwrap().scan(t).unwrap().map(|r| r.unwrap()).count()
+    db.read()
+        .unwrap()
+        .scan(t)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .count()
 }
 
 /// Tables of 200 rows each, one commit each, under a descriptor limit just
@@ -90,7 +100,12 @@ fn a_commit_in_doubt_reads_the_same_before_and_after_a_crash() {
     watchdog(Duration::from_secs(120), || {
         let dir = tempfile::tempdir().unwrap();
         let out = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "commit_in_doubt_child", "--ignored", "--nocapture"])
+            .args([
+                "--exact",
+                "commit_in_doubt_child",
+                "--ignored",
+                "--nocapture",
+            ])
             .env(CHILD_DIR, dir.path())
             .output()
             .unwrap();

@@ -135,5 +135,7 @@ fn a_missing_or_truncated_catalog_fails_the_open() {
 #[test]
 #[ignore = "bug: a table file deleted or truncated while closed: the open succeeds, scans return Ok with 0 or 1,070 of 2,100 rows"]
 fn a_missing_or_truncated_table_file_fails_the_open() {
-    watchdog(Duration::from_secs(60), || check(|rel| format!("base/{rel}")));
+    watchdog(Duration::from_secs(60), || {
+        check(|rel| format!("base/{rel}"))
+    });
 }

@@ -22,7 +22,9 @@ fn after_rollback(range: bool) -> Result<(usize, usize), String> {
     db.create_table("t", two_columns()).unwrap();
     db.create_index("t_id", "t", "id", true).unwrap();
     let t = db.begin().unwrap();
-    let ids: Vec<_> = (0..50).map(|i| t.insert("t", row(i, "c")).unwrap()).collect();
+    let ids: Vec<_> = (0..50)
+        .map(|i| t.insert("t", row(i, "c")).unwrap())
+        .collect();
     t.commit().unwrap();
     let t = db.begin().unwrap();
     for i in 100..200 {
@@ -32,7 +34,10 @@ fn after_rollback(range: bool) -> Result<(usize, usize), String> {
         t.delete("t", *id).unwrap();
     }
     let it: Box<dyn Iterator<Item = engine::Result<(engine::RowId, engine::Row)>>> = if range {
-        Box::new(t.index_range("t_id", Bound::Unbounded, Bound::Unbounded).unwrap())
+        Box::new(
+            t.index_range("t_id", Bound::Unbounded, Bound::Unbounded)
+                .unwrap(),
+        )
     } else {
         Box::new(t.scan("t").unwrap())
     };

@@ -22,12 +22,17 @@ use engine::Database;
 const CHILD_DIR: &str = "ENGINE_TEST_DESCRIPTORS_HELD_DIR";
 
 fn open_fds() -> u64 {
-    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0) as u64
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0) as u64
 }
 
 /// Lower the soft `RLIMIT_NOFILE` (the hard limit stays).
 fn limit_descriptors(n: u64) {
-    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
     // SAFETY: getrlimit/setrlimit read or write the struct we pass.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
     lim.rlim_cur = (n as libc::rlim_t).min(lim.rlim_max);
@@ -80,7 +85,12 @@ fn out_of_descriptors_held_by_the_file_cache_never_fails_a_checkpoint_or_a_commi
     watchdog(Duration::from_secs(120), || {
         let dir = tempfile::tempdir().unwrap();
         let out = Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "descriptors_held_child", "--ignored", "--nocapture"])
+            .args([
+                "--exact",
+                "descriptors_held_child",
+                "--ignored",
+                "--nocapture",
+            ])
             .env(CHILD_DIR, dir.path())
             .output()
             .unwrap();
