@@ -33,20 +33,21 @@ fn limit_descriptors(n: u64) {
         rlim_cur: 0,
         rlim_max: 0,
     };
-    // SAFETY: getrlimit/setrlimit read or write the struct we pass.
+    // SAFETY: getrlimit writes the struct we pass and nothing else.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
     lim.rlim_cur = (n as libc::rlim_t).min(lim.rlim_max);
+    // SAFETY: setrlimit reads the struct we pass and nothing else.
     let r = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
     assert_eq!(r, 0, "setrlimit: {}", std::io::Error::last_os_error());
 }
 
 fn count(db: &Database, t: &str) -> usize {
-    db.read()
-        .unwrap()
-        .scan(t)
-        .unwrap()
-        .map(|r| r.unwrap())
-        .count()
+    let mut n = 0;
+    for r in db.read().unwrap().scan(t).unwrap() {
+        r.unwrap();
+        n += 1;
+    }
+    n
 }
 
 /// Tables of 200 rows each, one commit each, under a descriptor limit just

@@ -59,10 +59,12 @@ fn forty_io_uring_scans_leave_the_descriptor_count_where_it_was() {
                     let db = db.clone();
                     std::thread::spawn(move || {
                         let r = db.read().unwrap();
-                        r.scan(format!("t{}", w % 20).as_str())
-                            .unwrap()
-                            .map(|x| x.unwrap())
-                            .count()
+                        let mut n = 0;
+                        for x in r.scan(format!("t{}", w % 20).as_str()).unwrap() {
+                            x.unwrap();
+                            n += 1;
+                        }
+                        n
                     })
                 })
                 .collect();

@@ -37,9 +37,10 @@ fn limit_descriptors(n: u64) {
         rlim_cur: 0,
         rlim_max: 0,
     };
-    // SAFETY: getrlimit/setrlimit read or write the struct we pass.
+    // SAFETY: getrlimit writes the struct we pass and nothing else.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
     lim.rlim_cur = (n as libc::rlim_t).min(lim.rlim_max);
+    // SAFETY: setrlimit reads the struct we pass and nothing else.
     let r = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
     assert_eq!(r, 0, "setrlimit: {}", std::io::Error::last_os_error());
 }
