@@ -25,7 +25,9 @@
 //!    crashed before committing is never handed out again.
 //! 3. After recovery, a relation file `>= FIRST_USER_REL` that the catalog
 //!    does not know (a CREATE that never committed, a DROP whose file removal
-//!    was cut short, or a dropped table's pages rebuilt by redo) is removed.
+//!    was cut short, or a dropped table's pages rebuilt by redo) is removed,
+//!    unless `RELSIZES` lists it (a committed CREATE that no DROP took out:
+//!    the catalog lost its row, and the open fails with nothing removed).
 //! 4. The in-memory copy (`CatalogState`) changes only after the catalog
 //!    transaction committed, under its write lock.
 
@@ -136,11 +138,26 @@ pub(crate) struct IndexHandle {
     pub dropped: std::sync::atomic::AtomicBool,
 }
 
+/// An index whose file was missing or damaged at open (PostgreSQL's
+/// `indisvalid = false`): reads do not use it and writes do not maintain it
+/// (a unique one does not enforce uniqueness); `drop_index` removes it, and
+/// creating it again rebuilds it.
+#[derive(Clone, Debug)]
+pub(crate) struct InvalidIndex {
+    pub info: IndexInfo,
+    /// The table's name.
+    pub table: String,
+    pub catalog_tid: Tid,
+    /// Why it is invalid (names the file).
+    pub reason: String,
+}
+
 /// The catalog in memory.
 #[derive(Debug, Default)]
 pub(crate) struct CatalogState {
     pub tables: HashMap<String, Arc<TableHandle>>,
     pub indexes: HashMap<String, Arc<IndexHandle>>,
+    pub invalid_indexes: HashMap<String, InvalidIndex>,
     pub meta_tid: Option<Tid>,
     pub next_rel: u32,
 }

@@ -32,11 +32,11 @@ use crate::autovacuum::{
     AutovacShared, Autovacuum, AutovacuumStats, Pending, TableCounters, WorkerContext,
 };
 use crate::catalog::{
-    CATALOG_REL, CatalogEntry, CatalogState, IndexHandle, IndexInfo, RelKind, TableHandle,
-    TableInfo, check_name, check_table,
+    CATALOG_REL, CatalogEntry, CatalogState, IndexHandle, IndexInfo, InvalidIndex, RelKind,
+    TableHandle, TableInfo, check_name, check_table,
 };
-use crate::datadir::{self, DirLock};
-use crate::error::{EngineError, Result};
+use crate::datadir::{self, DirLock, Recorded, RecordedKind};
+use crate::error::{EngineError, ErrorKind, Result};
 use crate::index::{self, key_type, map_btree};
 use crate::invalid_pages::{InvalidPages, log_drop};
 use crate::options::Options;
@@ -215,14 +215,39 @@ impl Database {
         options.validate()?;
         // 2. The lock, then the version stamp (datadir rules 1-3).
         let lock = datadir::lock(&dir)?;
-        datadir::check_or_stamp(&dir, options.checksums)?;
-        // Was the last run closed cleanly? (Unlogged tables are emptied if not.)
-        let clean = datadir::take_clean_marker(&dir)?;
+        let new = datadir::check_or_stamp(&dir, options.checksums)?;
+        // Was the last run closed cleanly? (Unlogged tables are emptied if
+        // not.) The marker goes only once this open has succeeded.
+        let clean = datadir::clean_marker_present(&dir)?;
+        // What the directory is known to hold (datadir `RELSIZES` rules).
+        let recorded = if new {
+            None
+        } else {
+            datadir::read_relsizes(&dir)?
+        };
         // 3. WAL (from the control file's redo point), storage, pool.
         let fs: Arc<dyn wal::FileSystem> = match &options.file_system {
             Some(fs) => Arc::clone(fs),
             None => Arc::new(wal::OsFileSystem),
         };
+        if let Some(rec) = &recorded {
+            // Opened successfully before (a first open ends with a
+            // checkpoint): the control file must be there.
+            let control = wal::control::read_control_with(&*fs, &dir)
+                .map_err(EngineError::wal("could not read the control file"))?;
+            if control.is_none() {
+                return Err(EngineError::CorruptDataDir {
+                    path: wal::control_path(&dir),
+                    detail: format!(
+                        "the control file is missing, but the data directory has been opened \
+                         before ({} lists {} relations); it was deleted while the database was \
+                         closed: restore it from a backup",
+                        datadir::RELSIZES_FILE,
+                        rec.len()
+                    ),
+                });
+            }
+        }
         let wal = Arc::new(Wal::open_with_fs(&dir, options.wal_config(), fs).map_err(
             EngineError::wal(format!("could not open the WAL of {}", dir.display())),
         )?);
@@ -232,6 +257,12 @@ impl Database {
         let storage = match &options.wrap_storage {
             Some(wrap) => wrap(files),
             None => files,
+        };
+        // Before anything creates a file or redo writes into one: every
+        // recorded file is there, at least as long as recorded.
+        let damaged_indexes = match &recorded {
+            Some(rec) => check_recorded(&*storage, rec)?,
+            None => HashMap::new(),
         };
         let pool = Arc::new(
             BufferPool::with_wal(options.pool_config(), storage, wal.clone())
@@ -283,15 +314,35 @@ impl Database {
         };
         let replayed =
             recovery.commits + recovery.aborts + recovery.clog_pages + recovery.other > 0;
-        core.load_catalog(!clean || replayed)?;
+        core.load_catalog(!clean || replayed, &damaged_indexes, recorded.is_some())?;
         // 6. Orphan relation files go (catalog rule 3).
-        core.remove_orphans()?;
+        core.remove_orphans(recorded.as_deref())?;
+        // Zeros a power loss left beyond the durable lengths become blank
+        // pages, written before the next fsync makes them durable data.
+        let (read, zeroed) = core
+            .pool
+            .settle_beyond_durable()
+            .map_err(EngineError::buffer(
+                "could not read the relation blocks beyond their durable length",
+            ))?;
+        core.recovery.beyond_durable = read;
+        core.recovery.zeroed_new_pages = zeroed;
         // 7. Splits a crash cut short get their downlinks, then the
-        //    end-of-recovery checkpoint, so the next crash replays less.
+        //    end-of-recovery checkpoint, so the next crash replays less (and
+        //    a new directory's first, so that it has a control file).
         if replayed {
             core.finish_incomplete_splits()?;
+        }
+        if replayed || new {
             core.checkpoint()?;
         }
+        // After a crash the files may hold writes the dead run never
+        // fsynced (PostgreSQL's SyncDataDirectory): sync them before their
+        // lengths are recorded.
+        if !clean && !new {
+            core.sync_relation_files()?;
+        }
+        core.record_sizes()?;
         // 8. The checkpointer (the bgwriter runs with the pool).
         if core.options.checkpointer {
             // wal's thread with the engine's checkpoint: the transaction
@@ -321,6 +372,8 @@ impl Database {
                 snapshots: core.snapshots.clone(),
             })?);
         }
+        // 10. The open succeeded: a crash of this run is a crash.
+        datadir::remove_clean_marker(&core.dir)?;
         Ok(Database {
             shared: Arc::new(Shared { core: Some(core) }),
         })
@@ -394,6 +447,11 @@ impl Core {
             let _one = checkpoint_serial.lock();
             result = tm.checkpoint().map(drop);
         }
+        // The lengths now are durable (every page written and synced).
+        let sizes = result
+            .is_ok()
+            .then(|| current_sizes(&catalog.read(), &pool))
+            .transpose();
         // 4. Everything that holds the WAL goes, then the WAL closes.
         drop(catalog);
         drop(catalog_heap);
@@ -405,10 +463,13 @@ impl Core {
         }
         .map_err(EngineError::wal("shutdown: could not close the WAL"));
         let mut result = result.and(closed);
-        // 5. Everything is on disk: mark the shutdown clean (unlogged tables
-        //    keep their rows), then the lock goes last.
+        // 5. Everything is on disk: record the lengths, mark the shutdown
+        //    clean (unlogged tables keep their rows), then the lock goes last.
         if result.is_ok() {
-            result = datadir::write_clean_marker(&dir);
+            result = sizes.and_then(|sizes| {
+                datadir::write_relsizes(&dir, &sizes.unwrap_or_default())?;
+                datadir::write_clean_marker(&dir)
+            });
         }
         drop(lock);
         result
@@ -489,6 +550,9 @@ impl Database {
             .map_err(EngineError::heap(what()))?;
         let heap = c.open_heap(info.rel, name, info.logged)?;
         txn.commit_with(CommitMode::Synchronous)?;
+        if info.logged {
+            c.record_add(info.rel, RecordedKind::Table, name)?;
+        }
         let mut st = c.catalog.write();
         st.meta_tid = Some(new_meta);
         st.tables.insert(
@@ -535,6 +599,26 @@ impl Database {
                 .delete(txn.xid(), &snap, &*c.tm, ix.catalog_tid)
                 .map_err(EngineError::heap(what()))?;
         }
+        let invalid: Vec<InvalidIndex> = c
+            .catalog
+            .read()
+            .invalid_indexes
+            .values()
+            .filter(|i| i.info.table == t.info.rel)
+            .cloned()
+            .collect();
+        for ix in &invalid {
+            c.catalog_heap
+                .delete(txn.xid(), &snap, &*c.tm, ix.catalog_tid)
+                .map_err(EngineError::heap(what()))?;
+        }
+        let rels: Vec<RelId> = indexes
+            .iter()
+            .map(|ix| ix.info.rel)
+            .chain(invalid.iter().map(|ix| ix.info.rel))
+            .chain([t.info.rel])
+            .collect();
+        c.record_remove(&rels)?;
         txn.commit_with(CommitMode::Synchronous)?;
         *dropped = true;
         {
@@ -544,19 +628,17 @@ impl Database {
                 ix.dropped.store(true, Ordering::Release);
                 st.indexes.remove(&ix.info.name);
             }
+            for ix in &invalid {
+                st.invalid_indexes.remove(&ix.info.name);
+            }
         }
         t.indexes.write().clear();
         drop(dropped);
         c.catalog_changed(Pending {
             inserted: 0,
             updated: 0,
-            deleted: 1 + indexes.len() as u64,
+            deleted: (1 + indexes.len() + invalid.len()) as u64,
         });
-        let rels: Vec<RelId> = indexes
-            .iter()
-            .map(|ix| ix.info.rel)
-            .chain([t.info.rel])
-            .collect();
         // Durable before the files go: redo forgives the relations' missing
         // pages when it replays this (see `invalid_pages`).
         log_drop(&c.wal, &rels)?;
@@ -641,6 +723,9 @@ impl Database {
             }
         };
         txn.commit_with(CommitMode::Synchronous)?;
+        if t.info.logged {
+            c.record_add(info.rel, RecordedKind::Index, name)?;
+        }
         t.indexes.write().push(ix.clone());
         let mut st = c.catalog.write();
         st.meta_tid = Some(new_meta);
@@ -658,9 +743,15 @@ impl Database {
     /// Drop an index: its catalog row is deleted (committed before this
     /// returns), then its buffers are invalidated and its file removed.
     /// Waits for operations on its table in progress.
+    /// An index opened invalid (its file missing or damaged) is dropped
+    /// the same way.
     pub fn drop_index(&self, name: &str) -> Result<()> {
         let c = self.core();
         let _ddl = c.ddl.lock();
+        let invalid = c.catalog.read().invalid_indexes.get(name).cloned();
+        if let Some(ix) = invalid {
+            return c.drop_invalid_index(ix);
+        }
         let ix = c.index(name)?;
         let t = c.table(&ix.table)?;
         let dropped = t.dropped.write();
@@ -669,6 +760,7 @@ impl Database {
         c.catalog_heap
             .delete(txn.xid(), &snap, &*c.tm, ix.catalog_tid)
             .map_err(EngineError::heap(format!("drop index {name:?}: catalog")))?;
+        c.record_remove(&[ix.info.rel])?;
         txn.commit_with(CommitMode::Synchronous)?;
         ix.dropped.store(true, Ordering::Release);
         t.indexes.write().retain(|i| !Arc::ptr_eq(i, &ix));
@@ -717,6 +809,25 @@ impl Database {
             .map(|ix| ix.info.clone())
             .collect();
         v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+
+    /// Indexes opened invalid because their file was missing or damaged
+    /// (PostgreSQL's `indisvalid = false`), by name, each with the reason
+    /// (naming the file). Reads do not use them and writes do not maintain
+    /// them; [`drop_index`](Self::drop_index) removes one, and
+    /// [`create_index`](Self::create_index) of the same definition rebuilds
+    /// it. Not listed by [`indexes`](Self::indexes).
+    pub fn invalid_indexes(&self) -> Vec<(IndexInfo, String)> {
+        let mut v: Vec<(IndexInfo, String)> = self
+            .core()
+            .catalog
+            .read()
+            .invalid_indexes
+            .values()
+            .map(|ix| (ix.info.clone(), ix.reason.clone()))
+            .collect();
+        v.sort_by(|a, b| a.0.name.cmp(&b.0.name));
         v
     }
 
@@ -1115,15 +1226,21 @@ impl Core {
     }
 
     pub fn index(&self, name: &str) -> Result<Arc<IndexHandle>> {
-        self.catalog
-            .read()
-            .indexes
-            .get(name)
-            .cloned()
-            .ok_or_else(|| EngineError::UnknownIndex {
-                name: name.into(),
-                detail: String::new(),
-            })
+        let st = self.catalog.read();
+        if let Some(ix) = st.indexes.get(name) {
+            return Ok(ix.clone());
+        }
+        let detail = match st.invalid_indexes.get(name) {
+            Some(ix) => format!(
+                " (it is invalid: {}; drop it and create it again)",
+                ix.reason
+            ),
+            None => String::new(),
+        };
+        Err(EngineError::UnknownIndex {
+            name: name.into(),
+            detail,
+        })
     }
 
     /// Count what a committed DDL did to the catalog and, with autovacuum
@@ -1193,7 +1310,10 @@ impl Core {
     /// and the next relation id.
     fn name_free(&self, name: &str) -> Result<(Tid, u32)> {
         let st = self.catalog.read();
-        if st.tables.contains_key(name) || st.indexes.contains_key(name) {
+        if st.tables.contains_key(name)
+            || st.indexes.contains_key(name)
+            || st.invalid_indexes.contains_key(name)
+        {
             return Err(EngineError::TableExists { name: name.into() });
         }
         let meta = st.meta_tid.ok_or_else(|| EngineError::CorruptCatalog {
@@ -1278,6 +1398,71 @@ impl Core {
         Ok(())
     }
 
+    /// Drop an invalid index (`Database::drop_index`; the caller holds the
+    /// DDL lock).
+    fn drop_invalid_index(&self, ix: InvalidIndex) -> Result<()> {
+        let name = &ix.info.name;
+        let txn = self.tm.begin()?;
+        let snap = txn.snapshot();
+        self.catalog_heap
+            .delete(txn.xid(), &snap, &*self.tm, ix.catalog_tid)
+            .map_err(EngineError::heap(format!("drop index {name:?}: catalog")))?;
+        self.record_remove(&[ix.info.rel])?;
+        txn.commit_with(CommitMode::Synchronous)?;
+        self.catalog.write().invalid_indexes.remove(name);
+        self.catalog_changed(Pending {
+            inserted: 0,
+            updated: 0,
+            deleted: 1,
+        });
+        // As for any drop: durable before the file goes (`invalid_pages`).
+        log_drop(&self.wal, &[ix.info.rel])?;
+        self.pool
+            .drop_relation(ix.info.rel)
+            .map_err(EngineError::buffer(format!(
+                "drop index {name:?}: could not remove its file"
+            )))
+    }
+
+    /// Record every logged relation's length now (`RELSIZES` rule 1).
+    fn record_sizes(&self) -> Result<()> {
+        let sizes = current_sizes(&self.catalog.read(), &self.pool)?;
+        datadir::write_relsizes(&self.dir, &sizes)
+    }
+
+    /// A CREATE committed: list its relation (`RELSIZES` rule 2).
+    fn record_add(&self, rel: RelId, kind: RecordedKind, name: &str) -> Result<()> {
+        let r = Recorded {
+            rel: rel.0,
+            blocks: 0,
+            kind,
+            name: name.to_string(),
+        };
+        datadir::append_relsizes(&self.dir, &[r], &[])
+    }
+
+    /// A DROP is about to commit: take its relations out (rule 2).
+    fn record_remove(&self, rels: &[RelId]) -> Result<()> {
+        let ids: Vec<u32> = rels.iter().map(|r| r.0).collect();
+        datadir::append_relsizes(&self.dir, &[], &ids)
+    }
+
+    /// fsync the clog, the catalog and every logged relation's file.
+    fn sync_relation_files(&self) -> Result<()> {
+        for r in current_sizes(&self.catalog.read(), &self.pool)? {
+            let rf = RelFork::main(RelId(r.rel));
+            self.pool
+                .storage()
+                .sync(rf)
+                .map_err(EngineError::buffer(format!(
+                    "syncing {} {:?} after a crash",
+                    r.kind.word(),
+                    r.name
+                )))?;
+        }
+        Ok(())
+    }
+
     /// Empty an unlogged relation (PostgreSQL resets them from their init
     /// fork at the end of crash recovery).
     fn reset_relation(&self, rel: RelId) -> Result<()> {
@@ -1324,12 +1509,25 @@ impl Core {
     /// Read the catalog with a fresh snapshot; bootstrap it if empty. With
     /// `reset_unlogged` (the last run did not close cleanly), unlogged tables
     /// and their indexes are emptied first.
-    fn load_catalog(&mut self, reset_unlogged: bool) -> Result<()> {
+    /// An index in `damaged` (its file missing or short, found before
+    /// recovery), or whose file is missing or does not open as a B-tree, is
+    /// opened invalid; a table whose file is missing is an error naming it
+    /// (never a new empty file).
+    /// `existing`: the directory has been opened before (it has a
+    /// `RELSIZES`), so its catalog must have its meta row.
+    fn load_catalog(
+        &mut self,
+        reset_unlogged: bool,
+        damaged: &HashMap<RelId, String>,
+        existing: bool,
+    ) -> Result<()> {
         let snap = self.tm.snapshot();
         let rows = self
             .catalog_heap
             .scan(&snap, &*self.tm, heap::ScanOptions::default())
             .map_err(EngineError::heap("could not read the catalog"))?;
+        // (A commit-log page that cannot be read fails the scan itself: no
+        // committed catalog row is ever taken for one in progress.)
         let mut st = CatalogState {
             next_rel: FIRST_USER_REL.0,
             ..CatalogState::default()
@@ -1362,6 +1560,22 @@ impl Core {
             if !info.logged && reset_unlogged {
                 self.reset_relation(info.rel)?;
             }
+            let rf = RelFork::main(info.rel);
+            let storage = self.pool.storage();
+            let exists = storage.exists(rf).map_err(EngineError::buffer(format!(
+                "opening table {:?}",
+                info.name
+            )))?;
+            if !exists {
+                return Err(EngineError::CorruptDataDir {
+                    path: storage.path(rf),
+                    detail: format!(
+                        "the file of table {:?} ({}) is missing; the catalog lists the table: \
+                         it was deleted while the database was closed",
+                        info.name, info.rel
+                    ),
+                });
+            }
             let heap = self.open_heap(info.rel, &info.name, info.logged)?;
             let t = Arc::new(TableHandle {
                 info,
@@ -1388,9 +1602,46 @@ impl Core {
             if reset {
                 self.reset_relation(info.rel)?;
             }
-            let ix = self.open_index(t, info, catalog_tid, reset)?;
-            t.indexes.write().push(ix.clone());
-            st.indexes.insert(ix.info.name.clone(), ix);
+            let rf = RelFork::main(info.rel);
+            let path = self.pool.storage().path(rf);
+            let exists = self
+                .pool
+                .storage()
+                .exists(rf)
+                .map_err(EngineError::buffer(format!(
+                    "opening index {:?}",
+                    info.name
+                )))?;
+            let opened = match damaged.get(&info.rel) {
+                Some(reason) => Err(reason.clone()),
+                None if !exists => Err(format!("its file {} is missing", path.display())),
+                None => match self.open_index(t, info.clone(), catalog_tid, reset) {
+                    Ok(ix) => Ok(ix),
+                    // Damaged bytes (or a file too short for its meta
+                    // page): invalid. The environment failing is an error.
+                    Err(e) if matches!(e.kind(), ErrorKind::CorruptData | ErrorKind::BadInput) => {
+                        Err(format!("its file {} does not open: {e}", path.display()))
+                    }
+                    Err(e) => return Err(e),
+                },
+            };
+            match opened {
+                Ok(ix) => {
+                    t.indexes.write().push(ix.clone());
+                    st.indexes.insert(ix.info.name.clone(), ix);
+                }
+                Err(reason) => {
+                    st.invalid_indexes.insert(
+                        info.name.clone(),
+                        InvalidIndex {
+                            table: t.info.name.clone(),
+                            info,
+                            catalog_tid,
+                            reason,
+                        },
+                    );
+                }
+            }
         }
         // Catalog rule 2: past every relation file too.
         for rel in self.relation_files()? {
@@ -1400,6 +1651,19 @@ impl Core {
             if !st.tables.is_empty() || !st.indexes.is_empty() {
                 return Err(EngineError::CorruptCatalog {
                     detail: "tables but no meta row".into(),
+                });
+            }
+            if existing {
+                return Err(EngineError::CorruptCatalog {
+                    detail: format!(
+                        "no meta row in the catalog ({}) of a data directory opened before \
+                         ({} exists): the catalog or the commit log is damaged",
+                        self.pool
+                            .storage()
+                            .path(RelFork::main(CATALOG_REL))
+                            .display(),
+                        datadir::RELSIZES_FILE
+                    ),
                 });
             }
             let txn = self.tm.begin()?;
@@ -1439,16 +1703,42 @@ impl Core {
         Ok(rels)
     }
 
-    fn remove_orphans(&self) -> Result<()> {
+    /// Catalog rule 3, never while the catalog may be damaged: a file the
+    /// catalog does not know but `RELSIZES` lists (so a committed CREATE
+    /// made it and no DROP took it out) means the catalog lost its row:
+    /// an error, and nothing is removed. With no `RELSIZES` (a directory
+    /// from before it, or whose first open never finished) nothing is known
+    /// about the catalog, so nothing is removed either.
+    fn remove_orphans(&self, recorded: Option<&[Recorded]>) -> Result<()> {
+        let Some(recorded) = recorded else {
+            return Ok(());
+        };
         let known: HashSet<RelId> = {
             let st = self.catalog.read();
             st.tables
                 .values()
                 .map(|t| t.info.rel)
                 .chain(st.indexes.values().map(|i| i.info.rel))
+                .chain(st.invalid_indexes.values().map(|i| i.info.rel))
                 .collect()
         };
-        for rel in self.relation_files()? {
+        let files = self.relation_files()?;
+        for r in recorded {
+            let rel = RelId(r.rel);
+            if rel >= FIRST_USER_REL && !known.contains(&rel) && files.contains(&rel) {
+                return Err(EngineError::CorruptCatalog {
+                    detail: format!(
+                        "{} {:?} ({rel}, file {}) is recorded in {} but not in the catalog: the \
+                         catalog may be damaged; no relation file was removed",
+                        r.kind.word(),
+                        r.name,
+                        self.pool.storage().path(RelFork::main(rel)).display(),
+                        datadir::RELSIZES_FILE
+                    ),
+                });
+            }
+        }
+        for rel in files {
             if rel >= FIRST_USER_REL && !known.contains(&rel) {
                 self.pool
                     .drop_relation(rel)
@@ -1469,6 +1759,12 @@ impl Core {
             .map(|t| (t.info.rel, (t.info.name.clone(), RelKind::Table, None)))
             .collect();
         for i in st.indexes.values() {
+            m.insert(
+                i.info.rel,
+                (i.info.name.clone(), RelKind::Index, Some(i.table.clone())),
+            );
+        }
+        for i in st.invalid_indexes.values() {
             m.insert(
                 i.info.rel,
                 (i.info.name.clone(), RelKind::Index, Some(i.table.clone())),
@@ -1535,4 +1831,91 @@ pub(crate) fn vacuum_table(
     };
     t.counters.vacuumed(dead_before, &report);
     Ok(report)
+}
+
+/// The clog, the catalog and every logged table and valid index with its
+/// file's length now.
+fn current_sizes(st: &CatalogState, pool: &BufferPool) -> Result<Vec<Recorded>> {
+    let mut rels: Vec<(RelId, RecordedKind, String)> = vec![
+        (CLOG_REL, RecordedKind::Clog, "clog".into()),
+        (CATALOG_REL, RecordedKind::Catalog, "catalog".into()),
+    ];
+    for t in st.tables.values().filter(|t| t.info.logged) {
+        rels.push((t.info.rel, RecordedKind::Table, t.info.name.clone()));
+        for ix in t.indexes.read().iter() {
+            rels.push((ix.info.rel, RecordedKind::Index, ix.info.name.clone()));
+        }
+    }
+    rels.sort_by_key(|r| r.0);
+    rels.into_iter()
+        .map(|(rel, kind, name)| {
+            let blocks = pool
+                .nblocks(RelFork::main(rel))
+                .map_err(EngineError::buffer(format!(
+                    "recording the length of {} {name:?}",
+                    kind.word()
+                )))?;
+            Ok(Recorded {
+                rel: rel.0,
+                blocks,
+                kind,
+                name,
+            })
+        })
+        .collect()
+}
+
+/// `RELSIZES` rule 3, before recovery: every recorded file is there and at
+/// least as long as recorded. A damaged index is returned (rel -> why), to
+/// be opened invalid; any other damaged file is an error naming it.
+fn check_recorded(
+    storage: &dyn StorageBackend,
+    recorded: &[Recorded],
+) -> Result<HashMap<RelId, String>> {
+    let mut damaged = HashMap::new();
+    for r in recorded {
+        let rel = RelId(r.rel);
+        let rf = RelFork::main(rel);
+        let path = storage.path(rf);
+        let what = match r.kind {
+            RecordedKind::Clog => format!("the commit log ({rel})"),
+            RecordedKind::Catalog => format!("the catalog ({rel})"),
+            kind => format!("{} {:?} ({rel})", kind.word(), r.name),
+        };
+        let exists = storage
+            .exists(rf)
+            .map_err(EngineError::buffer(format!("checking the file of {what}")))?;
+        let problem = if !exists {
+            Some(format!(
+                "its file {} is missing (recorded with {} blocks)",
+                path.display(),
+                r.blocks
+            ))
+        } else {
+            let n = storage
+                .nblocks(rf)
+                .map_err(EngineError::buffer(format!("checking the file of {what}")))?;
+            (n < r.blocks).then(|| {
+                format!(
+                    "its file {} has {n} blocks, {} were recorded: it was truncated",
+                    path.display(),
+                    r.blocks
+                )
+            })
+        };
+        let Some(problem) = problem else { continue };
+        if r.kind == RecordedKind::Index {
+            damaged.insert(rel, problem);
+            continue;
+        }
+        return Err(EngineError::CorruptDataDir {
+            path,
+            detail: format!(
+                "{what}: {problem} (lengths from {}, written at the last clean close or open); \
+                 it was damaged while the database was closed: restore it from a backup",
+                datadir::RELSIZES_FILE
+            ),
+        });
+    }
+    Ok(damaged)
 }

@@ -3,10 +3,11 @@
 //! ```text
 //!   <dir>/VERSION    "pgbuf-engine data directory\nformat 2\nchecksums on\n"
 //!   <dir>/LOCK       empty; flock(LOCK_EX | LOCK_NB) held while a Database is open
-//!   <dir>/CLEAN_SHUTDOWN  present only between a clean close and the next open
+//!   <dir>/CLEAN_SHUTDOWN  present from a clean close until the next open succeeded
 //!   <dir>/control    the WAL's control file (last checkpoint), wal crate
 //!   <dir>/wal/       WAL segments, wal crate
 //!   <dir>/base/      one file per relation fork (`1` clog, `2` catalog, `1000`.. tables)
+//!   <dir>/RELSIZES   each logged relation's length in blocks (a lower bound)
 //! ```
 //!
 //! 1. The lock is taken first, before anything is read or written, so two
@@ -38,7 +39,7 @@ pub const FORMAT_VERSION: u32 = 2;
 pub const VERSION_FILE: &str = "VERSION";
 pub const LOCK_FILE: &str = "LOCK";
 /// Written (and fsynced) by a clean close after its shutdown checkpoint;
-/// removed (durably) by the next open. Its absence at open means the last
+/// removed (durably) once the next open has succeeded. Its absence at open means the last
 /// run crashed (or was never closed): unlogged tables are then emptied.
 pub const CLEAN_FILE: &str = "CLEAN_SHUTDOWN";
 /// `VERSION` is tiny; a larger file is not ours (and is not read whole).
@@ -217,18 +218,173 @@ fn sync_dir(dir: &Path) -> Result<()> {
         .map_err(EngineError::io("fsync", dir))
 }
 
-/// At open: was the last shutdown clean? Removes the marker durably, so a
-/// crash of this run is never mistaken for a clean one.
-pub fn take_clean_marker(dir: &Path) -> Result<bool> {
+/// At open: was the last shutdown clean? The marker stays until the open
+/// has succeeded ([`remove_clean_marker`]), so an open that fails (a wrong
+/// option, a damaged file) does not make the next one look like a crash
+/// recovery and empty the unlogged tables.
+pub fn clean_marker_present(dir: &Path) -> Result<bool> {
+    let path = dir.join(CLEAN_FILE);
+    path.try_exists().map_err(EngineError::io("stat", path))
+}
+
+/// At the end of a successful open: remove the marker durably, so a crash
+/// of this run is never mistaken for a clean one.
+pub fn remove_clean_marker(dir: &Path) -> Result<()> {
     let path = dir.join(CLEAN_FILE);
     match fs::remove_file(&path) {
-        Ok(()) => {
-            sync_dir(dir)?;
-            Ok(true)
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Ok(()) => sync_dir(dir),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(EngineError::io("remove", path)(e)),
     }
+}
+
+/// `RELSIZES`: what the data directory knows it holds.
+pub const RELSIZES_FILE: &str = "RELSIZES";
+/// A `RELSIZES` larger than this is not ours (and is not read whole).
+const MAX_RELSIZES_LEN: u64 = 64 << 20;
+
+/// What a relation recorded in `RELSIZES` is.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum RecordedKind {
+    Clog,
+    Catalog,
+    Table,
+    Index,
+}
+
+impl RecordedKind {
+    pub fn word(self) -> &'static str {
+        match self {
+            RecordedKind::Clog => "clog",
+            RecordedKind::Catalog => "catalog",
+            RecordedKind::Table => "table",
+            RecordedKind::Index => "index",
+        }
+    }
+}
+
+/// One line of `RELSIZES`: a logged relation and a length in blocks its
+/// file had, durably, when the record was written (a lower bound: files
+/// only grow until a DROP, which takes the line out first).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Recorded {
+    pub rel: u32,
+    pub blocks: u32,
+    pub kind: RecordedKind,
+    pub name: String,
+}
+
+/// `RELSIZES` rules:
+/// 1. Written whole (tmp, fsync, rename, fsync the directory) at the end of
+///    every successful open and after a clean close's checkpoint, from the
+///    catalog and the files' lengths then (durable: after the checkpoint, or
+///    unchanged since the clean close).
+/// 2. A CREATE adds its relation after its commit; a DROP takes its
+///    relations out before its commit (each appends a line, fsynced: `rel
+///    blocks kind name` adds, `drop rel` takes out, so DDL costs one small
+///    write whatever the number of relations). So a relation listed is in
+///    the committed catalog, and a file whose relation is listed but which
+///    the catalog does not know means the catalog lost it.
+/// 3. At open, before recovery: a listed file that is missing, or shorter
+///    than its length, is damage: the open fails naming the file (an index
+///    opens marked invalid instead).
+///
+/// Missing `RELSIZES` (a directory written before it existed, or one whose
+/// first open never finished) means nothing is known.
+pub fn read_relsizes(dir: &Path) -> Result<Option<Vec<Recorded>>> {
+    let path = dir.join(RELSIZES_FILE);
+    let bad = |detail: String| EngineError::CorruptDataDir {
+        path: path.clone(),
+        detail,
+    };
+    let len = match fs::metadata(&path) {
+        Ok(m) => m.len(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(EngineError::io("stat", &path)(e)),
+    };
+    if len > MAX_RELSIZES_LEN {
+        return Err(bad(format!("{len} bytes, more than {MAX_RELSIZES_LEN}")));
+    }
+    let bytes = fs::read(&path).map_err(EngineError::io("read", &path))?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| bad("not UTF-8 text".into()))?;
+    let mut out: Vec<Recorded> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if let Some(rel) = line.strip_prefix("drop ") {
+            let rel = rel
+                .parse::<u32>()
+                .map_err(|_| bad(format!("line {}: bad relation {rel:?}", i + 1)))?;
+            out.retain(|r| r.rel != rel);
+            continue;
+        }
+        let mut f = line.splitn(4, ' ');
+        let (Some(rel), Some(blocks), Some(kind), Some(name)) =
+            (f.next(), f.next(), f.next(), f.next())
+        else {
+            return Err(bad(format!("line {}: expected 4 fields", i + 1)));
+        };
+        let num = |what: &str, v: &str| {
+            v.parse::<u32>()
+                .map_err(|_| bad(format!("line {}: bad {what} {v:?}", i + 1)))
+        };
+        let kind = match kind {
+            "clog" => RecordedKind::Clog,
+            "catalog" => RecordedKind::Catalog,
+            "table" => RecordedKind::Table,
+            "index" => RecordedKind::Index,
+            k => return Err(bad(format!("line {}: bad kind {k:?}", i + 1))),
+        };
+        let r = Recorded {
+            rel: num("relation", rel)?,
+            blocks: num("length", blocks)?,
+            kind,
+            name: name.to_string(),
+        };
+        out.retain(|o| o.rel != r.rel);
+        out.push(r);
+    }
+    Ok(Some(out))
+}
+
+fn relsizes_line(e: &Recorded) -> String {
+    // Names are one line: any control character is escaped.
+    let name: String = e.name.escape_debug().collect();
+    format!("{} {} {} {name}\n", e.rel, e.blocks, e.kind.word())
+}
+
+/// Append `added` and the removal of `dropped` to `RELSIZES` (rule 2),
+/// durably.
+pub fn append_relsizes(dir: &Path, added: &[Recorded], dropped: &[u32]) -> Result<()> {
+    let path = dir.join(RELSIZES_FILE);
+    let mut text: String = added.iter().map(relsizes_line).collect();
+    for rel in dropped {
+        text.push_str(&format!("drop {rel}\n"));
+    }
+    let existed = path.try_exists().map_err(EngineError::io("stat", &path))?;
+    let mut f = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)
+        .map_err(EngineError::io("open", &path))?;
+    f.write_all(text.as_bytes())
+        .and_then(|_| f.sync_all())
+        .map_err(EngineError::io("append to", &path))?;
+    if !existed {
+        sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// Replace `RELSIZES` with `entries` (rule 1), durably.
+pub fn write_relsizes(dir: &Path, entries: &[Recorded]) -> Result<()> {
+    let tmp = dir.join("RELSIZES.tmp");
+    let path = dir.join(RELSIZES_FILE);
+    let text: String = entries.iter().map(relsizes_line).collect();
+    let mut f = File::create(&tmp).map_err(EngineError::io("create", &tmp))?;
+    f.write_all(text.as_bytes())
+        .and_then(|_| f.sync_all())
+        .map_err(EngineError::io("write", &tmp))?;
+    fs::rename(&tmp, &path).map_err(EngineError::io("rename into place", &path))?;
+    sync_dir(dir)
 }
 
 /// At a clean close, after the shutdown checkpoint: write the marker.
@@ -238,4 +394,49 @@ pub fn write_clean_marker(dir: &Path) -> Result<()> {
         .and_then(|f| f.sync_all())
         .map_err(EngineError::io("create", &path))?;
     sync_dir(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(rel: u32, blocks: u32, kind: RecordedKind, name: &str) -> Recorded {
+        Recorded {
+            rel,
+            blocks,
+            kind,
+            name: name.to_string(),
+        }
+    }
+
+    /// Whole writes, appended CREATEs and DROPs read back as the last state;
+    /// names with spaces and newlines survive; bad lines are errors naming
+    /// the file and the line.
+    #[test]
+    fn relsizes_round_trip_and_bad_lines_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read_relsizes(dir.path()).unwrap(), None);
+        let clog = rec(1, 3, RecordedKind::Clog, "clog");
+        let t = rec(1000, 7, RecordedKind::Table, "a table\nwith a newline");
+        write_relsizes(dir.path(), &[clog.clone(), t.clone()]).unwrap();
+        let ix = rec(1001, 0, RecordedKind::Index, "t_id");
+        append_relsizes(dir.path(), std::slice::from_ref(&ix), &[]).unwrap();
+        append_relsizes(dir.path(), &[], &[1000]).unwrap();
+        let got = read_relsizes(dir.path()).unwrap().unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0], clog);
+        assert_eq!(got[1], ix);
+        // The escaped name reads back escaped (only messages show it).
+        write_relsizes(dir.path(), std::slice::from_ref(&t)).unwrap();
+        let got = read_relsizes(dir.path()).unwrap().unwrap();
+        assert_eq!(got[0].name, "a table\\nwith a newline");
+        for bad in ["1 x clog clog\n", "1 2 heap t\n", "drop x\n", "1 2\n"] {
+            std::fs::write(dir.path().join(RELSIZES_FILE), bad).unwrap();
+            let e = read_relsizes(dir.path()).unwrap_err();
+            assert!(
+                matches!(e, EngineError::CorruptDataDir { .. }) && e.to_string().contains("line 1"),
+                "{bad:?}: {e}"
+            );
+        }
+    }
 }

@@ -790,7 +790,7 @@ mod tests {
             ),
             (
                 E::TooManyCommands {
-                    op: "update",
+                    op: "insert",
                     table: t.clone(),
                     limit: u64::from(u32::MAX),
                 },

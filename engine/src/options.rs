@@ -580,6 +580,12 @@ impl Options {
                 ));
             }
         }
+        if self.partition_floor == Some(0) {
+            return Err(invalid(
+                "partition_floor",
+                "a floor of 0 buffers; use None for no floor",
+            ));
+        }
         if let Some(f) = self.partition_floor
             && f > self.pool_buffers
         {

@@ -38,6 +38,12 @@ pub struct RecoveryStats {
     pub aborts: u64,
     /// Commit-log page creations replayed.
     pub clog_pages: u64,
+    /// Blocks read after recovery because they lie at or beyond their
+    /// fork's durable length, and of them the all-zero ones (extensions a
+    /// power loss cut off) that became new pages (`durable`). Set by
+    /// `Database::open`.
+    pub beyond_durable: u64,
+    pub zeroed_new_pages: u64,
     /// Records handed to the caller's closure.
     pub other: u64,
     /// The next xid after replay.

@@ -9,6 +9,7 @@
 //!   spawn ─────────────────────────────────> open (recovery), create t / t_id / t_name if missing
 //!                                            print READY
 //!   wait for READY, sleep a random 100-700 ms   loop: checkpoint | vacuum | bulk load |
+//!                                                     DDL or a bulk load on table e | a burst of xids |
 //!                                                     a transaction: lookups checked against
 //!                                                     the child's model, 1-6 inserts / updates /
 //!                                                     deletes by key; 1 in 7 rolls back
@@ -19,11 +20,23 @@
 //!   open (recovery, timed), check:           [Soak::check_after_crash]
 //! ```
 //!
+//! Besides `t`, the child keeps a second table `e` going through its life
+//! again and again, one auto-committed statement per `TXN` line: CREATE
+//! TABLE, CREATE UNIQUE INDEX `e_id`, a bulk load into it while it is empty
+//! (pages logged whole through the bulk-write ring, the index built
+//! bottom-up), more bulk loads into it once it has rows (row by row), DROP
+//! TABLE. A kill inside any of them leaves that statement in doubt. And now
+//! and then a burst of up to [`XID_BURST`] xids (transactions of the
+//! manager that write nothing) moves the next xid on, so the runs cross
+//! commit-log page boundaries (16,352 xids a page) within a few cycles.
+//!
 //! The checks after each crash:
-//! 1. The table is exactly the effects of every `OK` transaction applied in
-//!    order (`Model`), plus possibly the one transaction in doubt (printed
-//!    `TXN`, no `OK`: killed inside `commit`). Nothing else: no phantom row,
-//!    no row of the never-committed transaction.
+//! 1. The tables are exactly the effects of every `OK` transaction applied in
+//!    order (`Model` for `t`; for `e` whether it exists, whether `e_id` does,
+//!    and its rows), plus possibly the one transaction in doubt (printed
+//!    `TXN`, no `OK`: killed inside `commit` or inside a statement). Nothing
+//!    else: no phantom row, no row of the never-committed transaction, no
+//!    row of a killed bulk load (also after the commits of later cycles).
 //! 2. Every row is found by key; the unique index in key order equals the
 //!    scan; the non-unique index finds every row of one name.
 //! 3. `verify_indexes` is clean for every table, and again after a vacuum
@@ -62,6 +75,10 @@ pub const UNCOMMITTED: i64 = 1 << 40;
 pub const TARGET_ROWS: usize = 4000;
 /// How long a child waits for READY before the parent gives up.
 const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Xids of one burst at most (module docs).
+pub const XID_BURST: u64 = 4000;
+/// Rows of the table `e` at most: beyond, the next statement on it drops it.
+pub const E_ROWS: usize = 12_000;
 
 /// The workload's options: a 64-buffer pool (so pages are evicted and
 /// written all the time), 1 MiB WAL segments, one partition, and the
@@ -113,7 +130,26 @@ pub enum Op {
     Delete(i64),
     /// Bulk load of ids `start..start + count`, all named `name`.
     Bulk(i64, i64, String),
+    /// CREATE TABLE e.
+    CreateE,
+    /// CREATE UNIQUE INDEX e_id ON e (id).
+    IndexE,
+    /// Bulk load of ids `start..start + count` into e, named "load".
+    LoadE(i64, i64),
+    /// DROP TABLE e (and its index).
+    DropE,
 }
+
+/// The table `e` as the model has it: `None` while it does not exist.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TableE {
+    /// `e_id` exists.
+    pub indexed: bool,
+    pub rows: Model,
+}
+
+/// The name of every row a load into `e` writes.
+pub const LOAD_NAME: &str = "load";
 
 fn name_token(n: &Option<String>) -> &str {
     n.as_deref().unwrap_or("~")
@@ -130,6 +166,10 @@ impl Op {
             Op::Update(id, n) => format!("U:{id}:{}", name_token(n)),
             Op::Delete(id) => format!("D:{id}"),
             Op::Bulk(start, count, n) => format!("B:{start}:{count}:{n}"),
+            Op::CreateE => "CE".into(),
+            Op::IndexE => "XE".into(),
+            Op::LoadE(start, count) => format!("LE:{start}:{count}"),
+            Op::DropE => "DE".into(),
         }
     }
 
@@ -148,6 +188,10 @@ impl Op {
             "U" => Op::Update(num(1)?, parse_name(text(2)?)),
             "D" => Op::Delete(num(1)?),
             "B" => Op::Bulk(num(1)?, num(2)?, text(3)?.to_string()),
+            "CE" => Op::CreateE,
+            "XE" => Op::IndexE,
+            "LE" => Op::LoadE(num(1)?, num(2)?),
+            "DE" => Op::DropE,
             _ => return Err(format!("bad op {tok:?}")),
         })
     }
@@ -165,6 +209,28 @@ impl Op {
                     m.insert(id, Some(n.clone()));
                 }
             }
+            Op::CreateE | Op::IndexE | Op::LoadE(..) | Op::DropE => {}
+        }
+    }
+
+    /// Apply to the model of table `e` (the ops on `t` change nothing).
+    pub fn apply_e(&self, e: &mut Option<TableE>) {
+        match self {
+            Op::CreateE => *e = Some(TableE::default()),
+            Op::IndexE => {
+                if let Some(e) = e {
+                    e.indexed = true;
+                }
+            }
+            Op::LoadE(start, count) => {
+                if let Some(e) = e {
+                    for id in *start..start + count {
+                        e.rows.insert(id, Some(LOAD_NAME.into()));
+                    }
+                }
+            }
+            Op::DropE => *e = None,
+            _ => {}
         }
     }
 }
@@ -185,11 +251,27 @@ pub fn row_of(id: i64, name: &Option<String>) -> Row {
     ]
 }
 
-/// The table as a model, read by a table scan.
+/// The table `t` as a model, read by a table scan.
 pub fn scan_model(db: &Database) -> Result<Model, String> {
+    scan_table(db, "t")
+}
+
+/// The table `e` as the database has it (`None`: no such table).
+pub fn scan_e(db: &Database) -> Result<Option<TableE>, String> {
+    if db.table("e").is_err() {
+        return Ok(None);
+    }
+    Ok(Some(TableE {
+        indexed: db.indexes().iter().any(|i| i.name == "e_id"),
+        rows: scan_table(db, "e")?,
+    }))
+}
+
+/// A table of [`columns`] as a model, read by a table scan.
+pub fn scan_table(db: &Database, table: &str) -> Result<Model, String> {
     let t = db.begin().map_err(|e| e.to_string())?;
     let mut m = Model::new();
-    for r in t.scan("t").map_err(|e| e.to_string())? {
+    for r in t.scan(table).map_err(|e| e.to_string())? {
         let (_, row) = r.map_err(|e| e.to_string())?;
         let name = match &row[1] {
             Value::Null => None,
@@ -199,7 +281,9 @@ pub fn scan_model(db: &Database) -> Result<Model, String> {
         let id = row[0]
             .as_i64()
             .ok_or_else(|| format!("id is {:?}", row[0]))?;
-        m.insert(id, name);
+        if m.insert(id, name).is_some() {
+            return Err(format!("{table}: id {id} twice in one scan"));
+        }
     }
     Ok(m)
 }
@@ -230,6 +314,21 @@ pub fn describe_difference<V: PartialEq + std::fmt::Debug>(
         got.len(),
         want.len()
     )
+}
+
+/// What differs between two states of table `e`, briefly.
+fn describe_e(got: &Option<TableE>, want: &Option<TableE>) -> String {
+    match (got, want) {
+        (None, None) => "absent as expected".into(),
+        (Some(_), None) => "exists, expected absent".into(),
+        (None, Some(_)) => "absent, expected to exist".into(),
+        (Some(g), Some(w)) => format!(
+            "index {} (expected {}), {}",
+            g.indexed,
+            w.indexed,
+            describe_difference(&g.rows, &w.rows)
+        ),
+    }
 }
 
 /// Read every block of every relation file under `dir` through a fresh
@@ -275,6 +374,11 @@ pub fn run_child(dir: &Path, seed: u64, deadline: Duration, out: &mut impl Write
     }
     let mut model = scan_model(&db).unwrap();
     let mut next_id = model.keys().next_back().map_or(0, |m| m + 1);
+    let mut e = scan_e(&db).unwrap();
+    let mut next_e_id = e
+        .as_ref()
+        .and_then(|e| e.rows.keys().next_back().map(|m| m + 1))
+        .unwrap_or(0);
     let open = db.begin().unwrap();
     writeln!(out, "READY").unwrap();
     out.flush().unwrap();
@@ -307,7 +411,49 @@ pub fn run_child(dir: &Path, seed: u64, deadline: Duration, out: &mut impl Write
             db.vacuum("t").unwrap();
             continue;
         }
-        if action < 7 && model.len() < TARGET_ROWS {
+        if action < 10 {
+            // The next statement of table e's life (module docs).
+            let op = match &e {
+                None => Op::CreateE,
+                Some(t) if !t.indexed => Op::IndexE,
+                Some(t) if t.rows.is_empty() => Op::LoadE(next_e_id, 500 + rng.below(2500) as i64),
+                Some(t) if t.rows.len() < E_ROWS && rng.below(2) == 0 => {
+                    Op::LoadE(next_e_id, 50 + rng.below(300) as i64)
+                }
+                Some(_) => Op::DropE,
+            };
+            writeln!(out, "TXN {n} {}", op.token()).unwrap();
+            out.flush().unwrap();
+            match &op {
+                Op::CreateE => drop(db.create_table("e", columns()).unwrap()),
+                Op::IndexE => drop(db.create_index("e_id", "e", "id", true).unwrap()),
+                Op::LoadE(start, count) => {
+                    let rows =
+                        (*start..start + count).map(|id| row_of(id, &Some(LOAD_NAME.into())));
+                    db.bulk_load("e", rows, |_| {}).unwrap();
+                    next_e_id = start + count;
+                }
+                _ => db.drop_table("e").unwrap(),
+            }
+            writeln!(out, "OK {n}").unwrap();
+            out.flush().unwrap();
+            op.apply_e(&mut e);
+            continue;
+        }
+        if action < 12 {
+            // A burst of xids that write nothing (module docs); some abort.
+            let tm = db.transaction_manager();
+            for i in 0..rng.below(XID_BURST) {
+                let x = tm.begin().unwrap();
+                if i % 5 == 0 {
+                    x.abort().unwrap();
+                } else {
+                    x.commit_with(crate::CommitMode::Asynchronous).unwrap();
+                }
+            }
+            continue;
+        }
+        if action < 14 && model.len() < TARGET_ROWS {
             let count = 100 + rng.below(200) as i64;
             let op = Op::Bulk(next_id, count, "bulk".into());
             writeln!(out, "TXN {n} {}", op.token()).unwrap();
@@ -474,6 +620,12 @@ pub struct CycleReport {
     /// Vacuums the child's autovacuum worker had finished at its last
     /// report (`AUTOVACUUM n` lines).
     pub autovacuums: u64,
+    /// The transaction in doubt was a bulk load (into `t` or `e`) killed
+    /// part-way or inside its commit.
+    pub load_killed: bool,
+    /// The next xid after recovery (how far the runs have gone through the
+    /// commit log).
+    pub next_xid: u64,
 }
 
 /// The parent's state across cycles on one data directory: the model of
@@ -481,6 +633,8 @@ pub struct CycleReport {
 #[derive(Debug, Default)]
 pub struct Soak {
     model: Model,
+    /// Table `e`.
+    e: Option<TableE>,
     /// The last `AUTOVACUUM n` of the child being read.
     autovacuums_seen: u64,
 }
@@ -506,6 +660,10 @@ impl Soak {
         let fail = |what: String| format!("cycle {cycle}: {what}");
         self.autovacuums_seen = 0;
         let (committed, in_doubt) = self.read_child_output(lines).map_err(fail)?;
+        let load_killed = in_doubt.as_ref().is_some_and(|ops| {
+            ops.iter()
+                .any(|op| matches!(op, Op::Bulk(..) | Op::LoadE(..)))
+        });
         let opened = Instant::now();
         // The checks want a quiet table (`verify_indexes`): no worker here.
         let db = Database::open(dir, options().autovacuum(false))
@@ -524,6 +682,8 @@ impl Soak {
                 rows: self.model.len(),
                 blocks_checked,
                 autovacuums: self.autovacuums_seen,
+                load_killed,
+                next_xid: rs.next_xid,
             })
         });
         r.map_err(fail)
@@ -561,6 +721,7 @@ impl Soak {
                     }
                     for op in &ops {
                         op.apply(&mut self.model);
+                        op.apply_e(&mut self.e);
                     }
                     committed += 1;
                 }
@@ -594,26 +755,33 @@ impl Soak {
         if got.keys().any(|&id| id >= UNCOMMITTED) {
             return Err("a row of the never-committed transaction is visible".into());
         }
+        let got_e = scan_e(db)?;
         let mut in_doubt_committed = false;
-        if got != self.model {
+        if got != self.model || got_e != self.e {
             let Some(ops) = in_doubt else {
                 return Err(format!(
-                    "{} (no transaction in doubt)",
-                    describe_difference(&got, &self.model)
+                    "t: {}; e: {} (no transaction in doubt)",
+                    describe_difference(&got, &self.model),
+                    describe_e(&got_e, &self.e)
                 ));
             };
             let mut with_doubt = self.model.clone();
+            let mut e_with_doubt = self.e.clone();
             for op in ops {
                 op.apply(&mut with_doubt);
+                op.apply_e(&mut e_with_doubt);
             }
-            if got != with_doubt {
+            if got != with_doubt || got_e != e_with_doubt {
                 return Err(format!(
-                    "{} (nor with the transaction in doubt: {})",
+                    "t: {}; e: {} (nor with the transaction in doubt {ops:?}: t: {}; e: {})",
                     describe_difference(&got, &self.model),
-                    describe_difference(&got, &with_doubt)
+                    describe_e(&got_e, &self.e),
+                    describe_difference(&got, &with_doubt),
+                    describe_e(&got_e, &e_with_doubt)
                 ));
             }
             self.model = with_doubt;
+            self.e = e_with_doubt;
             in_doubt_committed = true;
         }
         let e = |e: crate::EngineError| e.to_string();
@@ -652,6 +820,14 @@ impl Soak {
             .len();
         if found != n3 {
             return Err(format!("t_name finds {found} rows named n3, expected {n3}"));
+        }
+        if let Some(te) = self.e.as_ref().filter(|te| te.indexed) {
+            for (&id, name) in te.rows.iter().step_by(37) {
+                match t.get_by_key("e", "id", &Value::I64(id)).map_err(e)? {
+                    Some((_, row)) if row == row_of(id, name) => {}
+                    other => return Err(format!("e: id {id} by key: {other:?}")),
+                }
+            }
         }
         drop(t);
         for table in db.tables() {
@@ -692,6 +868,10 @@ mod tests {
             Op::Update(3, Some("x".into())),
             Op::Delete(4),
             Op::Bulk(5, 100, "bulk".into()),
+            Op::CreateE,
+            Op::IndexE,
+            Op::LoadE(6, 700),
+            Op::DropE,
         ] {
             assert_eq!(Op::parse(&op.token()), Ok(op));
         }

@@ -38,7 +38,15 @@
 //! another thread; iterators it returns own one too and keep their
 //! snapshot registered until they are dropped, so rows they will still
 //! return are never vacuumed away under them, even after the transaction
-//! ends.
+//! ends. An iterator whose transaction committed reads on with its
+//! snapshot (the transaction's own changes of the commands before the
+//! iterator began included, hint bits or not). One whose transaction
+//! rolled back (or failed to commit) returns, from its next row on, exactly
+//! the committed state as of its snapshot: the snapshot stops counting the
+//! xid as its own (the flag is set before the xid is marked aborted), so the
+//! transaction's inserts are invisible and its deletes undone by the
+//! snapshot's `xmax` alone, and the rows it had fetched as its own are
+//! fetched again. An iterator that fails releases its pins at once.
 //!
 //! A failed operation changes nothing, and the transaction stays usable; a
 //! write conflict means the caller's plan no longer holds, so the usual
@@ -186,6 +194,10 @@ pub struct Transaction {
     /// The next command id (module docs, rule 2, "Commands"): each write takes one;
     /// a read sees the writes of the commands before the value it reads.
     commands: AtomicU32,
+    /// Set when the transaction ends without committing (before its xid is
+    /// marked aborted): its iterators then read the committed state as of
+    /// their snapshot (see [`RowIter`]).
+    rolled_back: Arc<AtomicBool>,
     /// Rows inserted, updated and deleted per table, added to the tables'
     /// autovacuum counters when the transaction ends (`crate::autovacuum`
     /// rule 1).
@@ -210,6 +222,7 @@ impl Transaction {
             aborted: Mutex::new(None),
             must_abort: AtomicBool::new(false),
             commands: AtomicU32::new(0),
+            rolled_back: Arc::new(AtomicBool::new(false)),
             pending: Mutex::new(Vec::new()),
         })
     }
@@ -331,7 +344,11 @@ impl Transaction {
         match self.finish() {
             None => Ok(Lsn::ZERO),
             Some(w) => {
-                let lsn = self.core().tm.commit_xid(w.xid, w.shard, mode)?;
+                let lsn = self
+                    .core()
+                    .tm
+                    .commit_xid(w.xid, w.shard, mode)
+                    .inspect_err(|_| self.rolled_back.store(true, Ordering::Release))?;
                 self.count_changes(true);
                 Ok(lsn)
             }
@@ -373,6 +390,9 @@ impl Transaction {
         match self.finish() {
             None => Ok(()),
             Some(w) => {
+                // Iterators stop using the xid as their own first, so none
+                // reads the aborted changes as its own meanwhile.
+                self.rolled_back.store(true, Ordering::Release);
                 self.core().tm.abort_xid(w.xid, w.shard)?;
                 self.count_changes(false);
                 Ok(())
@@ -817,9 +837,11 @@ impl Transaction {
                 db: self.db.clone(),
                 index: resolved.clone(),
                 snapshot: self.read_snapshot().into_owned(),
+                rolled_back: self.rolled_back.clone(),
                 lower: conv(lower)?,
                 upper: conv(upper)?,
                 after: None,
+                last: None,
                 rows: VecDeque::new(),
                 done: false,
             })
@@ -848,8 +870,11 @@ impl Transaction {
             db: self.db.clone(),
             table,
             snapshot: self.read_snapshot().into_owned(),
+            rolled_back: self.rolled_back.clone(),
             opts,
-            stream,
+            uses_ring: stream.uses_ring(),
+            stream: Some(stream),
+            last: None,
             done: false,
             rows: VecDeque::new(),
             batch: Vec::new(),
@@ -927,19 +952,34 @@ fn visit_page(
     opts: ScanOptions,
     stream: &mut ReadStream,
     batch: &mut Vec<(usize, u16)>,
-    mut each: impl FnMut(RowRef<'_>),
+    each: impl FnMut(RowRef<'_>),
 ) -> Result<bool> {
     let name = &t.info.name;
-    let heap = &t.heap;
     let Some(buf) = stream.next_buffer() else {
         return Ok(false);
     };
     let page = buf
         .map_err(|e| map_heap(name, "scan")(HeapError::Buffer(e)))?
         .lock_shared();
+    visit_locked(core, t, snap, opts, &page, batch, each)?;
+    Ok(true)
+}
+
+/// [`visit_page`] for a page already share-locked.
+fn visit_locked(
+    core: &Core,
+    t: &TableHandle,
+    snap: &Snapshot,
+    opts: ScanOptions,
+    page: &bufmgr::PageRead<'_>,
+    batch: &mut Vec<(usize, u16)>,
+    mut each: impl FnMut(RowRef<'_>),
+) -> Result<()> {
+    let name = &t.info.name;
+    let heap = &t.heap;
     let block = page.block();
     visit_visible_tuples(
-        &page,
+        page,
         PageId {
             rel: heap.rel(),
             block,
@@ -958,7 +998,7 @@ fn visit_page(
         },
     )
     .map_err(map_heap(name, "scan"))?;
-    Ok(true)
+    Ok(())
 }
 
 /// What a [`Transaction::scan_until`] / [`Transaction::scan_each`] did.
@@ -982,14 +1022,28 @@ type RowFilter = Box<dyn FnMut(&RowRef<'_>) -> Result<bool> + Send>;
 /// iterator keeps the transaction's snapshot registered until it is dropped,
 /// so it may outlive the transaction: vacuum never removes a row it will
 /// still return.
+///
+/// After its transaction ends (see the module docs): committed, it reads
+/// on with its snapshot, seeing the transaction's own changes of the
+/// commands before it began; rolled back (or failed to commit), from its
+/// next row on it returns exactly the committed state as of its snapshot,
+/// without the transaction's changes, whatever hint bits say: the rows of
+/// the page in hand are read again. An error ends it and releases its pins
+/// at once.
 #[derive(Debug)]
 pub struct RowIter {
     table: Table,
     snapshot: Snapshot,
+    /// The transaction's flag: it ended without committing.
+    rolled_back: Arc<AtomicBool>,
     opts: ScanOptions,
+    uses_ring: bool,
     /// The table's pages, read ahead; its pins are released whenever rows
-    /// are handed out (see `read_page`).
-    stream: ReadStream,
+    /// are handed out (see `read_page`); `None` once the scan is over or
+    /// failed.
+    stream: Option<ReadStream>,
+    /// The row id last handed out.
+    last: Option<RowId>,
     /// The stream is over.
     done: bool,
     rows: VecDeque<Result<(RowId, Row)>>,
@@ -1013,10 +1067,24 @@ impl std::fmt::Debug for FilterBox {
     }
 }
 
+/// Has the transaction of an iterator with snapshot `snap` ended without
+/// committing? Then `snap` stops naming it as its own: the transaction's
+/// xid was taken after the snapshot, so its inserts are invisible and its
+/// deletes undone, by the snapshot's `xmax` alone (no hint bit needed).
+/// Returns whether the snapshot changed.
+fn forget_rolled_back(snap: &mut Snapshot, rolled_back: &AtomicBool) -> bool {
+    if snap.own == heap::txn::INVALID_XID || !rolled_back.load(Ordering::Acquire) {
+        return false;
+    }
+    snap.own = heap::txn::INVALID_XID;
+    snap.cid = None;
+    true
+}
+
 impl RowIter {
     /// Whether the scan reads through a ring.
     pub fn uses_ring(&self) -> bool {
-        self.stream.uses_ring()
+        self.uses_ring
     }
 
     /// Only rows for which `pred` holds, evaluated on the page under its
@@ -1042,6 +1110,9 @@ impl RowIter {
     /// rows in hand for as long as its caller likes, and must not hold pins
     /// meanwhile that a DROP TABLE would wait for.
     fn read_page(&mut self) -> Result<bool> {
+        let Some(stream) = self.stream.as_mut() else {
+            return Ok(false);
+        };
         let t = &*self.table.h;
         let dropped = t.dropped.read();
         if *dropped {
@@ -1057,37 +1128,99 @@ impl RowIter {
             t,
             &self.snapshot,
             self.opts,
-            &mut self.stream,
+            stream,
             &mut self.batch,
-            |row| {
-                let keep = match filter {
-                    Some(FilterBox(p)) => p(&row),
-                    None => Ok(true),
-                };
-                let out = keep.and_then(|keep| {
-                    if !keep {
-                        return Ok(None);
-                    }
-                    match projection {
-                        None => row.to_row().map(Some),
-                        Some(cols) => cols
-                            .iter()
-                            .map(|&c| row.value(c))
-                            .collect::<Result<Row>>()
-                            .map(Some),
-                    }
-                });
-                match out {
-                    Ok(None) => {}
-                    Ok(Some(r)) => rows.push_back(Ok((row.id(), r))),
-                    Err(e) => rows.push_back(Err(e)),
-                }
-            },
+            |row| collect_row(row, filter, projection, rows, None),
         )?;
         if !self.rows.is_empty() {
-            self.stream.release_ahead();
+            stream.release_ahead();
         }
         Ok(visited)
+    }
+
+    /// The transaction rolled back while rows of a page read as its own
+    /// were in hand: read that page again with the committed view, keeping
+    /// the rows after the last one handed out.
+    fn reread_page(&mut self) -> Result<()> {
+        let Some(block) = self
+            .rows
+            .iter()
+            .find_map(|r| r.as_ref().ok().map(|(id, _)| id.block))
+        else {
+            return Ok(());
+        };
+        self.rows.clear();
+        let t = &*self.table.h;
+        let dropped = t.dropped.read();
+        if *dropped {
+            return Err(EngineError::UnknownTable {
+                name: t.info.name.clone(),
+            });
+        }
+        let name = &t.info.name;
+        let page = t
+            .heap
+            .pool()
+            .read_buffer(bufmgr::RelFork::main(t.heap.rel()), block, None)
+            .map_err(|e| map_heap(name, "scan")(HeapError::Buffer(e)))?
+            .lock_shared();
+        let rows = &mut self.rows;
+        let filter = &mut self.filter;
+        let projection = &self.projection;
+        let after = self.last;
+        visit_locked(
+            self.db.core(),
+            t,
+            &self.snapshot,
+            self.opts,
+            &page,
+            &mut self.batch,
+            |row| collect_row(row, filter, projection, rows, after),
+        )
+    }
+
+    fn fail(&mut self, e: EngineError) -> Option<Result<(RowId, Row)>> {
+        self.failed = true;
+        self.rows.clear();
+        // The read-ahead pins go now, not when the caller drops us.
+        self.stream = None;
+        Some(Err(e))
+    }
+}
+
+/// Filter, project and copy one visible row into `rows` (a row id at or
+/// before `after` is skipped).
+fn collect_row(
+    row: RowRef<'_>,
+    filter: &mut Option<FilterBox>,
+    projection: &Option<Vec<Col>>,
+    rows: &mut VecDeque<Result<(RowId, Row)>>,
+    after: Option<RowId>,
+) {
+    if after.is_some_and(|a| row.id() <= a) {
+        return;
+    }
+    let keep = match filter {
+        Some(FilterBox(p)) => p(&row),
+        None => Ok(true),
+    };
+    let out = keep.and_then(|keep| {
+        if !keep {
+            return Ok(None);
+        }
+        match projection {
+            None => row.to_row().map(Some),
+            Some(cols) => cols
+                .iter()
+                .map(|&c| row.value(c))
+                .collect::<Result<Row>>()
+                .map(Some),
+        }
+    });
+    match out {
+        Ok(None) => {}
+        Ok(Some(r)) => rows.push_back(Ok((row.id(), r))),
+        Err(e) => rows.push_back(Err(e)),
     }
 }
 
@@ -1095,20 +1228,31 @@ impl Iterator for RowIter {
     type Item = Result<(RowId, Row)>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        if forget_rolled_back(&mut self.snapshot, &self.rolled_back)
+            && let Err(e) = self.reread_page()
+        {
+            return self.fail(e);
+        }
         loop {
             if let Some(r) = self.rows.pop_front() {
+                if let Ok((id, _)) = &r {
+                    self.last = Some(*id);
+                }
                 return Some(r);
             }
-            if self.failed || self.done {
+            if self.done {
                 return None;
             }
             match self.read_page() {
                 Ok(true) => {}
-                Ok(false) => self.done = true,
-                Err(e) => {
-                    self.failed = true;
-                    return Some(Err(e));
+                Ok(false) => {
+                    self.done = true;
+                    self.stream = None;
                 }
+                Err(e) => return self.fail(e),
             }
         }
     }
@@ -1123,16 +1267,24 @@ const RANGE_BATCH: usize = 128;
 /// out, taken with the table held against DROP; the rows of a batch are
 /// fetched through the snapshot and their keys re-checked before any is
 /// handed out. No page stays pinned between calls. Like [`RowIter`] it keeps
-/// its snapshot registered until dropped.
+/// its snapshot registered until dropped, and after its transaction ends it
+/// behaves as [`RowIter`] does: committed, it reads on with its snapshot;
+/// rolled back, the entries after the last row handed out are read again
+/// with the committed view.
 #[derive(Debug)]
 pub struct IndexRange {
     index: crate::handle::Index,
     snapshot: Snapshot,
+    /// The transaction's flag: it ended without committing.
+    rolled_back: Arc<AtomicBool>,
     lower: Bound<Key>,
     upper: Bound<Key>,
     /// The last entry read: the next batch starts after it.
     after: Option<(Key, Tid)>,
-    rows: VecDeque<Result<(RowId, Row)>>,
+    /// The entry of the last row handed out.
+    last: Option<(Key, Tid)>,
+    /// Rows fetched, with their index entries' keys.
+    rows: VecDeque<(Key, RowId, Row)>,
     done: bool,
     /// Dropped last, as in [`RowIter`].
     _reg: SnapshotReg,
@@ -1193,7 +1345,7 @@ impl IndexRange {
             if let Some(row) = got
                 && value_key(&row[ix.info.column]).as_ref() == Some(&key)
             {
-                self.rows.push_back(Ok((tid, row)));
+                self.rows.push_back((key, tid, row));
             }
         }
         Ok(())
@@ -1204,15 +1356,24 @@ impl Iterator for IndexRange {
     type Item = Result<(RowId, Row)>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if forget_rolled_back(&mut self.snapshot, &self.rolled_back) && !self.rows.is_empty() {
+            // Rows fetched as the transaction's own: fetch again from the
+            // entry after the last row handed out.
+            self.rows.clear();
+            self.after = self.last.clone();
+            self.done = false;
+        }
         loop {
-            if let Some(r) = self.rows.pop_front() {
-                return Some(r);
+            if let Some((key, tid, row)) = self.rows.pop_front() {
+                self.last = Some((key, tid));
+                return Some(Ok((tid, row)));
             }
             if self.done {
                 return None;
             }
             if let Err(e) = self.read_batch() {
                 self.done = true;
+                self.rows.clear();
                 return Some(Err(e));
             }
         }

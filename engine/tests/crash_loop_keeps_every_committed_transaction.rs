@@ -56,6 +56,7 @@ fn crash_loop_keeps_every_committed_transaction() {
         let mut soak = Soak::new();
         let (mut total_committed, mut in_doubt_committed) = (0u64, 0u64);
         let mut autovacuums = 0u64;
+        let mut loads_killed = 0u64;
         let started = Instant::now();
         for cycle in 0..cycles {
             let mut child = Command::new(std::env::current_exe().unwrap());
@@ -71,16 +72,28 @@ fn crash_loop_keeps_every_committed_transaction() {
             total_committed += r.committed;
             in_doubt_committed += u64::from(r.in_doubt_committed);
             autovacuums += r.autovacuums;
+            loads_killed += u64::from(r.load_killed);
             eprintln!(
-                "cycle {cycle}: killed after {run:?}, {} committed ({} rows), {} autovacuums reported, recovery replayed {} records in {:?}, {} blocks checked",
-                r.committed, r.rows, r.autovacuums, r.replayed, r.recovery, r.blocks_checked
+                "cycle {cycle}: killed after {run:?}, {} committed ({} rows), {} autovacuums reported, recovery replayed {} records in {:?}, {} blocks checked, next xid {}{}",
+                r.committed,
+                r.rows,
+                r.autovacuums,
+                r.replayed,
+                r.recovery,
+                r.blocks_checked,
+                r.next_xid,
+                if r.load_killed {
+                    ", a bulk load killed"
+                } else {
+                    ""
+                }
             );
         }
         // The children ran with the autovacuum worker (engine::soak::options)
         // and it did vacuum, so some kills met it.
         assert!(autovacuums > 0, "no child reported an autovacuum");
         eprintln!(
-            "crash loop: {cycles} cycles passed, {total_committed} reported commits ({in_doubt_committed} more in doubt found committed), {} rows, seed {seed}, {:?}",
+            "crash loop: {cycles} cycles passed, {total_committed} reported commits ({in_doubt_committed} more in doubt found committed), {loads_killed} bulk loads killed, 0 rows lost or resurrected, {} rows, seed {seed}, {:?}",
             soak.rows(),
             started.elapsed()
         );

@@ -145,6 +145,17 @@ fn versions_kept_for_an_ended_snapshot_are_vacuumed_without_more_writes() {
         let before = t(&db);
         assert_eq!(before.kept_tuples, UPDATES, "{before:?}");
         assert_eq!(before.tuples, ROWS as u64, "kept versions are not tuples");
+        let lookups = |db: &Database| {
+            let start = Instant::now();
+            let txn = db.begin().unwrap();
+            for n in 0..200 {
+                let id = Value::I64(n % ROWS);
+                assert!(txn.get_by_key("t", "id", &id).unwrap().is_some());
+            }
+            txn.commit().unwrap();
+            start.elapsed()
+        };
+        let slow = lookups(&db);
         // The reader ends; nothing writes to the table any more.
         drop(reader);
         let ended = Instant::now();
@@ -157,8 +168,10 @@ fn versions_kept_for_an_ended_snapshot_are_vacuumed_without_more_writes() {
             "the kept versions were not vacuumed within 10 s of the reader's end: {after:?}"
         );
         eprintln!(
-            "{UPDATES} kept versions removed {:?} after the reader ended",
-            ended.elapsed()
+            "{UPDATES} kept versions removed {:?} after the reader ended; \
+             200 lookups by key: {slow:?} before, {:?} after",
+            ended.elapsed(),
+            lookups(&db)
         );
         assert_eq!(after.kept_tuples, 0, "{after:?}");
         // Nothing is left to remove, and every row is its last version.

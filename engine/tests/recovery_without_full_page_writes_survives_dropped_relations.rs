@@ -91,9 +91,17 @@ fn a_page_missing_at_redo_whose_relation_is_never_dropped_fails_the_open() {
             Duration::from_secs(90),
         );
         // `kept` was changed after the checkpoint and never dropped: its
-        // file lost, redo cannot apply those changes.
+        // file cut to nothing, redo cannot apply those changes. (Cut, not
+        // deleted: a deleted file fails the open before recovery, as a file
+        // RELSIZES lists; it was listed with 0 blocks when created, so an
+        // empty file passes that check and leaves the pages to redo.)
         let rel = std::fs::read_to_string(root.path().join("kept_rel")).unwrap();
-        std::fs::remove_file(dir.join("base").join(rel.trim())).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(dir.join("base").join(rel.trim()))
+            .unwrap()
+            .set_len(0)
+            .unwrap();
         let Err(e) = Database::open(&dir, options()) else {
             panic!("opened without kept's file");
         };

@@ -72,7 +72,7 @@ impl PruneStats {
 
 /// Is the tuple dead to everyone but kept for a snapshot that may still see
 /// it (see [`PruneStats::recently_dead`])? Only for tuples that
-/// [`dead_to_everyone`] kept. A status the oracle cannot read is an error.
+/// [`dead_to_everyone`] kept.
 fn recently_dead(
     h: &TupleHeader,
     horizon: Xid,

@@ -140,9 +140,9 @@ pub fn wal_records() -> &'static Vec<Vec<u8>> {
 
 /// Re-seals a WAL record after damage: its length field and CRC (layout in
 /// `wal::record`'s module docs: length at 0, CRC at 4 over the body, then
-/// bytes 0..4 and 8..27).
+/// bytes 0..4 and 8..35, `wal::record::HEADER_LEN`).
 pub fn reseal_record(b: &mut [u8]) {
-    const HEADER: usize = 27;
+    const HEADER: usize = wal::record::HEADER_LEN;
     if b.len() < HEADER {
         return;
     }

@@ -219,3 +219,125 @@ fn child_out_of_descriptors() {
     assert_eq!(read(&s, 8, 0), page(8, 0));
     println!("CHILD: ok");
 }
+
+/// A storage whose writes and syncs, while armed, fail as a file that
+/// cannot be opened for want of descriptors does (nothing reaches the file).
+#[derive(Debug)]
+struct NoDescriptors {
+    inner: FileStorage,
+    writes: std::sync::atomic::AtomicBool,
+    syncs: std::sync::atomic::AtomicBool,
+}
+
+impl NoDescriptors {
+    fn emfile(&self, rf: RelFork) -> bufmgr::Error {
+        bufmgr::Error::io(
+            "open",
+            rf,
+            self.inner.path(rf),
+            std::io::Error::from_raw_os_error(libc::EMFILE),
+        )
+    }
+}
+
+impl StorageBackend for NoDescriptors {
+    fn name(&self) -> &'static str {
+        "no-descriptors"
+    }
+    fn path(&self, rf: RelFork) -> std::path::PathBuf {
+        self.inner.path(rf)
+    }
+    fn create(&self, rf: RelFork) -> bufmgr::Result<()> {
+        self.inner.create(rf)
+    }
+    fn exists(&self, rf: RelFork) -> bufmgr::Result<bool> {
+        self.inner.exists(rf)
+    }
+    fn nblocks(&self, rf: RelFork) -> bufmgr::Result<u32> {
+        self.inner.nblocks(rf)
+    }
+    fn read(&self, tag: BufferTag, page: &mut [u8]) -> bufmgr::Result<()> {
+        self.inner.read(tag, page)
+    }
+    fn write(&self, tag: BufferTag, page: &[u8]) -> bufmgr::Result<()> {
+        if self.writes.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(self.emfile(tag.relfork()));
+        }
+        self.inner.write(tag, page)
+    }
+    fn truncate(&self, rf: RelFork, nblocks: u32) -> bufmgr::Result<()> {
+        self.inner.truncate(rf, nblocks)
+    }
+    fn sync(&self, rf: RelFork) -> bufmgr::Result<()> {
+        if self.syncs.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(self.emfile(rf));
+        }
+        self.inner.sync(rf)
+    }
+    fn sync_all(&self) -> bufmgr::Result<()> {
+        self.inner.sync_all()
+    }
+    fn unlink(&self, rf: RelFork) -> bufmgr::Result<()> {
+        self.inner.unlink(rf)
+    }
+    fn relations(&self) -> bufmgr::Result<Vec<RelFork>> {
+        self.inner.relations()
+    }
+}
+
+/// The pool meets a write and then a sync that fail for want of
+/// descriptors: each is that call's error (kind `ResourceExhausted`), the
+/// page stays dirty and the fork stays to be synced, and the next flush
+/// writes and syncs them; nothing refuses later writes (before, the pool
+/// took both for lost data and refused every later write).
+#[test]
+fn a_write_or_sync_without_descriptors_is_retried_not_fatal() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let dir = tempfile::tempdir().unwrap();
+    let inner = FileStorage::open(dir.path()).unwrap();
+    inner.create(rf(1)).unwrap();
+    for block in 0..2 {
+        inner.write(tag(1, block), &page(1, block)).unwrap();
+    }
+    let storage = std::sync::Arc::new(NoDescriptors {
+        inner,
+        writes: Default::default(),
+        syncs: Default::default(),
+    });
+    let pool = bufmgr::BufferPool::new(
+        bufmgr::PoolConfig::new(16).partitions(1).checksums(false),
+        storage.clone(),
+    )
+    .unwrap();
+    let dirty = |block: u32, byte: u8| {
+        let mut g = pool
+            .read_buffer(rf(1), block, None)
+            .unwrap()
+            .lock_exclusive();
+        g[100] = byte;
+        g.mark_dirty();
+    };
+    dirty(0, 0xA1);
+    storage.writes.store(true, SeqCst);
+    let e = pool.flush_all(false).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ResourceExhausted, "{e}");
+    storage.writes.store(false, SeqCst);
+    assert_eq!(
+        pool.flush_all(false).unwrap(),
+        1,
+        "the page was not retried"
+    );
+    assert_eq!(read(&storage.inner, 1, 0)[100], 0xA1);
+
+    dirty(1, 0xB2);
+    storage.syncs.store(true, SeqCst);
+    let e = pool.flush_all(false).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ResourceExhausted, "{e}");
+    storage.syncs.store(false, SeqCst);
+    // Written already; the sync is still owed and done now; writes go on.
+    pool.flush_all(false).unwrap();
+    dirty(0, 0xC3);
+    assert_eq!(pool.flush_all(false).unwrap(), 1);
+    assert_eq!(read(&storage.inner, 1, 0)[100], 0xC3);
+    assert_eq!(read(&storage.inner, 1, 1)[100], 0xB2);
+}

@@ -561,6 +561,21 @@ impl Wal {
         self.shared.flush(lsn)
     }
 
+    /// Why the log refuses writes, if it does (rule 7): the first failed
+    /// write or fdatasync, or [`refuse_writes`](Wal::refuse_writes)'s reason.
+    pub fn refusing(&self) -> Option<String> {
+        self.shared.refused.get().cloned()
+    }
+
+    /// Refuse every later insert and flush with
+    /// [`WalError::WritesRefused`]`(why)`, as after a failed write (for a
+    /// caller that cannot let what is in the buffer become durable later,
+    /// e.g. a commit it has reported in doubt). A log already refusing keeps
+    /// its first reason.
+    pub fn refuse_writes(&self, why: impl Into<String>) {
+        let _ = self.shared.refused.set(why.into());
+    }
+
     /// Flush everything inserted so far.
     pub fn flush_all(&self) -> Result<()> {
         self.flush(self.insert_lsn())
@@ -1017,8 +1032,10 @@ impl Flusher {
                         }
                     }
                     let target = Lsn(shared.insert_lsn.load(Ordering::Acquire));
-                    // A failure is sticky (WritesRefused): every caller sees it.
-                    if shared.flush(target).is_err() {
+                    // A failed write or fdatasync is sticky (WritesRefused):
+                    // every caller sees it, nothing is left to do. A segment
+                    // that could not be opened lost nothing: next interval.
+                    if shared.flush(target).is_err() && shared.refused.get().is_some() {
                         return;
                     }
                 }

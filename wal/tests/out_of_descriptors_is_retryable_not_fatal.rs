@@ -114,3 +114,47 @@ fn a_segment_open_failing_with_emfile_fails_one_flush_and_loses_nothing() {
         }
     });
 }
+
+/// The background flusher of asynchronous commit meets the same failure: it
+/// keeps going, and flushes everything once descriptors are free again.
+#[test]
+fn the_background_flusher_outlives_a_segment_it_could_not_open() {
+    within(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = Arc::new(OutOfDescriptors::default());
+        let config = wal::WalConfig {
+            async_flush_interval: Some(Duration::from_millis(5)),
+            ..small_segments()
+        };
+        let wal = Wal::open_with_fs(dir.path(), config, fs.clone()).unwrap();
+        fs.out.store(true, Ordering::SeqCst);
+        let mut xid = 1u64;
+        while wal.insert_lsn().0 < MIN_SEGMENT_SIZE + 4096 {
+            wal.insert(&payload_record(xid, 500)).unwrap();
+            xid += 1;
+        }
+        // Let the flusher fail a few times.
+        let start = std::time::Instant::now();
+        while fs.refused.load(Ordering::SeqCst) < 3 {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the flusher never tried"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(wal.flushed_lsn() < wal.insert_lsn());
+        fs.out.store(false, Ordering::SeqCst);
+        // No flush call: the flusher gets there on its own.
+        let end = wal.insert_lsn();
+        let start = std::time::Instant::now();
+        while wal.flushed_lsn() < end {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the flusher stopped: flushed {} of {end}",
+                wal.flushed_lsn()
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(wal.refusing(), None);
+    });
+}

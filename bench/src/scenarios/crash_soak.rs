@@ -5,8 +5,10 @@
 //!   one fresh data directory under --data-dir; per cycle (--cycles, default 20; 5 with --quick):
 //!     spawn this program again as the child (env BENCH_CRASH_SOAK_CHILD_DIR / _SEED):
 //!       engine::soak::run_child — inserts, updates, deletes by key, bulk loads,
-//!       checkpoints, vacuums, one transaction never committed; "TXN n ops"
-//!       before each commit and "OK n" after it, through a pipe
+//!       checkpoints, vacuums, one transaction never committed, DDL and bulk
+//!       loads on a second table (created, indexed, loaded while empty, loaded
+//!       again, dropped), bursts of xids across commit-log pages; "TXN n ops"
+//!       before each commit or statement and "OK n" after it, through a pipe
 //!     after READY, a random 100-700 ms; SIGKILL
 //!     Database::open (recovery, timed), then engine::soak's checks: the table
 //!     is exactly every OK transaction (plus possibly the one in doubt), no
@@ -15,7 +17,10 @@
 //! ```
 //!
 //! Reported: cycles, commits verified (acknowledged `OK`s, plus in-doubt
-//! transactions found committed), recovery time mean / p99 / max. A lost
+//! transactions found committed), bulk loads killed (the kill fell inside a
+//! load or its commit), the next xid at the end (over 16,352 a commit-log
+//! page boundary was crossed), recovery time mean / p99 / max. Rows lost or
+//! resurrected are 0 in a run that passes: any would fail its cycle. A lost
 //! commit (or a phantom row, an index disagreeing, a bad checksum) fails its
 //! cycle's check, which stops the soak, names the cycle and what differed,
 //! keeps the data directory, and makes `bench` exit non-zero. The workload and checks are `engine::soak`, the same code as the
@@ -92,6 +97,10 @@ pub struct Row {
     /// Transactions killed inside `commit` that recovery found committed
     /// (counted in `commits_verified`).
     pub in_doubt_committed: u64,
+    /// Cycles whose kill fell inside a bulk load (or its commit).
+    pub loads_killed: u64,
+    /// The next xid after the last recovery.
+    pub next_xid_at_end: u64,
     pub rows_at_end: usize,
     pub blocks_checked: u64,
     pub recovery_ms_mean: f64,
@@ -167,6 +176,7 @@ pub fn run_with(settings: &Settings, args: &Args, exe: &Path) -> Result<CrashSoa
     let mut soak = Soak::new();
     let started = Instant::now();
     let (mut verified, mut in_doubt, mut blocks) = (0u64, 0u64, 0u64);
+    let (mut loads_killed, mut next_xid) = (0u64, 0u64);
     let mut recovery_ms = Vec::new();
     let mut failure = None;
     for cycle in 0..cycles {
@@ -183,6 +193,8 @@ pub fn run_with(settings: &Settings, args: &Args, exe: &Path) -> Result<CrashSoa
             Ok(r) => {
                 verified += r.committed + u64::from(r.in_doubt_committed);
                 in_doubt += u64::from(r.in_doubt_committed);
+                loads_killed += u64::from(r.load_killed);
+                next_xid = r.next_xid;
                 blocks += r.blocks_checked;
                 recovery_ms.push(r.recovery.as_secs_f64() * 1e3);
                 if settings.progress && (cycle + 1) % 10 == 0 {
@@ -224,6 +236,8 @@ pub fn run_with(settings: &Settings, args: &Args, exe: &Path) -> Result<CrashSoa
             cycles: recovery_ms.len() as u64,
             commits_verified: verified,
             in_doubt_committed: in_doubt,
+            loads_killed,
+            next_xid_at_end: next_xid,
             rows_at_end: soak.rows(),
             blocks_checked: blocks,
             recovery_ms_mean: mean,
@@ -247,6 +261,8 @@ impl Report for CrashSoakReport {
             "cycles",
             "commits verified",
             "in doubt, committed",
+            "loads killed",
+            "next xid",
             "rows",
             "recovery ms mean",
             "p99",
@@ -258,6 +274,8 @@ impl Report for CrashSoakReport {
                 r.cycles.to_string(),
                 r.commits_verified.to_string(),
                 r.in_doubt_committed.to_string(),
+                r.loads_killed.to_string(),
+                r.next_xid_at_end.to_string(),
                 r.rows_at_end.to_string(),
                 format!("{:.1}", r.recovery_ms_mean),
                 format!("{:.1}", r.recovery_ms_p99),

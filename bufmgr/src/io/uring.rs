@@ -37,11 +37,25 @@
 //!
 //! * `submit_reads` (read streams): one READV SQE per combined run (one
 //!   read SQE per lone page, or per page where `O_DIRECT` needs a bounce
-//!   buffer), on a ring taken
-//!   from the spare rings (or created) for the pending reads alone, pushed
-//!   and submitted with one `io_uring_enter` without waiting; the returned
-//!   `UringReads` keeps the ring (so no other call's I/O shares it) and
-//!   reaps at its wait or drop, then gives the ring back.
+//!   buffer), on a ring taken from the backend's fixed set of submission
+//!   rings ([`ASYNC_RINGS`], created at open) for the pending reads alone,
+//!   pushed and submitted with one `io_uring_enter` without waiting; the
+//!   returned `UringReads` keeps the ring (so no other call's I/O shares it)
+//!   and reaps at its wait or drop, then gives the ring back. When every
+//!   submission ring is taken (more reads pending at once than there are
+//!   rings), the reads are done at once, synchronously, through the file
+//!   backend (as `FileStorage::submit_reads` does): a submission never
+//!   waits for a ring, which it might hold itself, and never creates one.
+//!
+//! # Resources
+//!
+//! The backend's rings are all it holds: [`ring_count`](UringStorage::ring_count)
+//! rings for the calls that wait, [`ASYNC_RINGS`] for submissions, each one
+//! file descriptor, created at open and closed when the backend is dropped
+//! (and its last pending reads with it). A ring dropped as broken is
+//! created again at its next use, up to the same number; if that fails
+//! (`EMFILE` under a tight descriptor limit, for one), the call reads or
+//! writes synchronously through the file backend instead of failing.
 //!
 //! A buffer handed to the kernel must stay valid until its completion is
 //! reaped: no call but `submit_reads` returns with I/O in flight, and its
@@ -74,8 +88,13 @@ use crate::tag::{BlockNumber, BufferTag, PAGE_SIZE, RelFork};
 /// Entries of each ring's submission queue: the most requests one ring has
 /// in flight (its completion queue is twice as large, so it cannot overflow).
 pub const QUEUE_DEPTH: u32 = 64;
-/// Most rings one backend creates.
+/// Most rings one backend creates for the calls that wait (`read`,
+/// `write`, `read_run`, `read_batch`, `write_batch`).
 pub const MAX_RINGS: usize = 8;
+/// Rings one backend keeps for [`StorageBackend::submit_reads`]: at most
+/// this many sets of submitted reads are in flight at once (a read stream
+/// keeps up to eight with the default distance); more are read at once.
+pub const ASYNC_RINGS: usize = 16;
 /// Most pages in one vectored read: Linux's `UIO_MAXIOV` (`IOV_MAX`); a
 /// longer run is several READVs.
 const MAX_IOVECS: usize = 1024;
@@ -121,10 +140,63 @@ pub struct UringStorage {
     files: FileStorage,
     /// `None`: broken by a failed `io_uring_enter`; rebuilt at next use.
     rings: Box<[Mutex<Option<IoUring>>]>,
-    /// Rings free for [`submit_reads`](StorageBackend::submit_reads): each
-    /// pending set of reads takes one out for its lifetime (or creates one)
-    /// and gives it back after its last completion.
-    spare: Arc<Mutex<Vec<IoUring>>>,
+    /// The rings of [`submit_reads`](StorageBackend::submit_reads): each
+    /// pending set of reads takes one out for its lifetime and gives it
+    /// back after its last completion.
+    spare: Arc<SubmitRings>,
+}
+
+/// The fixed set of submission rings of a [`UringStorage`].
+struct SubmitRings {
+    /// Rings free now.
+    free: Mutex<Vec<IoUring>>,
+    /// Rings that exist (free or held by pending reads): [`ASYNC_RINGS`]
+    /// less those dropped as broken and not yet created again.
+    live: AtomicUsize,
+    base: PathBuf,
+}
+
+impl SubmitRings {
+    fn open(base: &Path) -> Result<SubmitRings> {
+        let free = (0..ASYNC_RINGS)
+            .map(|_| new_ring(base))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(SubmitRings {
+            free: Mutex::new(free),
+            live: AtomicUsize::new(ASYNC_RINGS),
+            base: base.to_path_buf(),
+        })
+    }
+
+    /// A free ring, or a new one in place of a broken one; `None` if every
+    /// ring is taken or a new one cannot be created.
+    fn take(&self) -> Option<IoUring> {
+        if let Some(r) = self.free.lock().pop() {
+            return Some(r);
+        }
+        self.live
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < ASYNC_RINGS).then_some(n + 1)
+            })
+            .ok()?;
+        match new_ring(&self.base) {
+            Ok(r) => Some(r),
+            Err(_) => {
+                self.live.fetch_sub(1, Ordering::AcqRel);
+                None
+            }
+        }
+    }
+
+    fn give_back(&self, ring: IoUring) {
+        self.free.lock().push(ring);
+    }
+
+    /// A ring dropped as broken (nothing in flight on it).
+    fn broken(&self, ring: IoUring) {
+        drop(ring);
+        self.live.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl std::fmt::Debug for UringStorage {
@@ -159,10 +231,11 @@ impl UringStorage {
             .map(|_| new_ring(files.base_dir()).map(|r| Mutex::new(Some(r))))
             .collect::<Result<Vec<_>>>()?
             .into_boxed_slice();
+        let spare = Arc::new(SubmitRings::open(files.base_dir())?);
         Ok(UringStorage {
             files,
             rings,
-            spare: Arc::new(Mutex::new(Vec::new())),
+            spare,
         })
     }
 
@@ -171,9 +244,16 @@ impl UringStorage {
         &self.files
     }
 
-    /// How many rings the backend has.
+    /// How many rings the backend has for the calls that wait (besides its
+    /// [`ASYNC_RINGS`] submission rings).
     pub fn ring_count(&self) -> usize {
         self.rings.len()
+    }
+
+    /// Submission rings free now (none are in use by pending reads when
+    /// this is [`ASYNC_RINGS`]).
+    pub fn free_submit_rings(&self) -> usize {
+        self.spare.free.lock().len()
     }
 
     /// This thread's home ring if free, else any free ring, else the home
@@ -190,26 +270,22 @@ impl UringStorage {
     }
 
     /// Runs every pending op to completion (or failure); see [`run_ops`].
-    fn run(&self, ops: &mut [Op]) {
+    /// `Err(NoRing)` (nothing done) if the ring this call would use was
+    /// broken and cannot be created again now: the caller does the call
+    /// through the file backend instead.
+    fn run(&self, ops: &mut [Op]) -> std::result::Result<(), NoRing> {
         if ops.is_empty() {
-            return;
+            return Ok(());
         }
         let mut guard = self.lock_ring();
         if guard.is_none() {
-            match new_ring(self.files.base_dir()) {
-                Ok(r) => *guard = Some(r),
-                Err(e) => {
-                    for op in ops.iter_mut() {
-                        op.outcome = Outcome::Failed(io::Error::other(e.to_string()));
-                    }
-                    return;
-                }
-            }
+            *guard = Some(new_ring(self.files.base_dir()).map_err(|_| NoRing)?);
         }
         let ring = guard.as_mut().expect("a ring was just ensured");
         if run_ops(ring, ops, self.files.direct_io()).is_err() {
             *guard = None;
         }
+        Ok(())
     }
 
     /// The op reading `tag` into `page` (through a bounce buffer if direct
@@ -323,11 +399,16 @@ impl UringStorage {
         let f = self.files.writable(tag)?;
         let (op, p) = self.prepare_write(&f, tag, page);
         let mut ops = [op];
-        self.run(&mut ops);
+        if self.run(&mut ops).is_err() {
+            return self.files.write(tag, page);
+        }
         let [op] = ops;
         Self::finish_write(op, p)
     }
 }
+
+/// No ring could be had for a call: it is done through the file backend.
+struct NoRing;
 
 fn new_ring(base: &Path) -> Result<IoUring> {
     IoUring::new(QUEUE_DEPTH).map_err(|e| Error::io("set up an io_uring for", "io_uring", base, e))
@@ -632,7 +713,9 @@ impl StorageBackend for UringStorage {
         let (f, nblocks) = self.files.readable(tag)?;
         let (op, p) = self.prepare_read(&f, nblocks, tag, page);
         let mut ops = [op];
-        self.run(&mut ops);
+        if self.run(&mut ops).is_err() {
+            return self.files.read(tag, page);
+        }
         let [op] = ops;
         Self::finish_read(op, p, page)
     }
@@ -684,7 +767,9 @@ impl StorageBackend for UringStorage {
                     self.prepare_readv(&f, nblocks, BufferTag { block, ..tag }, chunk)
                 })
                 .unzip();
-            self.run(&mut ops);
+            if self.run(&mut ops).is_err() {
+                return self.files.read_run(tag, pages);
+            }
             for (op, p) in ops.into_iter().zip(pending) {
                 // No bounce buffer: the page argument is not used.
                 Self::finish_read(op, p, &mut [])?;
@@ -702,7 +787,10 @@ impl StorageBackend for UringStorage {
                 self.prepare_read(&f, nblocks, BufferTag { block, ..tag }, page)
             })
             .unzip();
-        self.run(&mut ops);
+        if self.run(&mut ops).is_err() {
+            drop(ops);
+            return self.files.read_run(tag, pages);
+        }
         let mut first_err = None;
         for ((op, p), page) in ops.into_iter().zip(pending).zip(pages.iter_mut()) {
             if let Err(e) = Self::finish_read(op, p, page) {
@@ -734,7 +822,10 @@ impl StorageBackend for UringStorage {
                 Err(e) => results.push(Err(e)),
             }
         }
-        self.run(&mut ops);
+        if self.run(&mut ops).is_err() {
+            drop((ops, pending));
+            return self.files.read_batch(reqs);
+        }
         for (op, (i, p)) in ops.into_iter().zip(pending) {
             results[i] = Self::finish_read(op, p, reqs[i].page);
         }
@@ -760,7 +851,10 @@ impl StorageBackend for UringStorage {
                 Err(e) => results[i] = Err(e),
             }
         }
-        self.run(&mut ops);
+        if self.run(&mut ops).is_err() {
+            // Nothing written yet: all of it through the file backend.
+            return self.files.write_batch(reqs);
+        }
         for (op, (i, p)) in ops.into_iter().zip(pending) {
             results[i] = Self::finish_write(op, p);
         }
@@ -772,9 +866,16 @@ impl StorageBackend for UringStorage {
     }
 
     /// Every request's reads pushed to a ring of its own (taken from the
-    /// spare rings) and submitted with one `io_uring_enter`; the returned
-    /// object keeps the ring, and reaps at its wait (or drop).
+    /// submission rings) and submitted with one `io_uring_enter`; the
+    /// returned object keeps the ring, and reaps at its wait (or drop).
+    /// With no submission ring free, everything is read at once through
+    /// the file backend.
     unsafe fn submit_reads(&self, reqs: Vec<AsyncRead>) -> Box<dyn PendingReads> {
+        let Some(ring) = self.spare.take() else {
+            // SAFETY: our caller's contract, passed on unchanged (the file
+            // backend reads everything before it returns).
+            return unsafe { self.files.submit_reads(reqs) };
+        };
         let mut results: Vec<Result<()>> = Vec::with_capacity(reqs.len());
         let mut ops = Vec::new();
         let mut pending = Vec::new();
@@ -835,18 +936,8 @@ impl StorageBackend for UringStorage {
                 ));
             }
         }
-        let spare = self.spare.lock().pop();
-        let ring = match spare.map_or_else(|| new_ring(self.files.base_dir()), Ok) {
-            Ok(ring) => Some(ring),
-            Err(e) => {
-                for op in &mut ops {
-                    op.outcome = Outcome::Failed(io::Error::other(e.to_string()));
-                }
-                None
-            }
-        };
         let mut reads = UringReads {
-            ring,
+            ring: Some(ring),
             spare: Arc::clone(&self.spare),
             fl: Flight::new(&ops),
             ops,
@@ -867,9 +958,9 @@ impl StorageBackend for UringStorage {
 
 /// Reads submitted by [`UringStorage::submit_reads`], on a ring of their own.
 struct UringReads {
-    /// `None` if no ring could be had (every op failed already).
+    /// `None` once reaped (the ring is given back).
     ring: Option<IoUring>,
-    spare: Arc<Mutex<Vec<IoUring>>>,
+    spare: Arc<SubmitRings>,
     fl: Flight,
     ops: Vec<Op>,
     pending: Vec<Pending>,
@@ -899,9 +990,9 @@ impl UringReads {
         self.reaped = true;
         if let Some(mut ring) = self.ring.take() {
             match drive(&mut ring, &mut self.ops, self.direct, &mut self.fl) {
-                Ok(()) => self.spare.lock().push(ring),
+                Ok(()) => self.spare.give_back(ring),
                 // A broken ring is dropped (nothing is in flight on it).
-                Err(()) => drop(ring),
+                Err(()) => self.spare.broken(ring),
             }
         }
         let ops = std::mem::take(&mut self.ops);
@@ -941,5 +1032,298 @@ impl Drop for UringReads {
     fn drop(&mut self) {
         // Never give the pages back with reads in flight.
         self.reap();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The descriptor tests count `/proc/self/fd`, which every test of this
+    //! binary running at once would move: each runs its body in a child
+    //! process of its own (this binary again, the body as an ignored test).
+
+    use std::process::Command;
+
+    use super::*;
+    use crate::config::PoolConfig;
+    use crate::pool::{BufferPool, StreamConfig};
+    use crate::tag::RelId;
+
+    const STREAMS: usize = 40;
+    const BLOCKS: BlockNumber = 96;
+
+    fn rel(i: usize) -> RelFork {
+        RelFork::main(RelId(20 + i as u32))
+    }
+
+    /// Descriptors this process has open.
+    fn open_fds() -> usize {
+        std::fs::read_dir("/proc/self/fd").unwrap().count()
+    }
+
+    /// Runs the ignored test `name` of this binary in a child process and
+    /// fails with its output unless it passes.
+    fn in_child(name: &str) {
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                name,
+                "--ignored",
+                "--test-threads=1",
+                "--nocapture",
+            ])
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{name} failed in its child:\n{text}");
+        assert!(text.contains("1 passed"), "{name} did not run:\n{text}");
+    }
+
+    /// A pool over io_uring storage with four relations of `BLOCKS` blocks,
+    /// block `b` of relation `r` holding `r * 1000 + b` at byte 100; nothing
+    /// resident.
+    fn pool_on(dir: &Path) -> Option<BufferPool> {
+        if let Err(why) = probe_io_uring() {
+            eprintln!("skipped: io_uring is not usable here: {why}");
+            return None;
+        }
+        let storage = Arc::new(UringStorage::with_rings(dir, false, 2).unwrap());
+        let pool = BufferPool::new(PoolConfig::new(1024).bgwriter(None), storage).unwrap();
+        for r in 0..4 {
+            pool.create_fork(rel(r)).unwrap();
+            for b in 0..BLOCKS {
+                let mut p = pool.extend(rel(r), None).unwrap();
+                p[100..104].copy_from_slice(&(r as u32 * 1000 + b).to_le_bytes());
+                p.mark_dirty();
+            }
+        }
+        pool.flush_all(true).unwrap();
+        pool.evict_all().unwrap();
+        Some(pool)
+    }
+
+    /// `STREAMS` streams over the four relations (half of them one block
+    /// at a time, whose reads are single pages), all started with reads in
+    /// flight, then read to the end in turns: every block right.
+    fn forty_streams(pool: &BufferPool) {
+        let mut streams: Vec<_> = (0..STREAMS)
+            .map(|i| {
+                let cfg = if i % 2 == 0 {
+                    StreamConfig::default()
+                } else {
+                    StreamConfig::default().lookahead(2).io_combine(1)
+                };
+                (i, 0, pool.read_stream(rel(i % 4), 0..BLOCKS, None, cfg))
+            })
+            .collect();
+        while !streams.is_empty() {
+            streams.retain_mut(|(i, next, s)| match s.next_buffer() {
+                None => {
+                    assert_eq!(*next, BLOCKS, "stream {i}");
+                    false
+                }
+                Some(b) => {
+                    let b = b.unwrap_or_else(|e| panic!("stream {i} block {next}: {e}"));
+                    let p = b.lock_shared();
+                    let got = u32::from_le_bytes(p[100..104].try_into().unwrap());
+                    assert_eq!(got, (*i % 4) as u32 * 1000 + *next, "stream {i}");
+                    *next += 1;
+                    true
+                }
+            });
+        }
+        pool.evict_all().unwrap();
+    }
+
+    /// 40 streams started (each with reads in flight) and dropped, twice:
+    /// the descriptors open are those of the open storage throughout, and
+    /// closing it closes its rings.
+    #[test]
+    fn streams_leave_the_descriptor_count_as_it_was() {
+        in_child("io::uring::tests::child_streams_leave_the_descriptor_count_as_it_was");
+    }
+
+    #[test]
+    #[ignore = "run in a child process by streams_leave_the_descriptor_count_as_it_was"]
+    fn child_streams_leave_the_descriptor_count_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let before_open = open_fds();
+        let Some(pool) = pool_on(dir.path()) else {
+            return;
+        };
+        let open = open_fds();
+        for round in 0..2 {
+            let mut streams: Vec<_> = (0..STREAMS)
+                .map(|i| pool.read_stream(rel(i % 4), 0..BLOCKS, None, StreamConfig::default()))
+                .collect();
+            for s in &mut streams {
+                drop(s.next_buffer().unwrap().unwrap());
+            }
+            assert_eq!(open_fds(), open, "round {round}, streams open");
+            drop(streams);
+            assert_eq!(open_fds(), open, "round {round}, streams dropped");
+            assert_eq!(pool.pinned_buffers(), 0);
+            pool.evict_all().unwrap();
+        }
+        forty_streams(&pool);
+        assert_eq!(open_fds(), open);
+        drop(pool);
+        assert_eq!(open_fds(), before_open, "the storage closed");
+    }
+
+    /// With `RLIMIT_NOFILE` at the descriptors open + 10, 40 streams at
+    /// once (runs and single pages) and point reads all read every block
+    /// right.
+    #[test]
+    fn streams_complete_under_a_tight_descriptor_limit() {
+        in_child("io::uring::tests::child_streams_complete_under_a_tight_descriptor_limit");
+    }
+
+    #[test]
+    #[ignore = "run in a child process by streams_complete_under_a_tight_descriptor_limit"]
+    fn child_streams_complete_under_a_tight_descriptor_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(pool) = pool_on(dir.path()) else {
+            return;
+        };
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit/setrlimit write/read the struct we pass.
+        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+        lim.rlim_cur = (open_fds() + 10) as libc::rlim_t;
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0);
+        for _ in 0..2 {
+            forty_streams(&pool);
+        }
+        for r in 0..4 {
+            for b in (0..BLOCKS).step_by(7) {
+                let p = pool.read_buffer(rel(r), b, None).unwrap();
+                let got = u32::from_le_bytes(p.lock_shared()[100..104].try_into().unwrap());
+                assert_eq!(got, r as u32 * 1000 + b);
+            }
+        }
+    }
+
+    /// Its rings dropped as broken and none to be had in their place (the
+    /// descriptor limit reached): single-page and multi-page reads, batches
+    /// and writes, waited for or submitted, go through the file backend and
+    /// read and write the right bytes.
+    #[test]
+    fn without_a_ring_every_call_falls_back_to_the_file_backend() {
+        in_child(
+            "io::uring::tests::child_without_a_ring_every_call_falls_back_to_the_file_backend",
+        );
+    }
+
+    #[test]
+    #[ignore = "run in a child process by without_a_ring_every_call_falls_back_to_the_file_backend"]
+    fn child_without_a_ring_every_call_falls_back_to_the_file_backend() {
+        if let Err(why) = probe_io_uring() {
+            eprintln!("skipped: io_uring is not usable here: {why}");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let s = UringStorage::with_rings(dir.path(), false, 2).unwrap();
+        let rf = rel(0);
+        s.create(rf).unwrap();
+        let page = |b: BlockNumber| {
+            let mut p = vec![0u8; PAGE_SIZE];
+            p[100..104].copy_from_slice(&b.to_le_bytes());
+            p
+        };
+        for b in 0..4 {
+            s.write(BufferTag::new(rf, b), &page(b)).unwrap();
+        }
+        // Every ring broken, and no descriptor to be had: none is made.
+        for r in s.rings.iter() {
+            r.lock().take();
+        }
+        let free = std::mem::take(&mut *s.spare.free.lock());
+        for r in free {
+            s.spare.broken(r);
+        }
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit/setrlimit write/read the struct we pass.
+        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
+        // A new descriptor takes the lowest free number, refused at or
+        // above the limit.
+        // SAFETY: dup of stdin, closed at once: its number is the lowest
+        // free one.
+        let lowest_free = unsafe { libc::dup(0) };
+        assert!(lowest_free >= 0);
+        // SAFETY: the descriptor just made, ours alone.
+        assert_eq!(unsafe { libc::close(lowest_free) }, 0);
+        lim.rlim_cur = lowest_free as libc::rlim_t;
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0);
+        assert!(new_ring(dir.path()).is_err(), "a ring was still to be had");
+        let block_of = |p: &[u8]| u32::from_le_bytes(p[100..104].try_into().unwrap());
+        // Waited for: a page, a run, a batch, a write and a batch of writes.
+        let mut one = vec![0u8; PAGE_SIZE];
+        s.read(BufferTag::new(rf, 2), &mut one).unwrap();
+        assert_eq!(block_of(&one), 2);
+        let mut bufs = vec![vec![0u8; PAGE_SIZE]; 3];
+        let mut pages: Vec<&mut [u8]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
+        s.read_run(BufferTag::new(rf, 1), &mut pages).unwrap();
+        assert_eq!(
+            bufs.iter().map(|b| block_of(b)).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        let (mut a, mut b) = (vec![0u8; PAGE_SIZE], vec![0u8; PAGE_SIZE]);
+        let mut reqs = [
+            ReadRequest {
+                tag: BufferTag::new(rf, 3),
+                page: &mut a,
+            },
+            ReadRequest {
+                tag: BufferTag::new(rf, 0),
+                page: &mut b,
+            },
+        ];
+        assert!(s.read_batch(&mut reqs).iter().all(Result::is_ok));
+        assert_eq!((block_of(&a), block_of(&b)), (3, 0));
+        s.write(BufferTag::new(rf, 4), &page(4)).unwrap();
+        let (p5, p0) = (page(5), page(10));
+        let writes = [
+            WriteRequest {
+                tag: BufferTag::new(rf, 5),
+                page: &p5,
+            },
+            WriteRequest {
+                tag: BufferTag::new(rf, 0),
+                page: &p0,
+            },
+        ];
+        assert!(s.write_batch(&writes).iter().all(Result::is_ok));
+        assert_eq!(s.nblocks(rf).unwrap(), 6);
+        // Submitted: a run and a single page.
+        let mut bufs = vec![vec![0u8; PAGE_SIZE]; 4];
+        let ptrs: Vec<*mut u8> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
+        let reqs = vec![
+            AsyncRead {
+                tag: BufferTag::new(rf, 0),
+                pages: ptrs[..3].to_vec(),
+            },
+            AsyncRead {
+                tag: BufferTag::new(rf, 5),
+                pages: ptrs[3..].to_vec(),
+            },
+        ];
+        // SAFETY: four distinct PAGE_SIZE buffers, untouched until the wait.
+        let results = unsafe { s.submit_reads(reqs) }.wait();
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+        assert_eq!(
+            bufs.iter().map(|b| block_of(b)).collect::<Vec<_>>(),
+            [10, 1, 2, 5]
+        );
     }
 }

@@ -24,12 +24,24 @@
 //!    length (0 for a fork with no known length) reads as a new page; the
 //!    decision is [`PoolShared::zeroed_page_is_new`], the one place the rule
 //!    lives. Off (the default), every all-zero page is an error, as before.
+//!    A page read as new becomes in memory the blank page the extension
+//!    meant to write (checksum stamped) and is marked dirty: the next
+//!    checkpoint writes it before the fsync that makes the block durable,
+//!    so the rule never has to accept zeros below a durable length.
 //! 4. Dropping a relation forgets its lengths; truncating lowers them.
+//! 5. After a crash, before anything fsyncs a fork, every block at or beyond
+//!    its durable length is read once ([`BufferPool::settle_beyond_durable`]):
+//!    zeros the crash left there become dirty blank pages (rule 3), written
+//!    before the fsync that raises the durable length past them. Without
+//!    this, a zero page nobody read would be inside durable data after the
+//!    next checkpoint, and read as damage after the next crash.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 use super::{BufferPool, PoolShared};
+use crate::error::Result;
+use crate::ring::RingKind;
 use crate::tag::{BlockNumber, BufferTag, RelFork, RelId};
 
 /// Per fork, blocks known durable (rule 1).
@@ -66,6 +78,28 @@ impl BufferPool {
         v.retain(|(rf, _)| self.shared.storage.exists(*rf).unwrap_or(true));
         v.sort_by_key(|(rf, _)| (rf.rel, rf.fork as u8));
         v
+    }
+
+    /// Rule 5: read every block at or beyond its fork's durable length
+    /// through a bulk-read ring; returns (blocks read, all-zero ones made
+    /// new pages). Run with rule 3 on, after recovery, before any fsync.
+    pub fn settle_beyond_durable(&self) -> Result<(u64, u64)> {
+        let zero_before = self.zeroed_pages_read_as_new();
+        let mut ring = self.ring_forced(RingKind::BulkRead, 256);
+        let mut read = 0;
+        for rf in self.shared.storage.relations()? {
+            let from = self.durable_length(rf).unwrap_or(0);
+            for block in from..self.nblocks(rf)? {
+                drop(self.read_buffer(rf, block, ring.as_mut())?);
+                read += 1;
+            }
+        }
+        Ok((read, self.zeroed_pages_read_as_new() - zero_before))
+    }
+
+    /// All-zero pages read as new pages since the pool opened (rule 3).
+    pub fn zeroed_pages_read_as_new(&self) -> u64 {
+        self.shared.zeroed_new_pages.load(Ordering::Relaxed)
     }
 
     /// The durable length of `rf`, if known.

@@ -94,6 +94,8 @@ pub(crate) struct PoolShared {
     durable: Mutex<durable::DurableLengths>,
     /// `durable` rule 3 is on.
     zeroed_beyond_durable_is_new: AtomicBool,
+    /// All-zero pages read as new (rule 3).
+    zeroed_new_pages: AtomicU64,
     /// Set by the first failed write; later writes are refused with it.
     write_failure: Mutex<Option<String>>,
     write_failed: AtomicBool,
@@ -216,6 +218,7 @@ impl BufferPool {
             pending_sync: Mutex::new(HashSet::new()),
             durable: Mutex::new(HashMap::new()),
             zeroed_beyond_durable_is_new: AtomicBool::new(false),
+            zeroed_new_pages: AtomicU64::new(0),
             write_failure: Mutex::new(None),
             write_failed: AtomicBool::new(false),
             thread_stats: Mutex::new(Vec::new()),

@@ -558,6 +558,7 @@ impl PoolShared {
         // is not VALID; only this thread looks at these bytes until we end
         // the I/O.
         let page = unsafe { self.arena.page(id) };
+        let mut new_page = false;
         let result = result.and_then(|()| {
             if !self.config.checksums {
                 return Ok(());
@@ -567,7 +568,14 @@ impl PoolShared {
             };
             if damage == page::Damage::Zeroed && self.zeroed_page_is_new(tag) {
                 // Extended, never described by the WAL, lost with the
-                // power: a new page (`durable` rule 3).
+                // power: a new page (`durable` rule 3). It becomes the
+                // blank page extension meant to write, dirty, so the next
+                // checkpoint writes it before its fsync makes the block
+                // durable (zeros there would then be damage).
+                // SAFETY: as above: the I/O is ours and the page not VALID.
+                page::stamp_blank(unsafe { self.arena.page_mut(id) }, tag.block);
+                self.zeroed_new_pages.fetch_add(1, Ordering::Relaxed);
+                new_page = true;
                 return Ok(());
             }
             self.counters
@@ -601,7 +609,8 @@ impl PoolShared {
         });
         match result {
             Ok(()) => {
-                self.terminate_io(id, VALID, IO_ERROR);
+                let dirty = if new_page { DIRTY } else { 0 };
+                self.terminate_io(id, VALID | dirty, IO_ERROR);
                 Ok(())
             }
             Err(e) => {

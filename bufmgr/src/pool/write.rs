@@ -106,9 +106,10 @@ impl PoolShared {
         // SAFETY: as above.
         let result = self.storage.write(tag, unsafe { self.arena.page(id) });
         if let Err(e) = result {
-            let msg = e.to_string();
-            *self.write_failure.lock() = Some(msg);
-            self.write_failed.store(true, Ordering::Release);
+            if !wrote_nothing(&e) {
+                *self.write_failure.lock() = Some(e.to_string());
+                self.write_failed.store(true, Ordering::Release);
+            }
             self.terminate_io(id, IO_ERROR, 0);
             return Err(e);
         }
@@ -265,6 +266,12 @@ impl PoolShared {
                 if !self.storage.exists(*rf).unwrap_or(true) {
                     continue;
                 }
+                if wrote_nothing(&e) {
+                    // The file could not even be opened: no fsync ran, no
+                    // page was dropped; the forks wait for the next sync.
+                    self.pending_sync.lock().extend(forks[i..].iter().copied());
+                    return Err(e);
+                }
                 // Fatal, as in PostgreSQL since "fsyncgate": after a failed
                 // fsync Linux may have marked the dirty pages clean without
                 // writing them, so a retry would succeed and prove nothing,
@@ -282,6 +289,15 @@ impl PoolShared {
         }
         Ok(())
     }
+}
+
+/// Did a failed write or sync leave the file untouched? True of a file that
+/// could not be opened for want of descriptors (`EMFILE`, `ENFILE`: kind
+/// `ResourceExhausted`): that is the call's error only, the page stays dirty
+/// (the fork stays to be synced) and nothing refuses later writes. Any other
+/// failure may have lost data and is fatal, as the module docs say.
+fn wrote_nothing(e: &Error) -> bool {
+    e.kind() == crate::ErrorKind::ResourceExhausted
 }
 
 /// Pages a [`WriteBatch`] holds before it is submitted (at most; see
@@ -448,8 +464,10 @@ impl<'p> WriteBatch<'p> {
                     written += 1;
                 }
                 Some(Err(e)) => {
-                    *pool.write_failure.lock() = Some(e.to_string());
-                    pool.write_failed.store(true, Ordering::Release);
+                    if !wrote_nothing(e) {
+                        *pool.write_failure.lock() = Some(e.to_string());
+                        pool.write_failed.store(true, Ordering::Release);
+                    }
                     pool.terminate_io(id, IO_ERROR, 0);
                 }
                 // Not written (the WAL flush failed): still dirty.

@@ -86,7 +86,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bufmgr::BufferPool;
 use heap::txn::{
@@ -99,6 +99,11 @@ use crate::error::{EngineError, ErrorKind, Result};
 use crate::txn::Xid;
 use crate::txn::clog::{Clog, ClogStatus};
 use crate::txn::snapshot::RunningSet;
+
+/// Longest pause between tries of a commit's flush that failed without
+/// the WAL refusing writes (the pauses double from 1 ms: about half a
+/// second in all).
+const FLUSH_RETRY_MAX_PAUSE: Duration = Duration::from_millis(256);
 
 /// `info` of a commit record (PostgreSQL's `XLOG_XACT_COMMIT`).
 pub const XACT_COMMIT: u8 = 0x00;
@@ -392,6 +397,32 @@ impl TransactionManager {
         self.refusing.store(true, Ordering::Release);
     }
 
+    /// Flush the WAL through `xid`'s commit record (ending at `end`). A
+    /// failure that left the log accepting writes (a segment it could not
+    /// open or create: out of file descriptors, a full disk) lost nothing,
+    /// the record waits in the WAL buffer: the flush is tried again for up
+    /// to about half a second. If it still fails, the commit is in doubt,
+    /// and the log is made to refuse every later write as after any failed
+    /// flush, so the record cannot become durable behind the back of this
+    /// run, which holds the xid as running until the reopen decides.
+    fn flush_commit(&self, xid: Xid, end: Lsn) -> wal::Result<()> {
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let e = match self.wal.flush(end) {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            if self.wal.refusing().is_some() || pause > FLUSH_RETRY_MAX_PAUSE {
+                self.wal.refuse_writes(format!(
+                    "the commit record of xid {xid} (to {end}) could not be flushed: {e}"
+                ));
+                return Err(e);
+            }
+            std::thread::sleep(pause);
+            pause *= 2;
+        }
+    }
+
     pub(crate) fn commit_xid(&self, xid: Xid, shard: usize, mode: CommitMode) -> Result<Lsn> {
         if let Err(e) = self.check_writable() {
             // Begun before the refusal: it cannot commit now.
@@ -423,7 +454,7 @@ impl TransactionManager {
                 // On failure the commit is in doubt (the record may yet reach
                 // disk): the xid stays running, invisible, and the WAL refuses
                 // every later write (wal rule 7).
-                self.wal.flush(end).map_err(|e| EngineError::wal(format!(
+                self.flush_commit(xid, end).map_err(|e| EngineError::wal(format!(
                     "could not flush the commit record of xid {xid} to {end}; its outcome is in doubt"
                 ))(e))?;
             }
@@ -548,9 +579,9 @@ impl TransactionStatus for TransactionManager {
                 ErrorKind::Io => heap::ErrorKind::Io,
                 ErrorKind::ResourceExhausted => heap::ErrorKind::ResourceExhausted,
                 ErrorKind::Conflict => heap::ErrorKind::Conflict,
-                // Nothing the commit log reads is held by another user;
-                // were it so, waiting (not retrying at once) is the cure.
-                ErrorKind::InUse => heap::ErrorKind::ResourceExhausted,
+                // A clog read is never refused for another user's sake;
+                // were it, running the transaction again would not help.
+                ErrorKind::InUse => heap::ErrorKind::Io,
             },
             source: Box::new(e),
         })
