@@ -1,8 +1,8 @@
-//! Issue 20, item 2: a failed iterator releases its pins at once, so a DROP
+//! A failed iterator releases its pins at once, so a DROP
 //! TABLE waiting on them is not left half done. A scan iterator over 3,000
 //! rows reads 10 rows, then fails (the commit log cannot be read: an
 //! injected read error), and is kept (not dropped, as a caller holding it
-//! in a struct would). The read error goes away. Today `drop_table` waits
+//! in a struct would). The read error goes away. Before the fix, `drop_table` waits
 //! 10 s for the iterator's pin, then fails with `could not remove the files
 //! of relation 1000: invalid buffer pool configuration: relation 1000 block
 //! 6 is still pinned after 10s`, after the catalog entry is already gone:
@@ -83,7 +83,6 @@ impl StorageBackend for FailClogReads {
 }
 
 #[test]
-#[ignore = "bug: an iterator that failed keeps its pin: drop_table waits 10 s, fails after removing the catalog entry, and leaves the table's file behind"]
 fn drop_table_after_a_failed_iterator_removes_table_and_file() {
     watchdog(Duration::from_secs(60), || {
         let dir = tempfile::tempdir().unwrap();

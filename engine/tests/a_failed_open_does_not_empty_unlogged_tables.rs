@@ -1,8 +1,8 @@
-//! Issue 21: the clean-shutdown marker is consumed only once the open has
+//! The clean-shutdown marker is consumed only once the open has
 //! succeeded. An unlogged table with 100 rows, closed cleanly; then an open
 //! that fails on a bad option (a `wal_segment_size` other than the log's,
 //! or `partition_floor(Some(0))`, which `Options::validate` lets through to
-//! the pool); then a correct open. Today the failed open has already taken
+//! the pool); then a correct open. Before the fix, the failed open has already taken
 //! the `CLEAN_SHUTDOWN` marker, so the correct open takes the directory for
 //! a crashed one and empties every unlogged table: 0 of 100 rows.
 //! Expected: 100 rows (a failed open changes nothing).
@@ -34,14 +34,12 @@ fn unlogged_rows_after_a_failed_open(bad: Options) -> usize {
 }
 
 #[test]
-#[ignore = "bug: an open failing on a wrong wal_segment_size consumes the clean-shutdown marker: the next open empties unlogged tables (0 of 100 rows)"]
 fn an_open_failing_on_the_wal_segment_size_keeps_unlogged_rows() {
     let n = unlogged_rows_after_a_failed_open(small_options().wal_segment_size(1 << 22));
     assert_eq!(n, 100);
 }
 
 #[test]
-#[ignore = "bug: an open failing on partition_floor(Some(0)) (not caught by validate) consumes the clean-shutdown marker: the next open empties unlogged tables"]
 fn an_open_failing_on_the_partition_floor_keeps_unlogged_rows() {
     let n = unlogged_rows_after_a_failed_open(small_options().partition_floor(Some(0)));
     assert_eq!(n, 100);

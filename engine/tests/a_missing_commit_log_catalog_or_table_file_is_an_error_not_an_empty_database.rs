@@ -1,6 +1,6 @@
-//! Issue 21, item 6: a damaged or incomplete data directory is an error,
-//! never an empty database. Closed cleanly after 2,100 committed rows in
-//! one indexed table, then one file deleted or truncated while closed:
+//! A damaged or incomplete data directory is an error, never an empty
+//! database. Closed cleanly after 2,100 committed rows in one indexed table,
+//! then one file deleted or truncated while closed. Before the fix:
 //!
 //! - the commit log `base/1` deleted or truncated: the open succeeds with
 //!   **zero tables** (every xid reads as not committed, so the catalog looks
@@ -11,7 +11,7 @@
 //!   `Ok` with 0 (or 1,070) of 2,100 rows, `verify_indexes` reports the
 //!   rest as violations.
 //!
-//! Expected: each open fails with an error naming the file (what was
+//! Now each open fails with an error naming the file (what was
 //! expected of it), or opens with every row; no relation file is removed.
 
 mod common;
@@ -121,19 +121,16 @@ fn check(file: impl Fn(u32) -> String + Copy) {
 }
 
 #[test]
-#[ignore = "bug: commit log base/1 deleted or truncated while closed: the open succeeds with zero tables and removes the table and index files"]
 fn a_missing_or_truncated_commit_log_fails_the_open() {
     watchdog(Duration::from_secs(60), || check(|_| "base/1".into()));
 }
 
 #[test]
-#[ignore = "bug: catalog base/2 deleted or truncated while closed: the open succeeds with zero tables and removes the table and index files"]
 fn a_missing_or_truncated_catalog_fails_the_open() {
     watchdog(Duration::from_secs(60), || check(|_| "base/2".into()));
 }
 
 #[test]
-#[ignore = "bug: a table file deleted or truncated while closed: the open succeeds, scans return Ok with 0 or 1,070 of 2,100 rows"]
 fn a_missing_or_truncated_table_file_fails_the_open() {
     watchdog(Duration::from_secs(60), || {
         check(|rel| format!("base/{rel}"))

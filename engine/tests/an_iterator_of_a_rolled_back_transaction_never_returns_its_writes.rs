@@ -1,7 +1,7 @@
 //! An iterator (`scan`, `index_range`) begun in a transaction that wrote,
-//! then read after that transaction rolled back: issue 20 item 2 says this
+//! then read after that transaction rolled back: the rule is that this
 //! is either a clear error or exactly the committed state as of the
-//! iterator's snapshot. Today the iterator keeps the transaction's xid as
+//! iterator's snapshot. Before the fix, the iterator keeps the transaction's xid as
 //! "own" and returns the rolled-back inserts (and hides the rolled-back
 //! deletes) as if the transaction were still running.
 
@@ -54,7 +54,6 @@ fn after_rollback(range: bool) -> Result<(usize, usize), String> {
 }
 
 #[test]
-#[ignore = "bug: a scan iterator read after its transaction rolled back returns the rolled-back inserts (140 rows, 100 ghosts; want 50 or an error)"]
 fn a_scan_iterator_read_after_rollback_returns_only_committed_rows_or_fails() {
     watchdog(Duration::from_secs(60), || match after_rollback(false) {
         Err(e) => eprintln!("refused (acceptable): {e}"),
@@ -63,7 +62,6 @@ fn a_scan_iterator_read_after_rollback_returns_only_committed_rows_or_fails() {
 }
 
 #[test]
-#[ignore = "bug: an index_range read after its transaction rolled back returns the rolled-back inserts (140 rows, 100 ghosts; want 50 or an error)"]
 fn an_index_range_read_after_rollback_returns_only_committed_rows_or_fails() {
     watchdog(Duration::from_secs(60), || match after_rollback(true) {
         Err(e) => eprintln!("refused (acceptable): {e}"),

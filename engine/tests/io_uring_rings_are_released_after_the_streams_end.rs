@@ -1,6 +1,6 @@
-//! Issue 20, item 4: io_uring resources bounded: a fixed, small set of
+//! Io_uring resources bounded: a fixed, small set of
 //! rings per storage, reused; 40 streams started and dropped leave the
-//! descriptor count where it was. Today each concurrent stream that finds no
+//! descriptor count where it was. Before the fix, each concurrent stream that finds no
 //! spare ring creates one and gives it back to an unbounded spare list, so
 //! 10 rounds of 40 concurrent scans (20 tables of 2,000 rows, evicted,
 //! 512-buffer pool) leave 4 to 9 more descriptors open than before the
@@ -19,7 +19,6 @@ fn open_fds() -> usize {
 }
 
 #[test]
-#[ignore = "bug: rounds of 40 concurrent io_uring scans leave 4-9 more descriptors open after they end (rings kept in an unbounded spare list)"]
 fn forty_io_uring_scans_leave_the_descriptor_count_where_it_was() {
     if let Err(why) = bufmgr::io::probe_io_uring() {
         eprintln!("io_uring unavailable, skipped: {why}");

@@ -1,4 +1,4 @@
-//! Issue 20, item 4: a submission that cannot get an io_uring waits for a
+//! A submission that cannot get an io_uring waits for a
 //! ring or falls back to synchronous reads; with `RLIMIT_NOFILE` set to the
 //! open count + 10, every stream still completes with correct data. Here
 //! (a child process, io_uring on, 20 tables of 2,000 rows evicted from the
@@ -109,7 +109,6 @@ fn uring_tight_child() {
 }
 
 #[test]
-#[ignore = "bug: with RLIMIT_NOFILE at the open count + 10, io_uring scans fail with 'could not set up an io_uring ... Too many open files' instead of falling back to synchronous reads"]
 fn every_io_uring_scan_completes_with_ten_spare_descriptors() {
     if let Err(why) = bufmgr::io::probe_io_uring() {
         eprintln!("io_uring unavailable, skipped: {why}");
