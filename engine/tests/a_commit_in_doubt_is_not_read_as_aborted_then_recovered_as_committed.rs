@@ -1,0 +1,142 @@
+//! A commit that fails with "its outcome is in doubt" (here: `EMFILE` on the
+//! WAL directory fsync at a segment switch, the descriptors held by the
+//! relation-file cache) must not be decided two ways. Today the process
+//! goes on treating the transaction as aborted (its 200 rows invisible,
+//! later commits accepted), those later commits flush the WAL that holds
+//! its commit record, and after a crash recovery replays that record: the
+//! 200 rows appear. The transaction was invisible before the crash and
+//! visible after it. PostgreSQL PANICs when a commit's WAL flush fails (the
+//! crash recovery then decides once); the engine's own rule for a flushed
+//! commit record is `CommitNotRecorded` and writes refused until reopen.
+//! Expected: what the process shows after the failure is what recovery
+//! finds (or later writes are refused until the reopen decides).
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::{row, small_options, two_columns, watchdog};
+use engine::Database;
+
+const CHILD_DIR: &str = "ENGINE_TEST_COMMIT_IN_DOUBT_DIR";
+
+fn open_fds() -> u64 {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0) as u64
+}
+
+/// Set the soft `RLIMIT_NOFILE` (the hard limit stays).
+fn limit_descriptors(n: u64) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct we pass and nothing else.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    lim.rlim_cur = (n as libc::rlim_t).min(lim.rlim_max);
+    // SAFETY: setrlimit reads the struct we pass and nothing else.
+    let r = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+    assert_eq!(r, 0, "setrlimit: {}", std::io::Error::last_os_error());
+}
+
+fn count(db: &Database, t: &str) -> usize {
+    let mut n = 0;
+    for r in db.read().unwrap().scan(t).unwrap() {
+        r.unwrap();
+        n += 1;
+    }
+    n
+}
+
+/// Tables of 200 rows each, one commit each, under a descriptor limit just
+/// above the open count; prints `DOUBT <table> <rows seen after>` for a
+/// commit in doubt, after later commits succeeded; then "crashes".
+#[test]
+#[ignore = "run as a child process by a_commit_in_doubt_reads_the_same_before_and_after_a_crash"]
+fn commit_in_doubt_child() {
+    let Some(dir) = std::env::var_os(CHILD_DIR) else {
+        return;
+    };
+    let db = Database::open(&dir, small_options().pool_buffers(128)).unwrap();
+    limit_descriptors(open_fds() + 12);
+    let mut doubt = vec![];
+    for i in 0..30 {
+        let t = format!("t{i}");
+        db.create_table(&t, two_columns()).unwrap();
+        db.create_index(&format!("{t}_id"), &t, "id", true).unwrap();
+        let txn = db.begin().unwrap();
+        for k in 0..200 {
+            txn.insert(t.as_str(), row(k, &"z".repeat(100))).unwrap();
+        }
+        if let Err(e) = txn.commit() {
+            eprintln!("commit into {t}: {e}");
+            doubt.push(t);
+        }
+    }
+    limit_descriptors(4096);
+    let mut later_ok = 0;
+    for i in 0..3 {
+        let txn = db.begin().unwrap();
+        if txn
+            .insert("t0", row(10_000 + i, "later"))
+            .and_then(|_| txn.commit())
+            .is_ok()
+        {
+            later_ok += 1;
+        }
+    }
+    for t in &doubt {
+        println!("DOUBT {t} {}", count(&db, t));
+    }
+    println!("LATER COMMITS {later_ok}");
+    println!("CHILD DONE");
+    std::mem::forget(db);
+}
+
+#[test]
+#[ignore = "bug: a commit reported 'outcome in doubt' (EMFILE on the WAL dir fsync) reads as aborted (0 rows) while later commits succeed; after a crash recovery shows its 200 rows"]
+fn a_commit_in_doubt_reads_the_same_before_and_after_a_crash() {
+    watchdog(Duration::from_secs(120), || {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "commit_in_doubt_child",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env(CHILD_DIR, dir.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("CHILD DONE"),
+            "child failed: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doubt: Vec<(String, usize)> = stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("DOUBT "))
+            .map(|l| {
+                let (t, n) = l.split_once(' ').unwrap();
+                (t.to_string(), n.parse().unwrap())
+            })
+            .collect();
+        assert!(!doubt.is_empty(), "no commit in doubt: {stdout}");
+        // Refusing every later write until the reopen decides is also fine.
+        let later_refused = stdout.contains("LATER COMMITS 0");
+        let db = Database::open(dir.path(), small_options()).unwrap();
+        let mut contradicted = vec![];
+        for (t, before) in &doubt {
+            let after = count(&db, t);
+            if after != *before && !later_refused {
+                contradicted.push(format!(
+                    "{t}: {before} rows in the process after the failed commit, {after} after the crash"
+                ));
+            }
+        }
+        assert!(contradicted.is_empty(), "{contradicted:#?}");
+    });
+}
