@@ -21,7 +21,7 @@ pub enum ErrorKind {
     CorruptData,
     /// The operating system refused an operation.
     Io,
-    /// A resource ran out (every buffer pinned).
+    /// A resource ran out (every buffer pinned, no file descriptor left).
     ResourceExhausted,
 }
 
@@ -118,6 +118,11 @@ impl Error {
             | Error::ZeroedPage { .. }
             | Error::CorruptFile { .. }
             | Error::BadTrace { .. } => ErrorKind::CorruptData,
+            // Out of descriptors: not the disk's fault, and the operation
+            // may work once other files are closed.
+            Error::Io { source, .. } if crate::io::is_out_of_descriptors(source) => {
+                ErrorKind::ResourceExhausted
+            }
             Error::Io { .. } | Error::WritesRefused(_) | Error::WalFlush { .. } => ErrorKind::Io,
             Error::NoUnpinnedBuffers { .. } | Error::TooManyPins { .. } => {
                 ErrorKind::ResourceExhausted

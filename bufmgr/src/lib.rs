@@ -35,7 +35,8 @@ pub use evictor::Evictor;
 pub use guard::{PageRead, PageShareExclusive, PageWrite, PinnedBuffer};
 pub use io::{
     AlignedBuf, FaultyStorage, FileStorage, ObservedStorage, ReadRequest, StorageBackend,
-    StorageObserver, UringStorage, WriteRequest, open_storage,
+    StorageObserver, UringStorage, WriteRequest, default_max_open_files, is_out_of_descriptors,
+    open_storage, open_storage_with,
 };
 pub use pool::{BufferPool, ReadStream, StreamConfig};
 pub use ring::{Ring, RingKind};

@@ -26,7 +26,10 @@
 //! checksum field was not written by this pool: [`verify`] reports it as
 //! [`Damage::Zeroed`], an error naming relation and block, unless the pool
 //! was opened with `zero_damaged_pages` (PostgreSQL's setting of that name),
-//! which zeroes a damaged page in memory, counts it and logs it instead.
+//! which zeroes a damaged page in memory, counts it and logs it instead,
+//! or unless the page lies at or beyond its fork's durable length and the
+//! pool was told to read such pages as new (`pool::durable`: an extension
+//! lost with the power).
 //! (A blank page's checksum is the CRC of zeros and its block number; were
 //! it ever 0 the page would be indistinguishable from a zeroed one and be
 //! accepted: a 1 in 2^32 chance per block number, fixed by the block.)

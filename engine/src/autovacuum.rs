@@ -26,11 +26,16 @@
 //!    counted at **commit and abort** (as pgstat does at transaction end), so
 //!    a rolled-back update adds its new version, not its old one. They are
 //!    estimates: they start at 0 when the database opens (they are not
-//!    stored), the first vacuum of a table sets the tuple estimate from
-//!    what its pass 1 left, and a tuple that a long-lived snapshot kept
-//!    from being removed is not counted again (so the worker does not
-//!    vacuum the same table every round while that snapshot lives; PostgreSQL
-//!    keeps counting those and does).
+//!    stored), and the first vacuum of a table sets the tuple estimate from
+//!    what its pass 1 left. Versions a vacuum had to keep for a snapshot
+//!    that might still see them (deleted by a transaction that committed
+//!    at or after its horizon) are counted apart, with the oldest of their
+//!    deleters: they are not in the tuple estimate, and they count as dead
+//!    again once the horizon has passed that deleter, i.e. once the
+//!    long-lived snapshot is gone. The worker checks that every round, so
+//!    it cleans them within a naptime of the snapshot's end, with no write
+//!    needed, and does not vacuum the same table every round while the
+//!    snapshot lives (PostgreSQL counts them as dead at once, and does).
 //! 2. The worker runs the same vacuum as [`crate::Database::vacuum`] (heap
 //!    pass 1, index bulk delete, heap pass 2) under the same locks: the
 //!    table's drop lock shared (DROP, CREATE/DROP INDEX wait for it) and the
@@ -44,6 +49,12 @@
 //! 4. Close and drop stop the worker first (before the shutdown flush) and
 //!    join it: a round in progress finishes the table it is vacuuming and
 //!    skips the rest, so the wait is bounded by one table's vacuum.
+//! 5. The catalog is counted the same way, by DDL: a CREATE leaves the old
+//!    version of the meta row dead, a DROP its rows, a failed CREATE INDEX
+//!    its new ones. When autovacuum is on, the DDL that takes the catalog
+//!    over the threshold vacuums it before returning (under the DDL lock,
+//!    after its own commit; a failure is recorded as rule 3 says, never the
+//!    DDL's error), so create/drop cycles leave it bounded.
 //!
 //! Shortcuts: one worker for all tables (PostgreSQL runs up to
 //! `autovacuum_max_workers` = 3); no cost-based delay (`vacuum_cost_delay`:
@@ -63,6 +74,7 @@ use crate::catalog::{CatalogState, TableHandle};
 use crate::database::{VacuumReport, vacuum_table};
 use crate::error::{EngineError, Result};
 use crate::registry::SnapshotRegistry;
+use crate::txn::Xid;
 use crate::txn::xact::TransactionManager;
 
 /// A table's counters (rule 1), kept with its handle.
@@ -70,8 +82,14 @@ use crate::txn::xact::TransactionManager;
 pub(crate) struct TableCounters {
     /// Dead tuples since the last vacuum (`n_dead_tup`).
     pub dead: AtomicU64,
-    /// Tuple estimate (`reltuples`).
+    /// Tuple estimate (`reltuples`), without the versions below.
     pub tuples: AtomicU64,
+    /// Versions the last vacuum kept only for snapshots that might still
+    /// see them (their deleter committed at or after its horizon), and the
+    /// oldest deleter among them: once the horizon has passed it, they
+    /// count as dead again (rule 1).
+    pub kept: AtomicU64,
+    pub kept_xmax: AtomicU64,
     /// Vacuums by the worker, tuples they removed.
     pub autovacuums: AtomicU64,
     pub tuples_removed: AtomicU64,
@@ -109,14 +127,37 @@ impl TableCounters {
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |d| {
                 Some(d.saturating_sub(dead_before))
             });
-        self.tuples
-            .store(report.heap.tuples_remaining, Ordering::Relaxed);
+        let kept = &report.heap.pruned;
+        self.kept.store(kept.recently_dead, Ordering::Relaxed);
+        self.kept_xmax
+            .store(kept.oldest_kept_xmax, Ordering::Relaxed);
+        self.tuples.store(
+            report
+                .heap
+                .tuples_remaining
+                .saturating_sub(kept.recently_dead),
+            Ordering::Relaxed,
+        );
     }
 
-    fn over(&self, threshold: u64, scale_factor: f64) -> bool {
+    /// Dead tuples now: those counted since the last vacuum, plus the ones
+    /// it kept if `horizon` (the vacuum horizon now, when known) has passed
+    /// the oldest of their deleters, i.e. the snapshot that kept them is
+    /// gone (rule 1).
+    pub fn dead_now(&self, horizon: Option<Xid>) -> u64 {
         let dead = self.dead.load(Ordering::Relaxed);
+        let kept = self.kept.load(Ordering::Relaxed);
+        match horizon {
+            Some(h) if kept > 0 && h > self.kept_xmax.load(Ordering::Relaxed) => dead + kept,
+            _ => dead,
+        }
+    }
+
+    /// Is the table due for a vacuum? `horizon` as for
+    /// [`dead_now`](Self::dead_now).
+    pub fn over(&self, threshold: u64, scale_factor: f64, horizon: Option<Xid>) -> bool {
         let tuples = self.tuples.load(Ordering::Relaxed);
-        dead as f64 > threshold as f64 + scale_factor * tuples as f64
+        self.dead_now(horizon) as f64 > threshold as f64 + scale_factor * tuples as f64
     }
 }
 
@@ -149,6 +190,9 @@ pub struct TableAutovacuum {
     pub table: String,
     /// Dead tuples counted now (since its last vacuum).
     pub dead_tuples: u64,
+    /// Versions its last vacuum kept for snapshots that might still see
+    /// them; counted as dead once those snapshots are gone.
+    pub kept_tuples: u64,
     /// Tuple estimate now.
     pub tuples: u64,
     /// Dead tuples above which it is vacuumed.
@@ -176,6 +220,9 @@ pub struct AutovacuumStats {
     /// Vacuums skipped because a vacuum of the table was running (or the
     /// table was being dropped).
     pub skipped_busy: u64,
+    /// Vacuums of the catalog, run by DDL once its dead versions pass the
+    /// same threshold (rule 5).
+    pub catalog_vacuums: u64,
     /// Failed vacuums, and the last failure (rule 3).
     pub errors: u64,
     pub last_error: Option<AutovacuumError>,
@@ -217,7 +264,7 @@ impl AutovacShared {
     /// table crossed its threshold (a few atomics when it did not).
     pub fn table_changed(&self, c: &TableCounters) {
         if self.enabled
-            && c.over(self.threshold, self.scale_factor)
+            && c.over(self.threshold, self.scale_factor, None)
             && !self.wake_pending.swap(true, Ordering::AcqRel)
         {
             let _g = self.stop.lock();
@@ -238,6 +285,7 @@ impl AutovacShared {
                 TableAutovacuum {
                     table: t.info.name.clone(),
                     dead_tuples: c.dead.load(Ordering::Relaxed),
+                    kept_tuples: c.kept.load(Ordering::Relaxed),
                     tuples,
                     vacuum_threshold: self.threshold as f64 + self.scale_factor * tuples as f64,
                     autovacuums: c.autovacuums.load(Ordering::Relaxed),
@@ -249,6 +297,22 @@ impl AutovacShared {
         tables.sort_by(|a, b| a.table.cmp(&b.table));
         s.tables = tables;
         s
+    }
+
+    /// Record a vacuum of the catalog by DDL (rule 5): its error is kept
+    /// as a background vacuum's is (the DDL itself has committed).
+    pub fn catalog_vacuumed(&self, result: Result<()>) {
+        let mut s = self.totals.lock();
+        match result {
+            Ok(()) => s.catalog_vacuums += 1,
+            Err(e) => {
+                s.errors += 1;
+                s.last_error = Some(AutovacuumError {
+                    table: "(catalog)".into(),
+                    message: e.to_string(),
+                });
+            }
+        }
     }
 
     fn stopping(&self) -> bool {
@@ -328,11 +392,16 @@ fn worker(ctx: WorkerContext) {
         }
         sh.wake_pending.store(false, Ordering::Release);
         let tables: Vec<Arc<TableHandle>> = ctx.catalog.read().tables.values().cloned().collect();
+        // Versions kept for snapshots that have ended since count as dead
+        // again (rule 1): no write is needed to notice.
+        let horizon = ctx.snapshots.horizon(|| ctx.tm.oldest_running());
         for t in tables {
             if sh.stopping() {
                 return;
             }
-            if t.counters.over(sh.threshold, sh.scale_factor) {
+            if t.counters
+                .over(sh.threshold, sh.scale_factor, Some(horizon))
+            {
                 vacuum_one(&ctx, &t);
             }
         }

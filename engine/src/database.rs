@@ -28,7 +28,9 @@ use heap::{Heap, Tid, VacuumStats};
 use parking_lot::{Mutex, RwLock};
 use wal::{CheckpointInfo, Lsn, Record, RmgrKind, Wal, WalStats};
 
-use crate::autovacuum::{AutovacShared, Autovacuum, AutovacuumStats, TableCounters, WorkerContext};
+use crate::autovacuum::{
+    AutovacShared, Autovacuum, AutovacuumStats, Pending, TableCounters, WorkerContext,
+};
 use crate::catalog::{
     CATALOG_REL, CatalogEntry, CatalogState, IndexHandle, IndexInfo, InvalidIndex, RelKind,
     TableHandle, TableInfo, check_name, check_table,
@@ -36,6 +38,7 @@ use crate::catalog::{
 use crate::datadir::{self, DirLock, Recorded, RecordedKind};
 use crate::error::{EngineError, ErrorKind, Result};
 use crate::index::{self, key_type, map_btree};
+use crate::invalid_pages::{InvalidPages, log_drop};
 use crate::options::Options;
 use crate::recovery::{RecoveryStats, recover};
 use crate::registry::SnapshotRegistry;
@@ -85,6 +88,8 @@ pub(crate) struct Core {
     /// An `Arc` so the autovacuum worker can list the tables.
     pub catalog: Arc<RwLock<CatalogState>>,
     pub catalog_heap: Heap,
+    /// The catalog's dead versions, counted by DDL (autovacuum rule 5).
+    pub catalog_counters: TableCounters,
     /// DDL runs one at a time (catalog rule 1).
     pub ddl: Mutex<()>,
     /// xmin of each live snapshot (transactions, iterators): the vacuum
@@ -181,12 +186,22 @@ pub struct VacuumReport {
 
 type RedoError = Box<dyn StdError + Send + Sync>;
 
-/// Replay one non-Xact record (recovery step 4).
-fn redo_record(pool: &BufferPool, end: Lsn, record: &Record) -> Result<(), RedoError> {
+/// Replay one non-Xact record (recovery step 4). A record that changes a
+/// page whose relation is gone is remembered in `invalid` and skipped until
+/// the relation's drop record forgives it (see `invalid_pages`).
+fn redo_record(
+    pool: &BufferPool,
+    invalid: &mut InvalidPages,
+    lsn: Lsn,
+    end: Lsn,
+    record: &Record,
+) -> Result<(), RedoError> {
     match record.kind() {
+        RmgrKind::Heap | RmgrKind::Btree if invalid.skip(pool, lsn, record)? => Ok(()),
         RmgrKind::Heap => heap::redo(record, end, pool).map_err(Into::into),
         RmgrKind::FullPage => wal::redo_full_page(record, end, pool).map_err(Into::into),
         RmgrKind::Btree => btree::redo(record, end, pool).map_err(Into::into),
+        RmgrKind::Catalog => invalid.redo_catalog(pool, record),
         kind => Err(format!("no redo for {kind:?} records (the catalog is a heap)").into()),
     }
 }
@@ -233,11 +248,13 @@ impl Database {
                 });
             }
         }
-        let wal = Arc::new(Wal::open_with_fs(&dir, options.wal_config(), fs).map_err(
-            EngineError::wal(format!("could not open the WAL of {}", dir.display())),
-        )?);
+        let wal = Arc::new(
+            Wal::open_with_fs(&dir, options.wal_config(), fs.clone()).map_err(EngineError::wal(
+                format!("could not open the WAL of {}", dir.display()),
+            ))?,
+        );
         let files: Arc<dyn StorageBackend> =
-            bufmgr::open_storage(&dir, options.io, options.direct_io)
+            bufmgr::open_storage_with(&dir, options.io, options.direct_io, options.max_open_files)
                 .map_err(EngineError::buffer("could not open the relation files"))?;
         let storage = match &options.wrap_storage {
             Some(wrap) => wrap(files),
@@ -253,6 +270,9 @@ impl Database {
             BufferPool::with_wal(options.pool_config(), storage, wal.clone())
                 .map_err(EngineError::buffer("could not open the buffer pool"))?,
         );
+        // An all-zero page beyond what the last checkpoint made durable is a
+        // page extended and lost with the power: new, not damage (`durable`).
+        pool.set_zeroed_beyond_durable_is_new(true);
         let tm = Arc::new(TransactionManager::open(
             pool.clone(),
             wal.clone(),
@@ -260,7 +280,12 @@ impl Database {
         )?);
         tm.set_commit_mode(options.commit_mode);
         // 4. Redo from the redo point.
-        let recovery = recover(&tm, |_, end, rec| redo_record(&pool, end, rec))?;
+        let mut invalid = InvalidPages::default();
+        let mut recovery = recover(&tm, |lsn, end, rec| {
+            redo_record(&pool, &mut invalid, lsn, end, rec)
+        })?;
+        invalid.check_none_left()?;
+        recovery.invalid_pages_forgiven = invalid.forgiven;
         // 5. The catalog.
         let catalog_heap = Heap::open(pool.clone(), Some(wal.clone()), CATALOG_REL, true)
             .map_err(EngineError::heap("could not open the catalog"))?
@@ -279,6 +304,7 @@ impl Database {
             options,
             catalog: Arc::new(RwLock::new(CatalogState::default())),
             catalog_heap,
+            catalog_counters: TableCounters::default(),
             ddl: Mutex::new(()),
             snapshots: Arc::new(SnapshotRegistry::default()),
             checkpoint_serial: Arc::new(Mutex::new(())),
@@ -288,17 +314,15 @@ impl Database {
             recovery,
             lock,
         };
-        let replayed = recovery.commits + recovery.aborts + recovery.other > 0;
+        let replayed =
+            recovery.commits + recovery.aborts + recovery.clog_pages + recovery.other > 0;
         core.load_catalog(!clean || replayed, &damaged_indexes, recorded.is_some())?;
         // 6. Orphan relation files go (catalog rule 3).
         core.remove_orphans(recorded.as_deref())?;
         // 7. Splits a crash cut short get their downlinks, then the
-        //    end-of-recovery checkpoint, so the next crash replays less (and
-        //    a new directory's first, so that it has a control file).
+        //    end-of-recovery checkpoint, so the next crash replays less.
         if replayed {
             core.finish_incomplete_splits()?;
-        }
-        if replayed || new {
             core.checkpoint()?;
         }
         // After a crash the files may hold writes the dead run never
@@ -307,7 +331,14 @@ impl Database {
         if !clean && !new {
             core.sync_relation_files()?;
         }
-        core.record_sizes()?;
+        // Recorded once there is a control file (a checkpoint was taken), so
+        // that a directory with `RELSIZES` always has one.
+        let checkpointed = wal::control::read_control_with(&*fs, &core.dir)
+            .map_err(EngineError::wal("could not read the control file"))?
+            .is_some();
+        if checkpointed {
+            core.record_sizes()?;
+        }
         // 8. The checkpointer (the bgwriter runs with the pool).
         if core.options.checkpointer {
             // wal's thread with the engine's checkpoint: the transaction
@@ -532,6 +563,13 @@ impl Database {
                 counters: TableCounters::default(),
             }),
         );
+        drop(st);
+        // A row in, and the meta row's old version dead.
+        c.catalog_changed(Pending {
+            inserted: 1,
+            updated: 1,
+            deleted: 0,
+        });
         Ok(info)
     }
 
@@ -592,6 +630,14 @@ impl Database {
         }
         t.indexes.write().clear();
         drop(dropped);
+        c.catalog_changed(Pending {
+            inserted: 0,
+            updated: 0,
+            deleted: 1 + (indexes.len() + invalid.len()) as u64,
+        });
+        // Durable before the files go: redo forgives the relations' missing
+        // pages when it replays this (see `invalid_pages`).
+        log_drop(&c.wal, &rels)?;
         for rel in rels {
             c.pool
                 .drop_relation(rel)
@@ -667,6 +713,8 @@ impl Database {
             Err(e) => {
                 drop(txn); // aborts: the catalog rows never become visible
                 let _ = c.pool.drop_relation(info.rel);
+                // Its new meta version and index row are dead.
+                c.catalog_changed_aborted(2);
                 return Err(e);
             }
         };
@@ -678,6 +726,13 @@ impl Database {
         let mut st = c.catalog.write();
         st.meta_tid = Some(new_meta);
         st.indexes.insert(name.to_string(), ix);
+        drop(st);
+        drop(dropped);
+        c.catalog_changed(Pending {
+            inserted: 1,
+            updated: 1,
+            deleted: 0,
+        });
         Ok(info)
     }
 
@@ -707,6 +762,12 @@ impl Database {
         t.indexes.write().retain(|i| !Arc::ptr_eq(i, &ix));
         c.catalog.write().indexes.remove(name);
         drop(dropped);
+        c.catalog_changed(Pending {
+            inserted: 0,
+            updated: 0,
+            deleted: 1,
+        });
+        log_drop(&c.wal, &[ix.info.rel])?;
         c.pool
             .drop_relation(ix.info.rel)
             .map_err(EngineError::buffer(format!(
@@ -1178,6 +1239,69 @@ impl Core {
         })
     }
 
+    /// Count what a committed DDL did to the catalog and, with autovacuum
+    /// on, vacuum it once its dead versions pass the autovacuum threshold
+    /// (autovacuum rule 5). Called under the DDL lock, after the commit: a
+    /// failed vacuum is recorded in the autovacuum stats, not returned.
+    fn catalog_changed(&self, p: Pending) {
+        self.catalog_counters.add(&p, true);
+        self.maybe_vacuum_catalog();
+    }
+
+    /// As [`catalog_changed`](Self::catalog_changed) for a DDL that rolled
+    /// back after writing `rows` catalog versions (all dead now).
+    fn catalog_changed_aborted(&self, rows: u64) {
+        let p = Pending {
+            inserted: rows,
+            ..Pending::default()
+        };
+        self.catalog_counters.add(&p, false);
+        self.maybe_vacuum_catalog();
+    }
+
+    fn maybe_vacuum_catalog(&self) {
+        let o = &self.options;
+        if !o.autovacuum {
+            return;
+        }
+        let horizon = self.vacuum_horizon();
+        let c = &self.catalog_counters;
+        if !c.over(
+            o.autovacuum_threshold,
+            o.autovacuum_scale_factor,
+            Some(horizon),
+        ) {
+            return;
+        }
+        let result = self.vacuum_catalog(horizon);
+        self.autovac.catalog_vacuumed(result);
+    }
+
+    /// Vacuum the catalog heap (it has no indexes: prune, then free the
+    /// dead pointers). Under the DDL lock, so no DDL holds a catalog TID
+    /// the vacuum could free: live rows keep their TIDs.
+    fn vacuum_catalog(&self, horizon: Xid) -> Result<()> {
+        self.tm.check_writable()?;
+        let dead_before = self.catalog_counters.dead.load(Ordering::Relaxed);
+        let what = || "vacuum of the catalog".to_string();
+        let (mut heap, dead) = self
+            .catalog_heap
+            .lazy_scan_heap(horizon, &*self.tm)
+            .map_err(EngineError::heap(what()))?;
+        let freed = self
+            .catalog_heap
+            .free_dead(&dead)
+            .map_err(EngineError::heap(what()))?;
+        heap.add_pass_two(freed);
+        let report = VacuumReport {
+            horizon,
+            indexes: Vec::new(),
+            heap,
+        };
+        self.catalog_counters.vacuumed(dead_before, &report);
+        Ok(())
+    }
+
     /// Check that no table or index is called `name`; the meta row's place
     /// and the next relation id.
     fn name_free(&self, name: &str) -> Result<(Tid, u32)> {
@@ -1282,6 +1406,12 @@ impl Core {
         self.record_remove(&[ix.info.rel])?;
         txn.commit_with(CommitMode::Synchronous)?;
         self.catalog.write().invalid_indexes.remove(name);
+        self.catalog_changed(Pending {
+            inserted: 0,
+            updated: 0,
+            deleted: 1,
+        });
+        log_drop(&self.wal, &[ix.info.rel])?;
         self.pool
             .drop_relation(ix.info.rel)
             .map_err(EngineError::buffer(format!(
@@ -1391,13 +1521,6 @@ impl Core {
             .catalog_heap
             .scan(&snap, &*self.tm, heap::ScanOptions::default())
             .map_err(EngineError::heap("could not read the catalog"))?;
-        // A commit-log page that could not be read makes committed catalog
-        // rows look in progress: fail rather than load a partial catalog.
-        if let Some(failure) = self.tm.status_failure() {
-            return Err(EngineError::CorruptCatalog {
-                detail: format!("reading the catalog: a commit-log lookup failed: {failure}"),
-            });
-        }
         let mut st = CatalogState {
             next_rel: FIRST_USER_REL.0,
             ..CatalogState::default()

@@ -8,7 +8,7 @@
 //!
 //! | kind | variants |
 //! |---|---|
-//! | bad input | `InvalidXid`, `InvalidOption`, `NotADatabase`, `IncompatibleVersion`, `ChecksumSettingMismatch`, `UnknownTable`, `UnknownColumn`, `TableExists`, `InvalidSchema`, `WrongColumnCount`, `TypeMismatch`, `NullNotAllowed`, `RowTooLarge`, `BadRowId`, `RowNotVisible`, `UnknownIndex`, `NoIndex`, `UniqueViolation`, `KeyTooLarge`, `ReadOnlyTransaction`, `WrongColumn` |
+//! | bad input | `InvalidXid`, `InvalidOption`, `NotADatabase`, `IncompatibleVersion`, `ChecksumSettingMismatch`, `UnknownTable`, `UnknownColumn`, `TableExists`, `InvalidSchema`, `WrongColumnCount`, `TypeMismatch`, `NullNotAllowed`, `RowTooLarge`, `BadRowId`, `RowNotVisible`, `UnknownIndex`, `NoIndex`, `UniqueViolation`, `KeyTooLarge`, `ReadOnlyTransaction`, `TooManyCommands`, `WrongColumn` |
 //! | conflict (roll back and retry) | `WriteConflict`, `UniqueConflict`, `TransactionAborted` |
 //! | in use (wait for the other user) | `DatabaseInUse`, `StillInUse` |
 //! | corrupt data | `MalformedXactRecord`, `CorruptRow`, `CorruptCatalog`, `CorruptDataDir` |
@@ -281,6 +281,18 @@ pub enum EngineError {
     )]
     ReadOnlyTransaction { op: &'static str, table: String },
 
+    /// A transaction ran out of command ids (each write is a command; the
+    /// tuple header keeps 32 bits of it, as PostgreSQL's does).
+    #[error(
+        "{op} on table {}: the transaction has used all {limit} command ids; commit it and continue in a new one",
+        cut(table)
+    )]
+    TooManyCommands {
+        op: &'static str,
+        table: String,
+        limit: u64,
+    },
+
     /// A row column read as a type it does not have, or a column handle of
     /// another table.
     #[error("table {}: {detail}", cut(table))]
@@ -427,6 +439,7 @@ impl EngineError {
             | EngineError::UniqueViolation { .. }
             | EngineError::KeyTooLarge { .. }
             | EngineError::ReadOnlyTransaction { .. }
+            | EngineError::TooManyCommands { .. }
             | EngineError::WrongColumn { .. } => ErrorKind::BadInput,
             EngineError::WriteConflict { .. }
             | EngineError::UniqueConflict { .. }
@@ -514,7 +527,7 @@ mod tests {
     use bufmgr::{BufferTag, Fork, RelId};
 
     /// Number of `EngineError` variants: `variant` below lists each once.
-    const VARIANTS: usize = 38;
+    const VARIANTS: usize = 39;
 
     /// Position of `e`'s variant. The match has no wildcard, so a new
     /// variant does not compile until it is listed here (and a sample of it
@@ -560,6 +573,7 @@ mod tests {
             E::Index { .. } => 35,
             E::Heap { .. } => 36,
             E::CommitNotRecorded { .. } => 37,
+            E::TooManyCommands { .. } => 38,
         }
     }
 
@@ -771,6 +785,14 @@ mod tests {
                 E::ReadOnlyTransaction {
                     op: "insert",
                     table: t.clone(),
+                },
+                BadInput,
+            ),
+            (
+                E::TooManyCommands {
+                    op: "update",
+                    table: t.clone(),
+                    limit: u64::from(u32::MAX),
                 },
                 BadInput,
             ),

@@ -46,7 +46,7 @@ use heap::tuple::{
     HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID,
     TUPLE_HEADER_SIZE, TupleHeader,
 };
-use heap::txn::INVALID_XID;
+use heap::txn::{INVALID_XID, StatusError};
 use heap::{Heap, HeapError, Tid, TransactionStatus, XidStatus};
 
 use crate::catalog::{IndexHandle, TableHandle};
@@ -152,50 +152,54 @@ pub(crate) fn with_tuple<R>(
 }
 
 /// Did `xid` commit, as the transaction manager says now?
-fn committed(tm: &dyn TransactionStatus, xid: Xid) -> bool {
-    matches!(tm.status(xid), XidStatus::Committed { .. })
+fn committed(tm: &dyn TransactionStatus, xid: Xid) -> Result<bool, StatusError> {
+    Ok(matches!(tm.status(xid)?, XidStatus::Committed { .. }))
 }
 
 /// Rule 3 of the module docs, for the transaction `own`.
-pub(crate) fn liveness(h: &TupleHeader, own: Xid, tm: &dyn TransactionStatus) -> Liveness {
+pub(crate) fn liveness(
+    h: &TupleHeader,
+    own: Xid,
+    tm: &dyn TransactionStatus,
+) -> Result<Liveness, StatusError> {
     let frozen = h.has(HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID);
     if !frozen {
         if h.has(HEAP_XMIN_INVALID) {
-            return Liveness::Dead;
+            return Ok(Liveness::Dead);
         }
         let own_insert = h.xmin == own && own != INVALID_XID;
         if !(h.has(HEAP_XMIN_COMMITTED) || own_insert) {
-            match tm.status(h.xmin) {
-                XidStatus::Aborted => return Liveness::Dead,
-                XidStatus::InProgress => return Liveness::InProgress(h.xmin),
+            match tm.status(h.xmin)? {
+                XidStatus::Aborted => return Ok(Liveness::Dead),
+                XidStatus::InProgress => return Ok(Liveness::InProgress(h.xmin)),
                 XidStatus::Committed { .. } => {}
             }
         }
     }
     if h.xmax == INVALID_XID || h.has(HEAP_XMAX_INVALID) {
-        return Liveness::Live;
+        return Ok(Liveness::Live);
     }
     if (h.xmax == own && own != INVALID_XID) || h.has(HEAP_XMAX_COMMITTED) {
-        return Liveness::Dead;
+        return Ok(Liveness::Dead);
     }
-    match tm.status(h.xmax) {
+    Ok(match tm.status(h.xmax)? {
         XidStatus::Aborted => Liveness::Live,
         XidStatus::InProgress => Liveness::InProgress(h.xmax),
         XidStatus::Committed { .. } => Liveness::Dead,
-    }
+    })
 }
 
 /// A row every snapshot from now on sees (inserter committed, no committed
 /// deleter): what `verify` requires an entry for.
-fn live_now(h: &TupleHeader, tm: &dyn TransactionStatus) -> bool {
+fn live_now(h: &TupleHeader, tm: &dyn TransactionStatus) -> Result<bool, StatusError> {
     let frozen = h.has(HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID);
     let xmin_ok = frozen
         || h.has(HEAP_XMIN_COMMITTED)
-        || (!h.has(HEAP_XMIN_INVALID) && committed(tm, h.xmin));
+        || (!h.has(HEAP_XMIN_INVALID) && committed(tm, h.xmin)?);
     let xmax_done = h.xmax != INVALID_XID
         && !h.has(HEAP_XMAX_INVALID)
-        && (h.has(HEAP_XMAX_COMMITTED) || committed(tm, h.xmax));
-    xmin_ok && !xmax_done
+        && (h.has(HEAP_XMAX_COMMITTED) || committed(tm, h.xmax)?);
+    Ok(xmin_ok && !xmax_done)
 }
 
 /// The heap as a unique check sees it (rule 3), for inserting `key` on
@@ -221,7 +225,8 @@ impl UniqueCheck<'_> {
                 // A reused line pointer: the entry is stale.
                 return Ok::<_, EngineError>(Liveness::Dead);
             }
-            Ok(liveness(h, self.own, self.tm))
+            liveness(h, self.own, self.tm)
+                .map_err(|e| EngineError::heap(format!("unique check of row {tid}"))(e.into()))
         })?;
         match got {
             None => Ok(Liveness::Dead),
@@ -468,7 +473,12 @@ pub(crate) fn build(
     let columns = &t.info.columns;
     let mut entries = Vec::new();
     for_each_tuple(t, ring, |tid, h, data| {
-        if dead_to_everyone(h, horizon, tm) {
+        if dead_to_everyone(h, horizon, tm).map_err(|e| {
+            EngineError::heap(format!(
+                "building index {:?} of table {:?}",
+                ix.info.name, t.info.name
+            ))(e.into())
+        })? {
             return Ok(());
         }
         let row = decode_row(columns, data, |d| EngineError::CorruptRow {
@@ -503,7 +513,11 @@ pub(crate) fn heap_rows(
             rows.push(HeapRow {
                 key: Some(key),
                 tid,
-                live: live_now(h, tm),
+                live: live_now(h, tm).map_err(|e| {
+                    EngineError::heap(format!("verifying row {tid} of table {:?}", t.info.name))(
+                        e.into(),
+                    )
+                })?,
             });
         }
         Ok(())

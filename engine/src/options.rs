@@ -18,6 +18,7 @@
 //! | bgwriter (bulkload) | `bgwriter` | on, PostgreSQL's defaults |
 //! | `--io` | `io` (`"sync"`, `"io_uring"`, `"auto"`) | sync (see `bufmgr::IoMode`) |
 //! | `--direct` | `direct_io` (`O_DIRECT` relation files) | off |
+//! | open relation files | `max_open_files` (PostgreSQL's `max_files_per_process`) | half the soft `RLIMIT_NOFILE`, at most 1,000 |
 //! | I/O backend (torn pages) | `wrap_storage` | the backend `io` selects, as it is |
 //! | `--autovacuum` (oltp) | `autovacuum`, `autovacuum_naptime`, `autovacuum_threshold`, `autovacuum_scale_factor` | on; 100 ms, 50, 0.2 |
 //!
@@ -137,6 +138,9 @@ pub struct Options {
     pub io: IoMode,
     /// Open relation files with `O_DIRECT`.
     pub direct_io: bool,
+    /// Relation files kept open at once; more are closed least recently used
+    /// first and reopened at their next use (`bufmgr::FileStorage`).
+    pub max_open_files: usize,
     /// `None` uses the file backend as it is.
     pub wrap_storage: Option<StorageWrapper>,
     /// For tests: the file system the WAL segments and the control file go
@@ -182,6 +186,7 @@ impl fmt::Debug for Options {
             .field("topology", &self.topology)
             .field("io", &self.io)
             .field("direct_io", &self.direct_io)
+            .field("max_open_files", &self.max_open_files)
             .field("wrap_storage", &self.wrap_storage.as_ref().map(|_| "<fn>"))
             .field("file_system", &self.file_system)
             .field("autovacuum", &self.autovacuum)
@@ -219,6 +224,7 @@ impl Default for Options {
             topology: None,
             io: IoMode::Sync,
             direct_io: false,
+            max_open_files: bufmgr::default_max_open_files(),
             wrap_storage: None,
             file_system: None,
             trace: None,
@@ -366,6 +372,12 @@ impl Options {
         self.direct_io = on;
         self
     }
+    /// Keep at most `n` relation files open at once (at least 1; the default
+    /// is half the process's soft `RLIMIT_NOFILE`, at most 1,000).
+    pub fn max_open_files(mut self, n: usize) -> Self {
+        self.max_open_files = n;
+        self
+    }
     /// Run the autovacuum worker (on by default).
     pub fn autovacuum(mut self, on: bool) -> Self {
         self.autovacuum = on;
@@ -418,7 +430,7 @@ impl Options {
     /// `commit` (`sync`/`async`), `async_flush_ms` (`off` or ms), `hint_mode`,
     /// `bgwriter`, `checkpointer`, `checkpoint_interval_ms`,
     /// `checkpoint_max_wal_bytes`, `wal_segment_size`, `io`
-    /// (`sync`/`io_uring`/`auto`), `direct_io`, `autovacuum`, `autovacuum_naptime_ms`,
+    /// (`sync`/`io_uring`/`auto`), `direct_io`, `max_open_files`, `autovacuum`, `autovacuum_naptime_ms`,
     /// `autovacuum_threshold`, `autovacuum_scale_factor`.
     pub fn set(mut self, key: &str, value: &str) -> Result<Self> {
         let v = value.trim();
@@ -494,6 +506,7 @@ impl Options {
             "wal_segment_size" => self.wal_segment_size = parse_num("wal_segment_size", v)?,
             "io" => self.io = v.parse().map_err(|e: String| invalid("io", e))?,
             "direct_io" | "direct" => self.direct_io = parse_bool("direct_io", v)?,
+            "max_open_files" => self.max_open_files = parse_num("max_open_files", v)?,
             "autovacuum" => self.autovacuum = parse_bool("autovacuum", v)?,
             "autovacuum_naptime_ms" => {
                 self.autovacuum_naptime = parse_millis("autovacuum_naptime_ms", v)?
@@ -639,6 +652,9 @@ impl Options {
                     self.autovacuum_scale_factor
                 ),
             ));
+        }
+        if self.max_open_files == 0 {
+            return Err(invalid("max_open_files", "0 files; at least 1"));
         }
         if self.bulk_load_progress_every == 0 {
             return Err(invalid("bulk_load_progress_every", "0 rows; at least 1"));

@@ -2,7 +2,9 @@
 //!
 //! ```text
 //!   control file ── redo LSN ──> WalReader ── record ──┬─ Xact       -> redo_xact (clog, next xid)
-//!   (None: LSN 0)                                       ├─ Checkpoint -> next xid from its payload
+//!   (None: LSN 0)                                       ├─ Clog       -> a commit-log page zeroed again
+//!                                                       ├─ Storage    -> durable lengths to the pool
+//!                                                       ├─ Checkpoint -> next xid from its payload
 //!                                                       └─ anything else -> caller's closure
 //!                                                          (heap, btree, catalog redo)
 //!   every record with a normal xid raises the next xid past it
@@ -18,6 +20,7 @@ use std::error::Error;
 use wal::{CheckpointPayload, Lsn, Record, RmgrKind, WalReader};
 
 use crate::error::{EngineError, Result};
+use crate::txn::clog::redo_clog;
 use crate::txn::xact::{TransactionManager, redo_xact};
 
 /// What a recovery run did.
@@ -33,10 +36,15 @@ pub struct RecoveryStats {
     pub commits: u64,
     /// Abort records replayed.
     pub aborts: u64,
+    /// Commit-log page creations replayed.
+    pub clog_pages: u64,
     /// Records handed to the caller's closure.
     pub other: u64,
     /// The next xid after replay.
     pub next_xid: u64,
+    /// Records skipped because a page they change was missing or blank,
+    /// its relation dropped later in the WAL (see `invalid_pages`).
+    pub invalid_pages_forgiven: u64,
 }
 
 /// Replay from the last checkpoint's redo point (LSN 0 without one).
@@ -89,6 +97,11 @@ where
                     stats.aborts += 1;
                 }
             }
+            RmgrKind::Clog => {
+                stats.clog_pages += 1;
+                redo_clog(&record, end, tm.clog(), tm.pool())?;
+            }
+            RmgrKind::Storage => crate::durable::redo_storage(&record, end, tm.pool())?,
             RmgrKind::Checkpoint => {
                 let p = CheckpointPayload::from_record(&record)
                     .map_err(EngineError::wal(format!("bad checkpoint record at {lsn}")))?;

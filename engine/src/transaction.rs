@@ -16,6 +16,16 @@
 //!    on the snapshot counts that xid as its own (an xid assigned after the
 //!    snapshot is at or past its `xmax`, so no other transaction's visibility
 //!    changes).
+//!
+//!    **Commands**: every insert, update and delete takes the next command
+//!    id of the transaction (a counter from 0) and stamps it into the tuples
+//!    it writes (cmin / cmax); every read takes the counter's value when it
+//!    begins, and sees its transaction's own writes from the commands
+//!    before that only (`heap::txn::Snapshot::cid`). An iterator therefore
+//!    never meets the versions that writes made while it ran, and
+//!    `for row in scan { update(row) }` updates each row once. Before the
+//!    first write nothing is copied (the snapshot has no own xid, so
+//!    command ids do not matter).
 //! 3. Each operation resolves the table (a [`Table`] handle, or a name looked
 //!    up per call), holds the table's drop lock shared for the duration,
 //!    encodes or decodes rows against its columns, and maps heap errors to
@@ -59,9 +69,10 @@
 //!   and re-check the key (entries may point to versions this transaction
 //!   does not see, or to versions with another key).
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use btree::Key;
@@ -172,6 +183,9 @@ pub struct Transaction {
     /// Why the transaction can only roll back (see the module docs).
     aborted: Mutex<Option<String>>,
     must_abort: AtomicBool,
+    /// The next command id (module docs, rule 2, "Commands"): each write takes one;
+    /// a read sees the writes of the commands before the value it reads.
+    commands: AtomicU32,
     /// Rows inserted, updated and deleted per table, added to the tables'
     /// autovacuum counters when the transaction ends (`crate::autovacuum`
     /// rule 1).
@@ -195,6 +209,7 @@ impl Transaction {
             finished: false,
             aborted: Mutex::new(None),
             must_abort: AtomicBool::new(false),
+            commands: AtomicU32::new(0),
             pending: Mutex::new(Vec::new()),
         })
     }
@@ -220,13 +235,49 @@ impl Transaction {
         self.read_only
     }
 
-    /// The snapshot every read of this transaction uses.
+    /// The snapshot of this transaction (its own xid once it has written).
+    /// Each read uses it with the command id of the moment the read begins
+    /// (module docs, rule 2, "Commands"); the one returned here carries none.
     #[inline]
     pub fn snapshot(&self) -> &Snapshot {
         match self.writer.get() {
             Some(w) => &w.snapshot,
             None => &self.snapshot,
         }
+    }
+
+    /// The snapshot a read beginning now uses: before the first write the
+    /// transaction's own (no own xid, so command ids do not matter and
+    /// nothing is copied); after it, a copy carrying the next command id,
+    /// so the read sees the writes of every command begun before it and
+    /// none after.
+    #[inline]
+    fn read_snapshot(&self) -> Cow<'_, Snapshot> {
+        match self.writer.get() {
+            None => Cow::Borrowed(&self.snapshot),
+            Some(w) => {
+                let mut snap = w.snapshot.clone();
+                snap.cid = Some(self.commands.load(Ordering::Acquire));
+                Cow::Owned(snap)
+            }
+        }
+    }
+
+    /// Begin a write command of `w`: the snapshot it decides visibility
+    /// with and stamps its tuples with (a new command id, which later reads
+    /// see and reads begun earlier do not).
+    fn command(&self, w: &Writer, op: &'static str, table: &str) -> Result<Snapshot> {
+        let cid = self
+            .commands
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| c.checked_add(1))
+            .map_err(|_| EngineError::TooManyCommands {
+                op,
+                table: table.to_string(),
+                limit: u64::from(u32::MAX),
+            })?;
+        let mut snap = w.snapshot.clone();
+        snap.cid = Some(cid);
+        Ok(snap)
     }
 
     /// The xid to write under, taken now if this is the first write.
@@ -401,14 +452,21 @@ impl Transaction {
             let indexes = t.indexes.read();
             index::check_key_sizes(&indexes, &row)?;
             let w = self.writer("insert", name)?;
+            let snap = self.command(w, "insert", name)?;
             let tid = t
                 .heap
-                .insert(w.xid, &bytes)
+                .insert_command(w.xid, snap.write_cid(), &bytes)
                 .map_err(map_heap(name, "insert"))?;
             if let Err(e) = index::insert_entries(t, &indexes, &row, tid, w.xid, &*self.core().tm) {
-                // Take the tuple back: deleted by its own inserter, it is
-                // invisible to everyone and dead once we finish.
-                match t.heap.delete(w.xid, &w.snapshot, &*self.core().tm, tid) {
+                // Take the tuple back (a command of its own, after the
+                // insert): deleted by its own inserter, it is invisible to
+                // everyone and dead once we finish.
+                let undone = self.command(w, "insert", name).and_then(|undo| {
+                    t.heap
+                        .delete(w.xid, &undo, &*self.core().tm, tid)
+                        .map_err(map_heap(name, "insert"))
+                });
+                match undone {
                     Ok(()) => self.note(t, |p| {
                         p.inserted += 1;
                         p.deleted += 1;
@@ -437,11 +495,12 @@ impl Transaction {
             let indexes = t.indexes.read();
             index::check_key_sizes(&indexes, &row)?;
             let w = self.writer("update", name)?;
+            let snap = self.command(w, "update", name)?;
             let tm = &*self.core().tm;
             // A row changed by a concurrent transaction is a write conflict,
             // whatever the unique check would say about its key.
             t.heap
-                .check_updatable(row_id, &w.snapshot, tm)
+                .check_updatable(row_id, &snap, tm)
                 .map_err(map_heap(name, "update"))?;
             if let Err(e) = index::precheck_unique(t, &indexes, &row, row_id, w.xid, tm) {
                 // The holder of the key may be a newer version of this very
@@ -455,14 +514,14 @@ impl Transaction {
                     EngineError::UniqueViolation { .. } | EngineError::UniqueConflict { .. }
                 ) {
                     t.heap
-                        .check_updatable(row_id, &w.snapshot, tm)
+                        .check_updatable(row_id, &snap, tm)
                         .map_err(map_heap(name, "update"))?;
                 }
                 return Err(e);
             }
             let new = t
                 .heap
-                .update(w.xid, &w.snapshot, tm, row_id, &bytes)
+                .update(w.xid, &snap, tm, row_id, &bytes)
                 .map_err(map_heap(name, "update"))?;
             self.note(t, |p| p.updated += 1);
             if let Err(e) = index::insert_entries(t, &indexes, &row, new, w.xid, tm) {
@@ -479,8 +538,9 @@ impl Transaction {
     pub fn delete(&self, table: impl TableRef, row_id: RowId) -> Result<()> {
         self.with_table(table, |t| {
             let w = self.writer("delete", &t.info.name)?;
+            let snap = self.command(w, "delete", &t.info.name)?;
             t.heap
-                .delete(w.xid, &w.snapshot, &*self.core().tm, row_id)
+                .delete(w.xid, &snap, &*self.core().tm, row_id)
                 .map_err(map_heap(&t.info.name, "delete"))?;
             self.note(t, |p| p.deleted += 1);
             Ok(())
@@ -569,7 +629,7 @@ impl Transaction {
     ) -> Result<Option<R>> {
         self.with_table(table, |t| {
             t.heap
-                .fetch_with(row_id, self.snapshot(), &*self.core().tm, |bytes| {
+                .fetch_with(row_id, &self.read_snapshot(), &*self.core().tm, |bytes| {
                     f(RowRef::new(row_id, bytes, &t.info))
                 })
                 .map_err(map_heap(&t.info.name, "get"))
@@ -615,7 +675,7 @@ impl Transaction {
         let col = col_of(&t.info, ix.info.column);
         let name = &t.info.name;
         let tm = &*self.core().tm;
-        let snap = self.snapshot();
+        let snap = &*self.read_snapshot();
         let mut failed = None;
         ix.btree
             .lookup_each(key, |tid| {
@@ -678,12 +738,13 @@ impl Transaction {
             };
             let mut stream = scan_stream(pool, t, nblocks, ring);
             let mut batch = Vec::new();
+            let snap = self.read_snapshot();
             loop {
                 let mut stop = None;
                 let visited = visit_page(
                     self.core(),
                     t,
-                    self.snapshot(),
+                    &snap,
                     opts,
                     &mut stream,
                     &mut batch,
@@ -755,7 +816,7 @@ impl Transaction {
                 _reg: SnapshotReg::again(&self.db, self.snapshot().xmin),
                 db: self.db.clone(),
                 index: resolved.clone(),
-                snapshot: self.snapshot().clone(),
+                snapshot: self.read_snapshot().into_owned(),
                 lower: conv(lower)?,
                 upper: conv(upper)?,
                 after: None,
@@ -786,7 +847,7 @@ impl Transaction {
             _reg: SnapshotReg::again(&self.db, self.snapshot().xmin),
             db: self.db.clone(),
             table,
-            snapshot: self.snapshot().clone(),
+            snapshot: self.read_snapshot().into_owned(),
             opts,
             stream,
             done: false,

@@ -61,15 +61,18 @@ fn status_reports_the_commit_end_lsn_as_the_group_max() {
     assert_eq!(xa / 32, xb / 32, "same group of 32");
     let end_a = a.commit().unwrap();
     assert_eq!(
-        tm.status(xa),
+        tm.status(xa).unwrap(),
         XidStatus::Committed { commit_lsn: end_a },
         "a commit's status carries its record's end LSN"
     );
     let end_b = b.commit().unwrap();
     assert!(end_b > end_a);
-    assert_eq!(tm.status(xb), XidStatus::Committed { commit_lsn: end_b });
     assert_eq!(
-        tm.status(xa),
+        tm.status(xb).unwrap(),
+        XidStatus::Committed { commit_lsn: end_b }
+    );
+    assert_eq!(
+        tm.status(xa).unwrap(),
         XidStatus::Committed { commit_lsn: end_b },
         "the group LSN is the max over the group (conservative for hints)"
     );
@@ -85,7 +88,10 @@ fn asynchronous_commit_returns_before_the_flush() {
     let t = tm.begin().unwrap();
     let x = t.xid();
     let end = t.commit().unwrap();
-    assert_eq!(tm.status(x), XidStatus::Committed { commit_lsn: end });
+    assert_eq!(
+        tm.status(x).unwrap(),
+        XidStatus::Committed { commit_lsn: end }
+    );
     assert!(
         tm.flushed_lsn() < end,
         "no background flusher: the commit record is not durable yet ({} < {end})",
@@ -153,7 +159,7 @@ fn no_clog_page_says_aborted_before_the_abort_record_is_durable() {
         let t = tm.begin().unwrap();
         let x = t.xid();
         t.abort().unwrap();
-        assert_eq!(tm.status(x), XidStatus::Aborted);
+        assert_eq!(tm.status(x).unwrap(), XidStatus::Aborted);
         assert!(
             env.wal.insert_lsn() > flushed_before,
             "the abort record is in the WAL buffers, not yet durable"

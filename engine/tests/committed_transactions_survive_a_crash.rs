@@ -64,7 +64,7 @@ fn reopen_and_check(
     );
     assert_eq!(stats.next_xid, env.tm.next_xid());
     for (x, f) in fates {
-        let s = env.tm.status(*x);
+        let s = env.tm.status(*x).unwrap();
         match f {
             Fate::Committed => assert!(matches!(s, XidStatus::Committed { .. }), "xid {x}: {s:?}"),
             Fate::Aborted | Fate::Crashed => assert_eq!(s, XidStatus::Aborted, "xid {x} ({f:?})"),
@@ -73,7 +73,7 @@ fn reopen_and_check(
     // A new transaction gets a fresh xid and reads in progress, not crashed.
     let t = env.tm.begin().unwrap();
     assert!(t.xid() > max);
-    assert_eq!(env.tm.status(t.xid()), XidStatus::InProgress);
+    assert_eq!(env.tm.status(t.xid()).unwrap(), XidStatus::InProgress);
     t.abort().unwrap();
     (env, stats)
 }

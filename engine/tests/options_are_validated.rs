@@ -111,6 +111,7 @@ fn bad_values_are_named() {
         o().async_flush_interval(Some(std::time::Duration::ZERO)),
         &["async_flush_interval"],
     );
+    refused(o().max_open_files(0), &["max_open_files", "0 files"]);
     // Default ring sizes are capped by the pool, not refused.
     Options::new().pool_buffers(16).validate().unwrap();
     // With rings off, their sizes do not matter.
@@ -162,6 +163,13 @@ fn strings_parse_with_clear_errors() {
     assert_eq!(o.commit_mode, engine::CommitMode::Asynchronous);
     assert_eq!(o.hint_mode, engine::HintMode::PerTuple);
     assert_eq!(o.pool_buffers, 128);
+    // The open-file cap: a number, derived from RLIMIT_NOFILE by default.
+    let default = Options::new().max_open_files;
+    assert_eq!(default, bufmgr::default_max_open_files());
+    assert!((1..=1000).contains(&default), "{default}");
+    let o = Options::new().set("max_open_files", "64").unwrap();
+    assert_eq!(o.max_open_files, 64);
+    o.validate().unwrap();
     for (k, v, needle) in [
         ("evictor", "lru", "unknown evictor"),
         ("sweep_batch", "x", "sweep batch"),
@@ -169,6 +177,7 @@ fn strings_parse_with_clear_errors() {
         ("commit", "later", "sync or async"),
         ("hint_mode", "sometimes", "unknown hint mode"),
         ("pool_mib", "-1", "whole number"),
+        ("max_open_files", "many", "whole number"),
         ("colour", "blue", "unknown option"),
     ] {
         let e = Options::new().set(k, v).unwrap_err();

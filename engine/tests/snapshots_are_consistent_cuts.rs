@@ -37,7 +37,10 @@ fn a_transaction_running_at_snapshot_time_stays_invisible_after_commit() {
     let c = tm.begin().unwrap();
     let xc = c.xid();
     c.commit().unwrap();
-    assert!(matches!(tm.status(xa), XidStatus::Committed { .. }));
+    assert!(matches!(
+        tm.status(xa).unwrap(),
+        XidStatus::Committed { .. }
+    ));
     assert!(
         snap.treats_as_running(xa),
         "running at snapshot time: stays invisible"
@@ -50,7 +53,7 @@ fn a_transaction_running_at_snapshot_time_stays_invisible_after_commit() {
     assert!(!later.treats_as_running(xa));
     assert!(later.treats_as_running(xb), "b still runs");
     b.abort().unwrap();
-    assert_eq!(tm.status(xb), XidStatus::Aborted);
+    assert_eq!(tm.status(xb).unwrap(), XidStatus::Aborted);
 }
 
 #[test]
@@ -117,7 +120,7 @@ fn snapshots_under_concurrent_commits_are_consistent_cuts() {
                         );
                         assert!(*x < snap.xmax, "finished xid {x} not below xmax");
                         // Its final status is in the clog.
-                        assert_ne!(tm.status(*x), XidStatus::InProgress);
+                        assert_ne!(tm.status(*x).unwrap(), XidStatus::InProgress);
                     }
                     snapshots.fetch_add(1, Ordering::Relaxed);
                 }

@@ -5,7 +5,7 @@
 //! | bad input | [`HeapError::RowTooLarge`], [`HeapError::BadTid`], [`HeapError::NotVisible`] | fix the request |
 //! | conflict | [`HeapError::WriteConflict`] | abort the transaction and retry it |
 //! | corrupt data | [`HeapError::CorruptPage`], [`HeapError::BadRecord`] | stop; the page or WAL record is damaged |
-//! | I/O (and the pool's own groups) | [`HeapError::Buffer`], [`HeapError::Wal`] | see the wrapped error's `kind()` |
+//! | I/O (and the pool's own groups) | [`HeapError::Buffer`], [`HeapError::Wal`], [`HeapError::Status`] | see the wrapped error's `kind()` |
 //!
 //! Every variant that concerns a page names the relation and the block. Bytes
 //! read from disk or from the WAL never cause a panic: they come back as
@@ -84,6 +84,11 @@ pub enum HeapError {
     /// An error from the write-ahead log.
     #[error(transparent)]
     Wal(#[from] wal::WalError),
+
+    /// A transaction's status could not be learned (its commit-log page
+    /// could not be read): the read fails rather than guess.
+    #[error(transparent)]
+    Status(#[from] crate::txn::StatusError),
 }
 
 impl HeapError {
@@ -106,6 +111,7 @@ impl HeapError {
                 wal::ErrorKind::CorruptData => ErrorKind::CorruptData,
                 wal::ErrorKind::Io => ErrorKind::Io,
             },
+            HeapError::Status(e) => e.kind,
         }
     }
 

@@ -37,7 +37,7 @@ use crate::fsm::FreeSpaceMap;
 use crate::page::{self, HeapPage, MAX_ROW_LEN, PageId};
 use crate::record::HeapRecord;
 use crate::tuple::{TUPLE_HEADER_SIZE, Tid, TupleHeader, build_tuple};
-use crate::txn::{Snapshot, TransactionStatus};
+use crate::txn::{CommandId, Snapshot, TransactionStatus};
 use crate::visibility::{HintContext, HintMode, UpdateVerdict, tuple_visibility, update_verdict};
 
 /// One heap relation. Share it between threads by reference or `Arc`.
@@ -140,11 +140,18 @@ impl Heap {
         }
     }
 
-    /// Insert a row for transaction `xid`; returns its TID.
+    /// Insert a row for transaction `xid` (as its command 0); returns its
+    /// TID.
     pub fn insert(&self, xid: Xid, data: &[u8]) -> Result<Tid> {
+        self.insert_command(xid, 0, data)
+    }
+
+    /// Insert a row for transaction `xid` as its command `cid` (the tuple's
+    /// cmin: the transaction's reads see it from command `cid + 1` on).
+    pub fn insert_command(&self, xid: Xid, cid: CommandId, data: &[u8]) -> Result<Tid> {
         self.check_row(data)?;
         let mut page = self.page_with_room(TUPLE_HEADER_SIZE + data.len())?;
-        let (tid, was_new) = self.add_version(&mut page, xid, data, false)?;
+        let (tid, was_new) = self.add_version(&mut page, xid, cid, data, false)?;
         let rec = HeapRecord::Insert {
             offset: tid.offset,
             init: false,
@@ -172,6 +179,7 @@ impl Heap {
         &self,
         page: &mut PageWrite<'_>,
         xid: Xid,
+        cid: CommandId,
         data: &[u8],
         updated: bool,
     ) -> Result<(Tid, bool)> {
@@ -180,7 +188,9 @@ impl Heap {
         let was_new = view.is_new();
         let off = page::next_offset(&view)?;
         let tid = Tid::new(page.block(), off);
-        let tuple = build_tuple(&TupleHeader::new_insert(xid, tid, updated), data);
+        let mut header = TupleHeader::new_insert(xid, tid, updated);
+        header.cmin = cid;
+        let tuple = build_tuple(&header, data);
         page::add_tuple(page, id, off, &tuple)?;
         Ok((tid, was_new))
     }
@@ -247,7 +257,7 @@ impl Heap {
             unlogged: !self.logged,
             page_lsn: Lsn(page.lsn()),
         };
-        let v = tuple_visibility(&h, snap, oracle, ctx);
+        let v = tuple_visibility(&h, snap, oracle, ctx)?;
         if v.hints != 0 && self.hint_mode != HintMode::Never {
             page.set_hints(&[(start + crate::tuple::INFOMASK_OFFSET, v.hints)])?;
         }
@@ -297,7 +307,7 @@ impl Heap {
         let Some((_, h)) = view.header(tid.offset)? else {
             return Err(not_visible);
         };
-        match update_verdict(&h, snap, oracle) {
+        match update_verdict(&h, snap, oracle)? {
             UpdateVerdict::MayUpdate => Ok(h),
             UpdateVerdict::Invisible => Err(not_visible),
             UpdateVerdict::Conflict => Err(HeapError::WriteConflict { rel: self.rel, tid }),
@@ -305,8 +315,8 @@ impl Heap {
     }
 
     /// Delete the row at `tid` as transaction `xid` (whose snapshot is
-    /// `snap`, `snap.own == xid`). A concurrent change is a
-    /// [`HeapError::WriteConflict`].
+    /// `snap`, `snap.own == xid`), in command `snap.cid` (the cmax). A
+    /// concurrent change is a [`HeapError::WriteConflict`].
     pub fn delete(
         &self,
         xid: Xid,
@@ -322,6 +332,7 @@ impl Heap {
         let mut h = self.check_writable(&page, tid, snap, oracle)?;
         let id = self.page_id(tid.block);
         h.set_xmax(xid, tid);
+        h.cmax = snap.write_cid();
         page::put_header(&mut page, id, tid.offset, &h)?;
         page::set_prunable(&mut page, xid);
         self.log(
@@ -334,7 +345,8 @@ impl Heap {
 
     /// Replace the row at `tid` with `data` as transaction `xid`: a new
     /// version (flagged `HEAP_UPDATED`), the old one's xmax set and its ctid
-    /// pointing at the new one. Returns the new TID.
+    /// pointing at the new one; both stamped with command `snap.cid` (the
+    /// old one's cmax, the new one's cmin). Returns the new TID.
     pub fn update(
         &self,
         xid: Xid,
@@ -355,7 +367,7 @@ impl Heap {
             self.check_writable(&old, tid, snap, oracle)?;
             let free = HeapPage::parse(&old, self.page_id(tid.block))?.free_space();
             if free >= need {
-                let new = self.add_version(&mut old, xid, data, true)?;
+                let new = self.add_version(&mut old, xid, snap.write_cid(), data, true)?;
                 self.finish_update(&mut old, None, xid, snap, oracle, tid, new)?;
                 let new_tid = new.0;
                 self.note_free_space(&old);
@@ -383,7 +395,7 @@ impl Heap {
             }
             // The old tuple may have changed while it was unlocked.
             self.check_writable(&old, tid, snap, oracle)?;
-            let new = self.add_version(&mut target, xid, data, true)?;
+            let new = self.add_version(&mut target, xid, snap.write_cid(), data, true)?;
             self.finish_update(&mut old, Some(&mut target), xid, snap, oracle, tid, new)?;
             let new_tid = new.0;
             self.note_free_space(&target);
@@ -407,6 +419,7 @@ impl Heap {
         let new_tid = new.0;
         let mut h = self.check_writable(old, tid, snap, oracle)?;
         h.set_xmax(xid, new_tid);
+        h.cmax = snap.write_cid();
         let id = self.page_id(tid.block);
         page::put_header(old, id, tid.offset, &h)?;
         page::set_prunable(old, xid);

@@ -47,7 +47,9 @@ use bufmgr::{BlockNumber, PAGE_SIZE, RelId};
 use wal::Xid;
 
 use crate::error::{HeapError, Result};
-use crate::tuple::{HINT_BITS, INFOMASK_OFFSET, TUPLE_HEADER_SIZE, TupleHeader};
+use crate::tuple::{
+    CMAX_OFFSET, CMIN_OFFSET, HINT_BITS, INFOMASK_OFFSET, TUPLE_HEADER_SIZE, TupleHeader,
+};
 
 /// Offset of the flags field.
 pub const FLAGS_OFFSET: usize = OWNER_HEADER_OFFSET;
@@ -535,9 +537,10 @@ pub fn compact(page: &mut [u8], id: PageId) -> Result<()> {
 }
 
 /// A copy of `page` with what may legitimately differ between a live page
-/// and its replayed twin blanked out: the checksum, the free-space hole, and
-/// the hint bits (hints are not WAL-logged). PostgreSQL's `heap_mask`, used
-/// for `wal_consistency_checking`.
+/// and its replayed twin blanked out: the checksum, the free-space hole, the
+/// hint bits (hints are not WAL-logged) and the command ids (redo does not
+/// restore cmax). PostgreSQL's `heap_mask`, used for
+/// `wal_consistency_checking`.
 pub fn mask_for_comparison(page: &[u8], id: PageId) -> Result<Vec<u8>> {
     let mut out = page.to_vec();
     out[bufmgr::page::CHECKSUM_OFFSET..OWNER_HEADER_OFFSET].fill(0);
@@ -551,6 +554,9 @@ pub fn mask_for_comparison(page: &[u8], id: PageId) -> Result<Vec<u8>> {
         let p = start + INFOMASK_OFFSET;
         let mask = u16_at(&out, p) & !HINT_BITS;
         put_u16(&mut out, p, mask);
+        // Command ids matter only to the running transaction; redo does
+        // not restore cmax (PostgreSQL's heap_mask blanks t_cid too).
+        out[start + CMIN_OFFSET..start + CMAX_OFFSET + 4].fill(0);
     }
     Ok(out)
 }

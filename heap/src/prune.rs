@@ -31,7 +31,7 @@ use crate::record::HeapRecord;
 use crate::tuple::{
     HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID, TupleHeader,
 };
-use crate::txn::{INVALID_XID, TransactionStatus, XidStatus};
+use crate::txn::{INVALID_XID, StatusError, TransactionStatus, XidStatus};
 
 /// What pruning one page (or vacuuming a relation) did.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
@@ -42,22 +42,69 @@ pub struct PruneStats {
     pub line_pointers_freed: u64,
     /// Bytes of free space gained on the page.
     pub bytes_freed: u64,
+    /// Tuples kept only because a snapshot may still see them: deleted or
+    /// updated by a committed transaction at or after the horizon
+    /// (PostgreSQL's `HEAPTUPLE_RECENTLY_DEAD`). They are dead to everyone
+    /// once the horizon passes their deleter.
+    pub recently_dead: u64,
+    /// The oldest deleter among the `recently_dead` tuples (0 if none): once
+    /// the horizon is past it, a vacuum removes at least one of them.
+    pub oldest_kept_xmax: Xid,
+}
+
+impl PruneStats {
+    /// Count one recently dead tuple deleted by `xmax`.
+    pub(crate) fn keep(&mut self, xmax: Xid) {
+        self.recently_dead += 1;
+        if self.oldest_kept_xmax == INVALID_XID || xmax < self.oldest_kept_xmax {
+            self.oldest_kept_xmax = xmax;
+        }
+    }
+
+    /// Add another page's recently dead tuples to these.
+    pub(crate) fn add_kept(&mut self, other: &PruneStats) {
+        if other.recently_dead > 0 {
+            self.recently_dead += other.recently_dead - 1;
+            self.keep(other.oldest_kept_xmax);
+        }
+    }
+}
+
+/// Is the tuple dead to everyone but kept for a snapshot that may still see
+/// it (see [`PruneStats::recently_dead`])? Only for tuples that
+/// [`dead_to_everyone`] kept. A status the oracle cannot read is an error.
+fn recently_dead(
+    h: &TupleHeader,
+    horizon: Xid,
+    oracle: &dyn TransactionStatus,
+) -> Result<bool, StatusError> {
+    Ok(h.xmax != INVALID_XID
+        && !h.has(HEAP_XMAX_INVALID)
+        && h.xmax >= horizon
+        && (h.has(HEAP_XMAX_COMMITTED)
+            || matches!(oracle.status(h.xmax)?, XidStatus::Committed { .. })))
 }
 
 /// Is the tuple dead to every snapshot, given `horizon`?
-pub fn dead_to_everyone(h: &TupleHeader, horizon: Xid, oracle: &dyn TransactionStatus) -> bool {
+/// A status the oracle cannot read is an error (nothing is removed on a
+/// guess).
+pub fn dead_to_everyone(
+    h: &TupleHeader,
+    horizon: Xid,
+    oracle: &dyn TransactionStatus,
+) -> Result<bool, StatusError> {
     let frozen = h.has(HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID);
     if !frozen {
         let xmin_aborted = h.has(HEAP_XMIN_INVALID)
-            || (!h.has(HEAP_XMIN_COMMITTED) && oracle.status(h.xmin) == XidStatus::Aborted);
+            || (!h.has(HEAP_XMIN_COMMITTED) && oracle.status(h.xmin)? == XidStatus::Aborted);
         if xmin_aborted {
-            return true;
+            return Ok(true);
         }
     }
     if h.xmax == INVALID_XID || h.has(HEAP_XMAX_INVALID) || h.xmax >= horizon {
-        return false;
+        return Ok(false);
     }
-    h.has(HEAP_XMAX_COMMITTED) || matches!(oracle.status(h.xmax), XidStatus::Committed { .. })
+    Ok(h.has(HEAP_XMAX_COMMITTED) || matches!(oracle.status(h.xmax)?, XidStatus::Committed { .. }))
 }
 
 impl Heap {
@@ -102,10 +149,15 @@ impl Heap {
                 continue;
             }
             let (_, h) = view.header(off)?.expect("normal pointer has a tuple");
-            if dead_to_everyone(&h, horizon, oracle) {
+            if dead_to_everyone(&h, horizon, oracle)? {
                 stats.tuples_removed += 1;
                 changes.push((off, LpState::Dead));
-            } else if h.xmax != INVALID_XID
+                continue;
+            }
+            if recently_dead(&h, horizon, oracle)? {
+                stats.keep(h.xmax);
+            }
+            if h.xmax != INVALID_XID
                 && !h.has(HEAP_XMAX_INVALID)
                 && (prune_xid == 0 || h.xmax < prune_xid)
             {

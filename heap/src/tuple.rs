@@ -13,9 +13,17 @@
 //!  16      4     ctid.block  \  this tuple's own TID, or the TID of the newer
 //!  20      2     ctid.offset /  version an update made (PostgreSQL's t_ctid)
 //!  22      2     infomask: hint bits and flags (below)
-//!  24      2     natts: reserved for the engine's row format (the heap writes 0)
-//!  26      ...   the row's bytes
+//!  24      4     cmin: the inserting command within xmin's transaction
+//!  28      4     cmax: the deleting / updating command within xmax's transaction
+//!  32      ...   the row's bytes
 //! ```
+//!
+//! Command ids (PostgreSQL's cmin / cmax, without combo ids: both are kept)
+//! matter only to the transaction that wrote them, while it runs (and to
+//! its iterators): a read sees its transaction's own changes from commands
+//! before the read's ([`crate::txn::Snapshot::cid`]). They are not needed
+//! after a crash, so redo may leave cmax as it finds it, and
+//! `page::mask_for_comparison` blanks both.
 //!
 //! Infomask bits, at PostgreSQL's positions (`htup_details.h`):
 //!
@@ -27,14 +35,15 @@
 //!  0x2000 HEAP_UPDATED          this tuple is the new version made by an update
 //! ```
 //!
-//! All integers are little-endian. Shortcuts: no command ids (a transaction
-//! sees all its own earlier changes), no multixacts or row locks, no null
-//! bitmap (the engine's row format is opaque bytes), no TOAST.
+//! All integers are little-endian. Shortcuts: no multixacts or row locks, no
+//! null bitmap (the engine's row format is opaque bytes), no TOAST.
 
 use std::fmt;
 
 use bufmgr::BlockNumber;
 use wal::Xid;
+
+use crate::txn::CommandId;
 
 /// Hint: xmin committed.
 pub const HEAP_XMIN_COMMITTED: u16 = 0x0100;
@@ -60,10 +69,12 @@ pub const XMAX_OFFSET: usize = 8;
 pub const CTID_OFFSET: usize = 16;
 /// Offset of the infomask in the header (even: tuples are 8-byte aligned).
 pub const INFOMASK_OFFSET: usize = 22;
-/// Offset of natts in the header.
-pub const NATTS_OFFSET: usize = 24;
+/// Offset of cmin in the header.
+pub const CMIN_OFFSET: usize = 24;
+/// Offset of cmax in the header.
+pub const CMAX_OFFSET: usize = 28;
 /// Size of the tuple header; the row's bytes follow.
-pub const TUPLE_HEADER_SIZE: usize = 26;
+pub const TUPLE_HEADER_SIZE: usize = 32;
 
 /// A tuple identifier: block number and 1-based line pointer number
 /// (PostgreSQL's `ItemPointerData`; offset 0 is never valid).
@@ -92,19 +103,24 @@ pub struct TupleHeader {
     pub xmax: Xid,
     pub ctid: Tid,
     pub infomask: u16,
-    pub natts: u16,
+    /// The command of xmin's transaction that inserted the tuple.
+    pub cmin: CommandId,
+    /// The command of xmax's transaction that deleted or updated it.
+    pub cmax: CommandId,
 }
 
 impl TupleHeader {
-    /// The header of a fresh tuple inserted by `xmin` at `tid`: no xmax
-    /// (and, as PostgreSQL does, the XMAX_INVALID hint set from the start).
+    /// The header of a fresh tuple inserted by `xmin` at `tid` (command 0):
+    /// no xmax (and, as PostgreSQL does, the XMAX_INVALID hint set from the
+    /// start).
     pub fn new_insert(xmin: Xid, tid: Tid, updated: bool) -> TupleHeader {
         TupleHeader {
             xmin,
             xmax: 0,
             ctid: tid,
             infomask: HEAP_XMAX_INVALID | if updated { HEAP_UPDATED } else { 0 },
-            natts: 0,
+            cmin: 0,
+            cmax: 0,
         }
     }
 
@@ -113,15 +129,17 @@ impl TupleHeader {
         let h = tuple.get(..TUPLE_HEADER_SIZE)?;
         let u64_at = |o: usize| u64::from_le_bytes(h[o..o + 8].try_into().expect("8 bytes"));
         let u16_at = |o: usize| u16::from_le_bytes([h[o], h[o + 1]]);
+        let u32_at = |o: usize| u32::from_le_bytes(h[o..o + 4].try_into().expect("4 bytes"));
         Some(TupleHeader {
             xmin: u64_at(XMIN_OFFSET),
             xmax: u64_at(XMAX_OFFSET),
             ctid: Tid {
-                block: u32::from_le_bytes(h[CTID_OFFSET..CTID_OFFSET + 4].try_into().expect("4")),
+                block: u32_at(CTID_OFFSET),
                 offset: u16_at(CTID_OFFSET + 4),
             },
             infomask: u16_at(INFOMASK_OFFSET),
-            natts: u16_at(NATTS_OFFSET),
+            cmin: u32_at(CMIN_OFFSET),
+            cmax: u32_at(CMAX_OFFSET),
         })
     }
 
@@ -132,7 +150,8 @@ impl TupleHeader {
         out[CTID_OFFSET..CTID_OFFSET + 4].copy_from_slice(&self.ctid.block.to_le_bytes());
         out[CTID_OFFSET + 4..CTID_OFFSET + 6].copy_from_slice(&self.ctid.offset.to_le_bytes());
         out[INFOMASK_OFFSET..INFOMASK_OFFSET + 2].copy_from_slice(&self.infomask.to_le_bytes());
-        out[NATTS_OFFSET..NATTS_OFFSET + 2].copy_from_slice(&self.natts.to_le_bytes());
+        out[CMIN_OFFSET..CMIN_OFFSET + 4].copy_from_slice(&self.cmin.to_le_bytes());
+        out[CMAX_OFFSET..CMAX_OFFSET + 4].copy_from_slice(&self.cmax.to_le_bytes());
     }
 
     /// Record `xid` as the deleter / updater and `ctid` as the newer version
@@ -168,7 +187,8 @@ mod tests {
             xmax: 9,
             ctid: Tid::new(3, 4),
             infomask: HEAP_UPDATED | HEAP_XMIN_COMMITTED,
-            natts: 2,
+            cmin: 2,
+            cmax: 0x0102_0304,
         };
         let t = build_tuple(&h, b"row");
         assert_eq!(TupleHeader::decode(&t), Some(h));

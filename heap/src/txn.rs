@@ -13,6 +13,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 pub use wal::{Lsn, Xid};
 
+use crate::error::ErrorKind;
+
 /// No transaction (an unset xmax).
 pub const INVALID_XID: Xid = 0;
 /// The xid of rows written outside any transaction (bootstrap data): always
@@ -35,10 +37,27 @@ pub enum XidStatus {
     Aborted,
 }
 
+/// The status of a transaction could not be learned (its commit-log page
+/// could not be read). Never answered with a guess: a reader that cannot
+/// tell whether a row's inserter committed fails instead of hiding the row
+/// (PostgreSQL raises an ERROR when `pg_xact` cannot be read).
+#[derive(Debug, thiserror::Error)]
+#[error("could not learn the status of transaction {xid}: {source}")]
+pub struct StatusError {
+    pub xid: Xid,
+    /// Whose fault it is (that of the read that failed).
+    pub kind: ErrorKind,
+    /// What failed; its message names the commit-log page.
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
 /// The heap's view of transaction status.
 pub trait TransactionStatus: Send + Sync + std::fmt::Debug {
-    /// Status of `xid` as the commit log records it. `FROZEN_XID` is committed.
-    fn status(&self, xid: Xid) -> XidStatus;
+    /// Status of `xid` as the commit log records it. `FROZEN_XID` is
+    /// committed. An error when the commit log could not be read: callers
+    /// pass it on, never guess.
+    fn status(&self, xid: Xid) -> Result<XidStatus, StatusError>;
 
     /// The WAL is durable up to here. A commit hint may be set only if the
     /// commit record is durable (`commit_lsn <= flushed_lsn()`) or the page
@@ -53,8 +72,10 @@ pub trait TransactionStatus: Send + Sync + std::fmt::Debug {
 ///                            ^ lowest running at snapshot time  ^ next xid at snapshot time
 /// ```
 /// A committed xid is visible unless it is `>= xmax` or listed in `running`.
-/// The owner's own xid is visible to it (there are no command ids: a
-/// transaction sees all of its own earlier changes).
+/// The owner's own changes are visible to it by command: with `cid` =
+/// `Some(c)`, those of commands before `c` (PostgreSQL's `curcid`: a tuple
+/// the owner inserted in command `cmin < c` is there, one it deleted in
+/// `cmax < c` is gone); with `None`, all of them (no command ids).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Snapshot {
     pub xmin: Xid,
@@ -63,7 +84,14 @@ pub struct Snapshot {
     pub running: Vec<Xid>,
     /// The xid of the transaction holding this snapshot, or `INVALID_XID`.
     pub own: Xid,
+    /// The owner's current command (see above); writes made with this
+    /// snapshot are stamped with it (`None`: command 0).
+    pub cid: Option<CommandId>,
 }
+
+/// A command within a transaction (PostgreSQL's `CommandId`): tuples carry
+/// the command that inserted them (cmin) and that deleted them (cmax).
+pub type CommandId = u32;
 
 impl Snapshot {
     /// A snapshot that sees every committed transaction up to `next_xid`.
@@ -73,15 +101,48 @@ impl Snapshot {
             xmax: next_xid,
             running: Vec::new(),
             own: INVALID_XID,
+            cid: None,
         }
+    }
+
+    /// The command id writes made with this snapshot carry.
+    #[inline]
+    pub fn write_cid(&self) -> CommandId {
+        self.cid.unwrap_or(0)
+    }
+
+    /// Does the owner see its own insert made in command `cmin`?
+    #[inline]
+    pub fn sees_own_insert(&self, cmin: CommandId) -> bool {
+        self.cid.is_none_or(|c| cmin < c)
+    }
+
+    /// Does the owner see its own delete made in command `cmax` (the tuple
+    /// is gone)?
+    #[inline]
+    pub fn sees_own_delete(&self, cmax: CommandId) -> bool {
+        self.cid.is_none_or(|c| cmax < c)
+    }
+
+    /// Is `xid` the owner's own (and the owner a real transaction)?
+    #[inline]
+    pub fn is_own(&self, xid: Xid) -> bool {
+        xid == self.own && xid != INVALID_XID
     }
 
     /// Was `xid` still running (or not yet started) as of this snapshot, so
     /// that its effects are invisible even if it has committed since?
     pub fn treats_as_running(&self, xid: Xid) -> bool {
-        if xid == self.own && xid != INVALID_XID {
+        if self.is_own(xid) {
             return false;
         }
+        self.others_running(xid)
+    }
+
+    /// [`treats_as_running`](Self::treats_as_running) for an xid known not
+    /// to be the owner's.
+    #[inline]
+    pub fn others_running(&self, xid: Xid) -> bool {
         if xid >= self.xmax {
             return true;
         }
@@ -154,22 +215,24 @@ impl InMemoryTransactions {
             xmax,
             running,
             own,
+            cid: None,
         }
     }
 }
 
 impl TransactionStatus for InMemoryTransactions {
-    fn status(&self, xid: Xid) -> XidStatus {
+    fn status(&self, xid: Xid) -> Result<XidStatus, StatusError> {
         if xid == FROZEN_XID {
-            return XidStatus::Committed {
+            return Ok(XidStatus::Committed {
                 commit_lsn: Lsn::ZERO,
-            };
+            });
         }
-        self.status
+        Ok(self
+            .status
             .lock()
             .get(&xid)
             .copied()
-            .unwrap_or(XidStatus::Aborted)
+            .unwrap_or(XidStatus::Aborted))
     }
 
     fn flushed_lsn(&self) -> Lsn {
@@ -195,13 +258,13 @@ mod tests {
         let own = t.snapshot(c);
         assert!(!own.treats_as_running(c), "own changes are visible");
         assert_eq!(
-            t.status(a),
+            t.status(a).unwrap(),
             XidStatus::Committed {
                 commit_lsn: Lsn(100)
             }
         );
         assert_eq!(
-            t.status(FROZEN_XID),
+            t.status(FROZEN_XID).unwrap(),
             XidStatus::Committed {
                 commit_lsn: Lsn::ZERO
             }

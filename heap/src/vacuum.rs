@@ -60,8 +60,8 @@ pub struct VacuumStats {
     pub pages_scanned: u64,
     /// Pages pass 1 changed (a PRUNE record each, when logged).
     pub pages_pruned: u64,
-    /// Totals over all pages: tuples removed and bytes gained by pass 1,
-    /// line pointers freed by pass 2.
+    /// Totals over all pages: tuples removed, bytes gained and recently
+    /// dead tuples kept by pass 1, line pointers freed by pass 2.
     pub pruned: PruneStats,
     /// Dead line pointers pass 1 found (the TIDs handed to the indexes
     /// and to pass 2), including those an earlier prune left.
@@ -73,6 +73,8 @@ pub struct VacuumStats {
     /// transactions in progress). The engine's autovacuum takes it as the
     /// table's tuple estimate, PostgreSQL's `reltuples` (which counts live
     /// tuples only; ours is an upper bound of that).
+    /// (Of those, `pruned.recently_dead` are versions kept only for
+    /// snapshots that may still see them.)
     pub tuples_remaining: u64,
     /// Whether the vacuum ring was used.
     pub used_ring: bool,
@@ -127,11 +129,12 @@ impl Heap {
             let block = page.block();
             let s = self.prune_locked(&mut page, horizon, oracle)?;
             stats.pages_scanned += 1;
-            if s != PruneStats::default() {
+            if s.tuples_removed > 0 {
                 stats.pages_pruned += 1;
             }
             stats.pruned.tuples_removed += s.tuples_removed;
             stats.pruned.bytes_freed += s.bytes_freed;
+            stats.pruned.add_kept(&s);
             let view = HeapPage::parse(&page, self.page_id(block))?;
             if !view.is_new() {
                 for off in 1..=view.item_count() {

@@ -1,16 +1,26 @@
 //! MVCC visibility with hint bits (PostgreSQL's `heapam_visibility.c`).
 //!
-//! # Rules, for a reader with snapshot `S` (own xid `S.own`)
-//! 1. xmin aborted (hint XMIN_INVALID, or the oracle says so): invisible.
-//! 2. xmin is `S.own`: the reader's own insert; go to 5.
+//! # Rules, for a reader with snapshot `S` (own xid `S.own`, command `S.cid`)
+//! 1. xmin is `S.own`: the reader's own insert: visible (go to 6) only if
+//!    made by a command before `S.cid` (`cmin < S.cid`), else invisible.
+//!    Decided before any hint bit is read, so it holds after the owner
+//!    committed too (an iterator keeps its snapshot).
+//! 2. xmin aborted (hint XMIN_INVALID, or the oracle says so): invisible.
 //! 3. xmin in progress: invisible.
 //! 4. xmin committed (hint XMIN_COMMITTED, or the oracle says so) but in `S`
 //!    as running or at/after `S.xmax`: invisible (committed after the snapshot).
-//! 5. No xmax, or xmax aborted (hint XMAX_INVALID or the oracle): visible.
-//! 6. xmax is `S.own`: invisible (the reader deleted it).
-//! 7. xmax in progress: visible (the deleter has not committed).
-//! 8. xmax committed: visible only if `S` treats xmax as running (the delete
-//!    committed after the snapshot), else invisible.
+//! 5. otherwise xmin is visible; go to 6.
+//! 6. No xmax: visible.
+//! 7. xmax is `S.own`: invisible if the delete came from a command before
+//!    `S.cid` (`cmax < S.cid`), else visible (the reader's own later
+//!    command deleted it). Also before any hint bit.
+//! 8. xmax aborted (hint XMAX_INVALID or the oracle): visible.
+//! 9. xmax in progress: visible (the deleter has not committed).
+//! 10. xmax committed: visible only if `S` treats xmax as running (the
+//!     delete committed after the snapshot), else invisible.
+//!
+//! With `S.cid = None` (no command ids) rules 1 and 7 see every own change.
+//! A status the oracle cannot read is an error, never a guess.
 //!
 //! # Hint bits
 //! The first reader that learns from the oracle that xmin or xmax committed
@@ -50,7 +60,7 @@ use crate::tuple::{
     HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID,
     INFOMASK_OFFSET, TupleHeader, XMIN_OFFSET,
 };
-use crate::txn::{INVALID_XID, Snapshot, TransactionStatus, XidStatus};
+use crate::txn::{INVALID_XID, Snapshot, StatusError, TransactionStatus, XidStatus};
 
 /// How readers set hint bits.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Hash, Default)]
@@ -127,23 +137,28 @@ fn check_xmin(
     oracle: &dyn TransactionStatus,
     ctx: HintContext,
     hints: &mut u16,
-) -> Xmin {
+) -> Result<Xmin, StatusError> {
+    if snap.is_own(h.xmin) {
+        // Rule 1, before the hints: the owner's own insert.
+        return Ok(if snap.sees_own_insert(h.cmin) {
+            Xmin::Visible
+        } else {
+            Xmin::Invisible
+        });
+    }
     let frozen = h.has(HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID);
     if frozen {
-        return Xmin::Visible;
+        return Ok(Xmin::Visible);
     }
     if h.has(HEAP_XMIN_INVALID) {
-        return Xmin::Invisible; // rule 1
+        return Ok(Xmin::Invisible); // rule 2
     }
     if !h.has(HEAP_XMIN_COMMITTED) {
-        if h.xmin == snap.own && snap.own != INVALID_XID {
-            return Xmin::Visible; // rule 2
-        }
-        match oracle.status(h.xmin) {
-            XidStatus::InProgress => return Xmin::Invisible, // rule 3
+        match oracle.status(h.xmin)? {
+            XidStatus::InProgress => return Ok(Xmin::Invisible), // rule 3
             XidStatus::Aborted => {
                 *hints |= HEAP_XMIN_INVALID;
-                return Xmin::Invisible; // rule 1
+                return Ok(Xmin::Invisible); // rule 2
             }
             XidStatus::Committed { commit_lsn } => {
                 if ctx.commit_hint_allowed(commit_lsn, oracle) {
@@ -152,51 +167,54 @@ fn check_xmin(
             }
         }
     }
-    if snap.treats_as_running(h.xmin) {
+    Ok(if snap.others_running(h.xmin) {
         Xmin::Invisible // rule 4
     } else {
-        Xmin::Visible
-    }
+        Xmin::Visible // rule 5
+    })
 }
 
 /// Is the tuple with header `h` visible to `snap`, and which hints may a
-/// reader add (given `ctx`)? Reads existing hints first, asks `oracle` only
-/// for what they do not say.
+/// reader add (given `ctx`)? Reads existing hints first (after the owner's
+/// own rules 1 and 7), asks `oracle` only for what they do not say; a
+/// status the oracle cannot read is an error, never a guess.
 pub fn tuple_visibility(
     h: &TupleHeader,
     snap: &Snapshot,
     oracle: &dyn TransactionStatus,
     ctx: HintContext,
-) -> Verdict {
+) -> Result<Verdict, StatusError> {
     let mut hints = 0;
-    if let Xmin::Invisible = check_xmin(h, snap, oracle, ctx, &mut hints) {
-        return Verdict {
+    if let Xmin::Invisible = check_xmin(h, snap, oracle, ctx, &mut hints)? {
+        return Ok(Verdict {
             visible: false,
             hints,
-        };
+        });
     }
-    let visible = if h.xmax == INVALID_XID || h.has(HEAP_XMAX_INVALID) {
-        true // rule 5
+    let visible = if h.xmax == INVALID_XID {
+        true // rule 6
+    } else if snap.is_own(h.xmax) {
+        !snap.sees_own_delete(h.cmax) // rule 7
+    } else if h.has(HEAP_XMAX_INVALID) {
+        true // rule 8
     } else if h.has(HEAP_XMAX_COMMITTED) {
-        snap.treats_as_running(h.xmax) // rule 8
-    } else if h.xmax == snap.own {
-        false // rule 6
+        snap.others_running(h.xmax) // rule 10
     } else {
-        match oracle.status(h.xmax) {
-            XidStatus::InProgress => true, // rule 7
+        match oracle.status(h.xmax)? {
+            XidStatus::InProgress => true, // rule 9
             XidStatus::Aborted => {
                 hints |= HEAP_XMAX_INVALID;
-                true // rule 5
+                true // rule 8
             }
             XidStatus::Committed { commit_lsn } => {
                 if ctx.commit_hint_allowed(commit_lsn, oracle) {
                     hints |= HEAP_XMAX_COMMITTED;
                 }
-                snap.treats_as_running(h.xmax) // rule 8
+                snap.others_running(h.xmax) // rule 10
             }
         }
     };
-    Verdict { visible, hints }
+    Ok(Verdict { visible, hints })
 }
 
 /// May `snap.own` update or delete a tuple?
@@ -217,32 +235,36 @@ pub fn update_verdict(
     h: &TupleHeader,
     snap: &Snapshot,
     oracle: &dyn TransactionStatus,
-) -> UpdateVerdict {
+) -> Result<UpdateVerdict, StatusError> {
     let no_hints = HintContext {
         unlogged: false,
         page_lsn: Lsn::ZERO,
     };
-    if let Xmin::Invisible = check_xmin(h, snap, oracle, no_hints, &mut 0) {
-        return UpdateVerdict::Invisible;
+    if let Xmin::Invisible = check_xmin(h, snap, oracle, no_hints, &mut 0)? {
+        return Ok(UpdateVerdict::Invisible);
     }
-    if h.xmax == INVALID_XID || h.has(HEAP_XMAX_INVALID) {
-        return UpdateVerdict::MayUpdate;
+    if h.xmax == INVALID_XID {
+        return Ok(UpdateVerdict::MayUpdate);
     }
-    if h.xmax == snap.own {
-        return UpdateVerdict::Invisible;
+    if snap.is_own(h.xmax) {
+        // Deleted or updated by the owner already (in whichever command).
+        return Ok(UpdateVerdict::Invisible);
     }
-    let committed = h.has(HEAP_XMAX_COMMITTED)
-        || match oracle.status(h.xmax) {
-            XidStatus::InProgress => return UpdateVerdict::Conflict,
-            XidStatus::Aborted => return UpdateVerdict::MayUpdate,
-            XidStatus::Committed { .. } => true,
-        };
-    debug_assert!(committed);
-    if snap.treats_as_running(h.xmax) {
+    if h.has(HEAP_XMAX_INVALID) {
+        return Ok(UpdateVerdict::MayUpdate);
+    }
+    if !h.has(HEAP_XMAX_COMMITTED) {
+        match oracle.status(h.xmax)? {
+            XidStatus::InProgress => return Ok(UpdateVerdict::Conflict),
+            XidStatus::Aborted => return Ok(UpdateVerdict::MayUpdate),
+            XidStatus::Committed { .. } => {}
+        }
+    }
+    Ok(if snap.others_running(h.xmax) {
         UpdateVerdict::Conflict
     } else {
         UpdateVerdict::Invisible
-    }
+    })
 }
 
 /// Counters of one page's (or one scan's) visibility checks.
@@ -302,7 +324,8 @@ pub fn visit_visible_tuples(
         // The common case of a hinted page: xmin known committed, no
         // deleter. Visible unless the snapshot treats xmin as running; no
         // hint to add, so the header need not be decoded (same verdict as
-        // `tuple_visibility`, rules 4 and 5).
+        // `tuple_visibility`, rules 4 to 6). Not for the owner's own
+        // inserts (a committed owner's iterator): rule 1 decides those.
         let infomask = u16::from_le_bytes([bytes[INFOMASK_OFFSET], bytes[INFOMASK_OFFSET + 1]]);
         if infomask & (HEAP_XMIN_COMMITTED | HEAP_XMIN_INVALID | HEAP_XMAX_INVALID)
             == HEAP_XMIN_COMMITTED | HEAP_XMAX_INVALID
@@ -312,15 +335,17 @@ pub fn visit_visible_tuples(
                     .try_into()
                     .expect("tuple() checked the length"),
             );
-            stats.tuples_checked += 1;
-            if !snap.treats_as_running(xmin) {
-                stats.tuples_visible += 1;
-                each(off, bytes);
+            if xmin != snap.own {
+                stats.tuples_checked += 1;
+                if !snap.others_running(xmin) {
+                    stats.tuples_visible += 1;
+                    each(off, bytes);
+                }
+                continue;
             }
-            continue;
         }
         let h = TupleHeader::decode(bytes).expect("tuple() checked the length");
-        let v = tuple_visibility(&h, snap, oracle, ctx);
+        let v = tuple_visibility(&h, snap, oracle, ctx)?;
         stats.tuples_checked += 1;
         if v.hints != 0 {
             stats.hints_wanted += 1;
@@ -452,7 +477,7 @@ mod tests {
                 if xmax != X::None {
                     h.set_xmax(w.xid(xmax), Tid::new(0, 1));
                 }
-                let v = tuple_visibility(&h, &w.snap, &w.txns, ctx);
+                let v = tuple_visibility(&h, &w.snap, &w.txns, ctx).unwrap();
                 assert_eq!(
                     v.visible,
                     expected(xmin, xmax),
@@ -461,7 +486,7 @@ mod tests {
                 // Hints learned now must be the ones a later reader trusts.
                 let mut hinted = h;
                 hinted.infomask |= earlier_hints(xmin, xmax);
-                let v2 = tuple_visibility(&hinted, &w.snap, &w.txns, ctx);
+                let v2 = tuple_visibility(&hinted, &w.snap, &w.txns, ctx).unwrap();
                 assert_eq!(v2.visible, v.visible, "xmin {xmin:?} xmax {xmax:?} hinted");
                 assert_eq!(
                     v2.hints & !hinted.infomask,
@@ -487,7 +512,7 @@ mod tests {
             unlogged: false,
             page_lsn: Lsn(3),
         };
-        let v = tuple_visibility(&h, &w.snap, &w.txns, old_page);
+        let v = tuple_visibility(&h, &w.snap, &w.txns, old_page).unwrap();
         assert!(v.visible);
         assert_eq!(
             v.hints & HEAP_XMIN_COMMITTED,
@@ -499,7 +524,10 @@ mod tests {
             ..old_page
         };
         assert_ne!(
-            tuple_visibility(&h, &w.snap, &w.txns, newer_page).hints & HEAP_XMIN_COMMITTED,
+            tuple_visibility(&h, &w.snap, &w.txns, newer_page)
+                .unwrap()
+                .hints
+                & HEAP_XMIN_COMMITTED,
             0
         );
         let unlogged = HintContext {
@@ -507,19 +535,27 @@ mod tests {
             ..old_page
         };
         assert_ne!(
-            tuple_visibility(&h, &w.snap, &w.txns, unlogged).hints & HEAP_XMIN_COMMITTED,
+            tuple_visibility(&h, &w.snap, &w.txns, unlogged)
+                .unwrap()
+                .hints
+                & HEAP_XMIN_COMMITTED,
             0
         );
         w.txns.set_flushed(Lsn(10));
         assert_ne!(
-            tuple_visibility(&h, &w.snap, &w.txns, old_page).hints & HEAP_XMIN_COMMITTED,
+            tuple_visibility(&h, &w.snap, &w.txns, old_page)
+                .unwrap()
+                .hints
+                & HEAP_XMIN_COMMITTED,
             0
         );
         // Abort hints need no flush.
         w.txns.set_flushed(Lsn(0));
         let a = TupleHeader::new_insert(w.aborted, Tid::new(0, 1), false);
         assert_eq!(
-            tuple_visibility(&a, &w.snap, &w.txns, old_page).hints,
+            tuple_visibility(&a, &w.snap, &w.txns, old_page)
+                .unwrap()
+                .hints,
             HEAP_XMIN_INVALID
         );
     }
@@ -532,7 +568,7 @@ mod tests {
             if xmax != X::None {
                 h.set_xmax(w.xid(xmax), Tid::new(0, 1));
             }
-            update_verdict(&h, &w.snap, &w.txns)
+            update_verdict(&h, &w.snap, &w.txns).unwrap()
         };
         use UpdateVerdict::*;
         assert_eq!(tuple(X::CommittedVisible, X::None), MayUpdate);
@@ -548,6 +584,75 @@ mod tests {
         assert_eq!(tuple(X::OtherInProgress, X::None), Invisible);
         assert_eq!(tuple(X::CommittedAfterSnapshot, X::None), Invisible);
         assert_eq!(tuple(X::Aborted, X::None), Invisible);
+    }
+
+    /// Rules 1 and 7: the owner sees its own inserts and deletes by
+    /// command, whatever hints the tuple carries (a committed owner's
+    /// iterator keeps its view when later readers hint its tuples).
+    #[test]
+    fn own_changes_are_seen_by_command_whatever_the_hints() {
+        let w = world();
+        let ctx = HintContext {
+            unlogged: false,
+            page_lsn: Lsn::ZERO,
+        };
+        let at = |cid: u32| Snapshot {
+            cid: Some(cid),
+            ..w.snap.clone()
+        };
+        for hints in [0, HEAP_XMIN_COMMITTED] {
+            // Inserted by the owner in command 3.
+            let mut ins = TupleHeader::new_insert(w.own, Tid::new(0, 1), false);
+            ins.cmin = 3;
+            ins.infomask |= hints;
+            for (cid, seen) in [(3, false), (4, true), (9, true)] {
+                let v = tuple_visibility(&ins, &at(cid), &w.txns, ctx).unwrap();
+                assert_eq!(
+                    v.visible, seen,
+                    "insert in 3, read in {cid}, hints {hints:#x}"
+                );
+            }
+            assert!(
+                tuple_visibility(&ins, &w.snap, &w.txns, ctx)
+                    .unwrap()
+                    .visible
+            );
+            // Committed row deleted by the owner in command 5.
+            let mut del = TupleHeader::new_insert(w.committed_visible, Tid::new(0, 1), false);
+            del.set_xmax(w.own, Tid::new(0, 1));
+            del.cmax = 5;
+            del.infomask |= HEAP_XMIN_COMMITTED | if hints != 0 { HEAP_XMAX_COMMITTED } else { 0 };
+            for (cid, visible) in [(2, true), (5, true), (6, false)] {
+                let v = tuple_visibility(&del, &at(cid), &w.txns, ctx).unwrap();
+                assert_eq!(
+                    v.visible, visible,
+                    "delete in 5, read in {cid}, hints {hints:#x}"
+                );
+            }
+            assert!(
+                !tuple_visibility(&del, &w.snap, &w.txns, ctx)
+                    .unwrap()
+                    .visible
+            );
+        }
+        // A writer in command 3 cannot update what command 3 (or later)
+        // inserted, nor what it deleted itself in any command.
+        let mut ins = TupleHeader::new_insert(w.own, Tid::new(0, 1), false);
+        ins.cmin = 3;
+        assert_eq!(
+            update_verdict(&ins, &at(3), &w.txns).unwrap(),
+            UpdateVerdict::Invisible
+        );
+        assert_eq!(
+            update_verdict(&ins, &at(4), &w.txns).unwrap(),
+            UpdateVerdict::MayUpdate
+        );
+        ins.set_xmax(w.own, Tid::new(0, 2));
+        ins.cmax = 7;
+        assert_eq!(
+            update_verdict(&ins, &at(4), &w.txns).unwrap(),
+            UpdateVerdict::Invisible
+        );
     }
 
     #[test]

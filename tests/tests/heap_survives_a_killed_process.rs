@@ -580,7 +580,7 @@ fn recover_and_check(dir: &Path, model: &mut BTreeMap<u64, u64>, log: &CycleLog)
     let eng = tests::open_and_recover(dir, POOL_BUFFERS);
     let tm = &*eng.tm;
     for (x, ops) in &log.committed {
-        let s = tm.status(*x);
+        let s = tm.status(*x).unwrap();
         assert!(
             matches!(s, XidStatus::Committed { .. }),
             "xid {x} committed before the kill but reads {s:?} after recovery"
@@ -589,7 +589,7 @@ fn recover_and_check(dir: &Path, model: &mut BTreeMap<u64, u64>, log: &CycleLog)
     }
     let doubt = match &log.in_doubt {
         None => "none",
-        Some((x, ops)) => match tm.status(*x) {
+        Some((x, ops)) => match tm.status(*x).unwrap() {
             XidStatus::Committed { .. } => {
                 apply(model, ops);
                 "committed"
@@ -602,7 +602,7 @@ fn recover_and_check(dir: &Path, model: &mut BTreeMap<u64, u64>, log: &CycleLog)
         },
     };
     for (x, _) in &log.open {
-        match tm.status(*x) {
+        match tm.status(*x).unwrap() {
             XidStatus::Aborted => {}
             XidStatus::InProgress => assert_never_logged(tm, *x),
             s @ XidStatus::Committed { .. } => panic!("xid {x} was never committed: {s:?}"),

@@ -71,7 +71,10 @@
 //! If a write or fdatasync fails, the log refuses every later insert and
 //! flush with [`WalError::WritesRefused`]: after a failed fdatasync Linux may
 //! have dropped the dirty pages and reports success on a retry, so the only
-//! honest answer is to stop (PostgreSQL PANICs).
+//! honest answer is to stop (PostgreSQL PANICs). Opening or creating the
+//! segments a write reaches comes first, while the bytes are still in the
+//! insert buffer: if that fails (out of file descriptors, say), nothing is
+//! lost, the call that needed it fails, and a later flush tries again.
 //!
 //! # Shortcuts
 //!
@@ -698,7 +701,11 @@ impl Shared {
             // Step 2: take the position and link into the chain.
             let start = ins.next;
             let end = Lsn(start.0 + len as u64);
-            let bytes = unlinked.link(ins.prev);
+            // Everything before the flushed position is durable now, so it
+            // was before this record reaches the disk: the reader's proof
+            // that damage before it is inside durable WAL.
+            let durable = Lsn(self.flushed_lsn.load(Ordering::Acquire));
+            let bytes = unlinked.link(ins.prev, durable);
             ins.buf.extend_from_slice(bytes);
             ins.prev = start;
             ins.next = end;
@@ -725,10 +732,26 @@ impl Shared {
     fn write_out(&self, sync: bool) -> Result<()> {
         let mut w = self.write.lock();
         self.check_refused()?;
+        // Open (or create) every segment the bytes inserted so far reach
+        // while they are still in the insert buffer: an open that fails (the
+        // process out of descriptors, a full disk while creating a segment)
+        // loses nothing, so it is this call's error, not a reason to refuse
+        // every later write. `reach` is the end of the last segment open.
+        let target = Lsn(self.insert_lsn.load(Ordering::Acquire));
+        let from = w.written;
+        let reach = w.segments.open_through(from, target, &self.counters)?;
         let (chunk_start, upto) = {
             let mut ins = self.insert.lock();
             let chunk_start = ins.buf_start;
-            let upto = ins.next;
+            let mut upto = ins.next;
+            if upto > reach {
+                // Inserted meanwhile past the segments opened: those bytes
+                // wait in the buffer for the next write.
+                let rest = ins.buf.split_off((reach.0 - chunk_start.0) as usize);
+                w.spare.clear();
+                w.spare.extend_from_slice(&rest);
+                upto = reach;
+            }
             std::mem::swap(&mut ins.buf, &mut w.spare);
             ins.buf_start = upto;
             (chunk_start, upto)
@@ -867,6 +890,23 @@ impl SegmentWriter {
         let keep = self.open.len().saturating_sub(1);
         self.open.drain(..keep);
         Ok(())
+    }
+
+    /// Open (or create) every segment holding bytes in `from..to`; the end
+    /// of the last one (`from` if the range is empty).
+    fn open_through(&mut self, from: Lsn, to: Lsn, counters: &Counters) -> Result<Lsn> {
+        if to <= from {
+            return Ok(from);
+        }
+        let mut start = self.size.segment_start(from);
+        let last = self.size.segment_start(Lsn(to.0 - 1));
+        loop {
+            self.segment(start, counters)?;
+            if start >= last {
+                return Ok(Lsn(start.0 + self.size.bytes()));
+            }
+            start = Lsn(start.0 + self.size.bytes());
+        }
     }
 
     /// The open segment starting at `start`, opening or creating it.

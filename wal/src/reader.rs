@@ -56,6 +56,14 @@
 //!    that rules 1 and 2 alone refused to open such a log. A flipped bit or
 //!    garbage inside written records leaves no such page, and is still
 //!    reported.
+//! 4. **Unless it was durable.** Every record stores the log's flushed
+//!    position when it was inserted (its durable LSN). If the valid record
+//!    rule 2 found says the log was durable past `e`, the bytes at `e` had
+//!    been fdatasync'ed before that record was written: damage inside
+//!    durable WAL (a zeroed page, a lost write), an error naming the segment
+//!    and `e`, whatever rule 3 says. A torn tail after a power loss never
+//!    looks like this: nothing written after a flush that never returned can
+//!    claim that flush.
 //!
 //! Otherwise the end is accepted and reported by [`WalReader::end_of_wal`] and
 //! [`WalReader::end_reason`].
@@ -66,9 +74,11 @@
 //!
 //! Known limits:
 //! - Durable WAL that later reads as zeros to the end of a 4 kB page (a disk
-//!   that silently lost an acknowledged write) is taken for the end of the
-//!   log by rule 3: the records after it are cut off, as in PostgreSQL.
-//!   Other damage followed by a valid record is an error, never a guess.
+//!   that silently lost an acknowledged write) is caught by rule 4 only when
+//!   a valid record after it was inserted after the damaged bytes were
+//!   flushed; bytes written and flushed in the same flush as every record
+//!   after them are taken for a torn tail by rule 3. Other damage followed
+//!   by a valid record is an error, never a guess.
 //! - Damage in the middle that is followed by more than [`MAX_RECORD_LEN`]
 //!   bytes of invalid data (a large zeroed region) looks like the end.
 //! - The reader is meant for recovery, not for following a log that is being
@@ -85,8 +95,8 @@ use crate::error::{Result, WalError};
 use crate::fs::{FileSystem, FsFile, OsFileSystem};
 use crate::lsn::Lsn;
 use crate::record::{
-    self, HEADER_LEN, MAX_RECORD_LEN, MIN_RECORD_LEN, Record, crcs, peek_kind, peek_len,
-    peek_prev_lsn, plausible_len,
+    self, HEADER_LEN, MAX_RECORD_LEN, MIN_RECORD_LEN, Record, crcs, peek_durable_lsn, peek_kind,
+    peek_len, peek_prev_lsn, plausible_len,
 };
 use crate::segment::{SegmentSize, list_segments, segment_path, wal_dir};
 
@@ -374,6 +384,17 @@ impl WalReader {
             let len = peek_len(head).unwrap_or(0) as usize;
             let bytes = self.source.read(at, len)?;
             if bytes.len() == len && crcs(&bytes).is_some_and(|(s, c)| s == c) {
+                let durable = peek_durable_lsn(&bytes).unwrap_or(Lsn::ZERO);
+                if durable > end {
+                    // Rule 4: the bytes at `end` were durable before the
+                    // record at `at` was written.
+                    return Err(self.corrupt(
+                        end,
+                        format!(
+                            "invalid record here ({reason}), but the valid record at {at} was inserted when the log was durable up to {durable}: damage inside durable WAL"
+                        ),
+                    ));
+                }
                 if unwritten_page_between(end, &window[..offset]) {
                     // Rule 3: a write that never reached the disk.
                     return Ok(());

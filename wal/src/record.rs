@@ -10,7 +10,7 @@
 //! All integers are little-endian; nothing is aligned or padded.
 //!
 //! ```text
-//! header (27 bytes)
+//! header (35 bytes)
 //!   offset  size  field
 //!   0       4     total length: every byte of the record, header included
 //!   4       4     CRC32 (see below)
@@ -19,6 +19,9 @@
 //!   17      1     info: the kind's own code for what happened
 //!   18      8     prev LSN: start of the record inserted just before this one
 //!   26      1     number of block references (0..=32)
+//!   27      8     durable LSN: everything before it was flushed when the
+//!                 record was inserted (0 in records encoded outside a log);
+//!                 the reader's proof that bytes before it held durable WAL
 //! block reference, repeated (10 bytes, +4+image)
 //!   0       4     relation (RelId)
 //!   4       1     fork (Fork: 0 main, 1 free space)
@@ -44,10 +47,10 @@
 //!
 //! The CRC32 (IEEE polynomial, `crc32fast`) is computed over the bytes after
 //! the header first, then over the header without its CRC field (bytes 0..4 and
-//! 8..27). That is PostgreSQL's order (`XLogRecordAssemble` checksums the data,
+//! 8..35). That is PostgreSQL's order (`XLogRecordAssemble` checksums the data,
 //! `XLogInsertRecord` adds the header), and for the same reason: the
 //! data's CRC is computed before the insert position is known, and only the
-//! 27-byte header, which holds the prev LSN, is checksummed while the
+//! 35-byte header, which holds the prev LSN, is checksummed while the
 //! insertion lock is held.
 //!
 //! # Invariants a decoded record satisfies
@@ -76,7 +79,7 @@ use crate::lsn::Lsn;
 pub type Xid = u64;
 
 /// Bytes in the fixed record header.
-pub const HEADER_LEN: usize = 27;
+pub const HEADER_LEN: usize = 35;
 /// Bytes in a block reference without its image.
 pub const BLOCK_REF_LEN: usize = 10;
 /// Bytes of hole offset and hole length before an image.
@@ -107,6 +110,7 @@ const OFF_KIND: usize = 16;
 const OFF_INFO: usize = 17;
 pub(crate) const OFF_PREV: usize = 18;
 const OFF_NBLOCKS: usize = 26;
+pub(crate) const OFF_DURABLE: usize = 27;
 
 /// Block-reference flag: a full-page image follows the reference.
 pub const HAS_IMAGE: u8 = 0x01;
@@ -135,11 +139,16 @@ pub enum RmgrKind {
     Btree = 6,
     /// A bare full-page image (PostgreSQL's `XLOG_FPI` / `XLOG_FPI_FOR_HINT`).
     FullPage = 7,
+    /// Relation storage: the durable length of every relation fork, logged
+    /// by a checkpoint once its fsyncs succeeded (PostgreSQL's `RM_SMGR_ID`
+    /// logs creation and truncation; these lengths tell an extension lost
+    /// with the power from damage).
+    Storage = 8,
 }
 
 impl RmgrKind {
     /// Every kind, in number order.
-    pub const ALL: [RmgrKind; 7] = [
+    pub const ALL: [RmgrKind; 8] = [
         RmgrKind::Checkpoint,
         RmgrKind::Xact,
         RmgrKind::Clog,
@@ -147,6 +156,7 @@ impl RmgrKind {
         RmgrKind::Heap,
         RmgrKind::Btree,
         RmgrKind::FullPage,
+        RmgrKind::Storage,
     ];
 
     /// The kind with this number, if there is one.
@@ -348,6 +358,9 @@ pub struct Record {
     kind: RmgrKind,
     info: u8,
     prev_lsn: Lsn,
+    /// The log's flushed position when the record was inserted (0 until a
+    /// log inserts it).
+    durable_lsn: Lsn,
     blocks: Vec<BlockRef>,
     payload: Vec<u8>,
 }
@@ -361,6 +374,7 @@ impl Record {
                 kind,
                 info,
                 prev_lsn: Lsn::ZERO,
+                durable_lsn: Lsn::ZERO,
                 blocks: Vec::new(),
                 payload: Vec::new(),
             },
@@ -383,6 +397,13 @@ impl Record {
     /// of a log, and for a record that has not been inserted yet).
     pub fn prev_lsn(&self) -> Lsn {
         self.prev_lsn
+    }
+
+    /// The log's flushed position when the record was inserted: every byte
+    /// before it was durable before this record was written (0 for a record
+    /// no log has inserted).
+    pub fn durable_lsn(&self) -> Lsn {
+        self.durable_lsn
     }
 
     pub fn blocks(&self) -> &[BlockRef] {
@@ -417,7 +438,7 @@ impl Record {
     /// The record's bytes, with its current prev LSN.
     pub fn encode(&self) -> Vec<u8> {
         let mut unlinked = self.encode_unlinked();
-        unlinked.link(self.prev_lsn);
+        unlinked.link(self.prev_lsn, self.durable_lsn);
         unlinked.bytes
     }
 
@@ -434,6 +455,7 @@ impl Record {
         buf.push(self.info);
         buf.extend_from_slice(&[0; 8]); // prev LSN, set by `link`
         buf.push(self.blocks.len() as u8); // <= MAX_BLOCK_REFS
+        buf.extend_from_slice(&[0; 8]); // durable LSN, set by `link`
         debug_assert_eq!(buf.len(), HEADER_LEN);
         for b in &self.blocks {
             buf.extend_from_slice(&b.tag.rel.0.to_le_bytes());
@@ -465,6 +487,7 @@ impl fmt::Debug for Record {
             .field("kind", &self.kind)
             .field("info", &self.info)
             .field("prev_lsn", &self.prev_lsn)
+            .field("durable_lsn", &self.durable_lsn)
             .field("blocks", &self.blocks)
             .field("payload_len", &self.payload.len())
             .finish()
@@ -521,10 +544,12 @@ impl UnlinkedRecord {
         self.bytes.len()
     }
 
-    /// Write `prev_lsn` into the header and finish the CRC: 27 bytes of work,
-    /// done while the insert position is locked. Returns the finished bytes.
-    pub(crate) fn link(&mut self, prev_lsn: Lsn) -> &[u8] {
+    /// Write `prev_lsn` and `durable_lsn` (the log's flushed position now)
+    /// into the header and finish the CRC: 35 bytes of work, done while the
+    /// insert position is locked. Returns the finished bytes.
+    pub(crate) fn link(&mut self, prev_lsn: Lsn, durable_lsn: Lsn) -> &[u8] {
         self.bytes[OFF_PREV..OFF_PREV + 8].copy_from_slice(&prev_lsn.0.to_le_bytes());
+        self.bytes[OFF_DURABLE..OFF_DURABLE + 8].copy_from_slice(&durable_lsn.0.to_le_bytes());
         let mut crc = self.body_crc.clone();
         crc.update(&self.bytes[..OFF_CRC]);
         crc.update(&self.bytes[OFF_XID..HEADER_LEN]);
@@ -542,6 +567,13 @@ pub(crate) fn peek_len(bytes: &[u8]) -> Option<u32> {
 /// The prev-LSN field of a record starting at `bytes[0]`, if the header is there.
 pub(crate) fn peek_prev_lsn(bytes: &[u8]) -> Option<Lsn> {
     let field = bytes.get(OFF_PREV..OFF_PREV + 8)?;
+    Some(Lsn(u64::from_le_bytes(field.try_into().ok()?)))
+}
+
+/// The durable-LSN field of a record starting at `bytes[0]`, if the header
+/// is there: everything before it was flushed when the record was inserted.
+pub(crate) fn peek_durable_lsn(bytes: &[u8]) -> Option<Lsn> {
+    let field = bytes.get(OFF_DURABLE..OFF_DURABLE + 8)?;
     Some(Lsn(u64::from_le_bytes(field.try_into().ok()?)))
 }
 
@@ -630,6 +662,9 @@ pub fn decode(bytes: &[u8]) -> Result<Record> {
             format!("{nblocks} block references; at most {MAX_BLOCK_REFS} are allowed"),
         ));
     }
+    debug_assert_eq!(c.pos, OFF_DURABLE);
+    let durable_lsn = Lsn(c.u64("durable LSN")?);
+    debug_assert_eq!(c.pos, HEADER_LEN);
     let mut blocks = Vec::with_capacity(nblocks);
     for i in 0..nblocks {
         blocks.push(decode_block(&mut c, i)?);
@@ -654,6 +689,7 @@ pub fn decode(bytes: &[u8]) -> Result<Record> {
         kind,
         info,
         prev_lsn,
+        durable_lsn,
         blocks,
         payload,
     })
@@ -914,7 +950,7 @@ mod tests {
         let good = r.encode();
         let cases: [(usize, u8, &str); 4] = [
             (OFF_KIND, 0, "unknown resource-manager kind 0"),
-            (OFF_KIND, 8, "unknown resource-manager kind 8"),
+            (OFF_KIND, 9, "unknown resource-manager kind 9"),
             (HEADER_LEN + 4, 2, "unknown fork 2"),
             (HEADER_LEN + 9, 0x04, "unknown flags"),
         ];

@@ -1,6 +1,25 @@
 //! [`FileStorage`]: synchronous `pread`/`pwrite` (and one `preadv` per run
 //! of consecutive blocks) on one file per relation fork, optionally opened
 //! with `O_DIRECT`.
+//!
+//! # Open files
+//!
+//! Descriptors are a bounded cache, after PostgreSQL's virtual file
+//! descriptors (`fd.c`, `max_files_per_process`): at most
+//! [`FileStorage::max_open_files`] relation files are open at once; opening
+//! one more first closes the least recently used, and a closed file is
+//! reopened by path at its next use. Each fork's block count lives apart
+//! from its descriptor, so closing and reopening never changes what the
+//! storage believes the fork's length is. A descriptor in use by an
+//! operation (an `Arc<RelFile>` held across a read, a write or an io_uring
+//! submission) is closed only when that operation lets go of it.
+//!
+//! An open that fails with `EMFILE` or `ENFILE` (the process or the system
+//! is out of descriptors, whoever holds them) closes the least recently used
+//! file and tries again, until it succeeds or nothing of ours is left to
+//! close; then it is an [`Error::Io`] whose kind is
+//! [`ErrorKind::ResourceExhausted`](crate::ErrorKind::ResourceExhausted),
+//! for that operation only.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -11,7 +30,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::RwLock;
 
@@ -28,9 +47,10 @@ const IOV_MAX: usize = 1024;
 pub(super) struct RelFile {
     pub(super) file: File,
     pub(super) path: PathBuf,
-    /// Whole pages in the file: from its length at open, then kept up to date
-    /// by extensions and truncations.
-    pub(super) nblocks: AtomicU32,
+    /// Whole pages in the fork: from the file's length at its first open,
+    /// then kept up to date by extensions and truncations. Shared with the
+    /// fork's later descriptors, should this one be closed.
+    pub(super) nblocks: Arc<AtomicU32>,
 }
 
 impl RelFile {
@@ -59,8 +79,56 @@ impl RelFile {
 #[derive(Debug)]
 pub struct FileStorage {
     base: PathBuf,
-    files: RwLock<HashMap<RelFork, Arc<RelFile>>>,
+    files: RwLock<Files>,
     direct: bool,
+    /// The cap on `files.open`'s length.
+    max_open: AtomicUsize,
+    /// Ticks once per use of an open file: its `used` stamp.
+    clock: AtomicU64,
+    /// Opens of a relation file (first ones and reopens).
+    opens: AtomicU64,
+    /// Descriptors closed to stay under the cap or after `EMFILE`.
+    closes: AtomicU64,
+}
+
+/// The relation files this storage knows, open or not.
+#[derive(Debug, Default)]
+struct Files {
+    /// The open ones: at most `max_open`, each with its last use.
+    open: HashMap<RelFork, OpenFile>,
+    /// The block count of every fork opened or created since the storage
+    /// was, open now or not (removed by `unlink`).
+    nblocks: HashMap<RelFork, Arc<AtomicU32>>,
+}
+
+#[derive(Debug)]
+struct OpenFile {
+    file: Arc<RelFile>,
+    /// `clock` at the last use (least recently used is closed first).
+    used: AtomicU64,
+}
+
+/// Relation files open at once by default: half the process's soft
+/// `RLIMIT_NOFILE` (the other half for the WAL, directories, sockets and
+/// whatever else the process opens), at most 1,000 (PostgreSQL's default
+/// `max_files_per_process`) and at least 1.
+pub fn default_max_open_files() -> usize {
+    // SAFETY: an all-zero rlimit is a valid value of this plain C struct.
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: getrlimit writes the struct we pass and nothing else.
+    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+        lim.rlim_cur
+    } else {
+        // No answer: assume the common default soft limit.
+        1024
+    };
+    usize::try_from(soft / 2).map_or(1000, |n| n.clamp(1, 1000))
+}
+
+/// Is `e` the process (`EMFILE`) or the system (`ENFILE`) out of file
+/// descriptors?
+pub fn is_out_of_descriptors(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }
 
 impl FileStorage {
@@ -88,8 +156,12 @@ impl FileStorage {
         }
         let s = FileStorage {
             base,
-            files: RwLock::new(HashMap::new()),
+            files: RwLock::new(Files::default()),
             direct: direct_io,
+            max_open: AtomicUsize::new(default_max_open_files()),
+            clock: AtomicU64::new(0),
+            opens: AtomicU64::new(0),
+            closes: AtomicU64::new(0),
         };
         if direct_io {
             s.probe_direct()?;
@@ -105,6 +177,114 @@ impl FileStorage {
     /// The `base/` directory.
     pub fn base_dir(&self) -> &Path {
         &self.base
+    }
+
+    /// The most relation files kept open at once (see the module docs).
+    pub fn max_open_files(&self) -> usize {
+        self.max_open.load(Ordering::Relaxed)
+    }
+
+    /// Keep at most `n` relation files open (at least 1), closing the least
+    /// recently used ones now if more are open.
+    pub fn set_max_open_files(&self, n: usize) {
+        let n = n.max(1);
+        self.max_open.store(n, Ordering::Relaxed);
+        let mut files = self.files.write();
+        while files.open.len() > n && self.close_lru(&mut files) {}
+    }
+
+    /// Relation files open now (held by the cache).
+    pub fn open_files(&self) -> usize {
+        self.files.read().open.len()
+    }
+
+    /// Opens of relation files so far, first ones and reopens.
+    pub fn files_opened(&self) -> u64 {
+        self.opens.load(Ordering::Relaxed)
+    }
+
+    /// Descriptors closed so far to stay under the cap (or after `EMFILE`).
+    pub fn files_closed(&self) -> u64 {
+        self.closes.load(Ordering::Relaxed)
+    }
+
+    /// Close the least recently used open file; `false` if none is open.
+    fn close_lru(&self, files: &mut Files) -> bool {
+        let victim = files
+            .open
+            .iter()
+            .min_by_key(|(_, f)| f.used.load(Ordering::Relaxed))
+            .map(|(&rf, _)| rf);
+        match victim {
+            Some(rf) => {
+                files.open.remove(&rf);
+                self.closes.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Runs `op` (something that opens a descriptor), and while it fails
+    /// for want of descriptors, closes our least recently used file and
+    /// runs it again; the last error once nothing of ours is left to close.
+    fn with_descriptor<T>(&self, mut op: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+        loop {
+            match op() {
+                Err(e) if is_out_of_descriptors(&e) => {
+                    if !self.close_lru(&mut self.files.write()) {
+                        return Err(e);
+                    }
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// fsyncs the `base/` directory, closing cached files if the process is
+    /// out of descriptors for the directory's.
+    fn fsync_base(&self) -> Result<()> {
+        self.with_descriptor(|| File::open(&self.base).and_then(|d| d.sync_all()))
+            .map_err(|e| Error::io("fsync", "directory", &self.base, e))
+    }
+
+    /// Adds a just-opened `file` of `rf` to the cache, closing the least
+    /// recently used ones to stay under the cap; if another thread opened
+    /// `rf` meanwhile, its descriptor wins and `file` is dropped.
+    fn insert_open(
+        &self,
+        rf: RelFork,
+        path: PathBuf,
+        file: File,
+        nblocks: BlockNumber,
+    ) -> Arc<RelFile> {
+        let used = AtomicU64::new(self.clock.fetch_add(1, Ordering::Relaxed));
+        let mut files = self.files.write();
+        if let Some(f) = files.open.get(&rf) {
+            f.used.store(used.into_inner(), Ordering::Relaxed);
+            return Arc::clone(&f.file);
+        }
+        let max = self.max_open.load(Ordering::Relaxed);
+        while files.open.len() >= max && self.close_lru(&mut files) {}
+        let count = Arc::clone(
+            files
+                .nblocks
+                .entry(rf)
+                .or_insert_with(|| Arc::new(AtomicU32::new(nblocks))),
+        );
+        let file = Arc::new(RelFile {
+            file,
+            path,
+            nblocks: count,
+        });
+        files.open.insert(
+            rf,
+            OpenFile {
+                file: Arc::clone(&file),
+                used,
+            },
+        );
+        file
     }
 
     /// Creates and removes a scratch file with `O_DIRECT`, so that a file
@@ -166,33 +346,40 @@ impl FileStorage {
         op: &'static str,
         what: &dyn ToString,
     ) -> Result<Arc<RelFile>> {
-        if let Some(f) = self.files.read().get(&rf) {
-            return Ok(Arc::clone(f));
-        }
+        let known = {
+            let files = self.files.read();
+            if let Some(f) = files.open.get(&rf) {
+                let now = self.clock.fetch_add(1, Ordering::Relaxed);
+                f.used.store(now, Ordering::Relaxed);
+                return Ok(Arc::clone(&f.file));
+            }
+            files.nblocks.get(&rf).map(|n| n.load(Ordering::Acquire))
+        };
         let path = self.path(rf);
         let file = self
-            .options()
-            .open(&path)
+            .with_descriptor(|| self.options().open(&path))
             .map_err(|e| self.open_error(op, what.to_string(), &path, e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io(op, what.to_string(), &path, e))?
-            .len();
-        let nblocks =
-            BlockNumber::try_from(len / PAGE_SIZE as u64).map_err(|_| Error::CorruptFile {
-                relfork: rf,
-                path: path.clone(),
-                detail: format!("{len} bytes is more than {} blocks", BlockNumber::MAX),
-            })?;
-        let rel_file = Arc::new(RelFile {
-            file,
-            path,
-            nblocks: AtomicU32::new(nblocks),
-        });
-        // Another thread may have opened it meanwhile: keep the first one, so
-        // that every thread sees the same block count.
-        let mut files = self.files.write();
-        Ok(Arc::clone(files.entry(rf).or_insert(rel_file)))
+        self.opens.fetch_add(1, Ordering::Relaxed);
+        // A reopened file keeps the count kept for it while it was closed
+        // (`insert_open` takes the stored one); only a first open reads the
+        // length.
+        let nblocks = match known {
+            Some(n) => n,
+            None => {
+                let len = file
+                    .metadata()
+                    .map_err(|e| Error::io(op, what.to_string(), &path, e))?
+                    .len();
+                BlockNumber::try_from(len / PAGE_SIZE as u64).map_err(|_| Error::CorruptFile {
+                    relfork: rf,
+                    path: path.clone(),
+                    detail: format!("{len} bytes is more than {} blocks", BlockNumber::MAX),
+                })?
+            }
+        };
+        // Another thread may have opened it meanwhile: the first descriptor
+        // and the first count win, so every thread sees the same count.
+        Ok(self.insert_open(rf, path, file, nblocks))
     }
 
     /// The open file of `tag`'s fork and its block count, if `tag.block` can
@@ -379,21 +566,15 @@ impl StorageBackend for FileStorage {
     }
 
     fn create(&self, rf: RelFork) -> Result<()> {
-        if self.files.read().contains_key(&rf) {
+        if self.files.read().nblocks.contains_key(&rf) {
             return Ok(());
         }
         let path = self.path(rf);
-        match self.options().create_new(true).open(&path) {
+        match self.with_descriptor(|| self.options().create_new(true).open(&path)) {
             Ok(file) => {
-                fsync_dir(&self.base)?;
-                self.files.write().entry(rf).or_insert_with(|| {
-                    Arc::new(RelFile {
-                        file,
-                        path,
-                        nblocks: AtomicU32::new(0),
-                    })
-                });
-                Ok(())
+                self.opens.fetch_add(1, Ordering::Relaxed);
+                self.insert_open(rf, path, file, 0);
+                self.fsync_base()
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
             Err(e) => Err(self.open_error("create", rf, &path, e)),
@@ -401,7 +582,7 @@ impl StorageBackend for FileStorage {
     }
 
     fn exists(&self, rf: RelFork) -> Result<bool> {
-        if self.files.read().contains_key(&rf) {
+        if self.files.read().nblocks.contains_key(&rf) {
             return Ok(true);
         }
         let path = self.path(rf);
@@ -491,27 +672,26 @@ impl StorageBackend for FileStorage {
             .map_err(|e| Error::io("fdatasync", rf, &f.path, e))
     }
 
+    /// Every fork this storage has opened, including those whose
+    /// descriptor the cache has closed since (reopened to be synced).
     fn sync_all(&self) -> Result<()> {
-        let mut open: Vec<(RelFork, Arc<RelFile>)> = self
-            .files
-            .read()
-            .iter()
-            .map(|(&rf, f)| (rf, Arc::clone(f)))
-            .collect();
-        open.sort_by_key(|&(rf, _)| rf);
-        for (rf, f) in open {
-            f.file
-                .sync_data()
-                .map_err(|e| Error::io("fdatasync", rf, &f.path, e))?;
+        let mut known: Vec<RelFork> = self.files.read().nblocks.keys().copied().collect();
+        known.sort();
+        for rf in known {
+            self.sync(rf)?;
         }
-        fsync_dir(&self.base)
+        self.fsync_base()
     }
 
     fn unlink(&self, rf: RelFork) -> Result<()> {
         let path = self.path(rf);
-        self.files.write().remove(&rf);
+        {
+            let mut files = self.files.write();
+            files.open.remove(&rf);
+            files.nblocks.remove(&rf);
+        }
         match fs::remove_file(&path) {
-            Ok(()) => fsync_dir(&self.base),
+            Ok(()) => self.fsync_base(),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(Error::io("unlink", rf, path, e)),
         }

@@ -20,7 +20,10 @@
 //!
 //! * [`FileStorage`] (`"sync"`): synchronous `pread`/`pwrite` on an open-file
 //!   cache, with each file's block count kept in memory after the first open,
-//!   so that asking for it costs no system call.
+//!   so that asking for it costs no system call. The cache holds at most
+//!   `max_open_files` descriptors (least recently used closed first, reopened
+//!   on the next use; PostgreSQL's virtual file descriptors), and an open
+//!   that finds the process out of descriptors closes cached ones and retries.
 //! * [`UringStorage`] (`"io_uring"`): the same files, cache and checks, with
 //!   page reads and writes submitted to io_uring; batches and runs go in with
 //!   one `io_uring_enter` (see its module for rings, threads and errors).
@@ -47,9 +50,6 @@
 //!
 //! * No segmenting: PostgreSQL splits a fork into 1 GiB segment files; here a
 //!   fork is a single file of any length (up to `u32::MAX` blocks).
-//! * No virtual file descriptors: every fork ever touched keeps its file open
-//!   until it is unlinked or the backend is dropped (PostgreSQL's `fd.c` closes
-//!   and reopens files to stay under the descriptor limit).
 //! * No tablespaces or databases: one `base/` directory.
 //! * No read-ahead, no `posix_fadvise`; no registered buffers or files for
 //!   io_uring.
@@ -69,7 +69,7 @@ use std::sync::Arc;
 
 pub use aligned::AlignedBuf;
 pub use faulty::FaultyStorage;
-pub use file::FileStorage;
+pub use file::{FileStorage, default_max_open_files, is_out_of_descriptors};
 pub use observed::{ObservedStorage, StorageObserver};
 pub use uring::{UringStorage, probe_io_uring};
 
@@ -289,13 +289,33 @@ pub fn open_storage(
     mode: IoMode,
     direct_io: bool,
 ) -> Result<Arc<dyn StorageBackend>> {
+    open_storage_with(data_dir, mode, direct_io, default_max_open_files())
+}
+
+/// As [`open_storage`], keeping at most `max_open_files` relation files open
+/// at once ([`FileStorage::set_max_open_files`]; both backends share that
+/// open-file cache).
+pub fn open_storage_with(
+    data_dir: &Path,
+    mode: IoMode,
+    direct_io: bool,
+    max_open_files: usize,
+) -> Result<Arc<dyn StorageBackend>> {
     let (chosen, log) = choose_io(mode, data_dir, probe_io_uring)?;
     if let Some(line) = log {
         eprintln!("{line}");
     }
     Ok(match chosen {
-        IoMode::IoUring => Arc::new(UringStorage::open(data_dir, direct_io)?),
-        _ => Arc::new(FileStorage::open_with(data_dir, direct_io)?),
+        IoMode::IoUring => {
+            let s = UringStorage::open(data_dir, direct_io)?;
+            s.files().set_max_open_files(max_open_files);
+            Arc::new(s)
+        }
+        _ => {
+            let s = FileStorage::open_with(data_dir, direct_io)?;
+            s.set_max_open_files(max_open_files);
+            Arc::new(s)
+        }
     })
 }
 

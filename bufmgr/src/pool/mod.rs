@@ -20,6 +20,8 @@
 //! - `write`: writing dirty pages (`FlushBuffer`, `SyncOneBuffer`, checkpoints, fsync).
 //! - `relation`: relation operations (extend, drop, truncate) and pg_buffercache
 //!   (inspection and eviction).
+//! - `durable`: each fork's durable length (raised at each fsync) and the
+//!   rule for an all-zero page at or beyond it (read as new).
 //! - `stream`: reads in two steps (start, then wait: combined reads) and
 //!   [`ReadStream`], the read-ahead of sequential scans.
 //!
@@ -52,6 +54,7 @@ use crate::tag::{BlockNumber, BufferTag, PAGE_SIZE, RelFork, RelId};
 use crate::topology::Topology;
 use crate::wal_hook::{NoWal, WalSink};
 
+mod durable;
 mod read;
 mod relation;
 pub mod stream;
@@ -87,6 +90,10 @@ pub(crate) struct PoolShared {
     any_unlogged: AtomicBool,
     /// Forks written since the last `flush_all`, to fsync then.
     pending_sync: Mutex<HashSet<RelFork>>,
+    /// Blocks of each fork known durable (`durable`).
+    durable: Mutex<durable::DurableLengths>,
+    /// `durable` rule 3 is on.
+    zeroed_beyond_durable_is_new: AtomicBool,
     /// Set by the first failed write; later writes are refused with it.
     write_failure: Mutex<Option<String>>,
     write_failed: AtomicBool,
@@ -106,6 +113,8 @@ pub(crate) struct PoolShared {
     /// the operation: whoever would wait for one finishes the operation
     /// instead ([`PoolShared::wait_io`]). Sharded by buffer id.
     pub in_flight: stream::InFlightMap,
+    /// The pins read streams may hold ahead of their consumers, shared.
+    pub stream_budget: stream::StreamBudget,
     /// The trace file, when recording one (see [`crate::trace`]).
     pub(crate) trace: Option<Arc<crate::trace::TraceSink>>,
 }
@@ -205,6 +214,8 @@ impl BufferPool {
             unlogged: RwLock::new(HashSet::new()),
             any_unlogged: AtomicBool::new(false),
             pending_sync: Mutex::new(HashSet::new()),
+            durable: Mutex::new(HashMap::new()),
+            zeroed_beyond_durable_is_new: AtomicBool::new(false),
             write_failure: Mutex::new(None),
             write_failed: AtomicBool::new(false),
             thread_stats: Mutex::new(Vec::new()),
@@ -216,6 +227,7 @@ impl BufferPool {
             bgwriter_sleeping: AtomicBool::new(false),
             bgwriter_wake: (parking_lot::Mutex::new(false), parking_lot::Condvar::new()),
             in_flight: stream::InFlightMap::new(),
+            stream_budget: stream::StreamBudget::new(n),
             trace,
             config,
         });

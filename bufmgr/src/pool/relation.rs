@@ -45,6 +45,7 @@ impl BufferPool {
             self.shared.storage.unlink(rf)?;
         }
         self.shared.unlogged.write().remove(&rel);
+        self.shared.forget_durable(rel);
         Ok(())
     }
 
@@ -54,6 +55,7 @@ impl BufferPool {
         let _g = ext.lock();
         self.shared
             .invalidate_where(|t| t.relfork() == rf && t.block >= nblocks)?;
+        self.shared.truncate_durable(rf, nblocks);
         self.shared.storage.truncate(rf, nblocks)
     }
 

@@ -62,7 +62,14 @@
 //!   victims from the clock sweep (flooding the pool the ring protects).
 //!   A bulk-read ring is first grown to `lookahead + 1` buffers, at most
 //!   pool / 8 (PostgreSQL 18 sizes it for the read-ahead too), so the
-//!   distance is not held to the 32-buffer default ring.
+//!   distance is not held to the 32-buffer default ring;
+//! - the pool's [`StreamBudget`], shared by every stream: a read-ahead
+//!   block the budget has no pin for, or that finds no buffer free, is not
+//!   started now (the read-ahead shortens) and is started again later, at
+//!   the latest as the consumer's own next block, which is always started
+//!   (waiting up to [`OWN_BLOCK_WAIT`] for a free buffer). A stream never
+//!   ends before its last block: each started block yields its page or an
+//!   error.
 //!
 //! # The in-flight registry
 //! `InFlightMap` (`PoolShared::in_flight`) maps each buffer with a
@@ -72,6 +79,8 @@
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -102,6 +111,154 @@ pub const START_DISTANCE: usize = 16;
 pub const DEFAULT_IO_COMBINE: usize = 16;
 /// Largest combined read: 1 MiB, PostgreSQL's `MAX_IO_COMBINE_LIMIT`.
 pub const MAX_IO_COMBINE: usize = 128;
+
+/// How long a stream's consumer waits for a buffer for its own next block
+/// when every buffer is pinned (other streams' read-ahead is released as
+/// their consumers move on) before the stream fails with the error.
+const OWN_BLOCK_WAIT: Duration = Duration::from_secs(1);
+
+/// The pins every read stream of a pool holds ahead of its consumer,
+/// against one budget (PostgreSQL limits a backend's pins to a share of the
+/// pool, `GetPinLimit`, and its read streams' look-ahead to what is left).
+///
+/// The budget is half the pool less one buffer per active stream (the
+/// block its consumer works on, which is never counted against it); each
+/// stream may hold at most an equal share of it. A stream with nothing
+/// ahead always starts its consumer's next block, budget or not. A stream
+/// counts as active from its creation until it ends or is dropped.
+#[derive(Debug)]
+pub(crate) struct StreamBudget {
+    pool_size: usize,
+    /// Active streams.
+    streams: AtomicUsize,
+    /// Pins all streams hold ahead (their consumers' blocks included while
+    /// they are being started).
+    ahead: AtomicUsize,
+}
+
+impl StreamBudget {
+    pub(crate) fn new(pool_size: usize) -> StreamBudget {
+        StreamBudget {
+            pool_size,
+            streams: AtomicUsize::new(0),
+            ahead: AtomicUsize::new(0),
+        }
+    }
+
+    /// The budget of all streams when `streams` are active.
+    fn total(&self, streams: usize) -> usize {
+        (self.pool_size / 2).saturating_sub(streams)
+    }
+
+    /// The most pins one stream may hold ahead now.
+    pub(crate) fn share(&self) -> usize {
+        let streams = self.streams.load(Ordering::Relaxed).max(1);
+        self.total(streams) / streams
+    }
+
+    /// Pins all streams hold ahead now.
+    pub(crate) fn held(&self) -> usize {
+        self.ahead.load(Ordering::Relaxed)
+    }
+
+    /// Active streams now.
+    pub(crate) fn streams(&self) -> usize {
+        self.streams.load(Ordering::Relaxed)
+    }
+
+    fn register(&self) {
+        self.streams.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn deregister(&self) {
+        self.streams.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Up to `want` more pins for a stream holding `held`: what its share
+    /// and the budget left allow (possibly none).
+    fn reserve(&self, want: usize, held: usize) -> usize {
+        let streams = self.streams.load(Ordering::Relaxed).max(1);
+        let total = self.total(streams);
+        let want = want.min((total / streams).saturating_sub(held));
+        if want == 0 {
+            return 0;
+        }
+        let mut cur = self.ahead.load(Ordering::Relaxed);
+        loop {
+            let n = want.min(total.saturating_sub(cur));
+            if n == 0 {
+                return 0;
+            }
+            match self.ahead.compare_exchange_weak(
+                cur,
+                cur + n,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return n,
+                Err(c) => cur = c,
+            }
+        }
+    }
+
+    /// `n` pins taken whatever the budget (a consumer's own block).
+    fn force(&self, n: usize) {
+        self.ahead.fetch_add(n, Ordering::AcqRel);
+    }
+
+    fn release(&self, n: usize) {
+        self.ahead.fetch_sub(n, Ordering::AcqRel);
+    }
+}
+
+/// Whether `e` only says that no buffer could be had right now (every
+/// buffer pinned, or one pinned as often as it can count): a read-ahead
+/// block that meets it is started again later.
+fn no_buffer_now(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::NoUnpinnedBuffers { .. } | Error::TooManyPins { .. }
+    )
+}
+
+/// Sleeps between a consumer's attempts at its own next block, for at
+/// most [`OWN_BLOCK_WAIT`] in all.
+struct Backoff {
+    until: Instant,
+    sleep: Duration,
+}
+
+impl Backoff {
+    fn new() -> Backoff {
+        Backoff {
+            until: Instant::now() + OWN_BLOCK_WAIT,
+            sleep: Duration::from_micros(20),
+        }
+    }
+
+    /// Sleep before the next attempt; `false` when the time is up.
+    fn pause(&mut self) -> bool {
+        let now = Instant::now();
+        if now >= self.until {
+            return false;
+        }
+        std::thread::sleep(self.sleep.min(self.until - now));
+        self.sleep = (self.sleep * 2).min(Duration::from_millis(5));
+        true
+    }
+}
+
+/// The consumer's own block by `read`, waiting (see [`Backoff`]) while no
+/// buffer can be had; any other error at once.
+fn own_block<T>(mut read: impl FnMut() -> Result<T>) -> Result<T> {
+    let mut backoff = Backoff::new();
+    loop {
+        match read() {
+            Err(e) if no_buffer_now(&e) && backoff.pause() => {}
+            r => return r,
+        }
+    }
+}
 
 /// How a [`ReadStream`] reads.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -359,7 +516,7 @@ impl PoolShared {
     ) -> ReadOp<'a> {
         ReadOp {
             pool: self,
-            op: Some(OpState::start(self, local, rf, blocks, ring)),
+            op: Some(OpState::start(self, local, rf, blocks, ring, usize::MAX)),
         }
     }
 }
@@ -390,12 +547,18 @@ impl Drop for ReadOp<'_> {
 }
 
 impl OpState {
+    /// Starts `blocks` in order, stopping at the first that cannot be
+    /// started: with its error kept for the wait (`stopped`), unless it is
+    /// read-ahead (index `soft_from` or later) that only found no buffer
+    /// free ([`no_buffer_now`]); then the operation just ends before it,
+    /// and the stream starts that block again later.
     fn start(
         pool: &PoolShared,
         local: &mut Local,
         rf: RelFork,
         blocks: Range<BlockNumber>,
         mut ring: Option<&mut Ring>,
+        soft_from: usize,
     ) -> OpState {
         let mut op = OpState {
             rf,
@@ -404,9 +567,10 @@ impl OpState {
             stopped: None,
             flight: None,
         };
-        for block in blocks {
+        for (i, block) in blocks.enumerate() {
             match pool.start_buffer(local, BufferTag::new(rf, block), ring.as_deref_mut()) {
                 Ok(s) => op.started.push(s),
+                Err(e) if i >= soft_from && no_buffer_now(&e) => break,
                 Err(e) => {
                     op.stopped = Some(e);
                     break;
@@ -538,7 +702,19 @@ impl OpState {
                     out.push_back(Item::Pinned(id))
                 }
                 (Started::Miss(_), Outcome::Failed(e)) => out.push_back(Item::Failed(e)),
-                (Started::Miss(_), _) => {}
+                // After the run's failed page, whose error ends the stream
+                // first; or (never expected) a read whose result did not
+                // come back. Either way the block has an item: a stream
+                // never skips a block it started.
+                (Started::Miss(_), o) => out.push_back(Item::Failed(Error::Io {
+                    op: "read",
+                    what: self.tag(k).to_string(),
+                    path: pool.storage.path(self.rf),
+                    source: std::io::Error::other(match o {
+                        Outcome::FailedWithRun => "an earlier page of its combined read failed",
+                        _ => "the read was submitted but its result never came back",
+                    }),
+                })),
                 (Started::NotValid(id), _) => {
                     match pool.hit_not_valid(local, id, self.tag(k), ReadMode::Normal) {
                         Ok(id) => out.push_back(Item::Pinned(id)),
@@ -606,6 +782,10 @@ pub struct ReadStream {
     /// An operation stopped starting at an error: nothing is started after it.
     stopped: bool,
     done: bool,
+    /// Pins counted against the pool's [`StreamBudget`] for this stream.
+    held: usize,
+    /// Counted among the budget's active streams (until it ends).
+    active: bool,
 }
 
 /// Where a stream's blocks come from (PostgreSQL's read stream callback).
@@ -625,6 +805,15 @@ impl Source {
         match self {
             Source::Range { next, end } => next >= end,
             Source::List { blocks, pos } => *pos >= blocks.len(),
+        }
+    }
+
+    /// Gives back the last `n` blocks of the run just taken (blocks that
+    /// found no buffer): they are the next to come again.
+    fn unget(&mut self, n: usize) {
+        match self {
+            Source::Range { next, .. } => *next -= n as BlockNumber,
+            Source::List { pos, .. } => *pos -= n,
         }
     }
 
@@ -663,6 +852,23 @@ impl Source {
 }
 
 impl BufferPool {
+    /// Read streams active now (created and not yet ended or dropped):
+    /// they share the read-ahead budget (see [`ReadStream`]).
+    pub fn active_streams(&self) -> usize {
+        self.shared.stream_budget.streams()
+    }
+
+    /// Pins all read streams hold ahead of their consumers now.
+    pub fn stream_pins_ahead(&self) -> usize {
+        self.shared.stream_budget.held()
+    }
+
+    /// The most pins one read stream may hold ahead now: half the pool,
+    /// less one buffer per active stream, shared equally among them.
+    pub fn stream_pin_share(&self) -> usize {
+        self.shared.stream_budget.share()
+    }
+
     /// A stream over blocks `blocks` of `rf`, reading through `ring` if one
     /// is given (its victims come from the ring, as for `read_buffer` with
     /// a ring). See [`ReadStream`] for the distance and the ring's size.
@@ -716,6 +922,7 @@ impl BufferPool {
             max_distance = max_distance.min(r.len().saturating_sub(1).max(1));
         }
         let min_distance = max_distance.min(START_DISTANCE);
+        self.shared.stream_budget.register();
         ReadStream {
             shared: self.shared.clone(),
             rf,
@@ -729,6 +936,8 @@ impl BufferPool {
             queue: VecDeque::new(),
             stopped: false,
             done: false,
+            held: 0,
+            active: true,
         }
     }
 }
@@ -743,10 +952,10 @@ impl ReadStream {
         if self.queue.is_empty() {
             if self.ops.is_empty() {
                 if self.source.is_empty() {
-                    self.done = true;
+                    self.finish();
                     return None;
                 }
-                self.refill();
+                self.refill(true);
             }
             // `WaitReadBuffers` for the operation holding the next block.
             if let Some(op) = self.ops.pop_front() {
@@ -756,11 +965,20 @@ impl ReadStream {
                 with_local(shared, |local| op.collect(shared, local, queue));
             }
         }
-        let item = self.queue.pop_front()?;
+        let Some(item) = self.queue.pop_front() else {
+            // `refill` starts the consumer's next block or keeps the error
+            // that stopped it, and an operation yields an item per block:
+            // a stream never just ends before its last block.
+            let e = Error::InvalidConfig(format!(
+                "the read stream of {} started nothing for its next block",
+                self.rf
+            ));
+            return Some(Err(self.fail(e)));
+        };
         // Keep the distance: start (and submit) what the consumer has made
         // room for, before it works on this block.
         if !matches!(item, Item::Failed(_)) {
-            self.refill();
+            self.refill(false);
         }
         let id = match item {
             Item::Pinned(id) => id,
@@ -777,9 +995,16 @@ impl ReadStream {
                 match shared.repin_valid(tag, true) {
                     Some(id) => id,
                     None => {
-                        let ring = self.ring.as_mut();
-                        match with_local(shared, |local| {
-                            shared.read_buffer(local, tag, ring, ReadMode::Normal)
+                        let mut ring = self.ring.as_mut();
+                        match own_block(|| {
+                            with_local(shared, |local| {
+                                shared.read_buffer(
+                                    local,
+                                    tag,
+                                    ring.as_deref_mut(),
+                                    ReadMode::Normal,
+                                )
+                            })
                         }) {
                             Ok(id) => id,
                             Err(e) => return Some(Err(self.fail(e))),
@@ -820,25 +1045,51 @@ impl ReadStream {
     }
 
     /// Start and submit operations of `op_blocks` blocks while they fit in
-    /// the distance (`StartReadBuffers`; nothing is waited for here).
-    fn refill(&mut self) {
-        let op_blocks = self.op_blocks();
-        while !self.source.is_empty()
-            && (self.ahead() == 0 || self.ahead() + op_blocks <= self.current_distance)
-        {
-            if self.stopped {
-                // The stream ends at that error: start nothing after it.
+    /// the distance and the pool's [`StreamBudget`] (`StartReadBuffers`;
+    /// nothing is waited for here).
+    ///
+    /// With `own` (the consumer asks for its next block and the stream has
+    /// nothing ahead), the first block is the consumer's: it is started
+    /// whatever the budget, and if no buffer is free it is tried again (for
+    /// at most [`OWN_BLOCK_WAIT`]) before the stream fails with that
+    /// error. A read-ahead block that the budget has no pin for, or
+    /// that finds no buffer free, is not started now: the read-ahead is
+    /// shortened to what is started, and the block comes again at a later
+    /// refill (at the latest as the consumer's own next block).
+    fn refill(&mut self, own: bool) {
+        self.settle_budget();
+        let mut backoff = None;
+        loop {
+            if self.stopped || self.source.is_empty() {
+                // After an error the stream ends there: start nothing.
                 return;
             }
-            let run = self.source.take_run(op_blocks);
+            let op_blocks = self.op_blocks();
+            let ahead = self.ahead();
+            if ahead > 0 && ahead + op_blocks > self.current_distance {
+                return;
+            }
+            let budget = &self.shared.stream_budget;
+            let own = own && ahead == 0;
+            let (mandatory, soft_from) = if own { (1, 1) } else { (0, 0) };
+            budget.force(mandatory);
+            self.held += mandatory;
+            let granted = budget.reserve(op_blocks - mandatory, self.held);
+            self.held += granted;
+            let want = mandatory + granted;
+            if want == 0 {
+                // No pin to spare: the read-ahead stays as it is.
+                return;
+            }
+            let run = self.source.take_run(want);
             let shared = &self.shared;
             let (rf, io_combine) = (self.rf, self.io_combine);
             let ring = self.ring.as_mut();
             let op = with_local(shared, |local| {
-                let Some(blocks) = run else {
+                let Some(blocks) = run.clone() else {
                     // A listed block past any fork's end: the stream
                     // stops there with the error `read_buffer` would give.
-                    let mut op = OpState::start(shared, local, rf, 0..0, ring);
+                    let mut op = OpState::start(shared, local, rf, 0..0, ring, 0);
                     op.stopped = Some(Error::BlockOutOfRange {
                         relfork: rf,
                         block: BlockNumber::MAX,
@@ -847,12 +1098,60 @@ impl ReadStream {
                     });
                     return op;
                 };
-                let mut op = OpState::start(shared, local, rf, blocks, ring);
+                let mut op = OpState::start(shared, local, rf, blocks, ring, soft_from);
                 op.submit(shared, local, io_combine);
                 op
             });
+            let taken = run.map_or(0, |r| r.len());
+            if op.stopped.is_none() && op.len() < taken {
+                // Blocks that found no buffer: started again later.
+                self.source.unget(taken - op.len());
+                self.current_distance = self.current_distance.min((ahead + op.len()).max(1));
+            }
+            if own
+                && op.len() == 0
+                && op.stopped.as_ref().is_some_and(no_buffer_now)
+                && backoff.get_or_insert_with(Backoff::new).pause()
+            {
+                // The consumer's own block found no buffer: again, while
+                // other streams' consumers release their read-ahead.
+                self.source.unget(taken);
+                self.settle_budget();
+                continue;
+            }
+            let more = op.stopped.is_none() && op.len() == taken;
             self.stopped = op.stopped.is_some();
-            self.ops.push_back(op);
+            if op.len() > 0 || op.stopped.is_some() {
+                self.ops.push_back(op);
+            }
+            self.settle_budget();
+            if !more {
+                return;
+            }
+        }
+    }
+
+    /// Brings the pins counted against the budget to what the stream holds
+    /// ahead now.
+    fn settle_budget(&mut self) {
+        let now = self.pinned_ahead();
+        let budget = &self.shared.stream_budget;
+        if self.held > now {
+            budget.release(self.held - now);
+        } else {
+            budget.force(now - self.held);
+        }
+        self.held = now;
+    }
+
+    /// The stream is over (its end reached, or failed): nothing held
+    /// against the budget, and no longer an active stream.
+    fn finish(&mut self) {
+        self.done = true;
+        self.settle_budget();
+        if self.active {
+            self.active = false;
+            self.shared.stream_budget.deregister();
         }
     }
 
@@ -867,7 +1166,7 @@ impl ReadStream {
     fn fail(&mut self, e: Error) -> Error {
         self.release_queue();
         self.abandon_ops();
-        self.done = true;
+        self.finish();
         e
     }
 
@@ -899,6 +1198,7 @@ impl ReadStream {
                 *item = Item::Ahead(block);
             }
         }
+        self.settle_budget();
     }
 
     /// Blocks read and pinned ahead of the consumer right now.
@@ -944,6 +1244,7 @@ impl Drop for ReadStream {
     fn drop(&mut self) {
         self.release_queue();
         self.abandon_ops();
+        self.finish();
     }
 }
 
@@ -1404,5 +1705,132 @@ mod tests {
         }
         assert_eq!(pool.pinned_buffers(), 0);
         assert_eq!(pool.io_in_progress(), 0);
+    }
+
+    /// Another fork of `pool`'s storage with `blocks` blocks, for pins.
+    const OTHER: RelFork = RelFork::main(RelId(10));
+
+    fn add_other(pool: &BufferPool, blocks: BlockNumber) {
+        pool.create_fork(OTHER).unwrap();
+        for _ in 0..blocks {
+            pool.extend(OTHER, None).unwrap().mark_dirty();
+        }
+        pool.flush_all(true).unwrap();
+        pool.evict_all().unwrap();
+    }
+
+    /// With one buffer left unpinned, a stream still yields every block:
+    /// the read-ahead that finds no buffer is started again later (here,
+    /// as the consumer's own next block), not kept as the stream's error.
+    #[test]
+    fn read_ahead_that_finds_no_buffer_is_started_again_later() {
+        const N: BlockNumber = 40;
+        let dir = tempfile::tempdir().unwrap();
+        for storage in backends(dir.path()) {
+            let name = storage.name();
+            let pool = filled(16, N, storage);
+            add_other(&pool, 15);
+            let pins: Vec<_> = (0..15)
+                .map(|b| pool.read_buffer(OTHER, b, None).unwrap())
+                .collect();
+            for lookahead in [2, 16, 128] {
+                let cfg = StreamConfig::default().lookahead(lookahead);
+                let mut s = pool.read_stream(REL, 0..N, None, cfg);
+                let mut next = 0;
+                while let Some(b) = s.next_buffer() {
+                    let b = b.unwrap_or_else(|e| panic!("{name} block {next}: {e}"));
+                    assert_eq!(block_of(&b.lock_shared()), next, "{name}");
+                    next += 1;
+                }
+                assert_eq!(next, N, "{name} {lookahead}");
+                drop(s);
+                assert_eq!(pool.pinned_buffers(), 15, "{name}");
+                assert_eq!((pool.active_streams(), pool.stream_pins_ahead()), (0, 0));
+            }
+            drop(pins);
+            assert_eq!(pool.io_in_progress(), 0, "{name}");
+        }
+    }
+
+    /// Every buffer pinned elsewhere: the consumer's own block waits a
+    /// while for one, then the stream fails with the error (never ends
+    /// early); pins released during the wait let it go on.
+    #[test]
+    fn the_consumers_own_block_waits_for_a_buffer_then_fails_loudly() {
+        let (_dir, pool) = pool_with(16, 8);
+        add_other(&pool, 16);
+        let pins: Vec<_> = (0..16)
+            .map(|b| pool.read_buffer(OTHER, b, None).unwrap())
+            .collect();
+        let mut s = pool.read_stream(REL, 0..8, None, StreamConfig::default());
+        let t0 = Instant::now();
+        let err = s.next_buffer().unwrap().unwrap_err();
+        assert!(
+            matches!(err, Error::NoUnpinnedBuffers { pool_size: 16 }),
+            "{err:?}"
+        );
+        assert!(t0.elapsed() >= OWN_BLOCK_WAIT, "{:?}", t0.elapsed());
+        assert!(s.next_buffer().is_none());
+        drop(s);
+        assert_eq!((pool.active_streams(), pool.stream_pins_ahead()), (0, 0));
+        // Released while the consumer waits.
+        let mut s = pool.read_stream(REL, 0..8, None, StreamConfig::default());
+        std::thread::scope(|sc| {
+            sc.spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                drop(pins);
+            });
+            let mut next = 0;
+            while let Some(b) = s.next_buffer() {
+                assert_eq!(block_of(&b.unwrap().lock_shared()), next);
+                next += 1;
+            }
+            assert_eq!(next, 8);
+        });
+        drop(s);
+        assert_eq!(pool.pinned_buffers(), 0);
+    }
+
+    /// Streams share the budget: each holds at most its share ahead (at
+    /// least the one block its consumer asks for), all together what the
+    /// budget counts, and the share grows back as streams end.
+    #[test]
+    fn streams_hold_at_most_their_share_of_the_budget() {
+        const N: BlockNumber = 64;
+        let (_dir, pool) = pool_with(128, N);
+        let alone = {
+            let s = pool.read_stream(REL, 0..N, None, StreamConfig::default());
+            assert_eq!(pool.active_streams(), 1);
+            let share = pool.stream_pin_share();
+            drop(s);
+            share
+        };
+        assert_eq!(alone, 128 / 2 - 1);
+        let cfg = StreamConfig::default().lookahead(16);
+        let mut streams: Vec<_> = (0..6)
+            .map(|_| pool.read_stream(REL, 0..N, None, cfg))
+            .collect();
+        assert_eq!(pool.active_streams(), 6);
+        let share = pool.stream_pin_share();
+        assert_eq!(share, (128 / 2 - 6) / 6);
+        for round in 0..N {
+            for s in &mut streams {
+                let b = s.next_buffer().unwrap().unwrap();
+                assert_eq!(block_of(&b.lock_shared()), round);
+            }
+            let each: Vec<usize> = streams.iter().map(ReadStream::pinned_ahead).collect();
+            assert!(
+                each.iter().all(|&n| n <= share.max(1)),
+                "round {round}: {each:?}, share {share}"
+            );
+            assert_eq!(pool.stream_pins_ahead(), each.iter().sum::<usize>());
+        }
+        for s in &mut streams {
+            assert!(s.next_buffer().is_none());
+        }
+        assert_eq!((pool.active_streams(), pool.stream_pins_ahead()), (0, 0));
+        drop(streams);
+        assert_eq!(pool.active_streams(), 0);
+        assert_eq!(pool.pinned_buffers(), 0);
     }
 }

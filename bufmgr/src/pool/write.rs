@@ -257,6 +257,9 @@ impl PoolShared {
             }
         };
         for (i, rf) in forks.iter().enumerate() {
+            // Every block below this was written (at least blank) before the
+            // fsync begins; unknown if the file is gone (nothing to note).
+            let nblocks = self.storage.nblocks(*rf).ok();
             if let Err(e) = self.storage.sync(*rf) {
                 // A relation dropped since it was written has nothing to sync.
                 if !self.storage.exists(*rf).unwrap_or(true) {
@@ -272,6 +275,9 @@ impl PoolShared {
                 self.write_failed.store(true, Ordering::Release);
                 self.pending_sync.lock().extend(forks[i..].iter().copied());
                 return Err(e);
+            }
+            if let Some(n) = nblocks {
+                self.synced(*rf, n);
             }
         }
         Ok(())

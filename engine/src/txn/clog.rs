@@ -39,9 +39,15 @@
 //! # Rules
 //!
 //! 1. A clog page is created with `pool.extend` when the first xid on it is
-//!    handed out (or first replayed), zeroed: every xid on it reads "in
-//!    progress" until its commit or abort is recorded. Creation is not
-//!    WAL-logged; a page missing at replay is simply extended again.
+//!    handed out, zeroed: every xid on it reads "in progress" until its
+//!    commit or abort is recorded. Creation is WAL-logged first, a
+//!    [`CLOG_ZEROPAGE`] record (PostgreSQL's `CLOG_ZEROPAGE`), which redo
+//!    replays by making the page a zeroed page again, whatever the disk
+//!    holds (blank, zeros from an extension lost with the power, or torn):
+//!    every status of an xid on it is set by a record that follows (no xid
+//!    on the page exists before it), so replay rebuilds the page. A page
+//!    missing at the replay of a commit or abort is extended again (not
+//!    logged: redo writes no WAL).
 //! 2. Status bits change only under the page's exclusive content lock (a
 //!    read-modify-write of a 64-bit word shared by 32 xids).
 //! 3. Marking an xid committed raises both the group LSN and the **page LSN**
@@ -53,12 +59,19 @@
 //! 4. Clog changes are not WAL-logged themselves: the Xact commit/abort
 //!    record is the durable truth and redo replays it here (idempotently:
 //!    setting the same bits twice changes nothing; LSNs only grow).
+//! 5. A clog page that cannot be read is an error naming the xid and the
+//!    page, which the heap passes up to the reader (`TransactionStatus`
+//!    returns it); nothing answers "in progress" on a guess. A pool whose
+//!    every buffer is pinned is waited out for up to [`STARVED_WAIT`] first:
+//!    scans pin pages they read ahead, and a status lookup under a scan's
+//!    page lock must not fail because other scans hold the pool.
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
-use bufmgr::{BlockNumber, BufferPool, PAGE_SIZE, RelFork};
+use bufmgr::{BlockNumber, BufferPool, PAGE_SIZE, PinnedBuffer, RelFork};
 use parking_lot::Mutex;
-use wal::Lsn;
+use wal::{Lsn, Record, RmgrKind, Wal};
 
 use crate::error::{EngineError, Result};
 use crate::reserved::CLOG_REL;
@@ -77,6 +90,10 @@ pub const GROUP_LEN: usize = 16;
 pub const GROUPS_PER_PAGE: usize = (PAGE_SIZE - CLOG_HEADER_LEN) / GROUP_LEN;
 /// Xids per page: 511 x 32 = 16,352.
 pub const XIDS_PER_PAGE: u64 = GROUPS_PER_PAGE as u64 * XIDS_PER_GROUP;
+
+/// `info` of the `Clog` record that creates a page (rule 1; PostgreSQL's
+/// `CLOG_ZEROPAGE`). Payload: the block number, u32 LE; xid 0.
+pub const CLOG_ZEROPAGE: u8 = 0x00;
 
 // The groups fit in the page and leave the pool's 12 bytes alone.
 const _: () = assert!(CLOG_HEADER_LEN + GROUPS_PER_PAGE * GROUP_LEN <= PAGE_SIZE);
@@ -149,6 +166,37 @@ fn write_u64(page: &mut [u8], at: usize, v: u64) {
     page[at..at + 8].copy_from_slice(&v.to_le_bytes());
 }
 
+/// How long a commit-log read waits out a pool whose every buffer is pinned.
+pub const STARVED_WAIT: Duration = Duration::from_secs(2);
+
+/// Pin commit-log page `block` (checksum verified if `verify`). A pool with
+/// every buffer pinned (other readers' scans holding pages they read ahead)
+/// is waited out: the pin is tried again, with pauses growing from 50 us to
+/// 10 ms, for up to [`STARVED_WAIT`]; only then is it an error (rule 5).
+fn pin_page(
+    pool: &BufferPool,
+    block: BlockNumber,
+    verify: bool,
+) -> bufmgr::Result<PinnedBuffer<'_>> {
+    let mut pause = Duration::from_micros(50);
+    let mut waited = Duration::ZERO;
+    loop {
+        let pinned = if verify {
+            pool.read_buffer(CLOG_FORK, block, None)
+        } else {
+            pool.read_buffer_unverified(CLOG_FORK, block)
+        };
+        match pinned {
+            Err(e) if e.kind() == bufmgr::ErrorKind::ResourceExhausted && waited < STARVED_WAIT => {
+                std::thread::sleep(pause);
+                waited += pause;
+                pause = (pause * 2).min(Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// The commit log over a buffer pool.
 #[derive(Debug)]
 pub struct Clog {
@@ -178,8 +226,9 @@ impl Clog {
         self.pages.load(Ordering::Acquire)
     }
 
-    /// Make sure the page holding `xid` exists (rule 1).
-    pub fn ensure_page(&self, pool: &BufferPool, xid: Xid) -> Result<()> {
+    /// Make sure the page holding `xid` exists (rule 1), logging the creation
+    /// of each page in `wal` (`None` during redo, which writes no WAL).
+    pub fn ensure_page(&self, pool: &BufferPool, wal: Option<&Wal>, xid: Xid) -> Result<()> {
         let block = position(xid)?.block;
         if block < self.pages.load(Ordering::Acquire) {
             return Ok(());
@@ -189,6 +238,9 @@ impl Clog {
             "could not size the commit log relation",
         ))?;
         while n <= block {
+            if let Some(wal) = wal {
+                log_zero_page(wal, n, xid)?;
+            }
             let mut page = pool.extend(CLOG_FORK, None).map_err(|e| {
                 EngineError::buffer(format!(
                     "could not extend the commit log to page {n} (for xid {xid})"
@@ -209,8 +261,7 @@ impl Clog {
         if pos.block >= self.pages.load(Ordering::Acquire) {
             return Ok((ClogStatus::InProgress, Lsn::ZERO));
         }
-        let page = pool
-            .read_buffer(CLOG_FORK, pos.block, None)
+        let page = pin_page(pool, pos.block, true)
             .map_err(|e| {
                 EngineError::buffer(format!(
                     "could not read commit-log page {} (for xid {xid})",
@@ -233,11 +284,12 @@ impl Clog {
     pub fn set(
         &self,
         pool: &BufferPool,
+        wal: &Wal,
         xid: Xid,
         status: ClogStatus,
         commit_end: Lsn,
     ) -> Result<()> {
-        self.set_with(pool, xid, status, commit_end, true)
+        self.set_with(pool, Some(wal), xid, status, commit_end, true)
     }
 
     /// [`set`](Self::set) for redo: a page whose checksum fails (a torn
@@ -251,25 +303,38 @@ impl Clog {
         status: ClogStatus,
         commit_end: Lsn,
     ) -> Result<()> {
-        self.set_with(pool, xid, status, commit_end, false)
+        self.set_with(pool, None, xid, status, commit_end, false)
+    }
+
+    /// Redo of a [`CLOG_ZEROPAGE`] record ending at `end`: page `block` is a
+    /// zeroed page again (rule 1), extended if the file is shorter.
+    pub fn redo_zero_page(&self, pool: &BufferPool, block: BlockNumber, end: Lsn) -> Result<()> {
+        let _g = self.extend_lock.lock();
+        let mut page = pool
+            .read_buffer_for_redo(CLOG_FORK, block, true)
+            .map_err(|e| {
+                EngineError::buffer(format!("could not recreate commit-log page {block}"))(e)
+            })?;
+        page.fill(0);
+        page.set_lsn(end.0);
+        page.mark_dirty();
+        drop(page);
+        self.pages.fetch_max(block + 1, Ordering::AcqRel);
+        Ok(())
     }
 
     fn set_with(
         &self,
         pool: &BufferPool,
+        wal: Option<&Wal>,
         xid: Xid,
         status: ClogStatus,
         commit_end: Lsn,
         verify: bool,
     ) -> Result<()> {
-        self.ensure_page(pool, xid)?;
+        self.ensure_page(pool, wal, xid)?;
         let pos = position(xid)?;
-        let pinned = if verify {
-            pool.read_buffer(CLOG_FORK, pos.block, None)
-        } else {
-            pool.read_buffer_unverified(CLOG_FORK, pos.block)
-        };
-        let mut page = pinned
+        let mut page = pin_page(pool, pos.block, verify)
             .map_err(|e| {
                 EngineError::buffer(format!(
                     "could not read commit-log page {} to record xid {xid} as {status:?}",
@@ -292,6 +357,44 @@ impl Clog {
         page.mark_dirty();
         Ok(())
     }
+}
+
+/// Log the creation of commit-log page `block` (for `xid`, named in errors).
+fn log_zero_page(wal: &Wal, block: BlockNumber, xid: Xid) -> Result<()> {
+    let failed = |e| {
+        EngineError::wal(format!(
+            "could not log the creation of commit-log page {block} (for xid {xid})"
+        ))(e)
+    };
+    let record = Record::builder(RmgrKind::Clog, CLOG_ZEROPAGE, 0)
+        .payload(block.to_le_bytes().to_vec())
+        .build()
+        .map_err(failed)?;
+    wal.insert(&record).map_err(failed)?;
+    Ok(())
+}
+
+/// Replay a `Clog` record ending at `end`.
+pub fn redo_clog(record: &Record, end: Lsn, clog: &Clog, pool: &BufferPool) -> Result<()> {
+    let bad = |detail: String| EngineError::MalformedXactRecord { lsn: end, detail };
+    if record.kind() != RmgrKind::Clog || record.info() != CLOG_ZEROPAGE {
+        return Err(bad(format!(
+            "a {:?} record with info {:#04x}, not a commit-log page creation",
+            record.kind(),
+            record.info()
+        )));
+    }
+    let block: [u8; 4] = record.payload().try_into().map_err(|_| {
+        bad(format!(
+            "commit-log page creation with a payload of {} bytes, expected 4",
+            record.payload().len()
+        ))
+    })?;
+    let block = BlockNumber::from_le_bytes(block);
+    if block == BlockNumber::MAX {
+        return Err(bad(format!("commit-log page {block} is out of range")));
+    }
+    clog.redo_zero_page(pool, block, end)
 }
 
 #[cfg(test)]

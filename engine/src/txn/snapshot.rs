@@ -225,6 +225,7 @@ impl RunningSet {
             xmax,
             running,
             own,
+            cid: None,
         };
         (snap, count)
     }

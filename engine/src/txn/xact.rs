@@ -70,6 +70,11 @@
 //! callers); it checks the ProcArray, we compare one integer. The horizon
 //! survives later restarts because the next xid only grows.
 //!
+//! A clog page that cannot be read makes the status an error naming the xid
+//! and the page ([`TransactionStatus::status`] returns it, and every heap
+//! read, write and vacuum passes it up): a guess ("in progress") would hide
+//! committed rows from a scan that then ends without an error.
+//!
 //! # Xact records
 //!
 //! ```text
@@ -85,12 +90,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bufmgr::BufferPool;
 use heap::txn::{
-    FIRST_NORMAL_XID, FROZEN_XID, INVALID_XID, Snapshot, TransactionStatus, XidStatus,
+    FIRST_NORMAL_XID, FROZEN_XID, INVALID_XID, Snapshot, StatusError, TransactionStatus, XidStatus,
 };
 use parking_lot::{Mutex, RwLock};
 use wal::{CheckpointInfo, Lsn, Record, RmgrKind, Wal};
 
-use crate::error::{EngineError, Result};
+use crate::error::{EngineError, ErrorKind, Result};
 use crate::txn::Xid;
 use crate::txn::clog::{Clog, ClogStatus};
 use crate::txn::snapshot::RunningSet;
@@ -220,8 +225,6 @@ pub struct TransactionManager {
     /// Shared by committers between their commit record and their clog
     /// update; taken exclusively (and released at once) by a checkpoint.
     commit_gate: RwLock<()>,
-    /// The last clog error the infallible `TransactionStatus::status` hid.
-    status_failure: Mutex<Option<String>>,
     /// Set once a commit could not be recorded in the clog (module docs):
     /// every later write is refused.
     refusing: AtomicBool,
@@ -267,7 +270,6 @@ impl TransactionManager {
             horizon: AtomicU64::new(next),
             mode: AtomicU8::new(CommitMode::Synchronous.to_u8()),
             commit_gate: RwLock::new(()),
-            status_failure: Mutex::new(None),
             refusing: AtomicBool::new(false),
             unrecorded: Mutex::new(Unrecorded::default()),
             begun: AtomicU64::new(0),
@@ -334,7 +336,7 @@ impl TransactionManager {
     pub(crate) fn begin_xid(&self) -> Result<(Xid, usize)> {
         self.check_writable()?;
         let (xid, shard) = self.running.begin();
-        if let Err(e) = self.clog.ensure_page(&self.pool, xid) {
+        if let Err(e) = self.clog.ensure_page(&self.pool, Some(&self.wal), xid) {
             self.running.finish(xid, shard);
             return Err(e);
         }
@@ -428,7 +430,10 @@ impl TransactionManager {
             // The commit is made (module docs): a failure from here on
             // is not the transaction's. Still under the gate, so a
             // checkpoint waiting for it sees the refusal.
-            if let Err(e) = self.clog.set(&self.pool, xid, ClogStatus::Committed, end) {
+            if let Err(e) = self
+                .clog
+                .set(&self.pool, &self.wal, xid, ClogStatus::Committed, end)
+            {
                 self.commit_not_recorded(xid, end, &e);
             }
             end
@@ -443,7 +448,7 @@ impl TransactionManager {
     fn finish_aborted(&self, xid: Xid, shard: usize, abort_end: Lsn) -> Result<()> {
         let set = self
             .clog
-            .set(&self.pool, xid, ClogStatus::Aborted, abort_end);
+            .set(&self.pool, &self.wal, xid, ClogStatus::Aborted, abort_end);
         self.running.finish(xid, shard);
         self.aborted.fetch_add(1, Ordering::Relaxed);
         set
@@ -494,12 +499,6 @@ impl TransactionManager {
         })
     }
 
-    /// The last clog error hidden by [`TransactionStatus::status`] (which
-    /// cannot return one and answers "in progress" instead), if any.
-    pub fn status_failure(&self) -> Option<String> {
-        self.status_failure.lock().clone()
-    }
-
     /// Take a checkpoint: next xid and redo point with no xid assigned in
     /// between, the commit gate passed once, every dirty page (clog included)
     /// flushed, then the checkpoint record and control file (wal crate).
@@ -520,9 +519,14 @@ impl TransactionManager {
                     // A commit that failed to reach the clog in the
                     // meantime: its record may precede the redo point.
                     self.check_writable()?;
-                    self.pool
+                    let pages = self
+                        .pool
                         .flush_all(false)
-                        .map_err(EngineError::buffer("flushing the pages"))
+                        .map_err(EngineError::buffer("flushing the pages"))?;
+                    // Every fork is fsynced: its length is durable, and the
+                    // record follows the redo point, where recovery starts.
+                    crate::durable::log_durable_lengths(&self.wal, &self.pool)?;
+                    Ok::<_, EngineError>(pages)
                 },
                 next,
             )
@@ -531,16 +535,25 @@ impl TransactionManager {
 }
 
 impl TransactionStatus for TransactionManager {
-    fn status(&self, xid: Xid) -> XidStatus {
-        match self.try_status(xid) {
-            Ok(s) => s,
-            Err(e) => {
-                // Conservative: in progress is never hinted and makes the
-                // xid's inserts invisible and its deletes not yet effective.
-                *self.status_failure.lock() = Some(e.to_string());
-                XidStatus::InProgress
-            }
-        }
+    /// [`try_status`](Self::try_status) for the heap: a commit-log page that
+    /// cannot be read is an error naming the xid and the page, which every
+    /// read and write path passes up (never "in progress" on a guess, which
+    /// would hide committed rows).
+    fn status(&self, xid: Xid) -> std::result::Result<XidStatus, StatusError> {
+        self.try_status(xid).map_err(|e| StatusError {
+            xid,
+            kind: match e.kind() {
+                ErrorKind::BadInput => heap::ErrorKind::BadInput,
+                ErrorKind::CorruptData => heap::ErrorKind::CorruptData,
+                ErrorKind::Io => heap::ErrorKind::Io,
+                ErrorKind::ResourceExhausted => heap::ErrorKind::ResourceExhausted,
+                ErrorKind::Conflict => heap::ErrorKind::Conflict,
+                // Nothing the commit log reads is held by another user;
+                // were it so, waiting (not retrying at once) is the cure.
+                ErrorKind::InUse => heap::ErrorKind::ResourceExhausted,
+            },
+            source: Box::new(e),
+        })
     }
 
     fn flushed_lsn(&self) -> Lsn {
