@@ -248,9 +248,11 @@ impl Database {
                 });
             }
         }
-        let wal = Arc::new(Wal::open_with_fs(&dir, options.wal_config(), fs).map_err(
-            EngineError::wal(format!("could not open the WAL of {}", dir.display())),
-        )?);
+        let wal = Arc::new(
+            Wal::open_with_fs(&dir, options.wal_config(), fs.clone()).map_err(EngineError::wal(
+                format!("could not open the WAL of {}", dir.display()),
+            ))?,
+        );
         let files: Arc<dyn StorageBackend> =
             bufmgr::open_storage_with(&dir, options.io, options.direct_io, options.max_open_files)
                 .map_err(EngineError::buffer("could not open the relation files"))?;
@@ -328,12 +330,9 @@ impl Database {
         core.recovery.beyond_durable = read;
         core.recovery.zeroed_new_pages = zeroed;
         // 7. Splits a crash cut short get their downlinks, then the
-        //    end-of-recovery checkpoint, so the next crash replays less (and
-        //    a new directory's first, so that it has a control file).
+        //    end-of-recovery checkpoint, so the next crash replays less.
         if replayed {
             core.finish_incomplete_splits()?;
-        }
-        if replayed || new {
             core.checkpoint()?;
         }
         // After a crash the files may hold writes the dead run never
@@ -342,7 +341,14 @@ impl Database {
         if !clean && !new {
             core.sync_relation_files()?;
         }
-        core.record_sizes()?;
+        // Recorded once there is a control file (a checkpoint was taken), so
+        // that a directory with `RELSIZES` always has one.
+        let checkpointed = wal::control::read_control_with(&*fs, &core.dir)
+            .map_err(EngineError::wal("could not read the control file"))?
+            .is_some();
+        if checkpointed {
+            core.record_sizes()?;
+        }
         // 8. The checkpointer (the bgwriter runs with the pool).
         if core.options.checkpointer {
             // wal's thread with the engine's checkpoint: the transaction
@@ -637,7 +643,7 @@ impl Database {
         c.catalog_changed(Pending {
             inserted: 0,
             updated: 0,
-            deleted: (1 + indexes.len() + invalid.len()) as u64,
+            deleted: 1 + (indexes.len() + invalid.len()) as u64,
         });
         // Durable before the files go: redo forgives the relations' missing
         // pages when it replays this (see `invalid_pages`).
@@ -1415,7 +1421,6 @@ impl Core {
             updated: 0,
             deleted: 1,
         });
-        // As for any drop: durable before the file goes (`invalid_pages`).
         log_drop(&self.wal, &[ix.info.rel])?;
         self.pool
             .drop_relation(ix.info.rel)
@@ -1526,8 +1531,6 @@ impl Core {
             .catalog_heap
             .scan(&snap, &*self.tm, heap::ScanOptions::default())
             .map_err(EngineError::heap("could not read the catalog"))?;
-        // (A commit-log page that cannot be read fails the scan itself: no
-        // committed catalog row is ever taken for one in progress.)
         let mut st = CatalogState {
             next_rel: FIRST_USER_REL.0,
             ..CatalogState::default()

@@ -276,7 +276,9 @@ pub struct Recorded {
 
 /// `RELSIZES` rules:
 /// 1. Written whole (tmp, fsync, rename, fsync the directory) at the end of
-///    every successful open and after a clean close's checkpoint, from the
+///    every successful open once there is a control file (a checkpoint was
+///    taken: a new directory's first is at its first close or checkpoint)
+///    and after a clean close's checkpoint, from the
 ///    catalog and the files' lengths then (durable: after the checkpoint, or
 ///    unchanged since the clean close).
 /// 2. A CREATE adds its relation after its commit; a DROP takes its
@@ -352,26 +354,22 @@ fn relsizes_line(e: &Recorded) -> String {
 }
 
 /// Append `added` and the removal of `dropped` to `RELSIZES` (rule 2),
-/// durably.
+/// durably. Nothing if there is no `RELSIZES` yet (the first whole write
+/// lists what the catalog holds then).
 pub fn append_relsizes(dir: &Path, added: &[Recorded], dropped: &[u32]) -> Result<()> {
     let path = dir.join(RELSIZES_FILE);
     let mut text: String = added.iter().map(relsizes_line).collect();
     for rel in dropped {
         text.push_str(&format!("drop {rel}\n"));
     }
-    let existed = path.try_exists().map_err(EngineError::io("stat", &path))?;
-    let mut f = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(&path)
-        .map_err(EngineError::io("open", &path))?;
+    let mut f = match OpenOptions::new().append(true).open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(EngineError::io("open", &path)(e)),
+    };
     f.write_all(text.as_bytes())
         .and_then(|_| f.sync_all())
-        .map_err(EngineError::io("append to", &path))?;
-    if !existed {
-        sync_dir(dir)?;
-    }
-    Ok(())
+        .map_err(EngineError::io("append to", &path))
 }
 
 /// Replace `RELSIZES` with `entries` (rule 1), durably.
@@ -418,8 +416,11 @@ mod tests {
         assert_eq!(read_relsizes(dir.path()).unwrap(), None);
         let clog = rec(1, 3, RecordedKind::Clog, "clog");
         let t = rec(1000, 7, RecordedKind::Table, "a table\nwith a newline");
-        write_relsizes(dir.path(), &[clog.clone(), t.clone()]).unwrap();
         let ix = rec(1001, 0, RecordedKind::Index, "t_id");
+        // No file yet: an append records nothing.
+        append_relsizes(dir.path(), std::slice::from_ref(&ix), &[]).unwrap();
+        assert_eq!(read_relsizes(dir.path()).unwrap(), None);
+        write_relsizes(dir.path(), &[clog.clone(), t.clone()]).unwrap();
         append_relsizes(dir.path(), std::slice::from_ref(&ix), &[]).unwrap();
         append_relsizes(dir.path(), &[], &[1000]).unwrap();
         let got = read_relsizes(dir.path()).unwrap().unwrap();
