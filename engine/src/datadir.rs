@@ -15,6 +15,9 @@
 //!    open file description: a second `open` of the same file, in this
 //!    process or another, is refused; the kernel drops the lock when the file
 //!    is closed or the process dies (so a crash never leaves a stale lock).
+//!    Closing unlocks explicitly (`LOCK_UN`) first: a child process forked
+//!    while the database was open shares the open file description until
+//!    its exec, and would keep the lock past the close.
 //! 2. A directory holding nothing but `LOCK` is new: `VERSION` is written
 //!    (to `VERSION.tmp`, fsync, rename, fsync the directory) before anything
 //!    else, so a directory with any other file and no `VERSION` is not ours.
@@ -48,8 +51,24 @@ const MAX_VERSION_LEN: u64 = 4096;
 /// An exclusive `flock` on `<dir>/LOCK`, released when dropped.
 #[derive(Debug)]
 pub struct DirLock {
-    _file: File,
+    file: File,
     path: PathBuf,
+}
+
+impl Drop for DirLock {
+    /// Unlock explicitly before the descriptor closes. Closing it is not
+    /// enough: the lock belongs to the open file description, and a child
+    /// process forked meanwhile (any thread of the application starting a
+    /// program holds a copy of every descriptor until its exec) keeps that
+    /// description, and so the lock, alive after our close: an open right
+    /// after `close` failed with `DatabaseInUse`. `LOCK_UN` releases the
+    /// lock of the description for every copy.
+    fn drop(&mut self) {
+        // SAFETY: flock on the descriptor this value owns, still open here;
+        // no memory is passed to the kernel. A failure leaves the lock to
+        // the close that follows, as before.
+        unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_UN) };
+    }
 }
 
 impl DirLock {
@@ -83,7 +102,7 @@ pub fn lock(dir: &Path) -> Result<DirLock> {
             source: err,
         });
     }
-    Ok(DirLock { _file: file, path })
+    Ok(DirLock { file, path })
 }
 
 /// What `VERSION` records.

@@ -85,8 +85,9 @@
 //!   nanoseconds. Measure before making this parallel.
 //! - The WAL buffer is a growable `Vec` swapped with a spare, not a ring of
 //!   8 kB pages; the bound is the same (`buffer_size`).
-//! - A new segment is created (zero-filled, synced) by the thread that first
-//!   writes into it; PostgreSQL creates segments ahead of time.
+//! - A new segment is created (zero-filled, synced) by the thread whose
+//!   write first reaches it (a byte in it, or the write ends at its start);
+//!   PostgreSQL creates segments ahead of time.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -752,24 +753,29 @@ impl Shared {
         // process out of descriptors, a full disk while creating a segment)
         // loses nothing, so it is this call's error, not a reason to refuse
         // every later write. `reach` is the end of the last segment open.
-        let target = Lsn(self.insert_lsn.load(Ordering::Acquire));
+        //
+        // Every segment a chunk reaches is opened before any byte of it is
+        // written, including the one that starts where the chunk ends: a
+        // record that runs into a segment, or a log that reaches its
+        // start, proves the file exists (the reader's rule 1). If records
+        // were inserted past the segments opened meanwhile, open those too
+        // and look again rather than split a record at a segment boundary;
+        // inserts cannot outrun this for long, since one that finds the
+        // buffer full waits for `write`, which is held here.
         let from = w.written;
-        let reach = w.segments.open_through(from, target, &self.counters)?;
-        let (chunk_start, upto) = {
+        let mut target = Lsn(self.insert_lsn.load(Ordering::Acquire));
+        let (chunk_start, upto) = loop {
+            let reach = w.segments.open_through(from, target, &self.counters)?;
             let mut ins = self.insert.lock();
-            let chunk_start = ins.buf_start;
-            let mut upto = ins.next;
-            if upto > reach {
-                // Inserted meanwhile past the segments opened: those bytes
-                // wait in the buffer for the next write.
-                let rest = ins.buf.split_off((reach.0 - chunk_start.0) as usize);
-                w.spare.clear();
-                w.spare.extend_from_slice(&rest);
-                upto = reach;
+            if ins.next > reach {
+                target = ins.next;
+                continue;
             }
+            let chunk_start = ins.buf_start;
+            let upto = ins.next;
             std::mem::swap(&mut ins.buf, &mut w.spare);
             ins.buf_start = upto;
-            (chunk_start, upto)
+            break (chunk_start, upto);
         };
         let mut chunk = std::mem::take(&mut w.spare);
         debug_assert_eq!(chunk_start, w.written);
@@ -907,14 +913,16 @@ impl SegmentWriter {
         Ok(())
     }
 
-    /// Open (or create) every segment holding bytes in `from..to`; the end
-    /// of the last one (`from` if the range is empty).
+    /// Open (or create) every segment holding bytes in `from..to`, and the
+    /// one holding `to` (the next segment when `to` is a boundary: a log
+    /// that reaches a segment's start has that segment); the end of the
+    /// last one (`from` if the range is empty).
     fn open_through(&mut self, from: Lsn, to: Lsn, counters: &Counters) -> Result<Lsn> {
         if to <= from {
             return Ok(from);
         }
         let mut start = self.size.segment_start(from);
-        let last = self.size.segment_start(Lsn(to.0 - 1));
+        let last = self.size.segment_start(to);
         loop {
             self.segment(start, counters)?;
             if start >= last {

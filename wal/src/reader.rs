@@ -29,9 +29,14 @@
 //!    segment file is missing, and a later segment file exists, the log has a
 //!    hole: an error naming both. So is a missing segment that must exist
 //!    because the log reached a position inside it (or was asked to start
-//!    there), and a segment file of any length but the segment size.
-//!    Segments are created in order and zero-filled in full before use
-//!    (`segment` invariants 1 and 2), so a crash causes none of these.
+//!    there), a missing segment that the record at `e` runs into
+//!    (Truncated), a missing segment whose start the log reached by reading
+//!    records (CleanEnd after at least one record), and a segment file of
+//!    any length but the segment size. Segments are created in order and
+//!    zero-filled in full before use (`segment` invariants 1 and 2), and a
+//!    write opens (creating) every segment it reaches, and the one that
+//!    starts where it ends, before any of its bytes are written, so a crash
+//!    causes none of these: the segment was deleted.
 //! 2. **No valid record after it.** The record that would follow a damaged
 //!    record at `e` starts within [`MAX_RECORD_LEN`] bytes of `e`. The reader
 //!    searches that window for a record that checks out (plausible length,
@@ -353,6 +358,28 @@ impl WalReader {
                     end,
                     format!(
                         "segment {} is missing: the log continues at {end}, inside it",
+                        missing.display()
+                    ),
+                ));
+            }
+            if data_end > end {
+                // Bytes of a record at `end` were written, and the write
+                // that carried them created every segment it reaches first.
+                return Err(self.corrupt(
+                    end,
+                    format!(
+                        "segment {} is missing: the record at {end} runs into it ({reason})",
+                        missing.display()
+                    ),
+                ));
+            }
+            if self.last.is_some() {
+                // The log reached the start of this segment, and a write
+                // that ends at a segment's start creates that segment.
+                return Err(self.corrupt(
+                    end,
+                    format!(
+                        "segment {} is missing: the log reaches its start ({reason})",
                         missing.display()
                     ),
                 ));

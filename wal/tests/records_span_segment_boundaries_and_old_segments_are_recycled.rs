@@ -1,7 +1,8 @@
 //! Segments: records (full-page images here) cross segment boundaries freely
 //! and read back intact; `recycle_before` removes exactly the segments that lie
 //! wholly before a position; afterwards the log opens from a record after it
-//! but not from the origin.
+//! but not from the origin. A log that ends exactly at a segment boundary
+//! has the segment that starts there, so deleting it is an error.
 
 mod common;
 
@@ -45,9 +46,10 @@ fn records_crossing_segment_boundaries_read_back_intact() {
             .filter(|(s, e, _)| s.0 / SEG != (e.0 - 1) / SEG)
             .count();
         assert!(crossing >= 10, "only {crossing} records cross a boundary");
+        // Every segment holding a byte, and the one holding the end.
         assert_eq!(
             wal.stats().segments_created,
-            inserted.last().unwrap().1.0.div_ceil(SEG)
+            inserted.last().unwrap().1.0 / SEG + 1
         );
 
         let (records, end) = read_from(dir.path(), Lsn::ZERO, SEG).unwrap();
@@ -152,5 +154,45 @@ fn a_flush_whose_write_crosses_a_boundary_fdatasyncs_both_segments() {
         let (_, end) = wal.insert(&common::payload_record(3, 10)).unwrap();
         wal.flush(end).unwrap();
         assert_eq!(wal.stats().fsyncs - after.fsyncs, 1);
+    });
+}
+
+fn heap_record(xid: u64, payload_len: usize) -> Record {
+    Record::builder(RmgrKind::Heap, 0, xid)
+        .payload(vec![7; payload_len])
+        .build()
+        .unwrap()
+}
+
+/// Before: a flush ending exactly at a segment boundary did not create the
+/// next segment, so a crash there and that segment deleted looked alike, and
+/// the deleted segment's records were cut off without an error.
+#[test]
+fn a_log_ending_at_a_segment_boundary_has_the_next_segment_and_its_deletion_is_an_error() {
+    within(Duration::from_secs(30), || {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = Wal::open(dir.path(), small_segments()).unwrap();
+        let (s, e) = wal.insert(&heap_record(1, 100)).unwrap();
+        let overhead = (e.0 - s.0) as usize - 100;
+        while wal.insert_lsn().0 < SEG - 2000 {
+            wal.insert(&heap_record(2, 500)).unwrap();
+        }
+        let fill = (SEG - wal.insert_lsn().0) as usize - overhead;
+        let (_, end) = wal.insert(&heap_record(3, fill)).unwrap();
+        assert_eq!(end, Lsn(SEG), "the last record ends at the boundary");
+        wal.flush(end).unwrap();
+        let next = wal::segment::segment_path(&wal::segment::wal_dir(dir.path()), Lsn(SEG));
+        assert!(next.exists(), "the segment starting at the end was created");
+        wal.close().unwrap();
+
+        let (records, end) = read_from(dir.path(), Lsn::ZERO, SEG).unwrap();
+        assert_eq!(end.lsn, Lsn(SEG));
+        assert_eq!(records.last().unwrap().1.xid(), 3);
+
+        std::fs::remove_file(&next).unwrap();
+        let e = Wal::open(dir.path(), small_segments()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::CorruptData, "{e}");
+        assert!(e.to_string().contains(&next.display().to_string()), "{e}");
+        assert!(e.to_string().contains("is missing"), "{e}");
     });
 }
