@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{payload_record, read_from, small_segments, within};
+use wal::segment::wal_dir;
 use wal::sim_disk::{Fault, FaultKind, FaultOp, FileClass, SimDisk};
 use wal::{EndReason, ErrorKind, Lsn, Wal, WalConfig, WalError};
 
@@ -92,13 +93,8 @@ fn reopening_with_another_segment_size_is_refused() {
     assert!(e.to_string().contains("another segment size"), "{e}");
 }
 
-/// A segment that cannot be created (its directory is gone) fails the
-/// flush that needed it, naming the segment; nothing was written, so the log
-/// does not refuse later writes: the records wait in the buffer and the
-/// flush succeeds once the directory is back. (A failed write or fdatasync
-/// does make it refuse: the engine's injected-fault tests.)
 #[test]
-fn a_segment_that_cannot_be_created_fails_the_flush_and_loses_nothing() {
+fn after_a_failed_write_the_log_refuses_further_writes() {
     within(Duration::from_secs(30), || {
         let dir = tempfile::tempdir().unwrap();
         let disk = Arc::new(SimDisk::new());
@@ -114,6 +110,38 @@ fn a_segment_that_cannot_be_created_fails_the_flush_and_loses_nothing() {
         assert_eq!(e.kind(), ErrorKind::Io);
         assert!(
             e.to_string().contains("0000000000000000"),
+            "names the segment: {e}"
+        );
+        let e = wal.flush(last).unwrap_err();
+        assert!(matches!(e, WalError::WritesRefused(_)), "{e}");
+        let e = wal.insert(&payload_record(3, 10)).unwrap_err();
+        assert!(matches!(e, WalError::WritesRefused(_)), "{e}");
+        assert_eq!(wal.flushed_lsn(), end);
+    });
+}
+
+/// A segment that cannot be created (its directory is gone) fails the
+/// flush that needed it, naming the segment; nothing was written, so the log
+/// does not refuse later writes: the records wait in the buffer and the
+/// flush succeeds once the directory is back. (A failed write or fdatasync
+/// does make it refuse: the engine's injected-fault tests.)
+#[test]
+fn a_segment_that_cannot_be_created_fails_the_flush_and_loses_nothing() {
+    within(Duration::from_secs(30), || {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = Wal::open(dir.path(), small_segments()).unwrap();
+        let (_, end) = wal.insert(&payload_record(1, 100)).unwrap();
+        wal.flush(end).unwrap();
+        // Take the WAL directory away: the next segment cannot be created.
+        std::fs::remove_dir_all(wal_dir(dir.path())).unwrap();
+        let mut last = end;
+        while last.0 <= small_segments().segment_size {
+            last = wal.insert(&payload_record(2, 1000)).unwrap().1;
+        }
+        let e = wal.flush(last).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Io);
+        assert!(
+            e.to_string().contains("0000000000010000"),
             "names the segment: {e}"
         );
         let e = wal.flush(last).unwrap_err();
