@@ -36,7 +36,7 @@ pub use guard::{PageRead, PageShareExclusive, PageWrite, PinnedBuffer};
 pub use io::{
     AlignedBuf, FaultyStorage, FileStorage, ObservedStorage, ReadRequest, StorageBackend,
     StorageObserver, UringStorage, WriteRequest, default_max_open_files, is_out_of_descriptors,
-    open_storage, open_storage_with,
+    open_storage, open_storage_with, shed_cached_descriptor, with_spare_descriptor,
 };
 pub use pool::{BufferPool, ReadStream, StreamConfig};
 pub use ring::{Ring, RingKind};

@@ -164,7 +164,8 @@ fn write_stamp(dir: &Path, stamp: Stamp) -> Result<()> {
         "{VERSION_MAGIC}\nformat {FORMAT_VERSION}\nchecksums {}\n",
         on_off(stamp.checksums)
     );
-    let mut f = File::create(&tmp).map_err(EngineError::io("create", &tmp))?;
+    let mut f = bufmgr::with_spare_descriptor(|| File::create(&tmp))
+        .map_err(EngineError::io("create", &tmp))?;
     f.write_all(text.as_bytes())
         .and_then(|_| f.sync_all())
         .map_err(EngineError::io("write", &tmp))?;
@@ -232,7 +233,7 @@ pub fn parse_stamp(bytes: &[u8], path: &Path) -> Result<Stamp> {
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
+    bufmgr::with_spare_descriptor(|| File::open(dir))
         .and_then(|d| d.sync_all())
         .map_err(EngineError::io("fsync", dir))
 }
@@ -381,7 +382,8 @@ pub fn append_relsizes(dir: &Path, added: &[Recorded], dropped: &[u32]) -> Resul
     for rel in dropped {
         text.push_str(&format!("drop {rel}\n"));
     }
-    let mut f = match OpenOptions::new().append(true).open(&path) {
+    let mut f = match bufmgr::with_spare_descriptor(|| OpenOptions::new().append(true).open(&path))
+    {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(EngineError::io("open", &path)(e)),
@@ -396,7 +398,8 @@ pub fn write_relsizes(dir: &Path, entries: &[Recorded]) -> Result<()> {
     let tmp = dir.join("RELSIZES.tmp");
     let path = dir.join(RELSIZES_FILE);
     let text: String = entries.iter().map(relsizes_line).collect();
-    let mut f = File::create(&tmp).map_err(EngineError::io("create", &tmp))?;
+    let mut f = bufmgr::with_spare_descriptor(|| File::create(&tmp))
+        .map_err(EngineError::io("create", &tmp))?;
     f.write_all(text.as_bytes())
         .and_then(|_| f.sync_all())
         .map_err(EngineError::io("write", &tmp))?;
@@ -407,7 +410,7 @@ pub fn write_relsizes(dir: &Path, entries: &[Recorded]) -> Result<()> {
 /// At a clean close, after the shutdown checkpoint: write the marker.
 pub fn write_clean_marker(dir: &Path) -> Result<()> {
     let path = dir.join(CLEAN_FILE);
-    File::create(&path)
+    bufmgr::with_spare_descriptor(|| File::create(&path))
         .and_then(|f| f.sync_all())
         .map_err(EngineError::io("create", &path))?;
     sync_dir(dir)

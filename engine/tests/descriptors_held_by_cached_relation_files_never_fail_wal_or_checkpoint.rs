@@ -81,7 +81,6 @@ fn descriptors_held_child() {
 }
 
 #[test]
-#[ignore = "bug: with descriptors held by cached relation files, the WAL directory fsync at a segment switch and the checkpoint's control file hit EMFILE: commits 'outcome in doubt', checkpoint kind Io not retryable"]
 fn out_of_descriptors_held_by_the_file_cache_never_fails_a_checkpoint_or_a_commit() {
     watchdog(Duration::from_secs(120), || {
         let dir = tempfile::tempdir().unwrap();

@@ -4,7 +4,9 @@
 //! The log needs only a handful of operations: open (and create) a file,
 //! positioned reads and writes, `fdatasync`, set the length, rename, remove,
 //! fsync a directory, read a whole file. [`OsFileSystem`] maps them onto
-//! `std::fs` one to one and is what [`Wal::open`](crate::Wal::open) uses.
+//! `std::fs` one to one and is what [`Wal::open`](crate::Wal::open) uses;
+//! an open that fails with `EMFILE` or `ENFILE` first closes cached
+//! relation files ([`bufmgr::with_spare_descriptor`]) and tries again.
 //! The trait exists so that tests can put a simulated disk underneath
 //! (`crate::sim_disk::SimDisk`): one that injects I/O errors at chosen
 //! points, and one that remembers what was fsynced so that a simulated
@@ -151,17 +153,19 @@ impl FsFile for OsFile {
 
 impl FileSystem for OsFileSystem {
     fn open(&self, path: &Path, create: bool, truncate: bool) -> io::Result<Box<dyn FsFile>> {
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(create)
-            .truncate(truncate)
-            .open(path)?;
+        let f = bufmgr::with_spare_descriptor(|| {
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(create)
+                .truncate(truncate)
+                .open(path)
+        })?;
         Ok(Box::new(OsFile(f)))
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        fs::read(path)
+        bufmgr::with_spare_descriptor(|| fs::read(path))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
@@ -177,12 +181,14 @@ impl FileSystem for OsFileSystem {
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        File::open(dir)?.sync_all()
+        // Only the open is retried: an fsync that failed is not repeated
+        // (the kernel may have dropped the dirty state it reported).
+        bufmgr::with_spare_descriptor(|| File::open(dir))?.sync_all()
     }
 
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
         let mut names = Vec::new();
-        for entry in fs::read_dir(dir)? {
+        for entry in bufmgr::with_spare_descriptor(|| fs::read_dir(dir))? {
             names.push(entry?.file_name().to_string_lossy().into_owned());
         }
         Ok(names)

@@ -20,6 +20,14 @@
 //! close; then it is an [`Error::Io`] whose kind is
 //! [`ErrorKind::ResourceExhausted`](crate::ErrorKind::ResourceExhausted),
 //! for that operation only.
+//!
+//! Descriptors are one budget for the whole process, so the files the
+//! engine opens outside this cache (WAL segments, the WAL directory it
+//! fsyncs, the control file) get the same chance: [`with_spare_descriptor`]
+//! runs such an open and, on `EMFILE` or `ENFILE`, closes the least recently
+//! used file of any live `FileStorage` of the process
+//! ([`shed_cached_descriptor`]) and tries again, as PostgreSQL's `fd.c` does
+//! for every file it opens.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -29,8 +37,8 @@ use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use parking_lot::RwLock;
 
@@ -79,7 +87,7 @@ impl RelFile {
 #[derive(Debug)]
 pub struct FileStorage {
     base: PathBuf,
-    files: RwLock<Files>,
+    files: Arc<RwLock<Files>>,
     direct: bool,
     /// The cap on `files.open`'s length.
     max_open: AtomicUsize,
@@ -88,7 +96,66 @@ pub struct FileStorage {
     /// Opens of a relation file (first ones and reopens).
     opens: AtomicU64,
     /// Descriptors closed to stay under the cap or after `EMFILE`.
-    closes: AtomicU64,
+    closes: Arc<AtomicU64>,
+}
+
+/// The caches of every live [`FileStorage`] of the process, for
+/// [`shed_cached_descriptor`].
+type Registry = Vec<(Weak<RwLock<Files>>, Weak<AtomicU64>)>;
+static CACHES: Mutex<Registry> = Mutex::new(Vec::new());
+
+/// Close the least recently used relation file of one live [`FileStorage`]
+/// of this process (its next use reopens it); `false` if none holds an open
+/// file. A file in use by an operation keeps its descriptor until that
+/// operation lets go of it.
+pub fn shed_cached_descriptor() -> bool {
+    let mut caches = CACHES.lock().unwrap_or_else(|p| p.into_inner());
+    caches.retain(|(f, _)| f.strong_count() > 0);
+    for (files, closes) in caches.iter() {
+        let (Some(files), Some(closes)) = (files.upgrade(), closes.upgrade()) else {
+            continue;
+        };
+        if close_lru(&mut files.write(), &closes) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Runs `op` (something that opens a descriptor outside the relation-file
+/// cache: a WAL segment, a directory to fsync, the control file), and while
+/// it fails for want of descriptors, closes a cached relation file
+/// ([`shed_cached_descriptor`]) and runs it again; the last error once no
+/// cached file is left to close.
+pub fn with_spare_descriptor<T>(mut op: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    loop {
+        match op() {
+            Err(e) if is_out_of_descriptors(&e) => {
+                if !shed_cached_descriptor() {
+                    return Err(e);
+                }
+            }
+            r => return r,
+        }
+    }
+}
+
+/// Close the least recently used open file of `files`; `false` if none is
+/// open.
+fn close_lru(files: &mut Files, closes: &AtomicU64) -> bool {
+    let victim = files
+        .open
+        .iter()
+        .min_by_key(|(_, f)| f.used.load(Ordering::Relaxed))
+        .map(|(&rf, _)| rf);
+    match victim {
+        Some(rf) => {
+            files.open.remove(&rf);
+            closes.fetch_add(1, Ordering::Relaxed);
+            true
+        }
+        None => false,
+    }
 }
 
 /// The relation files this storage knows, open or not.
@@ -156,13 +223,18 @@ impl FileStorage {
         }
         let s = FileStorage {
             base,
-            files: RwLock::new(Files::default()),
+            files: Arc::new(RwLock::new(Files::default())),
             direct: direct_io,
             max_open: AtomicUsize::new(default_max_open_files()),
             clock: AtomicU64::new(0),
             opens: AtomicU64::new(0),
-            closes: AtomicU64::new(0),
+            closes: Arc::new(AtomicU64::new(0)),
         };
+        {
+            let mut caches = CACHES.lock().unwrap_or_else(|p| p.into_inner());
+            caches.retain(|(f, _)| f.strong_count() > 0);
+            caches.push((Arc::downgrade(&s.files), Arc::downgrade(&s.closes)));
+        }
         if direct_io {
             s.probe_direct()?;
         }
@@ -210,19 +282,7 @@ impl FileStorage {
 
     /// Close the least recently used open file; `false` if none is open.
     fn close_lru(&self, files: &mut Files) -> bool {
-        let victim = files
-            .open
-            .iter()
-            .min_by_key(|(_, f)| f.used.load(Ordering::Relaxed))
-            .map(|(&rf, _)| rf);
-        match victim {
-            Some(rf) => {
-                files.open.remove(&rf);
-                self.closes.fetch_add(1, Ordering::Relaxed);
-                true
-            }
-            None => false,
-        }
+        close_lru(files, &self.closes)
     }
 
     /// Runs `op` (something that opens a descriptor), and while it fails

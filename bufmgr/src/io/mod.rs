@@ -69,7 +69,10 @@ use std::sync::Arc;
 
 pub use aligned::AlignedBuf;
 pub use faulty::FaultyStorage;
-pub use file::{FileStorage, default_max_open_files, is_out_of_descriptors};
+pub use file::{
+    FileStorage, default_max_open_files, is_out_of_descriptors, shed_cached_descriptor,
+    with_spare_descriptor,
+};
 pub use observed::{ObservedStorage, StorageObserver};
 pub use uring::{UringStorage, probe_io_uring};
 
