@@ -86,7 +86,7 @@ impl std::fmt::Display for SweepBatch {
 /// option): the backend [`crate::io::open_storage`] builds.
 ///
 /// The default is `Sync`: on the page cache io_uring is no faster per read
-/// (DEPENDENCIES.md: ~0.5 M random 8 KiB reads/s either way), the pool does
+/// (measured on a 2-core test machine: ~0.5 M random 8 KiB reads/s either way), the pool does
 /// not yet issue batches for it to overlap, and `Auto` on a machine without
 /// io_uring (seccomp, `kernel.io_uring_disabled`) would log a fallback line
 /// at every open. Choose `Auto` or `IoUring` to use it.

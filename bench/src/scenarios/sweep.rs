@@ -76,7 +76,7 @@ pub struct Workload {
     pub access: Access,
 }
 
-/// `sweep`: uniform over 1.7 x pool (SCENARIOS.md).
+/// `sweep`: uniform over 1.7 x pool (bench/README.md).
 pub const SWEEP: Workload = Workload {
     name: "sweep",
     rel: RelId(1),
@@ -84,7 +84,7 @@ pub const SWEEP: Workload = Workload {
     access: Access::Uniform,
 };
 
-/// `ticks`: zipfian theta 0.99 over 1.5 x pool (SCENARIOS.md).
+/// `ticks`: zipfian theta 0.99 over 1.5 x pool (bench/README.md).
 pub const TICKS: Workload = Workload {
     name: "ticks",
     rel: RelId(2),
