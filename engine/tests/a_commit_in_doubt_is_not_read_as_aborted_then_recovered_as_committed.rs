@@ -26,26 +26,6 @@ const CHILD_DIR: &str = "ENGINE_TEST_COMMIT_IN_DOUBT_DIR";
 const TABLES: usize = 30;
 const ROWS: usize = 200;
 
-fn open_fds() -> u64 {
-    std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count())
-        .unwrap_or(0) as u64
-}
-
-/// Set the soft `RLIMIT_NOFILE` (the hard limit stays).
-fn limit_descriptors(n: u64) {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the struct we pass and nothing else.
-    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
-    lim.rlim_cur = (n as libc::rlim_t).min(lim.rlim_max);
-    // SAFETY: setrlimit reads the struct we pass and nothing else.
-    let r = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
-    assert_eq!(r, 0, "setrlimit: {}", std::io::Error::last_os_error());
-}
-
 fn count(db: &Database, t: &str) -> usize {
     let mut n = 0;
     for r in db.read().unwrap().scan(t).unwrap() {
@@ -65,7 +45,7 @@ fn commit_in_doubt_child() {
         return;
     };
     let db = Database::open(&dir, small_options().pool_buffers(128)).unwrap();
-    limit_descriptors(open_fds() + 12);
+    common::limit_descriptors(common::open_fds() + 12);
     let mut outcomes = vec![];
     for i in 0..TABLES {
         let t = format!("t{i}");
@@ -83,7 +63,7 @@ fn commit_in_doubt_child() {
             }
         }
     }
-    limit_descriptors(4096);
+    common::limit_descriptors(4096);
     let mut later_ok = 0;
     // Later writes go to a table of their own (its creation is one of them).
     if db.create_table("later", two_columns()).is_ok() {

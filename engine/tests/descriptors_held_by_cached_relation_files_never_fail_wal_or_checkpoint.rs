@@ -21,26 +21,6 @@ use engine::Database;
 
 const CHILD_DIR: &str = "ENGINE_TEST_DESCRIPTORS_HELD_DIR";
 
-fn open_fds() -> u64 {
-    std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count())
-        .unwrap_or(0) as u64
-}
-
-/// Lower the soft `RLIMIT_NOFILE` (the hard limit stays).
-fn limit_descriptors(n: u64) {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the struct we pass and nothing else.
-    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
-    lim.rlim_cur = (n as libc::rlim_t).min(lim.rlim_max);
-    // SAFETY: setrlimit reads the struct we pass and nothing else.
-    let r = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
-    assert_eq!(r, 0, "setrlimit: {}", std::io::Error::last_os_error());
-}
-
 #[test]
 #[ignore = "run as a child process by out_of_descriptors_held_by_the_file_cache_never_fails_a_checkpoint_or_a_commit"]
 fn descriptors_held_child() {
@@ -48,7 +28,7 @@ fn descriptors_held_child() {
         return;
     };
     let db = Database::open(&dir, small_options().pool_buffers(128)).unwrap();
-    limit_descriptors(open_fds() + 12);
+    common::limit_descriptors(common::open_fds() + 12);
     let mut failures = vec![];
     for i in 0..60 {
         let t = format!("t{i}");

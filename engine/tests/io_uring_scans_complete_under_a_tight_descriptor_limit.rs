@@ -25,26 +25,6 @@ const ROUNDS: usize = 1;
 /// Child processes (each a fresh database and no spare rings).
 const CHILDREN: usize = 8;
 
-fn open_fds() -> u64 {
-    std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count())
-        .unwrap_or(0) as u64
-}
-
-/// Set the soft `RLIMIT_NOFILE` (the hard limit stays).
-fn limit_descriptors(n: u64) {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the struct we pass and nothing else.
-    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
-    lim.rlim_cur = (n as libc::rlim_t).min(lim.rlim_max);
-    // SAFETY: setrlimit reads the struct we pass and nothing else.
-    let r = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
-    assert_eq!(r, 0, "setrlimit: {}", std::io::Error::last_os_error());
-}
-
 #[test]
 #[ignore = "run as a child process by every_io_uring_scan_completes_with_ten_spare_descriptors"]
 fn uring_tight_child() {
@@ -74,14 +54,14 @@ fn uring_tight_child() {
             .evict_relation(bufmgr::RelFork::main(*rel))
             .unwrap();
     }
-    let tight = open_fds() + 10;
+    let tight = common::open_fds() + 10;
     for round in 0..ROUNDS {
         for rel in &rels {
             db.pool()
                 .evict_relation(bufmgr::RelFork::main(*rel))
                 .unwrap();
         }
-        limit_descriptors(tight);
+        common::limit_descriptors(tight);
         let threads: Vec<_> = (0..THREADS)
             .map(|w| {
                 let db = db.clone();
@@ -99,7 +79,7 @@ fn uring_tight_child() {
             })
             .collect();
         failures.extend(threads.into_iter().filter_map(|h| h.join().unwrap()));
-        limit_descriptors(4096);
+        common::limit_descriptors(4096);
     }
     for f in &failures {
         println!("FAILURE {f}");

@@ -138,3 +138,26 @@ pub fn committed_before_sigkill(
     }
     committed
 }
+
+/// Descriptors this process has open (entries of `/proc/self/fd`).
+pub fn open_fds() -> u64 {
+    std::fs::read_dir("/proc/self/fd")
+        .expect("list /proc/self/fd")
+        .count() as u64
+}
+
+/// Lower this process's soft `RLIMIT_NOFILE` to `n` (at most the hard
+/// limit, which stays). For child processes: it binds every thread.
+pub fn limit_descriptors(n: u64) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct we pass and nothing else.
+    let r = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    assert_eq!(r, 0, "getrlimit: {}", std::io::Error::last_os_error());
+    lim.rlim_cur = (n as libc::rlim_t).min(lim.rlim_max);
+    // SAFETY: setrlimit reads the struct we pass and nothing else.
+    let r = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
+    assert_eq!(r, 0, "setrlimit: {}", std::io::Error::last_os_error());
+}
