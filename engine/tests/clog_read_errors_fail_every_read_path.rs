@@ -12,76 +12,14 @@
 mod common;
 
 use std::ops::Bound;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bufmgr::{BlockNumber, BufferTag, RelFork, StorageBackend};
-use common::{row, small_options, two_columns};
+use bufmgr::RelFork;
+use common::{FailClogReads, row, small_options, two_columns};
 use engine::{CLOG_REL, Database, HintMode, Value};
 
 const ROWS: i64 = 200;
-
-/// Passes everything through, except reads of the commit log while armed.
-#[derive(Debug)]
-struct FailClogReads {
-    inner: Arc<dyn StorageBackend>,
-    armed: Arc<AtomicBool>,
-}
-
-impl FailClogReads {
-    fn check(&self, tag: BufferTag) -> bufmgr::Result<()> {
-        if self.armed.load(Ordering::SeqCst) && tag.relfork().rel == CLOG_REL {
-            return Err(bufmgr::Error::io(
-                "read",
-                tag,
-                self.inner.path(tag.relfork()),
-                std::io::Error::other("injected read failure of the commit log"),
-            ));
-        }
-        Ok(())
-    }
-}
-
-impl StorageBackend for FailClogReads {
-    fn name(&self) -> &'static str {
-        "fail-clog-reads"
-    }
-    fn path(&self, rf: RelFork) -> PathBuf {
-        self.inner.path(rf)
-    }
-    fn create(&self, rf: RelFork) -> bufmgr::Result<()> {
-        self.inner.create(rf)
-    }
-    fn exists(&self, rf: RelFork) -> bufmgr::Result<bool> {
-        self.inner.exists(rf)
-    }
-    fn nblocks(&self, rf: RelFork) -> bufmgr::Result<BlockNumber> {
-        self.inner.nblocks(rf)
-    }
-    fn read(&self, tag: BufferTag, page: &mut [u8]) -> bufmgr::Result<()> {
-        self.check(tag)?;
-        self.inner.read(tag, page)
-    }
-    fn write(&self, tag: BufferTag, page: &[u8]) -> bufmgr::Result<()> {
-        self.inner.write(tag, page)
-    }
-    fn truncate(&self, rf: RelFork, nblocks: BlockNumber) -> bufmgr::Result<()> {
-        self.inner.truncate(rf, nblocks)
-    }
-    fn sync(&self, rf: RelFork) -> bufmgr::Result<()> {
-        self.inner.sync(rf)
-    }
-    fn sync_all(&self) -> bufmgr::Result<()> {
-        self.inner.sync_all()
-    }
-    fn unlink(&self, rf: RelFork) -> bufmgr::Result<()> {
-        self.inner.unlink(rf)
-    }
-    fn relations(&self) -> bufmgr::Result<Vec<RelFork>> {
-        self.inner.relations()
-    }
-}
 
 struct Setup {
     _dir: tempfile::TempDir,

@@ -161,3 +161,67 @@ pub fn limit_descriptors(n: u64) {
     let r = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
     assert_eq!(r, 0, "setrlimit: {}", std::io::Error::last_os_error());
 }
+
+/// A storage backend for fault tests (used by the clog-read-error tests).
+/// Passes everything through, except reads of the commit log while armed.
+#[derive(Debug)]
+pub struct FailClogReads {
+    pub inner: Arc<dyn bufmgr::StorageBackend>,
+    pub armed: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl FailClogReads {
+    fn check(&self, tag: bufmgr::BufferTag) -> bufmgr::Result<()> {
+        if self.armed.load(std::sync::atomic::Ordering::SeqCst)
+            && tag.relfork().rel == engine::CLOG_REL
+        {
+            return Err(bufmgr::Error::io(
+                "read",
+                tag,
+                self.inner.path(tag.relfork()),
+                std::io::Error::other("injected read failure of the commit log"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl bufmgr::StorageBackend for FailClogReads {
+    fn name(&self) -> &'static str {
+        "fail-clog-reads"
+    }
+    fn path(&self, rf: bufmgr::RelFork) -> std::path::PathBuf {
+        self.inner.path(rf)
+    }
+    fn create(&self, rf: bufmgr::RelFork) -> bufmgr::Result<()> {
+        self.inner.create(rf)
+    }
+    fn exists(&self, rf: bufmgr::RelFork) -> bufmgr::Result<bool> {
+        self.inner.exists(rf)
+    }
+    fn nblocks(&self, rf: bufmgr::RelFork) -> bufmgr::Result<bufmgr::BlockNumber> {
+        self.inner.nblocks(rf)
+    }
+    fn read(&self, tag: bufmgr::BufferTag, page: &mut [u8]) -> bufmgr::Result<()> {
+        self.check(tag)?;
+        self.inner.read(tag, page)
+    }
+    fn write(&self, tag: bufmgr::BufferTag, page: &[u8]) -> bufmgr::Result<()> {
+        self.inner.write(tag, page)
+    }
+    fn truncate(&self, rf: bufmgr::RelFork, nblocks: bufmgr::BlockNumber) -> bufmgr::Result<()> {
+        self.inner.truncate(rf, nblocks)
+    }
+    fn sync(&self, rf: bufmgr::RelFork) -> bufmgr::Result<()> {
+        self.inner.sync(rf)
+    }
+    fn sync_all(&self) -> bufmgr::Result<()> {
+        self.inner.sync_all()
+    }
+    fn unlink(&self, rf: bufmgr::RelFork) -> bufmgr::Result<()> {
+        self.inner.unlink(rf)
+    }
+    fn relations(&self) -> bufmgr::Result<Vec<bufmgr::RelFork>> {
+        self.inner.relations()
+    }
+}
