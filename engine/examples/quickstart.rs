@@ -45,20 +45,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     })?;
     println!("bulk load: {loaded:?}");
 
-    // Move money between two accounts found through the unique index.
-    let t = db.begin()?;
+    // Move money between two accounts found through the unique index, in
+    // a transaction that is run again if a concurrent one conflicts.
     let key = |aid: i64| Value::I64(aid);
-    let (_, mut ra) = t
-        .get_by_key("accounts", "aid", &key(1))?
-        .expect("account 1");
-    let (_, mut rb) = t
-        .get_by_key("accounts", "aid", &key(2))?
-        .expect("account 2");
-    ra[1] = Value::I64(ra[1].as_i64().unwrap_or(0) - 10);
-    rb[1] = Value::I64(rb[1].as_i64().unwrap_or(0) + 10);
-    t.update_by_key("accounts", "aid", &key(1), ra)?;
-    t.update_by_key("accounts", "aid", &key(2), rb)?;
-    t.commit()?;
+    db.transaction(|t| {
+        let (_, mut ra) = t
+            .get_by_key("accounts", "aid", &key(1))?
+            .expect("account 1");
+        let (_, mut rb) = t
+            .get_by_key("accounts", "aid", &key(2))?
+            .expect("account 2");
+        ra[1] = Value::I64(ra[1].as_i64().unwrap_or(0) - 10);
+        rb[1] = Value::I64(rb[1].as_i64().unwrap_or(0) + 10);
+        t.update_by_key("accounts", "aid", &key(1), ra)?;
+        t.update_by_key("accounts", "aid", &key(2), rb)?;
+        Ok(())
+    })?;
     // An ordered range through the index.
     let t = db.begin()?;
     let range: Vec<String> = t

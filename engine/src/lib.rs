@@ -13,6 +13,7 @@ pub mod options;
 pub mod recovery;
 mod registry;
 pub mod reserved;
+mod retry;
 pub mod row;
 pub mod soak;
 pub mod transaction;

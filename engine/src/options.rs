@@ -21,6 +21,7 @@
 //! | open relation files | `max_open_files` (PostgreSQL's `max_files_per_process`) | half the soft `RLIMIT_NOFILE`, at most 1,000 |
 //! | I/O backend (torn pages) | `wrap_storage` | the backend `io` selects, as it is |
 //! | `--autovacuum` (oltp) | `autovacuum`, `autovacuum_naptime`, `autovacuum_threshold`, `autovacuum_scale_factor` | on; 100 ms, 50, 0.2 |
+//! | retrying transactions (oltp) | `transaction_attempts`, `transaction_backoff`, `transaction_backoff_max` | 10 attempts; 1 ms doubling to at most 100 ms, jittered |
 //!
 //! plus `full_page_writes`, `checkpoint_interval`, `checkpoint_max_wal_bytes`,
 //! `wal_segment_size`, `bulk_load_progress_every` and a fixed `topology` for
@@ -74,6 +75,15 @@ pub const DEFAULT_AUTOVACUUM_NAPTIME: Duration = Duration::from_millis(100);
 pub const DEFAULT_AUTOVACUUM_THRESHOLD: u64 = 50;
 /// See [`DEFAULT_AUTOVACUUM_THRESHOLD`].
 pub const DEFAULT_AUTOVACUUM_SCALE_FACTOR: f64 = 0.2;
+/// [`Database::transaction`](crate::Database::transaction) runs its
+/// closure at most this many times (the first attempt and 9 retries).
+pub const DEFAULT_TRANSACTION_ATTEMPTS: u32 = 10;
+/// The backoff before the first retry is drawn from 0 ..= this; it doubles
+/// with each retry after that.
+pub const DEFAULT_TRANSACTION_BACKOFF: Duration = Duration::from_millis(1);
+/// The backoff stops doubling here: no retry waits longer than this.
+pub const DEFAULT_TRANSACTION_BACKOFF_MAX: Duration = Duration::from_millis(100);
+
 /// Shortest naptime accepted: below this the worker would spend its time
 /// looking at tables that have not changed.
 pub const MIN_AUTOVACUUM_NAPTIME: Duration = Duration::from_millis(1);
@@ -157,6 +167,13 @@ pub struct Options {
     /// `autovacuum_scale_factor` times its tuple estimate.
     pub autovacuum_threshold: u64,
     pub autovacuum_scale_factor: f64,
+    /// Most runs of a [`Database::transaction`](crate::Database::transaction)
+    /// closure (at least 1; 1 never retries).
+    pub transaction_attempts: u32,
+    /// Upper bound of the first retry's jittered backoff (doubling per retry).
+    pub transaction_backoff: Duration,
+    /// Largest upper bound the backoff doubles to.
+    pub transaction_backoff_max: Duration,
 }
 
 impl fmt::Debug for Options {
@@ -193,6 +210,9 @@ impl fmt::Debug for Options {
             .field("autovacuum_naptime", &self.autovacuum_naptime)
             .field("autovacuum_threshold", &self.autovacuum_threshold)
             .field("autovacuum_scale_factor", &self.autovacuum_scale_factor)
+            .field("transaction_attempts", &self.transaction_attempts)
+            .field("transaction_backoff", &self.transaction_backoff)
+            .field("transaction_backoff_max", &self.transaction_backoff_max)
             .finish()
     }
 }
@@ -232,6 +252,9 @@ impl Default for Options {
             autovacuum_naptime: DEFAULT_AUTOVACUUM_NAPTIME,
             autovacuum_threshold: DEFAULT_AUTOVACUUM_THRESHOLD,
             autovacuum_scale_factor: DEFAULT_AUTOVACUUM_SCALE_FACTOR,
+            transaction_attempts: DEFAULT_TRANSACTION_ATTEMPTS,
+            transaction_backoff: DEFAULT_TRANSACTION_BACKOFF,
+            transaction_backoff_max: DEFAULT_TRANSACTION_BACKOFF_MAX,
         }
     }
 }
@@ -398,6 +421,23 @@ impl Options {
         self
     }
 
+    /// Run a [`Database::transaction`](crate::Database::transaction)
+    /// closure at most `n` times (at least 1).
+    pub fn transaction_attempts(mut self, n: u32) -> Self {
+        self.transaction_attempts = n;
+        self
+    }
+
+    /// Backoff before the retries of a retrying transaction: before retry
+    /// `k` (from 1) it sleeps a uniformly random time in `0 ..= min(max,
+    /// first * 2^(k-1))` (full jitter, so that transactions that conflicted
+    /// with each other do not collide again in step).
+    pub fn transaction_backoff(mut self, first: Duration, max: Duration) -> Self {
+        self.transaction_backoff = first;
+        self.transaction_backoff_max = max;
+        self
+    }
+
     /// Record a trace of the pool's accesses into `path` (`None`: off).
     pub fn trace(mut self, path: Option<std::path::PathBuf>) -> Self {
         self.trace = path;
@@ -431,7 +471,9 @@ impl Options {
     /// `bgwriter`, `checkpointer`, `checkpoint_interval_ms`,
     /// `checkpoint_max_wal_bytes`, `wal_segment_size`, `io`
     /// (`sync`/`io_uring`/`auto`), `direct_io`, `max_open_files`, `autovacuum`, `autovacuum_naptime_ms`,
-    /// `autovacuum_threshold`, `autovacuum_scale_factor`.
+    /// `autovacuum_threshold`, `autovacuum_scale_factor`,
+    /// `transaction_attempts`, `transaction_backoff_ms`,
+    /// `transaction_backoff_max_ms`.
     pub fn set(mut self, key: &str, value: &str) -> Result<Self> {
         let v = value.trim();
         match key {
@@ -518,6 +560,15 @@ impl Options {
                 self.autovacuum_scale_factor = v.parse().map_err(|_| {
                     invalid("autovacuum_scale_factor", format!("{v:?} is not a number"))
                 })?
+            }
+            "transaction_attempts" => {
+                self.transaction_attempts = parse_num("transaction_attempts", v)?
+            }
+            "transaction_backoff_ms" => {
+                self.transaction_backoff = parse_millis("transaction_backoff_ms", v)?
+            }
+            "transaction_backoff_max_ms" => {
+                self.transaction_backoff_max = parse_millis("transaction_backoff_max_ms", v)?
             }
             _ => {
                 return Err(EngineError::InvalidOption {
@@ -655,6 +706,21 @@ impl Options {
         }
         if self.max_open_files == 0 {
             return Err(invalid("max_open_files", "0 files; at least 1"));
+        }
+        if self.transaction_attempts == 0 {
+            return Err(invalid(
+                "transaction_attempts",
+                "0 attempts; at least 1 (1 runs the closure once, never retrying)",
+            ));
+        }
+        if self.transaction_backoff > self.transaction_backoff_max {
+            return Err(invalid(
+                "transaction_backoff",
+                format!(
+                    "the first backoff {:?} is longer than the maximum {:?}",
+                    self.transaction_backoff, self.transaction_backoff_max
+                ),
+            ));
         }
         if self.bulk_load_progress_every == 0 {
             return Err(invalid("bulk_load_progress_every", "0 rows; at least 1"));

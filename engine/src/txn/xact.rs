@@ -211,9 +211,19 @@ fn now_micros() -> u64 {
 /// Counters since open.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
 pub struct TxnStats {
+    /// Transactions begun (the manager's own and the engine's writers).
     pub begun: u64,
+    /// Transactions committed.
     pub committed: u64,
+    /// Transactions aborted (rolled back, or failed to commit).
     pub aborted: u64,
+    /// Runs of a [`Database::transaction`](crate::Database::transaction)
+    /// (or `read_transaction`) closure after a retryable error: each is one
+    /// rollback, one backoff and one more attempt.
+    pub retries: u64,
+    /// Retrying-transaction calls that still failed with a retryable error
+    /// on their last attempt (the error was returned to the caller).
+    pub retries_exhausted: u64,
 }
 
 /// Owner of transactions: hands out xids, commits and aborts them, answers
@@ -238,6 +248,8 @@ pub struct TransactionManager {
     begun: AtomicU64,
     committed: AtomicU64,
     aborted: AtomicU64,
+    retries: AtomicU64,
+    retries_exhausted: AtomicU64,
 }
 
 /// Commits whose record is in the WAL but whose clog update failed: their
@@ -280,6 +292,8 @@ impl TransactionManager {
             begun: AtomicU64::new(0),
             committed: AtomicU64::new(0),
             aborted: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
+            retries_exhausted: AtomicU64::new(0),
         })
     }
 
@@ -369,7 +383,19 @@ impl TransactionManager {
             begun: self.begun.load(Ordering::Relaxed),
             committed: self.committed.load(Ordering::Relaxed),
             aborted: self.aborted.load(Ordering::Relaxed),
+            retries: self.retries.load(Ordering::Relaxed),
+            retries_exhausted: self.retries_exhausted.load(Ordering::Relaxed),
         }
+    }
+
+    /// Count one more attempt of a retrying transaction (`crate::retry`).
+    pub(crate) fn note_retry(&self) {
+        self.retries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Count a retrying transaction whose last attempt failed retryably.
+    pub(crate) fn note_retries_exhausted(&self) {
+        self.retries_exhausted.fetch_add(1, Ordering::Relaxed);
     }
 
     /// `Err(CommitNotRecorded)` once a commit could not be recorded in the
