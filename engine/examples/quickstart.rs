@@ -1,6 +1,8 @@
 //! Create a table and a unique index, bulk-load rows, query them by key and
-//! by range, and show what the buffer pool holds. `cargo run -p engine --example quickstart [DIR]` (a temporary
-//! directory by default).
+//! by range, and show what the buffer pool holds. `cargo run -p engine
+//! --example quickstart [DIR]`: in DIR (kept, and appended to on the next
+//! run), or by default in a temporary database whose directory is removed
+//! when it closes, leaving nothing behind.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -8,15 +10,12 @@ use std::ops::Bound;
 use engine::{Column, ColumnType, Database, Options, RelKind, Value};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let tmp;
-    let dir = match std::env::args().nth(1) {
-        Some(d) => std::path::PathBuf::from(d),
-        None => {
-            tmp = std::env::temp_dir().join(format!("engine-quickstart-{}", std::process::id()));
-            tmp.clone()
-        }
+    let options = Options::new().pool_mib(8);
+    let db = match std::env::args().nth(1) {
+        Some(dir) => Database::open(dir, options)?,
+        None => Database::open_temporary(options)?,
     };
-    let db = Database::open(&dir, Options::new().pool_mib(8))?;
+    let dir = db.dir().to_path_buf();
     println!(
         "opened {} (recovery: {:?})",
         dir.display(),

@@ -65,6 +65,10 @@ pub struct Database {
 #[derive(Debug)]
 pub(crate) struct Shared {
     core: Option<Core>,
+    /// The directory of a temporary database (`temporary`), removed when
+    /// this is dropped: after the core has shut down (`Drop` below runs
+    /// before the fields are dropped).
+    pub(crate) temp_dir: Option<tempfile::TempDir>,
 }
 
 impl Drop for Shared {
@@ -381,8 +385,20 @@ impl Database {
         // 10. The open succeeded: a crash of this run is a crash.
         datadir::remove_clean_marker(&core.dir)?;
         Ok(Database {
-            shared: Arc::new(Shared { core: Some(core) }),
+            shared: Arc::new(Shared {
+                core: Some(core),
+                temp_dir: None,
+            }),
         })
+    }
+
+    /// The shared state, if this is its only handle (just opened).
+    pub(crate) fn shared_mut(&mut self) -> Option<&mut Shared> {
+        Arc::get_mut(&mut self.shared)
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
     }
 
     #[inline]

@@ -16,6 +16,7 @@ pub mod reserved;
 mod retry;
 pub mod row;
 pub mod soak;
+mod temporary;
 pub mod transaction;
 pub mod txn;
 pub mod value;

@@ -41,8 +41,7 @@ impl Database {
     ///
     /// ```
     /// # use engine::{Column, ColumnType, Database, Options, Value};
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// # let db = Database::open(dir.path(), Options::new().pool_buffers(64))?;
+    /// # let db = Database::open_temporary(Options::new().pool_buffers(64))?;
     /// # db.create_table("counters", vec![Column::new("id", ColumnType::I64)])?;
     /// let row_id = db.transaction(|txn| txn.insert("counters", vec![Value::I64(1)]))?;
     /// # let _ = row_id;
