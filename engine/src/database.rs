@@ -290,6 +290,8 @@ impl Database {
         })?;
         invalid.check_none_left()?;
         recovery.invalid_pages_forgiven = invalid.forgiven;
+        // A copy made by `backup_to` must have replayed to its end LSN.
+        let from_backup = crate::backup::check_label(&dir, recovery.end)?;
         // 5. The catalog.
         let catalog_heap = Heap::open(pool.clone(), Some(wal.clone()), CATALOG_REL, true)
             .map_err(EngineError::heap("could not open the catalog"))?
@@ -384,6 +386,9 @@ impl Database {
         }
         // 10. The open succeeded: a crash of this run is a crash.
         datadir::remove_clean_marker(&core.dir)?;
+        if from_backup {
+            crate::backup::remove_label(&core.dir)?;
+        }
         Ok(Database {
             shared: Arc::new(Shared {
                 core: Some(core),
@@ -1854,7 +1859,7 @@ pub(crate) fn vacuum_table(
 
 /// The clog, the catalog and every logged table and valid index with its
 /// file's length now.
-fn current_sizes(st: &CatalogState, pool: &BufferPool) -> Result<Vec<Recorded>> {
+pub(crate) fn current_sizes(st: &CatalogState, pool: &BufferPool) -> Result<Vec<Recorded>> {
     let mut rels: Vec<(RelId, RecordedKind, String)> = vec![
         (CLOG_REL, RecordedKind::Clog, "clog".into()),
         (CATALOG_REL, RecordedKind::Catalog, "catalog".into()),

@@ -324,6 +324,11 @@ pub enum EngineError {
     #[error("the transaction must roll back: {reason}")]
     TransactionAborted { reason: String },
 
+    /// A backup target that is not a new or empty directory outside the
+    /// data directory ([`crate::Database::backup_to`]). Nothing was written.
+    #[error("backup target {path}: {detail}")]
+    BackupTarget { path: PathBuf, detail: String },
+
     /// Another `Database` (in this or another process) holds the directory.
     #[error(
         "database is in use: {path} is locked by another open Database (in this or another process)"
@@ -440,7 +445,8 @@ impl EngineError {
             | EngineError::KeyTooLarge { .. }
             | EngineError::ReadOnlyTransaction { .. }
             | EngineError::TooManyCommands { .. }
-            | EngineError::WrongColumn { .. } => ErrorKind::BadInput,
+            | EngineError::WrongColumn { .. }
+            | EngineError::BackupTarget { .. } => ErrorKind::BadInput,
             EngineError::WriteConflict { .. }
             | EngineError::UniqueConflict { .. }
             | EngineError::TransactionAborted { .. } => ErrorKind::Conflict,
@@ -527,7 +533,7 @@ mod tests {
     use bufmgr::{BufferTag, Fork, RelId};
 
     /// Number of `EngineError` variants: `variant` below lists each once.
-    const VARIANTS: usize = 39;
+    const VARIANTS: usize = 40;
 
     /// Position of `e`'s variant. The match has no wildcard, so a new
     /// variant does not compile until it is listed here (and a sample of it
@@ -574,6 +580,7 @@ mod tests {
             E::Heap { .. } => 36,
             E::CommitNotRecorded { .. } => 37,
             E::TooManyCommands { .. } => 38,
+            E::BackupTarget { .. } => 39,
         }
     }
 
@@ -793,6 +800,13 @@ mod tests {
                     op: "insert",
                     table: t.clone(),
                     limit: u64::from(u32::MAX),
+                },
+                BadInput,
+            ),
+            (
+                E::BackupTarget {
+                    path: "/backup".into(),
+                    detail: "it is not empty".into(),
                 },
                 BadInput,
             ),

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod autovacuum;
+mod backup;
 pub mod catalog;
 pub mod database;
 pub mod datadir;
@@ -22,6 +23,7 @@ pub mod txn;
 pub mod value;
 
 pub use autovacuum::{AutovacuumError, AutovacuumStats, TableAutovacuum};
+pub use backup::{BACKUP_LABEL_FILE, BackupProgress};
 pub use catalog::{IndexInfo, RelKind, TableInfo};
 pub use database::{
     BufferInfo, BulkProgress, Database, IndexViolation, ResidentPages, RowId, TableOptions,
