@@ -324,6 +324,15 @@ pub enum EngineError {
     #[error("the transaction must roll back: {reason}")]
     TransactionAborted { reason: String },
 
+    /// An operation on a table from inside its own bulk load into an empty
+    /// table (the load's row iterator or progress callback, on the loading
+    /// thread), which would wait for the load forever.
+    #[error(
+        "table {} is being bulk-loaded by this thread (it is held until the load ends): it cannot be read or changed from the load's row iterator or progress callback; the load fails",
+        cut(table)
+    )]
+    TableBeingLoaded { table: String },
+
     /// A backup target that is not a new or empty directory outside the
     /// data directory ([`crate::Database::backup_to`]). Nothing was written.
     #[error("backup target {path}: {detail}")]
@@ -446,7 +455,8 @@ impl EngineError {
             | EngineError::ReadOnlyTransaction { .. }
             | EngineError::TooManyCommands { .. }
             | EngineError::WrongColumn { .. }
-            | EngineError::BackupTarget { .. } => ErrorKind::BadInput,
+            | EngineError::BackupTarget { .. }
+            | EngineError::TableBeingLoaded { .. } => ErrorKind::BadInput,
             EngineError::WriteConflict { .. }
             | EngineError::UniqueConflict { .. }
             | EngineError::TransactionAborted { .. } => ErrorKind::Conflict,
@@ -533,7 +543,7 @@ mod tests {
     use bufmgr::{BufferTag, Fork, RelId};
 
     /// Number of `EngineError` variants: `variant` below lists each once.
-    const VARIANTS: usize = 40;
+    const VARIANTS: usize = 41;
 
     /// Position of `e`'s variant. The match has no wildcard, so a new
     /// variant does not compile until it is listed here (and a sample of it
@@ -581,6 +591,7 @@ mod tests {
             E::CommitNotRecorded { .. } => 37,
             E::TooManyCommands { .. } => 38,
             E::BackupTarget { .. } => 39,
+            E::TableBeingLoaded { .. } => 40,
         }
     }
 
@@ -803,6 +814,7 @@ mod tests {
                 },
                 BadInput,
             ),
+            (E::TableBeingLoaded { table: t.clone() }, BadInput),
             (
                 E::BackupTarget {
                     path: "/backup".into(),

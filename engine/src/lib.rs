@@ -10,6 +10,7 @@ pub mod error;
 pub mod handle;
 mod index;
 mod invalid_pages;
+mod loading;
 pub mod options;
 pub mod recovery;
 mod registry;
