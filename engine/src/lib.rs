@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod autovacuum;
+mod bulk;
 pub mod catalog;
 pub mod database;
 pub mod datadir;
@@ -11,32 +12,32 @@ mod index;
 mod invalid_pages;
 pub mod options;
 pub mod recovery;
-mod registry;
 pub mod reserved;
 pub mod row;
 pub mod soak;
+mod stats;
 pub mod transaction;
 pub mod txn;
+mod vacuum;
 pub mod value;
 
 pub use autovacuum::{AutovacuumError, AutovacuumStats, TableAutovacuum};
+pub use bulk::BulkProgress;
 pub use catalog::{IndexInfo, RelKind, TableInfo};
-pub use database::{
-    BufferInfo, BulkProgress, Database, IndexViolation, ResidentPages, RowId, TableOptions,
-    VacuumReport,
-};
+pub use database::{BufferInfo, Database, IndexViolation, ResidentPages, TableOptions};
 pub use error::{EngineError, ErrorKind, Result};
-pub use handle::{Col, Index, IndexRef, Table, TableRef};
+pub use handle::{Index, IndexRef, Table, TableRef};
 pub use options::{Options, Partitions, parse_evictor};
 pub use recovery::{RecoveryStats, recover, recover_from};
 pub use reserved::{CATALOG_REL, CLOG_REL, FIRST_USER_REL};
-pub use row::RowRef;
+pub use row::{Col, RowId, RowRef};
 pub use transaction::{IndexRange, RowIter, ScanSummary, Transaction};
 pub use txn::clog::{Clog, ClogStatus, XIDS_PER_PAGE};
 pub use txn::snapshot::RunningSet;
 pub use txn::xact::{
     CommitMode, TransactionManager, TxnStats, XactRecord, next_xid_hint, redo_xact,
 };
+pub use vacuum::VacuumReport;
 pub use value::{Column, ColumnType, Row, Value};
 
 pub use btree::{PageKind, VacuumStats as IndexVacuumStats, Violation};

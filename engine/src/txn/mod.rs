@@ -9,6 +9,7 @@
 //! ```
 
 pub mod clog;
+pub(crate) mod registry;
 pub mod snapshot;
 pub mod xact;
 
