@@ -13,5 +13,4 @@ pub(crate) mod registry;
 pub mod snapshot;
 pub mod xact;
 
-pub use heap::txn::{FIRST_NORMAL_XID, FROZEN_XID, INVALID_XID, Snapshot, XidStatus};
 pub use wal::Xid;
