@@ -13,7 +13,10 @@
 //! ```
 //!
 //! Open, recovery and close are numbered in the crate README; the code below
-//! follows those numbers.
+//! follows those numbers. Bulk load (`bulk`), a table's vacuum passes
+//! (`vacuum`), reading the catalog at open (`catalog/load.rs`) and the redo
+//! of each record kind (`recovery`) are in their own files (crate README,
+//! "Module map").
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -91,7 +94,7 @@ pub(crate) struct Core {
     /// DDL runs one at a time (catalog rule 1).
     pub ddl: Mutex<()>,
     /// xmin of each live snapshot (transactions, iterators): the vacuum
-    /// horizon (`registry`).
+    /// horizon (`txn::registry`).
     pub snapshots: Arc<SnapshotRegistry>,
     /// One checkpoint at a time (see `checkpointer`).
     pub checkpoint_serial: Arc<Mutex<()>>,
