@@ -48,14 +48,16 @@ pub use txn::xact::{
 pub use vacuum::VacuumReport;
 pub use value::{Column, ColumnType, Row, Value};
 
-pub use btree::{PageKind, VacuumStats as IndexVacuumStats, Violation};
+pub use btree::{BtreeError, PageKind, VacuumStats as IndexVacuumStats, Violation};
 /// Re-exported so users need not depend on the lower crates for the types
 /// the API takes and returns.
 pub use bufmgr::{
-    BgWriterConfig, BlockNumber, BufferPool, BufferRow, Evictor, Fork, IoMode, PoolStats, RelId,
-    RingSizes, StorageBackend, SweepBatch, Topology,
+    BgWriterConfig, BlockNumber, BufferPool, BufferRow, Error as BufferError, Evictor, Fork,
+    IoMode, PoolStats, RelId, RingSizes, StorageBackend, SweepBatch, Topology,
 };
 pub use heap::{
-    HintMode, RingChoice, ScanOptions, Snapshot, Tid, VacuumStats as HeapVacuumStats, XidStatus,
+    HeapError, HintMode, RingChoice, ScanOptions, Snapshot, Tid, VacuumStats as HeapVacuumStats,
+    XidStatus,
 };
-pub use wal::{CheckpointInfo, FileSystem, Lsn, Record, Wal, WalStats, Xid};
+pub use wal::sim_disk::SimDisk;
+pub use wal::{CheckpointInfo, FileSystem, Lsn, Record, Wal, WalError, WalStats, Xid};
