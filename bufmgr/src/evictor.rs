@@ -58,7 +58,7 @@
 //! still at that first step ([`Evictor::ring_reusable`]).
 
 use crate::desc::{
-    HOT, MAX_USAGE_COUNT, PROBATION, REFBIT, USAGE_MASK, USAGE_ONE, refcount, usage,
+    BufferState, HOT, MAX_USAGE_COUNT, PROBATION, REFBIT, USAGE_MASK, USAGE_ONE, refcount, usage,
 };
 
 /// Which replacement policy a pool runs.
@@ -270,10 +270,18 @@ impl std::fmt::Display for Evictor {
     }
 }
 
+impl BufferState {
+    /// Decode a state word under `evictor`'s meaning of the usage bits
+    /// ([`Evictor::usage_level`]; the other marks by [`BufferState::decode`]).
+    pub fn from_word(state: u64, evictor: Evictor) -> BufferState {
+        BufferState::decode(state, evictor.usage_level(state))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::desc::{DIRTY, PROBATION, REFCOUNT_ONE, VALID};
+    use crate::desc::{DIRTY, IO_IN_PROGRESS, PROBATION, REFCOUNT_ONE, TAG_VALID, VALID};
 
     /// Drive one unpinned buffer through ticks until it is a victim; count them.
     fn ticks_to_victim(e: Evictor, mut state: u64) -> usize {
@@ -449,5 +457,27 @@ mod tests {
         }
         let err = "lru".parse::<Evictor>().unwrap_err();
         assert!(err.contains("lru"));
+    }
+
+    #[test]
+    fn a_state_word_decodes_into_its_marks() {
+        let w = VALID | TAG_VALID | DIRTY | IO_IN_PROGRESS | 2 | (3 << crate::desc::USAGE_SHIFT);
+        let b = BufferState::from_word(w, Evictor::Clock);
+        assert_eq!(
+            b,
+            BufferState {
+                valid: true,
+                usage: 3,
+                dirty: true,
+                pins: 2,
+                io_in_progress: true,
+                probation: false
+            }
+        );
+        let hot = BufferState::from_word(VALID | TAG_VALID | crate::desc::HOT, Evictor::HotCool);
+        assert_eq!((hot.usage, hot.dirty, hot.pins), (1, false, 0));
+        let p = BufferState::from_word(VALID | TAG_VALID | PROBATION, Evictor::Probation);
+        assert!(p.probation && p.usage == 0);
+        assert!(!BufferState::from_word(VALID, Evictor::Clock).valid);
     }
 }

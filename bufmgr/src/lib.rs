@@ -1,14 +1,11 @@
 #![doc = include_str!("../README.md")]
 
 pub mod arena;
-pub mod bgwriter;
 pub mod config;
 pub mod desc;
 pub mod error;
 pub mod evictor;
-pub mod guard;
 pub mod io;
-mod local;
 #[cfg(all(test, feature = "shuttle"))]
 mod model_check;
 pub mod numa;
@@ -28,13 +25,17 @@ pub mod trace;
 pub mod wal_hook;
 pub mod watch;
 
-pub use config::{BgWriterConfig, IoMode, PoolConfig, RingSizes, SweepBatch};
+// Moved inside `pool` (they work on the pool's shared state); re-exported
+// at their old paths.
+pub use pool::{bgwriter, guard};
+
+pub use config::{BgWriterConfig, PoolConfig, RingSizes, SweepBatch};
 pub use desc::BufferId;
 pub use error::{Error, ErrorKind, Result};
 pub use evictor::Evictor;
 pub use guard::{PageRead, PageShareExclusive, PageWrite, PinnedBuffer};
 pub use io::{
-    AlignedBuf, FaultyStorage, FileStorage, ObservedStorage, ReadRequest, StorageBackend,
+    AlignedBuf, FaultyStorage, FileStorage, IoMode, ObservedStorage, ReadRequest, StorageBackend,
     StorageObserver, UringStorage, WriteRequest, default_max_open_files, is_out_of_descriptors,
     open_storage, open_storage_with, shed_cached_descriptor, with_spare_descriptor,
 };

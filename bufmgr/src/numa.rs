@@ -458,3 +458,23 @@ mod tests {
         assert!(err.contains("5000"), "{err}");
     }
 }
+
+#[cfg(all(test, feature = "hwloc"))]
+mod hwloc_tests {
+    use super::*;
+    use crate::partition::PartitionSpec;
+
+    /// hwloc's six-node synthetic topology drives the partition map and
+    /// the placement plan as a real six-node machine would.
+    #[test]
+    fn hwloc_synthetic_topology_drives_the_plan() {
+        let t = Topology::from_hwloc_synthetic("pack:2 numa:3 core:2 pu:1").unwrap();
+        let spec = PartitionSpec::default();
+        let m = PartitionMap::build_aligned(16384, &spec, &t, 256).unwrap();
+        assert_eq!(m.len(), 6);
+        let plan = PlacementPlan::compute(&m, &t, true, false).unwrap();
+        assert!(plan.aligned);
+        let nodes: Vec<_> = plan.ranges.iter().map(|r| r.policy).collect();
+        assert_eq!(nodes, (0..6).map(Policy::Bind).collect::<Vec<_>>());
+    }
+}

@@ -582,23 +582,6 @@ mod hwloc_tests {
         assert!(Topology::from_hwloc_synthetic("bogus:7").is_err());
     }
 
-    /// hwloc's six-node synthetic topology drives the partition map and
-    /// the placement plan as a real six-node machine would.
-    #[test]
-    fn hwloc_synthetic_topology_drives_the_plan() {
-        let t = Topology::from_hwloc_synthetic("pack:2 numa:3 core:2 pu:1").unwrap();
-        let spec = crate::partition::PartitionSpec::default();
-        let m = crate::partition::PartitionMap::build_aligned(16384, &spec, &t, 256).unwrap();
-        assert_eq!(m.len(), 6);
-        let plan = crate::numa::PlacementPlan::compute(&m, &t, true, false).unwrap();
-        assert!(plan.aligned);
-        let nodes: Vec<_> = plan.ranges.iter().map(|r| r.policy).collect();
-        assert_eq!(
-            nodes,
-            (0..6).map(crate::numa::Policy::Bind).collect::<Vec<_>>()
-        );
-    }
-
     #[test]
     fn detect_uses_hwloc_and_agrees_with_sysfs() {
         let t = Topology::detect();

@@ -34,10 +34,10 @@ use super::{BufferPool, PoolShared};
 
 use std::sync::atomic::Ordering;
 
+use super::guard::{PageWrite, PinnedBuffer};
+use super::local::{Local, with_local};
 use crate::desc::*;
 use crate::error::{Error, Result};
-use crate::guard::{PageWrite, PinnedBuffer};
-use crate::local::{Local, with_local};
 use crate::page;
 use crate::ring::Ring;
 use crate::stats::bump;

@@ -11,8 +11,8 @@ use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
+use super::PoolShared;
 use crate::partition::BalanceBudget;
-use crate::pool::PoolShared;
 use crate::stats::ThreadStats;
 use crate::sweep::BatchCursor;
 use crate::trace::{self, TraceBuf};

@@ -31,11 +31,11 @@ use std::thread::JoinHandle;
 
 use parking_lot::Mutex;
 
+use super::{PoolShared, WriteBatch, Writer};
 use crate::config::BgWriterConfig;
 use crate::desc::BufferId;
 use crate::error::Result;
 use crate::evictor::Evictor;
-use crate::pool::{PoolShared, WriteBatch, Writer};
 
 /// `smoothing_samples`.
 const SMOOTHING_SAMPLES: f64 = 16.0;

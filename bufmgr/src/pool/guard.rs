@@ -19,12 +19,12 @@ use std::sync::atomic::Ordering;
 
 use parking_lot::lock_api::{RawRwLock as _, RawRwLockUpgrade as _};
 
+use super::PoolShared;
 use crate::desc::{
     BufferDesc, BufferId, CHECKPOINT_NEEDED, DIRTY, ExclusiveMark, HINT_DIRTY, IO_IN_PROGRESS,
     LOCKED, PERMANENT, SharedMark, UpgradableMark,
 };
 use crate::error::{Error, Result};
-use crate::pool::PoolShared;
 use crate::tag::{BlockNumber, BufferTag};
 
 /// A pinned buffer. The page cannot be evicted while this lives; its contents
@@ -226,7 +226,7 @@ impl<'a> PageShareExclusive<'a> {
     pub fn flush(&self) -> Result<()> {
         self.pin
             .pool
-            .flush_buffer(self.pin.id, crate::pool::Writer::Other, None)
+            .flush_buffer(self.pin.id, super::Writer::Other, None)
     }
 }
 
