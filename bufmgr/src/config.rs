@@ -8,12 +8,12 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::evictor::Evictor;
 /// Re-exported: the I/O mode is part of a pool's configuration (`io`).
 pub use crate::io::IoMode;
-use crate::partition::PartitionSpec;
+use crate::numa::partition::PartitionSpec;
+use crate::numa::topology::Topology;
+use crate::replacement::evictor::Evictor;
 use crate::tag::PAGE_SIZE;
-use crate::topology::Topology;
 
 /// Smallest pool accepted. PostgreSQL's minimum is 16; tests run smaller
 /// pools so that nearly every access evicts, so ours is lower.

@@ -26,7 +26,7 @@
 //! `PB` is outside [`FLAG_MASK`] and [`USAGE_MASK`] on purpose: invalidating
 //! a buffer clears those, but a buffer in the probation queue stays in it
 //! (tagless) until the queue's head reaches it, so the bit must stay true
-//! (see [`crate::evictor`]).
+//! (see [`crate::replacement::evictor`]).
 //!
 //! Bit 28, PostgreSQL's old `BM_JUST_DIRTIED`, is reused for "dirtied by hint
 //! bits only", which statistics report and which the full-page-image-for-hint

@@ -4,23 +4,18 @@ pub mod arena;
 pub mod config;
 pub mod desc;
 pub mod error;
-pub mod evictor;
 pub mod io;
 #[cfg(all(test, feature = "shuttle"))]
 mod model_check;
 pub mod numa;
 pub mod page;
-pub mod partition;
 pub mod pool;
-pub mod probation;
+pub mod replacement;
 pub mod replay;
-pub mod ring;
 pub mod stats;
-pub mod sweep;
 mod sync;
 pub mod table;
 pub mod tag;
-pub mod topology;
 pub mod trace;
 pub mod wal_hook;
 pub mod watch;
@@ -28,6 +23,9 @@ pub mod watch;
 // Moved inside `pool` (they work on the pool's shared state); re-exported
 // at their old paths.
 pub use pool::{bgwriter, guard};
+// Grouped into folders; re-exported at their old paths.
+pub use numa::{partition, topology};
+pub use replacement::{evictor, probation, ring, sweep};
 
 pub use config::{BgWriterConfig, PoolConfig, RingSizes, SweepBatch};
 pub use desc::BufferId;

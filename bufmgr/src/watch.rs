@@ -42,10 +42,10 @@ use std::time::Instant;
 
 use crate::desc::BufferId;
 pub use crate::desc::BufferState;
-use crate::evictor::Evictor;
 use crate::pool::registry;
 pub use crate::pool::registry::{enable_watching, watching_enabled};
 use crate::pool::{BufferPool, PoolShared};
+use crate::replacement::evictor::Evictor;
 use crate::stats::PoolStats;
 
 /// A handle on a registered pool that does not keep it alive.

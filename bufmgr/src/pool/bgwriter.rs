@@ -35,7 +35,7 @@ use super::{PoolShared, WriteBatch, Writer};
 use crate::config::BgWriterConfig;
 use crate::desc::BufferId;
 use crate::error::Result;
-use crate::evictor::Evictor;
+use crate::replacement::evictor::Evictor;
 
 /// `smoothing_samples`.
 const SMOOTHING_SAMPLES: f64 = 16.0;

@@ -12,9 +12,9 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use super::PoolShared;
-use crate::partition::BalanceBudget;
+use crate::numa::partition::BalanceBudget;
+use crate::replacement::sweep::BatchCursor;
 use crate::stats::ThreadStats;
-use crate::sweep::BatchCursor;
 use crate::trace::{self, TraceBuf};
 
 /// One thread's state for one pool.
@@ -52,7 +52,7 @@ impl Local {
             counted: true,
             home,
             budget: BalanceBudget::new(home),
-            until_recheck: crate::partition::HOME_RECHECK_EVERY,
+            until_recheck: crate::numa::partition::HOME_RECHECK_EVERY,
             cursors: vec![BatchCursor::default(); pool.parts.len()].into_boxed_slice(),
             stats,
             trace,
@@ -80,7 +80,7 @@ impl Local {
 }
 
 impl Local {
-    /// Count one allocation; every [`HOME_RECHECK_EVERY`](crate::partition::HOME_RECHECK_EVERY)
+    /// Count one allocation; every [`HOME_RECHECK_EVERY`](crate::numa::partition::HOME_RECHECK_EVERY)
     /// of them, on a multi-node map, move the home to the node of the CPU
     /// the thread runs on now (it may have migrated). One `sched_getcpu`
     /// per check, none in between.
@@ -90,12 +90,12 @@ impl Local {
         if self.until_recheck > 0 || !self.counted {
             return;
         }
-        self.until_recheck = crate::partition::HOME_RECHECK_EVERY;
+        self.until_recheck = crate::numa::partition::HOME_RECHECK_EVERY;
         if !pool.parts.is_numa() {
             // One node: every CPU has the same partitions, nothing to ask.
             return;
         }
-        if let Some(cpu) = crate::topology::current_cpu()
+        if let Some(cpu) = crate::numa::topology::current_cpu()
             && let Some(home) = pool.parts.home_of_cpu(cpu, &pool.topology)
             && home != self.home
         {

@@ -49,16 +49,16 @@ use crate::arena::{Arena, HugePageStatus};
 use crate::config::{PoolConfig, SweepBatch};
 use crate::desc::*;
 use crate::error::{Error, Result};
-use crate::evictor::{Evictor, PROBATION_DIVISOR};
 use crate::io::StorageBackend;
-use crate::partition::PartitionMap;
-use crate::probation::ProbationQueue;
-use crate::ring::{Ring, RingKind};
+use crate::numa::partition::PartitionMap;
+use crate::numa::topology::Topology;
+use crate::replacement::evictor::{Evictor, PROBATION_DIVISOR};
+use crate::replacement::probation::ProbationQueue;
+use crate::replacement::ring::{Ring, RingKind};
+use crate::replacement::sweep::ClockHand;
 use crate::stats::{PoolCounters, PoolStats, ThreadStats};
-use crate::sweep::ClockHand;
 use crate::table::BufTable;
 use crate::tag::{BlockNumber, BufferTag, PAGE_SIZE, RelFork, RelId};
-use crate::topology::Topology;
 use crate::wal_hook::{NoWal, WalSink};
 use local::with_local;
 
@@ -644,9 +644,9 @@ mod tests {
         std::thread::scope(|sc| {
             sc.spawn(|| {
                 for (cpu, node) in [(0, 0), (1, 1), (0, 0)] {
-                    crate::topology::pin_current_thread(cpu).unwrap();
-                    assert_eq!(crate::topology::current_cpu(), Some(cpu));
-                    allocate(crate::partition::HOME_RECHECK_EVERY + 1);
+                    crate::numa::topology::pin_current_thread(cpu).unwrap();
+                    assert_eq!(crate::numa::topology::current_cpu(), Some(cpu));
+                    allocate(crate::numa::partition::HOME_RECHECK_EVERY + 1);
                     let home = pool.home_partition();
                     assert!(
                         parts_of(node).contains(&home),
@@ -670,7 +670,8 @@ mod tests {
         if !cfg!(target_os = "linux") {
             return;
         }
-        let real = Topology::from_sysfs(std::path::Path::new(crate::topology::SYSFS_NODE_ROOT));
+        let real =
+            Topology::from_sysfs(std::path::Path::new(crate::numa::topology::SYSFS_NODE_ROOT));
         for r in &rows {
             let n = r
                 .numa_node
@@ -699,7 +700,7 @@ mod tests {
         let storage = Arc::new(FileStorage::open(dir.path()).unwrap());
         let topo = Topology::synthetic("pack:2 numa:3 core:2 pu:1").unwrap();
         let real_nodes =
-            Topology::from_sysfs(std::path::Path::new(crate::topology::SYSFS_NODE_ROOT))
+            Topology::from_sysfs(std::path::Path::new(crate::numa::topology::SYSFS_NODE_ROOT))
                 .map_or(1, |t| t.node_count());
         let pool =
             BufferPool::new(PoolConfig::new(600).topology(topo).bgwriter(None), storage).unwrap();

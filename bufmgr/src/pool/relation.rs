@@ -15,7 +15,7 @@ use super::local::{Local, with_local};
 use crate::desc::*;
 use crate::error::{Error, Result};
 use crate::page;
-use crate::ring::Ring;
+use crate::replacement::ring::Ring;
 use crate::stats::{BufferCacheSummary, BufferRow, EvictCounts};
 use crate::table::HashedTag;
 use crate::tag::{BlockNumber, BufferTag, Fork, RelFork, RelId};

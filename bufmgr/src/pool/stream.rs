@@ -91,7 +91,7 @@ use super::{BufferPool, PoolShared};
 use crate::desc::*;
 use crate::error::{Error, Result};
 use crate::io::{AsyncRead, PendingReads};
-use crate::ring::{Ring, RingKind};
+use crate::replacement::ring::{Ring, RingKind};
 use crate::stats::bump;
 use crate::tag::{BlockNumber, BufferTag, RelFork};
 

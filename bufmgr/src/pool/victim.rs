@@ -10,8 +10,8 @@ use parking_lot::lock_api::RawRwLockUpgrade as _;
 use super::local::Local;
 use crate::desc::*;
 use crate::error::{Error, Result};
-use crate::evictor::Tick;
-use crate::ring::Ring;
+use crate::replacement::evictor::Tick;
+use crate::replacement::ring::Ring;
 use crate::stats::bump;
 use crate::table::{HashedTag, PartitionWrite};
 
@@ -266,7 +266,7 @@ impl PoolShared {
     }
 
     /// After [`admit`](Self::admit) and the header unlock: queue the buffer
-    /// if it newly entered probation (rule 1 of [`crate::probation`]).
+    /// if it newly entered probation (rule 1 of [`crate::replacement::probation`]).
     #[inline]
     pub(super) fn admitted(&self, id: BufferId, state_before: u64, bits: u64) {
         if bits & PROBATION != 0 && state_before & PROBATION == 0 {

@@ -28,9 +28,9 @@
 //! This module has `unsafe` for the two syscalls only; each block says why it
 //! is sound.
 
-use crate::partition::PartitionMap;
+use super::partition::PartitionMap;
+use super::topology::Topology;
 use crate::tag::PAGE_SIZE;
-use crate::topology::Topology;
 
 /// The base memory page (what `mbind` aligns to).
 pub const SMALL_PAGE: usize = 4096;
@@ -332,7 +332,7 @@ pub(crate) fn log_refused(why: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::partition::PartitionSpec;
+    use crate::numa::partition::PartitionSpec;
 
     fn spec(count: Option<usize>) -> PartitionSpec {
         PartitionSpec {
@@ -462,7 +462,7 @@ mod tests {
 #[cfg(all(test, feature = "hwloc"))]
 mod hwloc_tests {
     use super::*;
-    use crate::partition::PartitionSpec;
+    use crate::numa::partition::PartitionSpec;
 
     /// hwloc's six-node synthetic topology drives the partition map and
     /// the placement plan as a real six-node machine would.

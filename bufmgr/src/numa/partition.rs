@@ -48,10 +48,10 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
+use super::topology::Topology;
 use crate::desc::BufferId;
 use crate::error::{Error, Result};
-use crate::sweep::CachePadded;
-use crate::topology::Topology;
+use crate::replacement::sweep::CachePadded;
 
 /// Partitions when the count comes from the topology (Vondra: `MIN_BUFFER_PARTITIONS`).
 pub const MIN_BUFFER_PARTITIONS: usize = 4;
@@ -277,7 +277,7 @@ impl PartitionMap {
     /// registration order with the pool.
     pub fn home_for(&self, ordinal: usize, topology: &Topology) -> usize {
         if self.numa
-            && let Some(cpu) = crate::topology::current_cpu()
+            && let Some(cpu) = super::topology::current_cpu()
             && let Some(home) = self.home_of_cpu(cpu, topology)
         {
             return home;
@@ -423,10 +423,10 @@ mod tests {
         );
         let three = Topology {
             nodes: (0..3)
-                .map(|id| crate::topology::NumaNode { id, cpus: vec![id] })
+                .map(|id| crate::numa::topology::NumaNode { id, cpus: vec![id] })
                 .collect(),
             cores: 3,
-            source: crate::topology::TopologySource::SingleNodeFallback,
+            source: crate::numa::topology::TopologySource::SingleNodeFallback,
         };
         let m = PartitionMap::build(16384, &spec(None), &three).unwrap();
         assert_eq!(m.len(), 6);

@@ -4,7 +4,7 @@
 //! tick of the clock hand does to them, and (the probation policy only) what
 //! taking a buffer off the head of its partition's probation queue does. The
 //! sweep loop, the hand, the queue, pinning and invalidation are shared
-//! ([`crate::sweep`], [`crate::probation`], [`crate::pool`]).
+//! ([`super::sweep`], [`super::probation`], [`crate::pool`]).
 //!
 //! ```text
 //! clock (PostgreSQL, G-CLOCK with a 0..5 count)

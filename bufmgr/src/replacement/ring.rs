@@ -14,7 +14,7 @@
 //! 1. A slot is reused only if its buffer is unpinned and nobody outside the
 //!    ring has touched it since (clock: usage <= 1; HOT/COOL: still COOL).
 //! 2. Pins through a ring never raise a page above the first step
-//!    ([`crate::evictor`]), so pages a bulk scan passes over stay cheap to evict.
+//!    ([`super::evictor`]), so pages a bulk scan passes over stay cheap to evict.
 //! 3. The bulk-read ring rejects a dirty permanent buffer whose write would
 //!    first need a WAL flush: the slot is emptied and a fresh victim taken,
 //!    leaving the dirty page to the background writer. Bulk-write and vacuum

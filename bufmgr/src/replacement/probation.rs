@@ -1,5 +1,5 @@
 //! The probation evictor's two structures: the per-partition probation queue
-//! and the ghost set (see [`crate::evictor`] for the rules).
+//! and the ghost set (see [`super::evictor`] for the rules).
 //!
 //! ```text
 //!  sweep partition p:   probation queue (FIFO of buffer ids, capacity = the
@@ -35,8 +35,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 
+use super::sweep::CachePadded;
 use crate::desc::BufferId;
-use crate::sweep::CachePadded;
 
 /// The probation queue of one sweep partition: a ring of buffer ids.
 #[derive(Debug)]
