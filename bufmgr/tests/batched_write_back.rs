@@ -5,6 +5,8 @@
 //! reaches the backend carries a valid checksum; a failed write in a batch
 //! leaves exactly the unwritten pages dirty; one WAL flush per batch.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -13,7 +15,7 @@ use bufmgr::{
     BufferPool, BufferTag, FileStorage, ObservedStorage, PoolConfig, RelFork, RelId,
     StorageBackend, StorageObserver,
 };
-use tests::{HINT_AREA_OFFSET, TestDb, TestWal, bump_version, rel, with_timeout};
+use common::{HINT_AREA_OFFSET, TestDb, TestWal, bump_version, rel, with_timeout};
 
 const REL: u32 = 9;
 const BLOCKS: u32 = 96;
@@ -199,10 +201,10 @@ fn a_failed_write_in_a_batch_leaves_exactly_the_unwritten_pages_dirty() {
         files
             .read(BufferTag::new(RelFork::main(RelId(REL)), 0), &mut page)
             .unwrap();
-        assert_eq!(tests::page_version(&page), 1);
+        assert_eq!(common::page_version(&page), 1);
         files
             .read(BufferTag::new(RelFork::main(RelId(REL)), 50), &mut page)
             .unwrap();
-        assert_eq!(tests::page_version(&page), 0);
+        assert_eq!(common::page_version(&page), 0);
     });
 }

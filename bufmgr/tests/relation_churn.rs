@@ -3,14 +3,16 @@
 //! pool (with a background writer): invalidation must never disturb the
 //! other relation's pages, nor lose or resurrect the churned one's.
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use bufmgr::StorageBackend;
 use bufmgr::{BgWriterConfig, BlockNumber, BufferPool, PoolConfig, RelId, SweepBatch};
+use common::{TestDb, check_page, fill_page, rel, with_timeout};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
-use tests::{TestDb, check_page, fill_page, rel, with_timeout};
 
 const A: u32 = 50;
 const B: u32 = 51;

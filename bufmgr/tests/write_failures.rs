@@ -3,8 +3,10 @@
 //! dirty in the pool (nothing is lost) and reads go on working. A failed
 //! fsync is reported, and retried by the next checkpoint.
 
+mod common;
+
 use bufmgr::{BufferPool, Error, ErrorKind, PoolConfig, StorageBackend};
-use tests::{
+use common::{
     TestDb, bump_version, check_page, read_version, rel, row_of, small_config, tag, with_timeout,
 };
 

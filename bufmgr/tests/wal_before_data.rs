@@ -3,10 +3,12 @@
 //! Unlogged relations need no WAL flush (and checkpoints skip them unless
 //! asked). A failed WAL flush stops the write and keeps the page dirty.
 
+mod common;
+
 use std::sync::Arc;
 
 use bufmgr::{BlockNumber, BufferPool, Error, ErrorKind, RelId, RingKind};
-use tests::{
+use common::{
     TestDb, TestWal, check_page, fill_page, read_version, rel, row_of, small_config, tag,
     with_timeout,
 };

@@ -4,14 +4,16 @@
 //! idle and a sweep wakes it, and dropping the pool stops it promptly even
 //! while it hibernates.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bufmgr::{BgWriterConfig, BlockNumber, BufferPool, Evictor, PoolConfig, SweepBatch};
+use common::{TestDb, TestWal, check_page, fill_page, rel, wait_until, with_timeout};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
-use tests::{TestDb, TestWal, check_page, fill_page, rel, wait_until, with_timeout};
 
 const REL: u32 = 31;
 const BLOCKS: BlockNumber = 256;
@@ -129,9 +131,9 @@ fn bgwriter_rounds_skip_recently_used_buffers_and_leave_usage_alone() {
                 .batch(SweepBatch::Fixed(1)),
         );
         for b in 0..32 {
-            tests::bump_version(&pool, rel(REL), b);
-            tests::read_version(&pool, rel(REL), b);
-            tests::read_version(&pool, rel(REL), b);
+            common::bump_version(&pool, rel(REL), b);
+            common::read_version(&pool, rel(REL), b);
+            common::read_version(&pool, rel(REL), b);
         }
         let before: Vec<_> = pool
             .buffercache()
@@ -160,7 +162,7 @@ fn hibernating_pool(db: &TestDb) -> BufferPool {
     let pool = db.pool(PoolConfig::new(32).partitions(1).bgwriter(bg(200)));
     for _ in 0..2 {
         for b in 0..32 {
-            tests::read_version(&pool, rel(REL), b);
+            common::read_version(&pool, rel(REL), b);
         }
     }
     assert!(
@@ -205,7 +207,7 @@ fn a_sweep_wakes_a_hibernating_bgwriter() {
         let rounds = pool.stats().bgwriter_rounds;
         // Misses: the sweep runs and should wake it well before 10 s.
         for b in 32..40 {
-            tests::read_version(&pool, rel(REL), b);
+            common::read_version(&pool, rel(REL), b);
         }
         assert!(
             wait_until(Duration::from_secs(2), || pool.stats().bgwriter_rounds
@@ -225,7 +227,7 @@ fn pools_with_bgwriters_come_and_go() {
         for i in 0..10 {
             let pool = db.pool(PoolConfig::new(8).partitions(1).bgwriter(bg(10)));
             for b in 0..16 {
-                tests::bump_version(&pool, rel(REL), b);
+                common::bump_version(&pool, rel(REL), b);
             }
             std::thread::sleep(Duration::from_millis(15));
             let started = Instant::now();

@@ -19,11 +19,13 @@
 //! sequence, comparing every buffer's page, usage and region after every
 //! access.
 
+mod common;
+
 use bufmgr::table::HashedTag;
 use bufmgr::{BlockNumber, BufferPool, Evictor, RingKind, SweepBatch};
+use common::{TestDb, is_resident, rel, row_of, small_config, tag, with_timeout};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
-use tests::{TestDb, is_resident, rel, row_of, small_config, tag, with_timeout};
 
 const R: u32 = 3;
 

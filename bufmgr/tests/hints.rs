@@ -5,10 +5,12 @@
 //! never invalidated; with checksums on, the first hint-dirtying of a clean
 //! permanent page asks the WAL for a full-page image and takes its LSN.
 
+mod common;
+
 use std::time::Duration;
 
 use bufmgr::{BufferPool, ErrorKind, PoolConfig};
-use tests::{
+use common::{
     HINT_AREA_OFFSET, TestDb, TestWal, bump_version, check_page, read_u16, rel, row_of, tag,
     with_timeout,
 };

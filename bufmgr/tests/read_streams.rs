@@ -2,6 +2,8 @@
 //! never two reads of one block at once, errors that end the stream and
 //! leave nothing behind, and no pins or I/O left by a stream dropped early.
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
@@ -11,7 +13,7 @@ use bufmgr::{
     BlockNumber, BufferPool, BufferTag, ErrorKind, ReadRequest, RelFork, RingKind, StorageBackend,
     StreamConfig,
 };
-use tests::{TestDb, check_page, rel, row_of, small_config, tag, with_timeout};
+use common::{TestDb, check_page, rel, row_of, small_config, tag, with_timeout};
 
 const REL: u32 = 31;
 

@@ -2,7 +2,7 @@
 //! pool over a relation four times its size, checked against a model.
 //!
 //! Every page is a model page (block number, version, a fill derived from
-//! both; see `tests::fill_page`). A writer takes the exclusive lock, checks
+//! both; see `common::fill_page`). A writer takes the exclusive lock, checks
 //! the page carries exactly the model's version, writes the next version and
 //! updates the model before unlocking. A reader notes the model's version,
 //! takes the shared lock and checks: the right block, an untorn fill, and a
@@ -18,6 +18,8 @@
 //! `flush_all` a fresh pool over fresh storage finds every block at the
 //! model's final version.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -25,9 +27,9 @@ use std::time::{Duration, Instant};
 use bufmgr::{
     BgWriterConfig, BlockNumber, BufferPool, Error, Evictor, PoolConfig, RingKind, SweepBatch,
 };
+use common::{HINT_AREA_OFFSET, TestDb, check_page, fill_page, rel, wait_until, with_timeout};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
-use tests::{HINT_AREA_OFFSET, TestDb, check_page, fill_page, rel, wait_until, with_timeout};
 
 const BLOCKS: BlockNumber = 64;
 const THREADS: usize = 6;

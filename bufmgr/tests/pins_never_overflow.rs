@@ -4,10 +4,12 @@
 //! be evicted and its memory reused for another page while guards still read
 //! (or write) it.
 
+mod common;
+
 use std::mem::ManuallyDrop;
 
 use bufmgr::ErrorKind;
-use tests::{TestDb, rel, small_config, with_timeout};
+use common::{TestDb, rel, small_config, with_timeout};
 
 /// One more than the state word's refcount field holds.
 const LIMIT: u32 = 1 << 18;

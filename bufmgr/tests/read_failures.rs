@@ -2,16 +2,18 @@
 //! into is not left pinned or valid, threads waiting for that read do not
 //! hang, and a later read of the block simply tries again.
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use bufmgr::{BlockNumber, Error, ErrorKind, StorageBackend};
-use rand::rngs::SmallRng;
-use rand::{RngExt, SeedableRng};
-use tests::{
+use common::{
     TestDb, check_page, fill_page, read_version, rel, row_of, small_config, tag, with_timeout,
 };
+use rand::rngs::SmallRng;
+use rand::{RngExt, SeedableRng};
 
 const REL: u32 = 17;
 

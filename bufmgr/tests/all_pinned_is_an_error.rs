@@ -3,10 +3,12 @@
 //! every partition; a partition that is fully pinned makes the sweep fall
 //! back to the others.
 
+mod common;
+
 use bufmgr::{
     BufferPool, Error, ErrorKind, Evictor, PinnedBuffer, PoolConfig, RingKind, SweepBatch,
 };
-use tests::{TestDb, read_version, rel, small_config, with_timeout};
+use common::{TestDb, read_version, rel, small_config, with_timeout};
 
 fn assert_no_unpinned(r: bufmgr::Result<impl std::fmt::Debug>, pool_size: usize) {
     match r {
@@ -79,7 +81,7 @@ fn every_buffer_pinned(evictor: Evictor, batch: u32) {
 
 fn read_version_of(p: PinnedBuffer<'_>) -> u64 {
     let b = p.block();
-    tests::check_page(&p.lock_shared(), b).unwrap()
+    common::check_page(&p.lock_shared(), b).unwrap()
 }
 
 #[test]

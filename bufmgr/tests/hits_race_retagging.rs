@@ -16,13 +16,15 @@
 //! the writer's final version), storage never read one block twice at once,
 //! and every access is a hit or a read.
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bufmgr::{BlockNumber, Evictor, PoolConfig, RingKind, SweepBatch};
+use common::{TestDb, bump_version, check_page, read_version, rel, with_timeout};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
-use tests::{TestDb, bump_version, check_page, read_version, rel, with_timeout};
 
 const HOT: BlockNumber = 6;
 const BLOCKS: BlockNumber = 48;

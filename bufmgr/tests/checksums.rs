@@ -2,13 +2,15 @@
 //! it reads one. Bad bytes on disk are an error value naming the relation,
 //! block and file, never a panic and never a page cached as valid.
 
+mod common;
+
 use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
 
 use bufmgr::{
     BlockNumber, BufferPool, Error, ErrorKind, PAGE_SIZE, PoolConfig, RingKind, StorageBackend,
 };
-use tests::{TestDb, check_page, fill_page, rel, tag, with_timeout};
+use common::{TestDb, check_page, fill_page, rel, tag, with_timeout};
 
 const REL: u32 = 42;
 

@@ -3,8 +3,10 @@
 //! checksum error, no storage read; a page already in the pool is returned
 //! as it is; a block past the end of the file is an error.
 
+mod common;
+
 use bufmgr::{ErrorKind, PAGE_SIZE};
-use tests::{TestDb, fill_page, rel, small_config, with_timeout};
+use common::{TestDb, fill_page, rel, small_config, with_timeout};
 
 #[test]
 fn a_torn_page_on_disk_is_not_read_and_the_buffer_is_zeroed() {
@@ -33,7 +35,7 @@ fn a_torn_page_on_disk_is_not_read_and_the_buffer_is_zeroed() {
         // The repaired page now reads back with a valid checksum.
         let pool = db.pool(small_config(8));
         let page = pool.read_buffer(rf, 2, None).unwrap().lock_shared();
-        assert_eq!(tests::check_page(&page, 2), Ok(7));
+        assert_eq!(common::check_page(&page, 2), Ok(7));
     });
 }
 
@@ -45,9 +47,13 @@ fn a_resident_page_is_returned_as_it_is_and_past_the_end_is_an_error() {
         db.create_rel(rf, 2);
         let pool = db.pool(small_config(8));
         let v =
-            tests::check_page(&pool.read_buffer(rf, 1, None).unwrap().lock_shared(), 1).unwrap();
+            common::check_page(&pool.read_buffer(rf, 1, None).unwrap().lock_shared(), 1).unwrap();
         let page = pool.read_buffer_zeroed(rf, 1).unwrap();
-        assert_eq!(tests::check_page(&page, 1), Ok(v), "resident contents kept");
+        assert_eq!(
+            common::check_page(&page, 1),
+            Ok(v),
+            "resident contents kept"
+        );
         drop(page);
         let err = pool.read_buffer_zeroed(rf, 2).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::BadInput);

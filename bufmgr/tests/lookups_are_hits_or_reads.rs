@@ -3,11 +3,13 @@
 //! of it finished while we waited) or a read from storage, as the
 //! documentation of `PartitionStats::accesses` says ("hits + reads").
 
+mod common;
+
 use std::sync::Barrier;
 use std::time::Duration;
 
 use bufmgr::BlockNumber;
-use tests::{TestDb, read_version, rel, small_config, with_timeout};
+use common::{TestDb, read_version, rel, small_config, with_timeout};
 
 #[test]
 fn single_thread_counts_reads_then_hits() {
@@ -100,7 +102,7 @@ fn losing_the_insert_race_counts_as_a_hit() {
                     start.wait();
                     for b in 0..BLOCKS {
                         // Keep the pool full of dirty pages.
-                        tests::bump_version(pool, private, t * 16 + b % 16);
+                        common::bump_version(pool, private, t * 16 + b % 16);
                         assert_eq!(read_version(pool, shared, b), 0);
                     }
                 });

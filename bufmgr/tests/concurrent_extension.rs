@@ -4,11 +4,13 @@
 //! is handed out exactly once, and every page holds what its extender wrote,
 //! in the pool and on disk.
 
+mod common;
+
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use bufmgr::{BlockNumber, PoolConfig, RingKind, SweepBatch};
-use tests::{TestDb, check_page, fill_page, rel, with_timeout};
+use common::{TestDb, check_page, fill_page, rel, with_timeout};
 
 const REL: u32 = 40;
 const THREADS: u64 = 4;

@@ -2,8 +2,10 @@
 //! that stays inside its ring, and the bulk-read ring's reject rule against
 //! the bulk-write ring's "flush the WAL and write it" (rule 5).
 
+mod common;
+
 use bufmgr::{BlockNumber, BufferPool, Evictor, PoolConfig, RingKind, RingSizes, SweepBatch};
-use tests::{TestDb, TestWal, is_resident, rel, row_of, small_config, tag, with_timeout};
+use common::{TestDb, TestWal, is_resident, rel, row_of, small_config, tag, with_timeout};
 
 const HOT: u32 = 1;
 const SCAN: u32 = 2;
@@ -84,7 +86,7 @@ fn scan_through_ring(evictor: Evictor, batch: u32) {
             .read_buffer(rel(SCAN), b, Some(&mut ring))
             .unwrap()
             .lock_shared();
-        assert_eq!(tests::check_page(&g, b), Ok(0));
+        assert_eq!(common::check_page(&g, b), Ok(0));
     }
     let st = pool.stats().since(&before).totals();
     let res = pool.resident_pages();
@@ -160,7 +162,7 @@ fn scan_dirtying_one_page(pool: &BufferPool, kind: RingKind) {
         let pin = pool.read_buffer(rel(SCAN), b, Some(&mut ring)).unwrap();
         if b == DIRTIED {
             let mut g = pin.lock_exclusive();
-            tests::fill_page(&mut g, b, 1);
+            common::fill_page(&mut g, b, 1);
             g.set_lsn(PAGE_LSN);
             g.mark_dirty();
         }
@@ -277,7 +279,7 @@ fn bulk_load_through_the_bulk_write_ring() {
         for b in 0..60 {
             let mut g = pool.extend(rel(SCAN), Some(&mut ring)).unwrap();
             assert_eq!(g.block(), b);
-            tests::fill_page(&mut g, b, 1);
+            common::fill_page(&mut g, b, 1);
             g.set_lsn(100 + u64::from(b));
             g.mark_dirty();
         }
@@ -295,7 +297,7 @@ fn bulk_load_through_the_bulk_write_ring() {
         let mut page = vec![0u8; bufmgr::PAGE_SIZE];
         for b in 0..60 {
             fresh.read(tag(SCAN, b), &mut page).unwrap();
-            assert_eq!(tests::check_page(&page, b), Ok(1));
+            assert_eq!(common::check_page(&page, b), Ok(1));
             assert_eq!(bufmgr::page::page_lsn(&page), 100 + u64::from(b));
         }
     });

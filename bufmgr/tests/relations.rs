@@ -1,10 +1,12 @@
 //! Relation-level operations: drop, truncate, evict, flush, and the
 //! checkpoint's write order.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use bufmgr::{BlockNumber, ErrorKind, EvictCounts, Fork, RelFork, RelId, StorageBackend};
-use tests::{
+use common::{
     TestDb, bump_version, check_page, read_version, rel, resident, row_of, small_config, tag,
     with_timeout,
 };
@@ -126,7 +128,7 @@ fn a_failed_read_past_the_end_does_not_block_extension() {
             .extend(rel(A), None)
             .unwrap_or_else(|e| panic!("extension after a failed read of block 2: {e}"));
         assert_eq!(g.block(), 2);
-        tests::fill_page(&mut g, 2, 7);
+        common::fill_page(&mut g, 2, 7);
         g.mark_dirty();
         drop(g);
         assert_eq!(read_version(&pool, rel(A), 2), 7);
@@ -355,7 +357,7 @@ fn a_checkpoint_racing_a_drop_does_not_fail_every_later_checkpoint() {
         let pool = db.pool(small_config(16));
         bump_version(&pool, rel(A), 0);
         bump_version(&pool, rel(B), 0);
-        db.storage.arm(tests::GateOn::Sync);
+        db.storage.arm(common::GateOn::Sync);
         std::thread::scope(|s| {
             let checkpoint = s.spawn(|| pool.flush_all(false));
             assert!(
