@@ -39,7 +39,7 @@ pub enum SweepBatch {
     /// Exactly this many (1 = stock PostgreSQL).
     Fixed(u32),
     /// Chosen from the machine: 1 while more threads use the pool than there
-    /// are cores (seed 000: batching looked ~35% worse oversubscribed),
+    /// are cores (on PostgreSQL batching looked ~35% worse oversubscribed),
     /// otherwise the cf/7000 v2 tiers: 64 on multi-node machines, then 32 /
     /// 16 / 8 / 1 for >16 / 9-16 / 5-8 / <=4 cores.
     Auto,

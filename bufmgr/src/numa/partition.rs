@@ -1,9 +1,10 @@
 //! The partition map: which buffers form which sweep partition, on which NUMA
 //! node, and how allocations are balanced between partitions.
 //!
-//! Built once when the pool is created and only read afterwards (seed 002:
-//! "build it once at init, everything else reads it"), after Tomas Vondra's
-//! NUMA series (`buf_init.c`, `freelist.c`).
+//! Built once when the pool is created and only read afterwards (one
+//! definition of the partitions that everything else reads, as Tomas Vondra
+//! proposed on pgsql-hackers), after his NUMA series (`buf_init.c`,
+//! `freelist.c`).
 //!
 //! ```text
 //!  buffers  0 ........ 4095 | 4096 ...... 8191 | 8192 ..... 12287 | 12288 .... 16383
@@ -23,7 +24,7 @@
 //!    (`MIN_BUFFER_PARTITIONS` = 4): 4 on one or two nodes, 6 on three.
 //!    Fewer if the pool is too small to give each [`MIN_PARTITION_BUFFERS`].
 //! 3. A partition floor (minimum buffers per partition) lowers the count until
-//!    every partition holds at least that many: the cure seed 001 suggested
+//!    every partition holds at least that many: the cure suggested on pgsql-hackers
 //!    for a scan that no longer fits its home partition.
 //! 4. A thread's home partition: on a multi-node machine, one of its CPU's
 //!    node's partitions, re-checked every [`HOME_RECHECK_EVERY`] allocations

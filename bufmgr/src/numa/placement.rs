@@ -2,7 +2,7 @@
 //! them there, and asking the kernel where they actually are.
 //!
 //! The memory half of Tomas Vondra's NUMA series (`pg_numa.c`, the
-//! `buf_init.c` placement; reference section 5.4). In three steps:
+//! `buf_init.c` placement). In three steps:
 //!
 //! 1. [`PlacementPlan::compute`] is pure: from the partition map, the
 //!    topology, the memory page size in use (4 KiB, or 2 MiB with huge pages)

@@ -158,8 +158,8 @@ impl<'a> PageRead<'a> {
         self.set_hints(&[(offset, bits)])
     }
 
-    /// Apply all of a page's pending hints in one header-lock hold (seed 003's
-    /// "set hint bits while holding the buffer header lock"), marking the page
+    /// Apply all of a page's pending hints in one header-lock hold (Andres Freund's
+    /// "set the hint bit while holding the buffer header lock", pgsql-hackers), marking the page
     /// dirty as a hint-only change.
     ///
     /// Returns `Ok(false)` without changing anything while a write of the page

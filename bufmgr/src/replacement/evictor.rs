@@ -49,7 +49,7 @@
 //! page that comes back soon after being evicted from the queue is found in
 //! the ghost set and goes straight to main. The clock needs up to six passes
 //! to free a page at usage 5, which is what makes its ticks per victim climb
-//! under a skewed load (seed 000).
+//! under a skewed load (bench/SCENARIOS.md, `ticks`).
 //!
 //! Ring pins (bulk read, bulk write, vacuum) never raise a page above the first
 //! step: for the clock usage goes 0 -> 1 only; for HOT/COOL and probation a
