@@ -84,10 +84,12 @@ pub const BACKUP_LABEL_FILE: &str = "BACKUP_LABEL";
 pub struct BackupProgress {
     /// Relation files copied, of `files`.
     pub files_done: usize,
+    /// Relation files to copy.
     pub files: usize,
     /// Relation bytes copied, of about `bytes_total` (the files' lengths
     /// when the copy began; they may grow meanwhile).
     pub bytes: u64,
+    /// Bytes of the relation files when the copy began.
     pub bytes_total: u64,
     /// Pages read again because their checksum failed (a write was in
     /// progress).
@@ -97,7 +99,9 @@ pub struct BackupProgress {
     /// The backup's checkpoint redo point, and the end LSN the copy's
     /// recovery must reach (0 until the relation files are copied).
     pub redo_lsn: Lsn,
+    /// End LSN the copy's recovery must reach (0 until the files are copied).
     pub end_lsn: Lsn,
+    /// Time since the backup began.
     pub elapsed: Duration,
     /// The last report: the copy is complete and durable.
     pub done: bool,

@@ -18,6 +18,7 @@ use crate::value::{Row, encode_row};
 /// What a bulk load has done so far (handed to the progress callback).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 pub struct BulkProgress {
+    /// Rows inserted so far.
     pub rows: u64,
     /// Encoded row bytes inserted.
     pub bytes: u64,
@@ -27,6 +28,7 @@ pub struct BulkProgress {
     /// table: the pool's ring writes while it ran) or by the loader's own
     /// evictions (into a table with pages; see [`Database::bulk_load`]).
     pub pages_written: u64,
+    /// Time since the load began.
     pub elapsed: Duration,
     /// The last report: the load committed.
     pub done: bool,

@@ -113,9 +113,11 @@ pub(crate) struct Core {
 /// named.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BufferInfo {
+    /// The pool's row: buffer id, tag, usage, pins, dirtiness, NUMA node.
     pub row: BufferRow,
     /// Table or index name, `"clog"`, `"catalog"`, or `"relation N"`.
     pub relation: Option<String>,
+    /// What the relation is, if the buffer holds a page.
     pub kind: Option<RelKind>,
     /// For a page of an index: meta page or tree page and its level (0 =
     /// leaf), read from the page itself (`btree::page_kind`).
@@ -125,12 +127,17 @@ pub struct BufferInfo {
 /// Pages of one relation fork resident in the pool.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResidentPages {
+    /// The relation.
     pub rel: RelId,
+    /// The fork (main or free-space).
     pub fork: Fork,
+    /// Table or index name, `"clog"`, `"catalog"`, or `"relation N"`.
     pub name: String,
+    /// What the relation is.
     pub kind: RelKind,
     /// For an index, its table's name.
     pub table: Option<String>,
+    /// Pages of the fork resident in the pool now.
     pub pages: usize,
 }
 
@@ -152,7 +159,9 @@ impl Default for TableOptions {
 /// One broken invariant found by [`Database::verify_indexes`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IndexViolation {
+    /// The index's name.
     pub index: String,
+    /// The broken invariant, as `btree::verify` reports it.
     pub violation: btree::Violation,
 }
 
@@ -972,14 +981,17 @@ impl Database {
         v
     }
 
+    /// The buffer pool's counters since open (accesses, hits, reads, writes by writer, evictions).
     pub fn pool_stats(&self) -> PoolStats {
         self.core().pool.stats()
     }
 
+    /// The WAL's counters since open (records, bytes, flushes, fsyncs).
     pub fn wal_stats(&self) -> WalStats {
         self.core().wal.stats()
     }
 
+    /// Transactions begun, committed, aborted and retried since open.
     pub fn txn_stats(&self) -> TxnStats {
         self.core().tm.stats()
     }
@@ -997,10 +1009,12 @@ impl Database {
         }
     }
 
+    /// The options the database was opened with.
     pub fn options(&self) -> &Options {
         &self.core().options
     }
 
+    /// The data directory (a temporary database's too).
     pub fn dir(&self) -> &Path {
         &self.core().dir
     }

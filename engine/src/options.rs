@@ -105,17 +105,26 @@ pub type StorageWrapper =
 /// Options of [`Database::open`](crate::Database::open).
 #[derive(Clone)]
 pub struct Options {
+    /// Pages in the buffer pool (8 KiB each; at least [`MIN_POOL_BUFFERS`]).
     pub pool_buffers: usize,
+    /// The replacement policy: clock, HOT/COOL or probation.
     pub evictor: Evictor,
+    /// Clock ticks one sweep claims at a time.
     pub sweep_batch: SweepBatch,
+    /// How the pool is cut into partitions.
     pub partitions: Partitions,
+    /// Move free buffers between partitions that run short.
     pub balancing: bool,
+    /// Buffers a partition keeps at least (`None`: no floor).
     pub partition_floor: Option<usize>,
+    /// Use buffer rings for bulk reads, bulk writes and vacuum.
     pub rings: bool,
     /// `None`: PostgreSQL's sizes, each capped at pool / 8 by the pool.
     /// Sizes set here are checked: a ring larger than the pool is an error.
     pub ring_sizes: Option<RingSizes>,
+    /// Back the pool with huge pages (2 MiB) where the system has them.
     pub huge_pages: bool,
+    /// Page checksums (fixed when the directory is created).
     pub checksums: bool,
     /// PostgreSQL's `zero_damaged_pages`. Off (the default), a page whose
     /// checksum fails, or that is all zeros while checksums are on (a page
@@ -126,20 +135,29 @@ pub struct Options {
     /// stderr. For salvaging what is left of a damaged table, not for
     /// normal running.
     pub zero_damaged_pages: bool,
+    /// Full-page images in the WAL after each checkpoint (PostgreSQL's
+    /// `full_page_writes`); off only where the storage writes pages
+    /// atomically.
     pub full_page_writes: bool,
+    /// Whether commits wait for their WAL flush (synchronous) or not.
     pub commit_mode: CommitMode,
     /// `None`: no WAL writer; asynchronous commits become durable with the
     /// next synchronous flush or checkpoint.
     pub async_flush_interval: Option<Duration>,
+    /// When hint bits are set and pages dirtied for them.
     pub hint_mode: HintMode,
     /// `None` runs no background writer.
     pub bgwriter: Option<BgWriterConfig>,
     /// `false` runs no checkpointer thread (checkpoints then happen only on
     /// [`Database::checkpoint`](crate::Database::checkpoint) and at close).
     pub checkpointer: bool,
+    /// Checkpoint at least this often.
     pub checkpoint_interval: Duration,
+    /// ... or after this many bytes of WAL.
     pub checkpoint_max_wal_bytes: u64,
+    /// Bytes per WAL segment file (a power of two).
     pub wal_segment_size: u64,
+    /// Rows between two progress reports of a bulk load.
     pub bulk_load_progress_every: u64,
     /// `None` detects the machine's shape.
     pub topology: Option<Topology>,
@@ -166,6 +184,7 @@ pub struct Options {
     /// Dead tuples a table may hold before it is vacuumed, plus
     /// `autovacuum_scale_factor` times its tuple estimate.
     pub autovacuum_threshold: u64,
+    /// See [`autovacuum_threshold`](Options::autovacuum_threshold).
     pub autovacuum_scale_factor: f64,
     /// Most runs of a [`Database::transaction`](crate::Database::transaction)
     /// closure (at least 1; 1 never retries).
@@ -299,86 +318,107 @@ impl Options {
         self.pool_buffers = mib.saturating_mul(1024 * 1024) / PAGE_SIZE;
         self
     }
+    /// The replacement policy.
     pub fn evictor(mut self, e: Evictor) -> Self {
         self.evictor = e;
         self
     }
+    /// Clock ticks one sweep claims at a time.
     pub fn sweep_batch(mut self, b: SweepBatch) -> Self {
         self.sweep_batch = b;
         self
     }
+    /// How the pool is cut into partitions.
     pub fn partitions(mut self, p: Partitions) -> Self {
         self.partitions = p;
         self
     }
+    /// Move free buffers between partitions that run short.
     pub fn balancing(mut self, on: bool) -> Self {
         self.balancing = on;
         self
     }
+    /// Buffers a partition keeps at least (`None`: no floor).
     pub fn partition_floor(mut self, buffers: Option<usize>) -> Self {
         self.partition_floor = buffers;
         self
     }
+    /// Use buffer rings (bulk read, bulk write, vacuum).
     pub fn rings(mut self, on: bool) -> Self {
         self.rings = on;
         self
     }
+    /// Sizes of the buffer rings (checked against the pool at open).
     pub fn ring_sizes(mut self, sizes: RingSizes) -> Self {
         self.ring_sizes = Some(sizes);
         self
     }
+    /// Back the pool with huge pages.
     pub fn huge_pages(mut self, on: bool) -> Self {
         self.huge_pages = on;
         self
     }
+    /// Page checksums (must match the setting the directory was created with).
     pub fn checksums(mut self, on: bool) -> Self {
         self.checksums = on;
         self
     }
+    /// Read a damaged page as empty instead of failing (see the field).
     pub fn zero_damaged_pages(mut self, on: bool) -> Self {
         self.zero_damaged_pages = on;
         self
     }
+    /// Full-page images after each checkpoint.
     pub fn full_page_writes(mut self, on: bool) -> Self {
         self.full_page_writes = on;
         self
     }
+    /// Synchronous or asynchronous commit.
     pub fn commit_mode(mut self, mode: CommitMode) -> Self {
         self.commit_mode = mode;
         self
     }
+    /// How often the WAL writer flushes asynchronous commits (`None`: never).
     pub fn async_flush_interval(mut self, every: Option<Duration>) -> Self {
         self.async_flush_interval = every;
         self
     }
+    /// When hint bits are set.
     pub fn hint_mode(mut self, mode: HintMode) -> Self {
         self.hint_mode = mode;
         self
     }
+    /// The background writer's settings (`None`: no background writer).
     pub fn bgwriter(mut self, bg: Option<BgWriterConfig>) -> Self {
         self.bgwriter = bg;
         self
     }
+    /// Run the checkpointer thread.
     pub fn checkpointer(mut self, on: bool) -> Self {
         self.checkpointer = on;
         self
     }
+    /// Checkpoint at least this often.
     pub fn checkpoint_interval(mut self, every: Duration) -> Self {
         self.checkpoint_interval = every;
         self
     }
+    /// Checkpoint after this many bytes of WAL.
     pub fn checkpoint_max_wal_bytes(mut self, bytes: u64) -> Self {
         self.checkpoint_max_wal_bytes = bytes;
         self
     }
+    /// Bytes per WAL segment file.
     pub fn wal_segment_size(mut self, bytes: u64) -> Self {
         self.wal_segment_size = bytes;
         self
     }
+    /// Rows between two progress reports of a bulk load.
     pub fn bulk_load_progress_every(mut self, rows: u64) -> Self {
         self.bulk_load_progress_every = rows;
         self
     }
+    /// A fixed machine topology instead of the detected one (for tests).
     pub fn topology(mut self, t: Topology) -> Self {
         self.topology = Some(t);
         self

@@ -143,7 +143,9 @@ impl CommitMode {
 /// A decoded Xact record.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub struct XactRecord {
+    /// The transaction the record ends.
     pub xid: Xid,
+    /// Commit (`true`) or abort.
     pub committed: bool,
     /// Microseconds since the Unix epoch when the record was written.
     pub time_micros: u64,
@@ -297,14 +299,17 @@ impl TransactionManager {
         })
     }
 
+    /// The buffer pool the commit log is read through.
     pub fn pool(&self) -> &Arc<BufferPool> {
         &self.pool
     }
 
+    /// The WAL commit and abort records go to.
     pub fn wal(&self) -> &Arc<Wal> {
         &self.wal
     }
 
+    /// The commit log.
     pub fn clog(&self) -> &Clog {
         &self.clog
     }
@@ -314,6 +319,7 @@ impl TransactionManager {
         CommitMode::from_u8(self.mode.load(Ordering::Relaxed))
     }
 
+    /// Set the commit mode of later commits.
     pub fn set_commit_mode(&self, mode: CommitMode) {
         self.mode.store(mode.to_u8(), Ordering::Relaxed);
     }
@@ -378,6 +384,7 @@ impl TransactionManager {
         self.running.len()
     }
 
+    /// Transactions begun, committed, aborted and retried since open.
     pub fn stats(&self) -> TxnStats {
         TxnStats {
             begun: self.begun.load(Ordering::Relaxed),
@@ -643,6 +650,7 @@ pub struct Transaction<'a> {
 }
 
 impl<'a> Transaction<'a> {
+    /// The transaction's id.
     pub fn xid(&self) -> Xid {
         self.xid
     }
