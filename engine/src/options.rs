@@ -105,7 +105,7 @@ pub type StorageWrapper =
 /// Options of [`Database::open`](crate::Database::open).
 #[derive(Clone)]
 pub struct Options {
-    /// Pages in the buffer pool (8 KiB each; at least [`MIN_POOL_BUFFERS`]).
+    /// Pages in the buffer pool (8 KiB each; at least 16, PostgreSQL's minimum).
     pub pool_buffers: usize,
     /// The replacement policy: clock, HOT/COOL or probation.
     pub evictor: Evictor,
@@ -187,11 +187,12 @@ pub struct Options {
     /// See [`autovacuum_threshold`](Options::autovacuum_threshold).
     pub autovacuum_scale_factor: f64,
     /// Most runs of a [`Database::transaction`](crate::Database::transaction)
-    /// closure (at least 1; 1 never retries).
+    /// closure (at least 1; 1 never retries). Default 10.
     pub transaction_attempts: u32,
-    /// Upper bound of the first retry's jittered backoff (doubling per retry).
+    /// Upper bound of the first retry's jittered backoff (doubling per
+    /// retry). Default 1 ms.
     pub transaction_backoff: Duration,
-    /// Largest upper bound the backoff doubles to.
+    /// Largest upper bound the backoff doubles to. Default 100 ms.
     pub transaction_backoff_max: Duration,
 }
 
