@@ -3,8 +3,8 @@
 //! and, for each eviction, why that page: its history since it was loaded.
 //!
 //! The decisions are the engine's own: the accesses run through
-//! `bufmgr::replay::ReplayPool` with a step observer
-//! ([`bufmgr::replay::StepObserver`]), which reports each decision from
+//! `lab::replay::ReplayPool` with a step observer
+//! ([`lab::replay::StepObserver`]), which reports each decision from
 //! inside the pool's access, sweep, probation and ring paths. This module
 //! only keeps each buffer's history and formats.
 //!
@@ -51,13 +51,13 @@ use std::sync::Arc;
 
 use bufmgr::desc::{HOT, PROBATION, REFBIT, TAG_VALID, usage};
 use bufmgr::evictor::Tick;
-use bufmgr::replay::{Ref, ReplayPool, StepEvent, VictimSource};
 use bufmgr::trace::{Access, Trace};
 use bufmgr::{
     BlockNumber, BufferPool, BufferTag, Evictor, FileStorage, Fork, PoolConfig, RelFork, RelId,
     RingSizes, SweepBatch,
 };
 use clap::Parser;
+use lab::replay::{Ref, ReplayPool, StepEvent, VictimSource};
 
 use crate::data::{check_page, fill_page};
 use crate::error::{BenchError, Result};
@@ -454,7 +454,7 @@ fn source_name(s: VictimSource) -> &'static str {
 }
 
 /// The pool line: every buffer's page and short state, `>` at the hand.
-fn pool_line<O: bufmgr::replay::StepObserver>(pool: &ReplayPool<O>) -> String {
+fn pool_line<O: lab::replay::StepObserver>(pool: &ReplayPool<O>) -> String {
     let hand = pool.hand_buffer();
     let cells: Vec<String> = pool
         .resident()

@@ -16,7 +16,6 @@ pub mod page;
 pub mod partition;
 pub mod pool;
 pub mod probation;
-pub mod replay;
 pub mod ring;
 pub mod stats;
 pub mod sweep;
