@@ -14,6 +14,7 @@ pub mod recovery;
 mod registry;
 pub mod reserved;
 pub mod row;
+#[cfg(feature = "testing")]
 pub mod soak;
 pub mod transaction;
 pub mod txn;
