@@ -155,12 +155,12 @@ pub fn ensure(
     build: impl FnOnce(&Database) -> Result<()>,
 ) -> Result<Dataset> {
     if read_stamp(dir).as_ref() == Some(want) {
-        println!(
+        crate::common::say(&format!(
             "reusing {} ({}) in {}",
             want.scenario,
             describe_tables(&want.tables),
             dir.display()
-        );
+        ));
         return Ok(Dataset {
             dir: dir.to_path_buf(),
             stamp: want.clone(),
@@ -170,10 +170,10 @@ pub fn ensure(
     }
     let started = Instant::now();
     if dir.exists() {
-        println!(
+        crate::common::say(&format!(
             "{}: stamp missing or for another scale; rebuilding",
             dir.display()
-        );
+        ));
         fs::remove_dir_all(dir).map_err(io("remove", dir))?;
     }
     fs::create_dir_all(dir).map_err(io("create", dir))?;
@@ -203,13 +203,13 @@ pub fn ensure(
     db.close()?;
     write_stamp(dir, want)?;
     let secs = started.elapsed().as_secs_f64();
-    println!(
+    crate::common::say(&format!(
         "built {} ({}) in {:.1} s in {}",
         want.scenario,
         describe_tables(&want.tables),
         secs,
         dir.display()
-    );
+    ));
     Ok(Dataset {
         dir: dir.to_path_buf(),
         stamp: want.clone(),

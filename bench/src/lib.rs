@@ -7,6 +7,7 @@ pub mod error;
 pub mod plot;
 pub mod replay;
 pub mod scenarios;
+pub mod spread;
 pub mod step;
 pub mod watch;
 

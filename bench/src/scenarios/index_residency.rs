@@ -252,7 +252,7 @@ pub fn draw_probes(rows: u64, len: usize) -> Result<Vec<u64>> {
 
 /// Run `index-residency`.
 pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
-    println!(
+    crate::common::say(&format!(
         "== {NAME}: {} threads of zipfian (theta {THETA}) probes through 3 secondary indexes; \
          pool {} buffers ({} MiB); warm-up {:.1} s, window {:.1} s, {} runs per configuration",
         settings
@@ -266,7 +266,7 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
         settings.warmup.as_secs_f64(),
         settings.duration.as_secs_f64(),
         p.runs
-    );
+    ));
     let ds = ensure_data(settings, p)?;
     let configs = settings.configs();
     let first = *configs
@@ -290,7 +290,7 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
             .map_or(0, |r| r.pages)
     };
     let index_pages: usize = INDEXES.iter().map(|i| size(i)).sum();
-    println!(
+    crate::common::say(&format!(
         "{TABLE}: {} rows, heap {} pages = {:.1} x pool; indexes {} pages = {:.2} x pool ({})",
         p.rows,
         size(TABLE),
@@ -302,7 +302,7 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
             .map(|i| format!("{i} {}", size(i)))
             .collect::<Vec<_>>()
             .join(", ")
-    );
+    ));
     let len = ((p.rows as usize) * 2)
         .next_power_of_two()
         .clamp(1 << 16, 1 << 22);
@@ -329,14 +329,14 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
                     run + 1
                 );
                 let row = measure(&ds, settings, c, &probes, (run, p.runs), &label)?;
-                eprintln!(
+                crate::common::tell(&format!(
                     "{label}: {} probes/s, index pages resident {:.0}, heap {:.0}, index share of evictions {:.2}%, index hit {:.2}%",
                     fmt_rate(row.probes_per_sec),
                     row.index_resident_pages,
                     row.heap_resident_pages,
                     100.0 * row.index_eviction_share,
                     100.0 * row.index_hit_ratio
-                );
+                ));
                 runs.push(row);
             }
         }

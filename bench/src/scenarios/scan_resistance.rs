@@ -345,14 +345,14 @@ pub fn ensure_data(settings: &Settings, p: &Params) -> Result<Dataset> {
 /// Run `scan-resistance`: build or reuse the data, measure every
 /// configuration x scan speed, check the data.
 pub fn run(settings: &Settings, p: &Params) -> Result<ScanResistanceReport> {
-    println!(
+    crate::common::say(&format!(
         "== {NAME}: 2 x uniform point lookups on {ACCOUNTS} vs 1 seq scan of {HISTORY}; \
          pool {} buffers ({} MiB); warm-up {:.1} s, window {:.1} s",
         settings.pool_buffers,
         (settings.pool_buffers * bufmgr::PAGE_SIZE) >> 20,
         settings.warmup.as_secs_f64(),
         settings.duration.as_secs_f64(),
-    );
+    ));
     let ds = ensure_data(settings, p)?;
     let configs = settings.configs();
     let first = configs
@@ -376,14 +376,14 @@ pub fn run(settings: &Settings, p: &Params) -> Result<ScanResistanceReport> {
     };
     let hot_set_pages = size(ACCOUNTS) + size(ACCOUNTS_PK);
     let history_pages = size(HISTORY);
-    println!(
+    crate::common::say(&format!(
         "hot set: {ACCOUNTS} {} + {ACCOUNTS_PK} {} pages = {:.0}% of the pool; {HISTORY} {} pages = {:.1} x pool",
         size(ACCOUNTS),
         size(ACCOUNTS_PK),
         100.0 * hot_set_pages as f64 / settings.pool_buffers as f64,
         history_pages,
         history_pages as f64 / settings.pool_buffers as f64
-    );
+    ));
     let mut cells = Vec::new();
     for &rate in &p.rates {
         for c in &configs {
@@ -401,7 +401,7 @@ pub fn run(settings: &Settings, p: &Params) -> Result<ScanResistanceReport> {
             rate.label()
         );
         let row = measure(&ds, settings, c, *rate, hot_set_pages, p, &label)?;
-        eprintln!(
+        crate::common::tell(&format!(
             "{label}: {} lookups/s, OLTP hit {:.3}%, {:.2} scan pages/lookup, hot set {}..{} of {}, \
              {} combined reads of {:.1} blocks",
             fmt_rate(row.lookups_per_sec),
@@ -412,7 +412,7 @@ pub fn run(settings: &Settings, p: &Params) -> Result<ScanResistanceReport> {
             hot_set_pages,
             row.combined_reads,
             row.blocks_per_combined_read
-        );
+        ));
         rows.push(row);
     }
     let comparisons = compare(&rows);
