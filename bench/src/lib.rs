@@ -3,6 +3,7 @@
 pub mod common;
 pub mod data;
 pub mod dataset;
+pub mod dirs;
 pub mod error;
 pub mod plot;
 pub mod replay;

@@ -84,6 +84,7 @@ use crate::common::{
     self, BatchField, Config, CpuSample, Report, Settings, Table, Toggle, fmt_rate, fmt_ratio,
     progress_bar,
 };
+use crate::dirs::{copy_dir, io_error, remove_dir};
 use crate::error::{BenchError, Result};
 
 /// The table's relation.
@@ -364,40 +365,6 @@ impl Db {
     }
 }
 
-fn io_err(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> BenchError {
-    let path = path.to_path_buf();
-    move |source| BenchError::Io { op, path, source }
-}
-
-/// Delete `dir` if it exists.
-fn remove_dir(dir: &Path) -> Result<()> {
-    match fs::remove_dir_all(dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_err("remove", dir)(e)),
-        _ => Ok(()),
-    }
-}
-
-/// Copy the directory tree `from` to `to` (which must not exist).
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    fs::create_dir_all(to).map_err(io_err("create", to))?;
-    for entry in fs::read_dir(from).map_err(io_err("list", from))? {
-        let entry = entry.map_err(io_err("list", from))?;
-        let (src, dst) = (entry.path(), to.join(entry.file_name()));
-        let kind = entry.file_type().map_err(io_err("stat", &src))?;
-        if kind.is_dir() {
-            copy_dir(&src, &dst)?;
-        } else if entry.file_name() != MARKER {
-            fs::copy(&src, &dst).map_err(io_err("copy", &src))?;
-            // Written back now, not by the kernel in the middle of the
-            // measured scan (two cores: the flusher would share them).
-            fs::File::open(&dst)
-                .and_then(|f| f.sync_all())
-                .map_err(io_err("fsync", &dst))?;
-        }
-    }
-    Ok(())
-}
-
 // ---------------------------------------------------------------------------
 // Templates
 // ---------------------------------------------------------------------------
@@ -467,7 +434,7 @@ fn ensure_template(
         return Ok((info, true));
     }
     remove_dir(&dir)?;
-    fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+    fs::create_dir_all(&dir).map_err(io_error("create", &dir))?;
     let started = Instant::now();
     let pool = PoolConfig::new(settings.pool_buffers)
         .partitions(1)
@@ -530,7 +497,7 @@ fn ensure_template(
     };
     let marker = dir.join(MARKER);
     let text = serde_json::to_string_pretty(&info).expect("plain fields serialise");
-    fs::write(&marker, text + "\n").map_err(io_err("write", &marker))?;
+    fs::write(&marker, text + "\n").map_err(io_error("write", &marker))?;
     println!(
         "built the {} table: {} rows in {blocks} pages ({} MiB) in {:.1} s, in {}",
         logged_name(logged),
@@ -612,7 +579,7 @@ fn measure_once(
     rep: usize,
 ) -> Result<Sample> {
     remove_dir(run)?;
-    copy_dir(template, run)?;
+    copy_dir(template, run, &[MARKER])?;
     let trace = cell.trace_file(settings, "seq", rep);
     let config = settings
         .pool_config(&cell.pool)
@@ -868,7 +835,7 @@ fn ensure_index_template(
         return Ok((info, true));
     }
     remove_dir(&dir)?;
-    fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+    fs::create_dir_all(&dir).map_err(io_error("create", &dir))?;
     let started = Instant::now();
     // Large enough for table + index (~75 rows a page together); the
     // checkpointer recycles the load's WAL, so copies stay small.
@@ -948,7 +915,7 @@ fn ensure_index_template(
     };
     let marker = dir.join(MARKER);
     let text = serde_json::to_string_pretty(&info).expect("plain fields serialise");
-    fs::write(&marker, text + "\n").map_err(io_err("write", &marker))?;
+    fs::write(&marker, text + "\n").map_err(io_error("write", &marker))?;
     println!(
         "built the indexed {what} table: {} rows in {table_pages} pages + {index_pages} index pages \
          in {:.1} s, in {}",
@@ -982,7 +949,7 @@ fn measure_index_once(
     (buffers, rep): (usize, usize),
 ) -> Result<(Sample, Option<String>)> {
     remove_dir(run)?;
-    copy_dir(template, run)?;
+    copy_dir(template, run, &[MARKER])?;
     let trace = cell.trace_file(settings, "index", rep);
     let opts = engine_options(&cell.pool, buffers, params, cell.checksums, cell.mode);
     let db = Database::open(run, opts.trace(trace.clone()))?;
