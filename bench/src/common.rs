@@ -195,7 +195,8 @@ pub const QUICK_POOL_MIB: usize = 16;
 pub const DEFAULT_WARMUP: Duration = Duration::from_secs(2);
 pub const QUICK_WARMUP: Duration = Duration::from_millis(500);
 pub const QUICK_DURATION: Duration = Duration::from_secs(1);
-/// The sweep batches of seed 000: stock, and the two batched sizes measured.
+/// The sweep batches measured on PostgreSQL (bench/SCENARIOS.md, `sweep`):
+/// stock, and the two batched sizes.
 pub const DEFAULT_BATCHES: [SweepBatch; 3] = [
     SweepBatch::Fixed(1),
     SweepBatch::Fixed(16),

@@ -7,7 +7,7 @@
 //! pages per lookup (it decodes every row; the lookups are cheaper), and
 //! there both evictors keep the whole hot set, so the two hit ratios are
 //! equal and "HOT/COOL above the clock" is not a property of the workload.
-//! At one page per lookup (the rate of the model in bench/README.md) the clock
+//! At one page per lookup (the rate of the model in bench/SCENARIOS.md) the clock
 //! loses hot pages and HOT/COOL keeps them.
 
 use std::path::Path;

@@ -89,7 +89,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::ring::RingKind;
+use crate::replacement::ring::RingKind;
 use crate::tag::{BufferTag, Fork, RelFork, RelId};
 
 /// The first 8 bytes of every trace file.

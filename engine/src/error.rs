@@ -32,9 +32,8 @@
 use std::path::PathBuf;
 
 use heap::Tid;
-use wal::Lsn;
+use wal::{Lsn, Xid};
 
-use crate::txn::Xid;
 use crate::value::ColumnType;
 
 /// Result type of the engine.

@@ -1,7 +1,7 @@
 //! `Options`: everything a [`Database`](crate::Database) is opened with.
 //!
 //! A builder with defaults; [`Options::validate`] runs at open and names the
-//! bad value. Every switch the scenarios of `bench/README.md` vary is here:
+//! bad value. Every switch the scenarios of `bench/SCENARIOS.md` vary is here:
 //!
 //! | scenario flag | option | default |
 //! |---|---|---|
@@ -45,7 +45,7 @@ use crate::txn::xact::CommitMode;
 /// once, and a ring may take an eighth; below 16 nearly every statement
 /// would evict what the previous one needed.
 pub const MIN_POOL_BUFFERS: usize = 16;
-/// Default pool: 16,384 pages = 128 MiB (`bench/README.md`, PostgreSQL's
+/// Default pool: 16,384 pages = 128 MiB (`bench/SCENARIOS.md`, PostgreSQL's
 /// default `shared_buffers`).
 pub const DEFAULT_POOL_BUFFERS: usize = 16_384;
 /// Checkpoint every 5 minutes (PostgreSQL's `checkpoint_timeout`).

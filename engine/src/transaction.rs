@@ -94,13 +94,13 @@ use heap::visibility::visit_visible_tuples;
 use heap::{HeapError, RingChoice, ScanOptions, Snapshot, Tid};
 use wal::Lsn;
 
-use crate::autovacuum::Pending;
 use crate::catalog::{IndexHandle, TableHandle};
-use crate::database::{Core, Database, RowId};
+use crate::database::{Core, Database};
 use crate::error::{EngineError, Result};
-use crate::handle::{Col, IndexRef, Table, TableRef, col_of};
+use crate::handle::{IndexRef, Table, TableRef};
 use crate::index::{self, map_btree, search_key, value_key};
-use crate::row::RowRef;
+use crate::row::{Col, RowId, RowRef, col_of};
+use crate::stats::Pending;
 use crate::txn::Xid;
 use crate::txn::xact::CommitMode;
 use crate::value::{Row, Value, decode_row, encode_row};

@@ -1,4 +1,4 @@
-//! `bulkload`: the bulk-write ring as backpressure (seed 000), ring on/off.
+//! `bulkload`: the bulk-write ring as backpressure (bench/SCENARIOS.md), ring on/off.
 //!
 //! ```text
 //!   data (cached per scale): accounts, the hot set of scan-resistance:

@@ -1,5 +1,5 @@
 //! `hint-bits`: the first sequential scan of a freshly loaded table whose
-//! tuples carry no hint bits yet (seed 003), per hint mode x checksums x
+//! tuples carry no hint bits yet (bench/SCENARIOS.md), per hint mode x checksums x
 //! logged.
 //!
 //! ```text
@@ -29,7 +29,7 @@
 //! exactly N visible tuples, each of which still wanted a hint (the copy was
 //! unhinted); otherwise the run is a failed run.
 //!
-//! Then the index part (seed 003's "plain index scan"), through the engine's
+//! Then the index part (the source's "plain index scan"), through the engine's
 //! public API, over the same kind of table:
 //!
 //! ```text
@@ -637,7 +637,7 @@ fn measure_once(
 }
 
 // ---------------------------------------------------------------------------
-// The index scan (seed 003's "plain index scan"), through engine::Database
+// The index scan (the source's "plain index scan"), through engine::Database
 // ---------------------------------------------------------------------------
 
 /// The index-scan table: `(id, k, neg)`, all i64, `k` = a random permutation
@@ -1539,8 +1539,8 @@ impl HintBitsReport {
         out += "one Transaction::index_range over every key of a fresh unhinted copy, pool warm \
                 (table, index, commit log): one heap fetch per entry, pages visited in random \
                 order; a fetch hints its one tuple, so per-page is one set_hints call per tuple \
-                like per-tuple (the batch needs a page's worth of tuples: seed 003's case that \
-                cannot use it); dirtied: heap pages\n";
+                like per-tuple (the batch needs a page's worth of tuples, which an index fetch \
+                does not have); dirtied: heap pages\n";
         out += &Self::render_ratios(&self.index_ratios);
         let per_mode: Vec<String> = self
             .index_rows

@@ -1,4 +1,4 @@
-//! `index-residency`: secondary indexes under memory pressure (seed 001).
+//! `index-residency`: secondary indexes under memory pressure (bench/SCENARIOS.md).
 //!
 //! ```text
 //!   t(id i64, k1 i64, k2 i64, k3 i64, filler 140 bytes), N rows (heap ~4 x pool)
@@ -50,7 +50,7 @@ pub const TABLE: &str = "t";
 pub const INDEXES: [&str; 3] = ["t_k1", "t_k2", "t_k3"];
 const KEY_COLUMNS: [&str; 3] = ["k1", "k2", "k3"];
 pub const FILLER_LEN: usize = 140;
-/// bench/README.md: 2,700,000 rows for a 128 MiB (16,384-page) pool.
+/// bench/SCENARIOS.md: 2,700,000 rows for a 128 MiB (16,384-page) pool.
 const ROWS_PER_POOL_PAGE: f64 = 2_700_000.0 / 16_384.0;
 pub const THETA: f64 = 0.99;
 const PROBES_PER_TXN: u64 = 1000;

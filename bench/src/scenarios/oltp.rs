@@ -1,4 +1,4 @@
-//! `oltp`: a pgbench-like write-bound mix (seed 000), per evictor x sweep
+//! `oltp`: a pgbench-like write-bound mix (bench/SCENARIOS.md), per evictor x sweep
 //! batch x commit mode.
 //!
 //! ```text

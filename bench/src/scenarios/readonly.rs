@@ -1,4 +1,4 @@
-//! `readonly`: select-only point lookups by primary key (seed 002), per
+//! `readonly`: select-only point lookups by primary key (bench/SCENARIOS.md), per
 //! partitions x evictor.
 //!
 //! ```text

@@ -1,5 +1,5 @@
 //! `scan-resistance`: OLTP point lookups under a concurrent big seq scan
-//! (seed 000).
+//! (bench/SCENARIOS.md).
 //!
 //! ```text
 //!   accounts(aid i64, abalance i64, filler 84 bytes) + unique index accounts_pkey(aid)
@@ -52,7 +52,7 @@ pub const NAME: &str = "scan-resistance";
 pub const ACCOUNTS: &str = "accounts";
 pub const ACCOUNTS_PK: &str = "accounts_pkey";
 pub const HISTORY: &str = "history";
-/// Filler bytes of both tables (bench/README.md).
+/// Filler bytes of both tables (bench/SCENARIOS.md).
 pub const FILLER_LEN: usize = 84;
 /// Heap rows per 8 KiB page, measured: accounts 57 (107 encoded bytes + 28
 /// of tuple header and line pointer), history 54.
@@ -60,7 +60,7 @@ const ACCOUNTS_ROWS_PER_PAGE: f64 = 57.0;
 const HISTORY_ROWS_PER_PAGE: f64 = 54.0;
 /// Entries per page of accounts_pkey built in key order, measured.
 const PK_ENTRIES_PER_PAGE: f64 = 200.0;
-/// The hot set's share of the pool (bench/README.md: ~40%).
+/// The hot set's share of the pool (bench/SCENARIOS.md: ~40%).
 const HOT_SHARE: f64 = 0.40;
 /// history is this many pools.
 const HISTORY_POOLS: f64 = 4.0;

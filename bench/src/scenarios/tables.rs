@@ -34,7 +34,7 @@ use crate::dirs::{dir_bytes, io_error, remove_dir};
 use crate::error::{BenchError, Result};
 
 /// Filler bytes of accounts, tellers and branches rows (pgbench's are
-/// 84-97 chars; bench/README.md fixes 84).
+/// 84-97 chars; bench/SCENARIOS.md fixes 84).
 pub const FILLER_LEN: usize = 84;
 /// Filler of a history row (pgbench: 22).
 pub const HISTORY_FILLER_LEN: usize = 22;

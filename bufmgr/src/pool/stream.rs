@@ -84,14 +84,14 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use super::guard::PinnedBuffer;
+use super::local::{Local, with_local};
+use super::read::{ReadMode, Started};
 use super::{BufferPool, PoolShared};
 use crate::desc::*;
 use crate::error::{Error, Result};
-use crate::guard::PinnedBuffer;
 use crate::io::{AsyncRead, PendingReads};
-use crate::local::{Local, with_local};
-use crate::pool::read::{ReadMode, Started};
-use crate::ring::{Ring, RingKind};
+use crate::replacement::ring::{Ring, RingKind};
 use crate::stats::bump;
 use crate::tag::{BlockNumber, BufferTag, RelFork};
 
