@@ -751,6 +751,16 @@ pub fn tell(text: &str) {
     eprint!("{}", wrap(text, TERMINAL_WIDTH, "", "    "));
 }
 
+/// How often residency is sampled: every second, or window/10 when the
+/// window is under 10 s (at least every 100 ms).
+pub fn sample_interval(window: Duration) -> Duration {
+    if window >= Duration::from_secs(10) {
+        Duration::from_secs(1)
+    } else {
+        (window / 10).max(Duration::from_millis(100))
+    }
+}
+
 /// A rate for a table: 1.23M, 45.6k, 789.
 pub fn fmt_rate(x: f64) -> String {
     if x >= 1e6 {

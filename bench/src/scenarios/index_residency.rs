@@ -43,7 +43,6 @@ use serde::{Deserialize, Serialize};
 use crate::common::{self, BatchField, Config, Report, Settings, SvgPlot, Table, fmt_rate};
 use crate::dataset::{self, DataCheck, Dataset, RelPages, Stamp};
 use crate::error::{BenchError, Result};
-use crate::scenarios::scan_resistance::{residency_bars, sample_interval};
 
 pub const NAME: &str = "index-residency";
 pub const TABLE: &str = "t";
@@ -452,7 +451,7 @@ fn measure(
     let trace = settings.trace_for(c, cell);
     let (db, reads) = dataset::open_counting(ds, settings.engine_options(c).trace(trace.clone()))?;
     let sh = Shared::default();
-    let every = sample_interval(settings.duration);
+    let every = common::sample_interval(settings.duration);
     let total = settings.warmup + settings.duration;
     let pb = common::progress_bar(
         total.as_millis() as u64,
@@ -944,7 +943,7 @@ impl Report for IndexResidencyReport {
                 )
             })
             .collect();
-        residency_bars(
+        crate::plot::residency_bars(
             "index-residency: pages resident by relation at the end (median run)",
             self.pool_buffers,
             &configs,

@@ -597,16 +597,6 @@ fn point(db: &Database, reads: &ReadCounts, sh: &Shared) -> Point {
     }
 }
 
-/// How often residency is sampled: every second, or window/10 when the
-/// window is under 10 s (at least every 100 ms).
-pub fn sample_interval(window: Duration) -> Duration {
-    if window >= Duration::from_secs(10) {
-        Duration::from_secs(1)
-    } else {
-        (window / 10).max(Duration::from_millis(100))
-    }
-}
-
 /// The scan thread's id in a `--trace` (the lookup threads are 0, 1, ...).
 pub const SCAN_THREAD_ID: u32 = 1000;
 
@@ -641,7 +631,7 @@ fn measure(
         .map(|i| i.rel.0 as usize)
         .ok_or_else(|| BenchError::Data(format!("index {ACCOUNTS_PK} is missing")))?;
     let sh = Shared::default();
-    let every = sample_interval(settings.duration);
+    let every = crate::common::sample_interval(settings.duration);
     let total = settings.warmup + settings.duration;
     let pb = common::progress_bar(
         total.as_millis() as u64,
@@ -1042,7 +1032,7 @@ impl Report for ScanResistanceReport {
                 });
             }
         }
-        if let Some(svg) = residency_bars(
+        if let Some(svg) = plot::residency_bars(
             "scan-resistance: where the buffers went (end of each window)",
             self.pool_buffers,
             &self
@@ -1068,66 +1058,4 @@ impl Report for ScanResistanceReport {
         }
         out
     }
-}
-
-/// Stacked bars of resident pages per relation, one bar per configuration,
-/// plus the free buffers. Shared with `index-residency`.
-pub fn residency_bars(
-    title: &str,
-    pool_buffers: usize,
-    configs: &[(String, &[RelPages])],
-) -> Option<String> {
-    let mut names: Vec<String> = Vec::new();
-    for (_, res) in configs {
-        for r in res.iter() {
-            if (r.kind == "table" || r.kind == "index") && !names.contains(&r.name) {
-                names.push(r.name.clone());
-            }
-        }
-    }
-    names.sort_by_key(|n| {
-        // Indexes first (bottom of the stack), then tables.
-        let is_table = configs
-            .iter()
-            .flat_map(|(_, r)| r.iter())
-            .any(|r| &r.name == n && r.kind == "table");
-        (is_table, n.clone())
-    });
-    let mut parts: Vec<plot::Bars> = names
-        .iter()
-        .map(|n| plot::Bars {
-            name: n.clone(),
-            values: configs
-                .iter()
-                .map(|(_, r)| {
-                    r.iter()
-                        .find(|x| &x.name == n)
-                        .map_or(0.0, |x| x.pages as f64)
-                })
-                .collect(),
-        })
-        .collect();
-    parts.push(plot::Bars {
-        name: "other (clog, catalog)".into(),
-        values: configs
-            .iter()
-            .map(|(_, r)| {
-                r.iter()
-                    .filter(|x| x.kind != "table" && x.kind != "index")
-                    .map(|x| x.pages as f64)
-                    .sum()
-            })
-            .collect(),
-    });
-    parts.push(plot::Bars {
-        name: "free".into(),
-        values: configs
-            .iter()
-            .map(|(_, r)| {
-                pool_buffers.saturating_sub(r.iter().map(|x| x.pages).sum::<usize>()) as f64
-            })
-            .collect(),
-    });
-    let cats: Vec<String> = configs.iter().map(|(l, _)| l.clone()).collect();
-    plot::stacked_bars(title, "pages resident", &cats, &parts).ok()
 }
