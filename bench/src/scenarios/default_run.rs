@@ -657,6 +657,17 @@ mod tests {
     }
 
     #[test]
+    fn every_scenario_is_described_by_what_it_measures_not_a_seed_number() {
+        use clap::Subcommand;
+        let cmd = ScenarioKind::augment_subcommands(clap::Command::new("bench"));
+        for sub in cmd.get_subcommands() {
+            let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+            assert!(about.len() > 20, "{}: {about:?}", sub.get_name());
+            assert!(!about.contains("seed"), "{}: {about}", sub.get_name());
+        }
+    }
+
+    #[test]
     fn engine_scenarios_get_their_own_defaults() {
         let a = CommonArgs {
             quick: true,
