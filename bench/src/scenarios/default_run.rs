@@ -15,7 +15,7 @@
 //!
 //! Every common option given on the command line overrides these (e.g.
 //! `--pool-mib 128` runs the default comparison at the full scale, `--ring
-//! on,off` adds the scan's ring). `--full` prints each scenario's own wide
+//! both` adds the scan's ring). `--full` prints each scenario's own wide
 //! tables as well; `--json FILE` writes both reports and the verdict.
 //!
 //! What counts as a difference is [`crate::spread`]'s rule: a scan-resistance
@@ -536,7 +536,7 @@ pub fn run(args: &CommonArgs, full: bool) -> Result<DefaultRun> {
     let mut s1 = sr_kind.settings(&a)?.trace_with_part(sr_kind.name());
     shorten(&mut s1, SCAN_WINDOW);
     // The evictors differ when the scan does not keep to its ring; with the
-    // ring every evictor keeps the hot set (`--ring on,off` shows both).
+    // ring every evictor keeps the hot set (`--ring both` shows both).
     if args.ring.is_none() {
         s1.rings = vec![false];
     }
