@@ -86,6 +86,7 @@ use crate::common::{
 };
 use crate::dirs::{copy_dir, io_error, remove_dir};
 use crate::error::{BenchError, Result};
+use crate::spread::Spread;
 
 /// The table's relation.
 pub const REL: RelId = FIRST_USER_REL;
@@ -1218,6 +1219,12 @@ pub struct Ratio {
     pub scan_ms_median: f64,
     /// Ratio of the fastest scans.
     pub scan_ms_min: f64,
+    /// Whether the two configurations' scan times lie apart (every scan of
+    /// one faster than every scan of the other, [`Spread::apart`]): only
+    /// then is the ratio quoted as a difference. `None` with fewer than two
+    /// scans each (no spread to judge by).
+    #[serde(default)]
+    pub apart: Option<bool>,
 }
 
 /// Every scan saw exactly the table's rows, each still unhinted.
@@ -1360,6 +1367,10 @@ fn compare(cells: &[Cell], rows: &mut [Row]) -> Vec<Ratio> {
             ring: c.pool.ring,
             scan_ms_median: ra.scan_ms_median / rb.scan_ms_median,
             scan_ms_min: ra.scan_ms_min / rb.scan_ms_min,
+            apart: match (Spread::of(&ra.scan_ms), Spread::of(&rb.scan_ms)) {
+                (Some(x), Some(y)) if x.n > 1 && y.n > 1 => Some(x.apart(&y)),
+                _ => None,
+            },
         });
         ra.scan_ms_median / rb.scan_ms_median
     };
@@ -1504,12 +1515,23 @@ impl HintBitsReport {
                         (None, Some(c)) => format!("checksums {}", on_off(c)),
                         (None, None) => String::new(),
                     };
-                    format!(
-                        "{} {what} {} (min {})",
-                        logged_name(q.logged),
-                        fmt_ratio(Some(q.scan_ms_median)),
-                        fmt_ratio(Some(q.scan_ms_min))
-                    )
+                    match q.apart {
+                        Some(false) => format!(
+                            "{} {what} within the run-to-run spread (the scan times overlap)",
+                            logged_name(q.logged)
+                        ),
+                        _ => format!(
+                            "{} {what} {} (min {}){}",
+                            logged_name(q.logged),
+                            fmt_ratio(Some(q.scan_ms_median)),
+                            fmt_ratio(Some(q.scan_ms_min)),
+                            if q.apart.is_none() {
+                                ", one scan each: no spread to judge by"
+                            } else {
+                                ""
+                            }
+                        ),
+                    }
                 })
                 .collect();
             if !parts.is_empty() {
@@ -1788,6 +1810,34 @@ impl Report for HintBitsReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ratio(apart: Option<bool>) -> Ratio {
+        Ratio {
+            compare: "per-page/never".into(),
+            mode: None,
+            checksums: Some(false),
+            logged: false,
+            evictor: "clock".into(),
+            batch: BatchField::Fixed(1),
+            partitions: 1,
+            huge_pages: false,
+            ring: false,
+            scan_ms_median: 1.13,
+            scan_ms_min: 1.04,
+            apart,
+        }
+    }
+
+    #[test]
+    fn a_ratio_whose_scan_times_overlap_is_not_quoted() {
+        let out = HintBitsReport::render_ratios(&[ratio(Some(false))]);
+        assert!(out.contains("within the run-to-run spread"), "{out}");
+        assert!(!out.contains("1.13"), "{out}");
+        let out = HintBitsReport::render_ratios(&[ratio(Some(true))]);
+        assert!(out.contains("1.13") && !out.contains("spread"), "{out}");
+        let out = HintBitsReport::render_ratios(&[ratio(None)]);
+        assert!(out.contains("1.13") && out.contains("no spread"), "{out}");
+    }
 
     #[test]
     fn rows_round_trip_and_damage_is_caught() {
