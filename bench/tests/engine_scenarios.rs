@@ -257,6 +257,19 @@ fn the_default_runs_comparison_fits_a_terminal_and_quotes_only_figures_beyond_no
     };
     let ip = index_residency::Params::resolve(&Default::default(), &is).unwrap();
     let ir = index_residency::run(&is, &ip).unwrap();
+    // The scenario's own comparison lines quote a miss ratio only beyond noise.
+    let full = sr.render();
+    for c in &sr.comparisons {
+        let line = full
+            .lines()
+            .find(|l| l.contains(&format!("scan {:>13}:", c.scan_speed)))
+            .unwrap_or_else(|| panic!("no comparison line for {}:\n{full}", c.scan_speed));
+        assert_eq!(
+            line.contains("within the noise of one window"),
+            !c.misses_apart,
+            "{c:?}: {line}"
+        );
+    }
     let summary = default_run::summarize(&sr, &ir);
     let text = default_run::render(&sr, &ir, &summary);
     for line in text.lines() {

@@ -251,6 +251,11 @@ pub struct Comparison {
     pub hot_resident_delta_pct: Option<f64>,
     pub scan_pages_per_lookup_clock: f64,
     pub scan_pages_per_lookup_hotcool: f64,
+    /// The two miss ratios differ beyond the noise of one window
+    /// ([`crate::spread::miss_ratios_apart`]); the printed comparison quotes
+    /// `miss_ratio_vs_clock` only then.
+    #[serde(default)]
+    pub misses_apart: bool,
 }
 
 /// A finished `scan-resistance` run.
@@ -809,6 +814,12 @@ fn compare(rows: &[Row]) -> Vec<Comparison> {
             hot_resident_delta_pct: dataset::pct_change(h.hot_resident_mean, c.hot_resident_mean),
             scan_pages_per_lookup_clock: c.scan_pages_per_lookup,
             scan_pages_per_lookup_hotcool: h.scan_pages_per_lookup,
+            misses_apart: crate::spread::miss_ratios_apart(
+                h.lookup_misses,
+                h.lookup_accesses,
+                c.lookup_misses,
+                c.lookup_accesses,
+            ),
         });
     }
     out
@@ -898,8 +909,12 @@ impl Report for ScanResistanceReport {
                 ),
                 r.scans_completed.to_string(),
                 format!("{:.2}", r.accesses_per_lookup),
-                cmp.and_then(|c| c.miss_ratio_vs_clock)
-                    .map_or("-".into(), |x| format!("{x:.2}x")),
+                match cmp {
+                    Some(c) if !c.misses_apart => "noise".into(),
+                    _ => cmp
+                        .and_then(|c| c.miss_ratio_vs_clock)
+                        .map_or("-".into(), |x| format!("{x:.2}x")),
+                },
             ]);
         }
         let mut out = format!(
@@ -913,7 +928,9 @@ impl Report for ScanResistanceReport {
         );
         out += "OLTP hit%: lookup threads' hits / accesses (misses = accounts + accounts_pkey pages read; \
                 accesses = all accesses - scan pages); hot min/end/mean: hot-set pages resident in the window; \
-                acc/lookup: buffer accesses per lookup (index height + 1 if the attribution is sound)\n";
+                acc/lookup: buffer accesses per lookup (index height + 1 if the attribution is sound); \
+                hc/clk misses: HOT/COOL's misses over the clock's, \"noise\" where the two miss ratios \
+                are under 0.05 points or 3 sigma of their counts apart\n";
         for c in &self.comparisons {
             out += &format!(
                 "  ring {:>3}, scan {:>13}: OLTP miss clock {:.3}% vs HOT/COOL {:.3}% ({}); hot set resident {} ({:.1} vs {:.1} scan pages per lookup)\n",
@@ -921,8 +938,12 @@ impl Report for ScanResistanceReport {
                 c.scan_speed,
                 100.0 * c.clock_miss_ratio,
                 100.0 * c.hotcool_miss_ratio,
-                c.miss_ratio_vs_clock
-                    .map_or("-".into(), |x| format!("{x:.2}x the clock's misses")),
+                if c.misses_apart {
+                    c.miss_ratio_vs_clock
+                        .map_or("-".into(), |x| format!("{x:.2}x the clock's misses"))
+                } else {
+                    "within the noise of one window".into()
+                },
                 c.hot_resident_delta_pct
                     .map_or("-".into(), |x| format!("{x:+.1}% with HOT/COOL")),
                 c.scan_pages_per_lookup_clock,
