@@ -22,7 +22,7 @@ pub use checkpointer::{CheckpointFn, Checkpointer, CheckpointerConfig};
 pub use control::{ControlData, control_path, read_control};
 pub use error::{ErrorKind, Result, WalError};
 pub use fs::{FileSystem, FsFile, OsFileSystem};
-pub use log::{Startup, Wal, WalConfig, WalStats};
+pub use log::{ForcedFullPageWrites, Startup, Wal, WalConfig, WalStats};
 pub use lsn::Lsn;
 pub use reader::{EndReason, Torn, WalEnd, WalReader};
 pub use record::{BlockRef, Hole, PageImage, Record, RecordBuilder, RmgrKind, Xid, decode};
