@@ -21,6 +21,7 @@ mod recovery;
 mod reserved;
 mod retry;
 mod row;
+#[cfg(feature = "testing")]
 pub mod soak;
 mod stats;
 mod temporary;
@@ -64,6 +65,8 @@ pub use heap::{
     HeapError, HintMode, RingChoice, ScanOptions, Snapshot, Tid, VacuumStats as HeapVacuumStats,
     XidStatus,
 };
+/// The simulated disk `Options::simulated_disk` takes (`testing` feature).
+#[cfg(feature = "testing")]
 pub use wal::sim_disk::SimDisk;
 pub use wal::{
     CheckpointInfo, FileSystem, ForcedFullPageWrites, Lsn, Record, Wal, WalError, WalStats, Xid,

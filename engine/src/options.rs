@@ -173,7 +173,7 @@ pub struct Options {
     pub wrap_storage: Option<StorageWrapper>,
     /// For tests: the file system the WAL segments and the control file go
     /// through (`None`: the real one, `wal::OsFileSystem`). See
-    /// [`simulated_disk`](Options::simulated_disk).
+    /// `Options::simulated_disk` (`testing` feature).
     pub file_system: Option<Arc<dyn wal::FileSystem>>,
     /// Record the pool's page accesses into this file (`bufmgr::trace`).
     pub trace: Option<std::path::PathBuf>,
@@ -497,7 +497,9 @@ impl Options {
     /// relation files on `disk`, a simulated disk that injects I/O faults
     /// and simulates power losses (`wal::sim_disk`). Sets both
     /// [`file_system`](Options::file_system) and
-    /// [`wrap_storage`](Options::wrap_storage).
+    /// [`wrap_storage`](Options::wrap_storage). Only with the `testing`
+    /// feature.
+    #[cfg(feature = "testing")]
     pub fn simulated_disk(mut self, disk: wal::sim_disk::SimDisk) -> Self {
         self.file_system = Some(Arc::new(disk.clone()));
         self.wrap_storage(move |files| disk.wrap_storage(files))

@@ -7,11 +7,13 @@ pub mod error;
 pub mod fs;
 pub mod log;
 pub mod lsn;
+#[cfg(feature = "testing")]
 pub mod rates;
 pub mod reader;
 pub mod record;
 pub mod redo;
 pub mod segment;
+#[cfg(feature = "testing")]
 pub mod sim_disk;
 pub mod sink;
 

@@ -324,7 +324,7 @@ impl Wal {
 
     /// [`open`](Wal::open) with every segment and control-file operation
     /// going through `fs`. For tests: a simulated disk
-    /// ([`SimDisk`](crate::sim_disk::SimDisk)) injects faults and power
+    /// (`sim_disk::SimDisk`, with the `testing` feature) injects faults and power
     /// losses this way.
     pub fn open_with_fs(datadir: &Path, config: WalConfig, fs: Arc<dyn FileSystem>) -> Result<Wal> {
         Wal::open_at(fs, datadir, config, None)

@@ -455,8 +455,8 @@ fn measure(
     label: &str,
     data: &mut DataCheck,
 ) -> Result<Row> {
-    tables::remove_dir(run_dir)?;
-    tables::copy_dir(cached, run_dir)?;
+    crate::dirs::remove_dir(run_dir)?;
+    crate::dirs::copy_dir(cached, run_dir, &["LOCK"])?;
     let commit_part = format!("commit-{}", mode_name(cell.commit));
     let av_part = if cell.autovacuum {
         "autovacuum-on"
@@ -556,7 +556,7 @@ fn measure(
     let sums = check(&db, scale, commits, data)?;
     pb.finish_and_clear();
     db.close()?;
-    tables::remove_dir(run_dir)?;
+    crate::dirs::remove_dir(run_dir)?;
     Ok(Row {
         evictor: cell.pool.evictor.name().into(),
         batch: cell.pool.batch.into(),
@@ -699,7 +699,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<OltpReport> {
     let stamp = serde_json::to_value(scale).expect("plain fields");
     let (cached, reused) =
         tables::ensure_db(settings, NAME, &key, &stamp, |db, pb| build(db, &scale, pb))?;
-    let data_bytes = tables::dir_bytes(&cached);
+    let data_bytes = crate::dirs::dir_bytes(&cached);
     let run_dir = settings.data_dir.join(NAME).join("run");
     let mut data_check = DataCheck::default();
     let mut rows = Vec::new();
