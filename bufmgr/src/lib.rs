@@ -11,7 +11,6 @@ pub mod numa;
 pub mod page;
 pub mod pool;
 pub mod replacement;
-pub mod replay;
 pub mod stats;
 mod sync;
 pub mod table;

@@ -1,7 +1,7 @@
 //! Page-access traces: every access and every eviction of a pool, recorded
 //! into a compact binary file, and the reader that decodes one.
 //!
-//! A trace is what a replay ([`crate::replay`]) runs other policies on, so it
+//! A trace is what a replay (the `lab` crate's `replay`) runs other policies on, so it
 //! records what a policy sees: which page was asked for, by which thread,
 //! through which ring, and whether the pool had it; and, for each eviction,
 //! which page went and how many ticks of the hand it cost.

@@ -80,6 +80,7 @@ use crate::vacuum::vacuum_table;
 /// A background vacuum that failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AutovacuumError {
+    /// The table whose vacuum failed.
     pub table: String,
     /// The error, as `Display` shows it (it names the relation and block
     /// where one is involved).
@@ -95,6 +96,7 @@ impl std::fmt::Display for AutovacuumError {
 /// One table's row of [`AutovacuumStats`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableAutovacuum {
+    /// The table's name.
     pub table: String,
     /// Dead tuples counted now (since its last vacuum).
     pub dead_tuples: u64,
@@ -105,8 +107,11 @@ pub struct TableAutovacuum {
     pub tuples: u64,
     /// Dead tuples above which it is vacuumed.
     pub vacuum_threshold: f64,
+    /// Vacuums of this table by the worker.
     pub autovacuums: u64,
+    /// Dead tuples those vacuums removed.
     pub tuples_removed: u64,
+    /// The last failure of a vacuum of this table, as `Display` shows it.
     pub last_error: Option<String>,
 }
 
@@ -119,11 +124,14 @@ pub struct AutovacuumStats {
     pub rounds: u64,
     /// Vacuums run, and what they did in total.
     pub vacuums: u64,
+    /// Dead tuples removed (heap pass 1).
     pub tuples_removed: u64,
+    /// Dead line pointers made unused (heap pass 2).
     pub line_pointers_freed: u64,
     /// Heap pages whose dead pointers pass 2 freed (their space is reused
     /// by later inserts; pages are never returned to the file system).
     pub pages_vacuumed: u64,
+    /// Bytes of tuple space those vacuums freed.
     pub bytes_freed: u64,
     /// Vacuums skipped because a vacuum of the table was running (or the
     /// table was being dropped).
@@ -133,6 +141,7 @@ pub struct AutovacuumStats {
     pub catalog_vacuums: u64,
     /// Failed vacuums, and the last failure (rule 3).
     pub errors: u64,
+    /// The last failure, naming its table.
     pub last_error: Option<AutovacuumError>,
     /// Every table, by name.
     pub tables: Vec<TableAutovacuum>,

@@ -18,6 +18,7 @@ use crate::value::{Row, encode_row};
 /// What a bulk load has done so far (handed to the progress callback).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
 pub struct BulkProgress {
+    /// Rows inserted so far.
     pub rows: u64,
     /// Encoded row bytes inserted.
     pub bytes: u64,
@@ -27,6 +28,7 @@ pub struct BulkProgress {
     /// table: the pool's ring writes while it ran) or by the loader's own
     /// evictions (into a table with pages; see [`Database::bulk_load`]).
     pub pages_written: u64,
+    /// Time since the load began.
     pub elapsed: Duration,
     /// The last report: the load committed.
     pub done: bool,
@@ -52,6 +54,22 @@ impl Database {
     /// a ring's worth of pages the loader writes and evicts the table's
     /// unpinned pages itself (`evict_relation`), the bulk-write ring's job
     /// done by hand. With rings off neither ring is used.
+    ///
+    /// **Reading the table being loaded from `rows` or `progress`** (on the
+    /// loading thread; e.g. loading a table from a scan of itself):
+    /// - into a table with pages, it works: a transaction of the caller's
+    ///   sees the table as of its snapshot, without the load's rows (they
+    ///   are another transaction's, uncommitted), so a scan of the table
+    ///   feeding its own load ends;
+    /// - into an empty table, which the load holds exclusively, any
+    ///   operation on the table from `rows` or a progress report before the
+    ///   last fails at once with [`EngineError::TableBeingLoaded`], and the
+    ///   load then fails with it too, committing nothing (even if the
+    ///   iterator swallowed the error). The last report (`done`) comes
+    ///   after the table is released and may read the loaded rows.
+    ///
+    /// Other threads' operations on the table wait while an empty table is
+    /// loaded.
     pub fn bulk_load(
         &self,
         table: &str,
@@ -60,6 +78,7 @@ impl Database {
     ) -> Result<BulkProgress> {
         let c = self.core();
         let t = c.table(table)?;
+        crate::loading::check(&t)?;
         let exclusive = t.dropped.write();
         if *exclusive {
             return Err(EngineError::UnknownTable { name: table.into() });
@@ -70,18 +89,28 @@ impl Database {
             .map_err(EngineError::heap(format!("bulk load into {table:?}")))?
             == 0;
         if empty {
-            return self.load_empty(&t, rows, progress);
+            let mut progress = progress;
+            let loading = crate::loading::Loading::begin(&t);
+            let p = self.load_empty(&t, rows, &mut progress, &loading)?;
+            drop(loading);
+            // The last report once the table is free again: the callback
+            // may read the rows just committed.
+            drop(exclusive);
+            progress(p);
+            return Ok(p);
         }
         drop(exclusive);
         self.load_rows(&t, rows, progress)
     }
 
-    /// `bulk_load` into an empty table, which the caller holds exclusively.
+    /// `bulk_load` into an empty table, which the caller holds exclusively
+    /// and has marked `loading`; the caller makes the last (`done`) report.
     fn load_empty(
         &self,
         t: &TableHandle,
         rows: impl IntoIterator<Item = Row>,
         mut progress: impl FnMut(BulkProgress),
+        loading: &crate::loading::Loading,
     ) -> Result<BulkProgress> {
         let c = self.core();
         let table = &t.info.name;
@@ -123,12 +152,14 @@ impl Database {
         for (ix, e) in indexes.iter().zip(entries) {
             index::build_from_entries(t, ix, e, txn.xid(), &*c.tm)?;
         }
+        // A read of the table refused meanwhile fails the load (`loading`
+        // rule 3); dropping `txn` rolls it back.
+        loading.refused()?;
         txn.commit()?;
         t.counters.tuples.fetch_add(p.rows, Ordering::Relaxed);
         p.pages_written = ring_writes(c) - written_before;
         p.elapsed = started.elapsed();
         p.done = true;
-        progress(p);
         Ok(p)
     }
 

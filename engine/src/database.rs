@@ -66,6 +66,10 @@ pub struct Database {
 #[derive(Debug)]
 pub(crate) struct Shared {
     core: Option<Core>,
+    /// The directory of a temporary database (`temporary`), removed when
+    /// this is dropped: after the core has shut down (`Drop` below runs
+    /// before the fields are dropped).
+    pub(crate) temp_dir: Option<tempfile::TempDir>,
 }
 
 impl Drop for Shared {
@@ -109,9 +113,11 @@ pub(crate) struct Core {
 /// named.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BufferInfo {
+    /// The pool's row: buffer id, tag, usage, pins, dirtiness, NUMA node.
     pub row: BufferRow,
     /// Table or index name, `"clog"`, `"catalog"`, or `"relation N"`.
     pub relation: Option<String>,
+    /// What the relation is, if the buffer holds a page.
     pub kind: Option<RelKind>,
     /// For a page of an index: meta page or tree page and its level (0 =
     /// leaf), read from the page itself (`btree::page_kind`).
@@ -121,12 +127,17 @@ pub struct BufferInfo {
 /// Pages of one relation fork resident in the pool.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResidentPages {
+    /// The relation.
     pub rel: RelId,
+    /// The fork (main or free-space).
     pub fork: Fork,
+    /// Table or index name, `"clog"`, `"catalog"`, or `"relation N"`.
     pub name: String,
+    /// What the relation is.
     pub kind: RelKind,
     /// For an index, its table's name.
     pub table: Option<String>,
+    /// Pages of the fork resident in the pool now.
     pub pages: usize,
 }
 
@@ -148,7 +159,9 @@ impl Default for TableOptions {
 /// One broken invariant found by [`Database::verify_indexes`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IndexViolation {
+    /// The index's name.
     pub index: String,
+    /// The broken invariant, as `btree::verify` reports it.
     pub violation: btree::Violation,
 }
 
@@ -238,6 +251,8 @@ impl Database {
         })?;
         invalid.check_none_left()?;
         recovery.invalid_pages_forgiven = invalid.forgiven;
+        // A copy made by `backup_to` must have replayed to its end LSN.
+        let from_backup = crate::backup::check_label(&dir, recovery.end)?;
         // 5. The catalog.
         let catalog_heap = Heap::open(pool.clone(), Some(wal.clone()), CATALOG_REL, true)
             .map_err(EngineError::heap("could not open the catalog"))?
@@ -332,9 +347,24 @@ impl Database {
         }
         // 10. The open succeeded: a crash of this run is a crash.
         datadir::remove_clean_marker(&core.dir)?;
+        if from_backup {
+            crate::backup::remove_label(&core.dir)?;
+        }
         Ok(Database {
-            shared: Arc::new(Shared { core: Some(core) }),
+            shared: Arc::new(Shared {
+                core: Some(core),
+                temp_dir: None,
+            }),
         })
+    }
+
+    /// The shared state, if this is its only handle (just opened).
+    pub(crate) fn shared_mut(&mut self) -> Option<&mut Shared> {
+        Arc::get_mut(&mut self.shared)
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
     }
 
     #[inline]
@@ -544,6 +574,7 @@ impl Database {
         let c = self.core();
         let _ddl = c.ddl.lock();
         let t = c.table(name)?;
+        crate::loading::check(&t)?;
         let mut dropped = t.dropped.write();
         let indexes: Vec<Arc<IndexHandle>> = t.indexes.read().clone();
         let txn = c.tm.begin()?;
@@ -631,6 +662,7 @@ impl Database {
         let t = c.table(table)?;
         let col = t.info.column_index(column)?;
         let (meta_tid, rel) = c.name_free(name)?;
+        crate::loading::check(&t)?;
         let dropped = t.dropped.write();
         if *dropped {
             return Err(EngineError::UnknownTable { name: table.into() });
@@ -712,6 +744,7 @@ impl Database {
         }
         let ix = c.index(name)?;
         let t = c.table(&ix.table)?;
+        crate::loading::check(&t)?;
         let dropped = t.dropped.write();
         let txn = c.tm.begin()?;
         let snap = txn.snapshot();
@@ -811,6 +844,7 @@ impl Database {
     pub fn vacuum(&self, table: &str) -> Result<VacuumReport> {
         let c = self.core();
         let t = c.table(table)?;
+        crate::loading::check(&t)?;
         let guard = t.dropped.read();
         if *guard {
             return Err(EngineError::UnknownTable { name: table.into() });
@@ -839,6 +873,7 @@ impl Database {
     pub fn verify_indexes(&self, table: &str) -> Result<Vec<IndexViolation>> {
         let c = self.core();
         let t = c.table(table)?;
+        crate::loading::check(&t)?;
         let guard = t.dropped.read();
         if *guard {
             return Err(EngineError::UnknownTable { name: table.into() });
@@ -946,14 +981,17 @@ impl Database {
         v
     }
 
+    /// The buffer pool's counters since open (accesses, hits, reads, writes by writer, evictions).
     pub fn pool_stats(&self) -> PoolStats {
         self.core().pool.stats()
     }
 
+    /// The WAL's counters since open (records, bytes, flushes, fsyncs).
     pub fn wal_stats(&self) -> WalStats {
         self.core().wal.stats()
     }
 
+    /// Transactions begun, committed, aborted and retried since open.
     pub fn txn_stats(&self) -> TxnStats {
         self.core().tm.stats()
     }
@@ -971,10 +1009,12 @@ impl Database {
         }
     }
 
+    /// The options the database was opened with.
     pub fn options(&self) -> &Options {
         &self.core().options
     }
 
+    /// The data directory (a temporary database's too).
     pub fn dir(&self) -> &Path {
         &self.core().dir
     }
@@ -1310,7 +1350,7 @@ type RelNames = HashMap<RelId, (String, RelKind, Option<String>)>;
 
 /// The clog, the catalog and every logged table and valid index with its
 /// file's length now.
-fn current_sizes(st: &CatalogState, pool: &BufferPool) -> Result<Vec<Recorded>> {
+pub(crate) fn current_sizes(st: &CatalogState, pool: &BufferPool) -> Result<Vec<Recorded>> {
     let mut rels: Vec<(RelId, RecordedKind, String)> = vec![
         (CLOG_REL, RecordedKind::Clog, "clog".into()),
         (CATALOG_REL, RecordedKind::Catalog, "catalog".into()),

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod autovacuum;
+mod backup;
 mod bulk;
 mod catalog;
 mod database;
@@ -14,18 +15,23 @@ mod error;
 mod handle;
 mod index;
 mod invalid_pages;
+mod loading;
 mod options;
 mod recovery;
 mod reserved;
+mod retry;
 mod row;
+#[cfg(feature = "testing")]
 pub mod soak;
 mod stats;
+mod temporary;
 mod transaction;
 mod txn;
 mod vacuum;
 mod value;
 
 pub use autovacuum::{AutovacuumError, AutovacuumStats, TableAutovacuum};
+pub use backup::{BACKUP_LABEL_FILE, BackupProgress, REREADS as BACKUP_REREADS};
 pub use bulk::BulkProgress;
 pub use catalog::{IndexInfo, MAX_COLUMNS, MAX_NAME_LEN, RelKind, TableInfo};
 pub use database::{BufferInfo, Database, IndexViolation, ResidentPages, TableOptions};
@@ -59,5 +65,9 @@ pub use heap::{
     HeapError, HintMode, RingChoice, ScanOptions, Snapshot, Tid, VacuumStats as HeapVacuumStats,
     XidStatus,
 };
+/// The simulated disk `Options::simulated_disk` takes (`testing` feature).
+#[cfg(feature = "testing")]
 pub use wal::sim_disk::SimDisk;
-pub use wal::{CheckpointInfo, FileSystem, Lsn, Record, Wal, WalError, WalStats, Xid};
+pub use wal::{
+    CheckpointInfo, FileSystem, ForcedFullPageWrites, Lsn, Record, Wal, WalError, WalStats, Xid,
+};

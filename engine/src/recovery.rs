@@ -45,6 +45,7 @@ pub struct RecoveryStats {
     /// power loss cut off) that became new pages (`durable`). Set by
     /// `Database::open`.
     pub beyond_durable: u64,
+    /// Of `beyond_durable`, the all-zero pages that became new pages.
     pub zeroed_new_pages: u64,
     /// Records handed to the caller's closure.
     pub other: u64,

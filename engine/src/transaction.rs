@@ -425,6 +425,7 @@ impl Transaction {
         self.check_usable()?;
         let t = table.resolve_table(&self.db)?;
         let h = &t.h;
+        crate::loading::check(h)?;
         let dropped = h.dropped.read();
         if *dropped {
             return Err(EngineError::UnknownTable {
@@ -444,6 +445,7 @@ impl Transaction {
         self.check_usable()?;
         let ix = index.resolve_index(&self.db)?;
         let t = &*ix.table;
+        crate::loading::check(t)?;
         let dropped = t.dropped.read();
         if *dropped {
             return Err(EngineError::UnknownTable {
@@ -1114,6 +1116,7 @@ impl RowIter {
             return Ok(false);
         };
         let t = &*self.table.h;
+        crate::loading::check(t)?;
         let dropped = t.dropped.read();
         if *dropped {
             return Err(EngineError::UnknownTable {
@@ -1151,6 +1154,7 @@ impl RowIter {
         };
         self.rows.clear();
         let t = &*self.table.h;
+        crate::loading::check(t)?;
         let dropped = t.dropped.read();
         if *dropped {
             return Err(EngineError::UnknownTable {
@@ -1295,6 +1299,7 @@ impl IndexRange {
     fn read_batch(&mut self) -> Result<()> {
         let t = &*self.index.table;
         let ix = &*self.index.ix;
+        crate::loading::check(t)?;
         let dropped = t.dropped.read();
         if *dropped {
             return Err(EngineError::UnknownTable {

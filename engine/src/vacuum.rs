@@ -22,6 +22,7 @@ pub struct VacuumReport {
     pub horizon: Xid,
     /// Each index of the table (vacuumed first), by name.
     pub indexes: Vec<(String, btree::VacuumStats)>,
+    /// What the heap's two passes did.
     pub heap: VacuumStats,
 }
 

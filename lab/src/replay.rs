@@ -1,4 +1,4 @@
-//! Replaying a page-access trace ([`crate::trace`]) through replacement
+//! Replaying a page-access trace ([`bufmgr::trace`]) through replacement
 //! policies, single-threaded, to compare their hit ratios on the same
 //! sequence: the engine's three evictors, textbook LRU, ARC and S3-FIFO, and
 //! Belady's OPT, the bound none of them can beat.
@@ -6,7 +6,7 @@
 //! # The engine's evictors: the same rules, a simpler pool
 //! [`ReplayPool`] is a pool of state words without pages, locks or I/O: one
 //! partition, one thread, a sweep batch of 1. It keeps the pool's state word
-//! layout ([`crate::desc`]) and calls the very rule functions the live pool
+//! layout ([`bufmgr::desc`]) and calls the very rule functions the live pool
 //! calls ([`Evictor::admit_bits`], [`Evictor::on_pin`], [`Evictor::on_tick`],
 //! [`Evictor::on_pop`], [`Evictor::ring_reusable`]), and the probation
 //! queue's [`Evictor::probation_target`] and ghost set ([`Ghost`], one per
@@ -58,14 +58,14 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use crate::config::RingSizes;
-use crate::desc::{PROBATION, REFCOUNT_ONE, TAG_VALID, VALID, refcount};
-use crate::evictor::{Evictor, PROBATION_DIVISOR, Tick};
-use crate::probation::Ghost;
-use crate::ring::RingKind;
-use crate::table::{HashedTag, NUM_MAPPING_PARTITIONS};
-use crate::tag::{BufferTag, PAGE_SIZE};
-use crate::trace::Access;
+use bufmgr::config::RingSizes;
+use bufmgr::desc::{PROBATION, REFCOUNT_ONE, TAG_VALID, VALID, refcount};
+use bufmgr::evictor::{Evictor, PROBATION_DIVISOR, Tick};
+use bufmgr::probation::Ghost;
+use bufmgr::ring::RingKind;
+use bufmgr::table::{HashedTag, NUM_MAPPING_PARTITIONS};
+use bufmgr::tag::{BufferTag, PAGE_SIZE};
+use bufmgr::trace::{Access, Trace};
 
 /// A replacement policy a trace can be replayed through.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Hash)]
@@ -196,7 +196,7 @@ pub enum VictimSource {
 }
 
 /// One decision of [`ReplayPool`]'s rules, as a [`StepObserver`] sees it.
-/// States are the pool's state words ([`crate::desc`]); refcount 0 (the
+/// States are the pool's state words ([`bufmgr::desc`]); refcount 0 (the
 /// replay never holds a pin between accesses).
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum StepEvent {
@@ -888,10 +888,129 @@ fn opt(keys: &[u32], pages: usize) -> Vec<bool> {
         .collect()
 }
 
+// ---------------------------------------------------------------------------
+// Comparing policies on one trace
+// ---------------------------------------------------------------------------
+
+/// One policy at one pool size.
+#[derive(Clone, Debug)]
+pub struct ReplayRow {
+    pub policy: Policy,
+    pub pages: usize,
+    pub hits: u64,
+    pub subset_hits: u64,
+}
+
+/// What [`run_replay`] found.
+#[derive(Clone, Debug)]
+pub struct ReplayResult {
+    pub accesses: u64,
+    pub subset_accesses: u64,
+    /// Hits the recording pool had (the trace's hit flags).
+    pub recorded_hits: u64,
+    pub recorded_subset_hits: u64,
+    pub recorded_pages: u32,
+    pub rows: Vec<ReplayRow>,
+}
+
+/// `h / n`, or 0 for no accesses.
+pub fn ratio(h: u64, n: u64) -> f64 {
+    if n == 0 { 0.0 } else { h as f64 / n as f64 }
+}
+
+impl ReplayResult {
+    /// The row of `p` at `pages`, if it was replayed.
+    pub fn find(&self, p: Policy, pages: usize) -> Option<&ReplayRow> {
+        self.rows.iter().find(|r| r.policy == p && r.pages == pages)
+    }
+
+    /// The share of the clock-to-OPT gap `row` closes on the subset (or
+    /// overall): (h - h_clock) / (h_opt - h_clock); `None` without both.
+    pub fn gap_closed(&self, row: &ReplayRow, subset: bool) -> Option<f64> {
+        let h = |r: &ReplayRow| {
+            if subset {
+                ratio(r.subset_hits, self.subset_accesses)
+            } else {
+                ratio(r.hits, self.accesses)
+            }
+        };
+        let clock = h(self.find(Policy::Engine(Evictor::Clock), row.pages)?);
+        let opt = h(self.find(Policy::Opt, row.pages)?);
+        (opt - clock > 1e-12).then(|| (h(row) - clock) / (opt - clock))
+    }
+}
+
+/// Replay `trace`'s accesses through each policy at each size; `subset`
+/// says which accesses the subset column counts. The (policy, size) jobs
+/// run on one thread per core; the rows come back in job order (sizes
+/// outer, policies inner).
+pub fn run_replay(
+    trace: &Trace,
+    policies: &[Policy],
+    sizes: &[usize],
+    subset: impl Fn(&Access) -> bool,
+) -> ReplayResult {
+    let accesses = trace.accesses_by_time();
+    let refs: Vec<Ref> = accesses.iter().map(|a| Ref::from(*a)).collect();
+    let in_subset: Vec<bool> = accesses.iter().map(|a| subset(a)).collect();
+    let count = |hits: &[bool]| {
+        let all = hits.iter().filter(|&&h| h).count() as u64;
+        let sub = hits
+            .iter()
+            .zip(&in_subset)
+            .filter(|&(&h, &s)| h && s)
+            .count() as u64;
+        (all, sub)
+    };
+    let recorded: Vec<bool> = accesses.iter().map(|a| a.hit).collect();
+    let (recorded_hits, recorded_subset_hits) = count(&recorded);
+    let jobs: Vec<(Policy, usize)> = sizes
+        .iter()
+        .flat_map(|&n| policies.iter().map(move |&p| (p, n)))
+        .collect();
+    // One thread per core, each taking the next job.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let rows = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..cores.min(jobs.len()).max(1) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&(policy, pages)) = jobs.get(i) else {
+                        break;
+                    };
+                    let hits = replay(policy, &refs, pages, &RingSizes::default());
+                    let (h, sh) = count(&hits);
+                    rows.lock().expect("no panics hold it").push((
+                        i,
+                        ReplayRow {
+                            policy,
+                            pages,
+                            hits: h,
+                            subset_hits: sh,
+                        },
+                    ));
+                }
+            });
+        }
+    });
+    let mut rows = rows.into_inner().expect("no panics hold it");
+    rows.sort_by_key(|r| r.0);
+    ReplayResult {
+        accesses: refs.len() as u64,
+        subset_accesses: in_subset.iter().filter(|&&s| s).count() as u64,
+        recorded_hits,
+        recorded_subset_hits,
+        recorded_pages: trace.pool_buffers,
+        rows: rows.into_iter().map(|r| r.1).collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tag::{RelFork, RelId};
+    use bufmgr::tag::{RelFork, RelId};
     use proptest::prelude::*;
 
     /// Accesses to pages named by letters (block = letter - 'a').
@@ -910,6 +1029,51 @@ mod tests {
             .iter()
             .filter(|&&h| h)
             .count()
+    }
+
+    /// A loop over 3 pages in a pool of 2, by thread 0, then thread 1
+    /// reading page 9 over and over.
+    fn loop_trace() -> Trace {
+        use bufmgr::trace::TraceEvent;
+        let mut events = Vec::new();
+        let mut at = |rel: u32, block: u32, thread: u32, nanos: u64| {
+            events.push(TraceEvent::Access(Access {
+                tag: BufferTag::new(RelFork::main(RelId(rel)), block),
+                thread,
+                hit: false,
+                ring: None,
+                buffer: 0,
+                nanos,
+            }))
+        };
+        for i in 0..30u32 {
+            at(1, i % 3, 0, u64::from(i));
+        }
+        for i in 0..10u32 {
+            at(2, 9, 1, 100 + u64::from(i));
+        }
+        Trace {
+            pool_buffers: 2,
+            events,
+        }
+    }
+
+    #[test]
+    fn gap_closed_is_measured_from_clock_to_opt_and_subsets_count_apart() {
+        let r = run_replay(&loop_trace(), &Policy::ALL, &[2], |a| a.thread == 0);
+        assert_eq!((r.accesses, r.subset_accesses), (40, 30));
+        assert_eq!(r.recorded_hits, 0, "the trace's own flags");
+        let row = |p| r.find(p, 2).unwrap().clone();
+        // LRU never hits a loop larger than the pool; thread 1's page stays.
+        assert_eq!(row(Policy::Lru).subset_hits, 0);
+        assert_eq!(row(Policy::Lru).hits, 9);
+        let (clock, opt) = (row(Policy::Engine(Evictor::Clock)), row(Policy::Opt));
+        assert!(opt.hits > clock.hits, "{opt:?} vs {clock:?}");
+        assert_eq!(r.gap_closed(&clock, false), Some(0.0));
+        assert_eq!(r.gap_closed(&opt, false), Some(1.0));
+        // One row per policy, in the order asked for.
+        let order: Vec<Policy> = r.rows.iter().map(|x| x.policy).collect();
+        assert_eq!(order, Policy::ALL);
     }
 
     // The trace "aabcabc" in a pool of 2, worked out by hand:
@@ -1071,7 +1235,7 @@ mod tests {
     // b 1->0, a 1->0, and takes b (u0) on its fourth tick.
     #[test]
     fn observer_sees_the_clock_ticks_worked_out_by_hand() {
-        let u = |n: u64| V | (n * crate::desc::USAGE_ONE);
+        let u = |n: u64| V | (n * bufmgr::desc::USAGE_ONE);
         let ev = observed(Evictor::Clock, "aabc", 2);
         assert_eq!(
             ev,
@@ -1097,7 +1261,7 @@ mod tests {
     // miss demotes a to COOL and takes d; f's miss takes a.
     #[test]
     fn observer_sees_the_hotcool_ticks_worked_out_by_hand() {
-        use crate::desc::{HOT, REFBIT};
+        use bufmgr::desc::{HOT, REFBIT};
         let hr = V | HOT | REFBIT;
         let ev = observed(Evictor::HotCool, "aabcadef", 2);
         assert_eq!(
