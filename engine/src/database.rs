@@ -1385,6 +1385,7 @@ impl Core {
         Ok(Arc::new(IndexHandle {
             info,
             table: t.info.name.clone(),
+            column_type: col.ty,
             btree,
             catalog_tid,
             dropped: AtomicBool::new(false),

@@ -66,13 +66,12 @@ impl Table {
 /// Column `idx` of table `info` as a [`Col`] (`idx` must be in range).
 pub(crate) fn col_of(info: &TableInfo, idx: usize) -> Col {
     let cols = &info.columns;
-    // Rows start with the column count (2 bytes) and the null bitmap; if
-    // every column before this one is a NOT NULL i64, its value is always at
-    // the same offset.
+    // If every column before this one is NOT NULL and of a fixed width, its
+    // value is always at the same offset past the null bitmap.
     let fixed = cols[..idx]
         .iter()
-        .all(|c| c.ty == ColumnType::I64 && !c.nullable)
-        .then(|| 2 + cols.len().div_ceil(8) + 8 * idx)
+        .map(|c| c.ty.fixed_width().filter(|_| !c.nullable))
+        .sum::<Option<usize>>()
         .and_then(|o| u32::try_from(o).ok());
     Col {
         rel: info.rel,
@@ -114,8 +113,9 @@ pub struct Col {
     pub(crate) idx: u32,
     pub(crate) ty: ColumnType,
     pub(crate) nullable: bool,
-    /// Byte offset of the value in every row, when it does not depend on
-    /// the row (every column before it is a NOT NULL i64).
+    /// Byte offset of the value past the row's null bitmap, when it does
+    /// not depend on the row (every column before it is NOT NULL and of a
+    /// fixed width).
     pub(crate) fixed: Option<u32>,
 }
 

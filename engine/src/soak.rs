@@ -487,7 +487,9 @@ pub fn run_child(dir: &Path, seed: u64, deadline: Duration, out: &mut impl Write
                 .filter(|v| v.as_deref() == Some(name))
                 .count();
             assert_eq!(
-                t.index_lookup("t_name", &Value::from(name)).unwrap().len(),
+                t.index_lookup("t_name", &Value::from(name.as_bytes()))
+                    .unwrap()
+                    .len(),
                 want
             );
         }
@@ -815,7 +817,7 @@ impl Soak {
             .filter(|n| n.as_deref() == Some("n3"))
             .count();
         let found = t
-            .index_lookup("t_name", &Value::from("n3"))
+            .index_lookup("t_name", &Value::from(b"n3".as_slice()))
             .map_err(e)?
             .len();
         if found != n3 {

@@ -103,7 +103,7 @@ use crate::index::{self, map_btree, search_key, value_key};
 use crate::row::RowRef;
 use crate::txn::Xid;
 use crate::txn::xact::CommitMode;
-use crate::value::{Row, Value, decode_row, encode_row};
+use crate::value::{ColumnType, Row, Value, decode_row, encode_row};
 
 /// Map a heap error of operation `op` on `table` to the engine's.
 pub(crate) fn map_heap(table: &str, op: &str) -> impl FnOnce(HeapError) -> EngineError {
@@ -911,9 +911,14 @@ fn unique_index(t: &TableHandle, column: &str) -> Result<std::sync::Arc<IndexHan
 /// Does the row's indexed column still hold `key`?
 #[inline]
 fn key_matches(row: &RowRef<'_>, col: Col, key: &Key) -> Result<bool> {
-    Ok(match key {
-        Key::I64(k) => row.i64_opt(col)? == Some(*k),
-        Key::Bytes(k) => row.bytes_opt(col)? == Some(k.as_slice()),
+    Ok(match (col.ty(), key) {
+        (ColumnType::I64, Key::I64(k)) => row.i64_opt(col)? == Some(*k),
+        (ColumnType::Timestamp, Key::I64(k)) => row.timestamp_opt(col)? == Some(*k),
+        (ColumnType::Bytes, Key::Bytes(k)) => row.bytes_opt(col)? == Some(k.as_slice()),
+        (ColumnType::Text, Key::Bytes(k)) => {
+            row.text_opt(col)?.map(str::as_bytes) == Some(k.as_slice())
+        }
+        _ => value_key(&row.value(col)?).as_ref() == Some(key),
     })
 }
 

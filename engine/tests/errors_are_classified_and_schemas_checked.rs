@@ -71,7 +71,7 @@ fn a_definition_too_large_for_the_catalog_is_an_invalid_schema() {
         db.create_table("named", named).unwrap();
         let t = db.begin().unwrap();
         let mut full: Vec<Value> = (0..fit).map(|_| Value::Null).collect();
-        full[0] = Value::from("x");
+        full[0] = Value::from(b"x".as_slice());
         t.insert("named", full).unwrap();
         t.commit().unwrap();
 
