@@ -43,6 +43,7 @@ use heap::{Heap, Tid};
 use parking_lot::{Mutex, RwLock};
 
 use crate::error::{EngineError, Result, cut};
+use crate::schema::Schema;
 use crate::value::{COUNT_LEN, Column, ColumnType, LEN_PREFIX, Row, Value, decode_row, encode_row};
 
 pub use crate::reserved::CATALOG_REL;
@@ -109,10 +110,10 @@ pub struct IndexInfo {
 /// An open table: its definition, its heap and its indexes.
 #[derive(Debug)]
 pub(crate) struct TableHandle {
-    pub info: TableInfo,
+    /// Its definition (the newest version; `schema`), and where its
+    /// catalog row is.
+    pub info: Schema,
     pub heap: Heap,
-    /// Where its catalog row is.
-    pub catalog_tid: Tid,
     /// Operations hold it shared; DROP takes it exclusively and sets it, so a
     /// dropped table's heap is never touched again. CREATE / DROP INDEX take
     /// it exclusively too (PostgreSQL's ShareLock for CREATE INDEX, coarser:
@@ -404,10 +405,28 @@ pub(crate) fn full_row_min_len(columns: &[Column]) -> usize {
     2 + columns.len().div_ceil(8) + values
 }
 
+/// Check a new table's definition: [`check_definition`], and no column
+/// has a default (a default is what rows stored before its column was
+/// added read: only `add_column` takes one).
+pub(crate) fn check_table(name: &str, columns: &[Column]) -> Result<()> {
+    if let Some(c) = columns.iter().find(|c| c.default.is_some()) {
+        return Err(EngineError::InvalidSchema {
+            name: name.to_string(),
+            detail: format!(
+                "column {} has a default: a default is what rows stored before a column \
+                 was added read, so only add_column takes one (every row of a new table \
+                 carries its own value)",
+                cut(&c.name)
+            ),
+        });
+    }
+    check_definition(name, columns)
+}
+
 /// Check a table definition: its name and columns, that its definition
 /// fits in one catalog row, and that a row with a value in every column
 /// fits on a page.
-pub(crate) fn check_table(name: &str, columns: &[Column]) -> Result<()> {
+pub(crate) fn check_definition(name: &str, columns: &[Column]) -> Result<()> {
     check_name("table", name, name)?;
     let bad = |detail: String| EngineError::InvalidSchema {
         name: name.to_string(),
@@ -423,14 +442,6 @@ pub(crate) fn check_table(name: &str, columns: &[Column]) -> Result<()> {
         check_name("column", name, &c.name)?;
         if columns[..i].iter().any(|o| o.name == c.name) {
             return Err(bad(format!("column {} appears twice", cut(&c.name))));
-        }
-        if c.default.is_some() {
-            return Err(bad(format!(
-                "column {} has a default: a default is what rows stored before a column \
-                 was added read, so only add_column takes one (every row of a new table \
-                 carries its own value)",
-                cut(&c.name)
-            )));
         }
     }
     let max = heap::page::MAX_ROW_LEN;

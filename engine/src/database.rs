@@ -43,6 +43,7 @@ use crate::options::Options;
 use crate::recovery::{RecoveryStats, recover};
 use crate::registry::SnapshotRegistry;
 use crate::reserved::{CLOG_REL, FIRST_USER_REL};
+use crate::schema::Schema;
 use crate::transaction::Transaction;
 use crate::txn::Xid;
 use crate::txn::xact::{CommitMode, TransactionManager, TxnStats, next_xid_hint};
@@ -564,9 +565,8 @@ impl Database {
         st.tables.insert(
             name.to_string(),
             Arc::new(TableHandle {
-                info: info.clone(),
+                info: Schema::new(info.clone(), catalog_tid),
                 heap,
-                catalog_tid,
                 dropped: RwLock::new(false),
                 indexes: RwLock::new(Vec::new()),
                 vacuum: Mutex::new(()),
@@ -598,7 +598,7 @@ impl Database {
         let snap = txn.snapshot();
         let what = || format!("drop table {name:?}: catalog");
         c.catalog_heap
-            .delete(txn.xid(), &snap, &*c.tm, t.catalog_tid)
+            .delete(txn.xid(), &snap, &*c.tm, t.info.catalog_tid())
             .map_err(EngineError::heap(what()))?;
         for ix in &indexes {
             c.catalog_heap
@@ -1253,7 +1253,7 @@ impl Core {
     /// on, vacuum it once its dead versions pass the autovacuum threshold
     /// (autovacuum rule 5). Called under the DDL lock, after the commit: a
     /// failed vacuum is recorded in the autovacuum stats, not returned.
-    fn catalog_changed(&self, p: Pending) {
+    pub(crate) fn catalog_changed(&self, p: Pending) {
         self.catalog_counters.add(&p, true);
         self.maybe_vacuum_catalog();
     }
@@ -1582,9 +1582,8 @@ impl Core {
             }
             let heap = self.open_heap(info.rel, &info.name, info.logged)?;
             let t = Arc::new(TableHandle {
-                info,
+                info: Schema::new(info, catalog_tid),
                 heap,
-                catalog_tid,
                 dropped: RwLock::new(false),
                 indexes: RwLock::new(Vec::new()),
                 vacuum: Mutex::new(()),

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod alter;
 pub mod autovacuum;
 pub mod catalog;
 pub mod database;
@@ -14,6 +15,7 @@ pub mod recovery;
 mod registry;
 pub mod reserved;
 pub mod row;
+mod schema;
 pub mod soak;
 pub mod transaction;
 pub mod txn;

@@ -186,6 +186,13 @@ impl Column {
         }
     }
 
+    /// This column with `default` as what the rows stored before it read
+    /// (for [`crate::Database::add_column`]).
+    pub fn with_default(mut self, default: impl Into<Value>) -> Column {
+        self.default = Some(default.into());
+        self
+    }
+
     /// What a row stored with fewer columns than this one's position reads
     /// here: the default, or NULL.
     pub(crate) fn missing(&self) -> &Value {
