@@ -11,6 +11,7 @@ pub mod handle;
 mod index;
 mod invalid_pages;
 pub mod options;
+pub mod owned_row;
 pub mod recovery;
 mod registry;
 pub mod reserved;
@@ -30,6 +31,7 @@ pub use database::{
 pub use error::{EngineError, ErrorKind, Result};
 pub use handle::{Col, Index, IndexRef, Table, TableRef};
 pub use options::{Options, Partitions, parse_evictor};
+pub use owned_row::{OwnedRow, RowColumn};
 pub use recovery::{RecoveryStats, recover, recover_from};
 pub use reserved::{CATALOG_REL, CLOG_REL, FIRST_USER_REL};
 pub use row::RowRef;

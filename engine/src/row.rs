@@ -15,10 +15,14 @@
 //! is share-locked: the callback must not call back into the database (it
 //! could wait for a lock this thread holds). Copy out what you need.
 
+use std::sync::Arc;
+
 use crate::catalog::TableInfo;
 use crate::database::RowId;
 use crate::error::{EngineError, Result};
 use crate::handle::{Col, col_of};
+use crate::owned_row::{OwnedRow, RowColumn, Shape};
+use crate::schema::Schema;
 use crate::value::{COUNT_LEN, ColumnType, LEN_PREFIX, Row, Value, bitmap_len, decode_row};
 
 /// A visible row on a share-locked page (module docs).
@@ -27,6 +31,8 @@ pub struct RowRef<'a> {
     id: RowId,
     data: &'a [u8],
     table: &'a TableInfo,
+    /// `table` as owned rows share it.
+    shape: &'a Arc<Shape>,
 }
 
 /// Where a column's value is.
@@ -42,8 +48,14 @@ enum Slot<'a> {
 
 impl<'a> RowRef<'a> {
     #[inline]
-    pub(crate) fn new(id: RowId, data: &'a [u8], table: &'a TableInfo) -> RowRef<'a> {
-        RowRef { id, data, table }
+    pub(crate) fn new(id: RowId, data: &'a [u8], schema: &'a Schema) -> RowRef<'a> {
+        let shape = schema.shape();
+        RowRef {
+            id,
+            data,
+            table: shape.table(),
+            shape,
+        }
     }
 
     /// The row's id (its heap TID).
@@ -69,21 +81,18 @@ impl<'a> RowRef<'a> {
         Ok(col_of(self.table, idx))
     }
 
-    /// The column called `name` as an owned [`Value`].
-    pub fn get(&self, name: &str) -> Result<Value> {
-        self.value(self.column(name)?)
-    }
-
     /// The non-NULL `I64` column `col`.
     #[inline]
-    pub fn i64(&self, col: Col) -> Result<i64> {
+    pub fn i64(&self, col: impl RowColumn) -> Result<i64> {
+        let col = col.col(self.table)?;
         self.i64_opt(col)?
             .ok_or_else(|| self.wrong(col, "is NULL (read it with i64_opt)"))
     }
 
     /// The `I64` column `col`, `None` if NULL.
     #[inline]
-    pub fn i64_opt(&self, col: Col) -> Result<Option<i64>> {
+    pub fn i64_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
+        let col = col.col(self.table)?;
         match self.slot(col, ColumnType::I64)? {
             Slot::Null => Ok(None),
             Slot::At(p) => Ok(Some(i64::from_le_bytes(self.fixed(p)?))),
@@ -93,13 +102,15 @@ impl<'a> RowRef<'a> {
 
     /// The non-NULL `F64` column `col`.
     #[inline]
-    pub fn f64(&self, col: Col) -> Result<f64> {
+    pub fn f64(&self, col: impl RowColumn) -> Result<f64> {
+        let col = col.col(self.table)?;
         self.f64_opt(col)?
             .ok_or_else(|| self.wrong(col, "is NULL (read it with f64_opt)"))
     }
 
     /// The `F64` column `col`, `None` if NULL.
-    pub fn f64_opt(&self, col: Col) -> Result<Option<f64>> {
+    pub fn f64_opt(&self, col: impl RowColumn) -> Result<Option<f64>> {
+        let col = col.col(self.table)?;
         match self.slot(col, ColumnType::F64)? {
             Slot::Null => Ok(None),
             Slot::At(p) => Ok(Some(f64::from_bits(u64::from_le_bytes(self.fixed(p)?)))),
@@ -109,13 +120,15 @@ impl<'a> RowRef<'a> {
 
     /// The non-NULL `Timestamp` column `col` (microseconds since the epoch).
     #[inline]
-    pub fn timestamp(&self, col: Col) -> Result<i64> {
+    pub fn timestamp(&self, col: impl RowColumn) -> Result<i64> {
+        let col = col.col(self.table)?;
         self.timestamp_opt(col)?
             .ok_or_else(|| self.wrong(col, "is NULL (read it with timestamp_opt)"))
     }
 
     /// The `Timestamp` column `col`, `None` if NULL.
-    pub fn timestamp_opt(&self, col: Col) -> Result<Option<i64>> {
+    pub fn timestamp_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
+        let col = col.col(self.table)?;
         match self.slot(col, ColumnType::Timestamp)? {
             Slot::Null => Ok(None),
             Slot::At(p) => Ok(Some(i64::from_le_bytes(self.fixed(p)?))),
@@ -125,13 +138,15 @@ impl<'a> RowRef<'a> {
 
     /// The non-NULL `Bool` column `col`.
     #[inline]
-    pub fn bool(&self, col: Col) -> Result<bool> {
+    pub fn bool(&self, col: impl RowColumn) -> Result<bool> {
+        let col = col.col(self.table)?;
         self.bool_opt(col)?
             .ok_or_else(|| self.wrong(col, "is NULL (read it with bool_opt)"))
     }
 
     /// The `Bool` column `col`, `None` if NULL.
-    pub fn bool_opt(&self, col: Col) -> Result<Option<bool>> {
+    pub fn bool_opt(&self, col: impl RowColumn) -> Result<Option<bool>> {
+        let col = col.col(self.table)?;
         match self.slot(col, ColumnType::Bool)? {
             Slot::Null => Ok(None),
             Slot::At(p) => match self.fixed::<1>(p)? {
@@ -148,13 +163,15 @@ impl<'a> RowRef<'a> {
 
     /// The non-NULL `Bytes` column `col`, borrowed from the page.
     #[inline]
-    pub fn bytes(&self, col: Col) -> Result<&'a [u8]> {
+    pub fn bytes(&self, col: impl RowColumn) -> Result<&'a [u8]> {
+        let col = col.col(self.table)?;
         self.bytes_opt(col)?
             .ok_or_else(|| self.wrong(col, "is NULL (read it with bytes_opt)"))
     }
 
     /// The `Bytes` column `col`, `None` if NULL.
-    pub fn bytes_opt(&self, col: Col) -> Result<Option<&'a [u8]>> {
+    pub fn bytes_opt(&self, col: impl RowColumn) -> Result<Option<&'a [u8]>> {
+        let col = col.col(self.table)?;
         match self.slot(col, ColumnType::Bytes)? {
             Slot::Null => Ok(None),
             Slot::At(p) => {
@@ -167,14 +184,16 @@ impl<'a> RowRef<'a> {
 
     /// The non-NULL `Text` column `col`, borrowed from the page.
     #[inline]
-    pub fn text(&self, col: Col) -> Result<&'a str> {
+    pub fn text(&self, col: impl RowColumn) -> Result<&'a str> {
+        let col = col.col(self.table)?;
         self.text_opt(col)?
             .ok_or_else(|| self.wrong(col, "is NULL (read it with text_opt)"))
     }
 
     /// The `Text` column `col`, `None` if NULL. Bytes that are not UTF-8
     /// are [`EngineError::CorruptRow`].
-    pub fn text_opt(&self, col: Col) -> Result<Option<&'a str>> {
+    pub fn text_opt(&self, col: impl RowColumn) -> Result<Option<&'a str>> {
+        let col = col.col(self.table)?;
         match self.slot(col, ColumnType::Text)? {
             Slot::Null => Ok(None),
             Slot::At(p) => {
@@ -192,8 +211,9 @@ impl<'a> RowRef<'a> {
         }
     }
 
-    /// Column `col` as an owned [`Value`].
-    pub fn value(&self, col: Col) -> Result<Value> {
+    /// Column `col` (a name or a [`Col`]) as an owned [`Value`].
+    pub fn value(&self, col: impl RowColumn) -> Result<Value> {
+        let col = col.col(self.table)?;
         Ok(match col.ty {
             ColumnType::I64 => self.i64_opt(col)?.map_or(Value::Null, Value::I64),
             ColumnType::F64 => self.f64_opt(col)?.map_or(Value::Null, Value::F64),
@@ -210,23 +230,20 @@ impl<'a> RowRef<'a> {
         })
     }
 
-    /// The whole row, decoded and checked as every owned read is.
+    /// The whole row's values, decoded and checked as every owned read is.
     pub fn to_row(&self) -> Result<Row> {
         decode_row(&self.table.columns, self.data, |d| self.corrupt(d))
     }
 
-    /// Check that `col` is a column of this table of type `ty`, and find it.
+    /// The whole row as an [`OwnedRow`] (readable by column name).
+    pub fn to_owned_row(&self) -> Result<OwnedRow> {
+        Ok(OwnedRow::new(self.to_row()?, self.shape.clone()))
+    }
+
+    /// Check that `col` (a column of this table: `RowColumn::col`) is of
+    /// type `ty`, and find it.
     #[inline]
     fn slot(&self, col: Col, ty: ColumnType) -> Result<Slot<'a>> {
-        if col.rel != self.table.rel || col.idx as usize >= self.table.columns.len() {
-            return Err(EngineError::WrongColumn {
-                table: self.table.name.clone(),
-                detail: format!(
-                    "column handle {} belongs to another table ({})",
-                    col.idx, col.rel
-                ),
-            });
-        }
         if col.ty != ty {
             return Err(self.wrong(
                 col,

@@ -23,16 +23,18 @@
 //!    find the current one.
 
 use std::ops::Deref;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use heap::Tid;
 
 use crate::catalog::TableInfo;
+use crate::owned_row::Shape;
 
 /// A table's definition, newest version first to readers (module docs).
 #[derive(Debug)]
 pub(crate) struct Schema {
-    info: TableInfo,
+    /// The definition, as the owned rows read with this version share it.
+    shape: Arc<Shape>,
     /// Where this version's catalog row is.
     catalog_tid: Tid,
     next: OnceLock<Box<Schema>>,
@@ -42,7 +44,7 @@ impl Schema {
     /// The first version: `info`, whose catalog row is at `catalog_tid`.
     pub fn new(info: TableInfo, catalog_tid: Tid) -> Schema {
         Schema {
-            info,
+            shape: Shape::whole(Arc::new(info)),
             catalog_tid,
             next: OnceLock::new(),
         }
@@ -56,6 +58,13 @@ impl Schema {
             s = n;
         }
         s
+    }
+
+    /// The newest version as the shape of a whole row (owned rows keep
+    /// the version they were read with).
+    #[inline]
+    pub fn shape(&self) -> &Arc<Shape> {
+        &self.newest().shape
     }
 
     /// Where the newest version's catalog row is.
@@ -81,7 +90,7 @@ impl Deref for Schema {
 
     #[inline]
     fn deref(&self) -> &TableInfo {
-        &self.newest().info
+        self.newest().shape.table()
     }
 }
 

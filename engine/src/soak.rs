@@ -480,7 +480,10 @@ pub fn run_child(dir: &Path, seed: u64, deadline: Duration, out: &mut impl Write
                 .nth(rng.below(model.len() as u64) as usize)
                 .unwrap();
             let got = t.get_by_key("t", "id", &Value::I64(k)).unwrap();
-            assert_eq!(got.map(|(_, r)| r), Some(row_of(k, &model[&k])));
+            assert_eq!(
+                got.map(|(_, r)| r.into_values()),
+                Some(row_of(k, &model[&k]))
+            );
             let name = names[rng.below(names.len() as u64) as usize];
             let want = model
                 .values()

@@ -100,6 +100,7 @@ use crate::database::{Core, Database, RowId};
 use crate::error::{EngineError, Result};
 use crate::handle::{Col, IndexRef, Table, TableRef, col_of};
 use crate::index::{self, map_btree, search_key, value_key};
+use crate::owned_row::{OwnedRow, Shape};
 use crate::row::RowRef;
 use crate::txn::Xid;
 use crate::txn::xact::CommitMode;
@@ -465,7 +466,8 @@ impl Transaction {
     /// entry; a unique index may refuse ([`EngineError::UniqueViolation`],
     /// or [`EngineError::UniqueConflict`] if a transaction in progress holds
     /// the key), and then nothing visible changed.
-    pub fn insert(&self, table: impl TableRef, row: Row) -> Result<RowId> {
+    pub fn insert(&self, table: impl TableRef, row: impl Into<Row>) -> Result<RowId> {
+        let row: Row = row.into();
         self.with_table(table, |t| {
             let name = &t.info.name;
             let bytes = encode_row(name, &t.info.columns, &row)?;
@@ -508,7 +510,13 @@ impl Transaction {
     /// Replace the row at `row_id`; returns the new version's row id. The
     /// new version gets an entry in every index (unique keys are checked
     /// before anything changes).
-    pub fn update(&self, table: impl TableRef, row_id: RowId, row: Row) -> Result<RowId> {
+    pub fn update(
+        &self,
+        table: impl TableRef,
+        row_id: RowId,
+        row: impl Into<Row>,
+    ) -> Result<RowId> {
+        let row: Row = row.into();
         self.with_table(table, |t| {
             let name = &t.info.name;
             let bytes = encode_row(name, &t.info.columns, &row)?;
@@ -575,7 +583,7 @@ impl Transaction {
         table: impl TableRef,
         column: &str,
         value: &Value,
-        row: Row,
+        row: impl Into<Row>,
     ) -> Result<Option<RowId>> {
         let t = table.resolve_table(&self.db)?;
         match self.get_by_key(&*t, column, value)? {
@@ -597,8 +605,8 @@ impl Transaction {
     // ---- reads of owned rows ----
 
     /// The row at `row_id` if this transaction sees it.
-    pub fn get(&self, table: impl TableRef, row_id: RowId) -> Result<Option<Row>> {
-        self.get_with(table, row_id, |row| row.to_row())?
+    pub fn get(&self, table: impl TableRef, row_id: RowId) -> Result<Option<OwnedRow>> {
+        self.get_with(table, row_id, |row| row.to_owned_row())?
             .transpose()
     }
 
@@ -609,7 +617,7 @@ impl Transaction {
         table: impl TableRef,
         column: &str,
         value: &Value,
-    ) -> Result<Option<(RowId, Row)>> {
+    ) -> Result<Option<(RowId, OwnedRow)>> {
         self.with_table(table, |t| {
             let ix = unique_index(t, column)?;
             let Some(key) = search_key(&ix, &t.info.columns, value)? else {
@@ -617,7 +625,7 @@ impl Transaction {
             };
             let mut found = None;
             self.each_match(t, &ix, &key, |row| {
-                found = Some((row.id(), row.to_row()?));
+                found = Some((row.id(), row.to_owned_row()?));
                 Ok(false)
             })?;
             Ok(found)
@@ -627,10 +635,14 @@ impl Transaction {
     /// Every row this transaction sees whose indexed column is `value`, in
     /// row-id order, through index `index` (or the only index of the table
     /// named `index`). NULL finds nothing (NULLs are not indexed).
-    pub fn index_lookup(&self, index: impl IndexRef, value: &Value) -> Result<Vec<(RowId, Row)>> {
+    pub fn index_lookup(
+        &self,
+        index: impl IndexRef,
+        value: &Value,
+    ) -> Result<Vec<(RowId, OwnedRow)>> {
         let mut out = Vec::new();
         self.lookup_each(index, value, |row| {
-            out.push((row.id(), row.to_row()?));
+            out.push((row.id(), row.to_owned_row()?));
             Ok(())
         })?;
         Ok(out)
@@ -1051,10 +1063,11 @@ pub struct RowIter {
     last: Option<RowId>,
     /// The stream is over.
     done: bool,
-    rows: VecDeque<Result<(RowId, Row)>>,
+    rows: VecDeque<Result<(RowId, OwnedRow)>>,
     batch: Vec<(usize, u16)>,
     filter: Option<FilterBox>,
-    projection: Option<Vec<Col>>,
+    /// The projected columns, and the shape of the rows they make.
+    projection: Option<(Vec<Col>, Arc<Shape>)>,
     failed: bool,
     /// Dropped last (fields drop in order): if this is the database's last
     /// handle, the database closes after the stream's pins and the table
@@ -1105,7 +1118,8 @@ impl RowIter {
     /// Hand out only these columns, in this order (each row a `Vec<Value>`
     /// of `cols.len()` values). Applies to pages not yet read.
     pub fn project(mut self, cols: &[Col]) -> RowIter {
-        self.projection = Some(cols.to_vec());
+        let table = self.table.h.info.shape().table_shared();
+        self.projection = Some((cols.to_vec(), Shape::projected(table, cols)));
         self
     }
 
@@ -1184,7 +1198,7 @@ impl RowIter {
         )
     }
 
-    fn fail(&mut self, e: EngineError) -> Option<Result<(RowId, Row)>> {
+    fn fail(&mut self, e: EngineError) -> Option<Result<(RowId, OwnedRow)>> {
         self.failed = true;
         self.rows.clear();
         // The read-ahead pins go now, not when the caller drops us.
@@ -1198,8 +1212,8 @@ impl RowIter {
 fn collect_row(
     row: RowRef<'_>,
     filter: &mut Option<FilterBox>,
-    projection: &Option<Vec<Col>>,
-    rows: &mut VecDeque<Result<(RowId, Row)>>,
+    projection: &Option<(Vec<Col>, Arc<Shape>)>,
+    rows: &mut VecDeque<Result<(RowId, OwnedRow)>>,
     after: Option<RowId>,
 ) {
     if after.is_some_and(|a| row.id() <= a) {
@@ -1214,12 +1228,12 @@ fn collect_row(
             return Ok(None);
         }
         match projection {
-            None => row.to_row().map(Some),
-            Some(cols) => cols
+            None => row.to_owned_row().map(Some),
+            Some((cols, shape)) => cols
                 .iter()
                 .map(|&c| row.value(c))
                 .collect::<Result<Row>>()
-                .map(Some),
+                .map(|values| Some(OwnedRow::new(values, shape.clone()))),
         }
     });
     match out {
@@ -1230,7 +1244,7 @@ fn collect_row(
 }
 
 impl Iterator for RowIter {
-    type Item = Result<(RowId, Row)>;
+    type Item = Result<(RowId, OwnedRow)>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed {
@@ -1289,7 +1303,7 @@ pub struct IndexRange {
     /// The entry of the last row handed out.
     last: Option<(Key, Tid)>,
     /// Rows fetched, with their index entries' keys.
-    rows: VecDeque<(Key, RowId, Row)>,
+    rows: VecDeque<(Key, RowId, OwnedRow)>,
     done: bool,
     /// Dropped last, as in [`RowIter`].
     _reg: SnapshotReg,
@@ -1338,6 +1352,7 @@ impl IndexRange {
         }
         self.after = entries.last().cloned();
         let name = &t.info.name;
+        let shape = t.info.shape();
         let tm = &*self.db.core().tm;
         for (key, tid) in entries {
             let got = t
@@ -1350,7 +1365,8 @@ impl IndexRange {
             if let Some(row) = got
                 && value_key(&row[ix.info.column]).as_ref() == Some(&key)
             {
-                self.rows.push_back((key, tid, row));
+                self.rows
+                    .push_back((key, tid, OwnedRow::new(row, shape.clone())));
             }
         }
         Ok(())
@@ -1358,7 +1374,7 @@ impl IndexRange {
 }
 
 impl Iterator for IndexRange {
-    type Item = Result<(RowId, Row)>;
+    type Item = Result<(RowId, OwnedRow)>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if forget_rolled_back(&mut self.snapshot, &self.rolled_back) && !self.rows.is_empty() {

@@ -115,8 +115,11 @@ fn a_table_whose_full_row_cannot_fit_a_page_is_refused() {
         );
         db.create_table("widest", cols(most)).unwrap();
         let t = db.begin().unwrap();
-        t.insert("widest", (0..most as i64).map(Value::I64).collect())
-            .unwrap();
+        t.insert(
+            "widest",
+            (0..most as i64).map(Value::I64).collect::<Vec<_>>(),
+        )
+        .unwrap();
         t.commit().unwrap();
         let t = db.read().unwrap();
         assert_eq!(t.scan("widest").unwrap().count(), 1);

@@ -60,7 +60,7 @@ fn typed_row(i: i64) -> Row {
 
 /// Values compare by bits for floats so a NaN or a -0.0 that came back as
 /// something else is caught (`Value`'s equality treats -0.0 as 0.0).
-fn same_bits(a: &Row, b: &Row) -> bool {
+fn same_bits(a: &[Value], b: &[Value]) -> bool {
     a.len() == b.len()
         && a.iter().zip(b).all(|(x, y)| match (x, y) {
             (Value::F64(p), Value::F64(q)) => p.to_bits() == q.to_bits(),
@@ -98,7 +98,7 @@ fn check_all_rows(db: &Database) {
             for (c, v) in [s, ok, at].into_iter().zip([&want[2], &want[4], &want[5]]) {
                 assert_eq!(&r.value(c).unwrap(), v);
             }
-            assert_eq!(r.get("s").unwrap(), want[2]);
+            assert_eq!(r.value("s").unwrap(), want[2]);
             assert!(same_bits(&r.to_row().unwrap(), &want));
             if want[1].is_null() {
                 let e = r.f64(f).unwrap_err();
@@ -226,7 +226,7 @@ fn a_value_of_the_wrong_type_is_an_error_naming_table_column_and_both_types() {
             "{e}"
         );
         let e = t
-            .get_with(&table, rid, |r| r.get("nope").map(|_| ()))
+            .get_with(&table, rid, |r| r.value("nope").map(|_| ()))
             .unwrap()
             .unwrap()
             .unwrap_err();

@@ -61,7 +61,7 @@ fn check_reads(t: &Transaction, m: &Model) {
         let got = t
             .get_by_key("t", "id", &Value::I64(id))
             .unwrap()
-            .map(|(_, r)| r);
+            .map(|(_, r)| r.into_values());
         assert_eq!(got, m.get(&id).map(|n| model_row(id, n)), "get_by_key {id}");
     }
     for n in ["n00", "n07", "n36", "zz"] {
@@ -126,7 +126,9 @@ fn index_reads_return_exactly_the_visible_rows() {
             .unwrap()
             .unwrap();
         assert_eq!(
-            txn.get_by_key("t", "id", &Value::I64(10_005)).unwrap(),
+            txn.get_by_key("t", "id", &Value::I64(10_005))
+                .unwrap()
+                .map(|(id, r)| (id, r.into_values())),
             Some((new5, row(10_005, "n05")))
         );
         assert_eq!(txn.get_by_key("t", "id", &Value::I64(5)).unwrap(), None);

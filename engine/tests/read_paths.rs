@@ -162,6 +162,10 @@ fn borrowed_rows_read_each_column_as_the_owned_rows_do() {
             Ok(())
         })
         .unwrap();
+        let owned: Vec<_> = owned
+            .into_iter()
+            .map(|(id, r)| (id, r.into_values()))
+            .collect();
         assert_eq!(viewed, owned);
 
         // A predicate and a projection on the page; stopping early.
