@@ -510,6 +510,61 @@ mod tests {
         }
     }
 
+    #[test]
+    fn column_types_and_defaults_round_trip_and_bad_defaults_are_errors() {
+        let columns = vec![
+            Column::new("id", ColumnType::I64),
+            Column::nullable("f", ColumnType::F64).with_default(-0.5),
+            Column::new("s", ColumnType::Text).with_default("dé"),
+            Column::new("ok", ColumnType::Bool).with_default(true),
+            Column::nullable("at", ColumnType::Timestamp),
+            Column::new("b", ColumnType::Bytes).with_default(vec![0u8, 255]),
+        ];
+        let info = TableInfo {
+            name: "t".into(),
+            rel: RelId(1000),
+            columns: columns.clone(),
+            logged: true,
+        };
+        let tid = Tid::new(0, 1);
+        let b = CatalogEntry::Table(info).encode().unwrap();
+        match CatalogEntry::decode(tid, &b).unwrap() {
+            CatalogEntry::Table(d) => assert_eq!(d.columns, columns),
+            other => panic!("{other:?}"),
+        }
+        for cut in 0..b.len() {
+            assert!(CatalogEntry::decode(tid, &b[..cut]).is_err(), "cut {cut}");
+        }
+        let computed = table_row_fixed_len("t") + columns.iter().map(column_def_len).sum::<usize>();
+        assert_eq!(b.len(), computed);
+        // A default of another type than its column's is refused.
+        let bad = TableInfo {
+            name: "t".into(),
+            rel: RelId(1000),
+            columns: vec![Column::new("n", ColumnType::I64).with_default("x")],
+            logged: true,
+        };
+        let e = CatalogEntry::Table(bad).encode().unwrap_err();
+        assert!(matches!(e, EngineError::TypeMismatch { .. }), "{e}");
+        // Unknown type codes and flags are corrupt, not guessed.
+        let one = TableInfo {
+            name: "t".into(),
+            rel: RelId(1000),
+            columns: vec![Column::new("n", ColumnType::Bool)],
+            logged: true,
+        };
+        let good = CatalogEntry::Table(one).encode().unwrap();
+        let def = good.len() - 5; // type, flags, u16 name length, "n"
+        for (at, byte) in [(def, 7u8), (def + 1, 4)] {
+            let mut bad = good.clone();
+            bad[at] = byte;
+            assert!(
+                CatalogEntry::decode(tid, &bad).is_err(),
+                "byte {at} = {byte}"
+            );
+        }
+    }
+
     /// `check_table`'s size arithmetic is the encoding's: a definition it
     /// accepts encodes to exactly the length it computed.
     #[test]
