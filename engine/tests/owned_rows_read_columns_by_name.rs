@@ -164,7 +164,7 @@ fn a_wrong_column_or_type_read_from_an_owned_row_is_an_error_naming_it() {
             "{e}"
         );
         // The slice's own `get` is untouched: by position, an Option.
-        assert_eq!(row.get(0), Some(&Value::I64(1)));
+        assert_eq!(row.get(1), Some(&Value::text("cust-1")));
         assert_eq!(row.get(6), None);
     });
 }
