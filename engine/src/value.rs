@@ -527,13 +527,24 @@ pub fn decode_row(
             row.push(Value::Null);
             continue;
         }
-        let v = match c.ty {
-            ColumnType::I64 => Value::I64(i64::from_le_bytes(r.fixed(&bad)?)),
-            ColumnType::Timestamp => Value::Timestamp(i64::from_le_bytes(r.fixed(&bad)?)),
-            ColumnType::F64 => Value::F64(f64::from_bits(u64::from_le_bytes(r.fixed(&bad)?))),
-            ColumnType::Bool => match r.fixed::<1>(&bad)? {
-                [0] => Value::Bool(false),
-                [1] => Value::Bool(true),
+        // Each arm pushes its value itself: building it first and pushing
+        // after costs a copy through the stack per value.
+        match c.ty {
+            ColumnType::I64 => {
+                let b = r.array().ok_or_else(|| bad(r.short()))?;
+                row.push(Value::I64(i64::from_le_bytes(b)));
+            }
+            ColumnType::Timestamp => {
+                let b = r.array().ok_or_else(|| bad(r.short()))?;
+                row.push(Value::Timestamp(i64::from_le_bytes(b)));
+            }
+            ColumnType::F64 => {
+                let b = r.array().ok_or_else(|| bad(r.short()))?;
+                row.push(Value::F64(f64::from_bits(u64::from_le_bytes(b))));
+            }
+            ColumnType::Bool => match r.array::<1>().ok_or_else(|| bad(r.short()))? {
+                [0] => row.push(Value::Bool(false)),
+                [1] => row.push(Value::Bool(true)),
                 [b] => {
                     return Err(bad(format!(
                         "bool column {:?} holds byte {b}, not 0 or 1",
@@ -541,16 +552,18 @@ pub fn decode_row(
                     )));
                 }
             },
-            ColumnType::Bytes => Value::Bytes(r.len_prefixed(&bad)?.to_vec()),
+            ColumnType::Bytes => {
+                let b = r.len_prefixed().ok_or_else(|| bad(r.short()))?;
+                row.push(Value::Bytes(b.to_vec()));
+            }
             ColumnType::Text => {
-                let b = r.len_prefixed(&bad)?;
+                let b = r.len_prefixed().ok_or_else(|| bad(r.short()))?;
                 let s = std::str::from_utf8(b).map_err(|e| {
                     bad(format!("text column {:?} is not valid UTF-8 ({e})", c.name))
                 })?;
-                Value::Text(s.to_string())
+                row.push(Value::Text(s.to_string()));
             }
-        };
-        row.push(v);
+        }
     }
     let unused_bits = (bitmap_len(n) * 8 - n) as u32;
     if unused_bits > 0 && n > 0 && bitmap[bitmap.len() - 1] >> (8 - unused_bits) != 0 {
@@ -579,14 +592,16 @@ impl<'a> Reader<'a> {
         Some(s)
     }
 
-    fn fixed<const N: usize>(&mut self, bad: &impl Fn(String) -> EngineError) -> Result<[u8; N]> {
-        let b = self.take(N).ok_or_else(|| bad(self.short()))?;
-        Ok(b.try_into().expect("N bytes"))
+    #[inline]
+    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
+        self.take(N).map(|b| b.try_into().expect("N bytes"))
     }
 
-    fn len_prefixed(&mut self, bad: &impl Fn(String) -> EngineError) -> Result<&'a [u8]> {
-        let len = u32::from_le_bytes(self.fixed(bad)?) as usize;
-        self.take(len).ok_or_else(|| bad(self.short()))
+    /// A u32 LE length and that many bytes.
+    #[inline]
+    fn len_prefixed(&mut self) -> Option<&'a [u8]> {
+        let len = u32::from_le_bytes(self.array()?) as usize;
+        self.take(len)
     }
 
     fn short(&self) -> String {
