@@ -23,10 +23,10 @@
 //!    position): there is no `drop_column`, and column positions, [`crate::Col`]
 //!    handles and indexes stay valid across `add_column`.
 
-use crate::autovacuum::Pending;
 use crate::catalog::{CatalogEntry, TableInfo, check_definition};
 use crate::database::Database;
 use crate::error::{EngineError, Result};
+use crate::stats::Pending;
 use crate::txn::xact::CommitMode;
 use crate::value::{Column, Value};
 

@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use crate::catalog::TableInfo;
 use crate::error::{EngineError, Result};
-use crate::handle::{Col, col_of};
+use crate::row::{Col, col_of};
 use crate::value::{ColumnType, Row, Value};
 
 /// What the values of a row are: the table's definition, and which of its

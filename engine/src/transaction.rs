@@ -94,14 +94,14 @@ use heap::visibility::visit_visible_tuples;
 use heap::{HeapError, RingChoice, ScanOptions, Snapshot, Tid};
 use wal::Lsn;
 
-use crate::autovacuum::Pending;
 use crate::catalog::{IndexHandle, TableHandle};
-use crate::database::{Core, Database, RowId};
+use crate::database::{Core, Database};
 use crate::error::{EngineError, Result};
-use crate::handle::{Col, IndexRef, Table, TableRef, col_of};
+use crate::handle::{IndexRef, Table, TableRef};
 use crate::index::{self, map_btree, search_key, value_key};
 use crate::owned_row::{OwnedRow, Shape};
-use crate::row::RowRef;
+use crate::row::{Col, RowId, RowRef, col_of};
+use crate::stats::Pending;
 use crate::txn::Xid;
 use crate::txn::xact::CommitMode;
 use crate::value::{ColumnType, Row, Value, decode_row, encode_row};
@@ -426,6 +426,7 @@ impl Transaction {
         self.check_usable()?;
         let t = table.resolve_table(&self.db)?;
         let h = &t.h;
+        crate::loading::check(h)?;
         let dropped = h.dropped.read();
         if *dropped {
             return Err(EngineError::UnknownTable {
@@ -445,6 +446,7 @@ impl Transaction {
         self.check_usable()?;
         let ix = index.resolve_index(&self.db)?;
         let t = &*ix.table;
+        crate::loading::check(t)?;
         let dropped = t.dropped.read();
         if *dropped {
             return Err(EngineError::UnknownTable {
@@ -1133,6 +1135,7 @@ impl RowIter {
             return Ok(false);
         };
         let t = &*self.table.h;
+        crate::loading::check(t)?;
         let dropped = t.dropped.read();
         if *dropped {
             return Err(EngineError::UnknownTable {
@@ -1170,6 +1173,7 @@ impl RowIter {
         };
         self.rows.clear();
         let t = &*self.table.h;
+        crate::loading::check(t)?;
         let dropped = t.dropped.read();
         if *dropped {
             return Err(EngineError::UnknownTable {
@@ -1314,6 +1318,7 @@ impl IndexRange {
     fn read_batch(&mut self) -> Result<()> {
         let t = &*self.index.table;
         let ix = &*self.index.ix;
+        crate::loading::check(t)?;
         let dropped = t.dropped.read();
         if *dropped {
             return Err(EngineError::UnknownTable {

@@ -202,8 +202,14 @@ impl Column {
 
 /// A value of one column.
 ///
-/// Equality, order and hashing are total (module docs: `F64` compares by
-/// [`f64_order_key`]).
+/// Equality, order and hashing are total, so values go into sets, maps and
+/// index keys. `F64` uses the order its index keys have (PostgreSQL's for
+/// `float8`): `-0.0` equals `0.0` (a unique index refuses the second of
+/// the two); every NaN equals every other NaN and sorts above `+inf`;
+/// otherwise numeric order. A row keeps the exact bits written (a `-0.0` or
+/// a NaN payload reads back as written); only comparisons and index keys
+/// canonicalise. `Text` orders by its UTF-8 bytes. Values of different
+/// types are never equal; they order by variant (`Null` first).
 #[derive(Clone, Debug)]
 pub enum Value {
     /// SQL NULL: no value.
