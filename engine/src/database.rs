@@ -512,6 +512,7 @@ impl Database {
         options: TableOptions,
     ) -> Result<TableInfo> {
         check_table(name, &columns)?;
+        crate::backup::refuse_inside(|| format!("create table {name:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let (meta_tid, rel) = c.name_free(name)?;
@@ -571,6 +572,7 @@ impl Database {
     /// progress; later ones (also in transactions begun earlier) get
     /// [`EngineError::UnknownTable`].
     pub fn drop_table(&self, name: &str) -> Result<()> {
+        crate::backup::refuse_inside(|| format!("drop table {name:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let t = c.table(name)?;
@@ -657,6 +659,7 @@ impl Database {
         unique: bool,
     ) -> Result<IndexInfo> {
         check_name("index", name, name)?;
+        crate::backup::refuse_inside(|| format!("create index {name:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let t = c.table(table)?;
@@ -736,6 +739,7 @@ impl Database {
     /// An index opened invalid (its file missing or damaged) is dropped
     /// the same way.
     pub fn drop_index(&self, name: &str) -> Result<()> {
+        crate::backup::refuse_inside(|| format!("drop index {name:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let invalid = c.catalog.read().invalid_indexes.get(name).cloned();
@@ -1283,6 +1287,7 @@ impl Core {
     }
 
     pub fn checkpoint(&self) -> Result<CheckpointInfo<usize>> {
+        crate::backup::refuse_inside(|| "a checkpoint".into())?;
         let _one = self.checkpoint_serial.lock();
         self.tm.checkpoint()
     }

@@ -55,7 +55,7 @@ pub struct RecoveredEngine {
 }
 
 /// Redo one record that [`engine::recover`] hands on (everything but Xact
-/// and Checkpoint records): heap records through [`heap::redo`], the
+/// and Checkpoint records): heap records through [`heap::redo()`], the
 /// full-page images the pool logs for hint bits through
 /// [`wal::redo_full_page`]. Any other kind is an error: nothing in these
 /// tests writes one.

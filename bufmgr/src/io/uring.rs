@@ -245,13 +245,13 @@ impl UringStorage {
     }
 
     /// How many rings the backend has for the calls that wait (besides its
-    /// [`ASYNC_RINGS`] submission rings).
+    /// `ASYNC_RINGS` submission rings).
     pub fn ring_count(&self) -> usize {
         self.rings.len()
     }
 
     /// Submission rings free now (none are in use by pending reads when
-    /// this is [`ASYNC_RINGS`]).
+    /// this is `ASYNC_RINGS`).
     pub fn free_submit_rings(&self) -> usize {
         self.spare.free.lock().len()
     }

@@ -63,11 +63,11 @@
 //!   A bulk-read ring is first grown to `lookahead + 1` buffers, at most
 //!   pool / 8 (PostgreSQL 18 sizes it for the read-ahead too), so the
 //!   distance is not held to the 32-buffer default ring;
-//! - the pool's [`StreamBudget`], shared by every stream: a read-ahead
+//! - the pool's `StreamBudget`, shared by every stream: a read-ahead
 //!   block the budget has no pin for, or that finds no buffer free, is not
 //!   started now (the read-ahead shortens) and is started again later, at
 //!   the latest as the consumer's own next block, which is always started
-//!   (waiting up to [`OWN_BLOCK_WAIT`] for a free buffer). A stream never
+//!   (waiting up to `OWN_BLOCK_WAIT` for a free buffer). A stream never
 //!   ends before its last block: each started block yields its page or an
 //!   error.
 //!
