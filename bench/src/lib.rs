@@ -5,6 +5,7 @@ pub mod data;
 pub mod dataset;
 pub mod dirs;
 pub mod error;
+pub mod harness;
 pub mod plot;
 pub mod replay;
 pub mod scenarios;

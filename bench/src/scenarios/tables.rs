@@ -549,7 +549,7 @@ pub fn render_residency(pool_buffers: usize, rows: &[(String, Vec<Residency>)]) 
 // ---------------------------------------------------------------------------
 
 /// The `phase` value that stops [`account_lookups`].
-pub const STOP: u8 = 2;
+pub use crate::harness::STOP;
 
 /// One lookup thread: uniform random `aid`s in `1..=n` through the primary
 /// key, `per_txn` per (rolled back, read-only) transaction, until `phase`
@@ -606,26 +606,7 @@ pub fn configs_with(settings: &Settings, threads: &[usize], partitions: &[usize]
     out
 }
 
-/// How often a measuring loop wakes to move its progress bar and sample.
-pub const TICK: Duration = Duration::from_millis(100);
-
-/// Sleep for `d` in steps of [`TICK`], moving `pb` (whose length is in
-/// milliseconds) and calling `each` after every step; stops early if
-/// `each` returns false.
-pub fn run_window(pb: &ProgressBar, d: Duration, mut each: impl FnMut(Duration) -> bool) {
-    let start = Instant::now();
-    loop {
-        let el = start.elapsed();
-        if el >= d {
-            break;
-        }
-        std::thread::sleep(TICK.min(d - el));
-        pb.set_position(start.elapsed().as_millis() as u64);
-        if !each(start.elapsed()) {
-            break;
-        }
-    }
-}
+pub use crate::harness::{TICK, run_window};
 
 /// A progress bar over a window of `d`, labelled `label`.
 pub fn window_bar(settings: &Settings, d: Duration, label: &str) -> ProgressBar {
@@ -651,13 +632,7 @@ pub fn pct(x: f64) -> String {
     format!("{:.2}%", 100.0 * x)
 }
 
-/// A panic payload as text.
-pub fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "(no message)".into())
-}
+pub use crate::harness::panic_text;
 
 #[cfg(test)]
 mod tests {

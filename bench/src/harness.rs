@@ -1,0 +1,426 @@
+//! The measurement window the scenarios share.
+//!
+//! A scenario's `measure` describes its workload (what each worker thread
+//! does, what a snapshot of its figures is) and leaves the rest here:
+//!
+//! - [`run_crew`] starts the worker threads, runs the caller's driver on the
+//!   calling thread, tells the workers to stop when the driver is done (or
+//!   failed) and joins every one of them, turning a panic into
+//!   [`BenchError::Panic`];
+//! - [`Phases`] is the warm-up / measuring / stop flag workers read, and
+//!   [`warm_then_measure`] the warm-up followed by the measured window
+//!   between two snapshots;
+//! - [`sampled_window`] is the same window when the figures are also
+//!   sampled at an interval (a time series beside the window's totals);
+//! - [`alternating`] orders the repeated runs of configurations compared
+//!   with each other so that none always runs first (A B, B A, A B, ...),
+//!   and [`spread_of`] gives a figure's spread over those runs, which
+//!   [`crate::spread`] then uses to decide whether a ratio may be quoted.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::thread::{Scope, ScopedJoinHandle};
+use std::time::{Duration, Instant};
+
+use indicatif::ProgressBar;
+
+use crate::error::{BenchError, Result};
+use crate::spread::Spread;
+
+/// How often a measuring loop wakes to move its progress bar and sample.
+pub const TICK: Duration = Duration::from_millis(100);
+
+/// The longest a sampled window sleeps between two looks at the clock.
+const SAMPLED_POLL: Duration = Duration::from_millis(50);
+
+/// Workers warm up.
+pub const WARMUP: u8 = 0;
+/// The measured window (or, for a scenario that calibrates, calibration).
+pub const MEASURE: u8 = 1;
+/// Workers return.
+pub const STOP: u8 = 2;
+
+/// The phase flag workers read: [`WARMUP`], then [`MEASURE`], then
+/// [`STOP`].
+#[derive(Debug, Default)]
+pub struct Phases(AtomicU8);
+
+impl Phases {
+    pub fn new() -> Phases {
+        Phases(AtomicU8::new(WARMUP))
+    }
+
+    pub fn get(&self) -> u8 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    pub fn set(&self, phase: u8) {
+        self.0.store(phase, Ordering::Relaxed)
+    }
+
+    /// Whether workers should return.
+    pub fn stopping(&self) -> bool {
+        self.get() == STOP
+    }
+
+    /// The raw flag, for worker functions that take one.
+    pub fn flag(&self) -> &AtomicU8 {
+        &self.0
+    }
+}
+
+/// The running workers, as the driver of [`run_crew`] sees them.
+pub struct Crew<'scope, 'env, R> {
+    scope: &'scope Scope<'scope, 'env>,
+    handles: Vec<ScopedJoinHandle<'scope, Result<R>>>,
+}
+
+impl<R> std::fmt::Debug for Crew<'_, '_, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Crew")
+            .field("workers", &self.handles.len())
+            .finish()
+    }
+}
+
+impl<'scope, 'env, R> Crew<'scope, 'env, R> {
+    /// No worker has returned yet (a worker returns early only when it
+    /// failed or was told to stop).
+    pub fn alive(&self) -> bool {
+        self.handles.iter().all(|h| !h.is_finished())
+    }
+
+    /// The scope the workers run in, for a thread the driver starts itself
+    /// (and joins itself).
+    pub fn scope(&self) -> &'scope Scope<'scope, 'env> {
+        self.scope
+    }
+}
+
+/// Run `worker(t, input)` on one thread per input while `drive` runs on the
+/// calling thread; then call `stop` and join every worker.
+///
+/// Returns the driver's result and the workers' results in thread order.
+/// The driver's error comes first; then the first worker's error (a panic
+/// as [`BenchError::Panic`]). The workers are always stopped and joined,
+/// whatever failed.
+pub fn run_crew<I, R, T, W, D>(
+    inputs: impl IntoIterator<Item = I>,
+    worker: W,
+    stop: impl FnOnce(),
+    drive: D,
+) -> Result<(T, Vec<R>)>
+where
+    I: Send,
+    R: Send,
+    W: Fn(usize, I) -> Result<R> + Sync,
+    D: for<'scope, 'env> FnOnce(&Crew<'scope, 'env, R>) -> Result<T>,
+{
+    let worker = &worker;
+    std::thread::scope(|s| {
+        let handles = inputs
+            .into_iter()
+            .enumerate()
+            .map(|(t, input)| s.spawn(move || worker(t, input)))
+            .collect();
+        let crew = Crew { scope: s, handles };
+        let driven = drive(&crew);
+        stop();
+        let mut outs = Vec::with_capacity(crew.handles.len());
+        let mut failed = None;
+        for h in crew.handles {
+            match h.join() {
+                Ok(Ok(r)) => outs.push(r),
+                Ok(Err(e)) => {
+                    failed.get_or_insert(e);
+                }
+                Err(p) => {
+                    failed.get_or_insert(BenchError::Panic(panic_text(p)));
+                }
+            }
+        }
+        let driven = driven?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok((driven, outs)),
+        }
+    })
+}
+
+/// Sleep for `d` in steps of [`TICK`], moving `pb` (whose length is in
+/// milliseconds) and calling `each` after every step; stops early if
+/// `each` returns false.
+pub fn run_window(pb: &ProgressBar, d: Duration, mut each: impl FnMut(Duration) -> bool) {
+    let start = Instant::now();
+    loop {
+        let el = start.elapsed();
+        if el >= d {
+            break;
+        }
+        std::thread::sleep(TICK.min(d - el));
+        pb.set_position(start.elapsed().as_millis() as u64);
+        if !each(start.elapsed()) {
+            break;
+        }
+    }
+}
+
+/// A warm-up of `warmup`, then [`MEASURE`] and the measured window of
+/// `duration` between two snapshots, each wait cut short when `alive`
+/// turns false. Returns the snapshots at the window's start and end.
+pub fn warm_then_measure<S>(
+    pb: &ProgressBar,
+    (warmup, duration): (Duration, Duration),
+    phases: &Phases,
+    alive: impl Fn() -> bool,
+    mut snap: impl FnMut() -> S,
+) -> (S, S) {
+    run_window(pb, warmup, |_| alive());
+    phases.set(MEASURE);
+    let before = snap();
+    run_window(pb, duration, |_| alive());
+    let after = snap();
+    (before, after)
+}
+
+/// What [`sampled_window`] saw.
+#[derive(Debug)]
+pub struct Sampled<P, S> {
+    /// The figures at the window's start and end.
+    pub start: P,
+    pub end: P,
+    /// (seconds since the warm-up began, sample), warm-up included, the
+    /// first of the window at its start and the last at its end.
+    pub samples: Vec<(f64, S)>,
+    /// When the window began, from the start of the warm-up.
+    pub window_from: Duration,
+}
+
+/// A warm-up of `warmup` and a window of `duration` on one clock, taking
+/// `point()` at the window's start and end and `sample(p)` every `every`
+/// (`p` is the point taken at that moment, if one was), the bar in
+/// milliseconds from the warm-up's start. Ends early when `stopped()`;
+/// fails if that happened before the window began.
+pub fn sampled_window<P, S>(
+    pb: &ProgressBar,
+    label: &str,
+    (warmup, duration): (Duration, Duration),
+    every: Duration,
+    stopped: impl Fn() -> bool,
+    mut point: impl FnMut() -> P,
+    mut sample: impl FnMut(Option<&P>) -> S,
+) -> Result<Sampled<P, S>> {
+    let start = Instant::now();
+    let window_at = start + warmup;
+    let end_at = window_at + duration;
+    let secs = |t: Instant| t.duration_since(start).as_secs_f64();
+    let mut samples = Vec::new();
+    let mut p0 = None;
+    let mut next_sample = start;
+    loop {
+        let now = Instant::now();
+        if stopped() {
+            break;
+        }
+        if p0.is_none() && now >= window_at {
+            let p = point();
+            pb.set_message(format!("{label}: measuring"));
+            samples.push((secs(now), sample(Some(&p))));
+            p0 = Some(p);
+            next_sample = now + every;
+        }
+        if now >= end_at {
+            break;
+        }
+        if now >= next_sample {
+            samples.push((secs(now), sample(None)));
+            next_sample += every;
+        }
+        pb.set_position(now.duration_since(start).as_millis() as u64);
+        let wake = next_sample
+            .min(if p0.is_none() { window_at } else { end_at })
+            .min(now + SAMPLED_POLL);
+        std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+    }
+    let end_time = Instant::now();
+    let p1 = point();
+    samples.push((secs(end_time), sample(Some(&p1))));
+    let p0 = p0
+        .ok_or_else(|| BenchError::Config(format!("{label}: the run stopped before its window")))?;
+    Ok(Sampled {
+        start: p0,
+        end: p1,
+        samples,
+        window_from: window_at.duration_since(start),
+    })
+}
+
+/// The order of `runs` runs of a group of `group` configurations compared
+/// with each other: (run, configuration index), the group in order on even
+/// runs and reversed on odd ones (A B, B A, A B, ...), so that neither
+/// always runs first or right after the other's warm pages.
+pub fn alternating(group: usize, runs: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::with_capacity(group * runs);
+    for run in 0..runs {
+        if run % 2 == 0 {
+            out.extend((0..group).map(|i| (run, i)));
+        } else {
+            out.extend((0..group).rev().map(|i| (run, i)));
+        }
+    }
+    out
+}
+
+/// The spread of one figure over the runs in `runs` that `pick` selects.
+pub fn spread_of<T>(
+    runs: &[T],
+    pick: impl Fn(&T) -> bool,
+    figure: impl Fn(&T) -> f64,
+) -> Option<Spread> {
+    let v: Vec<f64> = runs.iter().filter(|r| pick(r)).map(figure).collect();
+    Spread::of(&v)
+}
+
+/// A panic payload as text.
+pub fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    #[test]
+    fn alternation_reverses_the_group_on_every_other_run() {
+        assert_eq!(
+            alternating(2, 3),
+            vec![(0, 0), (0, 1), (1, 1), (1, 0), (2, 0), (2, 1)]
+        );
+        assert!(alternating(3, 0).is_empty());
+    }
+
+    #[test]
+    fn a_spread_is_taken_over_the_selected_runs_only() {
+        let runs = [("a", 1.0), ("b", 10.0), ("a", 3.0), ("a", 2.0)];
+        let s = spread_of(&runs, |r| r.0 == "a", |r| r.1).unwrap();
+        assert_eq!((s.n, s.min, s.median, s.max), (3, 1.0, 2.0, 3.0));
+        assert_eq!(spread_of(&runs, |r| r.0 == "c", |r| r.1), None);
+    }
+
+    #[test]
+    fn the_crew_is_stopped_and_joined_after_the_driver_and_returns_in_thread_order() {
+        let phases = Phases::new();
+        let work = AtomicU64::new(0);
+        let (driven, outs) = run_crew(
+            [10u64, 20, 30],
+            |t, input| {
+                while !phases.stopping() {
+                    work.fetch_add(1, Ordering::Relaxed);
+                    std::thread::yield_now();
+                }
+                Ok(input + t as u64)
+            },
+            || phases.set(STOP),
+            |crew| {
+                assert!(crew.alive());
+                Ok("driven")
+            },
+        )
+        .unwrap();
+        assert_eq!(driven, "driven");
+        assert_eq!(outs, vec![10, 21, 32]);
+    }
+
+    #[test]
+    fn a_panicking_worker_is_reported_and_the_others_still_stop() {
+        let phases = Phases::new();
+        let r: Result<((), Vec<()>)> = run_crew(
+            0..3,
+            |t, _| {
+                if t == 1 {
+                    panic!("worker one gave up");
+                }
+                while !phases.stopping() {
+                    std::thread::yield_now();
+                }
+                Ok(())
+            },
+            || phases.set(STOP),
+            |crew| {
+                while crew.alive() {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Ok(())
+            },
+        );
+        match r {
+            Err(BenchError::Panic(m)) => assert!(m.contains("worker one gave up"), "{m}"),
+            other => panic!("expected a panic error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_drivers_error_wins_over_the_workers_results() {
+        let phases = Phases::new();
+        let r: Result<((), Vec<()>)> = run_crew(
+            0..2,
+            |_, _| {
+                while !phases.stopping() {
+                    std::thread::yield_now();
+                }
+                Ok(())
+            },
+            || phases.set(STOP),
+            |_| Err(BenchError::Data("driver failed".into())),
+        );
+        assert!(matches!(r, Err(BenchError::Data(m)) if m == "driver failed"));
+    }
+
+    #[test]
+    fn a_sampled_window_takes_its_points_at_the_window_and_samples_through_it() {
+        let pb = ProgressBar::hidden();
+        let calls = AtomicU64::new(0);
+        let w = sampled_window(
+            &pb,
+            "test",
+            (Duration::from_millis(60), Duration::from_millis(120)),
+            Duration::from_millis(30),
+            || false,
+            || (Instant::now(), calls.fetch_add(1, Ordering::Relaxed)),
+            |p| p.is_some(),
+        )
+        .unwrap();
+        assert_eq!((w.start.1, w.end.1), (0, 1));
+        let window = w.end.0.duration_since(w.start.0);
+        assert!(window >= Duration::from_millis(120), "{window:?}");
+        assert_eq!(w.window_from, Duration::from_millis(60));
+        // Warm-up samples, the window's first (a point), samples, its last.
+        assert!(w.samples.len() >= 4, "{}", w.samples.len());
+        assert!(!w.samples[0].1);
+        assert!(w.samples.last().unwrap().1);
+        assert_eq!(w.samples.iter().filter(|s| s.1).count(), 2);
+        assert!(w.samples.windows(2).all(|p| p[0].0 <= p[1].0));
+    }
+
+    #[test]
+    fn a_window_stopped_during_its_warm_up_is_an_error() {
+        let pb = ProgressBar::hidden();
+        let r = sampled_window(
+            &pb,
+            "cut short",
+            (Duration::from_secs(5), Duration::from_secs(5)),
+            Duration::from_millis(10),
+            || true,
+            || (),
+            |_| (),
+        );
+        assert!(
+            matches!(r, Err(BenchError::Config(ref m)) if m.contains("cut short")),
+            "{:?}",
+            r.err()
+        );
+    }
+}
