@@ -103,20 +103,19 @@ impl<'scope, 'env, R> Crew<'scope, 'env, R> {
 /// The driver's error comes first; then the first worker's error (a panic
 /// as [`BenchError::Panic`]). The workers are always stopped and joined,
 /// whatever failed.
-pub fn run_crew<I, R, T, W, D>(
+pub fn run_crew<'env, I, R, T, W, D>(
     inputs: impl IntoIterator<Item = I>,
-    worker: W,
+    worker: &'env W,
     stop: impl FnOnce(),
     drive: D,
 ) -> Result<(T, Vec<R>)>
 where
-    I: Send,
-    R: Send,
+    I: Send + 'env,
+    R: Send + 'env,
     W: Fn(usize, I) -> Result<R> + Sync,
-    D: for<'scope, 'env> FnOnce(&Crew<'scope, 'env, R>) -> Result<T>,
+    D: for<'scope> FnOnce(&Crew<'scope, 'env, R>) -> Result<T>,
 {
-    let worker = &worker;
-    std::thread::scope(|s| {
+    std::thread::scope(|s: &Scope<'_, 'env>| {
         let handles = inputs
             .into_iter()
             .enumerate()
@@ -316,7 +315,7 @@ mod tests {
         let work = AtomicU64::new(0);
         let (driven, outs) = run_crew(
             [10u64, 20, 30],
-            |t, input| {
+            &|t, input: u64| {
                 while !phases.stopping() {
                     work.fetch_add(1, Ordering::Relaxed);
                     std::thread::yield_now();
@@ -339,7 +338,7 @@ mod tests {
         let phases = Phases::new();
         let r: Result<((), Vec<()>)> = run_crew(
             0..3,
-            |t, _| {
+            &|t, _| {
                 if t == 1 {
                     panic!("worker one gave up");
                 }
@@ -367,7 +366,7 @@ mod tests {
         let phases = Phases::new();
         let r: Result<((), Vec<()>)> = run_crew(
             0..2,
-            |_, _| {
+            &|_, _| {
                 while !phases.stopping() {
                     std::thread::yield_now();
                 }
@@ -383,6 +382,7 @@ mod tests {
     fn a_sampled_window_takes_its_points_at_the_window_and_samples_through_it() {
         let pb = ProgressBar::hidden();
         let calls = AtomicU64::new(0);
+        let began = Instant::now();
         let w = sampled_window(
             &pb,
             "test",
@@ -394,8 +394,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!((w.start.1, w.end.1), (0, 1));
-        let window = w.end.0.duration_since(w.start.0);
-        assert!(window >= Duration::from_millis(120), "{window:?}");
+        // The window starts once the warm-up is over and ends once its
+        // duration from the warm-up's end has passed.
+        assert!(w.start.0.duration_since(began) >= Duration::from_millis(60));
+        let end = w.end.0.duration_since(began);
+        assert!(end >= Duration::from_millis(180), "{end:?}");
         assert_eq!(w.window_from, Duration::from_millis(60));
         // Warm-up samples, the window's first (a point), samples, its last.
         assert!(w.samples.len() >= 4, "{}", w.samples.len());

@@ -29,10 +29,10 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use bufmgr::{PoolStats, SweepBatch};
+use bufmgr::SweepBatch;
 use engine::Database;
 use serde::{Deserialize, Serialize};
 
@@ -167,8 +167,7 @@ pub struct BulkloadReport {
     pub data_check: DataCheck,
 }
 
-const CALIBRATE: u8 = 1;
-use tables::STOP;
+use crate::harness::{self, Phases, STOP};
 
 /// The loading thread's id in a `--trace` (the lookup threads are 0, 1, ...).
 pub const LOADER_THREAD_ID: u32 = 1000;
@@ -219,7 +218,7 @@ fn measure(
             .map(|&r| counter.get(bufmgr::RelId(r)))
             .sum::<u64>()
     };
-    let phase = AtomicU8::new(0);
+    let phases = Phases::new();
     let done = AtomicU64::new(0);
     let written = AtomicU64::new(0);
     let loaded = AtomicU64::new(0);
@@ -228,123 +227,101 @@ fn measure(
         settings.warmup,
         &format!("{NAME} {label}: warm-up"),
     );
-    let result = std::thread::scope(|s| -> Result<_> {
-        let hs: Vec<_> = (0..c.threads)
-            .map(|t| {
-                let (db, phase, done) = (&db, &phase, &done);
-                s.spawn(move || {
-                    // Trace thread id = lookup thread number.
-                    common::traced(db, t as u32, || {
-                        tables::account_lookups(
-                            db,
-                            0xb01c + t as u64,
-                            n,
-                            LOOKUPS_PER_TXN,
-                            None,
-                            phase,
-                            done,
-                        )
+    let (result, outs) = harness::run_crew(
+        0..c.threads,
+        &|t, _| {
+            // Trace thread id = lookup thread number.
+            common::traced(&db, t as u32, || {
+                tables::account_lookups(
+                    &db,
+                    0xb01c + t as u64,
+                    n,
+                    LOOKUPS_PER_TXN,
+                    None,
+                    phases.flag(),
+                    &done,
+                )
+            })
+        },
+        || phases.set(STOP),
+        |crew| {
+            // Calibration: accesses per lookup with nothing else running.
+            let (cal0, cal1) = harness::warm_then_measure(
+                &pb,
+                (settings.warmup / 2, settings.warmup - settings.warmup / 2),
+                &phases,
+                || crew.alive(),
+                || (db.pool_stats(), done.load(Ordering::Relaxed)),
+            );
+            pb.finish_and_clear();
+            let resident_before = hot_resident(&db);
+            // The load.
+            let lpb = common::progress_bar(
+                load_rows,
+                settings.progress,
+                &format!("{NAME} {label}: load"),
+            );
+            let start = (
+                db.pool_stats(),
+                done.load(Ordering::Relaxed),
+                hot_reads(),
+                Instant::now(),
+            );
+            let loader = {
+                let (db, lpb, written, loaded) = (&db, lpb.clone(), &written, &loaded);
+                crew.scope().spawn(move || -> Result<engine::BulkProgress> {
+                    common::traced(db, LOADER_THREAD_ID, || {
+                        let rows = (1..=load_rows as i64).map(|k| tables::account_row(k, 0, 0));
+                        Ok(db.bulk_load(BULK, rows, |p| {
+                            lpb.set_position(p.rows);
+                            loaded.store(p.rows, Ordering::Relaxed);
+                            written.store(p.pages_written, Ordering::Relaxed);
+                        })?)
                     })
                 })
-            })
-            .collect();
-        let alive = || hs.iter().all(|h| !h.is_finished());
-        tables::run_window(&pb, settings.warmup / 2, |_| alive());
-        phase.store(CALIBRATE, Ordering::Relaxed);
-        let cal0: (PoolStats, u64) = (db.pool_stats(), done.load(Ordering::Relaxed));
-        tables::run_window(&pb, settings.warmup - settings.warmup / 2, |_| alive());
-        let cal1: (PoolStats, u64) = (db.pool_stats(), done.load(Ordering::Relaxed));
-        pb.finish_and_clear();
-        let resident_before = hot_resident(&db);
-        // The load.
-        let lpb = common::progress_bar(
-            load_rows,
-            settings.progress,
-            &format!("{NAME} {label}: load"),
-        );
-        let start = (
-            db.pool_stats(),
-            done.load(Ordering::Relaxed),
-            hot_reads(),
-            Instant::now(),
-        );
-        let loader = {
-            let (db, lpb, written, loaded) = (&db, lpb.clone(), &written, &loaded);
-            s.spawn(move || -> Result<engine::BulkProgress> {
-                common::traced(db, LOADER_THREAD_ID, || {
-                    let rows = (1..=load_rows as i64).map(|k| tables::account_row(k, 0, 0));
-                    Ok(db.bulk_load(BULK, rows, |p| {
-                        lpb.set_position(p.rows);
-                        loaded.store(p.rows, Ordering::Relaxed);
-                        written.store(p.pages_written, Ordering::Relaxed);
-                    })?)
-                })
-            })
-        };
-        let mut samples = Vec::new();
-        let mut next = Duration::ZERO;
-        while !loader.is_finished() {
-            let el = start.3.elapsed();
-            if el >= next {
-                samples.push(Sample {
-                    secs: el.as_secs_f64(),
-                    hot_resident: hot_resident(&db),
-                    dirty: db.pool().buffercache_summary().dirty,
-                    loaded_rows: loaded.load(Ordering::Relaxed),
-                });
-                next += SAMPLE_EVERY;
+            };
+            let sample = |secs: f64, loaded_rows: u64| Sample {
+                secs,
+                hot_resident: hot_resident(&db),
+                dirty: db.pool().buffercache_summary().dirty,
+                loaded_rows,
+            };
+            let mut samples = Vec::new();
+            let mut next = Duration::ZERO;
+            while !loader.is_finished() {
+                let el = start.3.elapsed();
+                if el >= next {
+                    samples.push(sample(el.as_secs_f64(), loaded.load(Ordering::Relaxed)));
+                    next += SAMPLE_EVERY;
+                }
+                if !crew.alive() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
             }
-            if !alive() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let progress = loader
-            .join()
-            .map_err(|p| BenchError::Panic(tables::panic_text(p)))
-            .and_then(|r| r);
-        if progress.is_err() {
-            // The scope joins the lookup threads before the error leaves
-            // it: tell them to stop first, or a failed load hangs the run.
-            phase.store(STOP, Ordering::Relaxed);
-        }
-        let progress = progress?;
-        let end = (
-            db.pool_stats(),
-            done.load(Ordering::Relaxed),
-            hot_reads(),
-            Instant::now(),
-        );
-        samples.push(Sample {
-            secs: end.3.duration_since(start.3).as_secs_f64(),
-            hot_resident: hot_resident(&db),
-            dirty: db.pool().buffercache_summary().dirty,
-            loaded_rows: progress.rows,
-        });
-        lpb.finish_and_clear();
-        phase.store(STOP, Ordering::Relaxed);
-        let mut errors = (0u64, None);
-        for h in hs {
-            let (e, f) = h
+            // A failed load stops the lookup threads too (the crew does).
+            let progress = loader
                 .join()
-                .map_err(|p| BenchError::Panic(tables::panic_text(p)))??;
-            errors.0 += e;
-            if errors.1.is_none() {
-                errors.1 = f;
-            }
-        }
-        Ok((
-            cal0,
-            cal1,
-            resident_before,
-            start,
-            end,
-            samples,
-            progress,
-            errors,
-        ))
-    })?;
-    let (cal0, cal1, resident_before, start, end, samples, progress, errors) = result;
+                .map_err(|p| BenchError::Panic(harness::panic_text(p)))??;
+            let end = (
+                db.pool_stats(),
+                done.load(Ordering::Relaxed),
+                hot_reads(),
+                Instant::now(),
+            );
+            samples.push(sample(
+                end.3.duration_since(start.3).as_secs_f64(),
+                progress.rows,
+            ));
+            lpb.finish_and_clear();
+            Ok((cal0, cal1, resident_before, start, end, samples, progress))
+        },
+    )?;
+    let errors = (
+        outs.iter().map(|o| o.0).sum::<u64>(),
+        outs.into_iter().find_map(|o| o.1),
+    );
+    let (cal0, cal1, resident_before, start, end, samples, progress) = result;
     if let Some(e) = errors.1 {
         data.fail(format!("{label}: {} bad lookups, first: {e}", errors.0));
     }

@@ -479,7 +479,7 @@ fn measure(
     let threads = cell.pool.threads;
     let ((before, after), outs) = harness::run_crew(
         0..threads,
-        |t, _| {
+        &|t, _| {
             crate::common::pin_worker(t);
             // Trace thread id = client number.
             common::traced(&db, t as u32, || {

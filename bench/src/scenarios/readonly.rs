@@ -143,7 +143,7 @@ fn measure(
     };
     let ((before, after), outs) = harness::run_crew(
         0..c.threads,
-        |t, _| {
+        &|t, _| {
             crate::common::pin_worker(t);
             // Trace thread id = worker number.
             common::traced(&db, t as u32, || {
