@@ -31,7 +31,7 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use engine::{Column, ColumnType, Database, Evictor, Value};
 use rand::rngs::SmallRng;
@@ -43,6 +43,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::{self, BatchField, Config, Report, Settings, SvgPlot, Table, fmt_rate};
 use crate::dataset::{self, DataCheck, Dataset, RelPages, Stamp};
 use crate::error::{BenchError, Result};
+use crate::harness;
 
 pub const NAME: &str = "index-residency";
 pub const TABLE: &str = "t";
@@ -314,30 +315,25 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
     let mut runs = Vec::with_capacity(total);
     let mut done = 0;
     for group in &groups {
-        for run in 0..p.runs {
-            let mut order: Vec<&Config> = group.iter().collect();
-            if run % 2 == 1 {
-                order.reverse();
-            }
-            for c in order {
-                done += 1;
-                let label = format!(
-                    "[{done}/{total}] {NAME} {} partitions={} run {}",
-                    c.evictor,
-                    c.partitions,
-                    run + 1
-                );
-                let row = measure(&ds, settings, c, &probes, (run, p.runs), &label)?;
-                crate::common::tell(&format!(
-                    "{label}: {} probes/s, index pages resident {:.0}, heap {:.0}, index share of evictions {:.2}%, index hit {:.2}%",
-                    fmt_rate(row.probes_per_sec),
-                    row.index_resident_pages,
-                    row.heap_resident_pages,
-                    100.0 * row.index_eviction_share,
-                    100.0 * row.index_hit_ratio
-                ));
-                runs.push(row);
-            }
+        for (run, i) in harness::alternating(group.len(), p.runs) {
+            let c = &group[i];
+            done += 1;
+            let label = format!(
+                "[{done}/{total}] {NAME} {} partitions={} run {}",
+                c.evictor,
+                c.partitions,
+                run + 1
+            );
+            let row = measure(&ds, settings, c, &probes, (run, p.runs), &label)?;
+            crate::common::tell(&format!(
+                "{label}: {} probes/s, index pages resident {:.0}, heap {:.0}, index share of evictions {:.2}%, index hit {:.2}%",
+                fmt_rate(row.probes_per_sec),
+                row.index_resident_pages,
+                row.heap_resident_pages,
+                100.0 * row.index_eviction_share,
+                100.0 * row.index_hit_ratio
+            ));
+            runs.push(row);
         }
     }
     let rows: Vec<Row> = configs.iter().map(|c| median_row(&runs, c)).collect();
@@ -458,74 +454,38 @@ fn measure(
         settings.progress,
         &format!("{label}: warm-up"),
     );
-    let measured = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..c.threads)
-            .map(|t| {
-                let (db, sh) = (&db, &sh);
-                s.spawn(move || {
-                    crate::common::pin_worker(t);
-                    common::traced(db, t as u32, || worker(db, probes, t, sh))
-                })
-            })
-            .collect();
-        let start = Instant::now();
-        let window_at = start + settings.warmup;
-        let end_at = window_at + settings.duration;
-        let mut samples = Vec::new();
-        let mut p0 = None;
-        let mut next_sample = start;
-        loop {
-            let now = Instant::now();
-            if sh.stop.load(Ordering::Relaxed) || now >= end_at {
-                break;
-            }
-            if p0.is_none() && now >= window_at {
-                let p = point(&db, &reads, &sh);
-                samples.push((
-                    now.duration_since(start).as_secs_f64(),
-                    dataset::resident_of(&p.resident, &INDEXES),
-                ));
-                p0 = Some(p);
-                pb.set_message(format!("{label}: measuring"));
-                next_sample = now + every;
-            } else if now >= next_sample {
-                samples.push((
-                    now.duration_since(start).as_secs_f64(),
-                    dataset::resident_of(&dataset::residency(&db), &INDEXES),
-                ));
-                next_sample += every;
-            }
-            pb.set_position(now.duration_since(start).as_millis() as u64);
-            let wake = next_sample
-                .min(if p0.is_none() { window_at } else { end_at })
-                .min(now + Duration::from_millis(50));
-            std::thread::sleep(wake.saturating_duration_since(Instant::now()));
-        }
-        let p1 = point(&db, &reads, &sh);
-        samples.push((
-            p1.at.duration_since(start).as_secs_f64(),
-            dataset::resident_of(&p1.resident, &INDEXES),
-        ));
-        sh.stop.store(true, Ordering::Relaxed);
-        let mut first_err = None;
-        for h in hs {
-            let r = h
-                .join()
-                .unwrap_or_else(|e| Err(BenchError::Panic(dataset::panic_message(e))));
-            if let Err(e) = r {
-                first_err.get_or_insert(e);
-            }
-        }
-        if let Some(e) = first_err {
-            return Err(e);
-        }
-        let p0 = p0.ok_or_else(|| {
-            BenchError::Config(format!("{label}: the run stopped before its window"))
-        })?;
-        Ok((p0, p1, samples))
-    });
+    let measured = harness::run_crew(
+        0..c.threads,
+        &|t, _| {
+            crate::common::pin_worker(t);
+            common::traced(&db, t as u32, || worker(&db, probes, t, &sh))
+        },
+        || sh.stop.store(true, Ordering::Relaxed),
+        |_| {
+            harness::sampled_window(
+                &pb,
+                label,
+                (settings.warmup, settings.duration),
+                every,
+                || sh.stop.load(Ordering::Relaxed),
+                || point(&db, &reads, &sh),
+                |p| match p {
+                    Some(p) => dataset::resident_of(&p.resident, &INDEXES),
+                    None => dataset::resident_of(&dataset::residency(&db), &INDEXES),
+                },
+            )
+        },
+    );
     pb.finish_and_clear();
-    let (p0, p1, samples) = measured?;
+    let (
+        harness::Sampled {
+            start: p0,
+            end: p1,
+            samples,
+            ..
+        },
+        _,
+    ) = measured?;
     let nodes_end = super::tables::node_figures(&db, &db.pool_stats());
     // Relation ids of the table and its indexes.
     let table_rel = db.table(TABLE)?.rel.0;

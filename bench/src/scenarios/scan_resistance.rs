@@ -46,6 +46,7 @@ use serde::{Deserialize, Serialize};
 use crate::common::{self, BatchField, Config, Report, Settings, SvgPlot, Table, fmt_rate, traced};
 use crate::dataset::{self, DataCheck, Dataset, ReadCounts, RelPages, Stamp};
 use crate::error::{BenchError, Result};
+use crate::harness;
 use crate::plot;
 
 pub const NAME: &str = "scan-resistance";
@@ -643,83 +644,46 @@ fn measure(
         settings.progress,
         &format!("{label}: warm-up"),
     );
-    let hot =
-        |db: &Database| dataset::resident_of(&dataset::residency(db), &[ACCOUNTS, ACCOUNTS_PK]);
-    let measured = std::thread::scope(|s| {
-        let mut hs = Vec::new();
-        for t in 0..c.threads {
-            let (db, sh) = (&db, &sh);
-            hs.push(s.spawn(move || {
-                traced(db, t as u32, || {
-                    lookup_worker(db, p.accounts_rows, t, pace, sh)
-                })
-            }));
+    // The residency of the latest sample taken with a point: at the end,
+    // the window's end residency.
+    let last_residency = std::cell::RefCell::new(Vec::new());
+    let hot_sample = |with_point: bool| {
+        let res = dataset::residency(&db);
+        let hot = dataset::resident_of(&res, &[ACCOUNTS, ACCOUNTS_PK]);
+        if with_point {
+            *last_residency.borrow_mut() = res;
         }
-        {
-            let (db, sh) = (&db, &sh);
-            let ring = c.ring;
-            hs.push(s.spawn(move || {
-                traced(db, SCAN_THREAD_ID, || {
-                    scan_worker(db, ring, rate, p.history_rows, sh)
-                })
-            }));
-        }
-        let start = Instant::now();
-        let window_at = start + settings.warmup;
-        let end_at = window_at + settings.duration;
-        let mut samples = Vec::new();
-        let mut p0 = None;
-        let mut next_sample = start;
-        loop {
-            let now = Instant::now();
-            if sh.stop.load(Ordering::Relaxed) {
-                break;
-            }
-            if p0.is_none() && now >= window_at {
-                p0 = Some(point(&db, &reads, &sh));
-                pb.set_message(format!("{label}: measuring"));
-                samples.push((now.duration_since(start).as_secs_f64(), hot(&db)));
-                next_sample = now + every;
-            }
-            if now >= end_at {
-                break;
-            }
-            if now >= next_sample {
-                samples.push((now.duration_since(start).as_secs_f64(), hot(&db)));
-                next_sample += every;
-            }
-            pb.set_position(now.duration_since(start).as_millis() as u64);
-            let wake = next_sample
-                .min(if p0.is_none() { window_at } else { end_at })
-                .min(now + Duration::from_millis(50));
-            std::thread::sleep(wake.saturating_duration_since(Instant::now()));
-        }
-        let p1 = point(&db, &reads, &sh);
-        let end_res = dataset::residency(&db);
-        samples.push((
-            p1.at.duration_since(start).as_secs_f64(),
-            dataset::resident_of(&end_res, &[ACCOUNTS, ACCOUNTS_PK]),
-        ));
-        sh.stop.store(true, Ordering::Relaxed);
-        let mut first_err = None;
-        for h in hs {
-            let r = h
-                .join()
-                .unwrap_or_else(|e| Err(BenchError::Panic(dataset::panic_message(e))));
-            if let Err(e) = r {
-                first_err.get_or_insert(e);
-            }
-        }
-        if let Some(e) = first_err {
-            return Err(e);
-        }
-        let p0 = p0.ok_or_else(|| {
-            BenchError::Config(format!("{label}: the run stopped before its window"))
-        })?;
-        Ok((p0, p1, samples, end_res, window_at.duration_since(start)))
-    });
+        hot
+    };
+    // Inputs: a lookup thread's number, or none for the scan thread.
+    let threads = (0..c.threads).map(Some).chain([None]);
+    let measured = harness::run_crew(
+        threads,
+        &|_, lookup: Option<usize>| match lookup {
+            Some(t) => traced(&db, t as u32, || {
+                lookup_worker(&db, p.accounts_rows, t, pace, &sh)
+            }),
+            None => traced(&db, SCAN_THREAD_ID, || {
+                scan_worker(&db, c.ring, rate, p.history_rows, &sh)
+            }),
+        },
+        || sh.stop.store(true, Ordering::Relaxed),
+        |_| {
+            harness::sampled_window(
+                &pb,
+                label,
+                (settings.warmup, settings.duration),
+                every,
+                || sh.stop.load(Ordering::Relaxed),
+                || point(&db, &reads, &sh),
+                |p| hot_sample(p.is_some()),
+            )
+        },
+    );
     pb.finish_and_clear();
-    let (p0, p1, samples, resident_end, window_start) = measured?;
+    let (w, _) = measured?;
+    let (p0, p1, samples, window_start) = (w.start, w.end, w.samples, w.window_from);
+    let resident_end = last_residency.take();
     let nodes_end = super::tables::node_figures(&db, &db.pool_stats());
     common::note_trace(settings, trace, db.pool())?;
     db.close()?;
