@@ -273,9 +273,6 @@ fn a_backup_whose_wal_was_cut_short_does_not_open() {
 /// torn copy): in the copy they are empty, usable, and their indexes
 /// verify clean; logged tables keep their rows.
 #[test]
-// `..Default::default()` is needless while `TableOptions` has one field,
-// and keeps this test compiling when it gains more.
-#[allow(clippy::needless_update)]
 fn unlogged_tables_are_empty_in_the_copy_and_usable() {
     let src = tempfile::tempdir().unwrap();
     let db = Database::open(src.path(), small_options()).unwrap();
