@@ -870,7 +870,7 @@ mod tests {
                 index(btree::BtreeError::WrongKeyType {
                     index: "i".into(),
                     expected: btree::KeyType::I64,
-                    got: btree::KeyType::Bytes,
+                    got: "(b\"x\")".into(),
                 }),
                 BadInput,
             ),

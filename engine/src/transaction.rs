@@ -914,6 +914,8 @@ fn key_matches(row: &RowRef<'_>, col: Col, key: &Key) -> Result<bool> {
     Ok(match key {
         Key::I64(k) => row.i64_opt(col)? == Some(*k),
         Key::Bytes(k) => row.bytes_opt(col)? == Some(k.as_slice()),
+        // Tuple keys are not made from values yet.
+        Key::Tuple(_) => false,
     })
 }
 
