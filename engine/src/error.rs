@@ -8,7 +8,7 @@
 //!
 //! | kind | variants |
 //! |---|---|
-//! | bad input | `InvalidXid`, `InvalidOption`, `NotADatabase`, `IncompatibleVersion`, `ChecksumSettingMismatch`, `UnknownTable`, `UnknownColumn`, `TableExists`, `InvalidSchema`, `WrongColumnCount`, `TypeMismatch`, `NullNotAllowed`, `RowTooLarge`, `BadRowId`, `RowNotVisible`, `UnknownIndex`, `NoIndex`, `UniqueViolation`, `KeyTooLarge`, `ReadOnlyTransaction`, `TooManyCommands`, `WrongColumn` |
+//! | bad input | `InvalidXid`, `InvalidOption`, `NotADatabase`, `IncompatibleVersion`, `ChecksumSettingMismatch`, `UnknownTable`, `UnknownColumn`, `TableExists`, `InvalidSchema`, `WrongColumnCount`, `TypeMismatch`, `NullNotAllowed`, `RowTooLarge`, `BadRowId`, `RowNotVisible`, `UnknownIndex`, `NoIndex`, `BadKey`, `UniqueViolation`, `KeyTooLarge`, `ReadOnlyTransaction`, `TooManyCommands`, `WrongColumn` |
 //! | conflict (roll back and retry) | `WriteConflict`, `UniqueConflict`, `TransactionAborted` |
 //! | in use (wait for the other user) | `DatabaseInUse`, `StillInUse` |
 //! | corrupt data | `MalformedXactRecord`, `CorruptRow`, `CorruptCatalog`, `CorruptDataDir` |
@@ -244,6 +244,11 @@ pub enum EngineError {
     #[error("unknown index {}{detail}", cut(name))]
     UnknownIndex { name: String, detail: String },
 
+    /// A key or key range that does not fit its index (more values than
+    /// the index has columns, bounds after a full key).
+    #[error("index {}: {detail}", cut(index))]
+    BadKey { index: String, detail: String },
+
     /// A by-key call on a column without a (unique) index.
     #[error("table {} has no {what} on column {}", cut(table), cut(column))]
     NoIndex {
@@ -436,6 +441,7 @@ impl EngineError {
             | EngineError::RowNotVisible { .. }
             | EngineError::UnknownIndex { .. }
             | EngineError::NoIndex { .. }
+            | EngineError::BadKey { .. }
             | EngineError::UniqueViolation { .. }
             | EngineError::KeyTooLarge { .. }
             | EngineError::ReadOnlyTransaction { .. }
@@ -527,7 +533,7 @@ mod tests {
     use bufmgr::{BufferTag, Fork, RelId};
 
     /// Number of `EngineError` variants: `variant` below lists each once.
-    const VARIANTS: usize = 39;
+    const VARIANTS: usize = 40;
 
     /// Position of `e`'s variant. The match has no wildcard, so a new
     /// variant does not compile until it is listed here (and a sample of it
@@ -574,6 +580,7 @@ mod tests {
             E::Heap { .. } => 36,
             E::CommitNotRecorded { .. } => 37,
             E::TooManyCommands { .. } => 38,
+            E::BadKey { .. } => 39,
         }
     }
 
@@ -762,6 +769,13 @@ mod tests {
                     table: t.clone(),
                     column: "c".into(),
                     what: "index",
+                },
+                BadInput,
+            ),
+            (
+                E::BadKey {
+                    index: "i".into(),
+                    detail: "a key of 3 values for an index of 2 columns".into(),
                 },
                 BadInput,
             ),

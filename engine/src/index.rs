@@ -12,9 +12,11 @@
 //! ```
 //!
 //! Rules:
-//! 1. **Keys**: an `I64` column gives `KeyType::I64` keys, a `Bytes` column
-//!    `KeyType::Bytes`. **NULLs are not indexed** (no entry; lookups of NULL
-//!    find nothing; a unique index allows any number of NULLs, as in SQL).
+//! 1. **Keys** (see `keys`): an index over one `I64` or `Bytes` column has
+//!    single-column keys and **does not index NULLs** (no entry; lookups of
+//!    NULL find nothing; a unique index allows any number of NULLs, as in
+//!    SQL); every other index has tuple keys, indexes NULLs (first), and a
+//!    unique one treats a key with a NULL as distinct from every other.
 //! 2. **No HOT**: every new tuple version gets an entry in every index, even
 //!    if its key did not change (PostgreSQL without heap-only tuples).
 //! 3. **Liveness for unique checks** comes from the transaction manager's
@@ -38,7 +40,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use btree::{BtreeError, HeapRow, HeapVisibility, Key, KeyType, Liveness};
+use btree::{BtreeError, HeapRow, HeapVisibility, Key, Liveness};
 use bufmgr::{RelFork, Ring, StreamConfig};
 use heap::page::{HeapPage, LpState};
 use heap::prune::dead_to_everyone;
@@ -49,47 +51,20 @@ use heap::tuple::{
 use heap::txn::{INVALID_XID, StatusError};
 use heap::{Heap, HeapError, Tid, TransactionStatus, XidStatus};
 
-use crate::catalog::{IndexHandle, TableHandle};
+use crate::catalog::{IndexHandle, TableHandle, TableInfo};
 use crate::error::{EngineError, Result};
 use crate::txn::Xid;
-use crate::value::{Column, ColumnType, Row, Value, decode_row};
+use crate::value::{Column, Row, Value, decode_row};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// The B-tree key type of a column type.
-pub(crate) fn key_type(ty: ColumnType) -> KeyType {
-    match ty {
-        ColumnType::I64 => KeyType::I64,
-        ColumnType::Bytes => KeyType::Bytes,
-    }
-}
-
-/// The key of a value; `None` for NULL (not indexed).
-pub(crate) fn value_key(v: &Value) -> Option<Key> {
-    match v {
-        Value::I64(i) => Some(Key::I64(*i)),
-        Value::Bytes(b) => Some(Key::Bytes(b.clone())),
-        Value::Null => None,
-    }
-}
-
-/// A caller's search value as a key of index `ix`: a value of another type
-/// than the column's is [`EngineError::TypeMismatch`]; NULL is `None`.
-pub(crate) fn search_key(ix: &IndexHandle, columns: &[Column], v: &Value) -> Result<Option<Key>> {
-    let col = &columns[ix.info.column];
-    let fits = matches!(
-        (col.ty, v),
-        (ColumnType::I64, Value::I64(_)) | (ColumnType::Bytes, Value::Bytes(_)) | (_, Value::Null)
-    );
-    if !fits {
-        return Err(EngineError::TypeMismatch {
-            table: ix.table.clone(),
-            column: col.name.clone(),
-            expected: col.ty,
-            got: v.type_name(),
-        });
-    }
-    Ok(value_key(v))
+/// A caller's search value as a key of the single-value index `ix`: a
+/// value of another type than the column's is
+/// [`EngineError::TypeMismatch`]; `None` if it matches nothing (NULL in a
+/// single-column index), and an index of more columns is
+/// [`EngineError::BadKey`].
+pub(crate) fn search_key(ix: &IndexHandle, table: &TableInfo, v: &Value) -> Result<Option<Key>> {
+    ix.full_key(table, std::slice::from_ref(v))
 }
 
 /// Map a B-tree error of `op` on index `ix` to the engine's.
@@ -209,7 +184,7 @@ pub(crate) struct UniqueCheck<'a> {
     pub tm: &'a dyn TransactionStatus,
     pub own: Xid,
     pub columns: &'a [Column],
-    pub column: usize,
+    pub index: &'a IndexHandle,
     pub key: &'a Key,
 }
 
@@ -221,7 +196,7 @@ impl UniqueCheck<'_> {
                 row_id: tid,
                 detail: d,
             })?;
-            if value_key(&row[self.column]).as_ref() != Some(self.key) {
+            if self.index.row_key(&row).as_ref() != Some(self.key) {
                 // A reused line pointer: the entry is stale.
                 return Ok::<_, EngineError>(Liveness::Dead);
             }
@@ -254,8 +229,8 @@ impl std::fmt::Debug for UniqueCheck<'_> {
 /// that is too long fails an update cleanly).
 pub(crate) fn check_key_sizes(indexes: &[Arc<IndexHandle>], row: &Row) -> Result<()> {
     for ix in indexes {
-        if let Some(k) = value_key(&row[ix.info.column]) {
-            let size = k.encode().len();
+        if let Some(k) = ix.row_key(row) {
+            let size = k.encoded_len();
             if size > btree::MAX_KEY_SIZE {
                 return Err(EngineError::KeyTooLarge {
                     index: ix.info.name.clone(),
@@ -292,7 +267,7 @@ pub(crate) fn insert_entry(
     own: Xid,
     tm: &dyn TransactionStatus,
 ) -> Result<()> {
-    match value_key(&row[ix.info.column]) {
+    match ix.row_key(row) {
         Some(key) => insert_key(t, ix, &key, tid, own, tm),
         None => Ok(()),
     }
@@ -312,7 +287,7 @@ fn insert_key(
         tm,
         own,
         columns: &t.info.columns,
-        column: ix.info.column,
+        index: ix,
         key,
     };
     ix.btree
@@ -335,7 +310,11 @@ pub(crate) fn build_from_entries(
 ) -> Result<u64> {
     entries.sort_unstable();
     let n = entries.len() as u64;
-    if ix.info.unique && entries.windows(2).any(|w| w[0].0 == w[1].0) {
+    if ix.info.unique
+        && entries
+            .windows(2)
+            .any(|w| w[0].0 == w[1].0 && !w[0].0.has_null())
+    {
         for (key, tid) in &entries {
             insert_key(t, ix, key, *tid, own, tm)?;
         }
@@ -359,7 +338,7 @@ pub(crate) fn precheck_unique(
     tm: &dyn TransactionStatus,
 ) -> Result<()> {
     for ix in indexes.iter().filter(|ix| ix.info.unique) {
-        let Some(key) = value_key(&row[ix.info.column]) else {
+        let Some(key) = ix.row_key(row).filter(|k| !k.has_null()) else {
             continue;
         };
         let check = UniqueCheck {
@@ -367,7 +346,7 @@ pub(crate) fn precheck_unique(
             tm,
             own,
             columns: &t.info.columns,
-            column: ix.info.column,
+            index: ix,
             key: &key,
         };
         for tid in ix
@@ -486,7 +465,7 @@ pub(crate) fn build(
             row_id: tid,
             detail: d,
         })?;
-        if let Some(key) = value_key(&row[ix.info.column]) {
+        if let Some(key) = ix.row_key(&row) {
             entries.push((key, tid));
         }
         Ok(())
@@ -499,7 +478,7 @@ pub(crate) fn build(
 /// sees it.
 pub(crate) fn heap_rows(
     t: &TableHandle,
-    column: usize,
+    ix: &IndexHandle,
     tm: &dyn TransactionStatus,
 ) -> Result<Vec<HeapRow>> {
     let mut rows = Vec::new();
@@ -509,7 +488,7 @@ pub(crate) fn heap_rows(
             row_id: tid,
             detail: d,
         })?;
-        if let Some(key) = value_key(&row[column]) {
+        if let Some(key) = ix.row_key(&row) {
             rows.push(HeapRow {
                 key: Some(key),
                 tid,

@@ -9,6 +9,7 @@ pub mod error;
 pub mod handle;
 mod index;
 mod invalid_pages;
+pub mod keys;
 pub mod options;
 pub mod recovery;
 mod registry;
@@ -27,6 +28,7 @@ pub use database::{
 };
 pub use error::{EngineError, ErrorKind, Result};
 pub use handle::{Col, Index, IndexRef, Table, TableRef};
+pub use keys::{IntoKey, KeyRange};
 pub use options::{Options, Partitions, parse_evictor};
 pub use recovery::{RecoveryStats, recover, recover_from};
 pub use reserved::{CATALOG_REL, CLOG_REL, FIRST_USER_REL};

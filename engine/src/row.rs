@@ -42,6 +42,11 @@ impl<'a> RowRef<'a> {
         self.id
     }
 
+    /// The definition of the row's table.
+    pub fn table(&self) -> &'a TableInfo {
+        self.table
+    }
+
     /// The encoded row (the tuple's data part).
     pub fn raw(&self) -> &'a [u8] {
         self.data
