@@ -65,6 +65,15 @@ pub(crate) fn value_part(v: &Value) -> KeyPart {
     }
 }
 
+/// The key column type a value belongs to; `None` for NULL.
+pub(crate) fn value_kind(v: &Value) -> Option<ColumnKind> {
+    match v {
+        Value::Null => None,
+        Value::I64(_) => Some(ColumnKind::I64),
+        Value::Bytes(_) => Some(ColumnKind::Bytes),
+    }
+}
+
 /// A value as a single-column key; `None` for NULL (not indexed).
 pub(crate) fn value_key(v: &Value) -> Option<Key> {
     match v {
@@ -146,12 +155,9 @@ impl IndexHandle {
     /// Check that `v` fits key column `i` (NULL fits every column).
     fn check_value(&self, table: &TableInfo, i: usize, v: &Value) -> Result<()> {
         let ty = table.columns[self.info.columns[i]].ty;
-        let fits = matches!(
-            (ty, v),
-            (_, Value::Null)
-                | (ColumnType::I64, Value::I64(_))
-                | (ColumnType::Bytes, Value::Bytes(_))
-        );
+        // By the key kinds, so that a new column type is covered once
+        // `column_kind` and `value_kind` know it.
+        let fits = value_kind(v).is_none_or(|k| k == column_kind(ty));
         if fits {
             Ok(())
         } else {

@@ -711,32 +711,36 @@ impl Transaction {
         let tm = &*self.core().tm;
         let snap = &*self.read_snapshot();
         let mut failed = None;
-        ix.btree
-            .lookup_each(key, |tid| {
-                let fetched = t
-                    .heap
-                    .fetch_with(tid, snap, tm, |bytes| {
-                        let row = RowRef::new(tid, bytes, &t.info);
-                        let matches = match &stored {
-                            Some(k) => ix.row_ref_has_key(&row, k)?,
-                            None => key_matches(&row, col, key)?,
-                        };
-                        if !matches {
-                            return Ok(true);
-                        }
-                        f(row)
-                    })
-                    .map_err(map_heap(name, "index fetch"));
-                match fetched {
-                    Ok(None) | Ok(Some(Ok(true))) => true,
-                    Ok(Some(Ok(false))) => false,
-                    Ok(Some(Err(e))) | Err(e) => {
-                        failed = Some(e);
-                        false
+        let each = |tid| {
+            let fetched = t
+                .heap
+                .fetch_with(tid, snap, tm, |bytes| {
+                    let row = RowRef::new(tid, bytes, &t.info);
+                    let matches = match &stored {
+                        Some(k) => ix.row_ref_has_key(&row, k)?,
+                        None => key_matches(&row, col, key)?,
+                    };
+                    if !matches {
+                        return Ok(true);
                     }
+                    f(row)
+                })
+                .map_err(map_heap(name, "index fetch"));
+            match fetched {
+                Ok(None) | Ok(Some(Ok(true))) => true,
+                Ok(Some(Ok(false))) => false,
+                Ok(Some(Err(e))) | Err(e) => {
+                    failed = Some(e);
+                    false
                 }
-            })
-            .map_err(map_btree(ix, "lookup"))?;
+            }
+        };
+        // A tuple key was encoded once above: look it up in that form.
+        match &stored {
+            Some(k) => ix.btree.lookup_encoded_each(k, each),
+            None => ix.btree.lookup_each(key, each),
+        }
+        .map_err(map_btree(ix, "lookup"))?;
         failed.map_or(Ok(()), Err)
     }
 
