@@ -195,7 +195,8 @@ pub const QUICK_POOL_MIB: usize = 16;
 pub const DEFAULT_WARMUP: Duration = Duration::from_secs(2);
 pub const QUICK_WARMUP: Duration = Duration::from_millis(500);
 pub const QUICK_DURATION: Duration = Duration::from_secs(1);
-/// The sweep batches of seed 000: stock, and the two batched sizes measured.
+/// The sweep batches measured on PostgreSQL (bench/SCENARIOS.md, `sweep`):
+/// stock, and the two batched sizes.
 pub const DEFAULT_BATCHES: [SweepBatch; 3] = [
     SweepBatch::Fixed(1),
     SweepBatch::Fixed(16),
@@ -710,6 +711,56 @@ impl fmt::Display for Table {
     }
 }
 
+/// The width the lines of the default run's scenarios keep within (an
+/// 80-100 column terminal); the scenarios' own wide tables are not wrapped.
+pub const TERMINAL_WIDTH: usize = 100;
+
+/// `text` broken into lines of at most `width` columns (words longer than
+/// that stay whole), the first starting with `first`, the rest with `rest`.
+pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
+    let mut out = String::new();
+    let mut line = first.to_string();
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        let need = line.chars().count() + usize::from(!empty) + word.chars().count();
+        if !empty && need > width {
+            out += line.trim_end();
+            out.push('\n');
+            line = rest.to_string();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line += word;
+        empty = false;
+    }
+    out += line.trim_end();
+    out.push('\n');
+    out
+}
+
+/// Print `text` on standard output wrapped to [`TERMINAL_WIDTH`], the
+/// lines after the first indented.
+pub fn say(text: &str) {
+    print!("{}", wrap(text, TERMINAL_WIDTH, "", "    "));
+}
+
+/// [`say`] on standard error (progress lines).
+pub fn tell(text: &str) {
+    eprint!("{}", wrap(text, TERMINAL_WIDTH, "", "    "));
+}
+
+/// How often residency is sampled: every second, or window/10 when the
+/// window is under 10 s (at least every 100 ms).
+pub fn sample_interval(window: Duration) -> Duration {
+    if window >= Duration::from_secs(10) {
+        Duration::from_secs(1)
+    } else {
+        (window / 10).max(Duration::from_millis(100))
+    }
+}
+
 /// A rate for a table: 1.23M, 45.6k, 789.
 pub fn fmt_rate(x: f64) -> String {
     if x >= 1e6 {
@@ -862,6 +913,12 @@ pub fn finish<R: Report>(report: R, settings: &Settings) -> Result<R> {
         write_json(path, &json)?;
         println!("wrote {}", path.display());
     }
+    fail_on_data_errors(report)
+}
+
+/// The report back if its data checked out, else the error naming what was
+/// wrong.
+pub fn fail_on_data_errors<R: Report>(report: R) -> Result<R> {
     let failures = report.failures();
     if failures.is_empty() {
         Ok(report)
@@ -877,6 +934,20 @@ pub fn finish<R: Report>(report: R, settings: &Settings) -> Result<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrapped_text_keeps_within_the_width_and_indents_the_rest() {
+        let text = "a verdict line that goes on and on about evictors and their misses \
+                    and their hot sets well past any terminal's edge, word after word";
+        let out = wrap(text, 30, "- ", "  ");
+        for l in out.lines() {
+            assert!(l.chars().count() <= 30, "{l:?}");
+        }
+        assert!(out.starts_with("- a verdict"));
+        assert!(out.lines().skip(1).all(|l| l.starts_with("  ")));
+        let words: Vec<&str> = out.split_whitespace().filter(|w| *w != "-").collect();
+        assert_eq!(words, text.split_whitespace().collect::<Vec<_>>());
+    }
 
     fn defaults() -> Defaults {
         Defaults {

@@ -43,6 +43,7 @@ use engine::{BulkProgress, Database, Options, Partitions, RelKind, Row};
 use serde::{Deserialize, Serialize};
 
 use crate::common::progress_bar;
+use crate::dirs::io_error;
 use crate::error::{BenchError, Result};
 
 /// Name of the stamp file in a data set's directory.
@@ -98,11 +99,6 @@ impl Stamp {
     }
 }
 
-fn io(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> BenchError {
-    let path = path.to_path_buf();
-    move |source| BenchError::Io { op, path, source }
-}
-
 /// The stamp in `dir`, if there is a readable one.
 pub fn read_stamp(dir: &Path) -> Option<Stamp> {
     let text = fs::read_to_string(dir.join(STAMP_FILE)).ok()?;
@@ -112,9 +108,9 @@ pub fn read_stamp(dir: &Path) -> Option<Stamp> {
 fn write_stamp(dir: &Path, stamp: &Stamp) -> Result<()> {
     let tmp = dir.join(format!("{STAMP_FILE}.tmp"));
     let text = serde_json::to_string_pretty(stamp).expect("a stamp serialises");
-    fs::write(&tmp, text + "\n").map_err(io("write", &tmp))?;
+    fs::write(&tmp, text + "\n").map_err(io_error("write", &tmp))?;
     let path = dir.join(STAMP_FILE);
-    fs::rename(&tmp, &path).map_err(io("rename", &path))
+    fs::rename(&tmp, &path).map_err(io_error("rename", &path))
 }
 
 /// The directory of `scenario`'s data set at `scale_tag` (e.g. `pool-4096`).
@@ -155,12 +151,12 @@ pub fn ensure(
     build: impl FnOnce(&Database) -> Result<()>,
 ) -> Result<Dataset> {
     if read_stamp(dir).as_ref() == Some(want) {
-        println!(
+        crate::common::say(&format!(
             "reusing {} ({}) in {}",
             want.scenario,
             describe_tables(&want.tables),
             dir.display()
-        );
+        ));
         return Ok(Dataset {
             dir: dir.to_path_buf(),
             stamp: want.clone(),
@@ -170,13 +166,13 @@ pub fn ensure(
     }
     let started = Instant::now();
     if dir.exists() {
-        println!(
+        crate::common::say(&format!(
             "{}: stamp missing or for another scale; rebuilding",
             dir.display()
-        );
-        fs::remove_dir_all(dir).map_err(io("remove", dir))?;
+        ));
+        fs::remove_dir_all(dir).map_err(io_error("remove", dir))?;
     }
-    fs::create_dir_all(dir).map_err(io("create", dir))?;
+    fs::create_dir_all(dir).map_err(io_error("create", dir))?;
     let db = Database::open(dir, build_options(pool_buffers))?;
     build(&db)?;
     for t in &want.tables {
@@ -203,13 +199,13 @@ pub fn ensure(
     db.close()?;
     write_stamp(dir, want)?;
     let secs = started.elapsed().as_secs_f64();
-    println!(
+    crate::common::say(&format!(
         "built {} ({}) in {:.1} s in {}",
         want.scenario,
         describe_tables(&want.tables),
         secs,
         dir.display()
-    );
+    ));
     Ok(Dataset {
         dir: dir.to_path_buf(),
         stamp: want.clone(),

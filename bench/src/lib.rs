@@ -3,10 +3,12 @@
 pub mod common;
 pub mod data;
 pub mod dataset;
+pub mod dirs;
 pub mod error;
 pub mod plot;
 pub mod replay;
 pub mod scenarios;
+pub mod spread;
 pub mod step;
 pub mod watch;
 

@@ -3,9 +3,10 @@
 //!
 //! `bench <scenario> [options]` runs one scenario; `bench all` runs every
 //! scenario one after the other; `bench [options]` with no scenario runs the
-//! default comparison (`scan-resistance` and `index-residency`, clock vs
-//! HOT/COOL, at a 32 MiB pool) and ends with one line saying which design
-//! kept more of the hot set. With `--json`, `all` and the default run write
+//! default comparison (`scan-resistance` and `index-residency`, the clock,
+//! HOT/COOL and probation side by side, at a 32 MiB pool) and ends with
+//! what differs beyond run-to-run noise and what does not; `--full` prints
+//! the scenarios' whole tables too. With `--json`, `all` and the default run write
 //! every report into one file as `{"scenarios": [...]}`; `--svg DIR` writes
 //! the plots. `--trace FILE` records every measured run into a file of its
 //! own (in `all` and the default run with the scenario in its name; the
@@ -28,9 +29,14 @@ use clap::{Parser, Subcommand};
 )]
 struct Cli {
     /// The scenario to run; none runs the default comparison (scan-resistance
-    /// and index-residency, clock vs HOT/COOL, 32 MiB pool, ~1-2 min).
+    /// and index-residency, the three evictors side by side, 32 MiB pool,
+    /// about a minute).
     #[command(subcommand)]
     command: Option<Command>,
+    /// In the default run, print each scenario's whole tables too (they are
+    /// always in `--json FILE`); a scenario run always prints them.
+    #[arg(long)]
+    full: bool,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -58,6 +64,13 @@ fn write_plots(common: &CommonArgs, reports: &[Box<dyn Report>]) -> Result<()> {
 
 fn run(cli: &Cli) -> Result<()> {
     let started = Instant::now();
+    if cli.full && cli.command.is_some() {
+        return Err(bench::BenchError::Config(
+            "--full is an option of the default run (no scenario named); a scenario always \
+             prints its whole tables"
+                .into(),
+        ));
+    }
     match cli.command {
         Some(Command::Scenario(kind)) => {
             let settings = kind.settings(&cli.common)?;
@@ -89,7 +102,7 @@ fn run(cli: &Cli) -> Result<()> {
             write_plots(&cli.common, &reports)?;
         }
         None => {
-            default_run::run(&cli.common)?;
+            default_run::run(&cli.common, cli.full)?;
         }
     }
     println!("wall time: {:.1} s", started.elapsed().as_secs_f64());

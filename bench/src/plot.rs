@@ -314,6 +314,69 @@ pub fn stacked_bars(
     Ok(svg)
 }
 
+/// Stacked bars of resident pages per relation, one bar per configuration,
+/// plus the free buffers. One bar per configuration of
+/// `scan-resistance` and `index-residency`.
+pub fn residency_bars(
+    title: &str,
+    pool_buffers: usize,
+    configs: &[(String, &[crate::dataset::RelPages])],
+) -> Option<String> {
+    let mut names: Vec<String> = Vec::new();
+    for (_, res) in configs {
+        for r in res.iter() {
+            if (r.kind == "table" || r.kind == "index") && !names.contains(&r.name) {
+                names.push(r.name.clone());
+            }
+        }
+    }
+    names.sort_by_key(|n| {
+        // Indexes first (bottom of the stack), then tables.
+        let is_table = configs
+            .iter()
+            .flat_map(|(_, r)| r.iter())
+            .any(|r| &r.name == n && r.kind == "table");
+        (is_table, n.clone())
+    });
+    let mut parts: Vec<Bars> = names
+        .iter()
+        .map(|n| Bars {
+            name: n.clone(),
+            values: configs
+                .iter()
+                .map(|(_, r)| {
+                    r.iter()
+                        .find(|x| &x.name == n)
+                        .map_or(0.0, |x| x.pages as f64)
+                })
+                .collect(),
+        })
+        .collect();
+    parts.push(Bars {
+        name: "other (clog, catalog)".into(),
+        values: configs
+            .iter()
+            .map(|(_, r)| {
+                r.iter()
+                    .filter(|x| x.kind != "table" && x.kind != "index")
+                    .map(|x| x.pages as f64)
+                    .sum()
+            })
+            .collect(),
+    });
+    parts.push(Bars {
+        name: "free".into(),
+        values: configs
+            .iter()
+            .map(|(_, r)| {
+                pool_buffers.saturating_sub(r.iter().map(|x| x.pages).sum::<usize>()) as f64
+            })
+            .collect(),
+    });
+    let cats: Vec<String> = configs.iter().map(|(l, _)| l.clone()).collect();
+    stacked_bars(title, "pages resident", &cats, &parts).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@
 //! pages per lookup (it decodes every row; the lookups are cheaper), and
 //! there both evictors keep the whole hot set, so the two hit ratios are
 //! equal and "HOT/COOL above the clock" is not a property of the workload.
-//! At one page per lookup (the rate of the model in bench/README.md) the clock
+//! At one page per lookup (the rate of the model in bench/SCENARIOS.md) the clock
 //! loses hot pages and HOT/COOL keeps them.
 
 use std::path::Path;
@@ -229,4 +229,103 @@ fn index_residency_hotcool_keeps_at_least_as_many_index_pages() {
         }
     }
     assert_eq!(report.svg_plots().len(), 1);
+}
+
+/// The default run's face on the three evictors: its tables and verdict
+/// keep within 100 columns, every evictor has a column, and a figure gets a
+/// ratio or difference to the clock's only where it is beyond noise.
+#[test]
+fn the_default_runs_comparison_fits_a_terminal_and_quotes_only_figures_beyond_noise() {
+    use bench::scenarios::default_run;
+    let dir = tempfile::tempdir().unwrap();
+    let settings = Settings {
+        evictors: Evictor::ALL.to_vec(),
+        rings: vec![false],
+        duration: Duration::from_millis(500),
+        warmup: Duration::from_millis(300),
+        json: None,
+        ..tiny(dir.path(), 512, 2)
+    };
+    let sp = scan_resistance::Params {
+        rates: vec![ScanRate::Full, ScanRate::PerLookup(1)],
+        ..scan_resistance::Params::resolve(&Default::default(), &settings).unwrap()
+    };
+    let sr = scan_resistance::run(&settings, &sp).unwrap();
+    let is = Settings {
+        threads: vec![4],
+        ..settings.clone()
+    };
+    let ip = index_residency::Params::resolve(&Default::default(), &is).unwrap();
+    let ir = index_residency::run(&is, &ip).unwrap();
+    // The scenario's own comparison lines quote a miss ratio only beyond noise.
+    let full = sr.render();
+    for c in &sr.comparisons {
+        let line = full
+            .lines()
+            .find(|l| l.contains(&format!("scan {:>13}:", c.scan_speed)))
+            .unwrap_or_else(|| panic!("no comparison line for {}:\n{full}", c.scan_speed));
+        assert_eq!(
+            line.contains("within the noise of one window"),
+            !c.misses_apart,
+            "{c:?}: {line}"
+        );
+    }
+    let summary = default_run::summarize(&sr, &ir);
+    let text = default_run::render(&sr, &ir, &summary);
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= default_run::WIDTH,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
+    for label in ["clock", "HOT/COOL", "probation"] {
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("measure") && l.contains(label))
+                .count(),
+            2,
+            "{label} in both tables:\n{text}"
+        );
+    }
+    // Two other evictors x (2 speeds x 2 measures + 4 index measures).
+    assert_eq!(summary.findings.len(), 2 * (2 * 2 + 4), "{summary:?}");
+    for f in &summary.findings {
+        assert_eq!(f.vs_clock.is_some(), f.beyond_noise, "{f:?}");
+        if f.scenario == "index-residency" && f.beyond_noise {
+            // Two runs each whose ranges do not overlap.
+            let of = |e: &str| -> Vec<f64> {
+                ir.runs
+                    .iter()
+                    .filter(|r| r.evictor == e)
+                    .map(|r| match f.measure.as_str() {
+                        "index pages resident" => r.index_resident_pages,
+                        "index share of evictions" => r.index_eviction_share,
+                        "index hit ratio" => r.index_hit_ratio,
+                        _ => r.probes_per_sec,
+                    })
+                    .collect()
+            };
+            let (e, c) = (of(&f.evictor), of("clock"));
+            let (emin, emax) = (
+                e.iter().copied().fold(f64::INFINITY, f64::min),
+                e.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            );
+            let (cmin, cmax) = (
+                c.iter().copied().fold(f64::INFINITY, f64::min),
+                c.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            );
+            assert!(emax < cmin || cmax < emin, "{f:?}: {e:?} vs {c:?}");
+        }
+        if !f.beyond_noise {
+            let label = bench::common::evictor_label(&f.evictor);
+            assert!(
+                summary.line.contains(&format!("{label} within"))
+                    || summary.line.contains(&format!("{label} and"))
+                    || summary.line.contains(&format!("{label},")),
+                "{f:?} not said to be within noise: {}",
+                summary.line
+            );
+        }
+    }
 }

@@ -8,9 +8,9 @@ use std::ffi::OsString;
 
 use bench::replay::run_replay;
 use bench::step::{self, DemoShape, HOT_REL, Window};
-use bufmgr::replay::{Policy, Ref, ReplayPool, StepEvent, replay};
 use bufmgr::trace::Trace;
 use bufmgr::{Evictor, RingSizes};
+use lab::replay::{Policy, Ref, ReplayPool, StepEvent, replay};
 
 fn args(s: &str) -> Vec<OsString> {
     s.split_whitespace().map(OsString::from).collect()

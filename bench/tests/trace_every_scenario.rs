@@ -4,7 +4,7 @@
 //! file, named by its cell, that decodes and holds exactly the accesses and
 //! evictions its pool counted (from open to the end of the measured run:
 //! the data check after it is not recorded); the worker threads carry the
-//! trace ids bench/README.md gives them; the scenarios that cannot record
+//! trace ids bench/doc/tools.md gives them; the scenarios that cannot record
 //! refuse the option with the reason. (`compare-sqlite` is checked in
 //! `tests/compare_sqlite.rs`, which needs the `sqlite` feature.)
 

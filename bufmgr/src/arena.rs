@@ -307,8 +307,8 @@ mod tests {
         assert_eq!(nodes.len(), 64);
         if cfg!(target_os = "linux") {
             // Pre-touched, so every page has a node, and it is a real one.
-            let real = crate::topology::Topology::from_sysfs(std::path::Path::new(
-                crate::topology::SYSFS_NODE_ROOT,
+            let real = crate::numa::topology::Topology::from_sysfs(std::path::Path::new(
+                crate::numa::topology::SYSFS_NODE_ROOT,
             ));
             for n in nodes {
                 let n = n.expect("a pre-touched page has a node");
@@ -321,13 +321,13 @@ mod tests {
 
     #[test]
     fn a_refused_plan_leaves_a_working_arena() {
-        let t = crate::topology::Topology::synthetic("numa:2 pu:1").unwrap();
-        let spec = crate::partition::PartitionSpec {
+        let t = crate::numa::topology::Topology::synthetic("numa:2 pu:1").unwrap();
+        let spec = crate::numa::partition::PartitionSpec {
             count: Some(2),
             floor: None,
             balancing: false,
         };
-        let m = crate::partition::PartitionMap::build(8, &spec, &t).unwrap();
+        let m = crate::numa::partition::PartitionMap::build(8, &spec, &t).unwrap();
         let mut plan = PlacementPlan::compute(&m, &t, false, false).unwrap();
         // A node no machine has.
         plan.ranges[1].policy = crate::numa::Policy::Bind(999);

@@ -8,10 +8,12 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::evictor::Evictor;
-use crate::partition::PartitionSpec;
+/// Re-exported: the I/O mode is part of a pool's configuration (`io`).
+pub use crate::io::IoMode;
+use crate::numa::partition::PartitionSpec;
+use crate::numa::topology::Topology;
+use crate::replacement::evictor::Evictor;
 use crate::tag::PAGE_SIZE;
-use crate::topology::Topology;
 
 /// Smallest pool accepted. PostgreSQL's minimum is 16; tests run smaller
 /// pools so that nearly every access evicts, so ours is lower.
@@ -37,7 +39,7 @@ pub enum SweepBatch {
     /// Exactly this many (1 = stock PostgreSQL).
     Fixed(u32),
     /// Chosen from the machine: 1 while more threads use the pool than there
-    /// are cores (seed 000: batching looked ~35% worse oversubscribed),
+    /// are cores (on PostgreSQL batching looked ~35% worse oversubscribed),
     /// otherwise the cf/7000 v2 tiers: 64 on multi-node machines, then 32 /
     /// 16 / 8 / 1 for >16 / 9-16 / 5-8 / <=4 cores.
     Auto,
@@ -79,50 +81,6 @@ impl std::fmt::Display for SweepBatch {
             SweepBatch::Fixed(n) => write!(f, "{n}"),
             SweepBatch::Auto => f.write_str("auto"),
         }
-    }
-}
-
-/// How relation files are read and written (`--io`, the engine's `io`
-/// option): the backend [`crate::io::open_storage`] builds.
-///
-/// The default is `Sync`: on the page cache io_uring is no faster per read
-/// (measured on a 2-core test machine: ~0.5 M random 8 KiB reads/s either way), the pool does
-/// not yet issue batches for it to overlap, and `Auto` on a machine without
-/// io_uring (seccomp, `kernel.io_uring_disabled`) would log a fallback line
-/// at every open. Choose `Auto` or `IoUring` to use it.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
-pub enum IoMode {
-    /// `pread`/`pwrite`/`preadv` ([`crate::FileStorage`]).
-    #[default]
-    Sync,
-    /// io_uring ([`crate::UringStorage`]); an error at open if it cannot start.
-    IoUring,
-    /// io_uring if a probe at open (a ring and a NOP) succeeds, else `Sync`
-    /// with one line on stderr naming the reason.
-    Auto,
-}
-
-impl std::str::FromStr for IoMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<IoMode, String> {
-        match s {
-            "sync" => Ok(IoMode::Sync),
-            "io_uring" | "io-uring" | "uring" => Ok(IoMode::IoUring),
-            "auto" => Ok(IoMode::Auto),
-            _ => Err(format!(
-                "invalid io mode {s:?}: expected \"sync\", \"io_uring\" or \"auto\""
-            )),
-        }
-    }
-}
-
-impl std::fmt::Display for IoMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            IoMode::Sync => "sync",
-            IoMode::IoUring => "io_uring",
-            IoMode::Auto => "auto",
-        })
     }
 }
 
@@ -384,9 +342,8 @@ mod tests {
         // the partition map or the sweep.
         let e = PoolConfig::new(1 << 34).validate().unwrap_err();
         assert!(e.to_string().contains("17179869184 buffers"), "{e}");
-        let dir = tempfile::tempdir().unwrap();
-        let files = std::sync::Arc::new(crate::FileStorage::open(dir.path()).unwrap());
-        assert!(crate::BufferPool::new(PoolConfig::new(1 << 34), files).is_err());
+        // A pool is opened only on a config that validates
+        // (`pool::tests::a_pool_too_large_for_buffer_ids_is_refused_at_open`).
         let e = PoolConfig::new(64)
             .batch(SweepBatch::Fixed(65))
             .validate()

@@ -26,7 +26,7 @@
 //! `PB` is outside [`FLAG_MASK`] and [`USAGE_MASK`] on purpose: invalidating
 //! a buffer clears those, but a buffer in the probation queue stays in it
 //! (tagless) until the queue's head reaches it, so the bit must stay true
-//! (see [`crate::evictor`]).
+//! (see [`crate::replacement::evictor`]).
 //!
 //! Bit 28, PostgreSQL's old `BM_JUST_DIRTIED`, is reused for "dirtied by hint
 //! bits only", which statistics report and which the full-page-image-for-hint
@@ -128,6 +128,41 @@ pub const fn refcount(state: u64) -> u64 {
 #[inline]
 pub const fn usage(state: u64) -> u64 {
     (state & USAGE_MASK) >> USAGE_SHIFT
+}
+
+/// One buffer as a reader of its state word sees it: the word decoded into
+/// its marks (what the live view draws and pg_buffercache rows show). The
+/// usage bits mean different things to each replacement policy, so their
+/// reading comes in from the policy: [`BufferState::from_word`] (beside
+/// `Evictor` in `evictor.rs`) decodes a word under a policy's meaning.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct BufferState {
+    /// Holds a valid page (`VALID` and `TAG_VALID`); an empty buffer's other
+    /// fields are whatever the word held and mean nothing much.
+    pub valid: bool,
+    /// `Evictor::usage_level`: the clock's count 0..=5, or 1 = HOT, 0 = COOL.
+    pub usage: u8,
+    pub dirty: bool,
+    pub pins: u32,
+    /// A read or write of the page is in flight.
+    pub io_in_progress: bool,
+    /// Probation evictor: in its partition's probation queue.
+    pub probation: bool,
+}
+
+impl BufferState {
+    /// Decode a state word whose usage bits read as `usage` (the policy's
+    /// usage level of that word).
+    pub const fn decode(state: u64, usage: u8) -> BufferState {
+        BufferState {
+            valid: state & (VALID | TAG_VALID) == VALID | TAG_VALID,
+            usage,
+            dirty: state & DIRTY != 0,
+            pins: refcount(state) as u32,
+            io_in_progress: state & IO_IN_PROGRESS != 0,
+            probation: state & PROBATION != 0,
+        }
+    }
 }
 
 /// Sentinel for "no relation" in the packed tag.

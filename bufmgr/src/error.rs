@@ -120,7 +120,7 @@ impl Error {
             | Error::BadTrace { .. } => ErrorKind::CorruptData,
             // Out of descriptors: not the disk's fault, and the operation
             // may work once other files are closed.
-            Error::Io { source, .. } if crate::io::is_out_of_descriptors(source) => {
+            Error::Io { source, .. } if is_out_of_descriptors(source) => {
                 ErrorKind::ResourceExhausted
             }
             Error::Io { .. } | Error::WritesRefused(_) | Error::WalFlush { .. } => ErrorKind::Io,
@@ -144,4 +144,10 @@ impl Error {
             source,
         }
     }
+}
+
+/// Is `e` the process (`EMFILE`) or the system (`ENFILE`) out of file
+/// descriptors?
+pub fn is_out_of_descriptors(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }

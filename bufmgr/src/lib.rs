@@ -1,40 +1,38 @@
 #![doc = include_str!("../README.md")]
 
 pub mod arena;
-pub mod bgwriter;
 pub mod config;
 pub mod desc;
 pub mod error;
-pub mod evictor;
-pub mod guard;
 pub mod io;
-mod local;
 #[cfg(all(test, feature = "shuttle"))]
 mod model_check;
 pub mod numa;
 pub mod page;
-pub mod partition;
 pub mod pool;
-pub mod probation;
-pub mod replay;
-pub mod ring;
+pub mod replacement;
 pub mod stats;
-pub mod sweep;
 mod sync;
 pub mod table;
 pub mod tag;
-pub mod topology;
 pub mod trace;
 pub mod wal_hook;
 pub mod watch;
 
-pub use config::{BgWriterConfig, IoMode, PoolConfig, RingSizes, SweepBatch};
+// Moved inside `pool` (they work on the pool's shared state); re-exported
+// at their old paths.
+pub use pool::{bgwriter, guard};
+// Grouped into folders; re-exported at their old paths.
+pub use numa::{partition, topology};
+pub use replacement::{evictor, probation, ring, sweep};
+
+pub use config::{BgWriterConfig, PoolConfig, RingSizes, SweepBatch};
 pub use desc::BufferId;
 pub use error::{Error, ErrorKind, Result};
 pub use evictor::Evictor;
 pub use guard::{PageRead, PageShareExclusive, PageWrite, PinnedBuffer};
 pub use io::{
-    AlignedBuf, FaultyStorage, FileStorage, ObservedStorage, ReadRequest, StorageBackend,
+    AlignedBuf, FaultyStorage, FileStorage, IoMode, ObservedStorage, ReadRequest, StorageBackend,
     StorageObserver, UringStorage, WriteRequest, default_max_open_files, is_out_of_descriptors,
     open_storage, open_storage_with, shed_cached_descriptor, with_spare_descriptor,
 };

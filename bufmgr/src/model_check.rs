@@ -62,7 +62,7 @@ use shuttle::sync::atomic::AtomicU64 as ModelU64;
 use shuttle::{Config, MaxSteps, Runner, thread};
 
 use crate::desc::*;
-use crate::evictor::Evictor;
+use crate::replacement::evictor::Evictor;
 use crate::tag::{BufferTag, RelFork, RelId};
 
 /// Schedules per scheduler per test in the short (CI) pass: enough to find

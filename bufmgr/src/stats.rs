@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::arena::HugePageStatus;
 use crate::desc::BufferId;
-use crate::evictor::Evictor;
+use crate::replacement::evictor::Evictor;
 use crate::tag::BufferTag;
 
 /// Buckets of the ticks-per-victim histogram: exact for 1..64 ticks, then one

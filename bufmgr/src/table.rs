@@ -47,8 +47,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::desc::BufferId;
-use crate::probation::Ghost;
-use crate::sweep::CachePadded;
+use crate::replacement::probation::Ghost;
+use crate::replacement::sweep::CachePadded;
 use crate::tag::BufferTag;
 
 /// Number of mapping lock partitions (PostgreSQL's `NUM_BUFFER_PARTITIONS`;
@@ -124,7 +124,7 @@ pub struct Part {
     /// Tombstones in the index.
     dead: usize,
     /// The probation evictor's ghost set for this partition's tags (empty
-    /// for the other evictors); see [`crate::probation`], rule 3.
+    /// for the other evictors); see [`crate::replacement::probation`], rule 3.
     ghost: Ghost,
 }
 

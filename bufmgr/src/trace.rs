@@ -1,7 +1,7 @@
 //! Page-access traces: every access and every eviction of a pool, recorded
 //! into a compact binary file, and the reader that decodes one.
 //!
-//! A trace is what a replay ([`crate::replay`]) runs other policies on, so it
+//! A trace is what a replay (the `lab` crate's `replay`) runs other policies on, so it
 //! records what a policy sees: which page was asked for, by which thread,
 //! through which ring, and whether the pool had it; and, for each eviction,
 //! which page went and how many ticks of the hand it cost.
@@ -89,7 +89,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::ring::RingKind;
+use crate::replacement::ring::RingKind;
 use crate::tag::{BufferTag, Fork, RelFork, RelId};
 
 /// The first 8 bytes of every trace file.

@@ -1,5 +1,7 @@
-//! Watching a live pool: a process-wide registry of open pools, and a cheap
-//! snapshot of one pool's buffer states, partitions and clock hands.
+//! Watching a live pool: finding the open pools (the process-wide registry
+//! kept by the pool, `pool/registry.rs`), and a cheap snapshot of one pool's
+//! buffer states (decoded by [`BufferState`], in `desc`), partitions and
+//! clock hands.
 //!
 //! `bench --watch` draws the pool of whatever scenario is running. Rather
 //! than hand every scenario's pool to the view, the view finds it here:
@@ -34,52 +36,17 @@
 //!   opened last; a scenario that builds its data with one pool and measures
 //!   with another is shown measuring as soon as the second opens.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
-use crate::desc::{BufferId, DIRTY, IO_IN_PROGRESS, PROBATION, TAG_VALID, VALID, refcount};
-use crate::evictor::Evictor;
+use crate::desc::BufferId;
+pub use crate::desc::BufferState;
+use crate::pool::registry;
+pub use crate::pool::registry::{enable_watching, watching_enabled};
 use crate::pool::{BufferPool, PoolShared};
+use crate::replacement::evictor::Evictor;
 use crate::stats::PoolStats;
-
-/// Whether pools opened from now on register themselves (rule 1).
-static WATCHING: AtomicBool = AtomicBool::new(false);
-
-/// The live pools that registered, oldest first: (pool id, handle).
-static LIVE: Mutex<Vec<(u64, Weak<PoolShared>)>> = Mutex::new(Vec::new());
-
-/// Turn registration of newly opened pools on or off (pools already open
-/// keep their state). `bench --watch` turns it on before the scenario runs.
-pub fn enable_watching(on: bool) {
-    WATCHING.store(on, Ordering::Relaxed);
-}
-
-/// Is registration on?
-pub fn watching_enabled() -> bool {
-    WATCHING.load(Ordering::Relaxed)
-}
-
-fn live() -> std::sync::MutexGuard<'static, Vec<(u64, Weak<PoolShared>)>> {
-    // A panic while holding this lock cannot leave the Vec half-changed
-    // (push and retain either happen or not), so a poisoned lock is usable.
-    LIVE.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Called at the end of a pool's open: register it if watching is on.
-/// Returns whether it did (the pool remembers, to unregister on drop).
-pub(crate) fn register_if_watching(shared: &Arc<PoolShared>) -> bool {
-    if !WATCHING.load(Ordering::Relaxed) {
-        return false;
-    }
-    live().push((shared.id, Arc::downgrade(shared)));
-    true
-}
-
-/// Called at the start of a registered pool's drop.
-pub(crate) fn unregister(id: u64) {
-    live().retain(|(i, _)| *i != id);
-}
 
 /// A handle on a registered pool that does not keep it alive.
 #[derive(Clone, Debug)]
@@ -97,7 +64,7 @@ impl PoolWatch {
     /// A snapshot of the pool, or `None` once it has been dropped.
     pub fn snapshot(&self) -> Option<PoolSnapshot> {
         let shared = self.pool.upgrade()?;
-        if !live().iter().any(|(i, _)| *i == self.id) {
+        if !registry::is_registered(self.id) {
             // Dropped (rule 2): its memory may linger a moment, not its entry.
             return None;
         }
@@ -107,50 +74,15 @@ impl PoolWatch {
 
 /// Every registered pool that is still open, oldest first.
 pub fn live_pools() -> Vec<PoolWatch> {
-    live()
-        .iter()
-        .filter(|(_, w)| w.strong_count() > 0)
-        .map(|(id, w)| PoolWatch {
-            id: *id,
-            pool: w.clone(),
-        })
+    registry::registered()
+        .into_iter()
+        .map(|(id, pool)| PoolWatch { id, pool })
         .collect()
 }
 
 /// The pool opened last of those still open (the scenario's measured run).
 pub fn newest_pool() -> Option<PoolWatch> {
     live_pools().into_iter().max_by_key(|p| p.id)
-}
-
-/// One buffer as a snapshot saw it (decoded from one relaxed load of its
-/// state word).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub struct BufferState {
-    /// Holds a valid page (`VALID` and `TAG_VALID`); an empty buffer's other
-    /// fields are whatever the word held and mean nothing much.
-    pub valid: bool,
-    /// [`Evictor::usage_level`]: the clock's count 0..=5, or 1 = HOT, 0 = COOL.
-    pub usage: u8,
-    pub dirty: bool,
-    pub pins: u32,
-    /// A read or write of the page is in flight.
-    pub io_in_progress: bool,
-    /// Probation evictor: in its partition's probation queue.
-    pub probation: bool,
-}
-
-impl BufferState {
-    /// Decode a state word under `evictor`'s meaning of the usage bits.
-    pub fn from_word(state: u64, evictor: Evictor) -> BufferState {
-        BufferState {
-            valid: state & (VALID | TAG_VALID) == VALID | TAG_VALID,
-            usage: evictor.usage_level(state),
-            dirty: state & DIRTY != 0,
-            pins: refcount(state) as u32,
-            io_in_progress: state & IO_IN_PROGRESS != 0,
-            probation: state & PROBATION != 0,
-        }
-    }
 }
 
 /// One sweep partition and its clock hand, as a snapshot saw them.
@@ -263,27 +195,5 @@ mod tests {
         );
         assert!(handle.snapshot().is_none(), "and its handle sees it gone");
         drop(unwatched);
-    }
-
-    #[test]
-    fn a_state_word_decodes_into_its_marks() {
-        let w = VALID | TAG_VALID | DIRTY | IO_IN_PROGRESS | 2 | (3 << crate::desc::USAGE_SHIFT);
-        let b = BufferState::from_word(w, Evictor::Clock);
-        assert_eq!(
-            b,
-            BufferState {
-                valid: true,
-                usage: 3,
-                dirty: true,
-                pins: 2,
-                io_in_progress: true,
-                probation: false
-            }
-        );
-        let hot = BufferState::from_word(VALID | TAG_VALID | crate::desc::HOT, Evictor::HotCool);
-        assert_eq!((hot.usage, hot.dirty, hot.pins), (1, false, 0));
-        let p = BufferState::from_word(VALID | TAG_VALID | PROBATION, Evictor::Probation);
-        assert!(p.probation && p.usage == 0);
-        assert!(!BufferState::from_word(VALID, Evictor::Clock).valid);
     }
 }

@@ -1,6 +1,8 @@
 //! Create a table and a unique index, bulk-load rows, query them by key and
-//! by range, and show what the buffer pool holds. `cargo run -p engine --example quickstart [DIR]` (a temporary
-//! directory by default).
+//! by range, and show what the buffer pool holds. `cargo run -p engine
+//! --example quickstart [DIR]`: in DIR (kept, and appended to on the next
+//! run), or by default in a temporary database whose directory is removed
+//! when it closes, leaving nothing behind.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -8,15 +10,12 @@ use std::ops::Bound;
 use engine::{Column, ColumnType, Database, Options, RelKind, Value};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let tmp;
-    let dir = match std::env::args().nth(1) {
-        Some(d) => std::path::PathBuf::from(d),
-        None => {
-            tmp = std::env::temp_dir().join(format!("engine-quickstart-{}", std::process::id()));
-            tmp.clone()
-        }
+    let options = Options::new().pool_mib(8);
+    let db = match std::env::args().nth(1) {
+        Some(dir) => Database::open(dir, options)?,
+        None => Database::open_temporary(options)?,
     };
-    let db = Database::open(&dir, Options::new().pool_mib(8))?;
+    let dir = db.dir().to_path_buf();
     println!(
         "opened {} (recovery: {:?})",
         dir.display(),
@@ -45,20 +44,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     })?;
     println!("bulk load: {loaded:?}");
 
-    // Move money between two accounts found through the unique index.
-    let t = db.begin()?;
+    // Move money between two accounts found through the unique index, in
+    // a transaction that is run again if a concurrent one conflicts.
     let key = |aid: i64| Value::I64(aid);
-    let (_, mut ra) = t
-        .get_by_key("accounts", "aid", &key(1))?
-        .expect("account 1");
-    let (_, mut rb) = t
-        .get_by_key("accounts", "aid", &key(2))?
-        .expect("account 2");
-    ra[1] = Value::I64(ra[1].as_i64().unwrap_or(0) - 10);
-    rb[1] = Value::I64(rb[1].as_i64().unwrap_or(0) + 10);
-    t.update_by_key("accounts", "aid", &key(1), ra)?;
-    t.update_by_key("accounts", "aid", &key(2), rb)?;
-    t.commit()?;
+    db.transaction(|t| {
+        let (_, mut ra) = t
+            .get_by_key("accounts", "aid", &key(1))?
+            .expect("account 1");
+        let (_, mut rb) = t
+            .get_by_key("accounts", "aid", &key(2))?
+            .expect("account 2");
+        ra[1] = Value::I64(ra[1].as_i64().unwrap_or(0) - 10);
+        rb[1] = Value::I64(rb[1].as_i64().unwrap_or(0) + 10);
+        t.update_by_key("accounts", "aid", &key(1), ra)?;
+        t.update_by_key("accounts", "aid", &key(2), rb)?;
+        Ok(())
+    })?;
     // An ordered range through the index.
     let t = db.begin()?;
     let range: Vec<String> = t

@@ -107,19 +107,19 @@ fn main() -> engine::Result<()> {
                 sc.spawn(move || {
                     let mut key = th as i64 * 7919;
                     for _ in 0..total / threads / per_txn {
-                        let t = db.begin().unwrap();
-                        for _ in 0..per_txn {
-                            key = (key * 48271 + 11) % rows;
-                            let found = t
-                                .lookup_each(&by_k, &Value::I64(key), |r| {
+                        db.read_transaction(|t| {
+                            for _ in 0..per_txn {
+                                key = (key * 48271 + 11) % rows;
+                                let found = t.lookup_each(&by_k, &Value::I64(key), |r| {
                                     assert_eq!(r.i64(k)?, key);
                                     r.i64(ab).map(drop)
-                                })
-                                .unwrap();
-                            // Every row with this k, and only those.
-                            assert_eq!(found, per_k[key as usize] as usize, "k = {key}");
-                        }
-                        t.commit().unwrap();
+                                })?;
+                                // Every row with this k, and only those.
+                                assert_eq!(found, per_k[key as usize] as usize, "k = {key}");
+                            }
+                            Ok(())
+                        })
+                        .unwrap();
                     }
                 });
             }

@@ -104,9 +104,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         rs.records as f64 / took.as_secs_f64(),
         wal_dir_bytes as f64 / (1 << 20) as f64,
     );
-    let t = db.begin()?;
-    let rows = t.scan("accounts")?.count();
-    drop(t);
+    let rows = db.read_transaction(|t| Ok(t.scan("accounts")?.count()))?;
     println!("after recovery: {rows} rows in accounts");
     db.close()?;
     if remove {

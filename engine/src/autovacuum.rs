@@ -64,114 +64,23 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::catalog::{CatalogState, TableHandle};
-use crate::database::{VacuumReport, vacuum_table};
 use crate::error::{EngineError, Result};
-use crate::registry::SnapshotRegistry;
-use crate::txn::Xid;
+use crate::stats::TableCounters;
+use crate::txn::registry::SnapshotRegistry;
 use crate::txn::xact::TransactionManager;
-
-/// A table's counters (rule 1), kept with its handle.
-#[derive(Debug, Default)]
-pub(crate) struct TableCounters {
-    /// Dead tuples since the last vacuum (`n_dead_tup`).
-    pub dead: AtomicU64,
-    /// Tuple estimate (`reltuples`), without the versions below.
-    pub tuples: AtomicU64,
-    /// Versions the last vacuum kept only for snapshots that might still
-    /// see them (their deleter committed at or after its horizon), and the
-    /// oldest deleter among them: once the horizon has passed it, they
-    /// count as dead again (rule 1).
-    pub kept: AtomicU64,
-    pub kept_xmax: AtomicU64,
-    /// Vacuums by the worker, tuples they removed.
-    pub autovacuums: AtomicU64,
-    pub tuples_removed: AtomicU64,
-    /// The last background error on this table.
-    pub last_error: Mutex<Option<String>>,
-}
-
-impl TableCounters {
-    /// Add what a finished transaction did to the table (rule 1).
-    pub fn add(&self, p: &Pending, committed: bool) {
-        let dead = if committed {
-            p.updated + p.deleted
-        } else {
-            p.inserted + p.updated
-        };
-        if dead > 0 {
-            self.dead.fetch_add(dead, Ordering::Relaxed);
-        }
-        if committed && p.inserted != p.deleted {
-            let (ins, del) = (p.inserted, p.deleted);
-            let _ = self
-                .tuples
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
-                    Some((t + ins).saturating_sub(del))
-                });
-        }
-    }
-
-    /// A vacuum that started when `dead_before` tuples were counted dead
-    /// finished: those are gone (or were kept for a snapshot, rule 1), and
-    /// `report` says how many tuples are left.
-    pub fn vacuumed(&self, dead_before: u64, report: &VacuumReport) {
-        let _ = self
-            .dead
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |d| {
-                Some(d.saturating_sub(dead_before))
-            });
-        let kept = &report.heap.pruned;
-        self.kept.store(kept.recently_dead, Ordering::Relaxed);
-        self.kept_xmax
-            .store(kept.oldest_kept_xmax, Ordering::Relaxed);
-        self.tuples.store(
-            report
-                .heap
-                .tuples_remaining
-                .saturating_sub(kept.recently_dead),
-            Ordering::Relaxed,
-        );
-    }
-
-    /// Dead tuples now: those counted since the last vacuum, plus the ones
-    /// it kept if `horizon` (the vacuum horizon now, when known) has passed
-    /// the oldest of their deleters, i.e. the snapshot that kept them is
-    /// gone (rule 1).
-    pub fn dead_now(&self, horizon: Option<Xid>) -> u64 {
-        let dead = self.dead.load(Ordering::Relaxed);
-        let kept = self.kept.load(Ordering::Relaxed);
-        match horizon {
-            Some(h) if kept > 0 && h > self.kept_xmax.load(Ordering::Relaxed) => dead + kept,
-            _ => dead,
-        }
-    }
-
-    /// Is the table due for a vacuum? `horizon` as for
-    /// [`dead_now`](Self::dead_now).
-    pub fn over(&self, threshold: u64, scale_factor: f64, horizon: Option<Xid>) -> bool {
-        let tuples = self.tuples.load(Ordering::Relaxed);
-        self.dead_now(horizon) as f64 > threshold as f64 + scale_factor * tuples as f64
-    }
-}
-
-/// What one transaction did to one table, applied at its end.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Pending {
-    pub inserted: u64,
-    pub updated: u64,
-    pub deleted: u64,
-}
+use crate::vacuum::vacuum_table;
 
 /// A background vacuum that failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AutovacuumError {
+    /// The table whose vacuum failed.
     pub table: String,
     /// The error, as `Display` shows it (it names the relation and block
     /// where one is involved).
@@ -187,6 +96,7 @@ impl std::fmt::Display for AutovacuumError {
 /// One table's row of [`AutovacuumStats`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableAutovacuum {
+    /// The table's name.
     pub table: String,
     /// Dead tuples counted now (since its last vacuum).
     pub dead_tuples: u64,
@@ -197,8 +107,11 @@ pub struct TableAutovacuum {
     pub tuples: u64,
     /// Dead tuples above which it is vacuumed.
     pub vacuum_threshold: f64,
+    /// Vacuums of this table by the worker.
     pub autovacuums: u64,
+    /// Dead tuples those vacuums removed.
     pub tuples_removed: u64,
+    /// The last failure of a vacuum of this table, as `Display` shows it.
     pub last_error: Option<String>,
 }
 
@@ -211,11 +124,14 @@ pub struct AutovacuumStats {
     pub rounds: u64,
     /// Vacuums run, and what they did in total.
     pub vacuums: u64,
+    /// Dead tuples removed (heap pass 1).
     pub tuples_removed: u64,
+    /// Dead line pointers made unused (heap pass 2).
     pub line_pointers_freed: u64,
     /// Heap pages whose dead pointers pass 2 freed (their space is reused
     /// by later inserts; pages are never returned to the file system).
     pub pages_vacuumed: u64,
+    /// Bytes of tuple space those vacuums freed.
     pub bytes_freed: u64,
     /// Vacuums skipped because a vacuum of the table was running (or the
     /// table was being dropped).
@@ -225,6 +141,7 @@ pub struct AutovacuumStats {
     pub catalog_vacuums: u64,
     /// Failed vacuums, and the last failure (rule 3).
     pub errors: u64,
+    /// The last failure, naming its table.
     pub last_error: Option<AutovacuumError>,
     /// Every table, by name.
     pub tables: Vec<TableAutovacuum>,

@@ -48,6 +48,8 @@ use crate::value::{Column, ColumnType, Row, Value, decode_row, encode_row};
 
 pub use crate::reserved::CATALOG_REL;
 
+mod load;
+
 /// Longest table, index or column name in bytes (PostgreSQL's NAMEDATALEN - 1).
 pub const MAX_NAME_LEN: usize = 63;
 /// Most columns a table may have (PostgreSQL's MaxHeapAttributeNumber).
@@ -130,7 +132,7 @@ pub(crate) struct TableHandle {
     /// pointer the first one freed and an insert reused.
     pub vacuum: Mutex<()>,
     /// Dead tuples and the tuple estimate, for autovacuum.
-    pub counters: crate::autovacuum::TableCounters,
+    pub counters: crate::stats::TableCounters,
 }
 
 /// An open index.

@@ -13,41 +13,42 @@
 //! ```
 //!
 //! Open, recovery and close are numbered in the crate README; the code below
-//! follows those numbers.
+//! follows those numbers. Bulk load (`bulk`), a table's vacuum passes
+//! (`vacuum`), reading the catalog at open (`catalog/load.rs`) and the redo
+//! of each record kind (`recovery`) are in their own files (crate README,
+//! "Module map").
 
 use std::collections::{HashMap, HashSet};
-use std::error::Error as StdError;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 use btree::{IndexOptions, PageKind};
 use bufmgr::{BufferPool, BufferRow, Fork, PoolStats, RelFork, RelId, RingKind, StorageBackend};
-use heap::{Heap, Tid, VacuumStats};
+use heap::{Heap, Tid};
 use parking_lot::{Mutex, RwLock};
-use wal::{CheckpointInfo, Lsn, Record, RmgrKind, Wal, WalStats};
+use wal::{CheckpointInfo, Wal, WalStats};
 
-use crate::autovacuum::{
-    AutovacShared, Autovacuum, AutovacuumStats, Pending, TableCounters, WorkerContext,
-};
+use crate::autovacuum::{AutovacShared, Autovacuum, AutovacuumStats, WorkerContext};
 use crate::catalog::{
     CATALOG_REL, CatalogEntry, CatalogState, IndexHandle, IndexInfo, InvalidIndex, RelKind,
     TableHandle, TableInfo, check_name, check_table,
 };
 use crate::datadir::{self, DirLock, Recorded, RecordedKind};
-use crate::error::{EngineError, ErrorKind, Result};
+use crate::error::{EngineError, Result};
 use crate::index::{self, map_btree};
 use crate::invalid_pages::{InvalidPages, log_drop};
 use crate::keys::index_key_type;
 use crate::options::Options;
-use crate::recovery::{RecoveryStats, recover};
-use crate::registry::SnapshotRegistry;
-use crate::reserved::{CLOG_REL, FIRST_USER_REL};
+use crate::recovery::{RecoveryStats, recover, redo_record};
+use crate::reserved::CLOG_REL;
+use crate::stats::{Pending, TableCounters};
 use crate::transaction::Transaction;
 use crate::txn::Xid;
+use crate::txn::registry::SnapshotRegistry;
 use crate::txn::xact::{CommitMode, TransactionManager, TxnStats, next_xid_hint};
-use crate::value::{Column, Row, encode_row};
+use crate::vacuum::{VacuumReport, vacuum_table};
+use crate::value::Column;
 
 /// An open data directory.
 ///
@@ -66,6 +67,10 @@ pub struct Database {
 #[derive(Debug)]
 pub(crate) struct Shared {
     core: Option<Core>,
+    /// The directory of a temporary database (`temporary`), removed when
+    /// this is dropped: after the core has shut down (`Drop` below runs
+    /// before the fields are dropped).
+    pub(crate) temp_dir: Option<tempfile::TempDir>,
 }
 
 impl Drop for Shared {
@@ -94,7 +99,7 @@ pub(crate) struct Core {
     /// DDL runs one at a time (catalog rule 1).
     pub ddl: Mutex<()>,
     /// xmin of each live snapshot (transactions, iterators): the vacuum
-    /// horizon (`registry`).
+    /// horizon (`txn::registry`).
     pub snapshots: Arc<SnapshotRegistry>,
     /// One checkpoint at a time (see `checkpointer`).
     pub checkpoint_serial: Arc<Mutex<()>>,
@@ -109,9 +114,11 @@ pub(crate) struct Core {
 /// named.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BufferInfo {
+    /// The pool's row: buffer id, tag, usage, pins, dirtiness, NUMA node.
     pub row: BufferRow,
     /// Table or index name, `"clog"`, `"catalog"`, or `"relation N"`.
     pub relation: Option<String>,
+    /// What the relation is, if the buffer holds a page.
     pub kind: Option<RelKind>,
     /// For a page of an index: meta page or tree page and its level (0 =
     /// leaf), read from the page itself (`btree::page_kind`).
@@ -121,12 +128,17 @@ pub struct BufferInfo {
 /// Pages of one relation fork resident in the pool.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResidentPages {
+    /// The relation.
     pub rel: RelId,
+    /// The fork (main or free-space).
     pub fork: Fork,
+    /// Table or index name, `"clog"`, `"catalog"`, or `"relation N"`.
     pub name: String,
+    /// What the relation is.
     pub kind: RelKind,
     /// For an index, its table's name.
     pub table: Option<String>,
+    /// Pages of the fork resident in the pool now.
     pub pages: usize,
 }
 
@@ -172,7 +184,9 @@ impl TableOptions {
 /// One broken invariant found by [`Database::verify_indexes`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IndexViolation {
+    /// The index's name.
     pub index: String,
+    /// The broken invariant, as `btree::verify` reports it.
     pub violation: btree::Violation,
 }
 
@@ -180,33 +194,6 @@ impl std::fmt::Display for IndexViolation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "index {:?}: {}", self.index, self.violation)
     }
-}
-
-/// What a bulk load has done so far (handed to the progress callback).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
-pub struct BulkProgress {
-    pub rows: u64,
-    /// Encoded row bytes inserted.
-    pub bytes: u64,
-    /// Pages the table grew by.
-    pub pages: u64,
-    /// Pages written during the load by the bulk-write ring (into an empty
-    /// table: the pool's ring writes while it ran) or by the loader's own
-    /// evictions (into a table with pages; see [`Database::bulk_load`]).
-    pub pages_written: u64,
-    pub elapsed: Duration,
-    /// The last report: the load committed.
-    pub done: bool,
-}
-
-/// What [`Database::vacuum`] did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VacuumReport {
-    /// Tuples deleted by transactions older than this were removable.
-    pub horizon: Xid,
-    /// Each index of the table (vacuumed first), by name.
-    pub indexes: Vec<(String, btree::VacuumStats)>,
-    pub heap: VacuumStats,
 }
 
 /// The positions of `columns` in `table` for index `index`: 1 to 8 known
@@ -281,28 +268,6 @@ fn primary_key_columns(
         out.push(pos);
     }
     Ok(Some(out))
-}
-
-type RedoError = Box<dyn StdError + Send + Sync>;
-
-/// Replay one non-Xact record (recovery step 4). A record that changes a
-/// page whose relation is gone is remembered in `invalid` and skipped until
-/// the relation's drop record forgives it (see `invalid_pages`).
-fn redo_record(
-    pool: &BufferPool,
-    invalid: &mut InvalidPages,
-    lsn: Lsn,
-    end: Lsn,
-    record: &Record,
-) -> Result<(), RedoError> {
-    match record.kind() {
-        RmgrKind::Heap | RmgrKind::Btree if invalid.skip(pool, lsn, record)? => Ok(()),
-        RmgrKind::Heap => heap::redo(record, end, pool).map_err(Into::into),
-        RmgrKind::FullPage => wal::redo_full_page(record, end, pool).map_err(Into::into),
-        RmgrKind::Btree => btree::redo(record, end, pool).map_err(Into::into),
-        RmgrKind::Catalog => invalid.redo_catalog(pool, record),
-        kind => Err(format!("no redo for {kind:?} records (the catalog is a heap)").into()),
-    }
 }
 
 impl Database {
@@ -385,6 +350,8 @@ impl Database {
         })?;
         invalid.check_none_left()?;
         recovery.invalid_pages_forgiven = invalid.forgiven;
+        // A copy made by `backup_to` must have replayed to its end LSN.
+        let from_backup = crate::backup::check_label(&dir, recovery.end)?;
         // 5. The catalog.
         let catalog_heap = Heap::open(pool.clone(), Some(wal.clone()), CATALOG_REL, true)
             .map_err(EngineError::heap("could not open the catalog"))?
@@ -479,9 +446,24 @@ impl Database {
         }
         // 10. The open succeeded: a crash of this run is a crash.
         datadir::remove_clean_marker(&core.dir)?;
+        if from_backup {
+            crate::backup::remove_label(&core.dir)?;
+        }
         Ok(Database {
-            shared: Arc::new(Shared { core: Some(core) }),
+            shared: Arc::new(Shared {
+                core: Some(core),
+                temp_dir: None,
+            }),
         })
+    }
+
+    /// The shared state, if this is its only handle (just opened).
+    pub(crate) fn shared_mut(&mut self) -> Option<&mut Shared> {
+        Arc::get_mut(&mut self.shared)
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
     }
 
     #[inline]
@@ -737,6 +719,7 @@ impl Database {
         let c = self.core();
         let _ddl = c.ddl.lock();
         let t = c.table(name)?;
+        crate::loading::check(&t)?;
         let mut dropped = t.dropped.write();
         let indexes: Vec<Arc<IndexHandle>> = t.indexes.read().clone();
         let txn = c.tm.begin()?;
@@ -823,7 +806,7 @@ impl Database {
     /// [`EngineError::UniqueViolation`] (or [`EngineError::UniqueConflict`]
     /// if a transaction in progress holds the duplicate), and nothing is
     /// created. An index over one `I64` or `Bytes` column does not index
-    /// NULLs; every other index does (see [`crate::keys`]). An index on an
+    /// NULLs; every other index does (see "Indexes" in the crate README). An index on an
     /// unlogged table is unlogged too. No column, more than 8, or a column
     /// named twice is [`EngineError::InvalidSchema`].
     pub fn create_index_on(
@@ -839,6 +822,7 @@ impl Database {
         let t = c.table(table)?;
         let col = index_columns(name, &t.info, columns)?;
         let (meta_tid, rel) = c.name_free(name)?;
+        crate::loading::check(&t)?;
         let dropped = t.dropped.write();
         if *dropped {
             return Err(EngineError::UnknownTable { name: table.into() });
@@ -921,6 +905,7 @@ impl Database {
         }
         let ix = c.index(name)?;
         let t = c.table(&ix.table)?;
+        crate::loading::check(&t)?;
         let dropped = t.dropped.write();
         let txn = c.tm.begin()?;
         let snap = txn.snapshot();
@@ -1000,184 +985,6 @@ impl Database {
 
     // ---- bulk load and vacuum ----
 
-    /// Load `rows` into `table` in one transaction (all or nothing),
-    /// WAL-logged, calling `progress` every `Options::bulk_load_progress_every`
-    /// rows and once at the end (`done`).
-    ///
-    /// Into an **empty** table (PostgreSQL's COPY into a new table + CREATE
-    /// INDEX): the table is held exclusively for the load (its readers and
-    /// writers wait), the rows go onto new pages filled whole through the
-    /// bulk-write ring (`heap::BulkWriter`: one full-page WAL record per
-    /// page; recycling a ring slot writes its page, so the load writes its
-    /// own pages and leaves the rest of the pool alone), and each index is
-    /// built afterwards bottom-up from its sorted entries
-    /// (`btree::Index::build_sorted`). A duplicate key in a unique index
-    /// fails the load like a bad row.
-    ///
-    /// Into a table that has pages already, rows are inserted one by one,
-    /// each index maintained as they go in; each time the table has grown by
-    /// a ring's worth of pages the loader writes and evicts the table's
-    /// unpinned pages itself (`evict_relation`), the bulk-write ring's job
-    /// done by hand. With rings off neither ring is used.
-    pub fn bulk_load(
-        &self,
-        table: &str,
-        rows: impl IntoIterator<Item = Row>,
-        progress: impl FnMut(BulkProgress),
-    ) -> Result<BulkProgress> {
-        let c = self.core();
-        let t = c.table(table)?;
-        let exclusive = t.dropped.write();
-        if *exclusive {
-            return Err(EngineError::UnknownTable { name: table.into() });
-        }
-        let empty = t
-            .heap
-            .nblocks()
-            .map_err(EngineError::heap(format!("bulk load into {table:?}")))?
-            == 0;
-        if empty {
-            return self.load_empty(&t, rows, progress);
-        }
-        drop(exclusive);
-        self.load_rows(&t, rows, progress)
-    }
-
-    /// `bulk_load` into an empty table, which the caller holds exclusively.
-    fn load_empty(
-        &self,
-        t: &TableHandle,
-        rows: impl IntoIterator<Item = Row>,
-        mut progress: impl FnMut(BulkProgress),
-    ) -> Result<BulkProgress> {
-        let c = self.core();
-        let table = &t.info.name;
-        let every = c.options.bulk_load_progress_every;
-        let ring_writes = |c: &Core| c.pool.stats().totals().writes_ring;
-        let written_before = ring_writes(c);
-        let indexes: Vec<Arc<IndexHandle>> = t.indexes.read().clone();
-        let txn = c.tm.begin()?;
-        let started = Instant::now();
-        let mut p = BulkProgress::default();
-        let mut entries: Vec<Vec<(btree::Key, Tid)>> = vec![Vec::new(); indexes.len()];
-        let mut writer = t
-            .heap
-            .bulk_writer(txn.xid(), c.pool.ring(RingKind::BulkWrite));
-        for row in rows {
-            let bytes = encode_row(table, &t.info.columns, &row)?;
-            index::check_key_sizes(&indexes, &row)?;
-            let tid = writer
-                .insert(&bytes)
-                .map_err(crate::transaction::map_heap(table, "bulk load"))?;
-            for (ix, e) in indexes.iter().zip(&mut entries) {
-                if let Some(key) = ix.row_key(&row) {
-                    e.push((key, tid));
-                }
-            }
-            p.rows += 1;
-            p.bytes += bytes.len() as u64;
-            if p.rows % every == 0 {
-                p.pages = writer.stats().pages;
-                p.pages_written = ring_writes(c) - written_before;
-                p.elapsed = started.elapsed();
-                progress(p);
-            }
-        }
-        p.pages = writer
-            .finish()
-            .map_err(crate::transaction::map_heap(table, "bulk load"))?
-            .pages;
-        for (ix, e) in indexes.iter().zip(entries) {
-            index::build_from_entries(t, ix, e, txn.xid(), &*c.tm)?;
-        }
-        txn.commit()?;
-        t.counters.tuples.fetch_add(p.rows, Ordering::Relaxed);
-        p.pages_written = ring_writes(c) - written_before;
-        p.elapsed = started.elapsed();
-        p.done = true;
-        progress(p);
-        Ok(p)
-    }
-
-    /// `bulk_load` into a table with pages: row by row (see `bulk_load`).
-    fn load_rows(
-        &self,
-        t: &TableHandle,
-        rows: impl IntoIterator<Item = Row>,
-        mut progress: impl FnMut(BulkProgress),
-    ) -> Result<BulkProgress> {
-        let c = self.core();
-        let table = &t.info.name;
-        let every = c.options.bulk_load_progress_every;
-        let ring_pages = c.pool.ring(RingKind::BulkWrite).map(|r| r.len() as u64);
-        let rf = RelFork::main(t.info.rel);
-        let start_blocks = t
-            .heap
-            .nblocks()
-            .map_err(EngineError::heap(format!("bulk load into {table:?}")))?;
-        let txn = c.tm.begin()?;
-        let started = Instant::now();
-        let mut p = BulkProgress::default();
-        let mut last_block = None;
-        let mut pages_since_evict = 0u64;
-        for row in rows {
-            let bytes = encode_row(table, &t.info.columns, &row)?;
-            let guard = t.dropped.read();
-            if *guard {
-                return Err(EngineError::UnknownTable {
-                    name: table.clone(),
-                });
-            }
-            let indexes = t.indexes.read();
-            index::check_key_sizes(&indexes, &row)?;
-            let tid = t
-                .heap
-                .insert(txn.xid(), &bytes)
-                .map_err(crate::transaction::map_heap(table, "bulk load"))?;
-            index::insert_entries(t, &indexes, &row, tid, txn.xid(), &*c.tm)?;
-            drop(indexes);
-            drop(guard);
-            p.rows += 1;
-            p.bytes += bytes.len() as u64;
-            if last_block != Some(tid.block) {
-                last_block = Some(tid.block);
-                pages_since_evict += 1;
-            }
-            if let Some(n) = ring_pages
-                && pages_since_evict >= n
-            {
-                let ev = c
-                    .pool
-                    .evict_relation(rf)
-                    .map_err(EngineError::buffer(format!(
-                        "bulk load into {table:?}: writing its pages"
-                    )))?;
-                p.pages_written += ev.flushed as u64;
-                pages_since_evict = 0;
-            }
-            if p.rows % every == 0 {
-                p.pages = c
-                    .pool
-                    .nblocks(rf)
-                    .unwrap_or(start_blocks)
-                    .saturating_sub(start_blocks) as u64;
-                p.elapsed = started.elapsed();
-                progress(p);
-            }
-        }
-        txn.commit()?;
-        t.counters.tuples.fetch_add(p.rows, Ordering::Relaxed);
-        p.pages = c
-            .pool
-            .nblocks(rf)
-            .unwrap_or(start_blocks)
-            .saturating_sub(start_blocks) as u64;
-        p.elapsed = started.elapsed();
-        p.done = true;
-        progress(p);
-        Ok(p)
-    }
-
     /// Vacuum `table` and its indexes through the vacuum ring: tuples
     /// deleted (or replaced) by transactions that committed before every
     /// live snapshot's xmin, and tuples of aborted transactions, are removed
@@ -1198,6 +1005,7 @@ impl Database {
     pub fn vacuum(&self, table: &str) -> Result<VacuumReport> {
         let c = self.core();
         let t = c.table(table)?;
+        crate::loading::check(&t)?;
         let guard = t.dropped.read();
         if *guard {
             return Err(EngineError::UnknownTable { name: table.into() });
@@ -1226,6 +1034,7 @@ impl Database {
     pub fn verify_indexes(&self, table: &str) -> Result<Vec<IndexViolation>> {
         let c = self.core();
         let t = c.table(table)?;
+        crate::loading::check(&t)?;
         let guard = t.dropped.read();
         if *guard {
             return Err(EngineError::UnknownTable { name: table.into() });
@@ -1333,14 +1142,17 @@ impl Database {
         v
     }
 
+    /// The buffer pool's counters since open (accesses, hits, reads, writes by writer, evictions).
     pub fn pool_stats(&self) -> PoolStats {
         self.core().pool.stats()
     }
 
+    /// The WAL's counters since open (records, bytes, flushes, fsyncs).
     pub fn wal_stats(&self) -> WalStats {
         self.core().wal.stats()
     }
 
+    /// Transactions begun, committed, aborted and retried since open.
     pub fn txn_stats(&self) -> TxnStats {
         self.core().tm.stats()
     }
@@ -1358,10 +1170,12 @@ impl Database {
         }
     }
 
+    /// The options the database was opened with.
     pub fn options(&self) -> &Options {
         &self.core().options
     }
 
+    /// The data directory (a temporary database's too).
     pub fn dir(&self) -> &Path {
         &self.core().dir
     }
@@ -1489,7 +1303,7 @@ impl Core {
         Ok((meta, st.next_rel))
     }
 
-    fn open_heap(&self, rel: RelId, name: &str, logged: bool) -> Result<Heap> {
+    pub(crate) fn open_heap(&self, rel: RelId, name: &str, logged: bool) -> Result<Heap> {
         Ok(
             Heap::open(self.pool.clone(), Some(self.wal.clone()), rel, logged)
                 .map_err(EngineError::heap(format!("could not open table {name:?}")))?
@@ -1500,7 +1314,7 @@ impl Core {
     /// Open (or, with `create`, create empty) the B-tree of index `info` of
     /// table `t`: WAL-logged if the table is, else declared unlogged to the
     /// pool and written without WAL.
-    fn open_index(
+    pub(crate) fn open_index(
         &self,
         t: &TableHandle,
         info: IndexInfo,
@@ -1636,18 +1450,6 @@ impl Core {
         Ok(())
     }
 
-    /// Empty an unlogged relation (PostgreSQL resets them from their init
-    /// fork at the end of crash recovery).
-    fn reset_relation(&self, rel: RelId) -> Result<()> {
-        let rf = RelFork::main(rel);
-        self.pool
-            .create_fork(rf)
-            .and_then(|_| self.pool.truncate_relation(rf, 0))
-            .map_err(EngineError::buffer(format!(
-                "could not empty unlogged {rel} after a crash"
-            )))
-    }
-
     pub fn checkpoint(&self) -> Result<CheckpointInfo<usize>> {
         let _one = self.checkpoint_serial.lock();
         self.tm.checkpoint()
@@ -1677,248 +1479,6 @@ impl Core {
     /// taken later has an xmin at least the oldest running xid now.
     pub fn vacuum_horizon(&self) -> Xid {
         self.snapshots.horizon(|| self.tm.oldest_running())
-    }
-
-    /// Read the catalog with a fresh snapshot; bootstrap it if empty. With
-    /// `reset_unlogged` (the last run did not close cleanly), unlogged tables
-    /// and their indexes are emptied first.
-    /// An index in `damaged` (its file missing or short, found before
-    /// recovery), or whose file is missing or does not open as a B-tree, is
-    /// opened invalid; a table whose file is missing is an error naming it
-    /// (never a new empty file).
-    /// `existing`: the directory has been opened before (it has a
-    /// `RELSIZES`), so its catalog must have its meta row.
-    fn load_catalog(
-        &mut self,
-        reset_unlogged: bool,
-        damaged: &HashMap<RelId, String>,
-        existing: bool,
-    ) -> Result<()> {
-        let snap = self.tm.snapshot();
-        let rows = self
-            .catalog_heap
-            .scan(&snap, &*self.tm, heap::ScanOptions::default())
-            .map_err(EngineError::heap("could not read the catalog"))?;
-        let mut st = CatalogState {
-            next_rel: FIRST_USER_REL.0,
-            ..CatalogState::default()
-        };
-        let mut tables = Vec::new();
-        let mut indexes = Vec::new();
-        for (tid, bytes) in rows {
-            match CatalogEntry::decode(tid, &bytes)? {
-                CatalogEntry::Meta { next_rel } => {
-                    if st.meta_tid.is_some() {
-                        return Err(EngineError::CorruptCatalog {
-                            detail: format!("a second meta row at {tid}"),
-                        });
-                    }
-                    st.meta_tid = Some(tid);
-                    st.next_rel = st.next_rel.max(next_rel);
-                }
-                CatalogEntry::Table(info) => {
-                    st.next_rel = st.next_rel.max(info.rel.0 + 1);
-                    tables.push((tid, info));
-                }
-                CatalogEntry::Index(info) => {
-                    st.next_rel = st.next_rel.max(info.rel.0 + 1);
-                    indexes.push((tid, info));
-                }
-            }
-        }
-        let mut by_rel: HashMap<RelId, Arc<TableHandle>> = HashMap::new();
-        for (catalog_tid, info) in tables {
-            if !info.logged && reset_unlogged {
-                self.reset_relation(info.rel)?;
-            }
-            let rf = RelFork::main(info.rel);
-            let storage = self.pool.storage();
-            let exists = storage.exists(rf).map_err(EngineError::buffer(format!(
-                "opening table {:?}",
-                info.name
-            )))?;
-            if !exists {
-                return Err(EngineError::CorruptDataDir {
-                    path: storage.path(rf),
-                    detail: format!(
-                        "the file of table {:?} ({}) is missing; the catalog lists the table: \
-                         it was deleted while the database was closed",
-                        info.name, info.rel
-                    ),
-                });
-            }
-            let heap = self.open_heap(info.rel, &info.name, info.logged)?;
-            let t = Arc::new(TableHandle {
-                info,
-                heap,
-                catalog_tid,
-                dropped: RwLock::new(false),
-                indexes: RwLock::new(Vec::new()),
-                vacuum: Mutex::new(()),
-                counters: TableCounters::default(),
-            });
-            by_rel.insert(t.info.rel, t.clone());
-            st.tables.insert(t.info.name.clone(), t);
-        }
-        for (catalog_tid, info) in indexes {
-            let t = by_rel
-                .get(&info.table)
-                .ok_or_else(|| EngineError::CorruptCatalog {
-                    detail: format!(
-                        "index {:?} of relation {}, which is no table",
-                        info.name, info.table.0
-                    ),
-                })?;
-            let reset = !t.info.logged && reset_unlogged;
-            if reset {
-                self.reset_relation(info.rel)?;
-            }
-            let rf = RelFork::main(info.rel);
-            let path = self.pool.storage().path(rf);
-            let exists = self
-                .pool
-                .storage()
-                .exists(rf)
-                .map_err(EngineError::buffer(format!(
-                    "opening index {:?}",
-                    info.name
-                )))?;
-            let opened = match damaged.get(&info.rel) {
-                Some(reason) => Err(reason.clone()),
-                None if !exists => Err(format!("its file {} is missing", path.display())),
-                None => match self.open_index(t, info.clone(), catalog_tid, reset) {
-                    Ok(ix) => Ok(ix),
-                    // Damaged bytes (or a file too short for its meta
-                    // page): invalid. The environment failing is an error.
-                    Err(e) if matches!(e.kind(), ErrorKind::CorruptData | ErrorKind::BadInput) => {
-                        Err(format!("its file {} does not open: {e}", path.display()))
-                    }
-                    Err(e) => return Err(e),
-                },
-            };
-            match opened {
-                Ok(ix) => {
-                    t.indexes.write().push(ix.clone());
-                    st.indexes.insert(ix.info.name.clone(), ix);
-                }
-                Err(reason) => {
-                    st.invalid_indexes.insert(
-                        info.name.clone(),
-                        InvalidIndex {
-                            table: t.info.name.clone(),
-                            info,
-                            catalog_tid,
-                            reason,
-                        },
-                    );
-                }
-            }
-        }
-        // Catalog rule 2: past every relation file too.
-        for rel in self.relation_files()? {
-            st.next_rel = st.next_rel.max(rel.0 + 1);
-        }
-        if st.meta_tid.is_none() {
-            if !st.tables.is_empty() || !st.indexes.is_empty() {
-                return Err(EngineError::CorruptCatalog {
-                    detail: "tables but no meta row".into(),
-                });
-            }
-            if existing {
-                return Err(EngineError::CorruptCatalog {
-                    detail: format!(
-                        "no meta row in the catalog ({}) of a data directory opened before \
-                         ({} exists): the catalog or the commit log is damaged",
-                        self.pool
-                            .storage()
-                            .path(RelFork::main(CATALOG_REL))
-                            .display(),
-                        datadir::RELSIZES_FILE
-                    ),
-                });
-            }
-            let txn = self.tm.begin()?;
-            let row = CatalogEntry::Meta {
-                next_rel: st.next_rel,
-            }
-            .encode()?;
-            let tid = self
-                .catalog_heap
-                .insert(txn.xid(), &row)
-                .map_err(EngineError::heap("could not create the catalog"))?;
-            txn.commit_with(CommitMode::Synchronous)?;
-            st.meta_tid = Some(tid);
-        }
-        *self.catalog.write() = st;
-        Ok(())
-    }
-
-    /// Relation ids of the files in `base/`.
-    fn relation_files(&self) -> Result<HashSet<RelId>> {
-        let base = self.dir.join("base");
-        let mut rels = HashSet::new();
-        let entries = match std::fs::read_dir(&base) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(rels),
-            Err(e) => return Err(EngineError::io("list", &base)(e)),
-        };
-        for e in entries {
-            let e = e.map_err(EngineError::io("list", &base))?;
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            let digits: String = name.chars().take_while(char::is_ascii_digit).collect();
-            if let Ok(n) = digits.parse::<u32>() {
-                rels.insert(RelId(n));
-            }
-        }
-        Ok(rels)
-    }
-
-    /// Catalog rule 3, never while the catalog may be damaged: a file the
-    /// catalog does not know but `RELSIZES` lists (so a committed CREATE
-    /// made it and no DROP took it out) means the catalog lost its row:
-    /// an error, and nothing is removed. With no `RELSIZES` (a directory
-    /// from before it, or whose first open never finished) nothing is known
-    /// about the catalog, so nothing is removed either.
-    fn remove_orphans(&self, recorded: Option<&[Recorded]>) -> Result<()> {
-        let Some(recorded) = recorded else {
-            return Ok(());
-        };
-        let known: HashSet<RelId> = {
-            let st = self.catalog.read();
-            st.tables
-                .values()
-                .map(|t| t.info.rel)
-                .chain(st.indexes.values().map(|i| i.info.rel))
-                .chain(st.invalid_indexes.values().map(|i| i.info.rel))
-                .collect()
-        };
-        let files = self.relation_files()?;
-        for r in recorded {
-            let rel = RelId(r.rel);
-            if rel >= FIRST_USER_REL && !known.contains(&rel) && files.contains(&rel) {
-                return Err(EngineError::CorruptCatalog {
-                    detail: format!(
-                        "{} {:?} ({rel}, file {}) is recorded in {} but not in the catalog: the \
-                         catalog may be damaged; no relation file was removed",
-                        r.kind.word(),
-                        r.name,
-                        self.pool.storage().path(RelFork::main(rel)).display(),
-                        datadir::RELSIZES_FILE
-                    ),
-                });
-            }
-        }
-        for rel in files {
-            if rel >= FIRST_USER_REL && !known.contains(&rel) {
-                self.pool
-                    .drop_relation(rel)
-                    .map_err(EngineError::buffer(format!(
-                        "could not remove orphaned {rel}"
-                    )))?;
-            }
-        }
-        Ok(())
     }
 
     /// Relation id -> (name, kind, the table of an index).
@@ -1956,57 +1516,9 @@ impl Core {
 
 type RelNames = HashMap<RelId, (String, RelKind, Option<String>)>;
 
-/// The TID type rows are named by.
-pub type RowId = Tid;
-
-/// [`Database::vacuum`]'s passes on a table the caller holds against DROP
-/// (its `dropped` lock shared) and whose vacuum mutex it holds (`_one`),
-/// then the table's autovacuum counters brought up to date: shared with
-/// the autovacuum worker.
-pub(crate) fn vacuum_table(
-    t: &TableHandle,
-    tm: &TransactionManager,
-    snapshots: &SnapshotRegistry,
-    _one: &parking_lot::MutexGuard<'_, ()>,
-) -> Result<VacuumReport> {
-    let table = &t.info.name;
-    tm.check_writable()?;
-    // The dead tuples counted before the passes are the ones they remove.
-    let dead_before = t.counters.dead.load(Ordering::Relaxed);
-    let horizon = snapshots.horizon(|| tm.oldest_running());
-    let (mut heap, dead) = t
-        .heap
-        .lazy_scan_heap(horizon, tm)
-        .map_err(EngineError::heap(format!("vacuum of table {table:?}")))?;
-    let indexes = t.indexes.read().clone();
-    let mut index_stats = Vec::new();
-    for ix in &indexes {
-        let stats = if dead.is_empty() {
-            btree::VacuumStats::default()
-        } else {
-            ix.btree
-                .vacuum(|tid| dead.contains(&tid))
-                .map_err(map_btree(ix, "vacuum"))?
-        };
-        index_stats.push((ix.info.name.clone(), stats));
-    }
-    let freed = t
-        .heap
-        .free_dead(&dead)
-        .map_err(EngineError::heap(format!("vacuum of table {table:?}")))?;
-    heap.add_pass_two(freed);
-    let report = VacuumReport {
-        horizon,
-        indexes: index_stats,
-        heap,
-    };
-    t.counters.vacuumed(dead_before, &report);
-    Ok(report)
-}
-
 /// The clog, the catalog and every logged table and valid index with its
 /// file's length now.
-fn current_sizes(st: &CatalogState, pool: &BufferPool) -> Result<Vec<Recorded>> {
+pub(crate) fn current_sizes(st: &CatalogState, pool: &BufferPool) -> Result<Vec<Recorded>> {
     let mut rels: Vec<(RelId, RecordedKind, String)> = vec![
         (CLOG_REL, RecordedKind::Clog, "clog".into()),
         (CATALOG_REL, RecordedKind::Catalog, "catalog".into()),

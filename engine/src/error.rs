@@ -32,9 +32,8 @@
 use std::path::PathBuf;
 
 use heap::Tid;
-use wal::Lsn;
+use wal::{Lsn, Xid};
 
-use crate::txn::Xid;
 use crate::value::ColumnType;
 
 /// Result type of the engine.
@@ -98,18 +97,30 @@ pub enum EngineError {
     /// An xid that cannot name a transaction here (0, 1, or beyond the
     /// largest the commit log can address).
     #[error("invalid transaction id {xid}: {detail}")]
-    InvalidXid { xid: Xid, detail: String },
+    InvalidXid {
+        /// The transaction id.
+        xid: Xid,
+        /// What is wrong, in words.
+        detail: String,
+    },
 
     // ---- corrupt data ----
     /// An Xact record whose info byte or payload is not one this engine writes.
     #[error("malformed transaction record at {lsn}: {detail}")]
-    MalformedXactRecord { lsn: Lsn, detail: String },
+    MalformedXactRecord {
+        /// Where the record is in the WAL.
+        lsn: Lsn,
+        /// What is wrong, in words.
+        detail: String,
+    },
 
     // ---- I/O (wrapped) ----
     /// The buffer pool failed while the engine was doing `what`.
     #[error("{what}: {source}")]
     Buffer {
+        /// What the engine was doing (it names the relation).
         what: String,
+        /// The error underneath.
         #[source]
         source: bufmgr::Error,
     },
@@ -117,7 +128,9 @@ pub enum EngineError {
     /// The WAL failed while the engine was doing `what`.
     #[error("{what}: {source}")]
     Wal {
+        /// What the engine was doing (it names the relation).
         what: String,
+        /// The error underneath.
         #[source]
         source: wal::WalError,
     },
@@ -125,8 +138,11 @@ pub enum EngineError {
     /// A redo function handed in by the caller failed on the record at `lsn`.
     #[error("redo of the {kind:?} record at {lsn} failed: {source}")]
     Redo {
+        /// Where the record is in the WAL.
         lsn: Lsn,
+        /// The record's resource manager.
         kind: wal::RmgrKind,
+        /// The redo function's error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
@@ -135,19 +151,29 @@ pub enum EngineError {
     /// An option value out of range or inconsistent with another.
     #[error("invalid option {option}: {detail}")]
     InvalidOption {
+        /// The option's name.
         option: &'static str,
+        /// What is wrong, in words.
         detail: String,
     },
 
     /// A directory (or a file in it) that is not an engine data directory.
     #[error("{path} is not a data directory of this engine: {detail}")]
-    NotADatabase { path: PathBuf, detail: String },
+    NotADatabase {
+        /// The file or directory.
+        path: PathBuf,
+        /// What is wrong, in words.
+        detail: String,
+    },
 
     /// A data directory written by an incompatible format version.
     #[error("{path}: data directory format version {found}, this engine reads version {expected}")]
     IncompatibleVersion {
+        /// The file or directory.
         path: PathBuf,
+        /// The format version the directory has.
         found: String,
+        /// The format version this engine reads.
         expected: u32,
     },
 
@@ -157,27 +183,46 @@ pub enum EngineError {
          but the options ask for checksums {requested}; open it with checksums {recorded}"
     )]
     ChecksumSettingMismatch {
+        /// The file or directory.
         path: PathBuf,
+        /// The setting the directory was created with (`on`/`off`).
         recorded: &'static str,
+        /// The setting the options ask for.
         requested: &'static str,
     },
 
     /// No table of that name.
     #[error("unknown table {}", cut(name))]
-    UnknownTable { name: String },
+    UnknownTable {
+        /// The table's name.
+        name: String,
+    },
 
     /// No column of that name in the table.
     #[error("table {} has no column {}", cut(table), cut(column))]
-    UnknownColumn { table: String, column: String },
+    UnknownColumn {
+        /// The table's name.
+        table: String,
+        /// The column's name.
+        column: String,
+    },
 
     /// A table or index of that name exists already.
     #[error("a relation named {} exists already", cut(name))]
-    TableExists { name: String },
+    TableExists {
+        /// The name taken.
+        name: String,
+    },
 
     /// A table definition that cannot be stored (no columns, duplicate or
     /// empty names, a name too long).
     #[error("invalid definition of {}: {detail}", cut(name))]
-    InvalidSchema { name: String, detail: String },
+    InvalidSchema {
+        /// The table or index being defined.
+        name: String,
+        /// What is wrong, in words.
+        detail: String,
+    },
 
     /// A row with the wrong number of values.
     #[error(
@@ -185,8 +230,11 @@ pub enum EngineError {
         cut(table)
     )]
     WrongColumnCount {
+        /// The table's name.
         table: String,
+        /// Columns of the table.
         expected: usize,
+        /// Values in the row.
         got: usize,
     },
 
@@ -197,9 +245,13 @@ pub enum EngineError {
         cut(column)
     )]
     TypeMismatch {
+        /// The table's name.
         table: String,
+        /// The column's name.
         column: String,
+        /// The column's type.
         expected: ColumnType,
+        /// The type of the value given.
         got: &'static str,
     },
 
@@ -209,7 +261,12 @@ pub enum EngineError {
         cut(table),
         cut(column)
     )]
-    NullNotAllowed { table: String, column: String },
+    NullNotAllowed {
+        /// The table's name.
+        table: String,
+        /// The column's name.
+        column: String,
+    },
 
     /// An encoded row larger than a page can hold (there is no TOAST).
     #[error(
@@ -217,8 +274,11 @@ pub enum EngineError {
         cut(table)
     )]
     RowTooLarge {
+        /// The table's name.
         table: String,
+        /// Bytes of the encoded row.
         len: usize,
+        /// Most bytes one row may take on a page.
         max: usize,
     },
 
@@ -226,8 +286,11 @@ pub enum EngineError {
     /// its end).
     #[error("table {}: bad row id {row_id}: {reason}", cut(table))]
     BadRowId {
+        /// The table's name.
         table: String,
+        /// The row.
         row_id: Tid,
+        /// Why it names no tuple.
         reason: &'static str,
     },
 
@@ -237,23 +300,41 @@ pub enum EngineError {
         "table {}: row {row_id} is not visible to this transaction",
         cut(table)
     )]
-    RowNotVisible { table: String, row_id: Tid },
+    RowNotVisible {
+        /// The table's name.
+        table: String,
+        /// The row.
+        row_id: Tid,
+    },
 
     /// No index of that name (or a table name where an index was expected
     /// and the table has not exactly one index).
     #[error("unknown index {}{detail}", cut(name))]
-    UnknownIndex { name: String, detail: String },
+    UnknownIndex {
+        /// The name given.
+        name: String,
+        /// More about the lookup (empty, or the indexes a table has).
+        detail: String,
+    },
 
     /// A key or key range that does not fit its index (more values than
     /// the index has columns, bounds after a full key).
     #[error("index {}: {detail}", cut(index))]
-    BadKey { index: String, detail: String },
+    BadKey {
+        /// The index's name.
+        index: String,
+        /// What does not fit.
+        detail: String,
+    },
 
     /// A by-key call on a column without a (unique) index.
     #[error("table {} has no {what} on column {}", cut(table), cut(column))]
     NoIndex {
+        /// The table's name.
         table: String,
+        /// The column's name.
         column: String,
+        /// The kind of index the call needs.
         what: &'static str,
     },
 
@@ -263,8 +344,11 @@ pub enum EngineError {
         "duplicate key value violates unique index {index:?} on table {table:?}: key {key} already exists"
     )]
     UniqueViolation {
+        /// The index's name.
         index: String,
+        /// The table's name.
         table: String,
+        /// The key, as text.
         key: String,
     },
 
@@ -274,8 +358,11 @@ pub enum EngineError {
         cut(index)
     )]
     KeyTooLarge {
+        /// The index's name.
         index: String,
+        /// Bytes of the key.
         size: usize,
+        /// Most bytes a key may take.
         max: usize,
     },
 
@@ -284,7 +371,12 @@ pub enum EngineError {
         "{op} on table {} in a read-only transaction (begin one with Database::begin to write)",
         cut(table)
     )]
-    ReadOnlyTransaction { op: &'static str, table: String },
+    ReadOnlyTransaction {
+        /// The write refused.
+        op: &'static str,
+        /// The table's name.
+        table: String,
+    },
 
     /// A transaction ran out of command ids (each write is a command; the
     /// tuple header keeps 32 bits of it, as PostgreSQL's does).
@@ -293,22 +385,35 @@ pub enum EngineError {
         cut(table)
     )]
     TooManyCommands {
+        /// The write refused.
         op: &'static str,
+        /// The table's name.
         table: String,
+        /// Command ids one transaction has.
         limit: u64,
     },
 
     /// A row column read as a type it does not have, or a column handle of
     /// another table.
     #[error("table {}: {detail}", cut(table))]
-    WrongColumn { table: String, detail: String },
+    WrongColumn {
+        /// The table's name.
+        table: String,
+        /// What is wrong, in words.
+        detail: String,
+    },
 
     // ---- conflict ----
     /// A concurrent transaction changed the row first: roll back and retry.
     #[error(
         "table {table:?}: write conflict on row {row_id}: a concurrent transaction updated or deleted it; roll back and retry"
     )]
-    WriteConflict { table: String, row_id: Tid },
+    WriteConflict {
+        /// The table's name.
+        table: String,
+        /// The row.
+        row_id: Tid,
+    },
 
     /// A transaction still in progress holds (inserted or deleted) a row with
     /// the same key in a unique index: roll back and retry (there is no
@@ -317,9 +422,13 @@ pub enum EngineError {
         "unique index {index:?} on table {table:?}: key {key} is held by transaction {xid}, still in progress; roll back and retry"
     )]
     UniqueConflict {
+        /// The index's name.
         index: String,
+        /// The table's name.
         table: String,
+        /// The key, as text.
         key: String,
+        /// The transaction id.
         xid: Xid,
     },
 
@@ -327,13 +436,41 @@ pub enum EngineError {
     /// whose new index entry lost a race on a unique key): the transaction
     /// can only roll back. `commit` rolls it back and returns this error.
     #[error("the transaction must roll back: {reason}")]
-    TransactionAborted { reason: String },
+    TransactionAborted {
+        /// Why the transaction can only roll back.
+        reason: String,
+    },
+
+    /// An operation on a table from inside its own bulk load into an empty
+    /// table (the load's row iterator or progress callback, on the loading
+    /// thread), which would wait for the load forever.
+    #[error(
+        "table {} is being bulk-loaded by this thread (it is held until the load ends): it cannot be read or changed from the load's row iterator or progress callback; the load fails",
+        cut(table)
+    )]
+    TableBeingLoaded {
+        /// The table's name.
+        table: String,
+    },
+
+    /// A backup target that is not a new or empty directory outside the
+    /// data directory ([`crate::Database::backup_to`]). Nothing was written.
+    #[error("backup target {path}: {detail}")]
+    BackupTarget {
+        /// The file or directory.
+        path: PathBuf,
+        /// What is wrong, in words.
+        detail: String,
+    },
 
     /// Another `Database` (in this or another process) holds the directory.
     #[error(
         "database is in use: {path} is locked by another open Database (in this or another process)"
     )]
-    DatabaseInUse { path: PathBuf },
+    DatabaseInUse {
+        /// The file or directory.
+        path: PathBuf,
+    },
 
     /// `close()` of one handle of a database that other handles (clones of
     /// the `Database`, transactions, iterators) still use: the database
@@ -341,38 +478,60 @@ pub enum EngineError {
     #[error(
         "database {path} is still in use by {others} other handle(s) (clones, transactions or iterators); it closes when the last one is dropped"
     )]
-    StillInUse { path: PathBuf, others: usize },
+    StillInUse {
+        /// The file or directory.
+        path: PathBuf,
+        /// Other handles (clones, transactions, iterators) still alive.
+        others: usize,
+    },
 
     // ---- corrupt data ----
     /// A stored row whose bytes do not decode against its table.
     #[error("table {table:?}, row {row_id}: corrupt row: {detail}")]
     CorruptRow {
+        /// The table's name.
         table: String,
+        /// The row.
         row_id: Tid,
+        /// What is wrong, in words.
         detail: String,
     },
 
     /// A catalog row that does not decode.
     #[error("corrupt catalog: {detail}")]
-    CorruptCatalog { detail: String },
+    CorruptCatalog {
+        /// What is wrong, in words.
+        detail: String,
+    },
 
     /// A file of the data directory that is damaged (version stamp).
     #[error("corrupt data directory file {path}: {detail}")]
-    CorruptDataDir { path: PathBuf, detail: String },
+    CorruptDataDir {
+        /// The file or directory.
+        path: PathBuf,
+        /// What is wrong, in words.
+        detail: String,
+    },
 
     // ---- I/O ----
     /// An operating-system error on a file of the data directory.
     #[error("could not {op} {path}: {source}")]
     Io {
+        /// What was being done (`open`, `read`, `fsync`, ...).
         op: &'static str,
+        /// The file or directory.
         path: PathBuf,
+        /// The error underneath.
         #[source]
         source: std::io::Error,
     },
 
     /// A checkpoint that failed (the previous one stands).
     #[error("checkpoint failed: {detail}")]
-    Checkpoint { detail: String },
+    Checkpoint {
+        /// What is wrong, in words.
+        detail: String,
+    },
 
     /// An earlier commit (of `xid`, its record ending at `commit_lsn`) is
     /// durable but could not be recorded in the commit log: the database
@@ -382,8 +541,11 @@ pub enum EngineError {
         "the database refuses writes until it is reopened: the commit of xid {xid} (record ending at {commit_lsn}) is durable but could not be recorded in the commit log: {detail}"
     )]
     CommitNotRecorded {
+        /// The transaction id.
         xid: Xid,
+        /// End LSN of its commit record.
         commit_lsn: Lsn,
+        /// What is wrong, in words.
         detail: String,
     },
 
@@ -392,7 +554,9 @@ pub enum EngineError {
     /// the index); the kind follows the B-tree error's.
     #[error("{what}: {source}")]
     Index {
+        /// What the engine was doing (it names the relation).
         what: String,
+        /// The error underneath.
         #[source]
         source: btree::BtreeError,
     },
@@ -401,7 +565,9 @@ pub enum EngineError {
     /// table); the kind follows the heap error's.
     #[error("{what}: {source}")]
     Heap {
+        /// What the engine was doing (it names the relation).
         what: String,
+        /// The error underneath.
         #[source]
         source: heap::HeapError,
     },
@@ -446,7 +612,9 @@ impl EngineError {
             | EngineError::KeyTooLarge { .. }
             | EngineError::ReadOnlyTransaction { .. }
             | EngineError::TooManyCommands { .. }
-            | EngineError::WrongColumn { .. } => ErrorKind::BadInput,
+            | EngineError::WrongColumn { .. }
+            | EngineError::BackupTarget { .. }
+            | EngineError::TableBeingLoaded { .. } => ErrorKind::BadInput,
             EngineError::WriteConflict { .. }
             | EngineError::UniqueConflict { .. }
             | EngineError::TransactionAborted { .. } => ErrorKind::Conflict,
@@ -533,7 +701,7 @@ mod tests {
     use bufmgr::{BufferTag, Fork, RelId};
 
     /// Number of `EngineError` variants: `variant` below lists each once.
-    const VARIANTS: usize = 40;
+    const VARIANTS: usize = 42;
 
     /// Position of `e`'s variant. The match has no wildcard, so a new
     /// variant does not compile until it is listed here (and a sample of it
@@ -580,7 +748,9 @@ mod tests {
             E::Heap { .. } => 36,
             E::CommitNotRecorded { .. } => 37,
             E::TooManyCommands { .. } => 38,
-            E::BadKey { .. } => 39,
+            E::BackupTarget { .. } => 39,
+            E::TableBeingLoaded { .. } => 40,
+            E::BadKey { .. } => 41,
         }
     }
 
@@ -807,6 +977,14 @@ mod tests {
                     op: "insert",
                     table: t.clone(),
                     limit: u64::from(u32::MAX),
+                },
+                BadInput,
+            ),
+            (E::TableBeingLoaded { table: t.clone() }, BadInput),
+            (
+                E::BackupTarget {
+                    path: "/backup".into(),
+                    detail: "it is not empty".into(),
                 },
                 BadInput,
             ),

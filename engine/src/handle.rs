@@ -22,12 +22,10 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use bufmgr::RelId;
-
 use crate::catalog::{IndexHandle, IndexInfo, TableHandle, TableInfo};
 use crate::database::Database;
 use crate::error::{EngineError, Result};
-use crate::value::ColumnType;
+use crate::row::{Col, col_of};
 
 /// A resolved table ([`Database::table_handle`]). Cheap to clone.
 #[derive(Clone, Debug)]
@@ -77,26 +75,6 @@ impl Table {
     }
 }
 
-/// Column `idx` of table `info` as a [`Col`] (`idx` must be in range).
-pub(crate) fn col_of(info: &TableInfo, idx: usize) -> Col {
-    let cols = &info.columns;
-    // Rows start with the column count (2 bytes) and the null bitmap; if
-    // every column before this one is a NOT NULL i64, its value is always at
-    // the same offset.
-    let fixed = cols[..idx]
-        .iter()
-        .all(|c| c.ty == ColumnType::I64 && !c.nullable)
-        .then(|| 2 + cols.len().div_ceil(8) + 8 * idx)
-        .and_then(|o| u32::try_from(o).ok());
-    Col {
-        rel: info.rel,
-        idx: idx as u32,
-        ty: cols[idx].ty,
-        nullable: cols[idx].nullable,
-        fixed,
-    }
-}
-
 /// A resolved index ([`Database::index_handle`]). Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Index {
@@ -118,33 +96,6 @@ impl Index {
         Table {
             h: self.table.clone(),
         }
-    }
-}
-
-/// One column of one table, resolved ([`Table::column`]).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Col {
-    pub(crate) rel: RelId,
-    pub(crate) idx: u32,
-    pub(crate) ty: ColumnType,
-    pub(crate) nullable: bool,
-    /// Byte offset of the value in every row, when it does not depend on
-    /// the row (every column before it is a NOT NULL i64).
-    pub(crate) fixed: Option<u32>,
-}
-
-impl Col {
-    /// Position in the table's columns.
-    pub fn index(&self) -> usize {
-        self.idx as usize
-    }
-
-    pub fn ty(&self) -> ColumnType {
-        self.ty
-    }
-
-    pub fn nullable(&self) -> bool {
-        self.nullable
     }
 }
 

@@ -130,11 +130,11 @@ impl IndexHandle {
         if self.is_tuple() {
             let mut parts = Vec::with_capacity(self.info.columns.len());
             for &c in &self.info.columns {
-                parts.push(value_part(&row.value(crate::handle::col_of(info, c))?));
+                parts.push(value_part(&row.value(crate::row::col_of(info, c))?));
             }
             return Ok(encode_parts(&parts) == key);
         }
-        let col = crate::handle::col_of(info, self.info.columns[0]);
+        let col = crate::row::col_of(info, self.info.columns[0]);
         Ok(match info.columns[self.info.columns[0]].ty {
             ColumnType::I64 => row.i64_opt(col)?.is_some_and(|v| Key::encode_i64(v) == key),
             ColumnType::Bytes => row.bytes_opt(col)? == Some(key),

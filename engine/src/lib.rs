@@ -1,48 +1,75 @@
 #![doc = include_str!("../README.md")]
 
-pub mod autovacuum;
-pub mod catalog;
-pub mod database;
+mod autovacuum;
+mod backup;
+mod bulk;
+mod catalog;
+mod database;
+/// The data directory's files (`VERSION`, `LOCK`, `RELSIZES`). Public only
+/// for the decoder fuzz targets and tests outside this crate, which feed it
+/// damaged bytes; not part of the API.
+#[doc(hidden)]
 pub mod datadir;
-pub mod durable;
-pub mod error;
-pub mod handle;
+mod durable;
+mod error;
+mod handle;
 mod index;
 mod invalid_pages;
-pub mod keys;
-pub mod options;
-pub mod recovery;
-mod registry;
-pub mod reserved;
-pub mod row;
+mod keys;
+mod loading;
+mod options;
+mod recovery;
+mod reserved;
+mod retry;
+mod row;
+#[cfg(feature = "testing")]
 pub mod soak;
-pub mod transaction;
-pub mod txn;
-pub mod value;
+mod stats;
+mod temporary;
+mod transaction;
+mod txn;
+mod vacuum;
+mod value;
 
 pub use autovacuum::{AutovacuumError, AutovacuumStats, TableAutovacuum};
-pub use catalog::{IndexInfo, RelKind, TableInfo};
-pub use database::{
-    BufferInfo, BulkProgress, Database, IndexViolation, ResidentPages, RowId, TableOptions,
-    VacuumReport,
-};
+pub use backup::{BACKUP_LABEL_FILE, BackupProgress, REREADS as BACKUP_REREADS};
+pub use bulk::BulkProgress;
+pub use catalog::{IndexInfo, MAX_COLUMNS, MAX_NAME_LEN, RelKind, TableInfo};
+pub use database::{BufferInfo, Database, IndexViolation, ResidentPages, TableOptions};
 pub use error::{EngineError, ErrorKind, Result};
-pub use handle::{Col, Index, IndexRef, Table, TableRef};
+pub use handle::{Index, IndexRef, Table, TableRef};
 pub use keys::{IntoKey, KeyRange};
-pub use options::{Options, Partitions, parse_evictor};
+pub use options::{DEFAULT_RING_KIB, Options, Partitions, StorageWrapper, parse_evictor};
 pub use recovery::{RecoveryStats, recover, recover_from};
 pub use reserved::{CATALOG_REL, CLOG_REL, FIRST_USER_REL};
-pub use row::RowRef;
+pub use row::{Col, RowId, RowRef};
 pub use transaction::{IndexRange, RowIter, ScanSummary, Transaction};
-pub use txn::clog::{Clog, ClogStatus, XIDS_PER_PAGE};
+pub use txn::clog::{CLOG_ZEROPAGE, Clog, ClogStatus, XIDS_PER_PAGE};
 pub use txn::snapshot::RunningSet;
+/// The transaction manager's own transaction (an xid, its commit or abort;
+/// no snapshot registration, no rows), which [`TransactionManager::begin`]
+/// returns; a database's transactions are [`Transaction`].
+pub use txn::xact::Transaction as XactTransaction;
 pub use txn::xact::{
     CommitMode, TransactionManager, TxnStats, XactRecord, next_xid_hint, redo_xact,
 };
+pub use vacuum::VacuumReport;
 pub use value::{Column, ColumnType, Row, Value};
 
-pub use btree::{PageKind, VacuumStats as IndexVacuumStats, Violation};
+pub use btree::{BtreeError, PageKind, VacuumStats as IndexVacuumStats, Violation};
 /// Re-exported so users need not depend on the lower crates for the types
 /// the API takes and returns.
-pub use bufmgr::{BgWriterConfig, Evictor, IoMode, RingSizes, SweepBatch};
-pub use heap::{HintMode, RingChoice, ScanOptions};
+pub use bufmgr::{
+    BgWriterConfig, BlockNumber, BufferPool, BufferRow, Error as BufferError, Evictor, Fork,
+    IoMode, PoolStats, RelId, RingSizes, StorageBackend, SweepBatch, Topology,
+};
+pub use heap::{
+    HeapError, HintMode, RingChoice, ScanOptions, Snapshot, Tid, VacuumStats as HeapVacuumStats,
+    XidStatus,
+};
+/// The simulated disk `Options::simulated_disk` takes (`testing` feature).
+#[cfg(feature = "testing")]
+pub use wal::sim_disk::SimDisk;
+pub use wal::{
+    CheckpointInfo, FileSystem, ForcedFullPageWrites, Lsn, Record, Wal, WalError, WalStats, Xid,
+};

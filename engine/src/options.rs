@@ -1,7 +1,7 @@
 //! `Options`: everything a [`Database`](crate::Database) is opened with.
 //!
 //! A builder with defaults; [`Options::validate`] runs at open and names the
-//! bad value. Every switch the scenarios of `bench/README.md` vary is here:
+//! bad value. Every switch the scenarios of `bench/SCENARIOS.md` vary is here:
 //!
 //! | scenario flag | option | default |
 //! |---|---|---|
@@ -21,6 +21,7 @@
 //! | open relation files | `max_open_files` (PostgreSQL's `max_files_per_process`) | half the soft `RLIMIT_NOFILE`, at most 1,000 |
 //! | I/O backend (torn pages) | `wrap_storage` | the backend `io` selects, as it is |
 //! | `--autovacuum` (oltp) | `autovacuum`, `autovacuum_naptime`, `autovacuum_threshold`, `autovacuum_scale_factor` | on; 100 ms, 50, 0.2 |
+//! | retrying transactions (oltp) | `transaction_attempts`, `transaction_backoff`, `transaction_backoff_max` | 10 attempts; 1 ms doubling to at most 100 ms, jittered |
 //!
 //! plus `full_page_writes`, `checkpoint_interval`, `checkpoint_max_wal_bytes`,
 //! `wal_segment_size`, `bulk_load_progress_every` and a fixed `topology` for
@@ -45,7 +46,7 @@ use crate::txn::xact::CommitMode;
 /// once, and a ring may take an eighth; below 16 nearly every statement
 /// would evict what the previous one needed.
 pub const MIN_POOL_BUFFERS: usize = 16;
-/// Default pool: 16,384 pages = 128 MiB (`bench/README.md`, PostgreSQL's
+/// Default pool: 16,384 pages = 128 MiB (`bench/SCENARIOS.md`, PostgreSQL's
 /// default `shared_buffers`).
 pub const DEFAULT_POOL_BUFFERS: usize = 16_384;
 /// Checkpoint every 5 minutes (PostgreSQL's `checkpoint_timeout`).
@@ -74,6 +75,15 @@ pub const DEFAULT_AUTOVACUUM_NAPTIME: Duration = Duration::from_millis(100);
 pub const DEFAULT_AUTOVACUUM_THRESHOLD: u64 = 50;
 /// See [`DEFAULT_AUTOVACUUM_THRESHOLD`].
 pub const DEFAULT_AUTOVACUUM_SCALE_FACTOR: f64 = 0.2;
+/// [`Database::transaction`](crate::Database::transaction) runs its
+/// closure at most this many times (the first attempt and 9 retries).
+pub const DEFAULT_TRANSACTION_ATTEMPTS: u32 = 10;
+/// The backoff before the first retry is drawn from 0 ..= this; it doubles
+/// with each retry after that.
+pub const DEFAULT_TRANSACTION_BACKOFF: Duration = Duration::from_millis(1);
+/// The backoff stops doubling here: no retry waits longer than this.
+pub const DEFAULT_TRANSACTION_BACKOFF_MAX: Duration = Duration::from_millis(100);
+
 /// Shortest naptime accepted: below this the worker would spend its time
 /// looking at tables that have not changed.
 pub const MIN_AUTOVACUUM_NAPTIME: Duration = Duration::from_millis(1);
@@ -95,17 +105,26 @@ pub type StorageWrapper =
 /// Options of [`Database::open`](crate::Database::open).
 #[derive(Clone)]
 pub struct Options {
+    /// Pages in the buffer pool (8 KiB each; at least 16, PostgreSQL's minimum).
     pub pool_buffers: usize,
+    /// The replacement policy: clock, HOT/COOL or probation.
     pub evictor: Evictor,
+    /// Clock ticks one sweep claims at a time.
     pub sweep_batch: SweepBatch,
+    /// How the pool is cut into partitions.
     pub partitions: Partitions,
+    /// Move free buffers between partitions that run short.
     pub balancing: bool,
+    /// Buffers a partition keeps at least (`None`: no floor).
     pub partition_floor: Option<usize>,
+    /// Use buffer rings for bulk reads, bulk writes and vacuum.
     pub rings: bool,
     /// `None`: PostgreSQL's sizes, each capped at pool / 8 by the pool.
     /// Sizes set here are checked: a ring larger than the pool is an error.
     pub ring_sizes: Option<RingSizes>,
+    /// Back the pool with huge pages (2 MiB) where the system has them.
     pub huge_pages: bool,
+    /// Page checksums (fixed when the directory is created).
     pub checksums: bool,
     /// PostgreSQL's `zero_damaged_pages`. Off (the default), a page whose
     /// checksum fails, or that is all zeros while checksums are on (a page
@@ -116,20 +135,29 @@ pub struct Options {
     /// stderr. For salvaging what is left of a damaged table, not for
     /// normal running.
     pub zero_damaged_pages: bool,
+    /// Full-page images in the WAL after each checkpoint (PostgreSQL's
+    /// `full_page_writes`); off only where the storage writes pages
+    /// atomically.
     pub full_page_writes: bool,
+    /// Whether commits wait for their WAL flush (synchronous) or not.
     pub commit_mode: CommitMode,
     /// `None`: no WAL writer; asynchronous commits become durable with the
     /// next synchronous flush or checkpoint.
     pub async_flush_interval: Option<Duration>,
+    /// When hint bits are set and pages dirtied for them.
     pub hint_mode: HintMode,
     /// `None` runs no background writer.
     pub bgwriter: Option<BgWriterConfig>,
     /// `false` runs no checkpointer thread (checkpoints then happen only on
     /// [`Database::checkpoint`](crate::Database::checkpoint) and at close).
     pub checkpointer: bool,
+    /// Checkpoint at least this often.
     pub checkpoint_interval: Duration,
+    /// ... or after this many bytes of WAL.
     pub checkpoint_max_wal_bytes: u64,
+    /// Bytes per WAL segment file (a power of two).
     pub wal_segment_size: u64,
+    /// Rows between two progress reports of a bulk load.
     pub bulk_load_progress_every: u64,
     /// `None` detects the machine's shape.
     pub topology: Option<Topology>,
@@ -145,7 +173,7 @@ pub struct Options {
     pub wrap_storage: Option<StorageWrapper>,
     /// For tests: the file system the WAL segments and the control file go
     /// through (`None`: the real one, `wal::OsFileSystem`). See
-    /// [`simulated_disk`](Options::simulated_disk).
+    /// `Options::simulated_disk` (`testing` feature).
     pub file_system: Option<Arc<dyn wal::FileSystem>>,
     /// Record the pool's page accesses into this file (`bufmgr::trace`).
     pub trace: Option<std::path::PathBuf>,
@@ -156,7 +184,16 @@ pub struct Options {
     /// Dead tuples a table may hold before it is vacuumed, plus
     /// `autovacuum_scale_factor` times its tuple estimate.
     pub autovacuum_threshold: u64,
+    /// See [`autovacuum_threshold`](Options::autovacuum_threshold).
     pub autovacuum_scale_factor: f64,
+    /// Most runs of a [`Database::transaction`](crate::Database::transaction)
+    /// closure (at least 1; 1 never retries). Default 10.
+    pub transaction_attempts: u32,
+    /// Upper bound of the first retry's jittered backoff (doubling per
+    /// retry). Default 1 ms.
+    pub transaction_backoff: Duration,
+    /// Largest upper bound the backoff doubles to. Default 100 ms.
+    pub transaction_backoff_max: Duration,
 }
 
 impl fmt::Debug for Options {
@@ -193,6 +230,9 @@ impl fmt::Debug for Options {
             .field("autovacuum_naptime", &self.autovacuum_naptime)
             .field("autovacuum_threshold", &self.autovacuum_threshold)
             .field("autovacuum_scale_factor", &self.autovacuum_scale_factor)
+            .field("transaction_attempts", &self.transaction_attempts)
+            .field("transaction_backoff", &self.transaction_backoff)
+            .field("transaction_backoff_max", &self.transaction_backoff_max)
             .finish()
     }
 }
@@ -232,6 +272,9 @@ impl Default for Options {
             autovacuum_naptime: DEFAULT_AUTOVACUUM_NAPTIME,
             autovacuum_threshold: DEFAULT_AUTOVACUUM_THRESHOLD,
             autovacuum_scale_factor: DEFAULT_AUTOVACUUM_SCALE_FACTOR,
+            transaction_attempts: DEFAULT_TRANSACTION_ATTEMPTS,
+            transaction_backoff: DEFAULT_TRANSACTION_BACKOFF,
+            transaction_backoff_max: DEFAULT_TRANSACTION_BACKOFF_MAX,
         }
     }
 }
@@ -276,86 +319,107 @@ impl Options {
         self.pool_buffers = mib.saturating_mul(1024 * 1024) / PAGE_SIZE;
         self
     }
+    /// The replacement policy.
     pub fn evictor(mut self, e: Evictor) -> Self {
         self.evictor = e;
         self
     }
+    /// Clock ticks one sweep claims at a time.
     pub fn sweep_batch(mut self, b: SweepBatch) -> Self {
         self.sweep_batch = b;
         self
     }
+    /// How the pool is cut into partitions.
     pub fn partitions(mut self, p: Partitions) -> Self {
         self.partitions = p;
         self
     }
+    /// Move free buffers between partitions that run short.
     pub fn balancing(mut self, on: bool) -> Self {
         self.balancing = on;
         self
     }
+    /// Buffers a partition keeps at least (`None`: no floor).
     pub fn partition_floor(mut self, buffers: Option<usize>) -> Self {
         self.partition_floor = buffers;
         self
     }
+    /// Use buffer rings (bulk read, bulk write, vacuum).
     pub fn rings(mut self, on: bool) -> Self {
         self.rings = on;
         self
     }
+    /// Sizes of the buffer rings (checked against the pool at open).
     pub fn ring_sizes(mut self, sizes: RingSizes) -> Self {
         self.ring_sizes = Some(sizes);
         self
     }
+    /// Back the pool with huge pages.
     pub fn huge_pages(mut self, on: bool) -> Self {
         self.huge_pages = on;
         self
     }
+    /// Page checksums (must match the setting the directory was created with).
     pub fn checksums(mut self, on: bool) -> Self {
         self.checksums = on;
         self
     }
+    /// Read a damaged page as empty instead of failing (see the field).
     pub fn zero_damaged_pages(mut self, on: bool) -> Self {
         self.zero_damaged_pages = on;
         self
     }
+    /// Full-page images after each checkpoint.
     pub fn full_page_writes(mut self, on: bool) -> Self {
         self.full_page_writes = on;
         self
     }
+    /// Synchronous or asynchronous commit.
     pub fn commit_mode(mut self, mode: CommitMode) -> Self {
         self.commit_mode = mode;
         self
     }
+    /// How often the WAL writer flushes asynchronous commits (`None`: never).
     pub fn async_flush_interval(mut self, every: Option<Duration>) -> Self {
         self.async_flush_interval = every;
         self
     }
+    /// When hint bits are set.
     pub fn hint_mode(mut self, mode: HintMode) -> Self {
         self.hint_mode = mode;
         self
     }
+    /// The background writer's settings (`None`: no background writer).
     pub fn bgwriter(mut self, bg: Option<BgWriterConfig>) -> Self {
         self.bgwriter = bg;
         self
     }
+    /// Run the checkpointer thread.
     pub fn checkpointer(mut self, on: bool) -> Self {
         self.checkpointer = on;
         self
     }
+    /// Checkpoint at least this often.
     pub fn checkpoint_interval(mut self, every: Duration) -> Self {
         self.checkpoint_interval = every;
         self
     }
+    /// Checkpoint after this many bytes of WAL.
     pub fn checkpoint_max_wal_bytes(mut self, bytes: u64) -> Self {
         self.checkpoint_max_wal_bytes = bytes;
         self
     }
+    /// Bytes per WAL segment file.
     pub fn wal_segment_size(mut self, bytes: u64) -> Self {
         self.wal_segment_size = bytes;
         self
     }
+    /// Rows between two progress reports of a bulk load.
     pub fn bulk_load_progress_every(mut self, rows: u64) -> Self {
         self.bulk_load_progress_every = rows;
         self
     }
+    /// A fixed machine topology instead of the detected one (for tests).
     pub fn topology(mut self, t: Topology) -> Self {
         self.topology = Some(t);
         self
@@ -398,6 +462,23 @@ impl Options {
         self
     }
 
+    /// Run a [`Database::transaction`](crate::Database::transaction)
+    /// closure at most `n` times (at least 1).
+    pub fn transaction_attempts(mut self, n: u32) -> Self {
+        self.transaction_attempts = n;
+        self
+    }
+
+    /// Backoff before the retries of a retrying transaction: before retry
+    /// `k` (from 1) it sleeps a uniformly random time in `0 ..= min(max,
+    /// first * 2^(k-1))` (full jitter, so that transactions that conflicted
+    /// with each other do not collide again in step).
+    pub fn transaction_backoff(mut self, first: Duration, max: Duration) -> Self {
+        self.transaction_backoff = first;
+        self.transaction_backoff_max = max;
+        self
+    }
+
     /// Record a trace of the pool's accesses into `path` (`None`: off).
     pub fn trace(mut self, path: Option<std::path::PathBuf>) -> Self {
         self.trace = path;
@@ -416,7 +497,9 @@ impl Options {
     /// relation files on `disk`, a simulated disk that injects I/O faults
     /// and simulates power losses (`wal::sim_disk`). Sets both
     /// [`file_system`](Options::file_system) and
-    /// [`wrap_storage`](Options::wrap_storage).
+    /// [`wrap_storage`](Options::wrap_storage). Only with the `testing`
+    /// feature.
+    #[cfg(feature = "testing")]
     pub fn simulated_disk(mut self, disk: wal::sim_disk::SimDisk) -> Self {
         self.file_system = Some(Arc::new(disk.clone()));
         self.wrap_storage(move |files| disk.wrap_storage(files))
@@ -431,7 +514,9 @@ impl Options {
     /// `bgwriter`, `checkpointer`, `checkpoint_interval_ms`,
     /// `checkpoint_max_wal_bytes`, `wal_segment_size`, `io`
     /// (`sync`/`io_uring`/`auto`), `direct_io`, `max_open_files`, `autovacuum`, `autovacuum_naptime_ms`,
-    /// `autovacuum_threshold`, `autovacuum_scale_factor`.
+    /// `autovacuum_threshold`, `autovacuum_scale_factor`,
+    /// `transaction_attempts`, `transaction_backoff_ms`,
+    /// `transaction_backoff_max_ms`.
     pub fn set(mut self, key: &str, value: &str) -> Result<Self> {
         let v = value.trim();
         match key {
@@ -518,6 +603,15 @@ impl Options {
                 self.autovacuum_scale_factor = v.parse().map_err(|_| {
                     invalid("autovacuum_scale_factor", format!("{v:?} is not a number"))
                 })?
+            }
+            "transaction_attempts" => {
+                self.transaction_attempts = parse_num("transaction_attempts", v)?
+            }
+            "transaction_backoff_ms" => {
+                self.transaction_backoff = parse_millis("transaction_backoff_ms", v)?
+            }
+            "transaction_backoff_max_ms" => {
+                self.transaction_backoff_max = parse_millis("transaction_backoff_max_ms", v)?
             }
             _ => {
                 return Err(EngineError::InvalidOption {
@@ -655,6 +749,21 @@ impl Options {
         }
         if self.max_open_files == 0 {
             return Err(invalid("max_open_files", "0 files; at least 1"));
+        }
+        if self.transaction_attempts == 0 {
+            return Err(invalid(
+                "transaction_attempts",
+                "0 attempts; at least 1 (1 runs the closure once, never retrying)",
+            ));
+        }
+        if self.transaction_backoff > self.transaction_backoff_max {
+            return Err(invalid(
+                "transaction_backoff",
+                format!(
+                    "the first backoff {:?} is longer than the maximum {:?}",
+                    self.transaction_backoff, self.transaction_backoff_max
+                ),
+            ));
         }
         if self.bulk_load_progress_every == 0 {
             return Err(invalid("bulk_load_progress_every", "0 rows; at least 1"));

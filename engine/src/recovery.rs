@@ -17,9 +17,11 @@
 
 use std::error::Error;
 
+use bufmgr::BufferPool;
 use wal::{CheckpointPayload, Lsn, Record, RmgrKind, WalReader};
 
 use crate::error::{EngineError, Result};
+use crate::invalid_pages::InvalidPages;
 use crate::txn::clog::redo_clog;
 use crate::txn::xact::{TransactionManager, redo_xact};
 
@@ -43,6 +45,7 @@ pub struct RecoveryStats {
     /// power loss cut off) that became new pages (`durable`). Set by
     /// `Database::open`.
     pub beyond_durable: u64,
+    /// Of `beyond_durable`, the all-zero pages that became new pages.
     pub zeroed_new_pages: u64,
     /// Records handed to the caller's closure.
     pub other: u64,
@@ -129,4 +132,26 @@ where
     stats.end = reader.end_of_wal().unwrap_or(reader.position());
     stats.next_xid = tm.next_xid();
     Ok(stats)
+}
+
+type RedoError = Box<dyn Error + Send + Sync>;
+
+/// Replay one non-Xact record (recovery step 4). A record that changes a
+/// page whose relation is gone is remembered in `invalid` and skipped until
+/// the relation's drop record forgives it (see `invalid_pages`).
+pub(crate) fn redo_record(
+    pool: &BufferPool,
+    invalid: &mut InvalidPages,
+    lsn: Lsn,
+    end: Lsn,
+    record: &Record,
+) -> Result<(), RedoError> {
+    match record.kind() {
+        RmgrKind::Heap | RmgrKind::Btree if invalid.skip(pool, lsn, record)? => Ok(()),
+        RmgrKind::Heap => heap::redo(record, end, pool).map_err(Into::into),
+        RmgrKind::FullPage => wal::redo_full_page(record, end, pool).map_err(Into::into),
+        RmgrKind::Btree => btree::redo(record, end, pool).map_err(Into::into),
+        RmgrKind::Catalog => invalid.redo_catalog(pool, record),
+        kind => Err(format!("no redo for {kind:?} records (the catalog is a heap)").into()),
+    }
 }

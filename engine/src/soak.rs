@@ -100,10 +100,12 @@ pub fn options() -> Options {
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator seeded with `seed` (the same seed, the same sequence).
     pub fn new(seed: u64) -> Rng {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
 
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;
@@ -125,8 +127,11 @@ pub type Model = BTreeMap<i64, Option<String>>;
 /// One effect of a transaction, as printed by the child.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
+    /// Insert a row with this id and name.
     Insert(i64, Option<String>),
+    /// Replace the name of the row with this id.
     Update(i64, Option<String>),
+    /// Delete the row with this id.
     Delete(i64),
     /// Bulk load of ids `start..start + count`, all named `name`.
     Bulk(i64, i64, String),
@@ -145,6 +150,7 @@ pub enum Op {
 pub struct TableE {
     /// `e_id` exists.
     pub indexed: bool,
+    /// The rows the model holds now, by id.
     pub rows: Model,
 }
 
@@ -160,6 +166,7 @@ fn parse_name(s: &str) -> Option<String> {
 }
 
 impl Op {
+    /// The operation as one whitespace-free token (`parse` reads it back).
     pub fn token(&self) -> String {
         match self {
             Op::Insert(id, n) => format!("I:{id}:{}", name_token(n)),
@@ -173,6 +180,7 @@ impl Op {
         }
     }
 
+    /// Read an operation written by `token`.
     pub fn parse(tok: &str) -> Result<Op, String> {
         let f: Vec<&str> = tok.split(':').collect();
         let num = |i: usize| -> Result<i64, String> {
@@ -196,6 +204,7 @@ impl Op {
         })
     }
 
+    /// Apply the operation to the model.
     pub fn apply(&self, m: &mut Model) {
         match self {
             Op::Insert(id, n) | Op::Update(id, n) => {
@@ -243,6 +252,7 @@ pub fn columns() -> Vec<Column> {
     ]
 }
 
+/// The table row of the model's row `id` with `name`.
 pub fn row_of(id: i64, name: &Option<String>) -> Row {
     vec![
         Value::I64(id),
@@ -640,6 +650,7 @@ pub struct Soak {
 }
 
 impl Soak {
+    /// A workload with no operation run yet.
     pub fn new() -> Soak {
         Soak::default()
     }

@@ -93,14 +93,14 @@ use heap::visibility::visit_visible_tuples;
 use heap::{HeapError, RingChoice, ScanOptions, Snapshot, Tid};
 use wal::Lsn;
 
-use crate::autovacuum::Pending;
 use crate::catalog::{IndexHandle, TableHandle};
-use crate::database::{Core, Database, RowId};
+use crate::database::{Core, Database};
 use crate::error::{EngineError, Result};
-use crate::handle::{Col, IndexRef, Table, TableRef, col_of};
+use crate::handle::{IndexRef, Table, TableRef};
 use crate::index::{self, map_btree, search_key};
 use crate::keys::KeyRange;
-use crate::row::RowRef;
+use crate::row::{Col, RowId, RowRef, col_of};
+use crate::stats::Pending;
 use crate::txn::Xid;
 use crate::txn::xact::CommitMode;
 use crate::value::{Row, Value, encode_row};
@@ -428,6 +428,7 @@ impl Transaction {
         self.check_usable()?;
         let t = table.resolve_table(&self.db)?;
         let h = &t.h;
+        crate::loading::check(h)?;
         let dropped = h.dropped.read();
         if *dropped {
             return Err(EngineError::UnknownTable {
@@ -447,6 +448,7 @@ impl Transaction {
         self.check_usable()?;
         let ix = index.resolve_index(&self.db)?;
         let t = &*ix.table;
+        crate::loading::check(t)?;
         let dropped = t.dropped.read();
         if *dropped {
             return Err(EngineError::UnknownTable {
@@ -1089,6 +1091,7 @@ impl RowIter {
             return Ok(false);
         };
         let t = &*self.table.h;
+        crate::loading::check(t)?;
         let dropped = t.dropped.read();
         if *dropped {
             return Err(EngineError::UnknownTable {
@@ -1126,6 +1129,7 @@ impl RowIter {
         };
         self.rows.clear();
         let t = &*self.table.h;
+        crate::loading::check(t)?;
         let dropped = t.dropped.read();
         if *dropped {
             return Err(EngineError::UnknownTable {

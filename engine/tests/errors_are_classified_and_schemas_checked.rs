@@ -37,7 +37,7 @@ fn a_definition_too_large_for_the_catalog_is_an_invalid_schema() {
 
         // 1,100 columns (under MAX_COLUMNS): the definition does not fit a
         // catalog row.
-        const { assert!(1_100 <= engine::catalog::MAX_COLUMNS) };
+        const { assert!(1_100 <= engine::MAX_COLUMNS) };
         let wide: Vec<Column> = (0..1_100)
             .map(|i| Column::nullable(format!("c{i}"), ColumnType::I64))
             .collect();
@@ -49,7 +49,7 @@ fn a_definition_too_large_for_the_catalog_is_an_invalid_schema() {
         assert!(msg.contains(&format!("{MAX_ROW_LEN} bytes")), "{msg}");
 
         // 200 columns with names of the longest length allowed.
-        let long = engine::catalog::MAX_NAME_LEN;
+        let long = engine::MAX_NAME_LEN;
         let named: Vec<Column> = (0..200)
             .map(|i| Column::new(format!("{i:0>long$}"), ColumnType::Bytes))
             .collect();

@@ -5,7 +5,7 @@
 //! descriptor limit by default; least recently used closed first, reopened
 //! at the next touch). Before, the 507th table of 1,024 descriptors failed
 //! with `EMFILE` and the WAL refused every later write. (The `EMFILE` paths
-//! themselves: `tests/tests/open_file_cache.rs` for relation files,
+//! themselves: `bufmgr/tests/open_file_cache.rs` for relation files,
 //! `wal/tests/out_of_descriptors_is_retryable_not_fatal.rs` for the WAL.)
 //!
 //! Each case runs in a child process (the re-exec trick) that lowers its own

@@ -38,7 +38,7 @@
 //! How hints reach the page is the [`HintMode`]: never; one
 //! [`bufmgr::PageRead::set_hints`] call (one header-lock round trip) per
 //! tuple; or, for a whole page, visibility of every tuple first, then one
-//! batched call (seed 003's batch). All three give the same answers.
+//! batched call (the batch proposed on pgsql-hackers). All three give the same answers.
 //!
 //! # Writers
 //! [`update_verdict`] answers "may transaction `S.own` update or delete this

@@ -1,6 +1,6 @@
 //! A trace recorded through a real pool decodes to what the pool counted,
 //! and replaying it through the engine's evictor rules
-//! (`bufmgr::replay::ReplayPool`) reproduces the live pool's hits access for
+//! (`lab::replay::ReplayPool`) reproduces the live pool's hits access for
 //! access when the live pool is as simple as the replay: one thread, one
 //! partition, a sweep batch of 1.
 //!
@@ -9,9 +9,9 @@
 //! offset, and `stop_trace` keeps what was recorded and records nothing
 //! after.
 
-use bufmgr::replay::{Policy, Ref, replay};
 use bufmgr::trace::Trace;
 use bufmgr::{BlockNumber, BufferPool, Evictor, RingKind, RingSizes};
+use lab::replay::{Policy, Ref, replay};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use tests::{TestDb, rel, small_config, with_timeout};

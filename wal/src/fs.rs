@@ -8,7 +8,7 @@
 //! an open that fails with `EMFILE` or `ENFILE` first closes cached
 //! relation files ([`bufmgr::with_spare_descriptor`]) and tries again.
 //! The trait exists so that tests can put a simulated disk underneath
-//! (`crate::sim_disk::SimDisk`): one that injects I/O errors at chosen
+//! (`sim_disk::SimDisk`, with the `testing` feature): one that injects I/O errors at chosen
 //! points, and one that remembers what was fsynced so that a simulated
 //! power loss can drop or tear everything that was not.
 //!

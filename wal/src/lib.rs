@@ -7,11 +7,13 @@ pub mod error;
 pub mod fs;
 pub mod log;
 pub mod lsn;
+#[cfg(feature = "testing")]
 pub mod rates;
 pub mod reader;
 pub mod record;
 pub mod redo;
 pub mod segment;
+#[cfg(feature = "testing")]
 pub mod sim_disk;
 pub mod sink;
 
@@ -20,7 +22,7 @@ pub use checkpointer::{CheckpointFn, Checkpointer, CheckpointerConfig};
 pub use control::{ControlData, control_path, read_control};
 pub use error::{ErrorKind, Result, WalError};
 pub use fs::{FileSystem, FsFile, OsFileSystem};
-pub use log::{Startup, Wal, WalConfig, WalStats};
+pub use log::{ForcedFullPageWrites, Startup, Wal, WalConfig, WalStats};
 pub use lsn::Lsn;
 pub use reader::{EndReason, Torn, WalEnd, WalReader};
 pub use record::{BlockRef, Hole, PageImage, Record, RecordBuilder, RmgrKind, Xid, decode};

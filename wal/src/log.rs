@@ -92,7 +92,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -210,7 +210,6 @@ pub struct Wal {
     startup: Startup,
     /// The data directory (parent of `wal/`, home of the control file).
     pub(crate) datadir: PathBuf,
-    pub(crate) full_page_writes: bool,
     /// What the control file says now (updated by each checkpoint).
     pub(crate) last_checkpoint: Mutex<Option<ControlData>>,
     /// Held for the whole of a checkpoint: one at a time. Taken before any
@@ -242,6 +241,13 @@ pub(crate) struct Shared {
     /// that checks it under `insert` cannot race a checkpoint taking its redo
     /// point. See `Wal::needs_full_page_image`.
     redo_lsn: AtomicU64,
+    /// `WalConfig::full_page_writes`.
+    full_page_writes: bool,
+    /// Live [`ForcedFullPageWrites`] guards: while any is, full-page images
+    /// are taken whatever `full_page_writes` says (an online backup's).
+    /// Read under `insert` by checked inserts, so a redo point taken after
+    /// a guard was created is never passed by a record without images.
+    forced_images: AtomicUsize,
     /// Set once by the first failed write or fdatasync (see "Failures").
     refused: OnceLock<String>,
     counters: Counters,
@@ -318,7 +324,7 @@ impl Wal {
 
     /// [`open`](Wal::open) with every segment and control-file operation
     /// going through `fs`. For tests: a simulated disk
-    /// ([`SimDisk`](crate::sim_disk::SimDisk)) injects faults and power
+    /// (`sim_disk::SimDisk`, with the `testing` feature) injects faults and power
     /// losses this way.
     pub fn open_with_fs(datadir: &Path, config: WalConfig, fs: Arc<dyn FileSystem>) -> Result<Wal> {
         Wal::open_at(fs, datadir, config, None)
@@ -458,6 +464,8 @@ impl Wal {
             insert_lsn: AtomicU64::new(end.lsn.0),
             flushed_lsn: AtomicU64::new(end.lsn.0),
             redo_lsn: AtomicU64::new(control.map_or(0, |c| c.redo_lsn.0)),
+            full_page_writes: config.full_page_writes,
+            forced_images: AtomicUsize::new(0),
             refused: OnceLock::new(),
             counters: Counters::default(),
             dir,
@@ -472,7 +480,6 @@ impl Wal {
             flusher,
             startup,
             datadir: datadir.to_path_buf(),
-            full_page_writes: config.full_page_writes,
             last_checkpoint: Mutex::new(control),
             checkpoint_lock: Mutex::new(()),
         })
@@ -504,8 +511,9 @@ impl Wal {
         record: &Record,
         fpw_lsn: Lsn,
     ) -> Result<Option<(Lsn, Lsn)>> {
-        let check = self.full_page_writes.then_some(fpw_lsn);
-        self.shared.insert(record, check)
+        // Checked whatever the setting: images may be forced meanwhile
+        // (`force_full_page_writes`); `Shared::insert` decides under the lock.
+        self.shared.insert(record, Some(fpw_lsn))
     }
 
     /// Does the next change to a page whose LSN is `page_lsn` need a
@@ -517,7 +525,19 @@ impl Wal {
     /// [`insert_unless_image_needed`](Wal::insert_unless_image_needed) for the
     /// race with a concurrent checkpoint.
     pub fn needs_full_page_image(&self, page_lsn: Lsn) -> bool {
-        self.full_page_writes && page_lsn <= self.redo_lsn()
+        self.shared.images_on() && page_lsn <= self.redo_lsn()
+    }
+
+    /// Take full-page images as if `full_page_writes` were on until the
+    /// returned guard is dropped (PostgreSQL's `forcePageWrites` during
+    /// `pg_backup_start` .. `pg_backup_stop`). An online backup copies data
+    /// files while they are written, so a page may be copied torn; with
+    /// images forced before the backup's checkpoint takes its redo point,
+    /// every page changed after that point is restored whole from the WAL
+    /// the backup keeps, whatever the copy holds. Guards nest.
+    pub fn force_full_page_writes(&self) -> ForcedFullPageWrites<'_> {
+        self.shared.forced_images.fetch_add(1, Ordering::SeqCst);
+        ForcedFullPageWrites { wal: self }
     }
 
     /// The redo pointer: the redo point of the latest checkpoint (one being
@@ -527,9 +547,10 @@ impl Wal {
         Lsn(self.shared.redo_lsn.load(Ordering::Acquire))
     }
 
-    /// Are full-page writes on?
+    /// Are full-page writes on (by the setting, or forced by a live
+    /// [`force_full_page_writes`](Wal::force_full_page_writes) guard)?
     pub fn full_page_writes(&self) -> bool {
-        self.full_page_writes
+        self.shared.images_on()
     }
 
     /// WAL bytes inserted since the redo point of the latest checkpoint: what
@@ -686,7 +707,25 @@ impl Drop for Wal {
     }
 }
 
+/// Full-page images forced on while it lives
+/// ([`Wal::force_full_page_writes`]).
+#[derive(Debug)]
+pub struct ForcedFullPageWrites<'a> {
+    wal: &'a Wal,
+}
+
+impl Drop for ForcedFullPageWrites<'_> {
+    fn drop(&mut self) {
+        self.wal.shared.forced_images.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 impl Shared {
+    /// Full-page writes on, by the setting or forced.
+    fn images_on(&self) -> bool {
+        self.full_page_writes || self.forced_images.load(Ordering::SeqCst) > 0
+    }
+
     fn check_refused(&self) -> Result<()> {
         match self.refused.get() {
             Some(why) => Err(WalError::WritesRefused(why.clone())),
@@ -711,6 +750,7 @@ impl Shared {
             }
             if let Some(lsn) = fpw_check
                 && lsn.0 <= self.redo_lsn.load(Ordering::Acquire)
+                && self.images_on()
             {
                 return Ok(None);
             }

@@ -62,3 +62,42 @@ fn with_full_page_writes_off_nothing_needs_an_image() {
             .is_some()
     );
 }
+
+/// With full-page writes off, a `force_full_page_writes` guard (an online
+/// backup's) turns images on until it is dropped, including the recheck
+/// under the insert lock: a record built without an image, before the
+/// guard existed, is refused once a checkpoint taken under the guard moved
+/// the redo point past its page.
+#[test]
+fn forcing_full_page_writes_turns_images_on_until_the_guard_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = WalConfig {
+        full_page_writes: false,
+        ..small_segments()
+    };
+    let wal = Wal::open(dir.path(), config).unwrap();
+    let (_, page_lsn) = wal.insert(&payload_record(1, 50)).unwrap();
+    // Decided without the guard: no image.
+    assert!(!wal.needs_full_page_image(page_lsn));
+    let guard = wal.force_full_page_writes();
+    assert!(wal.full_page_writes());
+    let nested = wal.force_full_page_writes();
+    wal.checkpoint(|_| Ok::<_, io::Error>(()), 1).unwrap();
+    assert_eq!(
+        wal.insert_unless_image_needed(&payload_record(2, 50), page_lsn)
+            .unwrap(),
+        None,
+        "the stale decision is refused"
+    );
+    assert!(wal.needs_full_page_image(page_lsn));
+    drop(nested);
+    assert!(wal.needs_full_page_image(page_lsn), "one guard still lives");
+    drop(guard);
+    assert!(!wal.full_page_writes());
+    assert!(!wal.needs_full_page_image(page_lsn));
+    assert!(
+        wal.insert_unless_image_needed(&payload_record(3, 50), page_lsn)
+            .unwrap()
+            .is_some()
+    );
+}

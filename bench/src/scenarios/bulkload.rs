@@ -1,4 +1,4 @@
-//! `bulkload`: the bulk-write ring as backpressure (seed 000), ring on/off.
+//! `bulkload`: the bulk-write ring as backpressure (bench/SCENARIOS.md), ring on/off.
 //!
 //! ```text
 //!   data (cached per scale): accounts, the hot set of scan-resistance:
@@ -188,8 +188,8 @@ fn measure(
     label: &str,
     data: &mut DataCheck,
 ) -> Result<Row> {
-    tables::remove_dir(run_dir)?;
-    tables::copy_dir(cached, run_dir)?;
+    crate::dirs::remove_dir(run_dir)?;
+    crate::dirs::copy_dir(cached, run_dir, &["LOCK"])?;
     let counter = Arc::new(ReadCounts::default());
     let trace = settings.trace_for(c, &[]);
     let db = Database::open(
@@ -389,7 +389,7 @@ fn measure(
     data.add(tables::check_table(&db, ACCOUNTS, Some(n))?);
     db.drop_table(BULK)?;
     db.close()?;
-    tables::remove_dir(run_dir)?;
+    crate::dirs::remove_dir(run_dir)?;
     let dirty: Vec<usize> = samples.iter().map(|s| s.dirty).collect();
     Ok(Row {
         evictor: c.evictor.name().into(),

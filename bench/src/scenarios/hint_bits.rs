@@ -1,5 +1,5 @@
 //! `hint-bits`: the first sequential scan of a freshly loaded table whose
-//! tuples carry no hint bits yet (seed 003), per hint mode x checksums x
+//! tuples carry no hint bits yet (bench/SCENARIOS.md), per hint mode x checksums x
 //! logged.
 //!
 //! ```text
@@ -29,7 +29,7 @@
 //! exactly N visible tuples, each of which still wanted a hint (the copy was
 //! unhinted); otherwise the run is a failed run.
 //!
-//! Then the index part (seed 003's "plain index scan"), through the engine's
+//! Then the index part (the source's "plain index scan"), through the engine's
 //! public API, over the same kind of table:
 //!
 //! ```text
@@ -84,7 +84,9 @@ use crate::common::{
     self, BatchField, Config, CpuSample, Report, Settings, Table, Toggle, fmt_rate, fmt_ratio,
     progress_bar,
 };
+use crate::dirs::{copy_dir, io_error, remove_dir};
 use crate::error::{BenchError, Result};
+use crate::spread::Spread;
 
 /// The table's relation.
 pub const REL: RelId = FIRST_USER_REL;
@@ -364,40 +366,6 @@ impl Db {
     }
 }
 
-fn io_err(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> BenchError {
-    let path = path.to_path_buf();
-    move |source| BenchError::Io { op, path, source }
-}
-
-/// Delete `dir` if it exists.
-fn remove_dir(dir: &Path) -> Result<()> {
-    match fs::remove_dir_all(dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_err("remove", dir)(e)),
-        _ => Ok(()),
-    }
-}
-
-/// Copy the directory tree `from` to `to` (which must not exist).
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    fs::create_dir_all(to).map_err(io_err("create", to))?;
-    for entry in fs::read_dir(from).map_err(io_err("list", from))? {
-        let entry = entry.map_err(io_err("list", from))?;
-        let (src, dst) = (entry.path(), to.join(entry.file_name()));
-        let kind = entry.file_type().map_err(io_err("stat", &src))?;
-        if kind.is_dir() {
-            copy_dir(&src, &dst)?;
-        } else if entry.file_name() != MARKER {
-            fs::copy(&src, &dst).map_err(io_err("copy", &src))?;
-            // Written back now, not by the kernel in the middle of the
-            // measured scan (two cores: the flusher would share them).
-            fs::File::open(&dst)
-                .and_then(|f| f.sync_all())
-                .map_err(io_err("fsync", &dst))?;
-        }
-    }
-    Ok(())
-}
-
 // ---------------------------------------------------------------------------
 // Templates
 // ---------------------------------------------------------------------------
@@ -467,7 +435,7 @@ fn ensure_template(
         return Ok((info, true));
     }
     remove_dir(&dir)?;
-    fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+    fs::create_dir_all(&dir).map_err(io_error("create", &dir))?;
     let started = Instant::now();
     let pool = PoolConfig::new(settings.pool_buffers)
         .partitions(1)
@@ -530,7 +498,7 @@ fn ensure_template(
     };
     let marker = dir.join(MARKER);
     let text = serde_json::to_string_pretty(&info).expect("plain fields serialise");
-    fs::write(&marker, text + "\n").map_err(io_err("write", &marker))?;
+    fs::write(&marker, text + "\n").map_err(io_error("write", &marker))?;
     println!(
         "built the {} table: {} rows in {blocks} pages ({} MiB) in {:.1} s, in {}",
         logged_name(logged),
@@ -612,7 +580,7 @@ fn measure_once(
     rep: usize,
 ) -> Result<Sample> {
     remove_dir(run)?;
-    copy_dir(template, run)?;
+    copy_dir(template, run, &[MARKER])?;
     let trace = cell.trace_file(settings, "seq", rep);
     let config = settings
         .pool_config(&cell.pool)
@@ -670,7 +638,7 @@ fn measure_once(
 }
 
 // ---------------------------------------------------------------------------
-// The index scan (seed 003's "plain index scan"), through engine::Database
+// The index scan (the source's "plain index scan"), through engine::Database
 // ---------------------------------------------------------------------------
 
 /// The index-scan table: `(id, k, neg)`, all i64, `k` = a random permutation
@@ -868,7 +836,7 @@ fn ensure_index_template(
         return Ok((info, true));
     }
     remove_dir(&dir)?;
-    fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+    fs::create_dir_all(&dir).map_err(io_error("create", &dir))?;
     let started = Instant::now();
     // Large enough for table + index (~75 rows a page together); the
     // checkpointer recycles the load's WAL, so copies stay small.
@@ -955,7 +923,7 @@ fn ensure_index_template(
     };
     let marker = dir.join(MARKER);
     let text = serde_json::to_string_pretty(&info).expect("plain fields serialise");
-    fs::write(&marker, text + "\n").map_err(io_err("write", &marker))?;
+    fs::write(&marker, text + "\n").map_err(io_error("write", &marker))?;
     println!(
         "built the indexed {what} table: {} rows in {table_pages} pages + {index_pages} index pages \
          in {:.1} s, in {}",
@@ -989,7 +957,7 @@ fn measure_index_once(
     (buffers, rep): (usize, usize),
 ) -> Result<(Sample, Option<String>)> {
     remove_dir(run)?;
-    copy_dir(template, run)?;
+    copy_dir(template, run, &[MARKER])?;
     let trace = cell.trace_file(settings, "index", rep);
     let opts = engine_options(&cell.pool, buffers, params, cell.checksums, cell.mode);
     let db = Database::open(run, opts.trace(trace.clone()))?;
@@ -1258,6 +1226,12 @@ pub struct Ratio {
     pub scan_ms_median: f64,
     /// Ratio of the fastest scans.
     pub scan_ms_min: f64,
+    /// Whether the two configurations' scan times lie apart (every scan of
+    /// one faster than every scan of the other, [`Spread::apart`]): only
+    /// then is the ratio quoted as a difference. `None` with fewer than two
+    /// scans each (no spread to judge by).
+    #[serde(default)]
+    pub apart: Option<bool>,
 }
 
 /// Every scan saw exactly the table's rows, each still unhinted.
@@ -1400,6 +1374,10 @@ fn compare(cells: &[Cell], rows: &mut [Row]) -> Vec<Ratio> {
             ring: c.pool.ring,
             scan_ms_median: ra.scan_ms_median / rb.scan_ms_median,
             scan_ms_min: ra.scan_ms_min / rb.scan_ms_min,
+            apart: match (Spread::of(&ra.scan_ms), Spread::of(&rb.scan_ms)) {
+                (Some(x), Some(y)) if x.n > 1 && y.n > 1 => Some(x.apart(&y)),
+                _ => None,
+            },
         });
         ra.scan_ms_median / rb.scan_ms_median
     };
@@ -1544,12 +1522,23 @@ impl HintBitsReport {
                         (None, Some(c)) => format!("checksums {}", on_off(c)),
                         (None, None) => String::new(),
                     };
-                    format!(
-                        "{} {what} {} (min {})",
-                        logged_name(q.logged),
-                        fmt_ratio(Some(q.scan_ms_median)),
-                        fmt_ratio(Some(q.scan_ms_min))
-                    )
+                    match q.apart {
+                        Some(false) => format!(
+                            "{} {what} within the run-to-run spread (the scan times overlap)",
+                            logged_name(q.logged)
+                        ),
+                        _ => format!(
+                            "{} {what} {} (min {}){}",
+                            logged_name(q.logged),
+                            fmt_ratio(Some(q.scan_ms_median)),
+                            fmt_ratio(Some(q.scan_ms_min)),
+                            if q.apart.is_none() {
+                                ", one scan each: no spread to judge by"
+                            } else {
+                                ""
+                            }
+                        ),
+                    }
                 })
                 .collect();
             if !parts.is_empty() {
@@ -1579,8 +1568,8 @@ impl HintBitsReport {
         out += "one Transaction::index_range over every key of a fresh unhinted copy, pool warm \
                 (table, index, commit log): one heap fetch per entry, pages visited in random \
                 order; a fetch hints its one tuple, so per-page is one set_hints call per tuple \
-                like per-tuple (the batch needs a page's worth of tuples: seed 003's case that \
-                cannot use it); dirtied: heap pages\n";
+                like per-tuple (the batch needs a page's worth of tuples, which an index fetch \
+                does not have); dirtied: heap pages\n";
         out += &Self::render_ratios(&self.index_ratios);
         let per_mode: Vec<String> = self
             .index_rows
@@ -1828,6 +1817,34 @@ impl Report for HintBitsReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ratio(apart: Option<bool>) -> Ratio {
+        Ratio {
+            compare: "per-page/never".into(),
+            mode: None,
+            checksums: Some(false),
+            logged: false,
+            evictor: "clock".into(),
+            batch: BatchField::Fixed(1),
+            partitions: 1,
+            huge_pages: false,
+            ring: false,
+            scan_ms_median: 1.13,
+            scan_ms_min: 1.04,
+            apart,
+        }
+    }
+
+    #[test]
+    fn a_ratio_whose_scan_times_overlap_is_not_quoted() {
+        let out = HintBitsReport::render_ratios(&[ratio(Some(false))]);
+        assert!(out.contains("within the run-to-run spread"), "{out}");
+        assert!(!out.contains("1.13"), "{out}");
+        let out = HintBitsReport::render_ratios(&[ratio(Some(true))]);
+        assert!(out.contains("1.13") && !out.contains("spread"), "{out}");
+        let out = HintBitsReport::render_ratios(&[ratio(None)]);
+        assert!(out.contains("1.13") && out.contains("no spread"), "{out}");
+    }
 
     #[test]
     fn rows_round_trip_and_damage_is_caught() {

@@ -1,4 +1,4 @@
-//! `index-residency`: secondary indexes under memory pressure (seed 001).
+//! `index-residency`: secondary indexes under memory pressure (bench/SCENARIOS.md).
 //!
 //! ```text
 //!   t(id i64, k1 i64, k2 i64, k3 i64, filler 140 bytes), N rows (heap ~4 x pool)
@@ -43,14 +43,13 @@ use serde::{Deserialize, Serialize};
 use crate::common::{self, BatchField, Config, Report, Settings, SvgPlot, Table, fmt_rate};
 use crate::dataset::{self, DataCheck, Dataset, RelPages, Stamp};
 use crate::error::{BenchError, Result};
-use crate::scenarios::scan_resistance::{residency_bars, sample_interval};
 
 pub const NAME: &str = "index-residency";
 pub const TABLE: &str = "t";
 pub const INDEXES: [&str; 3] = ["t_k1", "t_k2", "t_k3"];
 const KEY_COLUMNS: [&str; 3] = ["k1", "k2", "k3"];
 pub const FILLER_LEN: usize = 140;
-/// bench/README.md: 2,700,000 rows for a 128 MiB (16,384-page) pool.
+/// bench/SCENARIOS.md: 2,700,000 rows for a 128 MiB (16,384-page) pool.
 const ROWS_PER_POOL_PAGE: f64 = 2_700_000.0 / 16_384.0;
 pub const THETA: f64 = 0.99;
 const PROBES_PER_TXN: u64 = 1000;
@@ -252,7 +251,7 @@ pub fn draw_probes(rows: u64, len: usize) -> Result<Vec<u64>> {
 
 /// Run `index-residency`.
 pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
-    println!(
+    crate::common::say(&format!(
         "== {NAME}: {} threads of zipfian (theta {THETA}) probes through 3 secondary indexes; \
          pool {} buffers ({} MiB); warm-up {:.1} s, window {:.1} s, {} runs per configuration",
         settings
@@ -266,7 +265,7 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
         settings.warmup.as_secs_f64(),
         settings.duration.as_secs_f64(),
         p.runs
-    );
+    ));
     let ds = ensure_data(settings, p)?;
     let configs = settings.configs();
     let first = *configs
@@ -290,7 +289,7 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
             .map_or(0, |r| r.pages)
     };
     let index_pages: usize = INDEXES.iter().map(|i| size(i)).sum();
-    println!(
+    crate::common::say(&format!(
         "{TABLE}: {} rows, heap {} pages = {:.1} x pool; indexes {} pages = {:.2} x pool ({})",
         p.rows,
         size(TABLE),
@@ -302,7 +301,7 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
             .map(|i| format!("{i} {}", size(i)))
             .collect::<Vec<_>>()
             .join(", ")
-    );
+    ));
     let len = ((p.rows as usize) * 2)
         .next_power_of_two()
         .clamp(1 << 16, 1 << 22);
@@ -329,14 +328,14 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
                     run + 1
                 );
                 let row = measure(&ds, settings, c, &probes, (run, p.runs), &label)?;
-                eprintln!(
+                crate::common::tell(&format!(
                     "{label}: {} probes/s, index pages resident {:.0}, heap {:.0}, index share of evictions {:.2}%, index hit {:.2}%",
                     fmt_rate(row.probes_per_sec),
                     row.index_resident_pages,
                     row.heap_resident_pages,
                     100.0 * row.index_eviction_share,
                     100.0 * row.index_hit_ratio
-                );
+                ));
                 runs.push(row);
             }
         }
@@ -452,7 +451,7 @@ fn measure(
     let trace = settings.trace_for(c, cell);
     let (db, reads) = dataset::open_counting(ds, settings.engine_options(c).trace(trace.clone()))?;
     let sh = Shared::default();
-    let every = sample_interval(settings.duration);
+    let every = common::sample_interval(settings.duration);
     let total = settings.warmup + settings.duration;
     let pb = common::progress_bar(
         total.as_millis() as u64,
@@ -944,7 +943,7 @@ impl Report for IndexResidencyReport {
                 )
             })
             .collect();
-        residency_bars(
+        crate::plot::residency_bars(
             "index-residency: pages resident by relation at the end (median run)",
             self.pool_buffers,
             &configs,

@@ -29,23 +29,23 @@ pub mod wal_commit;
 /// The scenarios this program runs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, clap::Subcommand)]
 pub enum ScenarioKind {
-    /// Uniform random reads over 1.7 x pool pages: evictions/s and ticks per victim (seed 000)
+    /// Uniform random reads over 1.7 x pool pages: evictions/s and ticks per victim
     Sweep,
-    /// Zipfian (theta 0.99) reads over 1.5 x pool pages: ticks per victim, huge pages on/off (seed 000)
+    /// Zipfian (theta 0.99) reads over 1.5 x pool pages: ticks per victim, huge pages on/off
     Ticks,
-    /// The first seq scan of an unhinted table: hint modes x checksums x logged (seed 003)
+    /// The first seq scan of an unhinted table: hint modes x checksums x logged
     HintBits(hint_bits::HintBitsArgs),
-    /// One client scanning a table of 60% of the pool: partitions x balancing x floor (seed 001)
+    /// One client scanning a table of 60% of the pool: partitions x balancing x floor
     SeqscanPartitions(seqscan_partitions::Args),
-    /// pgbench-like write mix on ~2 x pool: evictor x batch x commit sync/async (seed 000)
+    /// pgbench-like write mix on ~2 x pool: evictor x batch x commit sync/async
     Oltp(oltp::Args),
-    /// Uniform point lookups by primary key on ~2 x pool, threads = cores: partitions x evictor (seed 002)
+    /// Uniform point lookups by primary key on ~2 x pool, threads = cores: partitions x evictor
     Readonly(readonly::Args),
-    /// Lookups on a 40%-of-pool hot set while one thread bulk-loads 2 x pool: ring on/off (seed 000)
+    /// Lookups on a 40%-of-pool hot set while one thread bulk-loads 2 x pool: ring on/off
     Bulkload(bulkload::Args),
-    /// OLTP point lookups under a concurrent big seq scan: evictor x ring x scan speed (seed 000)
+    /// OLTP point lookups under a concurrent big seq scan: evictor x ring x scan speed
     ScanResistance(scan_resistance::ScanResistanceArgs),
-    /// Zipfian probes through 3 secondary indexes, heap ~4 x pool: evictor x partitions, 5 runs (seed 001)
+    /// Zipfian probes through 3 secondary indexes, heap ~4 x pool: evictor x partitions, 5 runs
     IndexResidency(index_residency::IndexResidencyArgs),
     /// The engine beside SQLite on the same data: lookups, scans, bulk load, zipf probes (needs --features sqlite)
     CompareSqlite(compare_sqlite::Args),
@@ -86,7 +86,8 @@ impl ScenarioKind {
         let cores = common::cores();
         match self {
             // 1 thread, one per core, and twice the cores (oversubscribed,
-            // where seed 000 saw batching lose).
+            // where a batched sweep was measured to lose; bench/SCENARIOS.md,
+            // `sweep`).
             ScenarioKind::Sweep => Defaults {
                 duration: Duration::from_secs(5),
                 warmup: DEFAULT_WARMUP,

@@ -1,4 +1,4 @@
-//! `readonly`: select-only point lookups by primary key (seed 002), per
+//! `readonly`: select-only point lookups by primary key (bench/SCENARIOS.md), per
 //! partitions x evictor.
 //!
 //! ```text
@@ -265,7 +265,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<ReadonlyReport> {
         &scale,
         |db, pb| tables::load_accounts(db, n, 100_000, pb),
     )?;
-    let data_bytes = tables::dir_bytes(&dir);
+    let data_bytes = crate::dirs::dir_bytes(&dir);
     let mut data_check = DataCheck::default();
     let mut rows = Vec::new();
     for (i, c) in configs.iter().enumerate() {

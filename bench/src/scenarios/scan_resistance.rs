@@ -1,5 +1,5 @@
 //! `scan-resistance`: OLTP point lookups under a concurrent big seq scan
-//! (seed 000).
+//! (bench/SCENARIOS.md).
 //!
 //! ```text
 //!   accounts(aid i64, abalance i64, filler 84 bytes) + unique index accounts_pkey(aid)
@@ -52,7 +52,7 @@ pub const NAME: &str = "scan-resistance";
 pub const ACCOUNTS: &str = "accounts";
 pub const ACCOUNTS_PK: &str = "accounts_pkey";
 pub const HISTORY: &str = "history";
-/// Filler bytes of both tables (bench/README.md).
+/// Filler bytes of both tables (bench/SCENARIOS.md).
 pub const FILLER_LEN: usize = 84;
 /// Heap rows per 8 KiB page, measured: accounts 57 (107 encoded bytes + 28
 /// of tuple header and line pointer), history 54.
@@ -60,7 +60,7 @@ const ACCOUNTS_ROWS_PER_PAGE: f64 = 57.0;
 const HISTORY_ROWS_PER_PAGE: f64 = 54.0;
 /// Entries per page of accounts_pkey built in key order, measured.
 const PK_ENTRIES_PER_PAGE: f64 = 200.0;
-/// The hot set's share of the pool (bench/README.md: ~40%).
+/// The hot set's share of the pool (bench/SCENARIOS.md: ~40%).
 const HOT_SHARE: f64 = 0.40;
 /// history is this many pools.
 const HISTORY_POOLS: f64 = 4.0;
@@ -251,6 +251,11 @@ pub struct Comparison {
     pub hot_resident_delta_pct: Option<f64>,
     pub scan_pages_per_lookup_clock: f64,
     pub scan_pages_per_lookup_hotcool: f64,
+    /// The two miss ratios differ beyond the noise of one window
+    /// ([`crate::spread::miss_ratios_apart`]); the printed comparison quotes
+    /// `miss_ratio_vs_clock` only then.
+    #[serde(default)]
+    pub misses_apart: bool,
 }
 
 /// A finished `scan-resistance` run.
@@ -345,14 +350,14 @@ pub fn ensure_data(settings: &Settings, p: &Params) -> Result<Dataset> {
 /// Run `scan-resistance`: build or reuse the data, measure every
 /// configuration x scan speed, check the data.
 pub fn run(settings: &Settings, p: &Params) -> Result<ScanResistanceReport> {
-    println!(
+    crate::common::say(&format!(
         "== {NAME}: 2 x uniform point lookups on {ACCOUNTS} vs 1 seq scan of {HISTORY}; \
          pool {} buffers ({} MiB); warm-up {:.1} s, window {:.1} s",
         settings.pool_buffers,
         (settings.pool_buffers * bufmgr::PAGE_SIZE) >> 20,
         settings.warmup.as_secs_f64(),
         settings.duration.as_secs_f64(),
-    );
+    ));
     let ds = ensure_data(settings, p)?;
     let configs = settings.configs();
     let first = configs
@@ -376,14 +381,14 @@ pub fn run(settings: &Settings, p: &Params) -> Result<ScanResistanceReport> {
     };
     let hot_set_pages = size(ACCOUNTS) + size(ACCOUNTS_PK);
     let history_pages = size(HISTORY);
-    println!(
+    crate::common::say(&format!(
         "hot set: {ACCOUNTS} {} + {ACCOUNTS_PK} {} pages = {:.0}% of the pool; {HISTORY} {} pages = {:.1} x pool",
         size(ACCOUNTS),
         size(ACCOUNTS_PK),
         100.0 * hot_set_pages as f64 / settings.pool_buffers as f64,
         history_pages,
         history_pages as f64 / settings.pool_buffers as f64
-    );
+    ));
     let mut cells = Vec::new();
     for &rate in &p.rates {
         for c in &configs {
@@ -401,7 +406,7 @@ pub fn run(settings: &Settings, p: &Params) -> Result<ScanResistanceReport> {
             rate.label()
         );
         let row = measure(&ds, settings, c, *rate, hot_set_pages, p, &label)?;
-        eprintln!(
+        crate::common::tell(&format!(
             "{label}: {} lookups/s, OLTP hit {:.3}%, {:.2} scan pages/lookup, hot set {}..{} of {}, \
              {} combined reads of {:.1} blocks",
             fmt_rate(row.lookups_per_sec),
@@ -412,7 +417,7 @@ pub fn run(settings: &Settings, p: &Params) -> Result<ScanResistanceReport> {
             hot_set_pages,
             row.combined_reads,
             row.blocks_per_combined_read
-        );
+        ));
         rows.push(row);
     }
     let comparisons = compare(&rows);
@@ -597,16 +602,6 @@ fn point(db: &Database, reads: &ReadCounts, sh: &Shared) -> Point {
     }
 }
 
-/// How often residency is sampled: every second, or window/10 when the
-/// window is under 10 s (at least every 100 ms).
-pub fn sample_interval(window: Duration) -> Duration {
-    if window >= Duration::from_secs(10) {
-        Duration::from_secs(1)
-    } else {
-        (window / 10).max(Duration::from_millis(100))
-    }
-}
-
 /// The scan thread's id in a `--trace` (the lookup threads are 0, 1, ...).
 pub const SCAN_THREAD_ID: u32 = 1000;
 
@@ -641,7 +636,7 @@ fn measure(
         .map(|i| i.rel.0 as usize)
         .ok_or_else(|| BenchError::Data(format!("index {ACCOUNTS_PK} is missing")))?;
     let sh = Shared::default();
-    let every = sample_interval(settings.duration);
+    let every = crate::common::sample_interval(settings.duration);
     let total = settings.warmup + settings.duration;
     let pb = common::progress_bar(
         total.as_millis() as u64,
@@ -819,6 +814,12 @@ fn compare(rows: &[Row]) -> Vec<Comparison> {
             hot_resident_delta_pct: dataset::pct_change(h.hot_resident_mean, c.hot_resident_mean),
             scan_pages_per_lookup_clock: c.scan_pages_per_lookup,
             scan_pages_per_lookup_hotcool: h.scan_pages_per_lookup,
+            misses_apart: crate::spread::miss_ratios_apart(
+                h.lookup_misses,
+                h.lookup_accesses,
+                c.lookup_misses,
+                c.lookup_accesses,
+            ),
         });
     }
     out
@@ -908,8 +909,12 @@ impl Report for ScanResistanceReport {
                 ),
                 r.scans_completed.to_string(),
                 format!("{:.2}", r.accesses_per_lookup),
-                cmp.and_then(|c| c.miss_ratio_vs_clock)
-                    .map_or("-".into(), |x| format!("{x:.2}x")),
+                match cmp {
+                    Some(c) if !c.misses_apart => "noise".into(),
+                    _ => cmp
+                        .and_then(|c| c.miss_ratio_vs_clock)
+                        .map_or("-".into(), |x| format!("{x:.2}x")),
+                },
             ]);
         }
         let mut out = format!(
@@ -923,7 +928,9 @@ impl Report for ScanResistanceReport {
         );
         out += "OLTP hit%: lookup threads' hits / accesses (misses = accounts + accounts_pkey pages read; \
                 accesses = all accesses - scan pages); hot min/end/mean: hot-set pages resident in the window; \
-                acc/lookup: buffer accesses per lookup (index height + 1 if the attribution is sound)\n";
+                acc/lookup: buffer accesses per lookup (index height + 1 if the attribution is sound); \
+                hc/clk misses: HOT/COOL's misses over the clock's, \"noise\" where the two miss ratios \
+                are under 0.05 points or 3 sigma of their counts apart\n";
         for c in &self.comparisons {
             out += &format!(
                 "  ring {:>3}, scan {:>13}: OLTP miss clock {:.3}% vs HOT/COOL {:.3}% ({}); hot set resident {} ({:.1} vs {:.1} scan pages per lookup)\n",
@@ -931,8 +938,12 @@ impl Report for ScanResistanceReport {
                 c.scan_speed,
                 100.0 * c.clock_miss_ratio,
                 100.0 * c.hotcool_miss_ratio,
-                c.miss_ratio_vs_clock
-                    .map_or("-".into(), |x| format!("{x:.2}x the clock's misses")),
+                if c.misses_apart {
+                    c.miss_ratio_vs_clock
+                        .map_or("-".into(), |x| format!("{x:.2}x the clock's misses"))
+                } else {
+                    "within the noise of one window".into()
+                },
                 c.hot_resident_delta_pct
                     .map_or("-".into(), |x| format!("{x:+.1}% with HOT/COOL")),
                 c.scan_pages_per_lookup_clock,
@@ -1042,7 +1053,7 @@ impl Report for ScanResistanceReport {
                 });
             }
         }
-        if let Some(svg) = residency_bars(
+        if let Some(svg) = plot::residency_bars(
             "scan-resistance: where the buffers went (end of each window)",
             self.pool_buffers,
             &self
@@ -1068,66 +1079,4 @@ impl Report for ScanResistanceReport {
         }
         out
     }
-}
-
-/// Stacked bars of resident pages per relation, one bar per configuration,
-/// plus the free buffers. Shared with `index-residency`.
-pub fn residency_bars(
-    title: &str,
-    pool_buffers: usize,
-    configs: &[(String, &[RelPages])],
-) -> Option<String> {
-    let mut names: Vec<String> = Vec::new();
-    for (_, res) in configs {
-        for r in res.iter() {
-            if (r.kind == "table" || r.kind == "index") && !names.contains(&r.name) {
-                names.push(r.name.clone());
-            }
-        }
-    }
-    names.sort_by_key(|n| {
-        // Indexes first (bottom of the stack), then tables.
-        let is_table = configs
-            .iter()
-            .flat_map(|(_, r)| r.iter())
-            .any(|r| &r.name == n && r.kind == "table");
-        (is_table, n.clone())
-    });
-    let mut parts: Vec<plot::Bars> = names
-        .iter()
-        .map(|n| plot::Bars {
-            name: n.clone(),
-            values: configs
-                .iter()
-                .map(|(_, r)| {
-                    r.iter()
-                        .find(|x| &x.name == n)
-                        .map_or(0.0, |x| x.pages as f64)
-                })
-                .collect(),
-        })
-        .collect();
-    parts.push(plot::Bars {
-        name: "other (clog, catalog)".into(),
-        values: configs
-            .iter()
-            .map(|(_, r)| {
-                r.iter()
-                    .filter(|x| x.kind != "table" && x.kind != "index")
-                    .map(|x| x.pages as f64)
-                    .sum()
-            })
-            .collect(),
-    });
-    parts.push(plot::Bars {
-        name: "free".into(),
-        values: configs
-            .iter()
-            .map(|(_, r)| {
-                pool_buffers.saturating_sub(r.iter().map(|x| x.pages).sum::<usize>()) as f64
-            })
-            .collect(),
-    });
-    let cats: Vec<String> = configs.iter().map(|(l, _)| l.clone()).collect();
-    plot::stacked_bars(title, "pages resident", &cats, &parts).ok()
 }

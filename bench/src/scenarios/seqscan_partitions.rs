@@ -1,6 +1,6 @@
 //! `seqscan-partitions`: one client scanning a table of ~60% of the pool
 //! again and again, per partition count x balancing x partition floor
-//! (seed 001).
+//! (bench/SCENARIOS.md).
 //!
 //! ```text
 //!   data (cached per scale): accounts(aid pk, bid, abalance, filler 84),

@@ -1,5 +1,5 @@
 //! `sweep` and `ticks`: threads reading random pages of a relation larger
-//! than the pool, so that the clock sweep runs continuously (seed 000).
+//! than the pool, so that the clock sweep runs continuously (bench/SCENARIOS.md).
 //!
 //! The two scenarios are one measurement with two access distributions:
 //!
@@ -76,7 +76,7 @@ pub struct Workload {
     pub access: Access,
 }
 
-/// `sweep`: uniform over 1.7 x pool (bench/README.md).
+/// `sweep`: uniform over 1.7 x pool (bench/SCENARIOS.md).
 pub const SWEEP: Workload = Workload {
     name: "sweep",
     rel: RelId(1),
@@ -84,7 +84,7 @@ pub const SWEEP: Workload = Workload {
     access: Access::Uniform,
 };
 
-/// `ticks`: zipfian theta 0.99 over 1.5 x pool (bench/README.md).
+/// `ticks`: zipfian theta 0.99 over 1.5 x pool (bench/SCENARIOS.md).
 pub const TICKS: Workload = Workload {
     name: "ticks",
     rel: RelId(2),

@@ -17,7 +17,7 @@
 //! ```
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -30,10 +30,11 @@ use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::common::{Config, Settings, Table, progress_bar};
+use crate::dirs::{dir_bytes, io_error, remove_dir};
 use crate::error::{BenchError, Result};
 
 /// Filler bytes of accounts, tellers and branches rows (pgbench's are
-/// 84-97 chars; bench/README.md fixes 84).
+/// 84-97 chars; bench/SCENARIOS.md fixes 84).
 pub const FILLER_LEN: usize = 84;
 /// Filler of a history row (pgbench: 22).
 pub const HISTORY_FILLER_LEN: usize = 22;
@@ -144,51 +145,6 @@ pub fn accounts_for_pages(pages: u64) -> u64 {
 // Building and caching
 // ---------------------------------------------------------------------------
 
-fn io_err(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> BenchError {
-    let path = path.to_path_buf();
-    move |source| BenchError::Io { op, path, source }
-}
-
-/// Delete `dir` if it exists.
-pub fn remove_dir(dir: &Path) -> Result<()> {
-    match fs::remove_dir_all(dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io_err("remove", dir)(e)),
-        _ => Ok(()),
-    }
-}
-
-/// Copy the directory tree `from` to `to` (which must not exist), without
-/// the `LOCK` file, fsyncing every file so that the kernel does not write
-/// the copy back during a measured window.
-pub fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    fs::create_dir_all(to).map_err(io_err("create", to))?;
-    for entry in fs::read_dir(from).map_err(io_err("list", from))? {
-        let entry = entry.map_err(io_err("list", from))?;
-        let (src, dst) = (entry.path(), to.join(entry.file_name()));
-        let kind = entry.file_type().map_err(io_err("stat", &src))?;
-        if kind.is_dir() {
-            copy_dir(&src, &dst)?;
-        } else if entry.file_name() != "LOCK" {
-            fs::copy(&src, &dst).map_err(io_err("copy", &src))?;
-            fs::File::open(&dst)
-                .and_then(|f| f.sync_all())
-                .map_err(io_err("fsync", &dst))?;
-        }
-    }
-    Ok(())
-}
-
-/// Bytes of the files under `dir`.
-pub fn dir_bytes(dir: &Path) -> u64 {
-    let Ok(rd) = fs::read_dir(dir) else { return 0 };
-    rd.flatten()
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
-            _ => e.metadata().map_or(0, |m| m.len()),
-        })
-        .sum()
-}
-
 /// The options a cached database is built with: the run's pool, one
 /// partition, the clock, rings on (so `bulk_load` writes its own pages).
 pub fn build_options(settings: &Settings) -> Options {
@@ -244,7 +200,7 @@ pub fn ensure_db(
         return Ok((dir, true));
     }
     remove_dir(&dir)?;
-    fs::create_dir_all(&dir).map_err(io_err("create", &dir))?;
+    fs::create_dir_all(&dir).map_err(io_error("create", &dir))?;
     let started = Instant::now();
     let db = Database::open(&dir, build_options(settings))?;
     let pb = progress_bar(
@@ -262,7 +218,7 @@ pub fn ensure_db(
     db.close()?;
     pb.finish_and_clear();
     let text = serde_json::to_string_pretty(&stamp).expect("plain JSON");
-    fs::write(&path, text + "\n").map_err(io_err("write", &path))?;
+    fs::write(&path, text + "\n").map_err(io_error("write", &path))?;
     println!(
         "built the {scenario} database ({key}, {} MiB) in {:.1} s, in {}",
         dir_bytes(&dir) >> 20,

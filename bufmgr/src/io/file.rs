@@ -44,7 +44,7 @@ use parking_lot::RwLock;
 
 use super::aligned::{AlignedBuf, is_direct_aligned};
 use super::{StorageBackend, byte_offset, check_page_len, parse_file_name};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, is_out_of_descriptors};
 use crate::tag::{BlockNumber, BufferTag, PAGE_SIZE, RelFork};
 
 /// Most iovecs one `preadv` takes (Linux's `IOV_MAX`).
@@ -190,12 +190,6 @@ pub fn default_max_open_files() -> usize {
         1024
     };
     usize::try_from(soft / 2).map_or(1000, |n| n.clamp(1, 1000))
-}
-
-/// Is `e` the process (`EMFILE`) or the system (`ENFILE`) out of file
-/// descriptors?
-pub fn is_out_of_descriptors(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE))
 }
 
 impl FileStorage {

@@ -62,23 +62,70 @@ mod aligned;
 mod faulty;
 mod file;
 mod observed;
+#[cfg(test)]
+pub(crate) mod test_child;
 mod uring;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// Re-exported: whether an error is running out of descriptors is decided
+/// in `error` (an error's kind depends on it).
+pub use crate::error::is_out_of_descriptors;
 pub use aligned::AlignedBuf;
 pub use faulty::FaultyStorage;
 pub use file::{
-    FileStorage, default_max_open_files, is_out_of_descriptors, shed_cached_descriptor,
-    with_spare_descriptor,
+    FileStorage, default_max_open_files, shed_cached_descriptor, with_spare_descriptor,
 };
 pub use observed::{ObservedStorage, StorageObserver};
 pub use uring::{UringStorage, probe_io_uring};
 
-use crate::config::IoMode;
 use crate::error::{Error, Result};
 use crate::tag::{BlockNumber, BufferTag, Fork, PAGE_SIZE, RelFork, RelId};
+
+/// How relation files are read and written (`--io`, the engine's `io`
+/// option): the backend [`open_storage`] builds.
+///
+/// The default is `Sync`: on the page cache io_uring is no faster per read
+/// (measured on a 2-core test machine: ~0.5 M random 8 KiB reads/s either way), the pool does
+/// not yet issue batches for it to overlap, and `Auto` on a machine without
+/// io_uring (seccomp, `kernel.io_uring_disabled`) would log a fallback line
+/// at every open. Choose `Auto` or `IoUring` to use it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum IoMode {
+    /// `pread`/`pwrite`/`preadv` ([`crate::FileStorage`]).
+    #[default]
+    Sync,
+    /// io_uring ([`crate::UringStorage`]); an error at open if it cannot start.
+    IoUring,
+    /// io_uring if a probe at open (a ring and a NOP) succeeds, else `Sync`
+    /// with one line on stderr naming the reason.
+    Auto,
+}
+
+impl std::str::FromStr for IoMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<IoMode, String> {
+        match s {
+            "sync" => Ok(IoMode::Sync),
+            "io_uring" | "io-uring" | "uring" => Ok(IoMode::IoUring),
+            "auto" => Ok(IoMode::Auto),
+            _ => Err(format!(
+                "invalid io mode {s:?}: expected \"sync\", \"io_uring\" or \"auto\""
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for IoMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            IoMode::Sync => "sync",
+            IoMode::IoUring => "io_uring",
+            IoMode::Auto => "auto",
+        })
+    }
+}
 
 /// Where the pool's pages live: one file per relation fork.
 ///

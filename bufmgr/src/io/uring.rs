@@ -245,13 +245,13 @@ impl UringStorage {
     }
 
     /// How many rings the backend has for the calls that wait (besides its
-    /// [`ASYNC_RINGS`] submission rings).
+    /// `ASYNC_RINGS` submission rings).
     pub fn ring_count(&self) -> usize {
         self.rings.len()
     }
 
     /// Submission rings free now (none are in use by pending reads when
-    /// this is [`ASYNC_RINGS`]).
+    /// this is `ASYNC_RINGS`).
     pub fn free_submit_rings(&self) -> usize {
         self.spare.free.lock().len()
     }
@@ -1037,177 +1037,16 @@ impl Drop for UringReads {
 
 #[cfg(test)]
 mod tests {
-    //! The descriptor tests count `/proc/self/fd`, which every test of this
-    //! binary running at once would move: each runs its body in a child
-    //! process of its own (this binary again, the body as an ignored test).
-
-    use std::process::Command;
+    //! The descriptor test sets `RLIMIT_NOFILE`, which every test of this
+    //! binary running at once would feel: it runs its body in a child
+    //! process of its own (`crate::io::test_child`).
 
     use super::*;
-    use crate::config::PoolConfig;
-    use crate::pool::{BufferPool, StreamConfig};
+    use crate::io::test_child::in_child;
     use crate::tag::RelId;
-
-    const STREAMS: usize = 40;
-    const BLOCKS: BlockNumber = 96;
 
     fn rel(i: usize) -> RelFork {
         RelFork::main(RelId(20 + i as u32))
-    }
-
-    /// Descriptors this process has open.
-    fn open_fds() -> usize {
-        std::fs::read_dir("/proc/self/fd").unwrap().count()
-    }
-
-    /// Runs the ignored test `name` of this binary in a child process and
-    /// fails with its output unless it passes.
-    fn in_child(name: &str) {
-        let out = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                name,
-                "--ignored",
-                "--test-threads=1",
-                "--nocapture",
-            ])
-            .output()
-            .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.status.success(), "{name} failed in its child:\n{text}");
-        assert!(text.contains("1 passed"), "{name} did not run:\n{text}");
-    }
-
-    /// A pool over io_uring storage with four relations of `BLOCKS` blocks,
-    /// block `b` of relation `r` holding `r * 1000 + b` at byte 100; nothing
-    /// resident.
-    fn pool_on(dir: &Path) -> Option<BufferPool> {
-        if let Err(why) = probe_io_uring() {
-            eprintln!("skipped: io_uring is not usable here: {why}");
-            return None;
-        }
-        let storage = Arc::new(UringStorage::with_rings(dir, false, 2).unwrap());
-        let pool = BufferPool::new(PoolConfig::new(1024).bgwriter(None), storage).unwrap();
-        for r in 0..4 {
-            pool.create_fork(rel(r)).unwrap();
-            for b in 0..BLOCKS {
-                let mut p = pool.extend(rel(r), None).unwrap();
-                p[100..104].copy_from_slice(&(r as u32 * 1000 + b).to_le_bytes());
-                p.mark_dirty();
-            }
-        }
-        pool.flush_all(true).unwrap();
-        pool.evict_all().unwrap();
-        Some(pool)
-    }
-
-    /// `STREAMS` streams over the four relations (half of them one block
-    /// at a time, whose reads are single pages), all started with reads in
-    /// flight, then read to the end in turns: every block right.
-    fn forty_streams(pool: &BufferPool) {
-        let mut streams: Vec<_> = (0..STREAMS)
-            .map(|i| {
-                let cfg = if i % 2 == 0 {
-                    StreamConfig::default()
-                } else {
-                    StreamConfig::default().lookahead(2).io_combine(1)
-                };
-                (i, 0, pool.read_stream(rel(i % 4), 0..BLOCKS, None, cfg))
-            })
-            .collect();
-        while !streams.is_empty() {
-            streams.retain_mut(|(i, next, s)| match s.next_buffer() {
-                None => {
-                    assert_eq!(*next, BLOCKS, "stream {i}");
-                    false
-                }
-                Some(b) => {
-                    let b = b.unwrap_or_else(|e| panic!("stream {i} block {next}: {e}"));
-                    let p = b.lock_shared();
-                    let got = u32::from_le_bytes(p[100..104].try_into().unwrap());
-                    assert_eq!(got, (*i % 4) as u32 * 1000 + *next, "stream {i}");
-                    *next += 1;
-                    true
-                }
-            });
-        }
-        pool.evict_all().unwrap();
-    }
-
-    /// 40 streams started (each with reads in flight) and dropped, twice:
-    /// the descriptors open are those of the open storage throughout, and
-    /// closing it closes its rings.
-    #[test]
-    fn streams_leave_the_descriptor_count_as_it_was() {
-        in_child("io::uring::tests::child_streams_leave_the_descriptor_count_as_it_was");
-    }
-
-    #[test]
-    #[ignore = "run in a child process by streams_leave_the_descriptor_count_as_it_was"]
-    fn child_streams_leave_the_descriptor_count_as_it_was() {
-        let dir = tempfile::tempdir().unwrap();
-        let before_open = open_fds();
-        let Some(pool) = pool_on(dir.path()) else {
-            return;
-        };
-        let open = open_fds();
-        for round in 0..2 {
-            let mut streams: Vec<_> = (0..STREAMS)
-                .map(|i| pool.read_stream(rel(i % 4), 0..BLOCKS, None, StreamConfig::default()))
-                .collect();
-            for s in &mut streams {
-                drop(s.next_buffer().unwrap().unwrap());
-            }
-            assert_eq!(open_fds(), open, "round {round}, streams open");
-            drop(streams);
-            assert_eq!(open_fds(), open, "round {round}, streams dropped");
-            assert_eq!(pool.pinned_buffers(), 0);
-            pool.evict_all().unwrap();
-        }
-        forty_streams(&pool);
-        assert_eq!(open_fds(), open);
-        drop(pool);
-        assert_eq!(open_fds(), before_open, "the storage closed");
-    }
-
-    /// With `RLIMIT_NOFILE` at the descriptors open + 10, 40 streams at
-    /// once (runs and single pages) and point reads all read every block
-    /// right.
-    #[test]
-    fn streams_complete_under_a_tight_descriptor_limit() {
-        in_child("io::uring::tests::child_streams_complete_under_a_tight_descriptor_limit");
-    }
-
-    #[test]
-    #[ignore = "run in a child process by streams_complete_under_a_tight_descriptor_limit"]
-    fn child_streams_complete_under_a_tight_descriptor_limit() {
-        let dir = tempfile::tempdir().unwrap();
-        let Some(pool) = pool_on(dir.path()) else {
-            return;
-        };
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit/setrlimit write/read the struct we pass.
-        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
-        lim.rlim_cur = (open_fds() + 10) as libc::rlim_t;
-        // SAFETY: as above.
-        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0);
-        for _ in 0..2 {
-            forty_streams(&pool);
-        }
-        for r in 0..4 {
-            for b in (0..BLOCKS).step_by(7) {
-                let p = pool.read_buffer(rel(r), b, None).unwrap();
-                let got = u32::from_le_bytes(p.lock_shared()[100..104].try_into().unwrap());
-                assert_eq!(got, r as u32 * 1000 + b);
-            }
-        }
     }
 
     /// Its rings dropped as broken and none to be had in their place (the

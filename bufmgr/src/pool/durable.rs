@@ -41,7 +41,7 @@ use std::sync::atomic::Ordering;
 
 use super::{BufferPool, PoolShared};
 use crate::error::Result;
-use crate::ring::RingKind;
+use crate::replacement::ring::RingKind;
 use crate::tag::{BlockNumber, BufferTag, RelFork, RelId};
 
 /// Per fork, blocks known durable (rule 1).

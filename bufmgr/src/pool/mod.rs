@@ -24,6 +24,14 @@
 //!   rule for an all-zero page at or beyond it (read as new).
 //! - `stream`: reads in two steps (start, then wait: combined reads) and
 //!   [`ReadStream`], the read-ahead of sequential scans.
+//! - [`guard`]: pins and content locks as values ([`guard::PinnedBuffer`]
+//!   and its lock guards).
+//! - `local`: a thread's private state for one pool (home partition,
+//!   batch cursors, counters, trace buffer).
+//! - [`bgwriter`]: the background writer, cleaning ahead of the clock hands.
+//! - `registry`: the process-wide list of open pools that
+//!   the live view (`watch`) reads (a pool registers itself at open when watching
+//!   is on, and leaves at drop).
 //!
 //!
 //! # Lock order
@@ -41,23 +49,29 @@ use crate::arena::{Arena, HugePageStatus};
 use crate::config::{PoolConfig, SweepBatch};
 use crate::desc::*;
 use crate::error::{Error, Result};
-use crate::evictor::{Evictor, PROBATION_DIVISOR};
 use crate::io::StorageBackend;
-use crate::local::with_local;
-use crate::partition::PartitionMap;
-use crate::probation::ProbationQueue;
-use crate::ring::{Ring, RingKind};
+use crate::numa::partition::PartitionMap;
+use crate::numa::topology::Topology;
+use crate::replacement::evictor::{Evictor, PROBATION_DIVISOR};
+use crate::replacement::probation::ProbationQueue;
+use crate::replacement::ring::{Ring, RingKind};
+use crate::replacement::sweep::ClockHand;
 use crate::stats::{PoolCounters, PoolStats, ThreadStats};
-use crate::sweep::ClockHand;
 use crate::table::BufTable;
 use crate::tag::{BlockNumber, BufferTag, PAGE_SIZE, RelFork, RelId};
-use crate::topology::Topology;
 use crate::wal_hook::{NoWal, WalSink};
+use local::with_local;
 
+pub mod bgwriter;
 mod durable;
+pub mod guard;
+mod local;
 mod read;
+pub(crate) mod registry;
 mod relation;
 pub mod stream;
+#[cfg(test)]
+mod uring_streams;
 mod victim;
 mod write;
 
@@ -127,8 +141,8 @@ pub(crate) struct PoolShared {
 #[derive(Debug)]
 pub struct BufferPool {
     pub(crate) shared: Arc<PoolShared>,
-    bgwriter: Option<crate::bgwriter::BgWriterHandle>,
-    /// In the [`crate::watch`] registry (watching was on at open).
+    bgwriter: Option<bgwriter::BgWriterHandle>,
+    /// In the open-pool registry (watching was on at open).
     watched: bool,
 }
 
@@ -237,8 +251,8 @@ impl BufferPool {
         let bgwriter = shared
             .config
             .bgwriter
-            .map(|bg| crate::bgwriter::BgWriterHandle::start(&shared, bg));
-        let watched = crate::watch::register_if_watching(&shared);
+            .map(|bg| bgwriter::BgWriterHandle::start(&shared, bg));
+        let watched = registry::register_if_watching(&shared);
         Ok(BufferPool {
             shared,
             bgwriter,
@@ -315,7 +329,7 @@ impl BufferPool {
     /// The partition the calling thread's next allocation starts from (its
     /// home; it follows the thread across nodes, partition rule 4).
     pub fn home_partition(&self) -> usize {
-        crate::local::with_local(&self.shared, |l| l.home)
+        local::with_local(&self.shared, |l| l.home)
     }
 
     /// The sweep batch in force for the calling situation.
@@ -397,7 +411,7 @@ impl BufferPool {
     pub fn bgwriter_round(&self) -> Result<usize> {
         match &self.bgwriter {
             Some(h) => h.round_now(&self.shared),
-            None => crate::bgwriter::BgWriterHandle::detached_round(
+            None => bgwriter::BgWriterHandle::detached_round(
                 &self.shared,
                 self.shared.config.bgwriter.unwrap_or_default(),
             ),
@@ -436,7 +450,7 @@ fn bind_descriptors(descs: &[BufferDesc], parts: &PartitionMap, topology: &Topol
 impl Drop for BufferPool {
     fn drop(&mut self) {
         if self.watched {
-            crate::watch::unregister(self.shared.id);
+            registry::unregister(self.shared.id);
         }
         if let Some(bg) = self.bgwriter.take() {
             bg.stop(&self.shared);
@@ -564,6 +578,13 @@ mod tests {
         (dir, pool)
     }
 
+    #[test]
+    fn a_pool_too_large_for_buffer_ids_is_refused_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = Arc::new(FileStorage::open(dir.path()).unwrap());
+        assert!(BufferPool::new(PoolConfig::new(1 << 34), files).is_err());
+    }
+
     fn id_of(pool: &BufferPool, block: BlockNumber) -> BufferId {
         pool.read_buffer(REL, block, None).unwrap().id()
     }
@@ -623,9 +644,9 @@ mod tests {
         std::thread::scope(|sc| {
             sc.spawn(|| {
                 for (cpu, node) in [(0, 0), (1, 1), (0, 0)] {
-                    crate::topology::pin_current_thread(cpu).unwrap();
-                    assert_eq!(crate::topology::current_cpu(), Some(cpu));
-                    allocate(crate::partition::HOME_RECHECK_EVERY + 1);
+                    crate::numa::topology::pin_current_thread(cpu).unwrap();
+                    assert_eq!(crate::numa::topology::current_cpu(), Some(cpu));
+                    allocate(crate::numa::partition::HOME_RECHECK_EVERY + 1);
                     let home = pool.home_partition();
                     assert!(
                         parts_of(node).contains(&home),
@@ -649,7 +670,8 @@ mod tests {
         if !cfg!(target_os = "linux") {
             return;
         }
-        let real = Topology::from_sysfs(std::path::Path::new(crate::topology::SYSFS_NODE_ROOT));
+        let real =
+            Topology::from_sysfs(std::path::Path::new(crate::numa::topology::SYSFS_NODE_ROOT));
         for r in &rows {
             let n = r
                 .numa_node
@@ -678,7 +700,7 @@ mod tests {
         let storage = Arc::new(FileStorage::open(dir.path()).unwrap());
         let topo = Topology::synthetic("pack:2 numa:3 core:2 pu:1").unwrap();
         let real_nodes =
-            Topology::from_sysfs(std::path::Path::new(crate::topology::SYSFS_NODE_ROOT))
+            Topology::from_sysfs(std::path::Path::new(crate::numa::topology::SYSFS_NODE_ROOT))
                 .map_or(1, |t| t.node_count());
         let pool =
             BufferPool::new(PoolConfig::new(600).topology(topo).bgwriter(None), storage).unwrap();

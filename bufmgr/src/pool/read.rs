@@ -34,12 +34,12 @@ use super::{BufferPool, PoolShared};
 
 use std::sync::atomic::Ordering;
 
+use super::guard::{PageWrite, PinnedBuffer};
+use super::local::{Local, with_local};
 use crate::desc::*;
 use crate::error::{Error, Result};
-use crate::guard::{PageWrite, PinnedBuffer};
-use crate::local::{Local, with_local};
 use crate::page;
-use crate::ring::Ring;
+use crate::replacement::ring::Ring;
 use crate::stats::bump;
 use crate::table::HashedTag;
 use crate::tag::{BlockNumber, BufferTag, RelFork};
@@ -474,7 +474,7 @@ impl PoolShared {
         id: BufferId,
         state: u64,
         tag: BufferTag,
-        ring: Option<crate::ring::RingKind>,
+        ring: Option<crate::replacement::ring::RingKind>,
     ) -> Started {
         let c = &local.stats.parts[self.desc(id).partition()];
         bump(&c.accesses, 1);

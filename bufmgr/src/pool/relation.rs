@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, lock_api::RawRwLock as _, lock_api::RawRwLockUpgrade as _};
 
+use super::guard::{PageWrite, PinnedBuffer};
+use super::local::{Local, with_local};
 use crate::desc::*;
 use crate::error::{Error, Result};
-use crate::guard::{PageWrite, PinnedBuffer};
-use crate::local::{Local, with_local};
 use crate::page;
-use crate::ring::Ring;
+use crate::replacement::ring::Ring;
 use crate::stats::{BufferCacheSummary, BufferRow, EvictCounts};
 use crate::table::HashedTag;
 use crate::tag::{BlockNumber, BufferTag, Fork, RelFork, RelId};
@@ -70,7 +70,7 @@ impl BufferPool {
                 let d = &s.descs[id as usize];
                 let st = d.lock_header();
                 // The same decoding as the live view's relaxed snapshot.
-                let b = crate::watch::BufferState::from_word(st, s.evictor);
+                let b = crate::desc::BufferState::from_word(st, s.evictor);
                 let tag = if b.valid { d.tag() } else { None };
                 d.unlock_header(0, 0);
                 BufferRow {

@@ -63,11 +63,11 @@
 //!   A bulk-read ring is first grown to `lookahead + 1` buffers, at most
 //!   pool / 8 (PostgreSQL 18 sizes it for the read-ahead too), so the
 //!   distance is not held to the 32-buffer default ring;
-//! - the pool's [`StreamBudget`], shared by every stream: a read-ahead
+//! - the pool's `StreamBudget`, shared by every stream: a read-ahead
 //!   block the budget has no pin for, or that finds no buffer free, is not
 //!   started now (the read-ahead shortens) and is started again later, at
 //!   the latest as the consumer's own next block, which is always started
-//!   (waiting up to [`OWN_BLOCK_WAIT`] for a free buffer). A stream never
+//!   (waiting up to `OWN_BLOCK_WAIT` for a free buffer). A stream never
 //!   ends before its last block: each started block yields its page or an
 //!   error.
 //!
@@ -84,14 +84,14 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
+use super::guard::PinnedBuffer;
+use super::local::{Local, with_local};
+use super::read::{ReadMode, Started};
 use super::{BufferPool, PoolShared};
 use crate::desc::*;
 use crate::error::{Error, Result};
-use crate::guard::PinnedBuffer;
 use crate::io::{AsyncRead, PendingReads};
-use crate::local::{Local, with_local};
-use crate::pool::read::{ReadMode, Started};
-use crate::ring::{Ring, RingKind};
+use crate::replacement::ring::{Ring, RingKind};
 use crate::stats::bump;
 use crate::tag::{BlockNumber, BufferTag, RelFork};
 

@@ -7,11 +7,11 @@ use std::sync::atomic::Ordering;
 
 use parking_lot::lock_api::RawRwLockUpgrade as _;
 
+use super::local::Local;
 use crate::desc::*;
 use crate::error::{Error, Result};
-use crate::evictor::Tick;
-use crate::local::Local;
-use crate::ring::Ring;
+use crate::replacement::evictor::Tick;
+use crate::replacement::ring::Ring;
 use crate::stats::bump;
 use crate::table::{HashedTag, PartitionWrite};
 
@@ -135,7 +135,7 @@ impl PoolShared {
     /// probation queue (its old tag then goes to the ghost set).
     pub(super) fn clock_sweep(&self, local: &mut Local) -> Result<(BufferId, bool)> {
         if self.bgwriter_sleeping.load(Ordering::Relaxed) {
-            crate::bgwriter::wake(self);
+            super::bgwriter::wake(self);
         }
         let nparts = self.parts.len();
         local.recheck_home(self);
@@ -266,7 +266,7 @@ impl PoolShared {
     }
 
     /// After [`admit`](Self::admit) and the header unlock: queue the buffer
-    /// if it newly entered probation (rule 1 of [`crate::probation`]).
+    /// if it newly entered probation (rule 1 of [`crate::replacement::probation`]).
     #[inline]
     pub(super) fn admitted(&self, id: BufferId, state_before: u64, bits: u64) {
         if bits & PROBATION != 0 && state_before & PROBATION == 0 {

@@ -8,10 +8,10 @@ use std::sync::atomic::Ordering;
 
 use parking_lot::lock_api::RawRwLockUpgrade as _;
 
+use super::local::Local;
 use crate::desc::*;
 use crate::error::{Error, Result};
 use crate::io::WriteRequest;
-use crate::local::Local;
 use crate::page;
 use crate::stats::bump;
 use crate::tag::BufferTag;

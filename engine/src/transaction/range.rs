@@ -22,12 +22,12 @@ use heap::{Snapshot, Tid};
 
 use super::{SnapshotReg, Transaction, corrupt_row, forget_rolled_back, map_heap};
 use crate::catalog::{IndexHandle, TableHandle};
-use crate::database::{Database, RowId};
+use crate::database::Database;
 use crate::error::{EngineError, Result};
 use crate::handle::{IndexRef, TableRef};
 use crate::index::map_btree;
 use crate::keys::{IntoKey, KeyRange};
-use crate::row::RowRef;
+use crate::row::{RowId, RowRef};
 use crate::value::{Row, Value, decode_row};
 
 /// Entries an [`IndexRange`] reads from the B-tree at a time.
@@ -238,6 +238,7 @@ impl IndexRange {
     fn read_batch(&mut self) -> Result<()> {
         let t = &*self.index.table;
         let ix = &*self.index.ix;
+        crate::loading::check(t)?;
         let dropped = t.dropped.read();
         check_not_dropped(t, ix, *dropped)?;
         let mut entries = Vec::with_capacity(RANGE_BATCH);

@@ -9,8 +9,8 @@
 //! ```
 
 pub mod clog;
+pub(crate) mod registry;
 pub mod snapshot;
 pub mod xact;
 
-pub use heap::txn::{FIRST_NORMAL_XID, FROZEN_XID, INVALID_XID, Snapshot, XidStatus};
 pub use wal::Xid;

@@ -143,7 +143,9 @@ impl CommitMode {
 /// A decoded Xact record.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub struct XactRecord {
+    /// The transaction the record ends.
     pub xid: Xid,
+    /// Commit (`true`) or abort.
     pub committed: bool,
     /// Microseconds since the Unix epoch when the record was written.
     pub time_micros: u64,
@@ -211,9 +213,19 @@ fn now_micros() -> u64 {
 /// Counters since open.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
 pub struct TxnStats {
+    /// Transactions begun (the manager's own and the engine's writers).
     pub begun: u64,
+    /// Transactions committed.
     pub committed: u64,
+    /// Transactions aborted (rolled back, or failed to commit).
     pub aborted: u64,
+    /// Runs of a [`Database::transaction`](crate::Database::transaction)
+    /// (or `read_transaction`) closure after a retryable error: each is one
+    /// rollback, one backoff and one more attempt.
+    pub retries: u64,
+    /// Retrying-transaction calls that still failed with a retryable error
+    /// on their last attempt (the error was returned to the caller).
+    pub retries_exhausted: u64,
 }
 
 /// Owner of transactions: hands out xids, commits and aborts them, answers
@@ -238,6 +250,8 @@ pub struct TransactionManager {
     begun: AtomicU64,
     committed: AtomicU64,
     aborted: AtomicU64,
+    retries: AtomicU64,
+    retries_exhausted: AtomicU64,
 }
 
 /// Commits whose record is in the WAL but whose clog update failed: their
@@ -280,17 +294,22 @@ impl TransactionManager {
             begun: AtomicU64::new(0),
             committed: AtomicU64::new(0),
             aborted: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
+            retries_exhausted: AtomicU64::new(0),
         })
     }
 
+    /// The buffer pool the commit log is read through.
     pub fn pool(&self) -> &Arc<BufferPool> {
         &self.pool
     }
 
+    /// The WAL commit and abort records go to.
     pub fn wal(&self) -> &Arc<Wal> {
         &self.wal
     }
 
+    /// The commit log.
     pub fn clog(&self) -> &Clog {
         &self.clog
     }
@@ -300,6 +319,7 @@ impl TransactionManager {
         CommitMode::from_u8(self.mode.load(Ordering::Relaxed))
     }
 
+    /// Set the commit mode of later commits.
     pub fn set_commit_mode(&self, mode: CommitMode) {
         self.mode.store(mode.to_u8(), Ordering::Relaxed);
     }
@@ -364,12 +384,25 @@ impl TransactionManager {
         self.running.len()
     }
 
+    /// Transactions begun, committed, aborted and retried since open.
     pub fn stats(&self) -> TxnStats {
         TxnStats {
             begun: self.begun.load(Ordering::Relaxed),
             committed: self.committed.load(Ordering::Relaxed),
             aborted: self.aborted.load(Ordering::Relaxed),
+            retries: self.retries.load(Ordering::Relaxed),
+            retries_exhausted: self.retries_exhausted.load(Ordering::Relaxed),
         }
+    }
+
+    /// Count one more attempt of a retrying transaction (`crate::retry`).
+    pub(crate) fn note_retry(&self) {
+        self.retries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Count a retrying transaction whose last attempt failed retryably.
+    pub(crate) fn note_retries_exhausted(&self) {
+        self.retries_exhausted.fetch_add(1, Ordering::Relaxed);
     }
 
     /// `Err(CommitNotRecorded)` once a commit could not be recorded in the
@@ -617,6 +650,7 @@ pub struct Transaction<'a> {
 }
 
 impl<'a> Transaction<'a> {
+    /// The transaction's id.
     pub fn xid(&self) -> Xid {
         self.xid
     }

@@ -21,6 +21,7 @@ use super::{
 };
 use crate::common::{self, CpuSample, Settings};
 use crate::dataset::median;
+use crate::dirs::{self, io_error};
 use crate::error::{BenchError, Result};
 use crate::scenarios::{index_residency, tables};
 
@@ -31,11 +32,6 @@ const KEYS: usize = 1 << 21;
 /// Lookups compared one by one between the two sides before timing.
 const SAMPLE_MAX: usize = 20_000;
 const STAMP: &str = "STAMP.json";
-
-fn io(op: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> BenchError {
-    let path = path.to_path_buf();
-    move |source| BenchError::Io { op, path, source }
-}
 
 fn mib(pages: usize) -> usize {
     (pages * bufmgr::PAGE_SIZE) >> 20
@@ -76,13 +72,13 @@ fn ensure_sqlite(
         );
         return Ok((path, true, 0.0));
     }
-    tables::remove_dir(dir)?;
-    fs::create_dir_all(dir).map_err(io("create", dir))?;
+    dirs::remove_dir(dir)?;
+    fs::create_dir_all(dir).map_err(io_error("create", dir))?;
     let started = Instant::now();
     build(&path)?;
     let secs = started.elapsed().as_secs_f64();
     let text = serde_json::to_string_pretty(stamp).expect("plain JSON");
-    fs::write(&stamp_path, text + "\n").map_err(io("write", &stamp_path))?;
+    fs::write(&stamp_path, text + "\n").map_err(io_error("write", &stamp_path))?;
     println!(
         "built the SQLite database {} ({} MiB) in {secs:.1} s",
         path.display(),
@@ -562,8 +558,8 @@ fn bulk_load_row(
     let base = settings.data_dir.join(NAME).join("bulk-load-run");
     let edir = base.join("engine");
     let spath = base.join("accounts.db");
-    tables::remove_dir(&base)?;
-    fs::create_dir_all(&base).map_err(io("create", &base))?;
+    dirs::remove_dir(&base)?;
+    fs::create_dir_all(&base).map_err(io_error("create", &base))?;
     let truth = data.truth();
     let sample = &keys[..2000.min(keys.len())];
     let rows = data.rows() as f64;
@@ -571,7 +567,7 @@ fn bulk_load_row(
     let mut hashes = Vec::new();
     for round in 0..p.rounds {
         // Engine: a fresh directory, timed from open to the committed load.
-        tables::remove_dir(&edir)?;
+        dirs::remove_dir(&edir)?;
         let (cpu0, began) = (CpuSample::now(), Instant::now());
         let t = Instant::now();
         let round_part = format!("round{}", round + 1);
@@ -590,7 +586,7 @@ fn bulk_load_row(
         check_loaded(&mut runs, "engine", data, sample, count, sum, smp);
         runs.engine_result = Some(sum);
         db.close()?;
-        tables::remove_dir(&edir)?;
+        dirs::remove_dir(&edir)?;
         // SQLite: a fresh file, timed from open to COMMIT.
         let t = Instant::now();
         let c = sqlite_bulk_load(&spath, cache_kib, data)?;
@@ -620,7 +616,7 @@ fn bulk_load_row(
     if hashes.windows(2).any(|w| w[0] != w[1]) {
         runs.error("both", "sample lookups after the loads differ".into());
     }
-    tables::remove_dir(&base)?;
+    dirs::remove_dir(&base)?;
     Ok(runs.row(Workload::BulkLoad, "bulk load + index", 1, None, "rows"))
 }
 
