@@ -42,6 +42,7 @@ use crate::keys::index_key_type;
 use crate::options::Options;
 use crate::recovery::{RecoveryStats, recover, redo_record};
 use crate::reserved::CLOG_REL;
+use crate::schema::Schema;
 use crate::stats::{Pending, TableCounters};
 use crate::transaction::Transaction;
 use crate::txn::Xid;
@@ -613,6 +614,7 @@ impl Database {
         options: TableOptions,
     ) -> Result<TableInfo> {
         check_table(name, &columns)?;
+        crate::backup::refuse_inside(|| format!("create table {name:?}"))?;
         let pk_columns = primary_key_columns(name, &columns, &options.primary_key)?;
         let pk_name = format!("{name}_pkey");
         if pk_columns.is_some() {
@@ -649,9 +651,8 @@ impl Database {
             .map_err(EngineError::heap(what()))?;
         let heap = c.open_heap(info.rel, name, info.logged)?;
         let handle = TableHandle {
-            info: info.clone(),
+            info: Schema::new(info.clone(), catalog_tid),
             heap,
-            catalog_tid,
             dropped: RwLock::new(false),
             indexes: RwLock::new(Vec::new()),
             vacuum: Mutex::new(()),
@@ -716,6 +717,7 @@ impl Database {
     /// progress; later ones (also in transactions begun earlier) get
     /// [`EngineError::UnknownTable`].
     pub fn drop_table(&self, name: &str) -> Result<()> {
+        crate::backup::refuse_inside(|| format!("drop table {name:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let t = c.table(name)?;
@@ -726,7 +728,7 @@ impl Database {
         let snap = txn.snapshot();
         let what = || format!("drop table {name:?}: catalog");
         c.catalog_heap
-            .delete(txn.xid(), &snap, &*c.tm, t.catalog_tid)
+            .delete(txn.xid(), &snap, &*c.tm, t.info.catalog_tid())
             .map_err(EngineError::heap(what()))?;
         for ix in &indexes {
             c.catalog_heap
@@ -817,6 +819,7 @@ impl Database {
         unique: bool,
     ) -> Result<IndexInfo> {
         check_name("index", name, name)?;
+        crate::backup::refuse_inside(|| format!("create index {name:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let t = c.table(table)?;
@@ -897,6 +900,7 @@ impl Database {
     /// An index opened invalid (its file missing or damaged) is dropped
     /// the same way.
     pub fn drop_index(&self, name: &str) -> Result<()> {
+        crate::backup::refuse_inside(|| format!("drop index {name:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let invalid = c.catalog.read().invalid_indexes.get(name).cloned();
@@ -1228,7 +1232,7 @@ impl Core {
     /// on, vacuum it once its dead versions pass the autovacuum threshold
     /// (autovacuum rule 5). Called under the DDL lock, after the commit: a
     /// failed vacuum is recorded in the autovacuum stats, not returned.
-    fn catalog_changed(&self, p: Pending) {
+    pub(crate) fn catalog_changed(&self, p: Pending) {
         self.catalog_counters.add(&p, true);
         self.maybe_vacuum_catalog();
     }
@@ -1367,6 +1371,8 @@ impl Core {
         Ok(Arc::new(IndexHandle {
             info,
             table: t.info.name.clone(),
+            // The first column's (a tuple key prints itself).
+            column_type: types[0],
             btree,
             catalog_tid,
             dropped: AtomicBool::new(false),
@@ -1451,6 +1457,7 @@ impl Core {
     }
 
     pub fn checkpoint(&self) -> Result<CheckpointInfo<usize>> {
+        crate::backup::refuse_inside(|| "a checkpoint".into())?;
         let _one = self.checkpoint_serial.lock();
         self.tm.checkpoint()
     }

@@ -453,6 +453,18 @@ pub enum EngineError {
         table: String,
     },
 
+    /// DDL, a checkpoint or another backup called from a backup's progress
+    /// callback ([`crate::Database::backup_to`]), on the backing-up thread:
+    /// the backup holds DDL and checkpoints off until it ends, so the call
+    /// would wait for it forever. Nothing was done.
+    #[error(
+        "{operation} from inside a backup's progress callback: the backup holds DDL and checkpoints off until it ends"
+    )]
+    BackupInProgress {
+        /// What was refused, in words (e.g. `create table "t"`).
+        operation: String,
+    },
+
     /// A backup target that is not a new or empty directory outside the
     /// data directory ([`crate::Database::backup_to`]). Nothing was written.
     #[error("backup target {path}: {detail}")]
@@ -614,7 +626,8 @@ impl EngineError {
             | EngineError::TooManyCommands { .. }
             | EngineError::WrongColumn { .. }
             | EngineError::BackupTarget { .. }
-            | EngineError::TableBeingLoaded { .. } => ErrorKind::BadInput,
+            | EngineError::TableBeingLoaded { .. }
+            | EngineError::BackupInProgress { .. } => ErrorKind::BadInput,
             EngineError::WriteConflict { .. }
             | EngineError::UniqueConflict { .. }
             | EngineError::TransactionAborted { .. } => ErrorKind::Conflict,
@@ -701,7 +714,7 @@ mod tests {
     use bufmgr::{BufferTag, Fork, RelId};
 
     /// Number of `EngineError` variants: `variant` below lists each once.
-    const VARIANTS: usize = 42;
+    const VARIANTS: usize = 43;
 
     /// Position of `e`'s variant. The match has no wildcard, so a new
     /// variant does not compile until it is listed here (and a sample of it
@@ -750,7 +763,8 @@ mod tests {
             E::TooManyCommands { .. } => 38,
             E::BackupTarget { .. } => 39,
             E::TableBeingLoaded { .. } => 40,
-            E::BadKey { .. } => 41,
+            E::BackupInProgress { .. } => 41,
+            E::BadKey { .. } => 42,
         }
     }
 
@@ -981,6 +995,12 @@ mod tests {
                 BadInput,
             ),
             (E::TableBeingLoaded { table: t.clone() }, BadInput),
+            (
+                E::BackupInProgress {
+                    operation: "checkpoint".into(),
+                },
+                BadInput,
+            ),
             (
                 E::BackupTarget {
                     path: "/backup".into(),

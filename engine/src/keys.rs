@@ -3,13 +3,13 @@
 //!
 //! Two key forms (see `btree::key` for the bytes):
 //!
-//! - An index over **one `I64` or `Bytes` column** uses the single-column
-//!   form (the form every index had before composite keys: its on-disk
-//!   bytes and speed are unchanged). **NULLs are not indexed**: a row whose
-//!   column is NULL has no entry, a lookup of NULL finds nothing, and a
-//!   unique index allows any number of NULLs.
-//! - **Every other index** (2 to 8 columns, or one column of another type)
-//!   uses the tuple form. **NULLs are indexed** and sort before every value
+//! - An index over **one column** uses the single-column form
+//!   (`index::value_key`; for `I64` and `Bytes` the form every index had
+//!   before composite keys: its on-disk bytes and speed are unchanged).
+//!   **NULLs are not indexed**: a row whose column is NULL has no entry, a
+//!   lookup of NULL finds nothing, and a unique index allows any number of
+//!   NULLs.
+//! - An index over **2 to 8 columns** uses the tuple form. **NULLs are indexed** and sort before every value
 //!   of their column (a range over a prefix reaches them; `KeyRange::prefix`
 //!   with a NULL finds the rows holding NULL there); a **unique** index
 //!   treats a key with a NULL in any column as distinct from every other
@@ -28,6 +28,7 @@ use btree::{ColumnKind, Direction, Key, KeyPart, KeyType, MAX_KEY_COLUMNS, Tuple
 
 use crate::catalog::{IndexHandle, TableInfo};
 use crate::error::{EngineError, Result};
+use crate::index::value_key;
 use crate::row::RowRef;
 use crate::value::{ColumnType, Value};
 
@@ -39,16 +40,19 @@ pub(crate) fn column_kind(ty: ColumnType) -> ColumnKind {
     match ty {
         ColumnType::I64 => ColumnKind::I64,
         ColumnType::Bytes => ColumnKind::Bytes,
+        ColumnType::F64 => ColumnKind::F64,
+        ColumnType::Text => ColumnKind::Text,
+        ColumnType::Bool => ColumnKind::Bool,
+        ColumnType::Timestamp => ColumnKind::Timestamp,
     }
 }
 
 /// The key type of an index over columns of `types` (see the module docs):
-/// the single-column form for one `I64` or `Bytes` column, else a tuple.
-/// `None` for 0 or more than [`MAX_KEY_COLUMNS`] columns.
+/// the single-column form for one column, else a tuple. `None` for 0 or
+/// more than [`MAX_KEY_COLUMNS`] columns.
 pub(crate) fn index_key_type(types: &[ColumnType]) -> Option<KeyType> {
     match types {
-        [ColumnType::I64] => Some(KeyType::I64),
-        [ColumnType::Bytes] => Some(KeyType::Bytes),
+        [ty] => Some(crate::index::key_type(*ty)),
         _ => {
             let kinds: Vec<ColumnKind> = types.iter().map(|&t| column_kind(t)).collect();
             TupleType::new(&kinds).map(KeyType::Tuple)
@@ -62,6 +66,10 @@ pub(crate) fn value_part(v: &Value) -> KeyPart {
         Value::Null => KeyPart::Null,
         Value::I64(i) => KeyPart::I64(*i),
         Value::Bytes(b) => KeyPart::Bytes(b.clone()),
+        Value::F64(x) => KeyPart::F64(*x),
+        Value::Text(s) => KeyPart::Text(s.clone()),
+        Value::Bool(b) => KeyPart::Bool(*b),
+        Value::Timestamp(t) => KeyPart::Timestamp(*t),
     }
 }
 
@@ -71,15 +79,10 @@ pub(crate) fn value_kind(v: &Value) -> Option<ColumnKind> {
         Value::Null => None,
         Value::I64(_) => Some(ColumnKind::I64),
         Value::Bytes(_) => Some(ColumnKind::Bytes),
-    }
-}
-
-/// A value as a single-column key; `None` for NULL (not indexed).
-pub(crate) fn value_key(v: &Value) -> Option<Key> {
-    match v {
-        Value::I64(i) => Some(Key::I64(*i)),
-        Value::Bytes(b) => Some(Key::Bytes(b.clone())),
-        Value::Null => None,
+        Value::F64(_) => Some(ColumnKind::F64),
+        Value::Text(_) => Some(ColumnKind::Text),
+        Value::Bool(_) => Some(ColumnKind::Bool),
+        Value::Timestamp(_) => Some(ColumnKind::Timestamp),
     }
 }
 
@@ -120,7 +123,7 @@ impl IndexHandle {
         match &row[self.info.columns[0]] {
             Value::I64(v) => Key::encode_i64(*v) == key,
             Value::Bytes(b) => b.as_slice() == key,
-            Value::Null => false,
+            v => value_key(v).is_some_and(|k| k.encode() == key),
         }
     }
 
@@ -138,6 +141,7 @@ impl IndexHandle {
         Ok(match info.columns[self.info.columns[0]].ty {
             ColumnType::I64 => row.i64_opt(col)?.is_some_and(|v| Key::encode_i64(v) == key),
             ColumnType::Bytes => row.bytes_opt(col)? == Some(key),
+            _ => value_key(&row.value(col)?).is_some_and(|k| k.encode() == key),
         })
     }
 
@@ -279,9 +283,9 @@ impl IndexHandle {
     }
 }
 
-/// Values that make a key or a key prefix: one value (`i64`, `&str`,
-/// `&[u8]`, `Vec<u8>`, [`Value`]), a tuple of up to 8 of them, or a
-/// `Vec<Value>`.
+/// Values that make a key or a key prefix: one value (`i64`, `f64`,
+/// `bool`, `&str` and `String` (text), `&[u8]` and `Vec<u8>` (bytes),
+/// [`Value`]), a tuple of up to 8 of them, or a `Vec<Value>`.
 pub trait IntoKey {
     /// The values, in key column order.
     fn into_key(self) -> Vec<Value>;
@@ -296,7 +300,7 @@ macro_rules! scalar_key {
         }
     )*};
 }
-scalar_key!(i64, &str, &[u8], Vec<u8>);
+scalar_key!(i64, f64, bool, &str, String, &[u8], Vec<u8>);
 
 impl IntoKey for Value {
     fn into_key(self) -> Vec<Value> {

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod alter;
 mod autovacuum;
 mod backup;
 mod bulk;
@@ -18,10 +19,12 @@ mod invalid_pages;
 mod keys;
 mod loading;
 mod options;
+mod owned_row;
 mod recovery;
 mod reserved;
 mod retry;
 mod row;
+mod schema;
 #[cfg(feature = "testing")]
 pub mod soak;
 mod stats;
@@ -40,6 +43,7 @@ pub use error::{EngineError, ErrorKind, Result};
 pub use handle::{Index, IndexRef, Table, TableRef};
 pub use keys::{IntoKey, KeyRange};
 pub use options::{DEFAULT_RING_KIB, Options, Partitions, StorageWrapper, parse_evictor};
+pub use owned_row::{OwnedRow, RowColumn};
 pub use recovery::{RecoveryStats, recover, recover_from};
 pub use reserved::{CATALOG_REL, CLOG_REL, FIRST_USER_REL};
 pub use row::{Col, RowId, RowRef};

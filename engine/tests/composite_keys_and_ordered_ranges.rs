@@ -41,7 +41,7 @@ fn order(w: i64, d: i64, o: i64, c: i64) -> Row {
     ]
 }
 
-fn ints(row: &Row) -> (i64, i64, i64, i64) {
+fn ints(row: &[Value]) -> (i64, i64, i64, i64) {
     let i = |k: usize| row[k].as_i64().unwrap();
     (i(0), i(1), i(2), i(3))
 }

@@ -27,8 +27,9 @@ use crate::error::{EngineError, Result};
 use crate::handle::{IndexRef, TableRef};
 use crate::index::map_btree;
 use crate::keys::{IntoKey, KeyRange};
+use crate::owned_row::OwnedRow;
 use crate::row::{RowId, RowRef};
-use crate::value::{Row, Value, decode_row};
+use crate::value::{Value, decode_row};
 
 /// Entries an [`IndexRange`] reads from the B-tree at a time.
 const RANGE_BATCH: usize = 128;
@@ -176,7 +177,7 @@ impl Transaction {
         &self,
         table: impl TableRef,
         key: impl IntoKey,
-    ) -> Result<Option<(RowId, Row)>> {
+    ) -> Result<Option<(RowId, OwnedRow)>> {
         let values = key.into_key();
         self.with_table(table, |t| {
             let ix = t
@@ -195,7 +196,7 @@ impl Transaction {
             };
             let mut found = None;
             self.each_match(t, &ix, &key, |row| {
-                found = Some((row.id(), row.to_row()?));
+                found = Some((row.id(), row.to_owned_row()?));
                 Ok(false)
             })?;
             Ok(found)
@@ -227,7 +228,7 @@ pub struct IndexRange {
     /// The entry of the last row handed out.
     last: Option<(Vec<u8>, Tid)>,
     /// Rows fetched, with their index entries' keys.
-    rows: VecDeque<(Vec<u8>, RowId, Row)>,
+    rows: VecDeque<(Vec<u8>, RowId, OwnedRow)>,
     done: bool,
     /// Dropped last, as in [`super::RowIter`].
     _reg: SnapshotReg,
@@ -263,6 +264,7 @@ impl IndexRange {
         }
         let name = &t.info.name;
         let tm = &*self.db.core().tm;
+        let shape = t.info.shape();
         for (key, tid) in entries {
             let got = t
                 .heap
@@ -274,7 +276,8 @@ impl IndexRange {
             if let Some(row) = got
                 && ix.row_has_key(&row, &key)
             {
-                self.rows.push_back((key, tid, row));
+                self.rows
+                    .push_back((key, tid, OwnedRow::new(row, shape.clone())));
             }
         }
         Ok(())
@@ -282,7 +285,7 @@ impl IndexRange {
 }
 
 impl Iterator for IndexRange {
-    type Item = Result<(RowId, Row)>;
+    type Item = Result<(RowId, OwnedRow)>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if forget_rolled_back(&mut self.snapshot, &self.rolled_back) && !self.rows.is_empty() {
