@@ -578,3 +578,98 @@ fn composite_crash_child() {
     std::mem::forget(open);
     std::mem::forget(db);
 }
+
+#[test]
+fn a_composite_index_over_text_f64_bool_and_timestamp_orders_as_the_values_do() {
+    watchdog(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), small_options()).unwrap();
+        let columns = vec![
+            Column::new("name", ColumnType::Text),
+            Column::nullable("score", ColumnType::F64),
+            Column::new("ok", ColumnType::Bool),
+            Column::new("at", ColumnType::Timestamp),
+        ];
+        db.create_table_with(
+            "m",
+            columns,
+            TableOptions::default().primary_key(&["name", "ok", "at"]),
+        )
+        .unwrap();
+        db.create_index_on("m_score", "m", &["name", "score"], false)
+            .unwrap();
+        let scores = [
+            Value::F64(f64::NAN),
+            Value::F64(1.5),
+            Value::Null,
+            Value::F64(-0.0),
+            Value::F64(f64::NEG_INFINITY),
+            Value::F64(-2.0),
+            Value::F64(f64::INFINITY),
+        ];
+        let t = db.begin().unwrap();
+        for (i, s) in scores.iter().enumerate() {
+            for name in ["a", "a\0", "b"] {
+                t.insert(
+                    "m",
+                    vec![
+                        Value::Text(name.into()),
+                        s.clone(),
+                        Value::Bool(i % 2 == 0),
+                        Value::Timestamp(i as i64 - 3),
+                    ],
+                )
+                .unwrap();
+            }
+        }
+        t.commit().unwrap();
+        let t = db.begin().unwrap();
+        // Scores of "a": NULL first, then -inf < -2 < -0.0 (= 0.0) < 1.5 <
+        // +inf < NaN; the text "a\0" is another key, after "a".
+        let got: Vec<String> = t
+            .range("m_score", KeyRange::prefix("a"))
+            .unwrap()
+            .map(|r| format!("{:?}", r.unwrap().1[1]))
+            .collect();
+        let want: Vec<String> = [
+            Value::Null,
+            Value::F64(f64::NEG_INFINITY),
+            Value::F64(-2.0),
+            Value::F64(-0.0),
+            Value::F64(1.5),
+            Value::F64(f64::INFINITY),
+            Value::F64(f64::NAN),
+        ]
+        .iter()
+        .map(|v| format!("{v:?}"))
+        .collect();
+        assert_eq!(got, want);
+        // Descending, bounded on the score: below 0 (excluded), from "a".
+        let neg: Vec<String> = t
+            .range("m_score", KeyRange::prefix("a").range(..0.0).desc())
+            .unwrap()
+            .map(|r| format!("{:?}", r.unwrap().1[1]))
+            .collect();
+        assert_eq!(neg, vec!["F64(-2.0)", "F64(-inf)", "Null"]);
+        // The primary key (name, ok, at): falses first, then by time.
+        let (_, row) = t
+            .get_by_primary_key("m", ("b", true, Value::Timestamp(1)))
+            .unwrap()
+            .unwrap();
+        assert_eq!(row[1], Value::F64(f64::NEG_INFINITY));
+        let ats: Vec<Value> = t
+            .range("m_pkey", KeyRange::prefix(("a\0", false)))
+            .unwrap()
+            .map(|r| r.unwrap().1[3].clone())
+            .collect();
+        assert_eq!(
+            ats,
+            vec![
+                Value::Timestamp(-2),
+                Value::Timestamp(0),
+                Value::Timestamp(2)
+            ]
+        );
+        assert_eq!(db.verify_indexes("m").unwrap(), vec![]);
+    });
+}
