@@ -49,6 +49,20 @@ impl Table {
         Ok(self.col(idx))
     }
 
+    /// The table's primary key index (declared with
+    /// [`crate::TableOptions::primary_key`]), if it has one.
+    pub fn primary_key(&self) -> Option<Index> {
+        self.h
+            .indexes
+            .read()
+            .iter()
+            .find(|ix| ix.info.primary)
+            .map(|ix| Index {
+                ix: ix.clone(),
+                table: self.h.clone(),
+            })
+    }
+
     /// Every column, in order.
     pub fn columns(&self) -> Vec<Col> {
         (0..self.h.info.columns.len())
