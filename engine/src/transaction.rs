@@ -536,8 +536,8 @@ impl Transaction {
                 // The holder of the key may be a newer version of this very
                 // row: another transaction updated it (and maybe committed)
                 // after the check above, and its new version keeps the key.
-                // That is a write conflict, not a duplicate (issue 13,
-                // defect 1). Whoever made that version set the old one's
+                // That is a write conflict, not a duplicate (see
+                // tests/concurrent_update_is_a_conflict_not_a_duplicate.rs). Whoever made that version set the old one's
                 // xmax first, so checking the row again now sees it.
                 if matches!(
                     e,
