@@ -74,7 +74,9 @@ pub enum RelKind {
     Clog,
     /// The catalog heap.
     Catalog,
+    /// A table (relation 1000 or above).
     Table,
+    /// A B-tree index of a table.
     Index,
     /// Not in the catalog (being created or dropped).
     Unknown,
@@ -83,8 +85,11 @@ pub enum RelKind {
 /// A table as the catalog knows it.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct TableInfo {
+    /// The table's name (unique among tables and indexes).
     pub name: String,
+    /// The relation id of its heap file.
     pub rel: RelId,
+    /// Its columns, in order.
     pub columns: Vec<Column>,
     /// `false` for an unlogged table: no WAL, emptied after a crash.
     pub logged: bool,
@@ -106,12 +111,16 @@ impl TableInfo {
 /// An index as the catalog knows it.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct IndexInfo {
+    /// The index's name (unique among tables and indexes).
     pub name: String,
+    /// The relation id of its B-tree file.
     pub rel: RelId,
+    /// The relation id of the indexed table.
     pub table: RelId,
     /// Positions of the indexed columns in the table, in key order (1 to
     /// 8 of them).
     pub columns: Vec<usize>,
+    /// Unique: no two live rows share a key.
     pub unique: bool,
     /// The table's primary key (unique, on NOT NULL columns, made with the
     /// table).

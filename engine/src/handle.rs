@@ -34,6 +34,7 @@ pub struct Table {
 }
 
 impl Table {
+    /// The table's name.
     pub fn name(&self) -> &str {
         &self.h.info.name
     }
@@ -83,10 +84,12 @@ pub struct Index {
 }
 
 impl Index {
+    /// The index's name.
     pub fn name(&self) -> &str {
         &self.ix.info.name
     }
 
+    /// The index's definition.
     pub fn info(&self) -> &IndexInfo {
         &self.ix.info
     }
