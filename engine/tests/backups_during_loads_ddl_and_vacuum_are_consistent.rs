@@ -77,7 +77,7 @@ fn backups_while_everything_runs(opts: engine::Options) {
         let c = Database::open(&copy, opts.clone()).unwrap();
         let n = count(&c, "base");
         assert!(
-            n >= LOAD as usize && (n - LOAD as usize) % 500 == 0,
+            n >= LOAD as usize && (n - LOAD as usize).is_multiple_of(500),
             "copy {b}: base has {n} rows: a load or delete is half in it"
         );
         assert!(c.verify_indexes("base").unwrap().is_empty());
