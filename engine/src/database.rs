@@ -41,6 +41,7 @@ use crate::invalid_pages::{InvalidPages, log_drop};
 use crate::options::Options;
 use crate::recovery::{RecoveryStats, recover, redo_record};
 use crate::reserved::CLOG_REL;
+use crate::schema::Schema;
 use crate::stats::{Pending, TableCounters};
 use crate::transaction::Transaction;
 use crate::txn::Xid;
@@ -547,9 +548,8 @@ impl Database {
         st.tables.insert(
             name.to_string(),
             Arc::new(TableHandle {
-                info: info.clone(),
+                info: Schema::new(info.clone(), catalog_tid),
                 heap,
-                catalog_tid,
                 dropped: RwLock::new(false),
                 indexes: RwLock::new(Vec::new()),
                 vacuum: Mutex::new(()),
@@ -583,7 +583,7 @@ impl Database {
         let snap = txn.snapshot();
         let what = || format!("drop table {name:?}: catalog");
         c.catalog_heap
-            .delete(txn.xid(), &snap, &*c.tm, t.catalog_tid)
+            .delete(txn.xid(), &snap, &*c.tm, t.info.catalog_tid())
             .map_err(EngineError::heap(what()))?;
         for ix in &indexes {
             c.catalog_heap
@@ -1071,7 +1071,7 @@ impl Core {
     /// on, vacuum it once its dead versions pass the autovacuum threshold
     /// (autovacuum rule 5). Called under the DDL lock, after the commit: a
     /// failed vacuum is recorded in the autovacuum stats, not returned.
-    fn catalog_changed(&self, p: Pending) {
+    pub(crate) fn catalog_changed(&self, p: Pending) {
         self.catalog_counters.add(&p, true);
         self.maybe_vacuum_catalog();
     }
@@ -1203,6 +1203,7 @@ impl Core {
         Ok(Arc::new(IndexHandle {
             info,
             table: t.info.name.clone(),
+            column_type: col.ty,
             btree,
             catalog_tid,
             dropped: AtomicBool::new(false),
