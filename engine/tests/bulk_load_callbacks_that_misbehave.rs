@@ -131,7 +131,7 @@ fn an_iterator_that_commits_a_duplicate_key_first_fails_the_load_as_a_unique_vio
         assert!(matches!(e, EngineError::UniqueViolation { .. }), "{e}");
         assert_eq!(count(&db, "t"), 11);
         let theirs = db
-            .read_transaction(|t| Ok(t.get_by_key("t", "id", &Value::I64(900))?))
+            .read_transaction(|t| t.get_by_key("t", "id", &Value::I64(900)))
             .unwrap()
             .unwrap();
         assert_eq!(theirs.1[1].as_bytes().unwrap(), b"theirs");
