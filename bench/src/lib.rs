@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod cache;
 pub mod common;
 pub mod data;
 pub mod dataset;
