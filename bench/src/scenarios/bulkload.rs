@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use bufmgr::SweepBatch;
+use bufmgr::{PoolStats, SweepBatch};
 use engine::Database;
 use serde::{Deserialize, Serialize};
 
@@ -176,6 +176,41 @@ fn hot_resident(db: &Database) -> usize {
     tables::resident_of(db, &[ACCOUNTS, ACCOUNTS_PK])
 }
 
+/// The relations of the hot set (accounts and its primary key) and their
+/// size in pages.
+fn hot_set(db: &Database) -> Result<([u32; 2], u64)> {
+    let hot_rels = [
+        db.table(ACCOUNTS)?.rel.0,
+        db.indexes()
+            .iter()
+            .find(|i| i.name == ACCOUNTS_PK)
+            .ok_or_else(|| BenchError::Data(format!("{ACCOUNTS_PK} is missing")))?
+            .rel
+            .0,
+    ];
+    let pool = db.pool();
+    let pages = hot_rels
+        .iter()
+        .map(|&r| pool.nblocks(bufmgr::RelFork::main(bufmgr::RelId(r))))
+        .try_fold(0u64, |sum, n| n.map(|n| sum + u64::from(n)))?;
+    Ok((hot_rels, pages))
+}
+
+/// (pool statistics, lookups done) at one moment of the calibration.
+type CalPoint = (PoolStats, u64);
+/// (pool statistics, lookups done, hot-set reads, instant) at the load's
+/// start or end.
+type LoadPoint = (PoolStats, u64, u64, Instant);
+
+/// What one load observed.
+struct LoadWindow {
+    cal: [CalPoint; 2],
+    resident_before: usize,
+    load: [LoadPoint; 2],
+    samples: Vec<Sample>,
+    progress: engine::BulkProgress,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn measure(
     settings: &Settings,
@@ -196,22 +231,7 @@ fn measure(
         dataset::count_reads(tables::options(settings, c), &counter).trace(trace.clone()),
     )?;
     db.create_table(BULK, tables::accounts_columns())?;
-    let hot_rels = [
-        db.table(ACCOUNTS)?.rel.0,
-        db.indexes()
-            .iter()
-            .find(|i| i.name == ACCOUNTS_PK)
-            .ok_or_else(|| BenchError::Data(format!("{ACCOUNTS_PK} is missing")))?
-            .rel
-            .0,
-    ];
-    let hot_set_pages: u64 = {
-        let pool = db.pool();
-        let t = db.table(ACCOUNTS)?.rel;
-        let i = bufmgr::RelId(hot_rels[1]);
-        u64::from(pool.nblocks(bufmgr::RelFork::main(t))?)
-            + u64::from(pool.nblocks(bufmgr::RelFork::main(i))?)
-    };
+    let (hot_rels, hot_set_pages) = hot_set(&db)?;
     let hot_reads = || {
         hot_rels
             .iter()
@@ -314,17 +334,57 @@ fn measure(
                 progress.rows,
             ));
             lpb.finish_and_clear();
-            Ok((cal0, cal1, resident_before, start, end, samples, progress))
+            Ok(LoadWindow {
+                cal: [cal0, cal1],
+                resident_before,
+                load: [start, end],
+                samples,
+                progress,
+            })
         },
     )?;
     let errors = (
         outs.iter().map(|o| o.0).sum::<u64>(),
         outs.into_iter().find_map(|o| o.1),
     );
-    let (cal0, cal1, resident_before, start, end, samples, progress) = result;
+    let w = result;
     if let Some(e) = errors.1 {
         data.fail(format!("{label}: {} bad lookups, first: {e}", errors.0));
     }
+    let stats = w.load[1].0.since(&w.load[0].0);
+    let resident = tables::residency(&db);
+    let nodes = tables::node_figures(&db, &stats);
+    common::note_trace(settings, trace, db.pool())?;
+    // The end-of-run check of this copy.
+    let bulk_rows = tables::scan_count(&db, BULK)?;
+    if bulk_rows != load_rows {
+        data.fail(format!(
+            "{label}: {BULK} has {bulk_rows} rows, expected {load_rows}"
+        ));
+    }
+    data.add(tables::check_table(&db, ACCOUNTS, Some(n))?);
+    db.drop_table(BULK)?;
+    db.close()?;
+    crate::dirs::remove_dir(run_dir)?;
+    Ok(load_row(c, w, hot_set_pages, resident, nodes))
+}
+
+/// The row of one load: its rates, the lookups' hit ratio before and
+/// during it, the hot set's residency and who wrote the pages.
+fn load_row(
+    c: &Config,
+    w: LoadWindow,
+    hot_set_pages: u64,
+    resident: Vec<Residency>,
+    nodes: Vec<tables::NodeFigures>,
+) -> Row {
+    let LoadWindow {
+        cal: [cal0, cal1],
+        resident_before,
+        load: [start, end],
+        samples,
+        progress,
+    } = w;
     let cal = cal1.0.since(&cal0.0).totals();
     let cal_lookups = cal1.1 - cal0.1;
     let accesses_per_lookup = if cal_lookups > 0 {
@@ -353,22 +413,8 @@ fn measure(
     } else {
         0.0
     };
-    let resident = tables::residency(&db);
-    let nodes = tables::node_figures(&db, &stats);
-    common::note_trace(settings, trace, db.pool())?;
-    // The end-of-run check of this copy.
-    let bulk_rows = tables::scan_count(&db, BULK)?;
-    if bulk_rows != load_rows {
-        data.fail(format!(
-            "{label}: {BULK} has {bulk_rows} rows, expected {load_rows}"
-        ));
-    }
-    data.add(tables::check_table(&db, ACCOUNTS, Some(n))?);
-    db.drop_table(BULK)?;
-    db.close()?;
-    crate::dirs::remove_dir(run_dir)?;
     let dirty: Vec<usize> = samples.iter().map(|s| s.dirty).collect();
-    Ok(Row {
+    Row {
         evictor: c.evictor.name().into(),
         batch: c.batch.into(),
         partitions: c.partitions,
@@ -405,7 +451,7 @@ fn measure(
         samples,
         resident,
         nodes,
-    })
+    }
 }
 
 /// Build or reuse the accounts, run every cell on a fresh copy, check.
