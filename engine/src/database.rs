@@ -1163,6 +1163,14 @@ impl Database {
         &self.core().pool
     }
 
+    /// The hit ratio an LRU buffer pool of 0.25x, 0.5x, 1x, 2x and 4x this
+    /// one's size would have had on the accesses sampled so far
+    /// (`bufmgr::mrc`); `None` if the database was opened without
+    /// [`Options::miss_ratio_curve`](crate::Options).
+    pub fn miss_ratio_curve(&self) -> Option<bufmgr::MissRatioCurve> {
+        self.core().pool.miss_ratio_curve()
+    }
+
     /// The WAL, for benchmarks and tests that look underneath.
     pub fn wal(&self) -> &Arc<Wal> {
         &self.core().wal

@@ -69,7 +69,8 @@ pub use btree::{BtreeError, PageKind, VacuumStats as IndexVacuumStats, Violation
 /// the API takes and returns.
 pub use bufmgr::{
     BgWriterConfig, BlockNumber, BufferPool, BufferRow, Error as BufferError, Evictor, Fork,
-    IoMode, PoolStats, RelId, RingSizes, StorageBackend, SweepBatch, Topology,
+    IoMode, MissRatioCurve, MrcConfig, MrcPoint, PoolStats, RelId, RingSizes, StorageBackend,
+    SweepBatch, Topology,
 };
 pub use heap::{
     HeapError, HintMode, RingChoice, ScanOptions, Snapshot, Tid, VacuumStats as HeapVacuumStats,
