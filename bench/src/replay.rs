@@ -5,23 +5,22 @@
 //! pool-size sweep draws a miss-ratio curve. This module is the command
 //! line, the table and the plot.
 //!
-//! Parsed on its own (not as a scenario): its `--pool-pages` takes a list
-//! and its `--threads` names trace thread ids, unlike the scenarios'.
+//! A subcommand of `bench` with options of its own: its `--pool-pages`
+//! takes a list and its `--threads` names trace thread ids, unlike the
+//! scenarios'.
 
 use std::path::PathBuf;
 
 use bufmgr::trace::Trace;
-use clap::Parser;
 use lab::replay::ratio;
 pub use lab::replay::{Policy, ReplayResult, ReplayRow, run_replay};
 
-use crate::common::{SvgPlot, Table, write_svgs};
+use crate::common::{SvgPlot, Table, write_json, write_svgs};
 use crate::error::{BenchError, Result};
 use crate::plot::{self, Series};
 
 /// `bench replay`: hit ratios of policies on a recorded trace.
-#[derive(Parser, Debug)]
-#[command(name = "bench replay")]
+#[derive(clap::Args, Debug)]
 pub struct ReplayArgs {
     /// The trace file (written by a scenario's `--trace FILE`)
     pub trace: PathBuf,
@@ -41,10 +40,15 @@ pub struct ReplayArgs {
     /// The subset: accesses by these trace thread ids only (the scenarios
     /// number their lookup threads 0, 1, ...; scan-resistance's scan thread is 1000)
     #[arg(long, value_delimiter = ',', value_name = "T[,T...]")]
-    pub threads: Option<Vec<u32>>,
+    pub threads: Option<Vec<usize>>,
     /// With several pool sizes: write the miss-ratio curve to this SVG file
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Write the rows to FILE as JSON: one per policy and pool size
+    /// (`policy`, `pool_pages`, `hit_ratio`, `subset_hit_ratio`,
+    /// `gap_closed`, `subset_gap_closed`)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 fn pct(x: f64) -> String {
@@ -53,6 +57,25 @@ fn pct(x: f64) -> String {
 
 fn share(x: Option<f64>) -> String {
     x.map_or("-".into(), |g| format!("{:.0}%", 100.0 * g))
+}
+
+/// `--threads` as trace thread ids (parsed as `usize`, the type of the
+/// scenarios' `--threads`, which shares its name).
+pub fn thread_ids(threads: Option<&[usize]>) -> Result<Option<Vec<u32>>> {
+    threads
+        .map(|v| {
+            v.iter()
+                .map(|&t| {
+                    u32::try_from(t).map_err(|_| {
+                        BenchError::Config(format!(
+                            "--threads {t}: not a trace thread id (at most {})",
+                            u32::MAX
+                        ))
+                    })
+                })
+                .collect()
+        })
+        .transpose()
 }
 
 /// The table `bench replay` prints (the subset is named on the line above it).
@@ -131,9 +154,34 @@ pub fn miss_ratio_curve(
     )
 }
 
-/// `bench replay ...`: `args` without the program name.
-pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<()> {
-    let a = ReplayArgs::parse_from(std::iter::once("bench replay".into()).chain(args));
+/// The `--json` document: the trace, its access counts, and one row per
+/// policy and pool size with its hit ratios (0..1) and gap shares (`null`
+/// where clock and OPT tie or either was not replayed).
+pub fn to_json(trace: &str, r: &ReplayResult) -> serde_json::Value {
+    let rows: Vec<serde_json::Value> = r
+        .rows
+        .iter()
+        .map(|row| {
+            serde_json::json!({
+                "policy": row.policy.name(),
+                "pool_pages": row.pages,
+                "hit_ratio": ratio(row.hits, r.accesses),
+                "subset_hit_ratio": ratio(row.subset_hits, r.subset_accesses),
+                "gap_closed": r.gap_closed(row, false),
+                "subset_gap_closed": r.gap_closed(row, true),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "trace": trace,
+        "accesses": r.accesses,
+        "subset_accesses": r.subset_accesses,
+        "rows": rows,
+    })
+}
+
+/// `bench replay ...`, its options parsed.
+pub fn main(a: &ReplayArgs) -> Result<()> {
     let (trace, torn) = Trace::read_torn(&a.trace)?;
     if let Some(offset) = torn {
         eprintln!(
@@ -150,7 +198,7 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<()> {
     if sizes.contains(&0) {
         return Err(BenchError::Config("--pool-pages must be at least 1".into()));
     }
-    let (rels, threads) = (a.relation.clone(), a.threads.clone());
+    let (rels, threads) = (a.relation.clone(), thread_ids(a.threads.as_deref())?);
     let subset_name = match (&rels, &threads) {
         (None, None) => "all accesses".to_string(),
         _ => {
@@ -176,6 +224,10 @@ pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<()> {
         result.recorded_pages
     );
     print!("{}", table(&result));
+    if let Some(path) = &a.json {
+        write_json(path, &to_json(&a.trace.display().to_string(), &result))?;
+        println!("wrote {}", path.display());
+    }
     if let Some(path) = &a.svg {
         if sizes.len() < 2 {
             return Err(BenchError::Config(
