@@ -1,4 +1,4 @@
-//! `bench`: run the scenarios of bench/README.md on the engine and the buffer
+//! `bench`: run the scenarios of bench/SCENARIOS.md on the engine and the buffer
 //! pool.
 //!
 //! `bench <scenario> [options]` runs one scenario; `bench all` runs every
@@ -24,7 +24,7 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(
     name = "bench",
-    about = "Buffer-pool scenarios (bench/README.md): one row per configuration, side by side",
+    about = "Buffer-pool scenarios (bench/SCENARIOS.md): one row per configuration, side by side",
     long_about = None
 )]
 struct Cli {

@@ -54,10 +54,19 @@
 //!    Checkpoints wait too (the checkpoint lock is held), so the WAL from R
 //!    stays in place until it is copied.
 //!
+//! The progress callback runs on the backing-up thread while the DDL and
+//! checkpoint locks are held, so DDL, a checkpoint or another backup called
+//! from it would wait for this backup forever. The thread is marked while
+//! it backs up ([`Marked`]); those operations call [`refuse_inside`] first
+//! and fail at once with [`EngineError::BackupInProgress`]. (Work the
+//! callback hands to another thread and waits for is not marked: DDL there
+//! waits for the backup, which waits for the callback.)
+//!
 //! The copy has no `CLEAN_SHUTDOWN` marker: its first open is a crash
 //! recovery (so unlogged tables, copied empty, are emptied as after a
 //! crash). The target directory must not exist or be empty.
 
+use std::cell::Cell;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -77,6 +86,41 @@ pub const REREADS: u32 = 20;
 const RUN: usize = 32;
 /// Name of the file that records where a backup's WAL must reach.
 pub const BACKUP_LABEL_FILE: &str = "BACKUP_LABEL";
+
+thread_local! {
+    /// Whether this thread is running a backup (module docs: the progress
+    /// callback runs on it with DDL and checkpoints held off).
+    static BACKING_UP: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The mark of a thread running a backup; dropping it (also on an error or
+/// a panic in the callback) removes the mark.
+struct Marked;
+
+impl Marked {
+    fn begin() -> Marked {
+        BACKING_UP.with(|b| b.set(true));
+        Marked
+    }
+}
+
+impl Drop for Marked {
+    fn drop(&mut self) {
+        BACKING_UP.with(|b| b.set(false));
+    }
+}
+
+/// `Err(BackupInProgress)` naming `operation` if this thread is running a
+/// backup (called from its progress callback): DDL, checkpoints and backups
+/// call this before they take the locks a backup holds.
+pub(crate) fn refuse_inside(operation: impl FnOnce() -> String) -> Result<()> {
+    if BACKING_UP.with(|b| b.get()) {
+        return Err(EngineError::BackupInProgress {
+            operation: operation(),
+        });
+    }
+    Ok(())
+}
 
 /// What a backup has done so far (handed to the progress callback, and the
 /// last one returned by [`Database::backup_to`]).
@@ -129,14 +173,18 @@ impl Database {
     /// file, about every 16 MiB within one, and once at the end (`done`).
     /// A failed backup leaves a partial directory without a `VERSION` file,
     /// which does not open as a database ([`EngineError::NotADatabase`]).
-    /// `progress` runs while DDL and checkpoints wait for the backup, so it
-    /// must not create or drop anything or take a checkpoint itself.
+    /// `progress` runs while DDL and checkpoints wait for the backup: it may
+    /// read and write, but creating or dropping a table or index, a
+    /// checkpoint or another backup called from it fails at once with
+    /// [`EngineError::BackupInProgress`] (on another thread it would wait
+    /// for this backup).
     pub fn backup_to(
         &self,
         dir: impl AsRef<Path>,
         mut progress: impl FnMut(&BackupProgress),
     ) -> Result<BackupProgress> {
         let target = dir.as_ref();
+        refuse_inside(|| format!("a backup to {}", target.display()))?;
         let c = self.core();
         check_target(target, &c.dir)?;
         let started = Instant::now();
@@ -145,6 +193,7 @@ impl Database {
         let _ddl = c.ddl.lock();
         let _checkpoints = c.checkpoint_serial.lock();
         let _images = c.wal.force_full_page_writes();
+        let _marked = Marked::begin();
         let checkpoint = c.tm.checkpoint()?;
         let control = c
             .wal

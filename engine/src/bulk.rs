@@ -73,9 +73,10 @@ impl Database {
     pub fn bulk_load(
         &self,
         table: &str,
-        rows: impl IntoIterator<Item = Row>,
+        rows: impl IntoIterator<Item = impl Into<Row>>,
         progress: impl FnMut(BulkProgress),
     ) -> Result<BulkProgress> {
+        let rows = rows.into_iter().map(Into::into);
         let c = self.core();
         let t = c.table(table)?;
         crate::loading::check(&t)?;

@@ -8,8 +8,12 @@
 //!   kind  i64    0 meta, 1 table, 2 index, 3 unlogged table
 //!   rel   i64    meta: the next relation id to hand out; otherwise the relation's id
 //!   name  bytes  the table or index name (UTF-8); meta: "next_rel"
-//!   def   bytes  table: per column  u8 type (1 i64, 2 bytes), u8 nullable,
-//!                                   u16 LE name length, name
+//!   def   bytes  table: per column  u8 type (1 i64, 2 bytes, 3 f64, 4 text,
+//!                                   5 bool, 6 timestamp), u8 flags (bit 0
+//!                                   nullable, bit 1 has a default),
+//!                                   u16 LE name length, name, and with a
+//!                                   default: u32 LE length, the default
+//!                                   encoded as a one-column row
 //!                index: u32 LE table rel, u16 LE column number, u8 unique
 //!                meta:  empty
 //! ```
@@ -39,7 +43,8 @@ use heap::{Heap, Tid};
 use parking_lot::{Mutex, RwLock};
 
 use crate::error::{EngineError, Result, cut};
-use crate::value::{Column, ColumnType, Row, Value, decode_row, encode_row};
+use crate::schema::Schema;
+use crate::value::{COUNT_LEN, Column, ColumnType, LEN_PREFIX, Row, Value, decode_row, encode_row};
 
 pub use crate::reserved::CATALOG_REL;
 
@@ -107,10 +112,10 @@ pub struct IndexInfo {
 /// An open table: its definition, its heap and its indexes.
 #[derive(Debug)]
 pub(crate) struct TableHandle {
-    pub info: TableInfo,
+    /// Its definition (the newest version; `schema`), and where its
+    /// catalog row is.
+    pub info: Schema,
     pub heap: Heap,
-    /// Where its catalog row is.
-    pub catalog_tid: Tid,
     /// Operations hold it shared; DROP takes it exclusively and sets it, so a
     /// dropped table's heap is never touched again. CREATE / DROP INDEX take
     /// it exclusively too (PostgreSQL's ShareLock for CREATE INDEX, coarser:
@@ -132,6 +137,8 @@ pub(crate) struct IndexHandle {
     pub info: IndexInfo,
     /// The table's name (for messages).
     pub table: String,
+    /// The indexed column's type (to print its keys).
+    pub column_type: ColumnType,
     pub btree: btree::Index,
     /// Where its catalog row is.
     pub catalog_tid: Tid,
@@ -201,9 +208,15 @@ impl CatalogEntry {
                 let mut def = Vec::new();
                 for c in &t.columns {
                     def.push(c.ty.to_u8());
-                    def.push(u8::from(c.nullable));
+                    let flags = u8::from(c.nullable) | u8::from(c.default.is_some()) << 1;
+                    def.push(flags);
                     def.extend_from_slice(&(c.name.len() as u16).to_le_bytes());
                     def.extend_from_slice(c.name.as_bytes());
+                    if let Some(d) = &c.default {
+                        let b = encode_default(&t.name, c, d)?;
+                        def.extend_from_slice(&(b.len() as u32).to_le_bytes());
+                        def.extend_from_slice(&b);
+                    }
                 }
                 vec![
                     Value::I64(if t.logged {
@@ -253,23 +266,39 @@ impl CatalogEntry {
                         .ok_or_else(|| corrupt(tid, "column definition ends early"))?;
                     let ty = ColumnType::from_u8(head[0])
                         .ok_or_else(|| corrupt(tid, format!("column type {}", head[0])))?;
-                    let nullable = match head[1] {
-                        0 => false,
-                        1 => true,
-                        b => return Err(corrupt(tid, format!("nullable flag {b}"))),
-                    };
+                    let flags = head[1];
+                    if flags > 3 {
+                        return Err(corrupt(tid, format!("column flags {flags}")));
+                    }
+                    let nullable = flags & 1 != 0;
                     let len = u16::from_le_bytes([head[2], head[3]]) as usize;
                     let cname = def
                         .get(p + 4..p + 4 + len)
                         .ok_or_else(|| corrupt(tid, "column name ends early"))?;
                     let cname = String::from_utf8(cname.to_vec())
                         .map_err(|_| corrupt(tid, "column name is not UTF-8"))?;
-                    columns.push(Column {
+                    p += 4 + len;
+                    let mut column = Column {
                         name: cname,
                         ty,
                         nullable,
-                    });
-                    p += 4 + len;
+                        default: None,
+                    };
+                    if flags & 2 != 0 {
+                        let l = def
+                            .get(p..p + 4)
+                            .ok_or_else(|| corrupt(tid, "column default ends early"))?;
+                        let l = u32::from_le_bytes(l.try_into().expect("4")) as usize;
+                        let b = p
+                            .checked_add(4 + l)
+                            .and_then(|end| def.get(p + 4..end))
+                            .ok_or_else(|| corrupt(tid, "column default ends early"))?;
+                        column.default = Some(decode_default(&column, b, |d| {
+                            corrupt(tid, format!("default of column {:?}: {d}", column.name))
+                        })?);
+                        p += 4 + l;
+                    }
+                    columns.push(column);
                 }
                 Ok(CatalogEntry::Table(TableInfo {
                     name,
@@ -331,30 +360,75 @@ fn table_row_fixed_len(name: &str) -> usize {
     2 + 1 + 8 + 8 + 4 + name.len() + 4
 }
 
-/// Bytes one column takes in its table's catalog row: type, nullable
-/// flag, name length (u16), name.
+/// Bytes one column takes in its table's catalog row: type, flags, name
+/// length (u16), name, and a default's length (u32) and bytes.
 fn column_def_len(c: &Column) -> usize {
-    4 + c.name.len()
+    let default = c.default.as_ref().map_or(0, |d| {
+        // A one-column row: count, bitmap, the value.
+        4 + COUNT_LEN
+            + 1
+            + match d {
+                Value::Null => 0,
+                Value::Bytes(b) => LEN_PREFIX + b.len(),
+                Value::Text(t) => LEN_PREFIX + t.len(),
+                _ => c.ty.fixed_width().unwrap_or(0),
+            }
+    });
+    4 + c.name.len() + default
+}
+
+/// A column's default as it is stored: a one-column row of the column's
+/// type (a default of the wrong type is [`EngineError::TypeMismatch`]).
+pub(crate) fn encode_default(table: &str, c: &Column, d: &Value) -> Result<Vec<u8>> {
+    let one = Column {
+        default: None,
+        ..c.clone()
+    };
+    encode_row(table, std::slice::from_ref(&one), std::slice::from_ref(d))
+}
+
+fn decode_default(c: &Column, bytes: &[u8], bad: impl Fn(String) -> EngineError) -> Result<Value> {
+    let one = Column {
+        default: None,
+        ..c.clone()
+    };
+    let mut row = decode_row(std::slice::from_ref(&one), bytes, &bad)?;
+    match (row.pop(), row.is_empty()) {
+        (Some(v), true) => Ok(v),
+        _ => Err(bad("not one value".into())),
+    }
 }
 
 /// Bytes of a row of `columns` with every column holding a value and byte
 /// strings empty (the smallest row with no NULL): the column count, the
 /// null bitmap, 8 bytes per i64 and a 4-byte length per byte string.
 pub(crate) fn full_row_min_len(columns: &[Column]) -> usize {
-    let values: usize = columns
-        .iter()
-        .map(|c| match c.ty {
-            ColumnType::I64 => 8,
-            ColumnType::Bytes => 4,
-        })
-        .sum();
+    let values: usize = columns.iter().map(|c| c.ty.min_width()).sum();
     2 + columns.len().div_ceil(8) + values
+}
+
+/// Check a new table's definition: [`check_definition`], and no column
+/// has a default (a default is what rows stored before its column was
+/// added read: only `add_column` takes one).
+pub(crate) fn check_table(name: &str, columns: &[Column]) -> Result<()> {
+    if let Some(c) = columns.iter().find(|c| c.default.is_some()) {
+        return Err(EngineError::InvalidSchema {
+            name: name.to_string(),
+            detail: format!(
+                "column {} has a default: a default is what rows stored before a column \
+                 was added read, so only add_column takes one (every row of a new table \
+                 carries its own value)",
+                cut(&c.name)
+            ),
+        });
+    }
+    check_definition(name, columns)
 }
 
 /// Check a table definition: its name and columns, that its definition
 /// fits in one catalog row, and that a row with a value in every column
 /// fits on a page.
-pub(crate) fn check_table(name: &str, columns: &[Column]) -> Result<()> {
+pub(crate) fn check_definition(name: &str, columns: &[Column]) -> Result<()> {
     check_name("table", name, name)?;
     let bad = |detail: String| EngineError::InvalidSchema {
         name: name.to_string(),
@@ -391,8 +465,9 @@ pub(crate) fn check_table(name: &str, columns: &[Column]) -> Result<()> {
     let row = full_row_min_len(columns);
     if row > max {
         return Err(bad(format!(
-            "a row with a value in every column takes at least {row} bytes (8 per i64 column, \
-             4 plus its length per byte string, and a {}-byte header), at most {max} fit on a \
+            "a row with a value in every column takes at least {row} bytes (8 per i64, f64 or \
+             timestamp column, 1 per bool, 4 plus its length per byte or text string, and a \
+             {}-byte header), at most {max} fit on a \
              page (there is no TOAST): use fewer columns",
             2 + columns.len().div_ceil(8)
         )));
@@ -434,6 +509,61 @@ mod tests {
         match CatalogEntry::decode(tid, &i.encode().unwrap()).unwrap() {
             CatalogEntry::Index(d) => assert!(d.unique && d.column == 1),
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn column_types_and_defaults_round_trip_and_bad_defaults_are_errors() {
+        let columns = vec![
+            Column::new("id", ColumnType::I64),
+            Column::nullable("f", ColumnType::F64).with_default(-0.5),
+            Column::new("s", ColumnType::Text).with_default("dé"),
+            Column::new("ok", ColumnType::Bool).with_default(true),
+            Column::nullable("at", ColumnType::Timestamp),
+            Column::new("b", ColumnType::Bytes).with_default(vec![0u8, 255]),
+        ];
+        let info = TableInfo {
+            name: "t".into(),
+            rel: RelId(1000),
+            columns: columns.clone(),
+            logged: true,
+        };
+        let tid = Tid::new(0, 1);
+        let b = CatalogEntry::Table(info).encode().unwrap();
+        match CatalogEntry::decode(tid, &b).unwrap() {
+            CatalogEntry::Table(d) => assert_eq!(d.columns, columns),
+            other => panic!("{other:?}"),
+        }
+        for cut in 0..b.len() {
+            assert!(CatalogEntry::decode(tid, &b[..cut]).is_err(), "cut {cut}");
+        }
+        let computed = table_row_fixed_len("t") + columns.iter().map(column_def_len).sum::<usize>();
+        assert_eq!(b.len(), computed);
+        // A default of another type than its column's is refused.
+        let bad = TableInfo {
+            name: "t".into(),
+            rel: RelId(1000),
+            columns: vec![Column::new("n", ColumnType::I64).with_default("x")],
+            logged: true,
+        };
+        let e = CatalogEntry::Table(bad).encode().unwrap_err();
+        assert!(matches!(e, EngineError::TypeMismatch { .. }), "{e}");
+        // Unknown type codes and flags are corrupt, not guessed.
+        let one = TableInfo {
+            name: "t".into(),
+            rel: RelId(1000),
+            columns: vec![Column::new("n", ColumnType::Bool)],
+            logged: true,
+        };
+        let good = CatalogEntry::Table(one).encode().unwrap();
+        let def = good.len() - 5; // type, flags, u16 name length, "n"
+        for (at, byte) in [(def, 7u8), (def + 1, 4)] {
+            let mut bad = good.clone();
+            bad[at] = byte;
+            assert!(
+                CatalogEntry::decode(tid, &bad).is_err(),
+                "byte {at} = {byte}"
+            );
         }
     }
 

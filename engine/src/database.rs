@@ -41,6 +41,7 @@ use crate::invalid_pages::{InvalidPages, log_drop};
 use crate::options::Options;
 use crate::recovery::{RecoveryStats, recover, redo_record};
 use crate::reserved::CLOG_REL;
+use crate::schema::Schema;
 use crate::stats::{Pending, TableCounters};
 use crate::transaction::Transaction;
 use crate::txn::Xid;
@@ -512,6 +513,7 @@ impl Database {
         options: TableOptions,
     ) -> Result<TableInfo> {
         check_table(name, &columns)?;
+        crate::backup::refuse_inside(|| format!("create table {name:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let (meta_tid, rel) = c.name_free(name)?;
@@ -546,9 +548,8 @@ impl Database {
         st.tables.insert(
             name.to_string(),
             Arc::new(TableHandle {
-                info: info.clone(),
+                info: Schema::new(info.clone(), catalog_tid),
                 heap,
-                catalog_tid,
                 dropped: RwLock::new(false),
                 indexes: RwLock::new(Vec::new()),
                 vacuum: Mutex::new(()),
@@ -571,6 +572,7 @@ impl Database {
     /// progress; later ones (also in transactions begun earlier) get
     /// [`EngineError::UnknownTable`].
     pub fn drop_table(&self, name: &str) -> Result<()> {
+        crate::backup::refuse_inside(|| format!("drop table {name:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let t = c.table(name)?;
@@ -581,7 +583,7 @@ impl Database {
         let snap = txn.snapshot();
         let what = || format!("drop table {name:?}: catalog");
         c.catalog_heap
-            .delete(txn.xid(), &snap, &*c.tm, t.catalog_tid)
+            .delete(txn.xid(), &snap, &*c.tm, t.info.catalog_tid())
             .map_err(EngineError::heap(what()))?;
         for ix in &indexes {
             c.catalog_heap
@@ -657,6 +659,7 @@ impl Database {
         unique: bool,
     ) -> Result<IndexInfo> {
         check_name("index", name, name)?;
+        crate::backup::refuse_inside(|| format!("create index {name:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let t = c.table(table)?;
@@ -736,6 +739,7 @@ impl Database {
     /// An index opened invalid (its file missing or damaged) is dropped
     /// the same way.
     pub fn drop_index(&self, name: &str) -> Result<()> {
+        crate::backup::refuse_inside(|| format!("drop index {name:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let invalid = c.catalog.read().invalid_indexes.get(name).cloned();
@@ -1067,7 +1071,7 @@ impl Core {
     /// on, vacuum it once its dead versions pass the autovacuum threshold
     /// (autovacuum rule 5). Called under the DDL lock, after the commit: a
     /// failed vacuum is recorded in the autovacuum stats, not returned.
-    fn catalog_changed(&self, p: Pending) {
+    pub(crate) fn catalog_changed(&self, p: Pending) {
         self.catalog_counters.add(&p, true);
         self.maybe_vacuum_catalog();
     }
@@ -1199,6 +1203,7 @@ impl Core {
         Ok(Arc::new(IndexHandle {
             info,
             table: t.info.name.clone(),
+            column_type: col.ty,
             btree,
             catalog_tid,
             dropped: AtomicBool::new(false),
@@ -1283,6 +1288,7 @@ impl Core {
     }
 
     pub fn checkpoint(&self) -> Result<CheckpointInfo<usize>> {
+        crate::backup::refuse_inside(|| "a checkpoint".into())?;
         let _one = self.checkpoint_serial.lock();
         self.tm.checkpoint()
     }

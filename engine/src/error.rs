@@ -443,6 +443,18 @@ pub enum EngineError {
         table: String,
     },
 
+    /// DDL, a checkpoint or another backup called from a backup's progress
+    /// callback ([`crate::Database::backup_to`]), on the backing-up thread:
+    /// the backup holds DDL and checkpoints off until it ends, so the call
+    /// would wait for it forever. Nothing was done.
+    #[error(
+        "{operation} from inside a backup's progress callback: the backup holds DDL and checkpoints off until it ends"
+    )]
+    BackupInProgress {
+        /// What was refused, in words (e.g. `create table "t"`).
+        operation: String,
+    },
+
     /// A backup target that is not a new or empty directory outside the
     /// data directory ([`crate::Database::backup_to`]). Nothing was written.
     #[error("backup target {path}: {detail}")]
@@ -603,7 +615,8 @@ impl EngineError {
             | EngineError::TooManyCommands { .. }
             | EngineError::WrongColumn { .. }
             | EngineError::BackupTarget { .. }
-            | EngineError::TableBeingLoaded { .. } => ErrorKind::BadInput,
+            | EngineError::TableBeingLoaded { .. }
+            | EngineError::BackupInProgress { .. } => ErrorKind::BadInput,
             EngineError::WriteConflict { .. }
             | EngineError::UniqueConflict { .. }
             | EngineError::TransactionAborted { .. } => ErrorKind::Conflict,
@@ -690,7 +703,7 @@ mod tests {
     use bufmgr::{BufferTag, Fork, RelId};
 
     /// Number of `EngineError` variants: `variant` below lists each once.
-    const VARIANTS: usize = 41;
+    const VARIANTS: usize = 42;
 
     /// Position of `e`'s variant. The match has no wildcard, so a new
     /// variant does not compile until it is listed here (and a sample of it
@@ -739,6 +752,7 @@ mod tests {
             E::TooManyCommands { .. } => 38,
             E::BackupTarget { .. } => 39,
             E::TableBeingLoaded { .. } => 40,
+            E::BackupInProgress { .. } => 41,
         }
     }
 
@@ -962,6 +976,12 @@ mod tests {
                 BadInput,
             ),
             (E::TableBeingLoaded { table: t.clone() }, BadInput),
+            (
+                E::BackupInProgress {
+                    operation: "checkpoint".into(),
+                },
+                BadInput,
+            ),
             (
                 E::BackupTarget {
                     path: "/backup".into(),

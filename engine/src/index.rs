@@ -12,8 +12,9 @@
 //! ```
 //!
 //! Rules:
-//! 1. **Keys**: an `I64` column gives `KeyType::I64` keys, a `Bytes` column
-//!    `KeyType::Bytes`. **NULLs are not indexed** (no entry; lookups of NULL
+//! 1. **Keys**: [`value_key`] maps a value to its key (an `I64` or
+//!    `Timestamp` column gives `KeyType::I64` keys, the other types
+//!    `KeyType::Bytes` keys with order-preserving bytes). **NULLs are not indexed** (no entry; lookups of NULL
 //!    find nothing; a unique index allows any number of NULLs, as in SQL).
 //! 2. **No HOT**: every new tuple version gets an entry in every index, even
 //!    if its key did not change (PostgreSQL without heap-only tuples).
@@ -52,23 +53,38 @@ use heap::{Heap, HeapError, Tid, TransactionStatus, XidStatus};
 use crate::catalog::{IndexHandle, TableHandle};
 use crate::error::{EngineError, Result};
 use crate::txn::Xid;
-use crate::value::{Column, ColumnType, Row, Value, decode_row};
+use crate::value::{Column, ColumnType, Row, Value, decode_row, f64_order_key};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// The B-tree key type of a column type.
+/// The B-tree key type of a column type. Until composite keys bring a key
+/// type per column, the new types map onto the two the tree knows, with
+/// order-preserving bytes (see [`value_key`]): `Timestamp` is an `I64` key,
+/// `F64`, `Text` and `Bool` are `Bytes` keys.
 pub(crate) fn key_type(ty: ColumnType) -> KeyType {
     match ty {
-        ColumnType::I64 => KeyType::I64,
-        ColumnType::Bytes => KeyType::Bytes,
+        ColumnType::I64 | ColumnType::Timestamp => KeyType::I64,
+        ColumnType::Bytes | ColumnType::F64 | ColumnType::Text | ColumnType::Bool => KeyType::Bytes,
     }
 }
 
-/// The key of a value; `None` for NULL (not indexed).
+/// The index key of a value; `None` for NULL (not indexed). The key's bytes
+/// compare (memcmp) as the values do ([`Value`]'s order):
+///
+/// | value | key |
+/// |---|---|
+/// | `I64(v)`, `Timestamp(v)` | `Key::I64(v)` |
+/// | `Bytes(b)` | `Key::Bytes(b)` |
+/// | `Text(s)` | `Key::Bytes` of its UTF-8 bytes (byte order) |
+/// | `F64(x)` | `Key::Bytes` of [`f64_order_key`]`(x)` big-endian (8 bytes): `-0.0` and `0.0` are one key, every NaN is one key above `+inf` |
+/// | `Bool(b)` | `Key::Bytes([0])` for false, `[1]` for true |
 pub(crate) fn value_key(v: &Value) -> Option<Key> {
     match v {
-        Value::I64(i) => Some(Key::I64(*i)),
+        Value::I64(i) | Value::Timestamp(i) => Some(Key::I64(*i)),
         Value::Bytes(b) => Some(Key::Bytes(b.clone())),
+        Value::Text(s) => Some(Key::Bytes(s.as_bytes().to_vec())),
+        Value::F64(x) => Some(Key::Bytes(f64_order_key(*x).to_be_bytes().to_vec())),
+        Value::Bool(b) => Some(Key::Bytes(vec![u8::from(*b)])),
         Value::Null => None,
     }
 }
@@ -77,11 +93,7 @@ pub(crate) fn value_key(v: &Value) -> Option<Key> {
 /// than the column's is [`EngineError::TypeMismatch`]; NULL is `None`.
 pub(crate) fn search_key(ix: &IndexHandle, columns: &[Column], v: &Value) -> Result<Option<Key>> {
     let col = &columns[ix.info.column];
-    let fits = matches!(
-        (col.ty, v),
-        (ColumnType::I64, Value::I64(_)) | (ColumnType::Bytes, Value::Bytes(_)) | (_, Value::Null)
-    );
-    if !fits {
+    if !v.is_null() && !col.ty.accepts(v) {
         return Err(EngineError::TypeMismatch {
             table: ix.table.clone(),
             column: col.name.clone(),
@@ -92,20 +104,46 @@ pub(crate) fn search_key(ix: &IndexHandle, columns: &[Column], v: &Value) -> Res
     Ok(value_key(v))
 }
 
+/// A key of a `ty` column as errors print it: `(value)`, the value read
+/// back from the key's bytes ([`value_key`] inverted).
+pub(crate) fn key_display(ty: ColumnType, key: &Key) -> String {
+    let value = match (ty, key) {
+        (ColumnType::F64, Key::Bytes(b)) => <[u8; 8]>::try_from(b.as_slice())
+            .ok()
+            .map(|b| f64_from_order_key(u64::from_be_bytes(b)).to_string()),
+        (ColumnType::Text, Key::Bytes(b)) => std::str::from_utf8(b).ok().map(|s| format!("{s:?}")),
+        (ColumnType::Bool, Key::Bytes(b)) => match b.as_slice() {
+            [0] => Some("false".into()),
+            [1] => Some("true".into()),
+            _ => None,
+        },
+        (ColumnType::Timestamp, Key::I64(v)) => Some(format!("timestamp {v}")),
+        _ => None,
+    };
+    value.map_or_else(|| key.to_string(), |v| format!("({v})"))
+}
+
+/// The float whose [`f64_order_key`] is `k` (NaN and `0.0` for the
+/// canonical keys).
+fn f64_from_order_key(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
 /// Map a B-tree error of `op` on index `ix` to the engine's.
 pub(crate) fn map_btree(ix: &IndexHandle, op: &str) -> impl FnOnce(BtreeError) -> EngineError {
     let (index, table) = (ix.info.name.clone(), ix.table.clone());
+    let ty = ix.column_type;
     let op = op.to_string();
     move |e| match e {
         BtreeError::UniqueViolation { key, .. } => EngineError::UniqueViolation {
             index,
             table,
-            key: key.to_string(),
+            key: key_display(ty, &key),
         },
         BtreeError::UniqueInProgress { key, xid, .. } => EngineError::UniqueConflict {
             index,
             table,
-            key: key.to_string(),
+            key: key_display(ty, &key),
             xid,
         },
         BtreeError::KeyTooLarge { size, max, .. } => EngineError::KeyTooLarge { index, size, max },

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod alter;
 mod autovacuum;
 mod backup;
 mod bulk;
@@ -17,10 +18,12 @@ mod index;
 mod invalid_pages;
 mod loading;
 mod options;
+mod owned_row;
 mod recovery;
 mod reserved;
 mod retry;
 mod row;
+mod schema;
 #[cfg(feature = "testing")]
 pub mod soak;
 mod stats;
@@ -38,6 +41,7 @@ pub use database::{BufferInfo, Database, IndexViolation, ResidentPages, TableOpt
 pub use error::{EngineError, ErrorKind, Result};
 pub use handle::{Index, IndexRef, Table, TableRef};
 pub use options::{DEFAULT_RING_KIB, Options, Partitions, StorageWrapper, parse_evictor};
+pub use owned_row::{OwnedRow, RowColumn};
 pub use recovery::{RecoveryStats, recover, recover_from};
 pub use reserved::{CATALOG_REL, CLOG_REL, FIRST_USER_REL};
 pub use row::{Col, RowId, RowRef};

@@ -2,9 +2,10 @@
 //! page. Nothing is copied; each accessor decodes only the column asked for.
 //!
 //! The encoding is drawn in `value`. An accessor finds its column by walking
-//! the columns before it (NULLs take no bytes, byte strings carry a length),
-//! or, when every column before it is a NOT NULL i64, at the offset its
-//! [`Col`] precomputed. Bytes from disk are not trusted: every offset and
+//! the columns before it (NULLs take no bytes, strings carry a length), or,
+//! when every column before it is NOT NULL and of a fixed width, at the
+//! offset its [`Col`] precomputed. A row stored before a column was added
+//! (`Database::add_column`) reads that column as its default or NULL. Bytes from disk are not trusted: every offset and
 //! length is checked against the tuple, and a bad one is
 //! [`EngineError::CorruptRow`] naming the table and the row, never a panic.
 //! An accessor checks what it reads (the column count, the column's null bit,
@@ -14,12 +15,16 @@
 //! is share-locked: the callback must not call back into the database (it
 //! could wait for a lock this thread holds). Copy out what you need.
 
+use std::sync::Arc;
+
 use bufmgr::RelId;
 use heap::Tid;
 
 use crate::catalog::TableInfo;
 use crate::error::{EngineError, Result};
-use crate::value::{ColumnType, Row, Value, decode_row};
+use crate::owned_row::{OwnedRow, RowColumn, Shape};
+use crate::schema::Schema;
+use crate::value::{COUNT_LEN, ColumnType, LEN_PREFIX, Row, Value, bitmap_len, decode_row};
 
 /// The TID type rows are named by.
 pub type RowId = Tid;
@@ -31,8 +36,9 @@ pub struct Col {
     pub(crate) idx: u32,
     pub(crate) ty: ColumnType,
     pub(crate) nullable: bool,
-    /// Byte offset of the value in every row, when it does not depend on
-    /// the row (every column before it is a NOT NULL i64).
+    /// Byte offset of the value past the row's null bitmap, when it does
+    /// not depend on the row (every column before it is NOT NULL and of a
+    /// fixed width).
     pub(crate) fixed: Option<u32>,
 }
 
@@ -54,13 +60,13 @@ impl Col {
 /// Column `idx` of table `info` as a [`Col`] (`idx` must be in range).
 pub(crate) fn col_of(info: &TableInfo, idx: usize) -> Col {
     let cols = &info.columns;
-    // Rows start with the column count (2 bytes) and the null bitmap; if
-    // every column before this one is a NOT NULL i64, its value is always at
-    // the same offset.
+    // If every column before this one is NOT NULL and of a fixed width, its
+    // value is always at the same offset past the null bitmap (whose length
+    // depends on the row's own column count: `add_column`).
     let fixed = cols[..idx]
         .iter()
-        .all(|c| c.ty == ColumnType::I64 && !c.nullable)
-        .then(|| 2 + cols.len().div_ceil(8) + 8 * idx)
+        .map(|c| c.ty.fixed_width().filter(|_| !c.nullable))
+        .sum::<Option<usize>>()
         .and_then(|o| u32::try_from(o).ok());
     Col {
         rel: info.rel,
@@ -77,14 +83,31 @@ pub struct RowRef<'a> {
     id: RowId,
     data: &'a [u8],
     table: &'a TableInfo,
+    /// `table` as owned rows share it.
+    shape: &'a Arc<Shape>,
 }
 
-const COUNT_LEN: usize = 2;
+/// Where a column's value is.
+enum Slot<'a> {
+    /// The row stores NULL.
+    Null,
+    /// The value starts at this byte of the row.
+    At(usize),
+    /// The row was stored before the column was added: it reads the
+    /// column's default (or NULL).
+    Missing(&'a Value),
+}
 
 impl<'a> RowRef<'a> {
     #[inline]
-    pub(crate) fn new(id: RowId, data: &'a [u8], table: &'a TableInfo) -> RowRef<'a> {
-        RowRef { id, data, table }
+    pub(crate) fn new(id: RowId, data: &'a [u8], schema: &'a Schema) -> RowRef<'a> {
+        let shape = schema.shape();
+        RowRef {
+            id,
+            data,
+            table: shape.table(),
+            shape,
+        }
     }
 
     /// The row's id (its heap TID).
@@ -98,96 +121,212 @@ impl<'a> RowRef<'a> {
         self.data
     }
 
+    /// The definition of the row's table.
+    pub fn table(&self) -> &'a TableInfo {
+        self.table
+    }
+
+    /// The column called `name` of this row's table, for the accessors
+    /// (resolve it once with [`crate::Table::column`] in a loop).
+    pub fn column(&self, name: &str) -> Result<Col> {
+        let idx = self.table.column_index(name)?;
+        Ok(col_of(self.table, idx))
+    }
+
     /// The non-NULL `I64` column `col`.
     #[inline]
-    pub fn i64(&self, col: Col) -> Result<i64> {
+    pub fn i64(&self, col: impl RowColumn) -> Result<i64> {
+        let col = col.col(self.table)?;
         self.i64_opt(col)?
             .ok_or_else(|| self.wrong(col, "is NULL (read it with i64_opt)"))
     }
 
     /// The `I64` column `col`, `None` if NULL.
     #[inline]
-    pub fn i64_opt(&self, col: Col) -> Result<Option<i64>> {
-        if col.ty != ColumnType::I64 {
-            return Err(self.wrong(col, "is not an i64 column"));
+    pub fn i64_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
+        let col = col.col(self.table)?;
+        match self.slot(col, ColumnType::I64)? {
+            Slot::Null => Ok(None),
+            Slot::At(p) => Ok(Some(i64::from_le_bytes(self.fixed(p)?))),
+            Slot::Missing(v) => self.missing(col, v, Value::as_i64),
         }
-        match self.locate(col)? {
-            None => Ok(None),
-            Some(start) => {
-                let b = self.data.get(start..start + 8).ok_or_else(|| {
-                    self.corrupt(format!("i64 column ends past byte {}", self.data.len()))
-                })?;
-                Ok(Some(i64::from_le_bytes(b.try_into().expect("8 bytes"))))
-            }
+    }
+
+    /// The non-NULL `F64` column `col`.
+    #[inline]
+    pub fn f64(&self, col: impl RowColumn) -> Result<f64> {
+        let col = col.col(self.table)?;
+        self.f64_opt(col)?
+            .ok_or_else(|| self.wrong(col, "is NULL (read it with f64_opt)"))
+    }
+
+    /// The `F64` column `col`, `None` if NULL.
+    pub fn f64_opt(&self, col: impl RowColumn) -> Result<Option<f64>> {
+        let col = col.col(self.table)?;
+        match self.slot(col, ColumnType::F64)? {
+            Slot::Null => Ok(None),
+            Slot::At(p) => Ok(Some(f64::from_bits(u64::from_le_bytes(self.fixed(p)?)))),
+            Slot::Missing(v) => self.missing(col, v, Value::as_f64),
+        }
+    }
+
+    /// The non-NULL `Timestamp` column `col` (microseconds since the epoch).
+    #[inline]
+    pub fn timestamp(&self, col: impl RowColumn) -> Result<i64> {
+        let col = col.col(self.table)?;
+        self.timestamp_opt(col)?
+            .ok_or_else(|| self.wrong(col, "is NULL (read it with timestamp_opt)"))
+    }
+
+    /// The `Timestamp` column `col`, `None` if NULL.
+    pub fn timestamp_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
+        let col = col.col(self.table)?;
+        match self.slot(col, ColumnType::Timestamp)? {
+            Slot::Null => Ok(None),
+            Slot::At(p) => Ok(Some(i64::from_le_bytes(self.fixed(p)?))),
+            Slot::Missing(v) => self.missing(col, v, Value::as_timestamp),
+        }
+    }
+
+    /// The non-NULL `Bool` column `col`.
+    #[inline]
+    pub fn bool(&self, col: impl RowColumn) -> Result<bool> {
+        let col = col.col(self.table)?;
+        self.bool_opt(col)?
+            .ok_or_else(|| self.wrong(col, "is NULL (read it with bool_opt)"))
+    }
+
+    /// The `Bool` column `col`, `None` if NULL.
+    pub fn bool_opt(&self, col: impl RowColumn) -> Result<Option<bool>> {
+        let col = col.col(self.table)?;
+        match self.slot(col, ColumnType::Bool)? {
+            Slot::Null => Ok(None),
+            Slot::At(p) => match self.fixed::<1>(p)? {
+                [0] => Ok(Some(false)),
+                [1] => Ok(Some(true)),
+                [b] => Err(self.corrupt(format!(
+                    "bool column {:?} holds byte {b}, not 0 or 1",
+                    self.name(col)
+                ))),
+            },
+            Slot::Missing(v) => self.missing(col, v, Value::as_bool),
         }
     }
 
     /// The non-NULL `Bytes` column `col`, borrowed from the page.
     #[inline]
-    pub fn bytes(&self, col: Col) -> Result<&'a [u8]> {
+    pub fn bytes(&self, col: impl RowColumn) -> Result<&'a [u8]> {
+        let col = col.col(self.table)?;
         self.bytes_opt(col)?
             .ok_or_else(|| self.wrong(col, "is NULL (read it with bytes_opt)"))
     }
 
     /// The `Bytes` column `col`, `None` if NULL.
-    pub fn bytes_opt(&self, col: Col) -> Result<Option<&'a [u8]>> {
-        if col.ty != ColumnType::Bytes {
-            return Err(self.wrong(col, "is not a bytes column"));
-        }
-        match self.locate(col)? {
-            None => Ok(None),
-            Some(start) => {
-                let (len, body) = self.len_prefixed(start)?;
+    pub fn bytes_opt(&self, col: impl RowColumn) -> Result<Option<&'a [u8]>> {
+        let col = col.col(self.table)?;
+        match self.slot(col, ColumnType::Bytes)? {
+            Slot::Null => Ok(None),
+            Slot::At(p) => {
+                let (len, body) = self.len_prefixed(p)?;
                 Ok(Some(&self.data[body..body + len]))
             }
+            Slot::Missing(v) => self.missing(col, v, Value::as_bytes),
         }
     }
 
-    /// Column `col` as an owned [`Value`].
-    pub fn value(&self, col: Col) -> Result<Value> {
+    /// The non-NULL `Text` column `col`, borrowed from the page.
+    #[inline]
+    pub fn text(&self, col: impl RowColumn) -> Result<&'a str> {
+        let col = col.col(self.table)?;
+        self.text_opt(col)?
+            .ok_or_else(|| self.wrong(col, "is NULL (read it with text_opt)"))
+    }
+
+    /// The `Text` column `col`, `None` if NULL. Bytes that are not UTF-8
+    /// are [`EngineError::CorruptRow`].
+    pub fn text_opt(&self, col: impl RowColumn) -> Result<Option<&'a str>> {
+        let col = col.col(self.table)?;
+        match self.slot(col, ColumnType::Text)? {
+            Slot::Null => Ok(None),
+            Slot::At(p) => {
+                let (len, body) = self.len_prefixed(p)?;
+                std::str::from_utf8(&self.data[body..body + len])
+                    .map(Some)
+                    .map_err(|e| {
+                        self.corrupt(format!(
+                            "text column {:?} is not valid UTF-8 ({e})",
+                            self.name(col)
+                        ))
+                    })
+            }
+            Slot::Missing(v) => self.missing(col, v, Value::as_text),
+        }
+    }
+
+    /// Column `col` (a name or a [`Col`]) as an owned [`Value`].
+    pub fn value(&self, col: impl RowColumn) -> Result<Value> {
+        let col = col.col(self.table)?;
         Ok(match col.ty {
             ColumnType::I64 => self.i64_opt(col)?.map_or(Value::Null, Value::I64),
+            ColumnType::F64 => self.f64_opt(col)?.map_or(Value::Null, Value::F64),
+            ColumnType::Timestamp => self
+                .timestamp_opt(col)?
+                .map_or(Value::Null, Value::Timestamp),
+            ColumnType::Bool => self.bool_opt(col)?.map_or(Value::Null, Value::Bool),
             ColumnType::Bytes => self
                 .bytes_opt(col)?
                 .map_or(Value::Null, |b| Value::Bytes(b.to_vec())),
+            ColumnType::Text => self
+                .text_opt(col)?
+                .map_or(Value::Null, |s| Value::Text(s.to_string())),
         })
     }
 
-    /// The whole row, decoded and checked as every owned read is.
+    /// The whole row's values, decoded and checked as every owned read is.
     pub fn to_row(&self) -> Result<Row> {
         decode_row(&self.table.columns, self.data, |d| self.corrupt(d))
     }
 
-    /// The byte offset of column `col`'s value, `None` if it is NULL.
+    /// The whole row as an [`OwnedRow`] (readable by column name).
+    pub fn to_owned_row(&self) -> Result<OwnedRow> {
+        Ok(OwnedRow::new(self.to_row()?, self.shape.clone()))
+    }
+
+    /// Check that `col` (a column of this table: `RowColumn::col`) is of
+    /// type `ty`, and find it.
     #[inline]
-    fn locate(&self, col: Col) -> Result<Option<usize>> {
-        if col.rel != self.table.rel {
-            return Err(EngineError::WrongColumn {
-                table: self.table.name.clone(),
-                detail: format!(
-                    "column handle {} belongs to another table ({})",
-                    col.idx, col.rel
-                ),
-            });
+    fn slot(&self, col: Col, ty: ColumnType) -> Result<Slot<'a>> {
+        if col.ty != ty {
+            return Err(self.wrong(
+                col,
+                &format!("is a {} column, not {}", col.ty.name(), ty.name()),
+            ));
         }
+        self.locate(col)
+    }
+
+    /// Where column `col`'s value is.
+    #[inline]
+    fn locate(&self, col: Col) -> Result<Slot<'a>> {
         let cols = &self.table.columns;
+        let idx = col.idx as usize;
         let n = cols.len();
         let stored = self
             .data
             .get(..COUNT_LEN)
-            .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize);
-        if stored != Some(n) {
-            return Err(self.corrupt(match stored {
-                Some(s) => format!("{s} columns stored, the table has {n}"),
-                None => "row shorter than its column count".into(),
-            }));
+            .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+            .ok_or_else(|| self.corrupt("row shorter than its column count".into()))?;
+        if stored > n {
+            return Err(self.corrupt(format!("{stored} columns stored, the table has {n}")));
+        }
+        if idx >= stored {
+            return Ok(Slot::Missing(cols[idx].missing()));
         }
         let bitmap = self
             .data
-            .get(COUNT_LEN..COUNT_LEN + n.div_ceil(8))
+            .get(COUNT_LEN..COUNT_LEN + bitmap_len(stored))
             .ok_or_else(|| self.corrupt("row ends inside its null bitmap".into()))?;
         let is_null = |i: usize| bitmap[i / 8] & (1 << (i % 8)) != 0;
-        let idx = col.idx as usize;
         if is_null(idx) {
             if !cols[idx].nullable {
                 return Err(self.corrupt(format!(
@@ -195,35 +334,48 @@ impl<'a> RowRef<'a> {
                     cols[idx].name
                 )));
             }
-            return Ok(None);
-        }
-        if let Some(off) = col.fixed {
-            return Ok(Some(off as usize));
+            return Ok(Slot::Null);
         }
         let mut pos = COUNT_LEN + bitmap.len();
+        if let Some(off) = col.fixed {
+            return Ok(Slot::At(pos + off as usize));
+        }
         for (i, c) in cols[..idx].iter().enumerate() {
             if is_null(i) {
                 continue;
             }
-            pos = match c.ty {
-                ColumnType::I64 => pos + 8,
-                ColumnType::Bytes => {
+            pos = match c.ty.fixed_width() {
+                Some(w) => pos + w,
+                None => {
                     let (len, body) = self.len_prefixed(pos)?;
                     body + len
                 }
             };
         }
-        Ok(Some(pos))
+        Ok(Slot::At(pos))
+    }
+
+    /// The `N` bytes of a fixed-width value at `start`, checked to lie
+    /// inside the row.
+    #[inline]
+    fn fixed<const N: usize>(&self, start: usize) -> Result<[u8; N]> {
+        let b = start
+            .checked_add(N)
+            .and_then(|end| self.data.get(start..end))
+            .ok_or_else(|| {
+                self.corrupt(format!(
+                    "a {N}-byte value at byte {start} runs past the row's {} bytes",
+                    self.data.len()
+                ))
+            })?;
+        Ok(b.try_into().expect("N bytes"))
     }
 
     /// A length-prefixed value at `start`: (length, offset of the bytes),
     /// checked to lie inside the row.
     fn len_prefixed(&self, start: usize) -> Result<(usize, usize)> {
-        let l = self.data.get(start..start + 4).ok_or_else(|| {
-            self.corrupt(format!("length prefix at byte {start} past the row's end"))
-        })?;
-        let len = u32::from_le_bytes(l.try_into().expect("4 bytes")) as usize;
-        let body = start + 4;
+        let len = u32::from_le_bytes(self.fixed::<LEN_PREFIX>(start)?) as usize;
+        let body = start + LEN_PREFIX;
         if body
             .checked_add(len)
             .is_none_or(|end| end > self.data.len())
@@ -236,15 +388,39 @@ impl<'a> RowRef<'a> {
         Ok((len, body))
     }
 
-    fn wrong(&self, col: Col, what: &str) -> EngineError {
-        let name = self
-            .table
+    /// A missing column's default read through `as_t` (checked against the
+    /// column's type when the column was added; a mismatch is a damaged
+    /// catalog, reported rather than read as something else).
+    fn missing<T>(
+        &self,
+        col: Col,
+        v: &'a Value,
+        as_t: impl Fn(&'a Value) -> Option<T>,
+    ) -> Result<Option<T>> {
+        if v.is_null() {
+            return Ok(None);
+        }
+        as_t(v).map(Some).ok_or_else(|| {
+            self.corrupt(format!(
+                "the default of {} column {:?} is a {} value",
+                col.ty.name(),
+                self.name(col),
+                v.type_name()
+            ))
+        })
+    }
+
+    fn name(&self, col: Col) -> &'a str {
+        self.table
             .columns
             .get(col.idx as usize)
-            .map_or("?", |c| c.name.as_str());
+            .map_or("?", |c| c.name.as_str())
+    }
+
+    fn wrong(&self, col: Col, what: &str) -> EngineError {
         EngineError::WrongColumn {
             table: self.table.name.clone(),
-            detail: format!("column {name:?} {what}"),
+            detail: format!("column {:?} {what}", self.name(col)),
         }
     }
 

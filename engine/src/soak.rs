@@ -490,14 +490,19 @@ pub fn run_child(dir: &Path, seed: u64, deadline: Duration, out: &mut impl Write
                 .nth(rng.below(model.len() as u64) as usize)
                 .unwrap();
             let got = t.get_by_key("t", "id", &Value::I64(k)).unwrap();
-            assert_eq!(got.map(|(_, r)| r), Some(row_of(k, &model[&k])));
+            assert_eq!(
+                got.map(|(_, r)| r.into_values()),
+                Some(row_of(k, &model[&k]))
+            );
             let name = names[rng.below(names.len() as u64) as usize];
             let want = model
                 .values()
                 .filter(|v| v.as_deref() == Some(name))
                 .count();
             assert_eq!(
-                t.index_lookup("t_name", &Value::from(name)).unwrap().len(),
+                t.index_lookup("t_name", &Value::from(name.as_bytes()))
+                    .unwrap()
+                    .len(),
                 want
             );
         }
@@ -826,7 +831,7 @@ impl Soak {
             .filter(|n| n.as_deref() == Some("n3"))
             .count();
         let found = t
-            .index_lookup("t_name", &Value::from("n3"))
+            .index_lookup("t_name", &Value::from(b"n3".as_slice()))
             .map_err(e)?
             .len();
         if found != n3 {

@@ -99,11 +99,12 @@ use crate::database::{Core, Database};
 use crate::error::{EngineError, Result};
 use crate::handle::{IndexRef, Table, TableRef};
 use crate::index::{self, map_btree, search_key, value_key};
+use crate::owned_row::{OwnedRow, Shape};
 use crate::row::{Col, RowId, RowRef, col_of};
 use crate::stats::Pending;
 use crate::txn::Xid;
 use crate::txn::xact::CommitMode;
-use crate::value::{Row, Value, decode_row, encode_row};
+use crate::value::{ColumnType, Row, Value, decode_row, encode_row};
 
 /// Map a heap error of operation `op` on `table` to the engine's.
 pub(crate) fn map_heap(table: &str, op: &str) -> impl FnOnce(HeapError) -> EngineError {
@@ -467,7 +468,8 @@ impl Transaction {
     /// entry; a unique index may refuse ([`EngineError::UniqueViolation`],
     /// or [`EngineError::UniqueConflict`] if a transaction in progress holds
     /// the key), and then nothing visible changed.
-    pub fn insert(&self, table: impl TableRef, row: Row) -> Result<RowId> {
+    pub fn insert(&self, table: impl TableRef, row: impl Into<Row>) -> Result<RowId> {
+        let row: Row = row.into();
         self.with_table(table, |t| {
             let name = &t.info.name;
             let bytes = encode_row(name, &t.info.columns, &row)?;
@@ -510,7 +512,13 @@ impl Transaction {
     /// Replace the row at `row_id`; returns the new version's row id. The
     /// new version gets an entry in every index (unique keys are checked
     /// before anything changes).
-    pub fn update(&self, table: impl TableRef, row_id: RowId, row: Row) -> Result<RowId> {
+    pub fn update(
+        &self,
+        table: impl TableRef,
+        row_id: RowId,
+        row: impl Into<Row>,
+    ) -> Result<RowId> {
+        let row: Row = row.into();
         self.with_table(table, |t| {
             let name = &t.info.name;
             let bytes = encode_row(name, &t.info.columns, &row)?;
@@ -577,7 +585,7 @@ impl Transaction {
         table: impl TableRef,
         column: &str,
         value: &Value,
-        row: Row,
+        row: impl Into<Row>,
     ) -> Result<Option<RowId>> {
         let t = table.resolve_table(&self.db)?;
         match self.get_by_key(&*t, column, value)? {
@@ -599,8 +607,8 @@ impl Transaction {
     // ---- reads of owned rows ----
 
     /// The row at `row_id` if this transaction sees it.
-    pub fn get(&self, table: impl TableRef, row_id: RowId) -> Result<Option<Row>> {
-        self.get_with(table, row_id, |row| row.to_row())?
+    pub fn get(&self, table: impl TableRef, row_id: RowId) -> Result<Option<OwnedRow>> {
+        self.get_with(table, row_id, |row| row.to_owned_row())?
             .transpose()
     }
 
@@ -611,7 +619,7 @@ impl Transaction {
         table: impl TableRef,
         column: &str,
         value: &Value,
-    ) -> Result<Option<(RowId, Row)>> {
+    ) -> Result<Option<(RowId, OwnedRow)>> {
         self.with_table(table, |t| {
             let ix = unique_index(t, column)?;
             let Some(key) = search_key(&ix, &t.info.columns, value)? else {
@@ -619,7 +627,7 @@ impl Transaction {
             };
             let mut found = None;
             self.each_match(t, &ix, &key, |row| {
-                found = Some((row.id(), row.to_row()?));
+                found = Some((row.id(), row.to_owned_row()?));
                 Ok(false)
             })?;
             Ok(found)
@@ -629,10 +637,14 @@ impl Transaction {
     /// Every row this transaction sees whose indexed column is `value`, in
     /// row-id order, through index `index` (or the only index of the table
     /// named `index`). NULL finds nothing (NULLs are not indexed).
-    pub fn index_lookup(&self, index: impl IndexRef, value: &Value) -> Result<Vec<(RowId, Row)>> {
+    pub fn index_lookup(
+        &self,
+        index: impl IndexRef,
+        value: &Value,
+    ) -> Result<Vec<(RowId, OwnedRow)>> {
         let mut out = Vec::new();
         self.lookup_each(index, value, |row| {
-            out.push((row.id(), row.to_row()?));
+            out.push((row.id(), row.to_owned_row()?));
             Ok(())
         })?;
         Ok(out)
@@ -913,9 +925,14 @@ fn unique_index(t: &TableHandle, column: &str) -> Result<std::sync::Arc<IndexHan
 /// Does the row's indexed column still hold `key`?
 #[inline]
 fn key_matches(row: &RowRef<'_>, col: Col, key: &Key) -> Result<bool> {
-    Ok(match key {
-        Key::I64(k) => row.i64_opt(col)? == Some(*k),
-        Key::Bytes(k) => row.bytes_opt(col)? == Some(k.as_slice()),
+    Ok(match (col.ty(), key) {
+        (ColumnType::I64, Key::I64(k)) => row.i64_opt(col)? == Some(*k),
+        (ColumnType::Timestamp, Key::I64(k)) => row.timestamp_opt(col)? == Some(*k),
+        (ColumnType::Bytes, Key::Bytes(k)) => row.bytes_opt(col)? == Some(k.as_slice()),
+        (ColumnType::Text, Key::Bytes(k)) => {
+            row.text_opt(col)?.map(str::as_bytes) == Some(k.as_slice())
+        }
+        _ => value_key(&row.value(col)?).as_ref() == Some(key),
     })
 }
 
@@ -1048,10 +1065,11 @@ pub struct RowIter {
     last: Option<RowId>,
     /// The stream is over.
     done: bool,
-    rows: VecDeque<Result<(RowId, Row)>>,
+    rows: VecDeque<Result<(RowId, OwnedRow)>>,
     batch: Vec<(usize, u16)>,
     filter: Option<FilterBox>,
-    projection: Option<Vec<Col>>,
+    /// The projected columns, and the shape of the rows they make.
+    projection: Option<(Vec<Col>, Arc<Shape>)>,
     failed: bool,
     /// Dropped last (fields drop in order): if this is the database's last
     /// handle, the database closes after the stream's pins and the table
@@ -1102,7 +1120,8 @@ impl RowIter {
     /// Hand out only these columns, in this order (each row a `Vec<Value>`
     /// of `cols.len()` values). Applies to pages not yet read.
     pub fn project(mut self, cols: &[Col]) -> RowIter {
-        self.projection = Some(cols.to_vec());
+        let table = self.table.h.info.shape().table_shared();
+        self.projection = Some((cols.to_vec(), Shape::projected(table, cols)));
         self
     }
 
@@ -1183,7 +1202,7 @@ impl RowIter {
         )
     }
 
-    fn fail(&mut self, e: EngineError) -> Option<Result<(RowId, Row)>> {
+    fn fail(&mut self, e: EngineError) -> Option<Result<(RowId, OwnedRow)>> {
         self.failed = true;
         self.rows.clear();
         // The read-ahead pins go now, not when the caller drops us.
@@ -1197,8 +1216,8 @@ impl RowIter {
 fn collect_row(
     row: RowRef<'_>,
     filter: &mut Option<FilterBox>,
-    projection: &Option<Vec<Col>>,
-    rows: &mut VecDeque<Result<(RowId, Row)>>,
+    projection: &Option<(Vec<Col>, Arc<Shape>)>,
+    rows: &mut VecDeque<Result<(RowId, OwnedRow)>>,
     after: Option<RowId>,
 ) {
     if after.is_some_and(|a| row.id() <= a) {
@@ -1213,12 +1232,12 @@ fn collect_row(
             return Ok(None);
         }
         match projection {
-            None => row.to_row().map(Some),
-            Some(cols) => cols
+            None => row.to_owned_row().map(Some),
+            Some((cols, shape)) => cols
                 .iter()
                 .map(|&c| row.value(c))
                 .collect::<Result<Row>>()
-                .map(Some),
+                .map(|values| Some(OwnedRow::new(values, shape.clone()))),
         }
     });
     match out {
@@ -1229,7 +1248,7 @@ fn collect_row(
 }
 
 impl Iterator for RowIter {
-    type Item = Result<(RowId, Row)>;
+    type Item = Result<(RowId, OwnedRow)>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed {
@@ -1288,7 +1307,7 @@ pub struct IndexRange {
     /// The entry of the last row handed out.
     last: Option<(Key, Tid)>,
     /// Rows fetched, with their index entries' keys.
-    rows: VecDeque<(Key, RowId, Row)>,
+    rows: VecDeque<(Key, RowId, OwnedRow)>,
     done: bool,
     /// Dropped last, as in [`RowIter`].
     _reg: SnapshotReg,
@@ -1338,6 +1357,7 @@ impl IndexRange {
         }
         self.after = entries.last().cloned();
         let name = &t.info.name;
+        let shape = t.info.shape();
         let tm = &*self.db.core().tm;
         for (key, tid) in entries {
             let got = t
@@ -1350,7 +1370,8 @@ impl IndexRange {
             if let Some(row) = got
                 && value_key(&row[ix.info.column]).as_ref() == Some(&key)
             {
-                self.rows.push_back((key, tid, row));
+                self.rows
+                    .push_back((key, tid, OwnedRow::new(row, shape.clone())));
             }
         }
         Ok(())
@@ -1358,7 +1379,7 @@ impl IndexRange {
 }
 
 impl Iterator for IndexRange {
-    type Item = Result<(RowId, Row)>;
+    type Item = Result<(RowId, OwnedRow)>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if forget_rolled_back(&mut self.snapshot, &self.rolled_back) && !self.rows.is_empty() {

@@ -5,21 +5,53 @@
 //!
 //! ```text
 //!   0        2                 2 + ceil(n/8)
-//!   +--------+-----------------+------------------------------------------+
-//!   | u16 n  | null bitmap     | column values in order, nulls omitted:    |
-//!   | (LE)   | bit i = col i   |   I64   -> 8 bytes LE                     |
-//!   |        | is NULL         |   Bytes -> u32 LE length, then the bytes  |
-//!   +--------+-----------------+------------------------------------------+
+//!   +--------+-----------------+---------------------------------------------+
+//!   | u16 n  | null bitmap     | column values in order, nulls omitted:       |
+//!   | (LE)   | bit i = col i   |   I64       -> 8 bytes LE                    |
+//!   |        | is NULL         |   F64       -> 8 bytes LE (IEEE bits as given)|
+//!   |        |                 |   Timestamp -> 8 bytes LE (i64 microseconds  |
+//!   |        |                 |                since the Unix epoch)         |
+//!   |        |                 |   Bool      -> 1 byte, 0 or 1                |
+//!   |        |                 |   Bytes     -> u32 LE length, then the bytes |
+//!   |        |                 |   Text      -> u32 LE length, then UTF-8     |
+//!   +--------+-----------------+---------------------------------------------+
 //! ```
 //!
+//! `n` is the number of columns the table had when the row was written. A
+//! table only grows ([`crate::Database::add_column`]), so `n` may be smaller
+//! than the table's column count: columns `n..` were added later and read as
+//! their column's [`Column::default`] (NULL when it has none), without the
+//! row being rewritten (PostgreSQL keeps the attribute count in the tuple
+//! header for the same reason).
+//!
 //! Invariants the decoder checks (bytes from disk are never trusted):
-//! 1. the column count equals the table's;
+//! 1. the stored column count is at most the table's;
 //! 2. a null bit is set only for a nullable column; bits past `n` are zero;
 //! 3. every length fits in the remaining bytes (checked arithmetic);
-//! 4. nothing follows the last column.
+//! 4. a Bool byte is 0 or 1, a Text value is valid UTF-8;
+//! 5. nothing follows the last column.
 //!
 //! Any failure is [`EngineError::CorruptRow`] naming the table and row, never
-//! a panic. Shortcut: no alignment, no varint lengths, no compression.
+//! a panic or a lossy conversion. Shortcut: no alignment, no varint lengths,
+//! no compression.
+//!
+//! ## Equality and order of `F64`
+//!
+//! [`Value`] is `Eq`, `Ord` and `Hash` (rows go into sets and maps, keys into
+//! indexes), so floating point needs a total order. It is the one the index
+//! uses ([`f64_order_key`]), PostgreSQL's for `float8`:
+//! - `-0.0` equals `0.0` (a unique index refuses the second of the two);
+//! - every NaN equals every other NaN, and NaN sorts above `+inf`;
+//! - otherwise numeric order: `-inf < -1.5 < 0.0 < 1.5 < +inf`.
+//!
+//! The row stores the exact bits written (a `-0.0` or a NaN payload reads
+//! back as written); only comparisons and index keys canonicalise.
+//!
+//! Values of different types are never equal; they order by variant
+//! (`Null` first), which only matters for sorting mixed collections.
+
+use std::cmp::Ordering;
+use std::hash::{Hash, Hasher};
 
 use crate::error::{EngineError, Result};
 
@@ -30,29 +62,84 @@ pub enum ColumnType {
     I64,
     /// A byte string (up to what fits on a page).
     Bytes,
+    /// A 64-bit IEEE float, ordered as documented on the module.
+    F64,
+    /// A UTF-8 string (up to what fits on a page), ordered by its bytes.
+    Text,
+    /// `true` or `false` (`false` sorts first).
+    Bool,
+    /// Microseconds since the Unix epoch (1970-01-01 00:00:00 UTC), as an
+    /// `i64`; negative values are before the epoch.
+    Timestamp,
 }
 
 impl ColumnType {
+    /// Every type, in type-code order.
+    pub const ALL: [ColumnType; 6] = [
+        ColumnType::I64,
+        ColumnType::Bytes,
+        ColumnType::F64,
+        ColumnType::Text,
+        ColumnType::Bool,
+        ColumnType::Timestamp,
+    ];
+
+    /// The type code stored in the catalog (`I64` 1 and `Bytes` 2 are the
+    /// codes of format-2 data directories; the others are new codes).
     pub(crate) fn to_u8(self) -> u8 {
         match self {
             ColumnType::I64 => 1,
             ColumnType::Bytes => 2,
+            ColumnType::F64 => 3,
+            ColumnType::Text => 4,
+            ColumnType::Bool => 5,
+            ColumnType::Timestamp => 6,
         }
     }
 
     pub(crate) fn from_u8(v: u8) -> Option<ColumnType> {
-        match v {
-            1 => Some(ColumnType::I64),
-            2 => Some(ColumnType::Bytes),
-            _ => None,
-        }
+        ColumnType::ALL.into_iter().find(|t| t.to_u8() == v)
     }
 
+    /// The type's name, as errors print it.
     pub fn name(self) -> &'static str {
         match self {
             ColumnType::I64 => "i64",
             ColumnType::Bytes => "bytes",
+            ColumnType::F64 => "f64",
+            ColumnType::Text => "text",
+            ColumnType::Bool => "bool",
+            ColumnType::Timestamp => "timestamp",
         }
+    }
+
+    /// Bytes a non-NULL value takes in a row if the type has a fixed width
+    /// (`None` for `Bytes` and `Text`, which carry a length).
+    pub(crate) fn fixed_width(self) -> Option<usize> {
+        match self {
+            ColumnType::I64 | ColumnType::F64 | ColumnType::Timestamp => Some(8),
+            ColumnType::Bool => Some(1),
+            ColumnType::Bytes | ColumnType::Text => None,
+        }
+    }
+
+    /// Bytes the smallest non-NULL value takes in a row (an empty string
+    /// takes its 4-byte length).
+    pub(crate) fn min_width(self) -> usize {
+        self.fixed_width().unwrap_or(LEN_PREFIX)
+    }
+
+    /// Whether `v` (not NULL) is a value of this type.
+    pub fn accepts(self, v: &Value) -> bool {
+        matches!(
+            (self, v),
+            (ColumnType::I64, Value::I64(_))
+                | (ColumnType::Bytes, Value::Bytes(_))
+                | (ColumnType::F64, Value::F64(_))
+                | (ColumnType::Text, Value::Text(_))
+                | (ColumnType::Bool, Value::Bool(_))
+                | (ColumnType::Timestamp, Value::Timestamp(_))
+        )
     }
 }
 
@@ -65,9 +152,17 @@ impl std::fmt::Display for ColumnType {
 /// One column of a table.
 #[derive(Clone, PartialEq, Eq, Debug, Hash)]
 pub struct Column {
+    /// The column's name (unique in its table).
     pub name: String,
+    /// The type of its values.
     pub ty: ColumnType,
+    /// Whether it accepts NULL.
     pub nullable: bool,
+    /// What rows stored before the column was added read in it
+    /// ([`crate::Database::add_column`]); `None` reads NULL. Only
+    /// `add_column` takes a default: rows inserted later carry their own
+    /// value, and a table created with the column has no older rows.
+    pub default: Option<Value>,
 }
 
 impl Column {
@@ -77,6 +172,7 @@ impl Column {
             name: name.into(),
             ty,
             nullable: false,
+            default: None,
         }
     }
 
@@ -86,16 +182,71 @@ impl Column {
             name: name.into(),
             ty,
             nullable: true,
+            default: None,
         }
+    }
+
+    /// This column with `default` as what the rows stored before it read
+    /// (for [`crate::Database::add_column`]).
+    pub fn with_default(mut self, default: impl Into<Value>) -> Column {
+        self.default = Some(default.into());
+        self
+    }
+
+    /// What a row stored with fewer columns than this one's position reads
+    /// here: the default, or NULL.
+    pub(crate) fn missing(&self) -> &Value {
+        self.default.as_ref().unwrap_or(&Value::Null)
     }
 }
 
 /// A value of one column.
-#[derive(Clone, PartialEq, Eq, Debug, Hash, PartialOrd, Ord)]
+///
+/// Equality, order and hashing are total, so values go into sets, maps and
+/// index keys. `F64` uses the order its index keys have (PostgreSQL's for
+/// `float8`): `-0.0` equals `0.0` (a unique index refuses the second of
+/// the two); every NaN equals every other NaN and sorts above `+inf`;
+/// otherwise numeric order. A row keeps the exact bits written (a `-0.0` or
+/// a NaN payload reads back as written); only comparisons and index keys
+/// canonicalise. `Text` orders by its UTF-8 bytes. Values of different
+/// types are never equal; they order by variant (`Null` first).
+#[derive(Clone, Debug)]
 pub enum Value {
+    /// SQL NULL: no value.
     Null,
+    /// A value of an `I64` column.
     I64(i64),
+    /// A value of a `Bytes` column.
     Bytes(Vec<u8>),
+    /// A value of an `F64` column.
+    F64(f64),
+    /// A value of a `Text` column.
+    Text(String),
+    /// A value of a `Bool` column.
+    Bool(bool),
+    /// A value of a `Timestamp` column: microseconds since the Unix epoch.
+    Timestamp(i64),
+}
+
+/// The key `x` compares by, as an unsigned integer whose order is the total
+/// order of the module docs: `-0.0` is mapped to `0.0` and every NaN to one
+/// NaN above `+inf`, then the IEEE bits are made order-preserving (negative
+/// numbers have every bit flipped, positive ones the sign bit set). Its
+/// big-endian bytes are the `F64` index key.
+pub fn f64_order_key(x: f64) -> u64 {
+    let x = if x.is_nan() {
+        f64::NAN
+    } else if x == 0.0 {
+        0.0
+    } else {
+        x
+    };
+    let bits = x.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    }
 }
 
 impl Value {
@@ -105,9 +256,24 @@ impl Value {
             Value::Null => "null",
             Value::I64(_) => "i64",
             Value::Bytes(_) => "bytes",
+            Value::F64(_) => "f64",
+            Value::Text(_) => "text",
+            Value::Bool(_) => "bool",
+            Value::Timestamp(_) => "timestamp",
         }
     }
 
+    /// A `Text` value.
+    pub fn text(s: impl Into<String>) -> Value {
+        Value::Text(s.into())
+    }
+
+    /// Whether this is NULL.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The integer of an `I64` value.
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             Value::I64(v) => Some(*v),
@@ -115,10 +281,98 @@ impl Value {
         }
     }
 
+    /// The bytes of a `Bytes` value.
     pub fn as_bytes(&self) -> Option<&[u8]> {
         match self {
             Value::Bytes(v) => Some(v),
             _ => None,
+        }
+    }
+
+    /// The float of an `F64` value.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::F64(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The string of a `Text` value.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Value::Text(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The boolean of a `Bool` value.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    /// The microseconds of a `Timestamp` value.
+    pub fn as_timestamp(&self) -> Option<i64> {
+        match self {
+            Value::Timestamp(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    fn rank(&self) -> u8 {
+        match self {
+            Value::Null => 0,
+            Value::I64(_) => 1,
+            Value::Bytes(_) => 2,
+            Value::F64(_) => 3,
+            Value::Text(_) => 4,
+            Value::Bool(_) => 5,
+            Value::Timestamp(_) => 6,
+        }
+    }
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Value {}
+
+impl PartialOrd for Value {
+    fn partial_cmp(&self, other: &Value) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Value {
+    fn cmp(&self, other: &Value) -> Ordering {
+        match (self, other) {
+            (Value::Null, Value::Null) => Ordering::Equal,
+            (Value::I64(a), Value::I64(b)) => a.cmp(b),
+            (Value::Bytes(a), Value::Bytes(b)) => a.cmp(b),
+            (Value::F64(a), Value::F64(b)) => f64_order_key(*a).cmp(&f64_order_key(*b)),
+            (Value::Text(a), Value::Text(b)) => a.as_bytes().cmp(b.as_bytes()),
+            (Value::Bool(a), Value::Bool(b)) => a.cmp(b),
+            (Value::Timestamp(a), Value::Timestamp(b)) => a.cmp(b),
+            (a, b) => a.rank().cmp(&b.rank()),
+        }
+    }
+}
+
+impl Hash for Value {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.rank().hash(state);
+        match self {
+            Value::Null => {}
+            Value::I64(v) | Value::Timestamp(v) => v.hash(state),
+            Value::Bytes(b) => b.hash(state),
+            Value::F64(x) => f64_order_key(*x).hash(state),
+            Value::Text(s) => s.hash(state),
+            Value::Bool(b) => b.hash(state),
         }
     }
 }
@@ -126,6 +380,18 @@ impl Value {
 impl From<i64> for Value {
     fn from(v: i64) -> Value {
         Value::I64(v)
+    }
+}
+
+impl From<f64> for Value {
+    fn from(v: f64) -> Value {
+        Value::F64(v)
+    }
+}
+
+impl From<bool> for Value {
+    fn from(v: bool) -> Value {
+        Value::Bool(v)
     }
 }
 
@@ -141,9 +407,23 @@ impl From<&[u8]> for Value {
     }
 }
 
+/// A string is a `Text` value (for a `Bytes` column, pass bytes:
+/// `Value::from(s.as_bytes())`).
 impl From<&str> for Value {
     fn from(v: &str) -> Value {
-        Value::Bytes(v.as_bytes().to_vec())
+        Value::Text(v.to_string())
+    }
+}
+
+impl From<String> for Value {
+    fn from(v: String) -> Value {
+        Value::Text(v)
+    }
+}
+
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(v: Option<T>) -> Value {
+        v.map_or(Value::Null, Into::into)
     }
 }
 
@@ -151,13 +431,11 @@ impl From<&str> for Value {
 pub type Row = Vec<Value>;
 
 /// Bytes of the column-count field.
-const COUNT_LEN: usize = 2;
-/// Bytes of a `Bytes` value's length prefix.
-const LEN_PREFIX: usize = 4;
-/// Bytes of an `I64` value.
-const I64_LEN: usize = 8;
+pub(crate) const COUNT_LEN: usize = 2;
+/// Bytes of a `Bytes` or `Text` value's length prefix.
+pub(crate) const LEN_PREFIX: usize = 4;
 
-fn bitmap_len(ncols: usize) -> usize {
+pub(crate) fn bitmap_len(ncols: usize) -> usize {
     ncols.div_ceil(8)
 }
 
@@ -172,24 +450,25 @@ pub fn encode_row(table: &str, columns: &[Column], row: &[Value]) -> Result<Vec<
     }
     let mut len = COUNT_LEN + bitmap_len(columns.len());
     for (c, v) in columns.iter().zip(row) {
-        match (c.ty, v) {
-            (_, Value::Null) if c.nullable => {}
-            (_, Value::Null) => {
+        match v {
+            Value::Null if c.nullable => {}
+            Value::Null => {
                 return Err(EngineError::NullNotAllowed {
                     table: table.to_string(),
                     column: c.name.clone(),
                 });
             }
-            (ColumnType::I64, Value::I64(_)) => len += I64_LEN,
-            (ColumnType::Bytes, Value::Bytes(b)) => len += LEN_PREFIX + b.len(),
-            (ty, v) => {
+            v if !c.ty.accepts(v) => {
                 return Err(EngineError::TypeMismatch {
                     table: table.to_string(),
                     column: c.name.clone(),
-                    expected: ty,
+                    expected: c.ty,
                     got: v.type_name(),
                 });
             }
+            Value::Bytes(b) => len += LEN_PREFIX + b.len(),
+            Value::Text(s) => len += LEN_PREFIX + s.len(),
+            _ => len += c.ty.fixed_width().expect("fixed-width type"),
         }
     }
     if len > heap::page::MAX_ROW_LEN {
@@ -206,10 +485,16 @@ pub fn encode_row(table: &str, columns: &[Column], row: &[Value]) -> Result<Vec<
     for (i, v) in row.iter().enumerate() {
         match v {
             Value::Null => out[bm_start + i / 8] |= 1 << (i % 8),
-            Value::I64(x) => out.extend_from_slice(&x.to_le_bytes()),
+            Value::I64(x) | Value::Timestamp(x) => out.extend_from_slice(&x.to_le_bytes()),
+            Value::F64(x) => out.extend_from_slice(&x.to_bits().to_le_bytes()),
+            Value::Bool(b) => out.push(u8::from(*b)),
             Value::Bytes(b) => {
                 out.extend_from_slice(&(b.len() as u32).to_le_bytes());
                 out.extend_from_slice(b);
+            }
+            Value::Text(s) => {
+                out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                out.extend_from_slice(s.as_bytes());
             }
         }
     }
@@ -218,6 +503,8 @@ pub fn encode_row(table: &str, columns: &[Column], row: &[Value]) -> Result<Vec<
 }
 
 /// Decode a row of `columns`; `bad(detail)` builds the error for bad bytes.
+/// Columns past the stored count read as their [`Column::default`] (or
+/// NULL).
 pub fn decode_row(
     columns: &[Column],
     bytes: &[u8],
@@ -230,15 +517,15 @@ pub fn decode_row(
             .try_into()
             .expect("2"),
     ) as usize;
-    if n != columns.len() {
+    if n > columns.len() {
         return Err(bad(format!(
             "{n} columns stored, the table has {}",
             columns.len()
         )));
     }
     let bitmap = r.take(bitmap_len(n)).ok_or_else(|| bad(r.short()))?;
-    let mut row = Vec::with_capacity(n);
-    for (i, c) in columns.iter().enumerate() {
+    let mut row = Vec::with_capacity(columns.len());
+    for (i, c) in columns[..n].iter().enumerate() {
         if bitmap[i / 8] & (1 << (i % 8)) != 0 {
             if !c.nullable {
                 return Err(bad(format!("NULL stored in NOT NULL column {:?}", c.name)));
@@ -246,16 +533,41 @@ pub fn decode_row(
             row.push(Value::Null);
             continue;
         }
+        // Each arm pushes its value itself: building it first and pushing
+        // after costs a copy through the stack per value.
         match c.ty {
             ColumnType::I64 => {
-                let b = r.take(I64_LEN).ok_or_else(|| bad(r.short()))?;
-                row.push(Value::I64(i64::from_le_bytes(b.try_into().expect("8"))));
+                let b = r.array().ok_or_else(|| bad(r.short()))?;
+                row.push(Value::I64(i64::from_le_bytes(b)));
             }
+            ColumnType::Timestamp => {
+                let b = r.array().ok_or_else(|| bad(r.short()))?;
+                row.push(Value::Timestamp(i64::from_le_bytes(b)));
+            }
+            ColumnType::F64 => {
+                let b = r.array().ok_or_else(|| bad(r.short()))?;
+                row.push(Value::F64(f64::from_bits(u64::from_le_bytes(b))));
+            }
+            ColumnType::Bool => match r.array::<1>().ok_or_else(|| bad(r.short()))? {
+                [0] => row.push(Value::Bool(false)),
+                [1] => row.push(Value::Bool(true)),
+                [b] => {
+                    return Err(bad(format!(
+                        "bool column {:?} holds byte {b}, not 0 or 1",
+                        c.name
+                    )));
+                }
+            },
             ColumnType::Bytes => {
-                let l = r.take(LEN_PREFIX).ok_or_else(|| bad(r.short()))?;
-                let len = u32::from_le_bytes(l.try_into().expect("4")) as usize;
-                let b = r.take(len).ok_or_else(|| bad(r.short()))?;
+                let b = r.len_prefixed().ok_or_else(|| bad(r.short()))?;
                 row.push(Value::Bytes(b.to_vec()));
+            }
+            ColumnType::Text => {
+                let b = r.len_prefixed().ok_or_else(|| bad(r.short()))?;
+                let s = std::str::from_utf8(b).map_err(|e| {
+                    bad(format!("text column {:?} is not valid UTF-8 ({e})", c.name))
+                })?;
+                row.push(Value::Text(s.to_string()));
             }
         }
     }
@@ -269,6 +581,7 @@ pub fn decode_row(
             bytes.len() - r.pos
         )));
     }
+    row.extend(columns[n..].iter().map(|c| c.missing().clone()));
     Ok(row)
 }
 
@@ -283,6 +596,18 @@ impl<'a> Reader<'a> {
         let s = self.bytes.get(self.pos..end)?;
         self.pos = end;
         Some(s)
+    }
+
+    #[inline]
+    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
+        self.take(N).map(|b| b.try_into().expect("N bytes"))
+    }
+
+    /// A u32 LE length and that many bytes.
+    #[inline]
+    fn len_prefixed(&mut self) -> Option<&'a [u8]> {
+        let len = u32::from_le_bytes(self.array()?) as usize;
+        self.take(len)
     }
 
     fn short(&self) -> String {
@@ -352,5 +677,107 @@ mod tests {
         let big = vec![Value::I64(1), Value::Bytes(vec![0; 9000]), Value::Null];
         let e = encode_row("t", &cols(), &big).unwrap_err();
         assert!(matches!(e, EngineError::RowTooLarge { .. }), "{e}");
+    }
+
+    fn all_types() -> Vec<Column> {
+        ColumnType::ALL
+            .iter()
+            .map(|t| Column::nullable(t.name(), *t))
+            .collect()
+    }
+
+    #[test]
+    fn every_type_round_trips_with_the_widths_of_the_drawing() {
+        let row = vec![
+            Value::I64(-3),
+            Value::Bytes(vec![0, 255]),
+            Value::F64(-0.0),
+            Value::text("ü"),
+            Value::Bool(true),
+            Value::Timestamp(-1),
+        ];
+        let b = encode_row("t", &all_types(), &row).unwrap();
+        assert_eq!(b.len(), 2 + 1 + 8 + (4 + 2) + 8 + (4 + 2) + 1 + 8);
+        let back = decode_row(&all_types(), &b, bad).unwrap();
+        assert_eq!(back, row);
+        assert_eq!(back[2].as_f64().unwrap().to_bits(), (-0.0f64).to_bits());
+        for cut in 0..b.len() {
+            assert!(
+                decode_row(&all_types(), &b[..cut], bad).is_err(),
+                "cut {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bool_byte_other_than_0_or_1_and_text_that_is_not_utf8_are_corrupt() {
+        let cols = vec![
+            Column::new("ok", ColumnType::Bool),
+            Column::new("s", ColumnType::Text),
+        ];
+        let b = encode_row("t", &cols, &[Value::Bool(false), Value::text("ab")]).unwrap();
+        let mut two = b.clone();
+        two[3] = 2;
+        let e = decode_row(&cols, &two, bad).unwrap_err();
+        assert!(e.to_string().contains("byte 2"), "{e}");
+        let mut utf = b;
+        utf[8] = 0xC3; // a lead byte followed by ASCII
+        let e = decode_row(&cols, &utf, bad).unwrap_err();
+        assert!(e.to_string().contains("UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn a_row_stored_with_fewer_columns_reads_the_later_ones_as_default_or_null() {
+        let old = cols();
+        let b = encode_row("t", &old, &[Value::I64(1), Value::Null, Value::I64(2)]).unwrap();
+        let mut grown = old.clone();
+        grown.push(Column::nullable("x", ColumnType::Text));
+        let mut with_default = Column::new("y", ColumnType::F64);
+        with_default.default = Some(Value::F64(2.5));
+        grown.push(with_default);
+        assert_eq!(
+            decode_row(&grown, &b, bad).unwrap(),
+            vec![
+                Value::I64(1),
+                Value::Null,
+                Value::I64(2),
+                Value::Null,
+                Value::F64(2.5)
+            ]
+        );
+        // More columns stored than the table has is corrupt.
+        assert!(decode_row(&old[..2], &b, bad).is_err());
+    }
+
+    #[test]
+    fn float_order_is_total_with_one_zero_and_one_nan_above_infinity() {
+        let asc = [
+            f64::NEG_INFINITY,
+            -1.0,
+            -f64::MIN_POSITIVE,
+            0.0,
+            f64::MIN_POSITIVE,
+            1.0,
+            f64::INFINITY,
+            f64::NAN,
+        ];
+        for w in asc.windows(2) {
+            assert!(f64_order_key(w[0]) < f64_order_key(w[1]), "{w:?}");
+            assert!(Value::F64(w[0]) < Value::F64(w[1]), "{w:?}");
+        }
+        assert_eq!(Value::F64(-0.0), Value::F64(0.0));
+        let other_nan = f64::from_bits(0xfff0_0000_0000_0001);
+        assert_eq!(Value::F64(other_nan), Value::F64(f64::NAN));
+        // Equal values hash alike.
+        let state = std::collections::hash_map::RandomState::new();
+        use std::hash::BuildHasher;
+        assert_eq!(
+            state.hash_one(Value::F64(-0.0)),
+            state.hash_one(Value::F64(0.0))
+        );
+        assert_eq!(
+            state.hash_one(Value::F64(other_nan)),
+            state.hash_one(Value::F64(f64::NAN))
+        );
     }
 }

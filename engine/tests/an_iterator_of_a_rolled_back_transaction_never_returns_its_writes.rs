@@ -33,7 +33,7 @@ fn after_rollback(range: bool) -> Result<(usize, usize), String> {
     for id in &ids[..10] {
         t.delete("t", *id).unwrap();
     }
-    let it: Box<dyn Iterator<Item = engine::Result<(engine::RowId, engine::Row)>>> = if range {
+    let it: Box<dyn Iterator<Item = engine::Result<(engine::RowId, engine::OwnedRow)>>> = if range {
         Box::new(
             t.index_range("t_id", Bound::Unbounded, Bound::Unbounded)
                 .unwrap(),

@@ -125,7 +125,11 @@ fn a_full_disk_fails_the_write_and_loses_nothing_committed() {
         let t = db.begin().unwrap();
         for i in 0..want {
             let got = t.get_by_key("t", "id", &Value::I64(i)).unwrap();
-            assert_eq!(got.map(|(_, r)| r), Some(row(i, &name(i))), "row {i}");
+            assert_eq!(
+                got.map(|(_, r)| r.into_values()),
+                Some(row(i, &name(i))),
+                "row {i}"
+            );
         }
         assert_eq!(t.scan("t").unwrap().count(), want as usize);
         drop(t);

@@ -93,12 +93,12 @@ fn a_bulk_load_into_an_empty_table_answers_like_row_by_row_inserts() {
             let a: Vec<Row> = r
                 .index_range(format!("bulk_{index}"), Bound::Unbounded, Bound::Unbounded)
                 .unwrap()
-                .map(|x| x.unwrap().1)
+                .map(|x| x.unwrap().1.into_values())
                 .collect();
             let b: Vec<Row> = r
                 .index_range(format!("rows_{index}"), Bound::Unbounded, Bound::Unbounded)
                 .unwrap()
-                .map(|x| x.unwrap().1)
+                .map(|x| x.unwrap().1.into_values())
                 .collect();
             let want = if index == "name" {
                 ROWS - ROWS / 10

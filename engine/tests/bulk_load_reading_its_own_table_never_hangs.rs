@@ -76,7 +76,8 @@ fn a_load_of_an_empty_table_from_a_scan_of_itself_fails_even_if_the_error_is_swa
         let nested = RefCell::new(None);
         let rows = (0..3).map(|i| {
             if i == 1 {
-                *nested.borrow_mut() = Some(db.bulk_load("t", std::iter::empty(), |_| {}));
+                *nested.borrow_mut() =
+                    Some(db.bulk_load("t", std::iter::empty::<engine::Row>(), |_| {}));
             }
             row(i, "z")
         });

@@ -71,7 +71,7 @@ fn a_definition_too_large_for_the_catalog_is_an_invalid_schema() {
         db.create_table("named", named).unwrap();
         let t = db.begin().unwrap();
         let mut full: Vec<Value> = (0..fit).map(|_| Value::Null).collect();
-        full[0] = Value::from("x");
+        full[0] = Value::from(b"x".as_slice());
         t.insert("named", full).unwrap();
         t.commit().unwrap();
 
@@ -115,8 +115,11 @@ fn a_table_whose_full_row_cannot_fit_a_page_is_refused() {
         );
         db.create_table("widest", cols(most)).unwrap();
         let t = db.begin().unwrap();
-        t.insert("widest", (0..most as i64).map(Value::I64).collect())
-            .unwrap();
+        t.insert(
+            "widest",
+            (0..most as i64).map(Value::I64).collect::<Vec<_>>(),
+        )
+        .unwrap();
         t.commit().unwrap();
         let t = db.read().unwrap();
         assert_eq!(t.scan("widest").unwrap().count(), 1);

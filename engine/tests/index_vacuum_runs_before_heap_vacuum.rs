@@ -70,17 +70,21 @@ fn vacuum_removes_dead_entries_then_heap_tuples() {
         want.extend((1..100).step_by(2).map(|i| 10_000 + i));
         assert_eq!(range_ids(&t, "t_id"), want);
         assert_eq!(
-            t.index_lookup("t_name", &Value::from("moved"))
+            t.index_lookup("t_name", &Value::from(b"moved".as_slice()))
                 .unwrap()
                 .len(),
             50
         );
         assert_eq!(
-            t.index_lookup("t_name", &Value::from("k0")).unwrap().len(),
+            t.index_lookup("t_name", &Value::from(b"k0".as_slice()))
+                .unwrap()
+                .len(),
             0
         );
         assert_eq!(
-            t.index_lookup("t_name", &Value::from("k1")).unwrap().len(),
+            t.index_lookup("t_name", &Value::from(b"k1".as_slice()))
+                .unwrap()
+                .len(),
             190
         );
         drop(t);
@@ -94,7 +98,9 @@ fn vacuum_removes_dead_entries_then_heap_tuples() {
         assert_eq!(db.verify_indexes("t").unwrap(), vec![]);
         let t = db.begin().unwrap();
         assert_eq!(
-            t.index_lookup("t_name", &Value::from("k0")).unwrap().len(),
+            t.index_lookup("t_name", &Value::from(b"k0".as_slice()))
+                .unwrap()
+                .len(),
             1000
         );
         assert_eq!(range_ids(&t, "t_id").len(), 2000);
@@ -245,7 +251,11 @@ fn rollbacks_race_vacuums_without_waiting() {
         assert_eq!(range_ids(&t, "t_id"), want);
         let by_name: usize = ["base", "new", "upd"]
             .iter()
-            .map(|n| t.index_lookup("t_name", &Value::from(*n)).unwrap().len())
+            .map(|n| {
+                t.index_lookup("t_name", &Value::from(n.as_bytes()))
+                    .unwrap()
+                    .len()
+            })
             .sum();
         assert_eq!(by_name, model.len());
         drop(t);

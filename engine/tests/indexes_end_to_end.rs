@@ -61,12 +61,12 @@ fn check_reads(t: &Transaction, m: &Model) {
         let got = t
             .get_by_key("t", "id", &Value::I64(id))
             .unwrap()
-            .map(|(_, r)| r);
+            .map(|(_, r)| r.into_values());
         assert_eq!(got, m.get(&id).map(|n| model_row(id, n)), "get_by_key {id}");
     }
     for n in ["n00", "n07", "n36", "zz"] {
         let mut got: Vec<i64> = t
-            .index_lookup("t_name", &Value::from(n))
+            .index_lookup("t_name", &Value::from(n.as_bytes()))
             .unwrap()
             .into_iter()
             .map(|(_, r)| r[0].as_i64().unwrap())
@@ -126,7 +126,9 @@ fn index_reads_return_exactly_the_visible_rows() {
             .unwrap()
             .unwrap();
         assert_eq!(
-            txn.get_by_key("t", "id", &Value::I64(10_005)).unwrap(),
+            txn.get_by_key("t", "id", &Value::I64(10_005))
+                .unwrap()
+                .map(|(id, r)| (id, r.into_values())),
             Some((new5, row(10_005, "n05")))
         );
         assert_eq!(txn.get_by_key("t", "id", &Value::I64(5)).unwrap(), None);
@@ -216,7 +218,7 @@ fn index_reads_return_exactly_the_visible_rows() {
         assert_eq!(db.indexes(), vec![id.clone()]);
         let t = db.begin().unwrap();
         assert!(matches!(
-            t.index_lookup("t_name", &Value::from("n00")),
+            t.index_lookup("t_name", &Value::from(b"n00".as_slice())),
             Err(EngineError::UnknownIndex { .. })
         ));
         assert_eq!(t.index_lookup("t", &Value::I64(42)).unwrap().len(), 1);
@@ -268,7 +270,8 @@ fn every_index_error_is_named_and_kinded() {
         let msg = e.to_string();
         assert!(msg.contains("\"t_id\"") && msg.contains("(3)"), "{msg}");
         assert_eq!(
-            t.index_lookup("t_name", &Value::from("again")).unwrap(),
+            t.index_lookup("t_name", &Value::from(b"again".as_slice()))
+                .unwrap(),
             vec![]
         );
         assert_eq!(t.scan("t").unwrap().count(), 20);
@@ -330,11 +333,15 @@ fn every_index_error_is_named_and_kinded() {
         assert!(matches!(e, EngineError::UnknownIndex { .. }) && e.kind() == ErrorKind::BadInput);
         let e = t.index_lookup("t", &Value::I64(1)).unwrap_err();
         assert!(e.to_string().contains("name one"), "{e}");
-        let e = t.get_by_key("t", "name", &Value::from("x")).unwrap_err();
+        let e = t
+            .get_by_key("t", "name", &Value::from(b"x".as_slice()))
+            .unwrap_err();
         assert!(matches!(e, EngineError::NoIndex { .. }), "{e}");
         let e = t.get_by_key("t", "zz", &Value::I64(1)).unwrap_err();
         assert!(matches!(e, EngineError::UnknownColumn { .. }), "{e}");
-        let e = t.get_by_key("t", "id", &Value::from("1")).unwrap_err();
+        let e = t
+            .get_by_key("t", "id", &Value::from(b"1".as_slice()))
+            .unwrap_err();
         assert!(matches!(e, EngineError::TypeMismatch { .. }), "{e}");
         assert!(e.to_string().contains("\"id\""));
         let e = t.index_lookup("t_name", &Value::I64(1)).unwrap_err();

@@ -31,7 +31,7 @@ fn filled(hints: HintMode) -> (tempfile::TempDir, Database) {
     (dir, db)
 }
 
-fn id_of(r: engine::Result<(engine::RowId, engine::Row)>) -> i64 {
+fn id_of(r: engine::Result<(engine::RowId, engine::OwnedRow)>) -> i64 {
     match r.unwrap().1[0] {
         Value::I64(id) => id,
         ref v => panic!("id {v:?}"),

@@ -96,7 +96,7 @@ fn create_and_drop_rounds_leave_the_catalog_bounded() {
         assert!(db.table("next").unwrap().rel.0 > rel.0);
         let txn = db.begin().unwrap();
         let got = txn.get_by_key("kept", "id", &Value::I64(7)).unwrap();
-        assert_eq!(got.map(|(_, r)| r), Some(row(7, "seven")));
+        assert_eq!(got.map(|(_, r)| r.into_values()), Some(row(7, "seven")));
         txn.commit().unwrap();
         db.close().unwrap();
     });
@@ -225,7 +225,11 @@ fn catalog_vacuums_are_replayed_after_a_crash() {
         let txn = db.begin().unwrap();
         for (t, id) in [("a", 1), ("b", 2)] {
             let got = txn.get_by_key(t, "id", &Value::I64(id)).unwrap();
-            assert_eq!(got.map(|(_, r)| r), Some(row(id, t)), "table {t}");
+            assert_eq!(
+                got.map(|(_, r)| r.into_values()),
+                Some(row(id, t)),
+                "table {t}"
+            );
         }
         txn.commit().unwrap();
         db.create_table("c", two_columns()).unwrap();

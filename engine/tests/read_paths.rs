@@ -162,6 +162,10 @@ fn borrowed_rows_read_each_column_as_the_owned_rows_do() {
             Ok(())
         })
         .unwrap();
+        let owned: Vec<_> = owned
+            .into_iter()
+            .map(|(id, r)| (id, r.into_values()))
+            .collect();
         assert_eq!(viewed, owned);
 
         // A predicate and a projection on the page; stopping early.
@@ -221,7 +225,7 @@ fn borrowed_rows_read_each_column_as_the_owned_rows_do() {
         assert_eq!(aids, want);
         assert_eq!(t.lookup_each(&by_k, &Value::Null, |_| Ok(())).unwrap(), 0);
         let e = t
-            .lookup_each(&by_k, &Value::from("x"), |_| Ok(()))
+            .lookup_each(&by_k, &Value::from(b"x".as_slice()), |_| Ok(()))
             .unwrap_err();
         assert!(matches!(e, EngineError::TypeMismatch { .. }), "{e}");
         let (id, _) = t.get_by_key(&acc, "aid", &Value::I64(42)).unwrap().unwrap();

@@ -43,7 +43,7 @@ fn names(db: &Database) -> BTreeMap<i64, String> {
         .collect()
 }
 
-fn bumped(r: &engine::Row) -> engine::Row {
+fn bumped(r: &[Value]) -> engine::Row {
     let Value::Bytes(name) = &r[1] else {
         panic!("row {r:?}")
     };
@@ -126,9 +126,9 @@ fn a_read_sees_the_writes_of_commands_begun_before_it_and_no_later_ones() {
             .unwrap();
         let b = t.insert("t", row(2, "b")).unwrap();
         t.delete("t", a).unwrap();
-        let ids = |it: &mut dyn Iterator<Item = engine::Result<(engine::RowId, engine::Row)>>| {
-            it.map(|r| r.unwrap().0).collect::<Vec<_>>()
-        };
+        let ids = |it: &mut dyn Iterator<
+            Item = engine::Result<(engine::RowId, engine::OwnedRow)>,
+        >| { it.map(|r| r.unwrap().0).collect::<Vec<_>>() };
         assert_eq!(ids(&mut { before_scan }), vec![a], "scan begun before");
         assert_eq!(ids(&mut { before_range }), vec![a], "range begun before");
 

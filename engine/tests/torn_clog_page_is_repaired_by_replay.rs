@@ -103,7 +103,7 @@ fn torn_clog_page_is_repaired_by_replay() {
             let got = t
                 .get_by_key("t", "id", &Value::I64(i))
                 .unwrap()
-                .map(|(_, r)| r);
+                .map(|(_, r)| r.into_values());
             let want = (i % 4 != 3).then(|| row(i, if i < 40 { "before" } else { "after" }));
             assert_eq!(got, want, "row {i}");
         }

@@ -102,7 +102,11 @@ fn torn_page_is_repaired_from_full_page_image() {
             if ids.get(i as usize) == Some(&victim) {
                 assert!(got.is_none(), "the committed delete of row {i} is kept");
             } else {
-                assert_eq!(got.map(|(_, r)| r), Some(row(i, &name(i))), "row {i}");
+                assert_eq!(
+                    got.map(|(_, r)| r.into_values()),
+                    Some(row(i, &name(i))),
+                    "row {i}"
+                );
             }
         }
         assert_eq!(t.scan("t").unwrap().count(), 319);

@@ -1,4 +1,4 @@
-//! The scenarios of bench/README.md, by name.
+//! The scenarios of bench/SCENARIOS.md, by name.
 //!
 //! To add one: a variant here (its doc comment is its `--help` line), its
 //! defaults in [`ScenarioKind::defaults`], a module with a `run` returning a

@@ -12,6 +12,7 @@ use crate::database::Core;
 use crate::datadir::{self, Recorded};
 use crate::error::{EngineError, ErrorKind, Result};
 use crate::reserved::{CATALOG_REL, FIRST_USER_REL};
+use crate::schema::Schema;
 use crate::stats::TableCounters;
 use crate::txn::xact::CommitMode;
 
@@ -86,9 +87,8 @@ impl Core {
             }
             let heap = self.open_heap(info.rel, &info.name, info.logged)?;
             let t = Arc::new(TableHandle {
-                info,
+                info: Schema::new(info, catalog_tid),
                 heap,
-                catalog_tid,
                 dropped: RwLock::new(false),
                 indexes: RwLock::new(Vec::new()),
                 vacuum: Mutex::new(()),

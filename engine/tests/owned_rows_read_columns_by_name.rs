@@ -1,0 +1,200 @@
+//! Owned rows (`OwnedRow`, what `get`, `get_by_key`, `index_lookup` and the
+//! iterators return) read their columns by name or by handle with typed
+//! accessors, compare with plain value vectors, go back into `update`, and
+//! report a wrong column or type as an error naming it.
+
+mod common;
+
+use std::ops::Bound;
+use std::time::Duration;
+
+use common::{small_options, watchdog};
+use engine::{Column, ColumnType, Database, EngineError, Value};
+
+fn customers(db: &Database) {
+    db.create_table(
+        "customer",
+        vec![
+            Column::new("id", ColumnType::I64),
+            Column::new("name", ColumnType::Text),
+            Column::nullable("balance", ColumnType::F64),
+            Column::new("active", ColumnType::Bool),
+            Column::nullable("since", ColumnType::Timestamp),
+            Column::nullable("photo", ColumnType::Bytes),
+        ],
+    )
+    .unwrap();
+    db.create_index("customer_id", "customer", "id", true)
+        .unwrap();
+    db.create_index("customer_name", "customer", "name", false)
+        .unwrap();
+    let t = db.begin().unwrap();
+    for i in 0..10i64 {
+        t.insert(
+            "customer",
+            vec![
+                Value::I64(i),
+                Value::text(format!("cust-{i}")),
+                if i % 2 == 0 {
+                    Value::F64(i as f64 * 1.25)
+                } else {
+                    Value::Null
+                },
+                Value::Bool(i % 3 == 0),
+                Value::Timestamp(1_700_000_000_000_000 + i),
+                Value::Null,
+            ],
+        )
+        .unwrap();
+    }
+    t.commit().unwrap();
+}
+
+#[test]
+fn owned_rows_from_every_read_read_columns_by_name_and_by_handle() {
+    watchdog(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), small_options()).unwrap();
+        customers(&db);
+        let table = db.table_handle("customer").unwrap();
+        let name = table.column("name").unwrap();
+        let t = db.begin().unwrap();
+        let (rid, row) = t
+            .get_by_key("customer", "id", &Value::I64(4))
+            .unwrap()
+            .unwrap();
+        assert_eq!(row.text("name").unwrap(), "cust-4");
+        assert_eq!(row.text(name).unwrap(), "cust-4");
+        assert_eq!(row.f64("balance").unwrap(), 5.0);
+        assert!(!row.bool("active").unwrap());
+        assert_eq!(row.timestamp("since").unwrap(), 1_700_000_000_000_004);
+        assert_eq!(row.bytes_opt("photo").unwrap(), None);
+        assert_eq!(row.i64("id").unwrap(), 4);
+        assert_eq!(row.value("name").unwrap(), &Value::text("cust-4"));
+        assert_eq!(row.table().name, "customer");
+        // Still the plain values: indexing, length, comparison.
+        assert_eq!(row[0], Value::I64(4));
+        assert_eq!(row.len(), 6);
+        assert_eq!(row, t.get("customer", rid).unwrap().unwrap());
+
+        // The same through a lookup, a range and a scan.
+        let hit = t
+            .index_lookup("customer_name", &Value::text("cust-7"))
+            .unwrap();
+        assert_eq!(hit[0].1.i64("id").unwrap(), 7);
+        assert_eq!(hit[0].1.f64_opt("balance").unwrap(), None);
+        let names: Vec<String> = t
+            .index_range("customer_name", Bound::Unbounded, Bound::Unbounded)
+            .unwrap()
+            .map(|r| r.unwrap().1.text("name").unwrap().to_string())
+            .collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(names, sorted);
+        assert_eq!(names.len(), 10);
+        let active: Vec<i64> = t
+            .scan("customer")
+            .unwrap()
+            .map(|r| r.unwrap().1)
+            .filter(|r| r.bool("active").unwrap())
+            .map(|r| r.i64("id").unwrap())
+            .collect();
+        assert_eq!(active, vec![0, 3, 6, 9]);
+
+        // A projected row reads its columns by name, and not the others.
+        let id = table.column("id").unwrap();
+        let balance = table.column("balance").unwrap();
+        let projected: Vec<_> = t
+            .scan("customer")
+            .unwrap()
+            .project(&[balance, name])
+            .map(|r| r.unwrap().1)
+            .collect();
+        assert_eq!(projected[2].text("name").unwrap(), "cust-2");
+        assert_eq!(projected[2].f64("balance").unwrap(), 2.5);
+        assert_eq!(projected[2].len(), 2);
+        let e = projected[2].i64(id).unwrap_err();
+        assert!(
+            matches!(e, EngineError::WrongColumn { .. }) && e.to_string().contains("\"id\""),
+            "{e}"
+        );
+
+        // Read, change in place, write back.
+        let (rid, mut row) = t
+            .get_by_key("customer", "id", &Value::I64(1))
+            .unwrap()
+            .unwrap();
+        row[2] = Value::F64(-3.0);
+        let new = t.update("customer", rid, row).unwrap();
+        let back = t.get("customer", new).unwrap().unwrap();
+        assert_eq!(back.f64("balance").unwrap(), -3.0);
+        t.commit().unwrap();
+    });
+}
+
+#[test]
+fn a_wrong_column_or_type_read_from_an_owned_row_is_an_error_naming_it() {
+    watchdog(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), small_options()).unwrap();
+        customers(&db);
+        db.create_table("other", vec![Column::new("x", ColumnType::I64)])
+            .unwrap();
+        let foreign = db.table_handle("other").unwrap().column("x").unwrap();
+        let t = db.begin().unwrap();
+        let (_, row) = t
+            .get_by_key("customer", "id", &Value::I64(1))
+            .unwrap()
+            .unwrap();
+        let e = row.text("nope").unwrap_err();
+        assert!(matches!(e, EngineError::UnknownColumn { .. }), "{e}");
+        let e = row.i64("name").unwrap_err();
+        assert!(
+            matches!(e, EngineError::WrongColumn { .. })
+                && ["\"name\"", "text", "i64"]
+                    .iter()
+                    .all(|p| e.to_string().contains(p)),
+            "{e}"
+        );
+        let e = row.f64("balance").unwrap_err();
+        assert!(e.to_string().contains("f64_opt"), "NULL: {e}");
+        let e = row.i64(foreign).unwrap_err();
+        assert!(
+            matches!(e, EngineError::WrongColumn { .. }) && e.to_string().contains("another table"),
+            "{e}"
+        );
+        // The slice's own `get` is untouched: by position, an Option.
+        assert_eq!(row.get(1), Some(&Value::text("cust-1")));
+        assert_eq!(row.get(6), None);
+    });
+}
+
+#[test]
+fn an_owned_row_keeps_the_definition_it_was_read_with_across_add_column() {
+    watchdog(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), small_options()).unwrap();
+        customers(&db);
+        let t = db.begin().unwrap();
+        let (rid, before) = t
+            .get_by_key("customer", "id", &Value::I64(2))
+            .unwrap()
+            .unwrap();
+        t.commit().unwrap();
+        db.add_column(
+            "customer",
+            Column::new("tier", ColumnType::Text).with_default("basic"),
+        )
+        .unwrap();
+        assert_eq!(before.table().columns.len(), 6);
+        assert!(matches!(
+            before.text("tier").unwrap_err(),
+            EngineError::UnknownColumn { .. }
+        ));
+        let t = db.begin().unwrap();
+        let after = t.get("customer", rid).unwrap().unwrap();
+        assert_eq!(after.text("tier").unwrap(), "basic");
+        assert_eq!(after.text("name").unwrap(), "cust-2");
+        assert_eq!(&after[..6], &before[..]);
+    });
+}
