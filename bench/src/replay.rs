@@ -24,11 +24,12 @@ use crate::plot::{self, Series};
 pub struct ReplayArgs {
     /// The trace file (written by a scenario's `--trace FILE`)
     pub trace: PathBuf,
-    /// Policies, comma-separated: clock, hotcool, probation, lru, arc, s3fifo, opt
+    /// Policies, comma-separated: clock, hotcool, probation, lru, arc,
+    /// s3fifo, sieve, 2q, opt
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "clock,hotcool,probation,lru,arc,s3fifo,opt"
+        default_value = "clock,hotcool,probation,lru,arc,s3fifo,sieve,2q,opt"
     )]
     pub policy: Vec<Policy>,
     /// Pool sizes in pages, comma-separated [default: the recorded pool's]

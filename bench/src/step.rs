@@ -128,7 +128,7 @@ fn parse_engine_policy(s: &str) -> std::result::Result<Evictor, String> {
         "probation" => Ok(Evictor::Probation),
         other => Err(format!(
             "{other:?}: step mode runs the engine's evictors only: clock, hotcool or probation \
-             (bench replay compares lru, arc, s3fifo and opt)"
+             (bench replay compares lru, arc, s3fifo, sieve, 2q and opt)"
         )),
     }
 }

@@ -1,4 +1,5 @@
 #![doc = include_str!("../README.md")]
 
+pub mod policy;
 pub mod replay;
 pub mod step;
