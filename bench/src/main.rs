@@ -183,12 +183,12 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    if let Some(Command::Replay(_) | Command::Step(_)) = &cli.command {
-        let tool = if matches!(cli.command, Some(Command::Replay(_))) {
-            "replay"
-        } else {
-            "step"
-        };
+    let tool = match &cli.command {
+        Some(Command::Replay(_)) => Some("replay"),
+        Some(Command::Step(_)) => Some("step"),
+        _ => None,
+    };
+    if let Some(tool) = tool {
         return match run(&cli) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -12,6 +12,7 @@
 use std::path::PathBuf;
 
 use bufmgr::trace::Trace;
+use lab::formats::{CsvOptions, Format, ReadOptions};
 use lab::replay::ratio;
 pub use lab::replay::{Policy, ReplayResult, ReplayRow, run_replay};
 
@@ -22,8 +23,14 @@ use crate::plot::{self, Series};
 /// `bench replay`: hit ratios of policies on a recorded trace.
 #[derive(clap::Args, Debug)]
 pub struct ReplayArgs {
-    /// The trace file (written by a scenario's `--trace FILE`)
+    /// The trace file: the engine's (a scenario's `--trace FILE`) or one of
+    /// the public formats (`--format`); zstd-compressed files are read as is
     pub trace: PathBuf,
+    /// The trace's format: engine, oracleGeneral (libCacheSim's binary),
+    /// lis (the ARC paper's text traces) or csv (named columns: object, or
+    /// offset and size in bytes; time and op optional)
+    #[arg(long, default_value = "engine")]
+    pub format: Format,
     /// Policies, comma-separated: clock, hotcool, probation, lru, arc,
     /// s3fifo, sieve, 2q, opt
     #[arg(
@@ -35,6 +42,25 @@ pub struct ReplayArgs {
     /// Pool sizes in pages, comma-separated [default: the recorded pool's]
     #[arg(long, value_delimiter = ',', value_name = "N[,N...]")]
     pub pool_pages: Option<Vec<usize>>,
+    /// Pool sizes as fractions of the trace's footprint (its distinct
+    /// pages), comma-separated, each in (0, 1]: e.g. 0.001,0.01,0.1
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "F[,F...]",
+        conflicts_with = "pool_pages"
+    )]
+    pub pool: Option<Vec<f64>>,
+    /// csv: bytes per page, to split byte offsets and sizes into pages
+    #[arg(long, default_value_t = bufmgr::tag::PAGE_SIZE as u64, value_name = "BYTES")]
+    pub page_size: u64,
+    /// csv: the columns' names, for a file without a header line (MSR
+    /// Cambridge: time,host,disk,op,offset,size,latency)
+    #[arg(long, value_delimiter = ',', value_name = "NAME[,NAME...]")]
+    pub columns: Option<Vec<String>>,
+    /// csv: replay only the rows whose op column says read
+    #[arg(long)]
+    pub reads_only: bool,
     /// The subset: accesses to these relation ids only
     #[arg(long, value_delimiter = ',', value_name = "R[,R...]")]
     pub relation: Option<Vec<u32>>,
@@ -181,8 +207,44 @@ pub fn to_json(trace: &str, r: &ReplayResult) -> serde_json::Value {
     })
 }
 
-/// `bench replay ...`, its options parsed.
-pub fn main(a: &ReplayArgs) -> Result<()> {
+/// Pool sizes from `--pool-pages`, else `--pool` fractions of
+/// `footprint`, else `default` (an error if there is none).
+fn pool_sizes(a: &ReplayArgs, footprint: u64, default: Option<usize>) -> Result<Vec<usize>> {
+    let sizes = match (&a.pool_pages, &a.pool) {
+        (Some(p), _) => p.clone(),
+        (None, Some(f)) => f
+            .iter()
+            .map(|&f| {
+                if f > 0.0 && f <= 1.0 {
+                    Ok(((f * footprint as f64).round() as usize).max(1))
+                } else {
+                    Err(BenchError::Config(format!(
+                        "--pool {f}: a fraction of the footprint must be in (0, 1]"
+                    )))
+                }
+            })
+            .collect::<Result<_>>()?,
+        (None, None) => vec![default.ok_or_else(|| {
+            BenchError::Config(format!(
+                "a {} trace records no pool size: give --pool-pages or --pool",
+                a.format
+            ))
+        })?],
+    };
+    if sizes.contains(&0) {
+        return Err(BenchError::Config("--pool-pages must be at least 1".into()));
+    }
+    Ok(sizes)
+}
+
+/// An engine trace, read whole: threads merged by time, the subset, the
+/// recorded hits.
+fn replay_engine(a: &ReplayArgs) -> Result<(ReplayResult, String, Vec<usize>)> {
+    if a.columns.is_some() || a.reads_only {
+        return Err(BenchError::Config(
+            "--columns and --reads-only are for --format csv".into(),
+        ));
+    }
     let (trace, torn) = Trace::read_torn(&a.trace)?;
     if let Some(offset) = torn {
         eprintln!(
@@ -192,13 +254,14 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
             trace.events.len()
         );
     }
-    let sizes = a
-        .pool_pages
-        .clone()
-        .unwrap_or_else(|| vec![trace.pool_buffers as usize]);
-    if sizes.contains(&0) {
-        return Err(BenchError::Config("--pool-pages must be at least 1".into()));
-    }
+    let footprint = || {
+        let mut tags: Vec<_> = trace.accesses().map(|x| x.tag).collect();
+        tags.sort_unstable_by_key(|t| (t.rel.0, t.fork as u8, t.block));
+        tags.dedup();
+        tags.len() as u64
+    };
+    let fp = if a.pool.is_some() { footprint() } else { 0 };
+    let sizes = pool_sizes(a, fp, Some(trace.pool_buffers as usize))?;
     let (rels, threads) = (a.relation.clone(), thread_ids(a.threads.as_deref())?);
     let subset_name = match (&rels, &threads) {
         (None, None) => "all accesses".to_string(),
@@ -224,6 +287,72 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
         result.subset_accesses,
         result.recorded_pages
     );
+    Ok((result, subset_name, sizes))
+}
+
+/// A public-format trace, streamed: one pass for its length and footprint,
+/// then each (policy, size) reads it again. OPT over a format without next
+/// uses needs one more pass keeping 12 bytes per access (said on stderr).
+fn replay_public(a: &ReplayArgs) -> Result<(ReplayResult, String, Vec<usize>)> {
+    if a.relation.is_some() || a.threads.is_some() {
+        return Err(BenchError::Config(format!(
+            "--relation and --threads pick engine-trace accesses; a {} trace has no relations \
+             or threads",
+            a.format
+        )));
+    }
+    if a.format != Format::Csv && (a.columns.is_some() || a.reads_only) {
+        return Err(BenchError::Config(
+            "--columns and --reads-only are for --format csv".into(),
+        ));
+    }
+    let o = ReadOptions {
+        format: a.format,
+        page_size: a.page_size,
+        csv: CsvOptions {
+            columns: a.columns.clone(),
+            reads_only: a.reads_only,
+        },
+    };
+    let fp = lab::replay::footprint(&a.trace, &o)?;
+    let sizes = pool_sizes(a, fp.objects, None)?;
+    let next = if a.policy.contains(&Policy::Opt) && a.format != Format::OracleGeneral {
+        eprintln!(
+            "note: OPT over a {} trace: each access's next use is computed first, keeping 12 \
+             bytes per access in memory ({} accesses: {:.1} MiB); oracleGeneral traces carry it",
+            a.format,
+            fp.accesses,
+            fp.accesses as f64 * 12.0 / (1 << 20) as f64
+        );
+        Some(lab::replay::next_uses_of(&a.trace, &o)?)
+    } else {
+        None
+    };
+    let result = lab::replay::run_stream(
+        &a.trace,
+        &o,
+        fp.accesses,
+        &a.policy,
+        &sizes,
+        next.as_deref(),
+    )?;
+    println!(
+        "{} ({}): {} accesses to {} distinct pages",
+        a.trace.display(),
+        a.format,
+        fp.accesses,
+        fp.objects
+    );
+    Ok((result, "all accesses".into(), sizes))
+}
+
+/// `bench replay ...`, its options parsed.
+pub fn main(a: &ReplayArgs) -> Result<()> {
+    let (result, subset_name, sizes) = if a.format == Format::Engine {
+        replay_engine(a)?
+    } else {
+        replay_public(a)?
+    };
     print!("{}", table(&result));
     if let Some(path) = &a.json {
         write_json(path, &to_json(&a.trace.display().to_string(), &result))?;

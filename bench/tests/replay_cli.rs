@@ -145,3 +145,105 @@ fn replay_json_writes_one_row_per_policy_and_pool_size() {
     }
     std::fs::remove_dir_all(&d).ok();
 }
+
+fn rows(json: &Path) -> Vec<(String, u64, f64)> {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["policy"].as_str().unwrap().to_string(),
+                r["pool_pages"].as_u64().unwrap(),
+                r["hit_ratio"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+// The loop touches 3 distinct pages: 0.5 of that is 1.5, rounded to 2
+// pages; 1 is all 3.
+#[test]
+fn pool_fractions_size_the_pool_from_the_traces_footprint() {
+    let d = dir("fractions");
+    let trace = d.join("loop.trace");
+    write_trace(&trace, 2, &[0, 1, 2, 0, 1, 2, 0, 1, 2]);
+    let json = d.join("rows.json");
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "replay",
+            trace.to_str().unwrap(),
+            "--policy",
+            "lru",
+            "--json",
+        ];
+        args.push(json.to_str().unwrap());
+        args.extend_from_slice(extra);
+        bench(&args)
+    };
+    let o = run(&["--pool", "0.5,1"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let got: Vec<u64> = rows(&json).iter().map(|r| r.1).collect();
+    assert_eq!(got, [2, 3]);
+    for bad in ["0", "1.5", "-0.1"] {
+        let o = run(&[&format!("--pool={bad}")]);
+        assert!(!o.status.success());
+        assert!(text(&o).contains(&format!("--pool {bad}")), "{}", text(&o));
+    }
+    let o = run(&["--pool", "0.5", "--pool-pages", "2"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn a_public_format_trace_replays_from_the_command_line_and_needs_a_pool_size() {
+    let d = dir("lis");
+    let lis = d.join("t.lis");
+    std::fs::write(&lis, "0 3 0 1\n0 3 0 2\n0 3 0 3\n").unwrap();
+    let json = d.join("rows.json");
+    let o = bench(&[
+        "replay",
+        lis.to_str().unwrap(),
+        "--format",
+        "lis",
+        "--pool-pages",
+        "2,3",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains("9 accesses to 3 distinct pages"), "{out}");
+    assert!(out.contains("note: OPT over a lis trace"), "{out}");
+    let r = rows(&json);
+    assert!(r.contains(&("lru".into(), 2, 0.0)), "{r:?}");
+    assert!(r.contains(&("opt".into(), 2, 3.0 / 9.0)), "{r:?}");
+    assert!(r.contains(&("sieve".into(), 3, 6.0 / 9.0)), "{r:?}");
+    let o = bench(&["replay", lis.to_str().unwrap(), "--format", "lis"]);
+    assert!(text(&o).contains("records no pool size"), "{}", text(&o));
+    let o = bench(&["replay", lis.to_str().unwrap(), "--format", "parquet"]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("unknown trace format \"parquet\""),
+        "{}",
+        text(&o)
+    );
+    let o = bench(&[
+        "replay",
+        lis.to_str().unwrap(),
+        "--format",
+        "lis",
+        "--pool-pages",
+        "2",
+        "--threads",
+        "1",
+    ]);
+    assert!(
+        text(&o).contains("has no relations or threads"),
+        "{}",
+        text(&o)
+    );
+    std::fs::remove_dir_all(&d).ok();
+}
