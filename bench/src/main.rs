@@ -51,6 +51,9 @@ enum Command {
     /// Step through a trace (or a built-in demo) on a tiny pool, one access
     /// and one decision of the evictor at a time (`bench step --help`)
     Step(Box<bench::step::StepArgs>),
+    /// Write an engine trace in a public format (libCacheSim's
+    /// oracleGeneral, or CSV) for other simulators (`bench trace-export --help`)
+    TraceExport(Box<bench::replay::ExportArgs>),
     #[command(flatten)]
     Scenario(ScenarioKind),
 }
@@ -80,6 +83,7 @@ fn run(cli: &Cli) -> Result<()> {
     match &cli.command {
         Some(Command::Replay(a)) => return bench::replay::main(a),
         Some(Command::Step(a)) => return bench::step::main(a),
+        Some(Command::TraceExport(a)) => return bench::replay::export_main(a),
         Some(Command::Scenario(kind)) => {
             let kind = *kind;
             let settings = kind.settings(&cli.common)?;
@@ -118,14 +122,14 @@ fn run(cli: &Cli) -> Result<()> {
     Ok(())
 }
 
-/// The command line, with the scenarios' options refused after `replay`
-/// and `step`: they are global (they may follow a scenario's name), so clap
+/// The command line, with the scenarios' options refused after `replay`,
+/// `step` and `trace-export`: they are global (they may follow a scenario's name), so clap
 /// would accept them there too, and they would be silently ignored. (The
 /// tools' `--pool-pages`, `--threads`, `--json` and `--svg` share the
 /// scenarios' names and so their value types: clap hands a tool's values
 /// up to the global option of the same name.)
 fn parse(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Cli, clap::Error> {
-    const TOOLS: [&str; 2] = ["replay", "step"];
+    const TOOLS: [&str; 3] = ["replay", "step", "trace-export"];
     let common = CommonArgs::augment_args(clap::Command::new("bench"));
     let own = |tool: &str| {
         Cli::command()
@@ -186,6 +190,7 @@ fn main() -> ExitCode {
     let tool = match &cli.command {
         Some(Command::Replay(_)) => Some("replay"),
         Some(Command::Step(_)) => Some("step"),
+        Some(Command::TraceExport(_)) => Some("trace-export"),
         _ => None,
     };
     if let Some(tool) = tool {

@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 
 use bufmgr::trace::Trace;
-use lab::formats::{CsvOptions, Format, ReadOptions};
+use lab::formats::{CsvOptions, ExportFormat, Format, ReadOptions};
 use lab::replay::ratio;
 pub use lab::replay::{Policy, ReplayResult, ReplayRow, run_replay};
 
@@ -380,6 +380,41 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
             println!("wrote {}", p.display());
         }
     }
+    Ok(())
+}
+
+/// `bench trace-export`: an engine trace in a public format.
+#[derive(clap::Args, Debug)]
+pub struct ExportArgs {
+    /// The engine trace (a scenario's `--trace FILE`)
+    pub trace: PathBuf,
+    /// oracleGeneral (libCacheSim's binary, next accesses computed) or csv
+    /// (time,object,size,op)
+    #[arg(long)]
+    pub format: ExportFormat,
+    /// The file to write [default: TRACE with `.oracleGeneral.bin` or `.csv`
+    /// in place of its extension]
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// `bench trace-export ...`, its options parsed.
+pub fn export_main(a: &ExportArgs) -> Result<()> {
+    let trace = Trace::read(&a.trace)?;
+    let out = a.output.clone().unwrap_or_else(|| {
+        a.trace.with_extension(match a.format {
+            ExportFormat::OracleGeneral => "oracleGeneral.bin",
+            ExportFormat::Csv => "csv",
+        })
+    });
+    if out == a.trace {
+        return Err(BenchError::Config(format!(
+            "--output {} is the trace itself",
+            out.display()
+        )));
+    }
+    let n = lab::formats::export(&trace, a.format, &out)?;
+    println!("wrote {} ({n} accesses)", out.display());
     Ok(())
 }
 

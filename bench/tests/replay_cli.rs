@@ -247,3 +247,57 @@ fn a_public_format_trace_replays_from_the_command_line_and_needs_a_pool_size() {
     );
     std::fs::remove_dir_all(&d).ok();
 }
+
+// An engine trace exported by `bench trace-export` (oracleGeneral and
+// CSV) and replayed in that format gives the engine trace's hit ratios
+// under every policy and size.
+#[test]
+fn trace_export_writes_files_that_replay_to_the_engine_traces_hit_ratios() {
+    let d = dir("export");
+    let trace = d.join("t.trace");
+    let blocks: Vec<u32> = (0..400u32)
+        .map(|i| (i * 7919) % 37 % (1 + i % 23))
+        .collect();
+    write_trace(&trace, 8, &blocks);
+    let replay = |file: &Path, format: &str, json: &Path| {
+        let o = bench(&[
+            "replay",
+            file.to_str().unwrap(),
+            "--format",
+            format,
+            "--pool-pages",
+            "4,8,16",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        rows(json)
+    };
+    let engine = replay(&trace, "engine", &d.join("engine.json"));
+    assert_eq!(engine.len(), 3 * 9);
+    for format in ["oracleGeneral", "csv"] {
+        let o = bench(&["trace-export", trace.to_str().unwrap(), "--format", format]);
+        assert!(o.status.success(), "{}", text(&o));
+        let ext = if format == "csv" {
+            "csv"
+        } else {
+            "oracleGeneral.bin"
+        };
+        let out = trace.with_extension(ext);
+        assert!(text(&o).contains("(400 accesses)"), "{}", text(&o));
+        assert_eq!(replay(&out, format, &d.join("x.json")), engine, "{format}");
+    }
+    let o = bench(&[
+        "trace-export",
+        trace.to_str().unwrap(),
+        "--format",
+        "parquet",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("unknown export format \"parquet\""),
+        "{}",
+        text(&o)
+    );
+    std::fs::remove_dir_all(&d).ok();
+}
