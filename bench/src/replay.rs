@@ -73,7 +73,7 @@ pub struct ReplayArgs {
     pub svg: Option<PathBuf>,
     /// Write the rows to FILE as JSON: one per policy and pool size
     /// (`policy`, `pool_pages`, `hit_ratio`, `subset_hit_ratio`,
-    /// `gap_closed`, `subset_gap_closed`)
+    /// `gap_closed`, `subset_gap_closed`, `seconds`, `accesses_per_second`)
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 }
@@ -114,6 +114,7 @@ pub fn table(r: &ReplayResult) -> Table {
         "gap closed (all)",
         "hit % (subset)",
         "gap closed (subset)",
+        "M acc/s",
     ]);
     let sizes: Vec<usize> = {
         let mut v: Vec<usize> = r.rows.iter().map(|x| x.pages).collect();
@@ -129,6 +130,7 @@ pub fn table(r: &ReplayResult) -> Table {
                 "".into(),
                 pct(ratio(r.recorded_subset_hits, r.subset_accesses)),
                 "".into(),
+                "".into(),
             ]);
         }
         for row in r.rows.iter().filter(|x| x.pages == n) {
@@ -139,6 +141,7 @@ pub fn table(r: &ReplayResult) -> Table {
                 share(r.gap_closed(row, false)),
                 pct(ratio(row.subset_hits, r.subset_accesses)),
                 share(r.gap_closed(row, true)),
+                format!("{:.1}", r.accesses as f64 / row.seconds.max(1e-9) / 1e6),
             ]);
         }
     }
@@ -196,6 +199,8 @@ pub fn to_json(trace: &str, r: &ReplayResult) -> serde_json::Value {
                 "subset_hit_ratio": ratio(row.subset_hits, r.subset_accesses),
                 "gap_closed": r.gap_closed(row, false),
                 "subset_gap_closed": r.gap_closed(row, true),
+                "seconds": row.seconds,
+                "accesses_per_second": r.accesses as f64 / row.seconds.max(1e-9),
             })
         })
         .collect();

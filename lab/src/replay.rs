@@ -634,6 +634,9 @@ pub struct ReplayRow {
     pub pages: usize,
     pub hits: u64,
     pub subset_hits: u64,
+    /// Wall time of this job's replay (the jobs share the cores; a
+    /// streamed job's time includes reading and decoding the file).
+    pub seconds: f64,
 }
 
 /// What [`run_replay`] found.
@@ -715,7 +718,9 @@ pub fn run_replay(
                     let Some(&(policy, pages)) = jobs.get(i) else {
                         break;
                     };
+                    let t = std::time::Instant::now();
                     let hits = replay(policy, &refs, pages, &RingSizes::default());
+                    let seconds = t.elapsed().as_secs_f64();
                     let (h, sh) = count(&hits);
                     rows.lock().expect("no panics hold it").push((
                         i,
@@ -724,6 +729,7 @@ pub fn run_replay(
                             pages,
                             hits: h,
                             subset_hits: sh,
+                            seconds,
                         },
                     ));
                 }
@@ -872,11 +878,13 @@ pub fn run_stream(
                     let Some(&(policy, pages)) = jobs.get(i) else {
                         break;
                     };
+                    let t = std::time::Instant::now();
                     let r = replay_stream(path, o, policy, pages, next).map(|h| ReplayRow {
                         policy,
                         pages,
                         hits: h,
                         subset_hits: h,
+                        seconds: t.elapsed().as_secs_f64(),
                     });
                     rows.lock().expect("no panics hold it").push((i, r));
                 }
