@@ -165,3 +165,18 @@ fn after_a_backup_whose_callback_was_refused_ddl_and_checkpoints_work_again() {
         db.create_table("u", two_columns()).unwrap();
     });
 }
+
+#[test]
+fn a_backup_progress_callback_that_adds_a_column_fails_at_once_and_the_table_keeps_its_columns() {
+    let (backup, inner) = backup_calling(|db, _| {
+        let e = db
+            .add_column("t", Column::nullable("note", ColumnType::Text))
+            .unwrap_err();
+        assert!(matches!(e, EngineError::BackupInProgress { .. }), "{e}");
+        assert!(e.to_string().contains("\"t\""), "{e}");
+        assert_eq!(db.table("t")?.columns.len(), 2);
+        Ok(())
+    });
+    backup.unwrap();
+    inner.unwrap().unwrap();
+}
