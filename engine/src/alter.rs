@@ -42,20 +42,19 @@ impl Database {
     /// Errors: a NOT NULL column without a default, or a default of another
     /// type than the column's ([`EngineError::TypeMismatch`]), a name the
     /// table already has, or a definition too large
-    /// ([`EngineError::InvalidSchema`]). Columns cannot be dropped or
-    /// reordered. Called from a backup's progress callback it fails at once
-    /// with [`EngineError::BackupInProgress`], and from the rows or progress
-    /// callback of a bulk load into the (empty) table with
-    /// [`EngineError::TableBeingLoaded`], instead of waiting for itself.
+    /// ([`EngineError::InvalidSchema`]); called from a backup's progress
+    /// callback ([`EngineError::BackupInProgress`]) or from the row iterator
+    /// or progress callback of a bulk load into this (empty) table
+    /// ([`EngineError::TableBeingLoaded`]). Columns cannot be dropped or
+    /// reordered.
     pub fn add_column(&self, table: &str, column: Column) -> Result<TableInfo> {
-        // Called from a backup's progress callback, the DDL lock is this
-        // thread's own: refuse rather than wait for ourselves.
+        // From a backup's progress callback the DDL lock is this thread's
+        // own, and from a bulk load into the table its drop lock: refuse at
+        // once instead of waiting for ourselves.
         crate::backup::refuse_inside(|| format!("add column to table {table:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let t = c.table(table)?;
-        // Called from the rows or progress of a bulk load into this (empty)
-        // table, the table's lock is this thread's own: refuse likewise.
         crate::loading::check(&t)?;
         let dropped = t.dropped.write();
         if *dropped {

@@ -174,8 +174,8 @@ impl Database {
     /// A failed backup leaves a partial directory without a `VERSION` file,
     /// which does not open as a database ([`EngineError::NotADatabase`]).
     /// `progress` runs while DDL and checkpoints wait for the backup: it may
-    /// read and write, but creating or dropping a table or index, a
-    /// checkpoint or another backup called from it fails at once with
+    /// read and write, but creating or dropping a table or index, adding a
+    /// column, a checkpoint or another backup called from it fails at once with
     /// [`EngineError::BackupInProgress`] (on another thread it would wait
     /// for this backup).
     pub fn backup_to(

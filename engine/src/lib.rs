@@ -1,4 +1,5 @@
 #![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
 
 mod alter;
 mod autovacuum;
@@ -16,6 +17,7 @@ mod error;
 mod handle;
 mod index;
 mod invalid_pages;
+mod keys;
 mod loading;
 mod options;
 mod owned_row;
@@ -40,6 +42,7 @@ pub use catalog::{IndexInfo, MAX_COLUMNS, MAX_NAME_LEN, RelKind, TableInfo};
 pub use database::{BufferInfo, Database, IndexViolation, ResidentPages, TableOptions};
 pub use error::{EngineError, ErrorKind, Result};
 pub use handle::{Index, IndexRef, Table, TableRef};
+pub use keys::{IntoKey, KeyRange};
 pub use options::{DEFAULT_RING_KIB, Options, Partitions, StorageWrapper, parse_evictor};
 pub use owned_row::{OwnedRow, RowColumn};
 pub use recovery::{RecoveryStats, recover, recover_from};

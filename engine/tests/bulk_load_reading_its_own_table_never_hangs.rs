@@ -154,36 +154,3 @@ fn a_load_of_a_table_with_rows_from_a_scan_of_itself_works_from_a_snapshot_befor
         assert!(db.verify_indexes("t").unwrap().is_empty());
     });
 }
-
-/// `add_column` from the iterator of a load into the empty table it adds
-/// to is refused at once (the load holds the table), and the load fails
-/// with nothing committed and the table's columns unchanged.
-#[test]
-fn adding_a_column_from_the_rows_of_a_load_into_the_empty_table_fails_at_once() {
-    watchdog(LIMIT, || {
-        let dir = tempfile::tempdir().unwrap();
-        let db = db(dir.path());
-        let added = RefCell::new(None);
-        let rows = (0..100).map(|i| {
-            if i == 50 {
-                *added.borrow_mut() = Some(db.add_column(
-                    "t",
-                    engine::Column::nullable("note", engine::ColumnType::Text),
-                ));
-            }
-            row(i, "x")
-        });
-        let e = db.bulk_load("t", rows, |_| {}).unwrap_err();
-        assert!(is_being_loaded(&e), "{e:?}");
-        let add = added.into_inner().expect("the iterator ran to row 50");
-        assert!(is_being_loaded(&add.unwrap_err()));
-        assert_eq!(count(&db), 0, "the load committed nothing");
-        assert_eq!(db.table("t").unwrap().columns.len(), 2);
-        // Once the load is over, the column can be added.
-        db.add_column(
-            "t",
-            engine::Column::nullable("note", engine::ColumnType::Text),
-        )
-        .unwrap();
-    });
-}
