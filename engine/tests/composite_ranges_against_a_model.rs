@@ -471,3 +471,147 @@ fn bad_primary_keys_and_oversized_composite_keys_are_clear_errors() {
     assert_eq!(t.scan("t").unwrap().count(), 0);
     assert_eq!(db.verify_indexes("t").unwrap(), vec![]);
 }
+
+/// r(w i64, g i64, o i64, pad bytes), index r_wg over (w, g): many equal
+/// keys.
+fn equal_keys_table(db: &Database) {
+    db.create_table(
+        "r",
+        vec![
+            Column::new("w", ColumnType::I64),
+            Column::new("g", ColumnType::I64),
+            Column::new("o", ColumnType::I64),
+            Column::new("pad", ColumnType::Bytes),
+        ],
+    )
+    .unwrap();
+    db.create_index_on("r_wg", "r", &["w", "g"], false).unwrap();
+}
+
+fn r_row(w: i64, g: i64, o: i64) -> Vec<Value> {
+    vec![
+        Value::I64(w),
+        Value::I64(g),
+        Value::I64(o),
+        Value::Bytes(vec![3; 200]),
+    ]
+}
+
+#[test]
+fn ranges_resumed_after_their_leaves_split_and_were_vacuumed_return_their_snapshot() {
+    watchdog(Duration::from_secs(300), || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), small_options()).unwrap();
+        equal_keys_table(&db);
+        let t = db.begin().unwrap();
+        let mut snapshot_rows = Vec::new();
+        for o in 0..2400 {
+            let g = o % 3;
+            let id = t.insert("r", r_row(1, g, o)).unwrap();
+            if g == 1 {
+                snapshot_rows.push(id);
+            }
+        }
+        t.commit().unwrap();
+        snapshot_rows.sort();
+        let reader = db.begin().unwrap();
+        let mut asc = reader
+            .range("r_wg", KeyRange::prefix((1i64, 1i64)))
+            .unwrap();
+        let mut desc = reader
+            .range("r_wg", KeyRange::prefix((1i64, 1i64)).desc())
+            .unwrap();
+        let mut got_asc: Vec<RowId> = (0..150).map(|_| asc.next().unwrap().unwrap().0).collect();
+        let mut got_desc: Vec<RowId> = (0..150).map(|_| desc.next().unwrap().unwrap().0).collect();
+        // Another transaction splits the range's leaves (3000 more equal
+        // keys), deletes half the rows the reader sees, commits; vacuum.
+        let w = db.begin().unwrap();
+        for o in 0..3000 {
+            w.insert("r", r_row(1, 1, 10_000 + o)).unwrap();
+        }
+        for id in snapshot_rows.iter().step_by(2) {
+            w.delete("r", *id).unwrap();
+        }
+        w.commit().unwrap();
+        db.vacuum("r").unwrap();
+        got_asc.extend(asc.map(|r| r.unwrap().0));
+        got_desc.extend(desc.map(|r| r.unwrap().0));
+        assert_eq!(got_asc, snapshot_rows, "ascending");
+        let mut want_desc = snapshot_rows.clone();
+        want_desc.reverse();
+        assert_eq!(got_desc, want_desc, "descending");
+        let mut each = Vec::new();
+        reader
+            .range_each("r_wg", KeyRange::prefix((1i64, 1i64)), |r| {
+                each.push(r.id());
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(each, snapshot_rows, "range_each in the old snapshot");
+        reader.commit().unwrap();
+        // A new reader sees the other transaction's work.
+        let now = db.read().unwrap();
+        assert_eq!(
+            now.range("r_wg", KeyRange::prefix((1i64, 1i64)))
+                .unwrap()
+                .count(),
+            snapshot_rows.len() / 2 + 3000
+        );
+        assert_eq!(db.verify_indexes("r").unwrap(), vec![]);
+    });
+}
+
+#[test]
+fn unique_composite_keys_conflict_only_when_equal_and_free_of_nulls() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), small_options()).unwrap();
+    db.create_table("t", columns()).unwrap();
+    db.create_index_on("t_ac", "t", &["a", "c"], true).unwrap();
+    let row = |a: Value, c: i64| {
+        vec![
+            a,
+            Value::Null,
+            Value::I64(c),
+            Value::Null,
+            Value::Bytes(vec![]),
+        ]
+    };
+    let one = || Value::Bytes(vec![1]);
+    let t = db.begin().unwrap();
+    let first = t.insert("t", row(one(), 1)).unwrap();
+    assert!(matches!(
+        t.insert("t", row(one(), 1)),
+        Err(EngineError::UniqueViolation { .. })
+    ));
+    // Keys with a NULL never conflict; a trailing zero byte makes another
+    // key.
+    t.insert("t", row(Value::Null, 1)).unwrap();
+    t.insert("t", row(Value::Null, 1)).unwrap();
+    t.insert("t", row(Value::Bytes(vec![1, 0]), 1)).unwrap();
+    let second = t.insert("t", row(one(), 2)).unwrap();
+    // An update that keeps the key does not conflict with itself.
+    let first = t.update("t", first, row(one(), 1)).unwrap();
+    // One that changes only c onto another row's key does.
+    assert!(matches!(
+        t.update("t", second, row(one(), 1)),
+        Err(EngineError::UniqueViolation { .. })
+    ));
+    // Moving the first away frees its key for the second.
+    t.update("t", first, row(one(), 3)).unwrap();
+    t.update("t", second, row(one(), 1)).unwrap();
+    t.commit().unwrap();
+    let r = db.read().unwrap();
+    let cs: Vec<i64> = r
+        .range("t_ac", KeyRange::prefix(vec![one()]))
+        .unwrap()
+        .map(|x| x.unwrap().1[2].as_i64().unwrap())
+        .collect();
+    assert_eq!(cs, vec![1, 3]);
+    assert_eq!(
+        r.range("t_ac", KeyRange::prefix(Value::Null))
+            .unwrap()
+            .count(),
+        2
+    );
+    assert_eq!(db.verify_indexes("t").unwrap(), vec![]);
+}
