@@ -51,7 +51,7 @@ impl Database {
         // From a backup's progress callback the DDL lock is this thread's
         // own, and from a bulk load into the table its drop lock: refuse at
         // once instead of waiting for ourselves.
-        crate::backup::refuse_inside(|| format!("add column to table {table:?}"))?;
+        crate::backup_label::refuse_inside(|| format!("add column to table {table:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let t = c.table(table)?;

@@ -44,7 +44,6 @@ use crate::recovery::{RecoveryStats, recover, redo_record};
 use crate::reserved::CLOG_REL;
 use crate::schema::Schema;
 use crate::stats::{Pending, TableCounters};
-use crate::transaction::Transaction;
 use crate::txn::Xid;
 use crate::txn::registry::SnapshotRegistry;
 use crate::txn::xact::{CommitMode, TransactionManager, TxnStats, next_xid_hint};
@@ -352,7 +351,7 @@ impl Database {
         invalid.check_none_left()?;
         recovery.invalid_pages_forgiven = invalid.forgiven;
         // A copy made by `backup_to` must have replayed to its end LSN.
-        let from_backup = crate::backup::check_label(&dir, recovery.end)?;
+        let from_backup = crate::backup_label::check_label(&dir, recovery.end)?;
         // 5. The catalog.
         let catalog_heap = Heap::open(pool.clone(), Some(wal.clone()), CATALOG_REL, true)
             .map_err(EngineError::heap("could not open the catalog"))?
@@ -448,7 +447,7 @@ impl Database {
         // 10. The open succeeded: a crash of this run is a crash.
         datadir::remove_clean_marker(&core.dir)?;
         if from_backup {
-            crate::backup::remove_label(&core.dir)?;
+            crate::backup_label::remove_label(&core.dir)?;
         }
         Ok(Database {
             shared: Arc::new(Shared {
@@ -565,31 +564,6 @@ impl Core {
 }
 
 impl Database {
-    // ---- transactions ----
-
-    /// Begin a transaction in the database's commit mode. It takes its
-    /// snapshot now and a transaction id only at its first write: one that
-    /// only reads writes no commit record and never waits for the WAL, so
-    /// its `commit` costs what `rollback` does.
-    pub fn begin(&self) -> Result<Transaction> {
-        let mode = self.core().tm.commit_mode();
-        Transaction::begin(self.clone(), mode, false)
-    }
-
-    /// Begin a transaction that commits in `mode`.
-    pub fn begin_with(&self, mode: CommitMode) -> Result<Transaction> {
-        Transaction::begin(self.clone(), mode, false)
-    }
-
-    /// Begin a read-only transaction: a snapshot and nothing else. Every
-    /// write through it is [`EngineError::ReadOnlyTransaction`]; it never
-    /// takes a transaction id, and commit and rollback only release the
-    /// snapshot.
-    pub fn read(&self) -> Result<Transaction> {
-        let mode = self.core().tm.commit_mode();
-        Transaction::begin(self.clone(), mode, true)
-    }
-
     // ---- the catalog ----
     //
     // Every catalog change commits synchronously, whatever the database's
@@ -614,7 +588,7 @@ impl Database {
         options: TableOptions,
     ) -> Result<TableInfo> {
         check_table(name, &columns)?;
-        crate::backup::refuse_inside(|| format!("create table {name:?}"))?;
+        crate::backup_label::refuse_inside(|| format!("create table {name:?}"))?;
         let pk_columns = primary_key_columns(name, &columns, &options.primary_key)?;
         let pk_name = format!("{name}_pkey");
         if pk_columns.is_some() {
@@ -717,7 +691,7 @@ impl Database {
     /// progress; later ones (also in transactions begun earlier) get
     /// [`EngineError::UnknownTable`].
     pub fn drop_table(&self, name: &str) -> Result<()> {
-        crate::backup::refuse_inside(|| format!("drop table {name:?}"))?;
+        crate::backup_label::refuse_inside(|| format!("drop table {name:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let t = c.table(name)?;
@@ -819,7 +793,7 @@ impl Database {
         unique: bool,
     ) -> Result<IndexInfo> {
         check_name("index", name, name)?;
-        crate::backup::refuse_inside(|| format!("create index {name:?}"))?;
+        crate::backup_label::refuse_inside(|| format!("create index {name:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let t = c.table(table)?;
@@ -900,7 +874,7 @@ impl Database {
     /// An index opened invalid (its file missing or damaged) is dropped
     /// the same way.
     pub fn drop_index(&self, name: &str) -> Result<()> {
-        crate::backup::refuse_inside(|| format!("drop index {name:?}"))?;
+        crate::backup_label::refuse_inside(|| format!("drop index {name:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let invalid = c.catalog.read().invalid_indexes.get(name).cloned();
@@ -1189,6 +1163,14 @@ impl Database {
         &self.core().pool
     }
 
+    /// The hit ratio an LRU buffer pool of 0.25x, 0.5x, 1x, 2x and 4x this
+    /// one's size would have had on the accesses sampled so far
+    /// (`bufmgr::mrc`); `None` if the database was opened without
+    /// [`Options::miss_ratio_curve`](crate::Options).
+    pub fn miss_ratio_curve(&self) -> Option<bufmgr::MissRatioCurve> {
+        self.core().pool.miss_ratio_curve()
+    }
+
     /// The WAL, for benchmarks and tests that look underneath.
     pub fn wal(&self) -> &Arc<Wal> {
         &self.core().wal
@@ -1457,7 +1439,7 @@ impl Core {
     }
 
     pub fn checkpoint(&self) -> Result<CheckpointInfo<usize>> {
-        crate::backup::refuse_inside(|| "a checkpoint".into())?;
+        crate::backup_label::refuse_inside(|| "a checkpoint".into())?;
         let _one = self.checkpoint_serial.lock();
         self.tm.checkpoint()
     }

@@ -34,7 +34,7 @@ use std::path::PathBuf;
 use heap::Tid;
 use wal::{Lsn, Xid};
 
-use crate::value::ColumnType;
+use crate::column_type::ColumnType;
 
 /// Result type of the engine.
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;

@@ -4,8 +4,10 @@
 mod alter;
 mod autovacuum;
 mod backup;
+mod backup_label;
 mod bulk;
 mod catalog;
+mod column_type;
 mod database;
 /// The data directory's files (`VERSION`, `LOCK`, `RELSIZES`). Public only
 /// for the decoder fuzz targets and tests outside this crate, which feed it
@@ -36,7 +38,8 @@ mod vacuum;
 mod value;
 
 pub use autovacuum::{AutovacuumError, AutovacuumStats, TableAutovacuum};
-pub use backup::{BACKUP_LABEL_FILE, BackupProgress, REREADS as BACKUP_REREADS};
+pub use backup::{BackupProgress, REREADS as BACKUP_REREADS};
+pub use backup_label::BACKUP_LABEL_FILE;
 pub use bulk::BulkProgress;
 pub use catalog::{IndexInfo, MAX_COLUMNS, MAX_NAME_LEN, RelKind, TableInfo};
 pub use database::{BufferInfo, Database, IndexViolation, ResidentPages, TableOptions};
@@ -66,7 +69,8 @@ pub use btree::{BtreeError, PageKind, VacuumStats as IndexVacuumStats, Violation
 /// the API takes and returns.
 pub use bufmgr::{
     BgWriterConfig, BlockNumber, BufferPool, BufferRow, Error as BufferError, Evictor, Fork,
-    IoMode, PoolStats, RelId, RingSizes, StorageBackend, SweepBatch, Topology,
+    IoMode, MissRatioCurve, MrcConfig, MrcPoint, PoolStats, RelId, RingSizes, StorageBackend,
+    SweepBatch, Topology,
 };
 pub use heap::{
     HeapError, HintMode, RingChoice, ScanOptions, Snapshot, Tid, VacuumStats as HeapVacuumStats,

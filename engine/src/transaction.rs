@@ -1254,3 +1254,30 @@ impl Iterator for RowIter {
         }
     }
 }
+
+/// Beginning transactions: here rather than in `database`, so that
+/// `database` does not import the transaction that imports it.
+impl Database {
+    /// Begin a transaction in the database's commit mode. It takes its
+    /// snapshot now and a transaction id only at its first write: one that
+    /// only reads writes no commit record and never waits for the WAL, so
+    /// its `commit` costs what `rollback` does.
+    pub fn begin(&self) -> Result<Transaction> {
+        let mode = self.core().tm.commit_mode();
+        Transaction::begin(self.clone(), mode, false)
+    }
+
+    /// Begin a transaction that commits in `mode`.
+    pub fn begin_with(&self, mode: CommitMode) -> Result<Transaction> {
+        Transaction::begin(self.clone(), mode, false)
+    }
+
+    /// Begin a read-only transaction: a snapshot and nothing else. Every
+    /// write through it is [`EngineError::ReadOnlyTransaction`]; it never
+    /// takes a transaction id, and commit and rollback only release the
+    /// snapshot.
+    pub fn read(&self) -> Result<Transaction> {
+        let mode = self.core().tm.commit_mode();
+        Transaction::begin(self.clone(), mode, true)
+    }
+}
