@@ -36,12 +36,12 @@ use bufmgr::{PoolStats, SweepBatch};
 use engine::Database;
 use serde::{Deserialize, Serialize};
 
-use super::tables::{self, ACCOUNTS, ACCOUNTS_PK, DataCheck, Residency};
 use crate::common::{
     self, BatchField, Config, Defaults, EvictorChoice, Report, Settings, Table, fmt_rate,
 };
 use crate::dataset::{self, ReadCounts};
 use crate::error::{BenchError, Result};
+use crate::scenarios::tables::{self, ACCOUNTS, ACCOUNTS_PK, DataCheck, Residency};
 
 pub const NAME: &str = "bulkload";
 /// The loaded table.
@@ -68,7 +68,7 @@ pub struct Args {
 /// Defaults: the clock, batch 1, 2 lookup threads, 2 s warm-up; the window
 /// is the load.
 pub fn defaults() -> Defaults {
-    let mut d = super::ScenarioKind::Sweep.defaults();
+    let mut d = crate::scenarios::ScenarioKind::Sweep.defaults();
     d.duration = Duration::from_secs(1);
     d.warmup = Duration::from_secs(2);
     d.threads = vec![LOOKUP_THREADS];

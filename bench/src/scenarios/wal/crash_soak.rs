@@ -64,7 +64,7 @@ pub struct Args {
 /// Defaults: pool options do not apply (the workload's pool is
 /// `engine::soak::options`).
 pub fn defaults() -> Defaults {
-    let mut d = super::ScenarioKind::Sweep.defaults();
+    let mut d = crate::scenarios::ScenarioKind::Sweep.defaults();
     d.threads = vec![1];
     d.evictor = EvictorChoice::Clock;
     d

@@ -20,12 +20,12 @@ use bufmgr::{PoolStats, SweepBatch};
 use engine::Database;
 use serde::{Deserialize, Serialize};
 
-use super::tables::{self, ACCOUNTS, DataCheck, Residency};
 use crate::common::{
     self, BatchField, Config, CpuSample, Defaults, EvictorChoice, Report, Settings, Table,
     fmt_rate, fmt_ratio,
 };
 use crate::error::Result;
+use crate::scenarios::tables::{self, ACCOUNTS, DataCheck, Residency};
 
 pub const NAME: &str = "readonly";
 /// The default partition counts (`--partitions` replaces them).
@@ -45,7 +45,7 @@ pub struct Args {
 
 /// Defaults: both evictors, batch 1, threads = cores, 3 s warm-up, 5 s window.
 pub fn defaults() -> Defaults {
-    let mut d = super::ScenarioKind::Sweep.defaults();
+    let mut d = crate::scenarios::ScenarioKind::Sweep.defaults();
     d.duration = Duration::from_secs(5);
     d.warmup = Duration::from_secs(3);
     d.threads = vec![common::cores()];

@@ -233,7 +233,7 @@ pub struct Row {
     /// and the partitions on each node with their accesses and reads since
     /// the pool opened.
     #[serde(default)]
-    pub nodes_end: Vec<super::tables::NodeFigures>,
+    pub nodes_end: Vec<crate::scenarios::tables::NodeFigures>,
     pub data_errors: u64,
 }
 
@@ -684,7 +684,7 @@ fn measure(
     let (w, _) = measured?;
     let (p0, p1, samples, window_start) = (w.start, w.end, w.samples, w.window_from);
     let resident_end = last_residency.take();
-    let nodes_end = super::tables::node_figures(&db, &db.pool_stats());
+    let nodes_end = crate::scenarios::tables::node_figures(&db, &db.pool_stats());
     common::note_trace(settings, trace, db.pool())?;
     db.close()?;
     let data_errors = sh.data_errors.load(Ordering::Relaxed);
@@ -924,12 +924,12 @@ impl Report for ScanResistanceReport {
             "where the buffers went (pages resident at the end of each window):\n{}",
             dataset::residency_table(&labels, &ends, self.pool_buffers)
         );
-        let nodes: Vec<(String, Vec<super::tables::NodeFigures>)> = labels
+        let nodes: Vec<(String, Vec<crate::scenarios::tables::NodeFigures>)> = labels
             .iter()
             .zip(&self.rows)
             .map(|(l, r)| (l.clone(), r.nodes_end.clone()))
             .collect();
-        out += &super::tables::render_nodes(&nodes);
+        out += &crate::scenarios::tables::render_nodes(&nodes);
         out += &self.data_check.describe();
         out.push('\n');
         out

@@ -123,7 +123,7 @@ pub struct Row {
     /// and the partitions on each node with their accesses and reads since
     /// the pool opened.
     #[serde(default)]
-    pub nodes_end: Vec<super::tables::NodeFigures>,
+    pub nodes_end: Vec<crate::scenarios::tables::NodeFigures>,
     pub data_errors: u64,
 }
 
@@ -486,7 +486,7 @@ fn measure(
         },
         _,
     ) = measured?;
-    let nodes_end = super::tables::node_figures(&db, &db.pool_stats());
+    let nodes_end = crate::scenarios::tables::node_figures(&db, &db.pool_stats());
     // Relation ids of the table and its indexes.
     let table_rel = db.table(TABLE)?.rel.0;
     let index_rels: Vec<u32> = INDEXES
@@ -860,12 +860,12 @@ impl Report for IndexResidencyReport {
             "where the buffers went (pages resident at the end of the median run):\n{}",
             dataset::residency_table(&labels, &ends, self.pool_buffers)
         );
-        let nodes: Vec<(String, Vec<super::tables::NodeFigures>)> = labels
+        let nodes: Vec<(String, Vec<crate::scenarios::tables::NodeFigures>)> = labels
             .iter()
             .zip(&self.rows)
             .map(|(l, r)| (l.clone(), r.nodes_end.clone()))
             .collect();
-        out += &super::tables::render_nodes(&nodes);
+        out += &crate::scenarios::tables::render_nodes(&nodes);
         out += &self.data_check.describe();
         out.push('\n');
         out

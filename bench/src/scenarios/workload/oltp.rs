@@ -47,15 +47,15 @@ use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 use wal::WalStats;
 
-use super::tables::{
-    self, ABALANCE, ACCOUNTS, BBALANCE, BRANCHES, BRANCHES_PK, DataCheck, HDELTA, HISTORY,
-    Residency, TBALANCE, TELLERS, TELLERS_PK, TableCheck,
-};
 use crate::common::{
     self, BatchField, Config, CpuSample, Defaults, EvictorChoice, Report, Settings, Table,
     fmt_rate, fmt_ratio,
 };
 use crate::error::{BenchError, Result};
+use crate::scenarios::tables::{
+    self, ABALANCE, ACCOUNTS, BBALANCE, BRANCHES, BRANCHES_PK, DataCheck, HDELTA, HISTORY,
+    Residency, TBALANCE, TELLERS, TELLERS_PK, TableCheck,
+};
 
 pub const NAME: &str = "oltp";
 /// A transaction conflicts this many times in a row before the run fails
@@ -127,7 +127,7 @@ pub struct Args {
 
 /// Defaults: both evictors, batch {1, 64}, threads = cores, 5 s windows.
 pub fn defaults() -> Defaults {
-    let mut d = super::ScenarioKind::Sweep.defaults();
+    let mut d = crate::scenarios::ScenarioKind::Sweep.defaults();
     d.duration = Duration::from_secs(5);
     d.warmup = Duration::from_secs(2);
     d.threads = vec![common::cores()];
