@@ -7,6 +7,7 @@ pub mod dataset;
 pub mod dirs;
 pub mod error;
 pub mod harness;
+pub mod latency;
 pub mod plot;
 pub mod replay;
 pub mod scenarios;
