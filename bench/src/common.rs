@@ -735,6 +735,14 @@ pub struct Curve {
     /// set beside the 1x point: the evictor against LRU on the same
     /// accesses (`null`: no access).
     pub pool_hit_ratio: Option<f64>,
+    /// With `--trace` too (scenarios that replay their trace): the exact LRU
+    /// hit ratios at the same sizes on the recorded accesses
+    /// ([`exact_lru`]), and the live curve's mean absolute error against
+    /// them in percentage points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact_lru: Option<Vec<CurvePoint>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_points: Option<f64>,
 }
 
 /// One size of a [`Curve`].
@@ -766,7 +774,17 @@ impl Curve {
             sampled_pages: c.sampled_pages,
             sample_rate: c.sample_rate,
             pool_hit_ratio: (t.accesses > 0).then(|| t.hits as f64 / t.accesses as f64),
+            exact_lru: None,
+            error_points: None,
         }
+    }
+
+    /// Sets the exact LRU curve replayed from the run's trace and the live
+    /// curve's error against it.
+    pub fn with_exact(mut self, exact: Vec<CurvePoint>) -> Curve {
+        self.error_points = curve_error(&self, &exact);
+        self.exact_lru = Some(exact);
+        self
     }
 
     /// The hit ratio at `multiple` of the pool, if the curve has that size.
@@ -788,6 +806,48 @@ pub fn curve_of(db: &engine::Database) -> Option<Curve> {
 pub fn curve_of_pool(pool: &bufmgr::BufferPool) -> Option<Curve> {
     let c = pool.miss_ratio_curve()?;
     Some(Curve::new(&c, &pool.stats()))
+}
+
+/// The exact LRU hit ratios at `curve`'s sizes on the accesses recorded in
+/// `trace` (a `--trace` file of the same run, complete once its pool is
+/// closed), replayed in time order through a textbook LRU cache
+/// (`lab::replay`): the reference the live curve is judged against.
+pub fn exact_lru(trace: &Path, curve: &Curve) -> Result<Vec<CurvePoint>> {
+    let t = bufmgr::trace::Trace::read(trace)?;
+    let refs: Vec<lab::replay::Ref> = t.accesses_by_time().into_iter().map(Into::into).collect();
+    if refs.is_empty() {
+        return Err(BenchError::Data(format!(
+            "{}: no access recorded to replay",
+            trace.display()
+        )));
+    }
+    Ok(curve
+        .points
+        .iter()
+        .map(|p| {
+            let hits = lab::replay::replay(
+                lab::replay::Policy::Lru,
+                &refs,
+                p.pages,
+                &Default::default(),
+            );
+            CurvePoint {
+                multiple: p.multiple,
+                pages: p.pages,
+                hit_ratio: hits.iter().filter(|h| **h).count() as f64 / hits.len() as f64,
+            }
+        })
+        .collect())
+}
+
+/// The mean absolute difference of two curves' hit ratios over their
+/// common sizes, in percentage points (`None`: no size in common).
+pub fn curve_error(live: &Curve, exact: &[CurvePoint]) -> Option<f64> {
+    let diffs: Vec<f64> = exact
+        .iter()
+        .filter_map(|e| live.at(e.multiple).map(|l| (l - e.hit_ratio).abs() * 100.0))
+        .collect();
+    (!diffs.is_empty()).then(|| diffs.iter().sum::<f64>() / diffs.len() as f64)
 }
 
 /// The table of miss-ratio curves printed under a scenario's table: one
@@ -831,6 +891,17 @@ pub fn curve_table(rows: &[(String, Option<&Curve>)]) -> String {
             "-".into()
         });
         t.rows.push(row);
+        if let Some(exact) = &c.exact_lru {
+            let mut row = vec!["  exact LRU (trace replay)".to_string()];
+            row.extend(exact.iter().map(|p| format!("{:.2}", 100.0 * p.hit_ratio)));
+            row.push(String::new());
+            row.push(
+                c.error_points
+                    .map_or("-".into(), |e| format!("MAE {e:.2} pt")),
+            );
+            row.push(String::new());
+            t.rows.push(row);
+        }
     }
     format!(
         "miss-ratio curve (--mrc): LRU hit% at each pool size on the pool's sampled accesses \

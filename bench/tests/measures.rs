@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use bench::Settings;
 use bench::common::Measures;
+use bench::scenarios::index_residency;
 use bench::scenarios::scan_resistance::{self, ScanRate};
 use bufmgr::{Evictor, SweepBatch};
 
@@ -177,4 +178,52 @@ fn the_seed_fixes_the_keys_each_lookup_thread_draws() {
         "threads differ"
     );
     assert!(a.iter().all(|k| (1..=rows as i64).contains(k)));
+}
+
+#[test]
+fn index_residency_live_curve_is_within_a_point_of_the_exact_lru_replay_of_its_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = Settings {
+        threads: vec![4],
+        trace: Some(dir.path().join("ir.trace")),
+        ..tiny(dir.path(), 1024)
+    };
+    let params = index_residency::Params {
+        runs: 1,
+        ..index_residency::Params::resolve(&Default::default(), &settings).unwrap()
+    };
+    let report =
+        bench::common::finish(index_residency::run(&settings, &params).unwrap(), &settings)
+            .unwrap();
+    let text = bench::common::Report::render(&report);
+    assert!(text.contains("exact LRU (trace replay)"), "{text}");
+    let v = json(&settings);
+    assert_metadata(&v);
+    for row in v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(v["runs"].as_array().unwrap())
+    {
+        assert_latency(row, index_residency::LOOKUP);
+        assert_curve(row);
+        assert_intervals(row, &settings);
+        assert_eq!(row["seed"], 7);
+        let exact = row["mrc"]["exact_lru"]
+            .as_array()
+            .expect("the trace's replay");
+        assert_eq!(exact.len(), 5);
+        let error = row["mrc"]["error_points"].as_f64().unwrap();
+        assert!(error <= 1.0, "mean absolute error {error} points: {row}");
+    }
+}
+
+#[test]
+fn the_seed_fixes_the_probes_index_residency_draws() {
+    let a = index_residency::draw_probes(10_000, 1 << 16, 7).unwrap();
+    assert_eq!(a, index_residency::draw_probes(10_000, 1 << 16, 7).unwrap());
+    assert_ne!(
+        a[..16],
+        index_residency::draw_probes(10_000, 1 << 16, 8).unwrap()[..16]
+    );
 }
