@@ -40,8 +40,9 @@ use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use serde::{Deserialize, Serialize};
 
+use crate::check::DataCheck;
 use crate::common::{self, BatchField, Config, Report, Settings, SvgPlot, Table, fmt_rate};
-use crate::dataset::{self, DataCheck, Dataset, RelPages, Stamp};
+use crate::dataset::{self, Dataset, RelPages, Stamp};
 use crate::error::{BenchError, Result};
 use crate::harness;
 
@@ -866,8 +867,7 @@ impl Report for IndexResidencyReport {
             .map(|(l, r)| (l.clone(), r.nodes_end.clone()))
             .collect();
         out += &crate::scenarios::tables::render_nodes(&nodes);
-        out += &self.data_check.describe();
-        out.push('\n');
+        out += &self.data_check.render();
         out
     }
 

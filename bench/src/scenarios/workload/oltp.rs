@@ -47,14 +47,15 @@ use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 use wal::WalStats;
 
+use crate::check::{DataCheck, TableCheck};
 use crate::common::{
     self, BatchField, Config, CpuSample, Defaults, EvictorChoice, Report, Settings, Table,
     fmt_rate, fmt_ratio,
 };
 use crate::error::{BenchError, Result};
 use crate::scenarios::tables::{
-    self, ABALANCE, ACCOUNTS, BBALANCE, BRANCHES, BRANCHES_PK, DataCheck, HDELTA, HISTORY,
-    Residency, TBALANCE, TELLERS, TELLERS_PK, TableCheck,
+    self, ABALANCE, ACCOUNTS, BBALANCE, BRANCHES, BRANCHES_PK, HDELTA, HISTORY, Residency,
+    TBALANCE, TELLERS, TELLERS_PK,
 };
 
 pub const NAME: &str = "oltp";
@@ -425,13 +426,7 @@ fn check(db: &Database, s: &Scale, commits: u64, check: &mut DataCheck) -> Resul
         let (n, sum) = tables::scan_sum(db, table, Some(col))?;
         sums[i] = sum as i64;
         let violations = db.verify_indexes(table)?;
-        check.add(TableCheck {
-            table: table.into(),
-            rows: n,
-            expected_rows: want,
-            index_violations: violations.len(),
-            first_violation: violations.first().map(|v| v.to_string()),
-        });
+        check.add(TableCheck::new(table, want, n, &violations));
     }
     if sums.iter().any(|&x| x != sums[0]) {
         check.fail(format!(
@@ -690,7 +685,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<OltpReport> {
         tables::ensure_db(settings, NAME, &key, &stamp, |db, pb| build(db, &scale, pb))?;
     let data_bytes = crate::dirs::dir_bytes(&cached);
     let run_dir = settings.data_dir.join(NAME).join("run");
-    let mut data_check = DataCheck::default();
+    let mut data_check = DataCheck::new();
     let mut rows = Vec::new();
     for (i, cell) in cells.iter().enumerate() {
         let label = format!(
@@ -726,9 +721,6 @@ pub fn run(settings: &Settings, args: &Args) -> Result<OltpReport> {
         rows.push(r);
     }
     compare(&mut rows);
-    if data_check.tables.is_empty() {
-        data_check.ok = data_check.errors.is_empty();
-    }
     Ok(OltpReport {
         scenario: NAME.into(),
         scale,
@@ -868,6 +860,6 @@ impl Report for OltpReport {
     }
 
     fn failures(&self) -> Vec<String> {
-        self.data_check.errors.clone()
+        self.data_check.failures()
     }
 }

@@ -43,8 +43,9 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use crate::check::DataCheck;
 use crate::common::{self, BatchField, Config, Report, Settings, SvgPlot, Table, fmt_rate, traced};
-use crate::dataset::{self, DataCheck, Dataset, ReadCounts, RelPages, Stamp};
+use crate::dataset::{self, Dataset, ReadCounts, RelPages, Stamp};
 use crate::error::{BenchError, Result};
 use crate::harness;
 use crate::plot;
@@ -930,8 +931,7 @@ impl Report for ScanResistanceReport {
             .map(|(l, r)| (l.clone(), r.nodes_end.clone()))
             .collect();
         out += &crate::scenarios::tables::render_nodes(&nodes);
-        out += &self.data_check.describe();
-        out.push('\n');
+        out += &self.data_check.render();
         out
     }
 
