@@ -438,10 +438,11 @@ fn measure(
     let t = stats.totals();
     let wal_bytes = db.wal_stats().bytes - wal_before.bytes;
     let reads_after = reads.snapshot();
-    let check = backend.check(scale)?;
-    let txns = r.total();
+    // What the window left in the pool, before the check's scans change it.
     let resident = dataset::residency(&db);
     let sizes = dataset::relation_sizes(&db)?;
+    let check = backend.check(scale)?;
+    let txns = r.total();
     let relations = sizes
         .iter()
         .filter(|s| s.kind == "table" || s.kind == "index")
