@@ -43,7 +43,10 @@ fn assert_sane(report: &SweepReport, settings: &Settings) {
         assert_eq!(r.data_errors, 0, "{r:?}");
     }
     assert!(report.data_check.ok, "{:?}", report.data_check);
-    assert_eq!(report.data_check.blocks, u64::from(report.relation_blocks));
+    assert_eq!(
+        report.data_check.blocks,
+        Some(u64::from(report.relation_blocks))
+    );
     // Both evictors of each (batch, threads) group are compared.
     assert_eq!(report.ratios.len(), report.rows.len() / 2);
     // One raw pread window per thread count, and every row set beside the
@@ -317,7 +320,7 @@ fn hint_bits_index_scan_counts_rows_and_never_dirties_nothing() {
         .as_ref()
         .expect("the index part ran");
     assert!(check.ok, "{check:?}");
-    assert_eq!(check.runs, 12);
+    assert_eq!(check.runs, Some(12));
     assert!(report.index_table_pages > 0 && report.index_pages > 0);
     assert!(
         report.index_pool_buffers >= (report.index_table_pages + report.index_pages) as usize,

@@ -43,6 +43,7 @@ use rand_distr::{Distribution, Zipf};
 use serde::{Deserialize, Serialize};
 
 use super::raw_pread::{self, PreadBaseline};
+use crate::check::DataCheck;
 use crate::common::{
     self, BatchField, Config, CpuSample, Report, Settings, Table, fmt_rate, fmt_ratio, progress_bar,
 };
@@ -194,14 +195,6 @@ pub struct Ratio {
     pub ticks_per_victim_mean: f64,
 }
 
-/// The end-of-run check of every block.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct DataCheck {
-    pub blocks: u64,
-    pub ok: bool,
-    pub error: Option<String>,
-}
-
 /// A finished `sweep` or `ticks` run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepReport {
@@ -289,16 +282,8 @@ pub fn run(w: &Workload, settings: &Settings) -> Result<SweepReport> {
         settings.pool_buffers,
         settings.progress,
     ) {
-        Ok(blocks) => DataCheck {
-            blocks,
-            ok: true,
-            error: None,
-        },
-        Err(BenchError::Data(e)) => DataCheck {
-            blocks: u64::from(nblocks),
-            ok: false,
-            error: Some(e),
-        },
+        Ok(blocks) => DataCheck::blocks(blocks, None),
+        Err(BenchError::Data(e)) => DataCheck::blocks(u64::from(nblocks), Some(e)),
         Err(e) => return Err(e),
     };
     Ok(SweepReport {
@@ -759,14 +744,7 @@ impl Report for SweepReport {
                 cpu / others: cores used by this run / by other processes during the window; \
                 vs b1: evictions/s relative to batch 1; vs prev: HOT/COOL relative to clock, \
                 probation relative to HOT/COOL, in the same configuration\n";
-        if self.data_check.ok {
-            out += &format!("data check: {} blocks ok\n", self.data_check.blocks);
-        } else {
-            out += &format!(
-                "data check: FAILED: {}\n",
-                self.data_check.error.as_deref().unwrap_or("?")
-            );
-        }
+        out += &self.data_check.render();
         out
     }
 
