@@ -49,6 +49,24 @@ fn assert_sane(report: &SweepReport, settings: &Settings) {
     );
     // Both evictors of each (batch, threads) group are compared.
     assert_eq!(report.ratios.len(), report.rows.len() / 2);
+    // One raw pread window per thread count, and every row set beside the
+    // one of its thread count.
+    let counts: Vec<usize> = report.pread_baselines.iter().map(|b| b.threads).collect();
+    assert_eq!(counts, settings.threads, "{:?}", report.pread_baselines);
+    for b in &report.pread_baselines {
+        assert!(b.reads > 0 && b.reads_per_thread_per_sec > 0.0, "{b:?}");
+        assert_eq!(b.data_errors, 0, "{b:?}");
+    }
+    for r in &report.rows {
+        let b = report
+            .pread_baselines
+            .iter()
+            .find(|b| b.threads == r.threads)
+            .unwrap();
+        let want = r.evictions_per_sec / r.threads as f64 / b.reads_per_thread_per_sec;
+        let got = r.evictions_per_thread_vs_pread.expect("a ratio to pread");
+        assert!((got - want).abs() < 1e-9 * want.max(1.0), "{r:?}");
+    }
 }
 
 /// The JSON file parses back with the fields the README promises.
