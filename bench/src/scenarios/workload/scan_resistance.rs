@@ -1031,12 +1031,9 @@ impl ScanResistanceReport {
     }
 }
 
-impl Report for ScanResistanceReport {
-    fn scenario(&self) -> &str {
-        &self.scenario
-    }
-
-    fn render(&self) -> String {
+impl ScanResistanceReport {
+    /// One line per configuration and scan speed.
+    fn rows_table(&self) -> Table {
         let mut t = Table::new(&[
             "evictor",
             "ring",
@@ -1090,21 +1087,12 @@ impl Report for ScanResistanceReport {
                 },
             ]);
         }
-        let mut out = format!(
-            "\n{} (pool {} buffers; hot set {} pages = {:.0}% of the pool; history {} pages = {:.1} x pool):\n{t}",
-            self.scenario,
-            self.pool_buffers,
-            self.hot_set_pages,
-            100.0 * self.hot_set_pages as f64 / self.pool_buffers as f64,
-            self.history_pages,
-            self.history_pages as f64 / self.pool_buffers as f64,
-        );
-        out += "OLTP hit%: lookup threads' hits / accesses (misses = accounts + accounts_pkey pages read; \
-                accesses = all accesses - scan pages); hot min/end/mean: hot-set pages resident in the window; \
-                acc/lookup: buffer accesses per lookup (index height + 1 if the attribution is sound); \
-                lookup p99 us: the 99th percentile of one lookup's time (all lookup threads); \
-                hc/clk misses: HOT/COOL's misses over the clock's, \"noise\" where the two miss ratios \
-                are under 0.05 points or 3 sigma of their counts apart\n";
+        t
+    }
+
+    /// One line per compared pair: clock beside HOT/COOL.
+    fn comparison_lines(&self) -> String {
+        let mut out = String::new();
         for c in &self.comparisons {
             out += &format!(
                 "  ring {:>3}, scan {:>13}: OLTP miss clock {:.3}% vs HOT/COOL {:.3}% ({}); hot set resident {} ({:.1} vs {:.1} scan pages per lookup)\n",
@@ -1124,13 +1112,19 @@ impl Report for ScanResistanceReport {
                 c.scan_pages_per_lookup_hotcool,
             );
         }
+        out
+    }
+
+    /// Per configuration: where the buffers went (and per NUMA node), the
+    /// latency table and the miss-ratio curves.
+    fn per_configuration(&self) -> String {
         let labels: Vec<String> = self.rows.iter().map(Self::label).collect();
         let ends: Vec<&[RelPages]> = self
             .rows
             .iter()
             .map(|r| r.resident_end.as_slice())
             .collect();
-        out += &format!(
+        let mut out = format!(
             "where the buffers went (pages resident at the end of each window):\n{}",
             dataset::residency_table(&labels, &ends, self.pool_buffers)
         );
@@ -1152,6 +1146,34 @@ impl Report for ScanResistanceReport {
             .map(|(l, r)| (l.clone(), r.mrc.as_ref()))
             .collect();
         out += &common::curve_table(&curves);
+        out
+    }
+}
+
+impl Report for ScanResistanceReport {
+    fn scenario(&self) -> &str {
+        &self.scenario
+    }
+
+    fn render(&self) -> String {
+        let t = self.rows_table();
+        let mut out = format!(
+            "\n{} (pool {} buffers; hot set {} pages = {:.0}% of the pool; history {} pages = {:.1} x pool):\n{t}",
+            self.scenario,
+            self.pool_buffers,
+            self.hot_set_pages,
+            100.0 * self.hot_set_pages as f64 / self.pool_buffers as f64,
+            self.history_pages,
+            self.history_pages as f64 / self.pool_buffers as f64,
+        );
+        out += "OLTP hit%: lookup threads' hits / accesses (misses = accounts + accounts_pkey pages read; \
+                accesses = all accesses - scan pages); hot min/end/mean: hot-set pages resident in the window; \
+                acc/lookup: buffer accesses per lookup (index height + 1 if the attribution is sound); \
+                lookup p99 us: the 99th percentile of one lookup's time (all lookup threads); \
+                hc/clk misses: HOT/COOL's misses over the clock's, \"noise\" where the two miss ratios \
+                are under 0.05 points or 3 sigma of their counts apart\n";
+        out += &self.comparison_lines();
+        out += &self.per_configuration();
         out += &self.data_check.render();
         out
     }
