@@ -96,6 +96,25 @@ pub struct TpccReport {
     pub duration: Duration,
     pub warmup: Duration,
     pub rows: Vec<Row>,
+    /// The crash-recovery check (`--crash`).
+    pub crash: Option<super::crash::CrashReport>,
+}
+
+impl TpccReport {
+    fn crash_failure(&self) -> Option<String> {
+        let c = self.crash.as_ref()?;
+        if !c.check.passed() {
+            return Some(format!("after the crash: {}", c.check.describe()));
+        }
+        if c.orders_after <= c.orders_before {
+            return Some(
+                "after the crash: no New-Order of the killed child survived (it committed \
+                 none, or recovery lost them)"
+                    .into(),
+            );
+        }
+        None
+    }
 }
 
 fn ms(us: f64) -> String {
@@ -209,6 +228,16 @@ impl Report for TpccReport {
                 out += &format!("{}: {}\n", r.label(), r.check);
             }
         }
+        if let Some(c) = &self.crash {
+            out += &format!(
+                "crash-recovery: child killed with SIGKILL after {:.1} s; {} New-Orders \
+                 committed and kept; recovery {:.0} ms; {}\n",
+                self.duration.as_secs_f64(),
+                c.orders_after - c.orders_before,
+                c.recovery.as_secs_f64() * 1000.0,
+                c.check.describe()
+            );
+        }
         out
     }
 
@@ -230,6 +259,12 @@ impl Report for TpccReport {
             "duration_secs": self.duration.as_secs_f64(),
             "warmup_secs": self.warmup.as_secs_f64(),
             "rows": self.rows,
+            "crash": self.crash.as_ref().map(|c| serde_json::json!({
+                "new_orders_kept": c.orders_after - c.orders_before,
+                "recovery_ms": c.recovery.as_secs_f64() * 1000.0,
+                "check_passed": c.check.passed(),
+                "check": c.check.describe(),
+            })),
         })
     }
 
@@ -238,6 +273,7 @@ impl Report for TpccReport {
             .iter()
             .filter(|r| !r.check_passed)
             .map(|r| format!("{}: {}", r.label(), r.check))
+            .chain(self.crash_failure())
             .collect()
     }
 
