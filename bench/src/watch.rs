@@ -316,139 +316,164 @@ impl Widget for View<'_> {
             );
             return;
         };
-        let n = snap.buffers.len();
-        let parts = &snap.partitions;
-        line(
-            buf,
-            area,
-            0,
-            vec![
-                Span::styled(
-                    format!(
-                        "pool {}: {} evictor, {n} buffers, {} partition{}",
-                        snap.pool_id,
-                        snap.evictor,
-                        parts.len(),
-                        if parts.len() == 1 { "" } else { "s" }
-                    ),
-                    Style::new().add_modifier(Modifier::BOLD),
-                ),
-                Span::raw(format!("   {quit}")),
-            ],
+        header(buf, area, snap, self.rates.as_ref(), quit);
+        let plan = Plan::fit(
+            &snap.partitions,
+            area.width,
+            area.height.saturating_sub(HEADER_ROWS),
         );
-        let rates = match self.rates {
-            Some(r) => r.text(),
-            None => {
-                // A pool's first frame: its totals since it opened.
-                let t = snap.stats.totals();
-                let ratio = (t.accesses > 0)
-                    .then(|| format!("{:.1}%", 100.0 * t.hits as f64 / t.accesses as f64));
+        scale_and_legend(buf, area, snap, &plan);
+        partitions(buf, area, snap, &plan);
+    }
+}
+
+/// Rows 0 and 1: the pool, its evictor and partitions; the rates (or, in a
+/// pool's first frame, its totals since it opened).
+fn header(buf: &mut Buffer, area: Rect, snap: &PoolSnapshot, rates: Option<&Rates>, quit: &str) {
+    let n = snap.buffers.len();
+    let parts = &snap.partitions;
+    line(
+        buf,
+        area,
+        0,
+        vec![
+            Span::styled(
                 format!(
-                    "hit ratio {:>6} since the pool opened ({} accesses)",
-                    ratio.as_deref().unwrap_or("-"),
-                    t.accesses
-                )
-            }
-        };
-        line(buf, area, 1, vec![Span::raw(rates)]);
-        let plan = Plan::fit(parts, area.width, area.height.saturating_sub(HEADER_ROWS));
-        let cells: usize = parts
-            .iter()
-            .map(|p| (p.len as usize).div_ceil(plan.per_cell))
-            .sum();
-        let scale = if plan.per_cell == 1 {
-            format!("each cell = 1 buffer ({cells} cells)")
-        } else {
-            let how = match snap.evictor {
-                Evictor::Clock => "mean usage",
-                _ => "dominant state",
-            };
+                    "pool {}: {} evictor, {n} buffers, {} partition{}",
+                    snap.pool_id,
+                    snap.evictor,
+                    parts.len(),
+                    if parts.len() == 1 { "" } else { "s" }
+                ),
+                Style::new().add_modifier(Modifier::BOLD),
+            ),
+            Span::raw(format!("   {quit}")),
+        ],
+    );
+    let rates = match rates {
+        Some(r) => r.text(),
+        None => {
+            // A pool's first frame: its totals since it opened.
+            let t = snap.stats.totals();
+            let ratio = (t.accesses > 0)
+                .then(|| format!("{:.1}%", 100.0 * t.hits as f64 / t.accesses as f64));
             format!(
-                "each cell = {} buffers ({cells} cells): {how}; + ! if any, * if half",
-                plan.per_cell
+                "hit ratio {:>6} since the pool opened ({} accesses)",
+                ratio.as_deref().unwrap_or("-"),
+                t.accesses
             )
+        }
+    };
+    line(buf, area, 1, vec![Span::raw(rates)]);
+}
+
+/// Rows 2 to 4: what a cell stands for, the legend of the evictor's
+/// states, the marks.
+fn scale_and_legend(buf: &mut Buffer, area: Rect, snap: &PoolSnapshot, plan: &Plan) {
+    let parts = &snap.partitions;
+    let cells: usize = parts
+        .iter()
+        .map(|p| (p.len as usize).div_ceil(plan.per_cell))
+        .sum();
+    let scale = if plan.per_cell == 1 {
+        format!("each cell = 1 buffer ({cells} cells)")
+    } else {
+        let how = match snap.evictor {
+            Evictor::Clock => "mean usage",
+            _ => "dominant state",
         };
-        line(buf, area, 2, vec![Span::raw(scale)]);
-        let mut legend = Vec::new();
-        match snap.evictor {
-            Evictor::Clock => {
-                legend.push(Span::raw("usage "));
-                for u in 0..=bufmgr::desc::MAX_USAGE_COUNT as u8 {
-                    legend.push(swatch(CellState::Usage(u), " "));
-                }
-            }
-            e => {
-                legend.push(swatch(CellState::Hot, "OT "));
-                legend.push(swatch(CellState::Cool, "OOL "));
-                if e == Evictor::Probation {
-                    legend.push(swatch(CellState::Probation, "robation "));
-                }
+        format!(
+            "each cell = {} buffers ({cells} cells): {how}; + ! if any, * if half",
+            plan.per_cell
+        )
+    };
+    line(buf, area, 2, vec![Span::raw(scale)]);
+    let mut legend = Vec::new();
+    match snap.evictor {
+        Evictor::Clock => {
+            legend.push(Span::raw("usage "));
+            for u in 0..=bufmgr::desc::MAX_USAGE_COUNT as u8 {
+                legend.push(swatch(CellState::Usage(u), " "));
             }
         }
-        legend.push(Span::raw(" "));
-        legend.push(swatch(CellState::Empty, " empty"));
-        line(buf, area, 3, legend);
+        e => {
+            legend.push(swatch(CellState::Hot, "OT "));
+            legend.push(swatch(CellState::Cool, "OOL "));
+            if e == Evictor::Probation {
+                legend.push(swatch(CellState::Probation, "robation "));
+            }
+        }
+    }
+    legend.push(Span::raw(" "));
+    legend.push(swatch(CellState::Empty, " empty"));
+    line(buf, area, 3, legend);
+    line(
+        buf,
+        area,
+        4,
+        vec![Span::raw(
+            "marks: * dirty  + pinned  ! I/O in progress  < next buffer of the clock hand",
+        )],
+    );
+}
+
+/// From row [`HEADER_ROWS`]: each partition's line and its cells, as many
+/// as fit.
+fn partitions(buf: &mut Buffer, area: Rect, snap: &PoolSnapshot, plan: &Plan) {
+    let n = snap.buffers.len();
+    let parts = &snap.partitions;
+    let mut row = HEADER_ROWS;
+    for (i, p) in parts.iter().enumerate() {
+        if row >= area.height {
+            break;
+        }
         line(
             buf,
             area,
-            4,
-            vec![Span::raw(
-                "marks: * dirty  + pinned  ! I/O in progress  < next buffer of the clock hand",
+            row,
+            vec![Span::styled(
+                format!(
+                    "partition {i} (node {}): buffers {}..{}, hand at buffer {}, pass {}",
+                    p.node,
+                    p.first,
+                    p.first + p.len - 1,
+                    p.first + p.hand,
+                    p.passes
+                ),
+                Style::new().add_modifier(Modifier::UNDERLINED),
             )],
         );
-        let mut row = HEADER_ROWS;
-        for (i, p) in parts.iter().enumerate() {
-            if row >= area.height {
+        row += 1;
+        let first = p.first as usize;
+        let end = first + p.len as usize;
+        let hand = first + p.hand as usize;
+        for (c, start) in (first..end).step_by(plan.per_cell).enumerate() {
+            let y = row + (c / plan.columns) as u16;
+            if y >= area.height {
                 break;
             }
-            line(
-                buf,
-                area,
-                row,
-                vec![Span::styled(
-                    format!(
-                        "partition {i} (node {}): buffers {}..{}, hand at buffer {}, pass {}",
-                        p.node,
-                        p.first,
-                        p.first + p.len - 1,
-                        p.first + p.hand,
-                        p.passes
-                    ),
-                    Style::new().add_modifier(Modifier::UNDERLINED),
-                )],
-            );
-            row += 1;
-            let first = p.first as usize;
-            let end = first + p.len as usize;
-            let hand = first + p.hand as usize;
-            for (c, start) in (first..end).step_by(plan.per_cell).enumerate() {
-                let y = row + (c / plan.columns) as u16;
-                if y >= area.height {
-                    break;
-                }
-                let stop = (start + plan.per_cell).min(end);
-                let range = &snap.buffers[start.min(n)..stop.min(n)];
-                let (state, mark) = summarise(range, snap.evictor, (start..stop).contains(&hand));
-                let x = area.x + (c % plan.columns) as u16 * CELL_COLUMNS;
-                let style = state.style();
-                buf[(x, area.y + y)]
-                    .set_char(state.glyph())
-                    .set_style(style);
-                if CELL_COLUMNS > 1 && x + 1 < area.x + area.width {
-                    let mark_style = if mark == Mark::Hand {
-                        style.add_modifier(Modifier::BOLD)
-                    } else {
-                        style
-                    };
-                    buf[(x + 1, area.y + y)]
-                        .set_char(mark.glyph())
-                        .set_style(mark_style);
-                }
+            let stop = (start + plan.per_cell).min(end);
+            let range = &snap.buffers[start.min(n)..stop.min(n)];
+            let (state, mark) = summarise(range, snap.evictor, (start..stop).contains(&hand));
+            let x = area.x + (c % plan.columns) as u16 * CELL_COLUMNS;
+            let style = state.style();
+            buf[(x, area.y + y)]
+                .set_char(state.glyph())
+                .set_style(style);
+            if CELL_COLUMNS > 1 && x + 1 < area.x + area.width {
+                let mark_style = if mark == Mark::Hand {
+                    style.add_modifier(Modifier::BOLD)
+                } else {
+                    style
+                };
+                buf[(x + 1, area.y + y)]
+                    .set_char(mark.glyph())
+                    .set_style(mark_style);
             }
-            row += (p.len as usize)
-                .div_ceil(plan.per_cell)
-                .div_ceil(plan.columns) as u16;
         }
+        row += (p.len as usize)
+            .div_ceil(plan.per_cell)
+            .div_ceil(plan.columns) as u16;
     }
 }
 
