@@ -10,7 +10,8 @@ use engine::{Database, Options};
 use rusqlite::Connection;
 
 use super::engine_side::{
-    engine_bulk_load, engine_lookups, engine_scan_count, engine_scan_sum, engine_zipf_probes,
+    engine_bulk_load, engine_lookups, engine_scan_count, engine_scan_count_owned, engine_scan_sum,
+    engine_scan_sum_owned, engine_zipf_probes,
 };
 use super::sqlite_side::{
     self, sqlite_bulk_load, sqlite_lookups, sqlite_scan_count, sqlite_scan_sum, sqlite_zipf_probes,
@@ -756,6 +757,8 @@ pub fn run(settings: &Settings, p: &Params) -> Result<CompareReport> {
         Workload::Lookup100,
         Workload::ScanCount,
         Workload::ScanSum,
+        Workload::ScanCountOwned,
+        Workload::ScanSumOwned,
         Workload::BulkLoad,
     ]
     .iter()
@@ -765,6 +768,8 @@ pub fn run(settings: &Settings, p: &Params) -> Result<CompareReport> {
         Workload::Lookup100,
         Workload::ScanCount,
         Workload::ScanSum,
+        Workload::ScanCountOwned,
+        Workload::ScanSumOwned,
     ]
     .iter()
     .any(|&w| ws.contains(w));
@@ -864,6 +869,28 @@ pub fn run(settings: &Settings, p: &Params) -> Result<CompareReport> {
                     "scan sum(k)",
                     data.expected_sum_k(),
                     engine_scan_sum,
+                    sqlite_scan_sum,
+                )?);
+            }
+            if ws.contains(Workload::ScanCountOwned) {
+                rows.push(scan_row(
+                    p,
+                    &a,
+                    Workload::ScanCountOwned,
+                    "scan count(abalance = -1), owned rows",
+                    data.expected_minus_one() as i64,
+                    |db| Ok(engine_scan_count_owned(db)? as i64),
+                    |c| Ok(sqlite_scan_count(c)? as i64),
+                )?);
+            }
+            if ws.contains(Workload::ScanSumOwned) {
+                rows.push(scan_row(
+                    p,
+                    &a,
+                    Workload::ScanSumOwned,
+                    "scan sum(k), owned rows",
+                    data.expected_sum_k(),
+                    engine_scan_sum_owned,
                     sqlite_scan_sum,
                 )?);
             }

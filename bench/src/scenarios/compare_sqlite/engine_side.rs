@@ -91,6 +91,35 @@ pub fn engine_scan_sum(db: &Database) -> Result<i64> {
     Ok(sum)
 }
 
+/// Workload 4 through the owned iterator, as a Rust user writes it first:
+/// `for r in txn.scan(t)?`, the column read from each owned row.
+pub fn engine_scan_count_owned(db: &Database) -> Result<u64> {
+    let table = db.table_handle(TABLE)?;
+    let abalance = table.column("abalance")?;
+    let txn = db.begin()?;
+    let mut n = 0u64;
+    for r in txn.scan(&table)? {
+        let (_, row) = r?;
+        n += u64::from(row.i64(abalance)? == -1);
+    }
+    txn.commit()?;
+    Ok(n)
+}
+
+/// Workload 5 through the owned iterator (`for r in txn.scan(t)?`).
+pub fn engine_scan_sum_owned(db: &Database) -> Result<i64> {
+    let table = db.table_handle(TABLE)?;
+    let k = table.column("k")?;
+    let txn = db.begin()?;
+    let mut sum = 0i64;
+    for r in txn.scan(&table)? {
+        let (_, row) = r?;
+        sum += row.i64(k)?;
+    }
+    txn.commit()?;
+    Ok(sum)
+}
+
 /// Workload 6: open a fresh database in `dir` with `options`, create the
 /// table and its index on k, and `bulk_load` every row in one transaction
 /// (into the empty table: pages written whole through the bulk-write ring,

@@ -16,6 +16,8 @@
 //!   lookup-100 (1,2 thr)    begin; 100 x lookup_each; commit     BEGIN; 100 x SELECT; COMMIT
 //!   scan-count              scan_each, count abalance == -1      SELECT count(*) .. NOT INDEXED WHERE abalance=-1
 //!   scan-sum                scan_each, sum k                     SELECT sum(k) .. NOT INDEXED
+//!   scan-count-owned        for r in txn.scan(t)?, count         as scan-count
+//!   scan-sum-owned          for r in txn.scan(t)?, sum k         as scan-sum
 //!   bulk-load               open fresh, create table + index,    BEGIN; CREATE TABLE; N x INSERT;
 //!                           bulk_load N rows (one transaction)   CREATE INDEX; COMMIT
 //!   zipf (2 thr)            t(id, k1, k2, k3, filler 140) of 2.7 M rows (index-residency's data
@@ -80,6 +82,10 @@ pub enum Workload {
     ScanCount,
     /// Full scan summing k.
     ScanSum,
+    /// Full scan counting abalance = -1 through the owned iterator.
+    ScanCountOwned,
+    /// Full scan summing k through the owned iterator.
+    ScanSumOwned,
     /// Bulk load of the accounts with the index into a fresh database.
     BulkLoad,
     /// Zipfian probes through 3 indexes under memory pressure.
@@ -87,11 +93,13 @@ pub enum Workload {
 }
 
 impl Workload {
-    pub const ALL: [Workload; 6] = [
+    pub const ALL: [Workload; 8] = [
         Workload::Lookup1,
         Workload::Lookup100,
         Workload::ScanCount,
         Workload::ScanSum,
+        Workload::ScanCountOwned,
+        Workload::ScanSumOwned,
         Workload::BulkLoad,
         Workload::Zipf,
     ];
@@ -102,6 +110,8 @@ impl Workload {
             Workload::Lookup100 => "lookup-100",
             Workload::ScanCount => "scan-count",
             Workload::ScanSum => "scan-sum",
+            Workload::ScanCountOwned => "scan-count-owned",
+            Workload::ScanSumOwned => "scan-sum-owned",
             Workload::BulkLoad => "bulk-load",
             Workload::Zipf => "zipf",
         }

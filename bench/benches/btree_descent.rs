@@ -1,0 +1,138 @@
+//! Micro-benchmark of a B-tree descent (`cargo bench -p bench --bench
+//! btree_descent`): a point lookup (`Index::lookup_each`) in a resident
+//! index of three levels (root, one internal level, leaves), from one
+//! thread and from two.
+//!
+//! ```text
+//!   descent_3_levels/1thread            lookups of random keys
+//!   descent_3_levels/2threads-same      both threads look up the same keys (same pages, same moments)
+//!   descent_3_levels/2threads-disjoint  each thread its own half of the key space (shared root
+//!                                       and internal pages, leaves of its own)
+//! ```
+//!
+//! The index is built bottom-up (`build_sorted`) in a temporary directory,
+//! every page resident before timing; the setup checks that its root is at
+//! level 2. `2threads-*` report wall time per lookup of the pair (each
+//! thread does half), the inverse of the aggregate rate, so
+//! time(1thread) / time(2threads-*) is the scaling.
+
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use btree::{Index, IndexOptions, Key, KeyType};
+use bufmgr::{BufferPool, FileStorage, PoolConfig, RelId};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use heap::Tid;
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
+use std::hint::black_box;
+
+/// Entries of the index: three levels at the build's fill factors.
+const ENTRIES: i64 = 1_000_000;
+/// Pool: the whole index (about 2,800 pages) resident with room to spare.
+const POOL_BUFFERS: usize = 8192;
+const REL: RelId = RelId(20);
+/// Length of each thread's key sequence.
+const SEQ: usize = 1 << 16;
+
+/// `SEQ` keys from `lo..hi`, shuffled with `seed`.
+fn keys(lo: i64, hi: i64, seed: u64) -> Vec<i64> {
+    let span = (hi - lo) as usize;
+    let mut k: Vec<i64> = (0..SEQ).map(|i| lo + ((i * 7919) % span) as i64).collect();
+    k.shuffle(&mut SmallRng::seed_from_u64(seed));
+    k
+}
+
+/// One lookup of `key`: the descent and the leaf's matching entry.
+fn lookup(index: &Index, key: i64) {
+    let mut found = 0u32;
+    index
+        .lookup_each(&Key::I64(key), |tid| {
+            found += 1;
+            black_box(tid);
+            true
+        })
+        .expect("lookup");
+    assert_eq!(found, 1, "key {key} is in the index once");
+}
+
+fn descent(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let storage = Arc::new(FileStorage::open(dir.path()).expect("open storage"));
+    let pool = Arc::new(BufferPool::new(PoolConfig::new(POOL_BUFFERS), storage).expect("pool"));
+    let index = Index::create(
+        pool,
+        None,
+        IndexOptions {
+            name: "descent".into(),
+            rel: REL,
+            key_type: KeyType::I64,
+            unique: true,
+        },
+    )
+    .expect("create the index");
+    let stats = index
+        .build_sorted((0..ENTRIES).map(|k| {
+            let tid = Tid::new((k / 100) as u32, (k % 100) as u16 + 1);
+            (Key::I64(k), tid)
+        }))
+        .expect("build the index");
+    assert_eq!(stats.root_level, 2, "the index has three levels: {stats:?}");
+    // Every page resident: one lookup per leaf's worth of keys.
+    for k in (0..ENTRIES).step_by(100) {
+        lookup(&index, k);
+    }
+
+    let same = [keys(0, ENTRIES, 31), keys(0, ENTRIES, 31)];
+    let disjoint = [keys(0, ENTRIES / 2, 32), keys(ENTRIES / 2, ENTRIES, 33)];
+    // Each thread times itself; the run lasts from the first start to the
+    // last end.
+    let run = |orders: &[Vec<i64>; 2], threads: usize, iters: u64| -> Duration {
+        let barrier = Barrier::new(threads);
+        let spans: Vec<(Instant, Instant)> = std::thread::scope(|s| {
+            let handles: Vec<_> = orders
+                .iter()
+                .take(threads)
+                .enumerate()
+                .map(|(t, order)| {
+                    let (index, barrier) = (&index, &barrier);
+                    // Thread 0 also does the remainder: iters lookups in all.
+                    let n = iters / threads as u64 + u64::from(t == 0) * (iters % threads as u64);
+                    s.spawn(move || {
+                        lookup(index, order[0]);
+                        barrier.wait();
+                        let start = Instant::now();
+                        for i in 0..n as usize {
+                            lookup(index, order[i % SEQ]);
+                        }
+                        (start, Instant::now())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("descent thread"))
+                .collect()
+        });
+        let first = spans.iter().map(|s| s.0).min().expect("a thread");
+        let last = spans.iter().map(|s| s.1).max().expect("a thread");
+        last - first
+    };
+    let mut g = c.benchmark_group("descent_3_levels");
+    g.measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_secs(1))
+        .sample_size(20)
+        .throughput(Throughput::Elements(1));
+    g.bench_function("1thread", |b| b.iter_custom(|iters| run(&same, 1, iters)));
+    g.bench_function("2threads-same", |b| {
+        b.iter_custom(|iters| run(&same, 2, iters))
+    });
+    g.bench_function("2threads-disjoint", |b| {
+        b.iter_custom(|iters| run(&disjoint, 2, iters))
+    });
+    g.finish();
+}
+
+criterion_group!(btree_descent, descent);
+criterion_main!(btree_descent);
