@@ -1,14 +1,24 @@
 //! [`OwnedRow`]: a row copied out of its page, as the owned reads return
 //! it (`get`, `get_by_key`, `index_lookup`, the scan and range iterators).
 //!
-//! It is its values (it dereferences to `[Value]`, so `row[0]`, `row.len()`
-//! and comparisons with a `Vec<Value>` work as on the plain vector) and the
-//! definition of its table, so a column can be read by name
-//! (`row.value("name")`, `row.text("name")`) or by a resolved [`Col`]
-//! (`row.text(col)`), with the typed accessors [`crate::RowRef`] has.
+//! It reads like its values (it dereferences to `[Value]`, so `row[0]`,
+//! `row.len()` and comparisons with a `Vec<Value>` work as on the plain
+//! vector) and carries the definition of its table, so a column can be read
+//! by name (`row.value("name")`, `row.text("name")`) or by a resolved
+//! [`Col`] (`row.text(col)`), with the typed accessors [`crate::RowRef`] has.
+//!
+//! A row of a table scan ([`crate::RowIter`]) is not decoded when it is
+//! read: it holds its encoded tuple, a slice of one reference-counted copy
+//! of the visible tuples of its page (made once per page, checked whole as
+//! a full decode checks it), and a typed accessor decodes just its column
+//! from those bytes, as `RowRef` does, without allocating. The values are
+//! built, once, only when asked for: `row[i]`, `values()`, `value()`,
+//! `into_values()`, comparing, hashing, printing, or changing the row in
+//! place (after which the values are the row).
 //!
 //! ```text
-//!   OwnedRow ── values: [Value; n]   (n = the table's columns, or the projected ones)
+//!   OwnedRow ── encoded: (id, Bytes)  a slice of the page's shared copy (scans)
+//!            ├─ values: once-filled [Value; n]   (n = the table's columns, or the projected ones)
 //!            └─ shape: Arc ── the table's definition (the version the row was read with)
 //!                          └─ positions: the table column of each value, if projected
 //! ```
@@ -28,12 +38,14 @@
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
 
 use crate::catalog::TableInfo;
 use crate::error::{EngineError, Result};
-use crate::row::{Col, col_of};
-use crate::value::{ColumnType, Row, Value};
+use crate::row::{Col, RowId, RowRef, col_of};
+use crate::value::{ColumnType, Row, Value, check_row};
 
 /// What the values of a row are: the table's definition, and which of its
 /// columns they are if the row is projected. Shared by the rows of one
@@ -78,7 +90,13 @@ impl Shape {
 /// docs).
 #[derive(Clone)]
 pub struct OwnedRow {
-    values: Row,
+    /// The row's id and encoded tuple (checked whole when read), while the
+    /// values are not the row's truth: `None` for a row made of values or
+    /// once it has been changed in place.
+    encoded: Option<(RowId, Bytes)>,
+    /// The values: set when the row is made of values, built from
+    /// `encoded` the first time they are needed otherwise.
+    values: OnceLock<Row>,
     shape: Arc<Shape>,
 }
 
@@ -116,17 +134,88 @@ impl RowColumn for Col {
 
 impl OwnedRow {
     pub(crate) fn new(values: Row, shape: Arc<Shape>) -> OwnedRow {
-        OwnedRow { values, shape }
+        OwnedRow {
+            encoded: None,
+            values: OnceLock::from(values),
+            shape,
+        }
     }
 
-    /// The values, one per column (per projected column if projected).
+    /// Row `id` of `shape`'s table, its columns decoded on access from
+    /// `data`, its encoded tuple: checked here as a full decode checks it
+    /// (a bad one is [`EngineError::CorruptRow`]), so that building the
+    /// values later cannot fail.
+    pub(crate) fn encoded(id: RowId, data: Bytes, shape: Arc<Shape>) -> Result<OwnedRow> {
+        let table = shape.table();
+        check_row(&table.columns, &data, |detail| EngineError::CorruptRow {
+            table: table.name.clone(),
+            row_id: id,
+            detail,
+        })?;
+        Ok(OwnedRow {
+            encoded: Some((id, data)),
+            values: OnceLock::new(),
+            shape,
+        })
+    }
+
+    /// The values, one per column (per projected column if projected);
+    /// built once if the row was read encoded.
     pub fn values(&self) -> &[Value] {
-        &self.values
+        self.materialised()
     }
 
     /// The values, taken out.
-    pub fn into_values(self) -> Row {
-        self.values
+    pub fn into_values(mut self) -> Row {
+        match self.values.take() {
+            Some(v) => v,
+            None => self.decode(),
+        }
+    }
+
+    /// The values, built from the encoded tuple if not yet.
+    #[inline]
+    fn materialised(&self) -> &Row {
+        self.values.get_or_init(|| self.decode())
+    }
+
+    /// The values from the encoded tuple (the projected ones if projected).
+    fn decode(&self) -> Row {
+        let Some((id, data)) = &self.encoded else {
+            // Without an encoded tuple the values were set when the row
+            // was made (`new`) and are never taken while it lives.
+            unreachable!("an owned row without values has its encoded tuple")
+        };
+        let whole = match RowRef::over(*id, data, &self.shape).to_row() {
+            Ok(whole) => whole,
+            // `encoded` ran `check_row`, which accepts exactly the bytes
+            // `decode_row` does.
+            Err(e) => unreachable!("an owned row's tuple was checked when it was read: {e}"),
+        };
+        match &self.shape.positions {
+            None => whole,
+            Some(p) => p.iter().map(|&i| whole[i].clone()).collect(),
+        }
+    }
+
+    /// The encoded row as a `RowRef` and `col` resolved, when the
+    /// accessors read the bytes (the values not built); the projection is
+    /// checked.
+    #[inline]
+    fn view(&self, col: &impl RowColumn) -> Result<Option<(RowRef<'_>, Col)>> {
+        let Some((id, data)) = &self.encoded else {
+            return Ok(None);
+        };
+        if self.values.get().is_some() {
+            return Ok(None);
+        }
+        let c = col.col(&self.shape.table)?;
+        if let Some(p) = &self.shape.positions
+            && !p.contains(&c.index())
+        {
+            return Err(self.wrong(c.index(), "is not among the row's projected columns"));
+        }
+        Ok(Some((RowRef::over(*id, data, &self.shape), c)))
     }
 
     /// The definition of the row's table (as the row was read).
@@ -137,66 +226,103 @@ impl OwnedRow {
     /// Column `col` (a name or a [`Col`]). (`get(i)` is the slice's: the
     /// value at position `i`, if any.)
     pub fn value(&self, col: impl RowColumn) -> Result<&Value> {
-        Ok(&self.values[self.slot(&col)?])
+        let i = self.slot(&col)?;
+        Ok(&self.materialised()[i])
     }
 
     /// The non-NULL `I64` column `col`.
     pub fn i64(&self, col: impl RowColumn) -> Result<i64> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.i64(c);
+        }
         self.typed(col, ColumnType::I64, "i64", Value::as_i64)
     }
 
     /// The `I64` column `col`, `None` if NULL.
     pub fn i64_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.i64_opt(c);
+        }
         self.typed_opt(col, ColumnType::I64, Value::as_i64)
     }
 
     /// The non-NULL `F64` column `col`.
     pub fn f64(&self, col: impl RowColumn) -> Result<f64> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.f64(c);
+        }
         self.typed(col, ColumnType::F64, "f64", Value::as_f64)
     }
 
     /// The `F64` column `col`, `None` if NULL.
     pub fn f64_opt(&self, col: impl RowColumn) -> Result<Option<f64>> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.f64_opt(c);
+        }
         self.typed_opt(col, ColumnType::F64, Value::as_f64)
     }
 
     /// The non-NULL `Timestamp` column `col` (microseconds since the epoch).
     pub fn timestamp(&self, col: impl RowColumn) -> Result<i64> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.timestamp(c);
+        }
         self.typed(col, ColumnType::Timestamp, "timestamp", Value::as_timestamp)
     }
 
     /// The `Timestamp` column `col`, `None` if NULL.
     pub fn timestamp_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.timestamp_opt(c);
+        }
         self.typed_opt(col, ColumnType::Timestamp, Value::as_timestamp)
     }
 
     /// The non-NULL `Bool` column `col`.
     pub fn bool(&self, col: impl RowColumn) -> Result<bool> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.bool(c);
+        }
         self.typed(col, ColumnType::Bool, "bool", Value::as_bool)
     }
 
     /// The `Bool` column `col`, `None` if NULL.
     pub fn bool_opt(&self, col: impl RowColumn) -> Result<Option<bool>> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.bool_opt(c);
+        }
         self.typed_opt(col, ColumnType::Bool, Value::as_bool)
     }
 
     /// The non-NULL `Text` column `col`.
     pub fn text(&self, col: impl RowColumn) -> Result<&str> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.text(c);
+        }
         self.typed(col, ColumnType::Text, "text", Value::as_text)
     }
 
     /// The `Text` column `col`, `None` if NULL.
     pub fn text_opt(&self, col: impl RowColumn) -> Result<Option<&str>> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.text_opt(c);
+        }
         self.typed_opt(col, ColumnType::Text, Value::as_text)
     }
 
     /// The non-NULL `Bytes` column `col`.
     pub fn bytes(&self, col: impl RowColumn) -> Result<&[u8]> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.bytes(c);
+        }
         self.typed(col, ColumnType::Bytes, "bytes", Value::as_bytes)
     }
 
     /// The `Bytes` column `col`, `None` if NULL.
     pub fn bytes_opt(&self, col: impl RowColumn) -> Result<Option<&[u8]>> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.bytes_opt(c);
+        }
         self.typed_opt(col, ColumnType::Bytes, Value::as_bytes)
     }
 
@@ -234,7 +360,7 @@ impl OwnedRow {
         i: usize,
         as_t: &impl Fn(&'a Value) -> Option<T>,
     ) -> Result<Option<T>> {
-        let v = &self.values[i];
+        let v = &self.materialised()[i];
         if v.is_null() {
             return Ok(None);
         }
@@ -269,7 +395,7 @@ impl OwnedRow {
             Some(p) => p.iter().position(|&c| c == pos),
         };
         match i {
-            Some(i) if i < self.values.len() => Ok(i),
+            Some(i) if i < self.materialised().len() => Ok(i),
             _ => Err(self.wrong(pos, "is not among the row's projected columns")),
         }
     }
@@ -293,7 +419,7 @@ impl Deref for OwnedRow {
     type Target = [Value];
 
     fn deref(&self) -> &[Value] {
-        &self.values
+        self.materialised()
     }
 }
 
@@ -301,26 +427,34 @@ impl Deref for OwnedRow {
 /// `update`); their number cannot.
 impl std::ops::DerefMut for OwnedRow {
     fn deref_mut(&mut self) -> &mut [Value] {
-        &mut self.values
+        if self.values.get().is_none() {
+            self.values = OnceLock::from(self.decode());
+        }
+        // From now on the values are the row.
+        self.encoded = None;
+        match self.values.get_mut() {
+            Some(v) => v,
+            None => unreachable!("the values were built just above"),
+        }
     }
 }
 
 impl AsRef<[Value]> for OwnedRow {
     fn as_ref(&self) -> &[Value] {
-        &self.values
+        self.materialised()
     }
 }
 
 /// Printed as its values are.
 impl std::fmt::Debug for OwnedRow {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.values.fmt(f)
+        self.materialised().fmt(f)
     }
 }
 
 impl PartialEq for OwnedRow {
     fn eq(&self, other: &OwnedRow) -> bool {
-        self.values == other.values
+        self.materialised() == other.materialised()
     }
 }
 
@@ -328,19 +462,19 @@ impl Eq for OwnedRow {}
 
 impl PartialEq<Row> for OwnedRow {
     fn eq(&self, other: &Row) -> bool {
-        &self.values == other
+        self.materialised() == other
     }
 }
 
 impl PartialEq<OwnedRow> for Row {
     fn eq(&self, other: &OwnedRow) -> bool {
-        self == &other.values
+        self == other.materialised()
     }
 }
 
 impl PartialEq<[Value]> for OwnedRow {
     fn eq(&self, other: &[Value]) -> bool {
-        self.values == other
+        self.materialised().as_slice() == other
     }
 }
 
@@ -352,19 +486,19 @@ impl PartialOrd for OwnedRow {
 
 impl Ord for OwnedRow {
     fn cmp(&self, other: &OwnedRow) -> Ordering {
-        self.values.cmp(&other.values)
+        self.materialised().cmp(other.materialised())
     }
 }
 
 impl Hash for OwnedRow {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.values.hash(state);
+        self.materialised().hash(state);
     }
 }
 
 impl From<OwnedRow> for Row {
     fn from(r: OwnedRow) -> Row {
-        r.values
+        r.into_values()
     }
 }
 
@@ -373,7 +507,7 @@ impl IntoIterator for OwnedRow {
     type IntoIter = std::vec::IntoIter<Value>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.values.into_iter()
+        self.into_values().into_iter()
     }
 }
 
@@ -382,6 +516,6 @@ impl<'a> IntoIterator for &'a OwnedRow {
     type IntoIter = std::slice::Iter<'a, Value>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.values.iter()
+        self.materialised().iter()
     }
 }

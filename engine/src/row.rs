@@ -110,6 +110,24 @@ impl<'a> RowRef<'a> {
         }
     }
 
+    /// A view of `data`, a row of `shape`'s table (an [`OwnedRow`]'s
+    /// bytes).
+    #[inline]
+    pub(crate) fn over(id: RowId, data: &'a [u8], shape: &'a Arc<Shape>) -> RowRef<'a> {
+        RowRef {
+            id,
+            data,
+            table: shape.table(),
+            shape,
+        }
+    }
+
+    /// The table's definition as owned rows share it.
+    #[inline]
+    pub(crate) fn shape(&self) -> &'a Arc<Shape> {
+        self.shape
+    }
+
     /// The row's id (its heap TID).
     #[inline]
     pub fn id(&self) -> RowId {

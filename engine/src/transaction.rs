@@ -105,6 +105,7 @@ use crate::stats::Pending;
 use crate::txn::Xid;
 use crate::txn::xact::CommitMode;
 use crate::value::{ColumnType, Row, Value, decode_row, encode_row};
+use bytes::Bytes;
 
 /// Map a heap error of operation `op` on `table` to the engine's.
 pub(crate) fn map_heap(table: &str, op: &str) -> impl FnOnce(HeapError) -> EngineError {
@@ -1142,7 +1143,7 @@ impl RowIter {
                 name: t.info.name.clone(),
             });
         }
-        let rows = &mut self.rows;
+        let mut page = PageRows::default();
         let filter = &mut self.filter;
         let projection = &self.projection;
         let visited = visit_page(
@@ -1152,8 +1153,9 @@ impl RowIter {
             self.opts,
             stream,
             &mut self.batch,
-            |row| collect_row(row, filter, projection, rows, None),
+            |row| page.collect(row, filter, projection, None),
         )?;
+        page.hand_out(&mut self.rows);
         if !self.rows.is_empty() {
             stream.release_ahead();
         }
@@ -1187,7 +1189,7 @@ impl RowIter {
             .read_buffer(bufmgr::RelFork::main(t.heap.rel()), block, None)
             .map_err(|e| map_heap(name, "scan")(HeapError::Buffer(e)))?
             .lock_shared();
-        let rows = &mut self.rows;
+        let mut rows = PageRows::default();
         let filter = &mut self.filter;
         let projection = &self.projection;
         let after = self.last;
@@ -1198,8 +1200,10 @@ impl RowIter {
             self.opts,
             &page,
             &mut self.batch,
-            |row| collect_row(row, filter, projection, rows, after),
-        )
+            |row| rows.collect(row, filter, projection, after),
+        )?;
+        rows.hand_out(&mut self.rows);
+        Ok(())
     }
 
     fn fail(&mut self, e: EngineError) -> Option<Result<(RowId, OwnedRow)>> {
@@ -1211,39 +1215,63 @@ impl RowIter {
     }
 }
 
-/// Filter, project and copy one visible row into `rows` (a row id at or
-/// before `after` is skipped).
-fn collect_row(
-    row: RowRef<'_>,
-    filter: &mut Option<FilterBox>,
-    projection: &Option<(Vec<Col>, Arc<Shape>)>,
-    rows: &mut VecDeque<Result<(RowId, OwnedRow)>>,
-    after: Option<RowId>,
-) {
-    if after.is_some_and(|a| row.id() <= a) {
-        return;
+/// The rows of one page a scan keeps: their tuples copied, under the
+/// page's lock, into one buffer that becomes the rows' shared bytes once
+/// the lock is released (`hand_out`).
+#[derive(Default)]
+struct PageRows {
+    data: Vec<u8>,
+    /// In page order: each kept row's id, the range of its tuple in
+    /// `data` and its shape, or the error its filter returned.
+    kept: Vec<Result<KeptRow>>,
+}
+
+/// A kept row of a page: its id, its tuple's range in the page's copy, the
+/// shape of the owned row it becomes.
+type KeptRow = (RowId, std::ops::Range<usize>, Arc<Shape>);
+
+impl PageRows {
+    /// Filter one visible row and copy its tuple if kept (a row id at or
+    /// before `after` is skipped).
+    fn collect(
+        &mut self,
+        row: RowRef<'_>,
+        filter: &mut Option<FilterBox>,
+        projection: &Option<(Vec<Col>, Arc<Shape>)>,
+        after: Option<RowId>,
+    ) {
+        if after.is_some_and(|a| row.id() <= a) {
+            return;
+        }
+        let keep = match filter {
+            Some(FilterBox(p)) => p(&row),
+            None => Ok(true),
+        };
+        match keep {
+            Ok(false) => {}
+            Ok(true) => {
+                let start = self.data.len();
+                self.data.extend_from_slice(row.raw());
+                let shape = match projection {
+                    None => row.shape().clone(),
+                    Some((_, shape)) => shape.clone(),
+                };
+                self.kept
+                    .push(Ok((row.id(), start..self.data.len(), shape)));
+            }
+            Err(e) => self.kept.push(Err(e)),
+        }
     }
-    let keep = match filter {
-        Some(FilterBox(p)) => p(&row),
-        None => Ok(true),
-    };
-    let out = keep.and_then(|keep| {
-        if !keep {
-            return Ok(None);
-        }
-        match projection {
-            None => row.to_owned_row().map(Some),
-            Some((cols, shape)) => cols
-                .iter()
-                .map(|&c| row.value(c))
-                .collect::<Result<Row>>()
-                .map(|values| Some(OwnedRow::new(values, shape.clone()))),
-        }
-    });
-    match out {
-        Ok(None) => {}
-        Ok(Some(r)) => rows.push_back(Ok((row.id(), r))),
-        Err(e) => rows.push_back(Err(e)),
+
+    /// The kept rows, in order, as owned rows over one shared copy of
+    /// their tuples (each checked: a bad tuple is its row's error).
+    fn hand_out(self, rows: &mut VecDeque<Result<(RowId, OwnedRow)>>) {
+        let data = Bytes::from(self.data);
+        rows.extend(self.kept.into_iter().map(|k| {
+            k.and_then(|(id, range, shape)| {
+                Ok((id, OwnedRow::encoded(id, data.slice(range), shape)?))
+            })
+        }));
     }
 }
 

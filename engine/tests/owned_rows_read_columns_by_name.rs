@@ -198,3 +198,82 @@ fn an_owned_row_keeps_the_definition_it_was_read_with_across_add_column() {
         assert_eq!(&after[..6], &before[..]);
     });
 }
+
+#[test]
+fn scanned_rows_read_columns_from_their_bytes_and_agree_with_their_values_after_a_change() {
+    watchdog(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), small_options()).unwrap();
+        customers(&db);
+        db.create_table("other", vec![Column::new("x", ColumnType::I64)])
+            .unwrap();
+        let foreign = db.table_handle("other").unwrap().column("x").unwrap();
+        let table = db.table_handle("customer").unwrap();
+        let (id, name) = (table.column("id").unwrap(), table.column("name").unwrap());
+        let t = db.begin().unwrap();
+        let rows: Vec<_> = t.scan(&table).unwrap().map(|r| r.unwrap().1).collect();
+        assert_eq!(rows.len(), 10);
+        for (i, row) in rows.iter().enumerate() {
+            let i = i as i64;
+            // Typed reads first (from the bytes), then the values.
+            assert_eq!(row.i64(id).unwrap(), i);
+            assert_eq!(row.text(name).unwrap(), format!("cust-{i}"));
+            assert_eq!(
+                row.f64_opt("balance").unwrap(),
+                (i % 2 == 0).then_some(i as f64 * 1.25)
+            );
+            assert_eq!(row.bool("active").unwrap(), i % 3 == 0);
+            assert_eq!(row.bytes_opt("photo").unwrap(), None);
+            assert_eq!(row[0], Value::I64(i));
+            assert_eq!(
+                row.value("name").unwrap(),
+                &Value::text(format!("cust-{i}"))
+            );
+        }
+        // The same checks as on a row made of values.
+        let row = &rows[1];
+        assert!(matches!(
+            row.text("nope").unwrap_err(),
+            EngineError::UnknownColumn { .. }
+        ));
+        let e = row.i64("name").unwrap_err();
+        assert!(
+            matches!(e, EngineError::WrongColumn { .. }) && e.to_string().contains("i64"),
+            "{e}"
+        );
+        assert!(
+            row.f64("balance")
+                .unwrap_err()
+                .to_string()
+                .contains("f64_opt")
+        );
+        assert!(
+            row.i64(foreign)
+                .unwrap_err()
+                .to_string()
+                .contains("another table")
+        );
+        // Changed in place, the row reads its new values.
+        let mut changed = rows[3].clone();
+        changed[1] = Value::text("renamed");
+        assert_eq!(changed.text(name).unwrap(), "renamed");
+        assert_eq!(rows[3].text(name).unwrap(), "cust-3");
+        assert_ne!(changed, rows[3]);
+        // Projected rows read only their columns.
+        let projected: Vec<_> = t
+            .scan(&table)
+            .unwrap()
+            .project(&[name, id])
+            .map(|r| r.unwrap().1)
+            .collect();
+        assert_eq!(projected[4].text(name).unwrap(), "cust-4");
+        assert_eq!(projected[4].i64(id).unwrap(), 4);
+        let e = projected[4].bool("active").unwrap_err();
+        assert!(e.to_string().contains("projected"), "{e}");
+        assert_eq!(
+            projected[4].clone().into_values(),
+            vec![Value::text("cust-4"), Value::I64(4)]
+        );
+        t.commit().unwrap();
+    });
+}
