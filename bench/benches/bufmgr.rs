@@ -4,6 +4,10 @@
 //!   pin_unpin_hit/{1thread,2threads}   read_buffer + drop of a resident page
 //!   pin_unpin_hit/1thread-traced       the same on a pool recording a trace (32 bytes
 //!                                      an access, written to a file in batches)
+//!   pin_unpin_hit/1thread-mrc          the same on a pool sampling for the miss-ratio
+//!                                      curve at the default rate (the hit path's filter)
+//!   pin_unpin_hit/1thread-mrc-all      the same sampling every page (the cost of a
+//!                                      sampled access: batch, lock, Fenwick tree)
 //!   hot100/{1thread,2threads}           the same on 100 hot pages both threads share
 //!   miss_with_eviction/{clock,hotcool}  every access a miss: sweep, evict, pread, checksum
 //!   miss_with_eviction/clock_no_checksum  the same without verifying the checksum
@@ -93,15 +97,41 @@ fn pin_unpin_hit(c: &mut Criterion, storage: &Arc<FileStorage>, dir: &Path) {
         storage.clone(),
     )
     .expect("traced pool");
+    // Sampling for the miss-ratio curve: at the default rate, and every page.
+    let mrc = BufferPool::new(
+        PoolConfig::new(POOL_BUFFERS).mrc(Some(bufmgr::MrcConfig::DEFAULT)),
+        storage.clone(),
+    )
+    .expect("sampling pool");
+    let mrc_all = BufferPool::new(
+        PoolConfig::new(POOL_BUFFERS).mrc(Some(bufmgr::MrcConfig {
+            rate_inverse: 1,
+            ..bufmgr::MrcConfig::DEFAULT
+        })),
+        storage.clone(),
+    )
+    .expect("pool sampling every page");
     let rf = RelFork::main(HIT_REL);
     for b in 0..HIT_BLOCKS {
         hit(&pool, rf, b);
         hit(&traced, rf, b);
+        hit(&mrc, rf, b);
+        hit(&mrc_all, rf, b);
     }
     let mut g = c.benchmark_group("pin_unpin_hit");
     configure(&mut g);
     g.bench_function("1thread", |b| hits_in_turn(&pool, rf, b));
     g.bench_function("1thread-traced", |b| hits_in_turn(&traced, rf, b));
+    g.bench_function("1thread-mrc", |b| hits_in_turn(&mrc, rf, b));
+    g.bench_function("1thread-mrc-all", |b| hits_in_turn(&mrc_all, rf, b));
+    // Every access of the pool sampling every page was sampled (all but
+    // the last partial batch of this thread, handed over by the call).
+    let curve = mrc_all.miss_ratio_curve().expect("sampling is on");
+    assert_eq!(
+        curve.sampled_accesses,
+        mrc_all.stats().totals().accesses,
+        "pin_unpin_hit/1thread-mrc-all: {curve}"
+    );
     // Two threads, each doing half the operations on its own half of the
     // relation: the time is wall time for all of them, so the figure is the
     // aggregate cost per operation (half the per-thread latency if the pool

@@ -334,15 +334,20 @@ impl Index {
         for (position, (key, tid)) in entries.into_iter().enumerate() {
             self.check_key(&key)?;
             let inline;
+            let tuple;
             let kb: &[u8] = match &key {
                 Key::I64(v) => {
                     inline = Key::encode_i64(*v);
                     &inline
                 }
                 Key::Bytes(bytes) => bytes,
+                Key::Tuple(_) => {
+                    tuple = key.encode();
+                    &tuple
+                }
             };
             if position > 0 {
-                if self.unique && kb == prev_key.as_slice() {
+                if self.unique && !key.has_null() && kb == prev_key.as_slice() {
                     return Err(BtreeError::UniqueViolation {
                         index: self.name.clone(),
                         key,

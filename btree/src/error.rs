@@ -46,12 +46,12 @@ pub enum BtreeError {
         max: usize,
     },
 
-    /// A key of another type than the index's column.
-    #[error("index \"{index}\" holds {expected:?} keys, got a {got:?} key")]
+    /// A key of another type than the index's columns (`got` shows it).
+    #[error("index \"{index}\" holds {expected:?} keys, got the key {got}")]
     WrongKeyType {
         index: String,
         expected: crate::key::KeyType,
-        got: crate::key::KeyType,
+        got: String,
     },
 
     /// Creating or opening an index with options that do not fit the relation.

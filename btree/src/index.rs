@@ -211,11 +211,11 @@ impl Index {
 
     /// Check a key's type and size without encoding it.
     pub(crate) fn check_key(&self, key: &Key) -> Result<()> {
-        if key.key_type() != self.key_type {
+        if !self.key_type.accepts(key) {
             return Err(BtreeError::WrongKeyType {
                 index: self.name.clone(),
                 expected: self.key_type,
-                got: key.key_type(),
+                got: key.to_string(),
             });
         }
         self.check_key_size(key.encoded_len())

@@ -138,7 +138,8 @@ impl Index {
         let kb = self.encode_key(key)?;
         let target = SearchKey::new(kb.clone(), tid);
         let item = encode_item(&kb, tid, None, false);
-        if !self.unique {
+        // A key with a NULL part is distinct from every other (SQL's rule).
+        if !self.unique || key.has_null() {
             let (leaf, stack) = self.descend(&target, 0, None)?;
             return self.insert_into_page(into_write(leaf), item, &stack, None);
         }

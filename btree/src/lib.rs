@@ -6,6 +6,7 @@ pub mod index;
 pub mod insert;
 pub mod key;
 pub mod page;
+pub mod range;
 pub mod record;
 
 pub mod residency;
@@ -17,8 +18,9 @@ pub use build::BuildStats;
 pub use error::{BtreeError, ErrorKind, Result};
 pub use index::{Index, IndexOptions};
 pub use insert::{AssumeLive, HeapVisibility, LEAF_FILLFACTOR, Liveness, NONLEAF_FILLFACTOR};
-pub use key::{Key, KeyType};
+pub use key::{ColumnKind, Key, KeyPart, KeyType, MAX_KEY_COLUMNS, TupleType};
 pub use page::{MAX_KEY_SIZE, PageKind, page_kind};
+pub use range::{Direction, KeyBounds};
 pub use record::redo;
 pub use residency::Residency;
 pub use scan::Scan;

@@ -13,9 +13,11 @@
 //!   16 .. 20  format version (1)
 //!   20 .. 24  root block
 //!   24 .. 28  root level          (0 while the root is a leaf)
-//!   28        key type            (1 I64, 2 Bytes)
+//!   28        key type            (1 I64, 2 Bytes, 3 Tuple)
 //!   29        unique              (0 or 1)
-//!   30 ..     zeros
+//!   30        tuple: column count n (1 ..= 8); otherwise 0
+//!   31 .. 31+n  tuple: each column's type tag (see `key`)
+//!   39 ..     zeros
 //!
 //! tree page (leaf or internal)
 //!   0  .. 12  pool's LSN and checksum
@@ -84,7 +86,7 @@ pub const CHILD_SIZE: usize = 4;
 /// Room for item pointers and items on a tree page.
 pub const PAGE_CAPACITY: usize = PAGE_SIZE - HEADER_SIZE;
 /// End of the meta page's contents (the rest is its image's hole).
-pub const META_END: usize = 30;
+pub const META_END: usize = 31 + crate::key::MAX_KEY_COLUMNS;
 
 /// The largest key, in bytes of its stored form. A page must hold three of
 /// the largest items with their pointers (two entries and a high key), so
@@ -194,8 +196,13 @@ impl Meta {
                 "meta page format version {version}, expected {FORMAT_VERSION}"
             )));
         }
-        let key_type = KeyType::from_code(page[28])
-            .ok_or_else(|| id.corrupt(format!("unknown key type code {}", page[28])))?;
+        let key_type = KeyType::from_code(page[28], &page[30..META_END]).ok_or_else(|| {
+            id.corrupt(format!(
+                "unknown key type code {} (column list {:?})",
+                page[28],
+                &page[30..META_END]
+            ))
+        })?;
         let unique = match page[29] {
             0 => false,
             1 => true,
@@ -222,6 +229,12 @@ impl Meta {
         put_u32(page, 24, self.root_level);
         page[28] = self.key_type.code();
         page[29] = u8::from(self.unique);
+        if let KeyType::Tuple(t) = self.key_type {
+            page[30] = t.kinds().len() as u8;
+            for (i, k) in t.kinds().iter().enumerate() {
+                page[31 + i] = k.tag();
+            }
+        }
     }
 }
 

@@ -26,7 +26,8 @@
 //!
 //! So a scan sees every entry inserted before it began, each once, in
 //! (key, TID) order; entries inserted while it runs may or may not appear.
-//! Only forward scans exist (pages have no left links).
+//! This scan goes forward only; `range` has the resumable reads in either
+//! direction the engine's range iterators use.
 
 use std::collections::VecDeque;
 use std::ops::Bound;
@@ -38,6 +39,7 @@ use crate::error::{BtreeError, Result};
 use crate::index::Index;
 use crate::key::{Key, KeyType, TID_MAX, TID_MIN};
 use crate::page::TreePage;
+use crate::range::successor;
 
 /// An ordered scan over `(key, TID)` entries; see the module docs.
 #[derive(Debug)]
@@ -96,6 +98,7 @@ impl Index {
         match key {
             Key::I64(v) => self.lookup_encoded_each(&Key::encode_i64(*v), f),
             Key::Bytes(b) => self.lookup_encoded_each(b, f),
+            Key::Tuple(_) => self.lookup_encoded_each(&key.encode(), f),
         }
     }
 
@@ -109,7 +112,7 @@ impl Index {
             return Err(BtreeError::WrongKeyType {
                 index: self.name.clone(),
                 expected: KeyType::I64,
-                got: KeyType::Bytes,
+                got: format!("of {} bytes", key.len()),
             });
         }
         self.check_key_size(key.len())?;
@@ -176,15 +179,6 @@ impl Index {
 /// TIDs handed to a lookup's callback per leaf visit: collected under the
 /// leaf's shared lock into a stack array, handed out after its release.
 const LOOKUP_BATCH: usize = 32;
-
-/// The next TID in order, `None` after the largest.
-fn successor(t: Tid) -> Option<Tid> {
-    if t.offset < u16::MAX {
-        Some(Tid::new(t.block, t.offset + 1))
-    } else {
-        t.block.checked_add(1).map(|b| Tid::new(b, 0))
-    }
-}
 
 impl Scan<'_> {
     fn below_upper(&self, key: &[u8]) -> bool {

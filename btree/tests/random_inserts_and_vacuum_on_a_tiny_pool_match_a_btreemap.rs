@@ -2,7 +2,8 @@
 //! ascending, descending and random order, with many duplicates of one key,
 //! deletes followed by vacuum, mirrored against a `BTreeMap` model: after
 //! every batch, `verify` (with the model as the heap) is clean and lookups
-//! and range scans agree with the model.
+//! and range scans (forward, and backward with `read_range`) agree with
+//! the model. Tuple keys (with NULLs and zero bytes) too.
 
 mod common;
 
@@ -10,7 +11,9 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::time::Duration;
 
-use btree::{AssumeLive, HeapRow, Index, Key, KeyType};
+use btree::{
+    AssumeLive, ColumnKind, Direction, HeapRow, Index, Key, KeyBounds, KeyPart, KeyType, TupleType,
+};
 use common::{assert_clean, create, db, within};
 use heap::tuple::Tid;
 use rand::rngs::SmallRng;
@@ -43,6 +46,29 @@ fn check(index: &Index, model: &Model, rng: &mut SmallRng) {
     let want: Vec<(Key, Tid)> = model.keys().cloned().collect();
     assert_eq!(all.len(), want.len());
     assert!(all == want, "full scan differs from the model");
+    // So does a backward read, in batches resuming at the last entry.
+    let mut back: Vec<(Vec<u8>, Tid)> = Vec::new();
+    loop {
+        let after = back.last().cloned();
+        let more = index
+            .read_range(
+                KeyBounds {
+                    lower: Bound::Unbounded,
+                    upper: Bound::Unbounded,
+                },
+                Direction::Backward,
+                after.as_ref().map(|(k, t)| (k.as_slice(), *t)),
+                rng.random_range(1..300),
+                |k, t| back.push((k.to_vec(), t)),
+            )
+            .unwrap();
+        if !more {
+            break;
+        }
+    }
+    back.reverse();
+    let want_bytes: Vec<(Vec<u8>, Tid)> = want.iter().map(|(k, t)| (k.encode(), *t)).collect();
+    assert!(back == want_bytes, "backward read differs from the model");
     // A few lookups and ranges.
     let keys: Vec<&Key> = model.keys().map(|(k, _)| k).collect();
     for _ in 0..10 {
@@ -89,6 +115,7 @@ fn run(key_type: KeyType, order: Order, seed: u64) {
     let total: i64 = match key_type {
         KeyType::I64 => 30_000,
         KeyType::Bytes => 4_000,
+        KeyType::Tuple(_) => 12_000,
     };
     let make_key = |i: i64, rng: &mut SmallRng| match key_type {
         KeyType::I64 => Key::I64(i),
@@ -97,6 +124,18 @@ fn run(key_type: KeyType, order: Order, seed: u64) {
             let mut b = format!("{i:08}").into_bytes();
             b.resize(8 + len, b'x');
             Key::Bytes(b)
+        }
+        // (i mod 50 or NULL, bytes with zero bytes, i)
+        KeyType::Tuple(_) => {
+            let first = if i % 13 == 0 {
+                KeyPart::Null
+            } else {
+                KeyPart::I64(i.rem_euclid(50) - 25)
+            };
+            let mut b = vec![0u8; rng.random_range(0..4)];
+            b.extend_from_slice(format!("{}", i % 97).as_bytes());
+            b.resize(b.len() + rng.random_range(0..40), 0);
+            Key::Tuple(vec![first, KeyPart::Bytes(b), KeyPart::I64(i)])
         }
     };
     for batch in 0..6 {
@@ -173,5 +212,13 @@ fn random_i64_keys() {
 fn random_byte_string_keys() {
     within(Duration::from_secs(60), || {
         run(KeyType::Bytes, Order::Random, 4)
+    });
+}
+
+#[test]
+fn random_tuple_keys() {
+    within(Duration::from_secs(60), || {
+        let t = TupleType::new(&[ColumnKind::I64, ColumnKind::Bytes, ColumnKind::I64]).unwrap();
+        run(KeyType::Tuple(t), Order::Random, 5)
     });
 }

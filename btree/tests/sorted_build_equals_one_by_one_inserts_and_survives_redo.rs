@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use btree::{
-    AssumeLive, BtreeError, HeapRow, Index, IndexOptions, Key, KeyType, MAX_KEY_SIZE, record,
+    AssumeLive, BtreeError, ColumnKind, HeapRow, Index, IndexOptions, Key, KeyPart, KeyType,
+    MAX_KEY_SIZE, TupleType, record,
 };
 use bufmgr::{BufferPool, RelFork, RelId};
 use common::{Db, REL, assert_clean, create, db, pool_over, replay, within};
@@ -73,6 +74,14 @@ fn random_entries(rng: &mut SmallRng, n: u32, key_type: KeyType) -> Vec<(Key, Ti
                     let len = rng.random_range(0..300);
                     let c = rng.random_range(b'a'..=b'e');
                     Key::Bytes(vec![c; len])
+                }
+                KeyType::Tuple(_) => {
+                    let len = rng.random_range(0..20);
+                    Key::Tuple(vec![
+                        KeyPart::I64(rng.random_range(-5..5)),
+                        KeyPart::Bytes(vec![rng.random_range(0..2u8); len]),
+                        KeyPart::I64(rng.random_range(0..3)),
+                    ])
                 }
             };
             (k, Tid::new(i / 50 + 1, (i % 50) as u16 + 1))
@@ -140,6 +149,14 @@ fn build_sorted_of_random_i64_keys_equals_inserting_them_one_by_one() {
 fn build_sorted_of_random_byte_keys_equals_inserting_them_one_by_one() {
     within(Duration::from_secs(120), || {
         check_equal_to_inserts(KeyType::Bytes, 8_000, 2)
+    });
+}
+
+#[test]
+fn build_sorted_of_random_tuple_keys_equals_inserting_them_one_by_one() {
+    within(Duration::from_secs(120), || {
+        let t = TupleType::new(&[ColumnKind::I64, ColumnKind::Bytes, ColumnKind::I64]).unwrap();
+        check_equal_to_inserts(KeyType::Tuple(t), 8_000, 3)
     });
 }
 

@@ -160,6 +160,11 @@ pub struct PoolConfig {
     /// Record every access and eviction into this file (see
     /// [`crate::trace`]); `None` records nothing.
     pub trace: Option<std::path::PathBuf>,
+    /// Keep a sampled reuse-distance profile of the pool's accesses and
+    /// answer [`BufferPool::miss_ratio_curve`](crate::BufferPool::miss_ratio_curve)
+    /// (see [`crate::mrc`]); `None`: off, the hit path's filter never
+    /// samples.
+    pub mrc: Option<crate::mrc::MrcConfig>,
 }
 
 impl PoolConfig {
@@ -183,7 +188,14 @@ impl PoolConfig {
             io: IoMode::Sync,
             direct_io: false,
             trace: None,
+            mrc: None,
         }
+    }
+
+    /// Sample the accesses for a live miss-ratio curve (`None`: off).
+    pub fn mrc(mut self, mrc: Option<crate::mrc::MrcConfig>) -> Self {
+        self.mrc = mrc;
+        self
     }
 
     /// Record a trace into `path` (`None`: off).
@@ -299,6 +311,9 @@ impl PoolConfig {
                 "sweep batch {b} is larger than the pool ({} buffers)",
                 self.buffers
             )));
+        }
+        if let Some(m) = &self.mrc {
+            m.validate()?;
         }
         if let Some(bg) = &self.bgwriter {
             if bg.delay < Duration::from_millis(10) || bg.delay > Duration::from_secs(10) {

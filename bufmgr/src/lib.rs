@@ -7,6 +7,7 @@ pub mod error;
 pub mod io;
 #[cfg(all(test, feature = "shuttle"))]
 mod model_check;
+pub mod mrc;
 pub mod numa;
 pub mod page;
 pub mod pool;
@@ -36,6 +37,7 @@ pub use io::{
     StorageObserver, UringStorage, WriteRequest, default_max_open_files, is_out_of_descriptors,
     open_storage, open_storage_with, shed_cached_descriptor, with_spare_descriptor,
 };
+pub use mrc::{MissRatioCurve, MrcConfig, MrcPoint};
 pub use pool::{BufferPool, ReadStream, StreamConfig};
 pub use ring::{Ring, RingKind};
 pub use stats::{

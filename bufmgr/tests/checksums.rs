@@ -197,7 +197,7 @@ fn a_torn_write_is_detected_on_the_next_read() {
 /// A page extended but never written (a crash before its first write) is
 /// blank with its checksum stamped, and reads as new; the same block zeroed
 /// on disk, checksum field included, is a `ZeroedPage` error naming it
-/// (issue 13, defect 2) unless the pool runs with `zero_damaged_pages`.
+/// unless the pool runs with `zero_damaged_pages`.
 #[test]
 fn a_never_written_page_is_new_but_an_all_zero_page_is_an_error() {
     with_timeout(30, || {

@@ -42,12 +42,20 @@ impl Database {
     /// Errors: a NOT NULL column without a default, or a default of another
     /// type than the column's ([`EngineError::TypeMismatch`]), a name the
     /// table already has, or a definition too large
-    /// ([`EngineError::InvalidSchema`]). Columns cannot be dropped or
+    /// ([`EngineError::InvalidSchema`]); called from a backup's progress
+    /// callback ([`EngineError::BackupInProgress`]) or from the row iterator
+    /// or progress callback of a bulk load into this (empty) table
+    /// ([`EngineError::TableBeingLoaded`]). Columns cannot be dropped or
     /// reordered.
     pub fn add_column(&self, table: &str, column: Column) -> Result<TableInfo> {
+        // From a backup's progress callback the DDL lock is this thread's
+        // own, and from a bulk load into the table its drop lock: refuse at
+        // once instead of waiting for ourselves.
+        crate::backup_label::refuse_inside(|| format!("add column to table {table:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let t = c.table(table)?;
+        crate::loading::check(&t)?;
         let dropped = t.dropped.write();
         if *dropped {
             return Err(EngineError::UnknownTable { name: table.into() });

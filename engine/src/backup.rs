@@ -57,7 +57,7 @@
 //! The progress callback runs on the backing-up thread while the DDL and
 //! checkpoint locks are held, so DDL, a checkpoint or another backup called
 //! from it would wait for this backup forever. The thread is marked while
-//! it backs up ([`Marked`]); those operations call [`refuse_inside`] first
+//! it backs up (`Marked`, in `backup_label`); those operations call `refuse_inside` first
 //! and fail at once with [`EngineError::BackupInProgress`]. (Work the
 //! callback hands to another thread and waits for is not marked: DDL there
 //! waits for the backup, which waits for the callback.)
@@ -66,15 +66,15 @@
 //! recovery (so unlogged tables, copied empty, are emptied as after a
 //! crash). The target directory must not exist or be empty.
 
-use std::cell::Cell;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use bufmgr::{BufferTag, PAGE_SIZE, RelFork, RelId};
 use wal::Lsn;
 
+use crate::backup_label::{BACKUP_LABEL_FILE, Marked, refuse_inside, sync_dir};
 use crate::database::{Database, current_sizes};
 use crate::datadir::{self, Recorded};
 use crate::error::{EngineError, Result};
@@ -84,44 +84,6 @@ use crate::error::{EngineError, Result};
 pub const REREADS: u32 = 20;
 /// Blocks read from a relation file per call.
 const RUN: usize = 32;
-/// Name of the file that records where a backup's WAL must reach.
-pub const BACKUP_LABEL_FILE: &str = "BACKUP_LABEL";
-
-thread_local! {
-    /// Whether this thread is running a backup (module docs: the progress
-    /// callback runs on it with DDL and checkpoints held off).
-    static BACKING_UP: Cell<bool> = const { Cell::new(false) };
-}
-
-/// The mark of a thread running a backup; dropping it (also on an error or
-/// a panic in the callback) removes the mark.
-struct Marked;
-
-impl Marked {
-    fn begin() -> Marked {
-        BACKING_UP.with(|b| b.set(true));
-        Marked
-    }
-}
-
-impl Drop for Marked {
-    fn drop(&mut self) {
-        BACKING_UP.with(|b| b.set(false));
-    }
-}
-
-/// `Err(BackupInProgress)` naming `operation` if this thread is running a
-/// backup (called from its progress callback): DDL, checkpoints and backups
-/// call this before they take the locks a backup holds.
-pub(crate) fn refuse_inside(operation: impl FnOnce() -> String) -> Result<()> {
-    if BACKING_UP.with(|b| b.get()) {
-        return Err(EngineError::BackupInProgress {
-            operation: operation(),
-        });
-    }
-    Ok(())
-}
-
 /// What a backup has done so far (handed to the progress callback, and the
 /// last one returned by [`Database::backup_to`]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
@@ -174,8 +136,8 @@ impl Database {
     /// A failed backup leaves a partial directory without a `VERSION` file,
     /// which does not open as a database ([`EngineError::NotADatabase`]).
     /// `progress` runs while DDL and checkpoints wait for the backup: it may
-    /// read and write, but creating or dropping a table or index, a
-    /// checkpoint or another backup called from it fails at once with
+    /// read and write, but creating or dropping a table or index, adding a
+    /// column, a checkpoint or another backup called from it fails at once with
     /// [`EngineError::BackupInProgress`] (on another thread it would wait
     /// for this backup).
     pub fn backup_to(
@@ -502,51 +464,4 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     f.write_all(bytes)
         .and_then(|_| f.sync_all())
         .map_err(EngineError::io("write", path))
-}
-
-fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(EngineError::io("fsync", dir))
-}
-
-/// At open, after recovery (module docs, rule 3): a copy made by
-/// [`Database::backup_to`] holds `BACKUP_LABEL`; its recovery must have
-/// read the WAL to at least the end LSN it names, else the copy's WAL was
-/// cut short and the state it recovered to may be older than pages it
-/// holds: an error naming both LSNs. Returns whether there was a label
-/// (removed with [`remove_label`] once the open has succeeded).
-pub(crate) fn check_label(dir: &Path, recovered_to: Lsn) -> Result<bool> {
-    let path = dir.join(BACKUP_LABEL_FILE);
-    let text = match fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(EngineError::io("read", &path)(e)),
-    };
-    let end = text
-        .lines()
-        .find_map(|l| l.strip_prefix("end "))
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .ok_or_else(|| EngineError::CorruptDataDir {
-            path: path.clone(),
-            detail: "no \"end <lsn>\" line".into(),
-        })?;
-    if recovered_to.0 < end {
-        return Err(EngineError::CorruptDataDir {
-            path: path.clone(),
-            detail: format!(
-                "this backup's WAL must reach {}, but recovery read it only to {recovered_to}: \
-                 WAL segments of the backup are missing or damaged",
-                Lsn(end)
-            ),
-        });
-    }
-    Ok(true)
-}
-
-/// Remove the backup label once the copy has opened (and recovered) once.
-pub(crate) fn remove_label(dir: &Path) -> Result<()> {
-    let path: PathBuf = dir.join(BACKUP_LABEL_FILE);
-    fs::remove_file(&path).map_err(EngineError::io("remove", &path))?;
-    sync_dir(dir)
 }

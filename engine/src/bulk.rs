@@ -133,7 +133,7 @@ impl Database {
                 .insert(&bytes)
                 .map_err(crate::transaction::map_heap(table, "bulk load"))?;
             for (ix, e) in indexes.iter().zip(&mut entries) {
-                if let Some(key) = index::value_key(&row[ix.info.column]) {
+                if let Some(key) = ix.row_key(&row) {
                     e.push((key, tid));
                 }
             }

@@ -14,7 +14,12 @@
 //!                                   u16 LE name length, name, and with a
 //!                                   default: u32 LE length, the default
 //!                                   encoded as a one-column row
-//!                index: u32 LE table rel, u16 LE column number, u8 unique
+//!                index over one column, not a primary key (7 bytes):
+//!                       u32 LE table rel, u16 LE column number, u8 unique
+//!                any other index (8 + 2 x (n - 1) bytes):
+//!                       u32 LE table rel, u16 LE first column number,
+//!                       u8 flags (1 unique, 2 primary key), u8 n (1 ..= 8),
+//!                       u16 LE number of each further column
 //!                meta:  empty
 //! ```
 //!
@@ -69,7 +74,9 @@ pub enum RelKind {
     Clog,
     /// The catalog heap.
     Catalog,
+    /// A table (relation 1000 or above).
     Table,
+    /// A B-tree index of a table.
     Index,
     /// Not in the catalog (being created or dropped).
     Unknown,
@@ -78,8 +85,11 @@ pub enum RelKind {
 /// A table as the catalog knows it.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct TableInfo {
+    /// The table's name (unique among tables and indexes).
     pub name: String,
+    /// The relation id of its heap file.
     pub rel: RelId,
+    /// Its columns, in order.
     pub columns: Vec<Column>,
     /// `false` for an unlogged table: no WAL, emptied after a crash.
     pub logged: bool,
@@ -101,12 +111,20 @@ impl TableInfo {
 /// An index as the catalog knows it.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct IndexInfo {
+    /// The index's name (unique among tables and indexes).
     pub name: String,
+    /// The relation id of its B-tree file.
     pub rel: RelId,
+    /// The relation id of the indexed table.
     pub table: RelId,
-    /// Position of the indexed column in the table.
-    pub column: usize,
+    /// Positions of the indexed columns in the table, in key order (1 to
+    /// 8 of them).
+    pub columns: Vec<usize>,
+    /// Unique: no two live rows share a key.
     pub unique: bool,
+    /// The table's primary key (unique, on NOT NULL columns, made with the
+    /// table).
+    pub primary: bool,
 }
 
 /// An open table: its definition, its heap and its indexes.
@@ -232,8 +250,17 @@ impl CatalogEntry {
             CatalogEntry::Index(i) => {
                 let mut def = Vec::new();
                 def.extend_from_slice(&i.table.0.to_le_bytes());
-                def.extend_from_slice(&(i.column as u16).to_le_bytes());
-                def.push(u8::from(i.unique));
+                let first = i.columns.first().copied().unwrap_or(0);
+                def.extend_from_slice(&(first as u16).to_le_bytes());
+                if i.columns.len() == 1 && !i.primary {
+                    def.push(u8::from(i.unique));
+                } else {
+                    def.push(u8::from(i.unique) | (u8::from(i.primary) << 1));
+                    def.push(i.columns.len() as u8);
+                    for &c in &i.columns[1..] {
+                        def.extend_from_slice(&(c as u16).to_le_bytes());
+                    }
+                }
                 vec![
                     Value::I64(KIND_INDEX),
                     Value::I64(i64::from(i.rel.0)),
@@ -308,20 +335,41 @@ impl CatalogEntry {
                 }))
             }
             KIND_INDEX => {
-                if def.len() != 7 {
-                    return Err(corrupt(
-                        tid,
-                        format!("index definition of {} bytes", def.len()),
-                    ));
+                let bad_len = || corrupt(tid, format!("index definition of {} bytes", def.len()));
+                if def.len() < 7 {
+                    return Err(bad_len());
                 }
                 let table = u32::from_le_bytes(def[0..4].try_into().expect("4"));
-                let column = u16::from_le_bytes(def[4..6].try_into().expect("2")) as usize;
+                let first = u16::from_le_bytes(def[4..6].try_into().expect("2")) as usize;
+                let (columns, unique, primary) = if def.len() == 7 {
+                    (vec![first], def[6] != 0, false)
+                } else {
+                    let flags = def[6];
+                    if flags > 3 {
+                        return Err(corrupt(tid, format!("index flags {flags:#x}")));
+                    }
+                    let n = usize::from(def[7]);
+                    if !(1..=btree::MAX_KEY_COLUMNS).contains(&n) {
+                        return Err(corrupt(tid, format!("index of {n} columns")));
+                    }
+                    if def.len() != 8 + 2 * (n - 1) {
+                        return Err(bad_len());
+                    }
+                    let mut columns = vec![first];
+                    columns.extend(
+                        def[8..]
+                            .chunks_exact(2)
+                            .map(|c| usize::from(u16::from_le_bytes([c[0], c[1]]))),
+                    );
+                    (columns, flags & 1 != 0, flags & 2 != 0)
+                };
                 Ok(CatalogEntry::Index(IndexInfo {
                     name,
                     rel: RelId(rel),
                     table: RelId(table),
-                    column,
-                    unique: def[6] != 0,
+                    columns,
+                    unique,
+                    primary,
                 }))
             }
             k => Err(corrupt(tid, format!("unknown entry kind {k}"))),
@@ -503,12 +551,32 @@ mod tests {
             name: "i".into(),
             rel: RelId(1001),
             table: RelId(1000),
-            column: 1,
+            columns: vec![1],
             unique: true,
+            primary: false,
         });
-        match CatalogEntry::decode(tid, &i.encode().unwrap()).unwrap() {
-            CatalogEntry::Index(d) => assert!(d.unique && d.column == 1),
+        let single = i.encode().unwrap();
+        match CatalogEntry::decode(tid, &single).unwrap() {
+            CatalogEntry::Index(d) => assert!(d.unique && d.columns == [1] && !d.primary),
             other => panic!("{other:?}"),
+        }
+        let pk = CatalogEntry::Index(IndexInfo {
+            name: "t_pkey".into(),
+            rel: RelId(1002),
+            table: RelId(1000),
+            columns: vec![1, 0, 3],
+            unique: true,
+            primary: true,
+        });
+        let b = pk.encode().unwrap();
+        match CatalogEntry::decode(tid, &b).unwrap() {
+            CatalogEntry::Index(d) => assert!(d.unique && d.primary && d.columns == [1, 0, 3]),
+            other => panic!("{other:?}"),
+        }
+        // The one-column form is the one every older directory holds.
+        assert_eq!(b.len(), single.len() + "t_pkey".len() - 1 + 1 + 2 * 2);
+        for cut in 0..b.len() {
+            assert!(CatalogEntry::decode(tid, &b[..cut]).is_err());
         }
     }
 

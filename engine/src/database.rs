@@ -36,14 +36,14 @@ use crate::catalog::{
 };
 use crate::datadir::{self, DirLock, Recorded, RecordedKind};
 use crate::error::{EngineError, Result};
-use crate::index::{self, key_type, map_btree};
+use crate::index::{self, map_btree};
 use crate::invalid_pages::{InvalidPages, log_drop};
+use crate::keys::index_key_type;
 use crate::options::Options;
 use crate::recovery::{RecoveryStats, recover, redo_record};
 use crate::reserved::CLOG_REL;
 use crate::schema::Schema;
 use crate::stats::{Pending, TableCounters};
-use crate::transaction::Transaction;
 use crate::txn::Xid;
 use crate::txn::registry::SnapshotRegistry;
 use crate::txn::xact::{CommitMode, TransactionManager, TxnStats, next_xid_hint};
@@ -143,17 +143,41 @@ pub struct ResidentPages {
 }
 
 /// How a table is created ([`Database::create_table_with`]).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TableOptions {
     /// `false`: an unlogged table (and unlogged indexes): no WAL, not
     /// written by checkpoints, written at a clean close, **emptied at the
     /// first open after a crash** (PostgreSQL's `UNLOGGED`).
     pub logged: bool,
+    /// The primary key's columns, in key order (empty: none): see
+    /// [`TableOptions::primary_key`].
+    pub primary_key: Vec<String>,
 }
 
 impl Default for TableOptions {
     fn default() -> TableOptions {
-        TableOptions { logged: true }
+        TableOptions {
+            logged: true,
+            primary_key: Vec::new(),
+        }
+    }
+}
+
+impl TableOptions {
+    /// Declare the primary key: 1 to 8 NOT NULL columns, in key order. The
+    /// table is created with a unique index over them named
+    /// `<table>_pkey` (in the same catalog transaction: a crash never
+    /// leaves the table without it); [`crate::Table::primary_key`] finds it
+    /// and [`crate::Transaction::get_by_primary_key`] reads through it.
+    pub fn primary_key(mut self, columns: &[&str]) -> TableOptions {
+        self.primary_key = columns.iter().map(|c| c.to_string()).collect();
+        self
+    }
+
+    /// An unlogged table (`logged: false`).
+    pub fn unlogged(mut self) -> TableOptions {
+        self.logged = false;
+        self
     }
 }
 
@@ -170,6 +194,80 @@ impl std::fmt::Display for IndexViolation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "index {:?}: {}", self.index, self.violation)
     }
+}
+
+/// The positions of `columns` in `table` for index `index`: 1 to 8 known
+/// columns, none twice.
+fn index_columns(index: &str, table: &TableInfo, columns: &[&str]) -> Result<Vec<usize>> {
+    let bad = |detail: String| EngineError::InvalidSchema {
+        name: index.to_string(),
+        detail,
+    };
+    if columns.is_empty() || columns.len() > btree::MAX_KEY_COLUMNS {
+        return Err(bad(format!(
+            "{} key columns, expected 1 ..= {}",
+            columns.len(),
+            btree::MAX_KEY_COLUMNS
+        )));
+    }
+    let mut out = Vec::with_capacity(columns.len());
+    for (i, name) in columns.iter().enumerate() {
+        if columns[..i].contains(name) {
+            return Err(bad(format!(
+                "column {} appears twice in the key",
+                crate::error::cut(name)
+            )));
+        }
+        out.push(table.column_index(name)?);
+    }
+    Ok(out)
+}
+
+/// The positions of a new table's primary key columns (`None`: no
+/// primary key): known, NOT NULL, 1 to 8, none twice.
+fn primary_key_columns(
+    table: &str,
+    columns: &[Column],
+    key: &[String],
+) -> Result<Option<Vec<usize>>> {
+    if key.is_empty() {
+        return Ok(None);
+    }
+    let bad = |detail: String| EngineError::InvalidSchema {
+        name: table.to_string(),
+        detail,
+    };
+    if key.len() > btree::MAX_KEY_COLUMNS {
+        return Err(bad(format!(
+            "a primary key of {} columns, at most {}",
+            key.len(),
+            btree::MAX_KEY_COLUMNS
+        )));
+    }
+    let mut out = Vec::with_capacity(key.len());
+    for (i, name) in key.iter().enumerate() {
+        let cut = crate::error::cut(name);
+        if key[..i].contains(name) {
+            return Err(bad(format!(
+                "column {cut} appears twice in the primary key"
+            )));
+        }
+        let pos = columns
+            .iter()
+            .position(|c| &c.name == name)
+            .ok_or_else(|| {
+                bad(format!(
+                    "primary key column {cut} is not a column of the table"
+                ))
+            })?;
+        if columns[pos].nullable {
+            return Err(bad(format!(
+                "primary key column {cut} is nullable: a primary key's columns must be NOT NULL"
+            )));
+        }
+        out.push(pos);
+    }
+    Ok(Some(out))
 }
 
 impl Database {
@@ -253,7 +351,7 @@ impl Database {
         invalid.check_none_left()?;
         recovery.invalid_pages_forgiven = invalid.forgiven;
         // A copy made by `backup_to` must have replayed to its end LSN.
-        let from_backup = crate::backup::check_label(&dir, recovery.end)?;
+        let from_backup = crate::backup_label::check_label(&dir, recovery.end)?;
         // 5. The catalog.
         let catalog_heap = Heap::open(pool.clone(), Some(wal.clone()), CATALOG_REL, true)
             .map_err(EngineError::heap("could not open the catalog"))?
@@ -349,7 +447,7 @@ impl Database {
         // 10. The open succeeded: a crash of this run is a crash.
         datadir::remove_clean_marker(&core.dir)?;
         if from_backup {
-            crate::backup::remove_label(&core.dir)?;
+            crate::backup_label::remove_label(&core.dir)?;
         }
         Ok(Database {
             shared: Arc::new(Shared {
@@ -466,31 +564,6 @@ impl Core {
 }
 
 impl Database {
-    // ---- transactions ----
-
-    /// Begin a transaction in the database's commit mode. It takes its
-    /// snapshot now and a transaction id only at its first write: one that
-    /// only reads writes no commit record and never waits for the WAL, so
-    /// its `commit` costs what `rollback` does.
-    pub fn begin(&self) -> Result<Transaction> {
-        let mode = self.core().tm.commit_mode();
-        Transaction::begin(self.clone(), mode, false)
-    }
-
-    /// Begin a transaction that commits in `mode`.
-    pub fn begin_with(&self, mode: CommitMode) -> Result<Transaction> {
-        Transaction::begin(self.clone(), mode, false)
-    }
-
-    /// Begin a read-only transaction: a snapshot and nothing else. Every
-    /// write through it is [`EngineError::ReadOnlyTransaction`]; it never
-    /// takes a transaction id, and commit and rollback only release the
-    /// snapshot.
-    pub fn read(&self) -> Result<Transaction> {
-        let mode = self.core().tm.commit_mode();
-        Transaction::begin(self.clone(), mode, true)
-    }
-
     // ---- the catalog ----
     //
     // Every catalog change commits synchronously, whatever the database's
@@ -505,7 +578,9 @@ impl Database {
         self.create_table_with(name, columns, TableOptions::default())
     }
 
-    /// Create a table with `options` (an unlogged table: `logged: false`).
+    /// Create a table with `options`: an unlogged table (`logged: false`), a
+    /// primary key ([`TableOptions::primary_key`]; a nullable, unknown or
+    /// repeated column, or more than 8, is [`EngineError::InvalidSchema`]).
     pub fn create_table_with(
         &self,
         name: &str,
@@ -513,22 +588,32 @@ impl Database {
         options: TableOptions,
     ) -> Result<TableInfo> {
         check_table(name, &columns)?;
-        crate::backup::refuse_inside(|| format!("create table {name:?}"))?;
+        crate::backup_label::refuse_inside(|| format!("create table {name:?}"))?;
+        let pk_columns = primary_key_columns(name, &columns, &options.primary_key)?;
+        let pk_name = format!("{name}_pkey");
+        if pk_columns.is_some() {
+            check_name("index", &pk_name, &pk_name)?;
+        }
         let c = self.core();
         let _ddl = c.ddl.lock();
         let (meta_tid, rel) = c.name_free(name)?;
+        if pk_columns.is_some() {
+            c.name_free(&pk_name)?;
+        }
         let info = TableInfo {
             name: name.to_string(),
             rel: RelId(rel),
             columns,
             logged: options.logged,
         };
+        let next_rel = rel + 1 + u32::from(pk_columns.is_some());
         let txn = c.tm.begin()?;
         let snap = txn.snapshot();
         let what = || format!("create table {name:?}: catalog");
-        let meta = CatalogEntry::Meta { next_rel: rel + 1 }.encode()?;
-        // Never reuse `rel` in this run, whatever happens next.
-        c.catalog.write().next_rel = rel + 1;
+        let meta = CatalogEntry::Meta { next_rel }.encode()?;
+        // Never reuse `rel` (or the primary key's) in this run, whatever
+        // happens next.
+        c.catalog.write().next_rel = next_rel;
         let new_meta = c
             .catalog_heap
             .update(txn.xid(), &snap, &*c.tm, meta_tid, &meta)
@@ -539,27 +624,61 @@ impl Database {
             .insert(txn.xid(), &row)
             .map_err(EngineError::heap(what()))?;
         let heap = c.open_heap(info.rel, name, info.logged)?;
+        let handle = TableHandle {
+            info: Schema::new(info.clone(), catalog_tid),
+            heap,
+            dropped: RwLock::new(false),
+            indexes: RwLock::new(Vec::new()),
+            vacuum: Mutex::new(()),
+            counters: TableCounters::default(),
+        };
+        let pk = match pk_columns {
+            None => None,
+            Some(cols) => {
+                let ix_info = IndexInfo {
+                    name: pk_name.clone(),
+                    rel: RelId(rel + 1),
+                    table: info.rel,
+                    columns: cols,
+                    unique: true,
+                    primary: true,
+                };
+                let ix_tid = c
+                    .catalog_heap
+                    .insert(txn.xid(), &CatalogEntry::Index(ix_info.clone()).encode()?)
+                    .map_err(EngineError::heap(what()))?;
+                match c.open_index(&handle, ix_info.clone(), ix_tid, true) {
+                    Ok(ix) => Some(ix),
+                    Err(e) => {
+                        drop(txn); // aborts: the catalog rows never become visible
+                        let _ = c.pool.drop_relation(ix_info.rel);
+                        c.catalog_changed_aborted(3);
+                        return Err(e);
+                    }
+                }
+            }
+        };
         txn.commit_with(CommitMode::Synchronous)?;
         if info.logged {
             c.record_add(info.rel, RecordedKind::Table, name)?;
+            if pk.is_some() {
+                c.record_add(RelId(rel + 1), RecordedKind::Index, &pk_name)?;
+            }
+        }
+        let has_pk = pk.is_some();
+        if let Some(ix) = &pk {
+            handle.indexes.write().push(ix.clone());
         }
         let mut st = c.catalog.write();
         st.meta_tid = Some(new_meta);
-        st.tables.insert(
-            name.to_string(),
-            Arc::new(TableHandle {
-                info: Schema::new(info.clone(), catalog_tid),
-                heap,
-                dropped: RwLock::new(false),
-                indexes: RwLock::new(Vec::new()),
-                vacuum: Mutex::new(()),
-                counters: TableCounters::default(),
-            }),
-        );
+        st.tables.insert(name.to_string(), Arc::new(handle));
+        if let Some(ix) = pk {
+            st.indexes.insert(pk_name, ix);
+        }
         drop(st);
-        // A row in, and the meta row's old version dead.
+        // A row in (two with a primary key), and the meta row's old version dead.
         c.catalog_changed(Pending {
-            inserted: 1,
+            inserted: 1 + u64::from(has_pk),
             updated: 1,
             deleted: 0,
         });
@@ -572,7 +691,7 @@ impl Database {
     /// progress; later ones (also in transactions begun earlier) get
     /// [`EngineError::UnknownTable`].
     pub fn drop_table(&self, name: &str) -> Result<()> {
-        crate::backup::refuse_inside(|| format!("drop table {name:?}"))?;
+        crate::backup_label::refuse_inside(|| format!("drop table {name:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let t = c.table(name)?;
@@ -643,14 +762,8 @@ impl Database {
         Ok(())
     }
 
-    /// Create an index on one column of `table` (`CREATE [UNIQUE] INDEX`),
-    /// built over the rows already there, in one transaction that commits
-    /// before this returns. The table is locked for the build (operations
-    /// on it wait). A unique index over rows with a live duplicate key is
-    /// [`EngineError::UniqueViolation`] (or [`EngineError::UniqueConflict`]
-    /// if a transaction in progress holds the duplicate), and nothing is
-    /// created. NULLs are not indexed. An index on an unlogged table is
-    /// unlogged too.
+    /// Create an index on one column of `table` (`CREATE [UNIQUE] INDEX`):
+    /// [`Database::create_index_on`] with one column.
     pub fn create_index(
         &self,
         name: &str,
@@ -658,12 +771,33 @@ impl Database {
         column: &str,
         unique: bool,
     ) -> Result<IndexInfo> {
+        self.create_index_on(name, table, &[column], unique)
+    }
+
+    /// Create an index on 1 to 8 columns of `table`, in key order (`CREATE
+    /// [UNIQUE] INDEX name ON table (a, b, ...)`), built over the rows
+    /// already there, in one transaction that commits before this returns.
+    /// The table is locked for the build (operations on it wait). A unique
+    /// index over rows with a live duplicate key is
+    /// [`EngineError::UniqueViolation`] (or [`EngineError::UniqueConflict`]
+    /// if a transaction in progress holds the duplicate), and nothing is
+    /// created. An index over one `I64` or `Bytes` column does not index
+    /// NULLs; every other index does (see "Indexes" in the crate README). An index on an
+    /// unlogged table is unlogged too. No column, more than 8, or a column
+    /// named twice is [`EngineError::InvalidSchema`].
+    pub fn create_index_on(
+        &self,
+        name: &str,
+        table: &str,
+        columns: &[&str],
+        unique: bool,
+    ) -> Result<IndexInfo> {
         check_name("index", name, name)?;
-        crate::backup::refuse_inside(|| format!("create index {name:?}"))?;
+        crate::backup_label::refuse_inside(|| format!("create index {name:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let t = c.table(table)?;
-        let col = t.info.column_index(column)?;
+        let col = index_columns(name, &t.info, columns)?;
         let (meta_tid, rel) = c.name_free(name)?;
         crate::loading::check(&t)?;
         let dropped = t.dropped.write();
@@ -674,8 +808,9 @@ impl Database {
             name: name.to_string(),
             rel: RelId(rel),
             table: t.info.rel,
-            column: col,
+            columns: col,
             unique,
+            primary: false,
         };
         let txn = c.tm.begin()?;
         let snap = txn.snapshot();
@@ -739,7 +874,7 @@ impl Database {
     /// An index opened invalid (its file missing or damaged) is dropped
     /// the same way.
     pub fn drop_index(&self, name: &str) -> Result<()> {
-        crate::backup::refuse_inside(|| format!("drop index {name:?}"))?;
+        crate::backup_label::refuse_inside(|| format!("drop index {name:?}"))?;
         let c = self.core();
         let _ddl = c.ddl.lock();
         let invalid = c.catalog.read().invalid_indexes.get(name).cloned();
@@ -890,7 +1025,7 @@ impl Database {
             index::dead_pointers(&t)?
         };
         for ix in indexes.iter() {
-            let mut rows = index::heap_rows(&t, ix.info.column, &*c.tm)?;
+            let mut rows = index::heap_rows(&t, ix, &*c.tm)?;
             // Dead line pointers: their entries wait for a vacuum's index pass.
             rows.extend(dead.iter().map(|&tid| btree::HeapRow {
                 key: None,
@@ -1026,6 +1161,14 @@ impl Database {
     /// The buffer pool, for benchmarks and tests that look underneath.
     pub fn pool(&self) -> &Arc<BufferPool> {
         &self.core().pool
+    }
+
+    /// The hit ratio an LRU buffer pool of 0.25x, 0.5x, 1x, 2x and 4x this
+    /// one's size would have had on the accesses sampled so far
+    /// (`bufmgr::mrc`); `None` if the database was opened without
+    /// [`Options::miss_ratio_curve`](crate::Options).
+    pub fn miss_ratio_curve(&self) -> Option<bufmgr::MissRatioCurve> {
+        self.core().pool.miss_ratio_curve()
     }
 
     /// The WAL, for benchmarks and tests that look underneath.
@@ -1165,16 +1308,23 @@ impl Core {
         create: bool,
     ) -> Result<Arc<IndexHandle>> {
         let name = info.name.clone();
-        let col = t
-            .info
-            .columns
-            .get(info.column)
-            .ok_or_else(|| EngineError::CorruptCatalog {
-                detail: format!(
-                    "index {name:?}: column {} of table {:?} does not exist",
-                    info.column, t.info.name
-                ),
-            })?;
+        let mut types = Vec::with_capacity(info.columns.len());
+        for &c in &info.columns {
+            let col = t
+                .info
+                .columns
+                .get(c)
+                .ok_or_else(|| EngineError::CorruptCatalog {
+                    detail: format!(
+                        "index {name:?}: column {c} of table {:?} does not exist",
+                        t.info.name
+                    ),
+                })?;
+            types.push(col.ty);
+        }
+        let key_type = index_key_type(&types).ok_or_else(|| EngineError::CorruptCatalog {
+            detail: format!("index {name:?}: {} columns", types.len()),
+        })?;
         let wal = t.info.logged.then(|| self.wal.clone());
         self.pool.set_unlogged(info.rel, !t.info.logged);
         let opened = if create {
@@ -1184,7 +1334,7 @@ impl Core {
                 IndexOptions {
                     name: name.clone(),
                     rel: info.rel,
-                    key_type: key_type(col.ty),
+                    key_type,
                     unique: info.unique,
                 },
             )
@@ -1195,7 +1345,7 @@ impl Core {
             what: format!("could not open index {name:?}"),
             source,
         })?;
-        if btree.key_type() != key_type(col.ty) || btree.is_unique() != info.unique {
+        if btree.key_type() != key_type || btree.is_unique() != info.unique {
             return Err(EngineError::CorruptCatalog {
                 detail: format!("index {name:?}: its meta page disagrees with the catalog"),
             });
@@ -1203,7 +1353,8 @@ impl Core {
         Ok(Arc::new(IndexHandle {
             info,
             table: t.info.name.clone(),
-            column_type: col.ty,
+            // The first column's (a tuple key prints itself).
+            column_type: types[0],
             btree,
             catalog_tid,
             dropped: AtomicBool::new(false),
@@ -1288,7 +1439,7 @@ impl Core {
     }
 
     pub fn checkpoint(&self) -> Result<CheckpointInfo<usize>> {
-        crate::backup::refuse_inside(|| "a checkpoint".into())?;
+        crate::backup_label::refuse_inside(|| "a checkpoint".into())?;
         let _one = self.checkpoint_serial.lock();
         self.tm.checkpoint()
     }

@@ -8,7 +8,7 @@
 //!
 //! | kind | variants |
 //! |---|---|
-//! | bad input | `InvalidXid`, `InvalidOption`, `NotADatabase`, `IncompatibleVersion`, `ChecksumSettingMismatch`, `UnknownTable`, `UnknownColumn`, `TableExists`, `InvalidSchema`, `WrongColumnCount`, `TypeMismatch`, `NullNotAllowed`, `RowTooLarge`, `BadRowId`, `RowNotVisible`, `UnknownIndex`, `NoIndex`, `UniqueViolation`, `KeyTooLarge`, `ReadOnlyTransaction`, `TooManyCommands`, `WrongColumn` |
+//! | bad input | `InvalidXid`, `InvalidOption`, `NotADatabase`, `IncompatibleVersion`, `ChecksumSettingMismatch`, `UnknownTable`, `UnknownColumn`, `TableExists`, `InvalidSchema`, `WrongColumnCount`, `TypeMismatch`, `NullNotAllowed`, `RowTooLarge`, `BadRowId`, `RowNotVisible`, `UnknownIndex`, `NoIndex`, `BadKey`, `UniqueViolation`, `KeyTooLarge`, `ReadOnlyTransaction`, `TooManyCommands`, `WrongColumn` |
 //! | conflict (roll back and retry) | `WriteConflict`, `UniqueConflict`, `TransactionAborted` |
 //! | in use (wait for the other user) | `DatabaseInUse`, `StillInUse` |
 //! | corrupt data | `MalformedXactRecord`, `CorruptRow`, `CorruptCatalog`, `CorruptDataDir` |
@@ -34,7 +34,7 @@ use std::path::PathBuf;
 use heap::Tid;
 use wal::{Lsn, Xid};
 
-use crate::value::ColumnType;
+use crate::column_type::ColumnType;
 
 /// Result type of the engine.
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;
@@ -314,6 +314,16 @@ pub enum EngineError {
         /// The name given.
         name: String,
         /// More about the lookup (empty, or the indexes a table has).
+        detail: String,
+    },
+
+    /// A key or key range that does not fit its index (more values than
+    /// the index has columns, bounds after a full key).
+    #[error("index {}: {detail}", cut(index))]
+    BadKey {
+        /// The index's name.
+        index: String,
+        /// What does not fit.
         detail: String,
     },
 
@@ -609,6 +619,7 @@ impl EngineError {
             | EngineError::RowNotVisible { .. }
             | EngineError::UnknownIndex { .. }
             | EngineError::NoIndex { .. }
+            | EngineError::BadKey { .. }
             | EngineError::UniqueViolation { .. }
             | EngineError::KeyTooLarge { .. }
             | EngineError::ReadOnlyTransaction { .. }
@@ -703,7 +714,7 @@ mod tests {
     use bufmgr::{BufferTag, Fork, RelId};
 
     /// Number of `EngineError` variants: `variant` below lists each once.
-    const VARIANTS: usize = 42;
+    const VARIANTS: usize = 43;
 
     /// Position of `e`'s variant. The match has no wildcard, so a new
     /// variant does not compile until it is listed here (and a sample of it
@@ -753,6 +764,7 @@ mod tests {
             E::BackupTarget { .. } => 39,
             E::TableBeingLoaded { .. } => 40,
             E::BackupInProgress { .. } => 41,
+            E::BadKey { .. } => 42,
         }
     }
 
@@ -945,6 +957,13 @@ mod tests {
                 BadInput,
             ),
             (
+                E::BadKey {
+                    index: "i".into(),
+                    detail: "a key of 3 values for an index of 2 columns".into(),
+                },
+                BadInput,
+            ),
+            (
                 E::UniqueViolation {
                     index: "i".into(),
                     table: t.clone(),
@@ -1063,7 +1082,7 @@ mod tests {
                 index(btree::BtreeError::WrongKeyType {
                     index: "i".into(),
                     expected: btree::KeyType::I64,
-                    got: btree::KeyType::Bytes,
+                    got: "(b\"x\")".into(),
                 }),
                 BadInput,
             ),

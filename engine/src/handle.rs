@@ -34,6 +34,7 @@ pub struct Table {
 }
 
 impl Table {
+    /// The table's name.
     pub fn name(&self) -> &str {
         &self.h.info.name
     }
@@ -47,6 +48,20 @@ impl Table {
     pub fn column(&self, name: &str) -> Result<Col> {
         let idx = self.h.info.column_index(name)?;
         Ok(self.col(idx))
+    }
+
+    /// The table's primary key index (declared with
+    /// [`crate::TableOptions::primary_key`]), if it has one.
+    pub fn primary_key(&self) -> Option<Index> {
+        self.h
+            .indexes
+            .read()
+            .iter()
+            .find(|ix| ix.info.primary)
+            .map(|ix| Index {
+                ix: ix.clone(),
+                table: self.h.clone(),
+            })
     }
 
     /// Every column, in order.
@@ -69,10 +84,12 @@ pub struct Index {
 }
 
 impl Index {
+    /// The index's name.
     pub fn name(&self) -> &str {
         &self.ix.info.name
     }
 
+    /// The index's definition.
     pub fn info(&self) -> &IndexInfo {
         &self.ix.info
     }

@@ -12,10 +12,14 @@
 //! ```
 //!
 //! Rules:
-//! 1. **Keys**: [`value_key`] maps a value to its key (an `I64` or
-//!    `Timestamp` column gives `KeyType::I64` keys, the other types
-//!    `KeyType::Bytes` keys with order-preserving bytes). **NULLs are not indexed** (no entry; lookups of NULL
-//!    find nothing; a unique index allows any number of NULLs, as in SQL).
+//! 1. **Keys** (see `keys`): an index over one column has single-column
+//!    keys ([`value_key`]: an `I64` or `Timestamp` column gives
+//!    `KeyType::I64` keys, the other types `KeyType::Bytes` keys with
+//!    order-preserving bytes) and **does not index NULLs** (no entry;
+//!    lookups of NULL find nothing; a unique index allows any number of
+//!    NULLs, as in SQL); an index of 2 to 8 columns has tuple keys, indexes
+//!    NULLs (first), and a unique one treats a key with a NULL as distinct
+//!    from every other.
 //! 2. **No HOT**: every new tuple version gets an entry in every index, even
 //!    if its key did not change (PostgreSQL without heap-only tuples).
 //! 3. **Liveness for unique checks** comes from the transaction manager's
@@ -50,7 +54,7 @@ use heap::tuple::{
 use heap::txn::{INVALID_XID, StatusError};
 use heap::{Heap, HeapError, Tid, TransactionStatus, XidStatus};
 
-use crate::catalog::{IndexHandle, TableHandle};
+use crate::catalog::{IndexHandle, TableHandle, TableInfo};
 use crate::error::{EngineError, Result};
 use crate::txn::Xid;
 use crate::value::{Column, ColumnType, Row, Value, decode_row, f64_order_key};
@@ -89,19 +93,13 @@ pub(crate) fn value_key(v: &Value) -> Option<Key> {
     }
 }
 
-/// A caller's search value as a key of index `ix`: a value of another type
-/// than the column's is [`EngineError::TypeMismatch`]; NULL is `None`.
-pub(crate) fn search_key(ix: &IndexHandle, columns: &[Column], v: &Value) -> Result<Option<Key>> {
-    let col = &columns[ix.info.column];
-    if !v.is_null() && !col.ty.accepts(v) {
-        return Err(EngineError::TypeMismatch {
-            table: ix.table.clone(),
-            column: col.name.clone(),
-            expected: col.ty,
-            got: v.type_name(),
-        });
-    }
-    Ok(value_key(v))
+/// A caller's search value as a key of the single-value index `ix`: a
+/// value of another type than the column's is
+/// [`EngineError::TypeMismatch`]; `None` if it matches nothing (NULL in a
+/// single-column index), and an index of more columns is
+/// [`EngineError::BadKey`].
+pub(crate) fn search_key(ix: &IndexHandle, table: &TableInfo, v: &Value) -> Result<Option<Key>> {
+    ix.full_key(table, std::slice::from_ref(v))
 }
 
 /// A key of a `ty` column as errors print it: `(value)`, the value read
@@ -247,7 +245,7 @@ pub(crate) struct UniqueCheck<'a> {
     pub tm: &'a dyn TransactionStatus,
     pub own: Xid,
     pub columns: &'a [Column],
-    pub column: usize,
+    pub index: &'a IndexHandle,
     pub key: &'a Key,
 }
 
@@ -259,7 +257,7 @@ impl UniqueCheck<'_> {
                 row_id: tid,
                 detail: d,
             })?;
-            if value_key(&row[self.column]).as_ref() != Some(self.key) {
+            if self.index.row_key(&row).as_ref() != Some(self.key) {
                 // A reused line pointer: the entry is stale.
                 return Ok::<_, EngineError>(Liveness::Dead);
             }
@@ -292,8 +290,8 @@ impl std::fmt::Debug for UniqueCheck<'_> {
 /// that is too long fails an update cleanly).
 pub(crate) fn check_key_sizes(indexes: &[Arc<IndexHandle>], row: &Row) -> Result<()> {
     for ix in indexes {
-        if let Some(k) = value_key(&row[ix.info.column]) {
-            let size = k.encode().len();
+        if let Some(k) = ix.row_key(row) {
+            let size = k.encoded_len();
             if size > btree::MAX_KEY_SIZE {
                 return Err(EngineError::KeyTooLarge {
                     index: ix.info.name.clone(),
@@ -330,7 +328,7 @@ pub(crate) fn insert_entry(
     own: Xid,
     tm: &dyn TransactionStatus,
 ) -> Result<()> {
-    match value_key(&row[ix.info.column]) {
+    match ix.row_key(row) {
         Some(key) => insert_key(t, ix, &key, tid, own, tm),
         None => Ok(()),
     }
@@ -350,7 +348,7 @@ fn insert_key(
         tm,
         own,
         columns: &t.info.columns,
-        column: ix.info.column,
+        index: ix,
         key,
     };
     ix.btree
@@ -373,7 +371,11 @@ pub(crate) fn build_from_entries(
 ) -> Result<u64> {
     entries.sort_unstable();
     let n = entries.len() as u64;
-    if ix.info.unique && entries.windows(2).any(|w| w[0].0 == w[1].0) {
+    if ix.info.unique
+        && entries
+            .windows(2)
+            .any(|w| w[0].0 == w[1].0 && !w[0].0.has_null())
+    {
         for (key, tid) in &entries {
             insert_key(t, ix, key, *tid, own, tm)?;
         }
@@ -397,7 +399,7 @@ pub(crate) fn precheck_unique(
     tm: &dyn TransactionStatus,
 ) -> Result<()> {
     for ix in indexes.iter().filter(|ix| ix.info.unique) {
-        let Some(key) = value_key(&row[ix.info.column]) else {
+        let Some(key) = ix.row_key(row).filter(|k| !k.has_null()) else {
             continue;
         };
         let check = UniqueCheck {
@@ -405,7 +407,7 @@ pub(crate) fn precheck_unique(
             tm,
             own,
             columns: &t.info.columns,
-            column: ix.info.column,
+            index: ix,
             key: &key,
         };
         for tid in ix
@@ -524,7 +526,7 @@ pub(crate) fn build(
             row_id: tid,
             detail: d,
         })?;
-        if let Some(key) = value_key(&row[ix.info.column]) {
+        if let Some(key) = ix.row_key(&row) {
             entries.push((key, tid));
         }
         Ok(())
@@ -537,7 +539,7 @@ pub(crate) fn build(
 /// sees it.
 pub(crate) fn heap_rows(
     t: &TableHandle,
-    column: usize,
+    ix: &IndexHandle,
     tm: &dyn TransactionStatus,
 ) -> Result<Vec<HeapRow>> {
     let mut rows = Vec::new();
@@ -547,7 +549,7 @@ pub(crate) fn heap_rows(
             row_id: tid,
             detail: d,
         })?;
-        if let Some(key) = value_key(&row[column]) {
+        if let Some(key) = ix.row_key(&row) {
             rows.push(HeapRow {
                 key: Some(key),
                 tid,

@@ -1,10 +1,13 @@
 #![doc = include_str!("../README.md")]
+#![warn(missing_docs)]
 
 mod alter;
 mod autovacuum;
 mod backup;
+mod backup_label;
 mod bulk;
 mod catalog;
+mod column_type;
 mod database;
 /// The data directory's files (`VERSION`, `LOCK`, `RELSIZES`). Public only
 /// for the decoder fuzz targets and tests outside this crate, which feed it
@@ -16,6 +19,7 @@ mod error;
 mod handle;
 mod index;
 mod invalid_pages;
+mod keys;
 mod loading;
 mod options;
 mod owned_row;
@@ -34,12 +38,14 @@ mod vacuum;
 mod value;
 
 pub use autovacuum::{AutovacuumError, AutovacuumStats, TableAutovacuum};
-pub use backup::{BACKUP_LABEL_FILE, BackupProgress, REREADS as BACKUP_REREADS};
+pub use backup::{BackupProgress, REREADS as BACKUP_REREADS};
+pub use backup_label::BACKUP_LABEL_FILE;
 pub use bulk::BulkProgress;
 pub use catalog::{IndexInfo, MAX_COLUMNS, MAX_NAME_LEN, RelKind, TableInfo};
 pub use database::{BufferInfo, Database, IndexViolation, ResidentPages, TableOptions};
 pub use error::{EngineError, ErrorKind, Result};
 pub use handle::{Index, IndexRef, Table, TableRef};
+pub use keys::{IntoKey, KeyRange};
 pub use options::{DEFAULT_RING_KIB, Options, Partitions, StorageWrapper, parse_evictor};
 pub use owned_row::{OwnedRow, RowColumn};
 pub use recovery::{RecoveryStats, recover, recover_from};
@@ -63,7 +69,8 @@ pub use btree::{BtreeError, PageKind, VacuumStats as IndexVacuumStats, Violation
 /// the API takes and returns.
 pub use bufmgr::{
     BgWriterConfig, BlockNumber, BufferPool, BufferRow, Error as BufferError, Evictor, Fork,
-    IoMode, PoolStats, RelId, RingSizes, StorageBackend, SweepBatch, Topology,
+    IoMode, MissRatioCurve, MrcConfig, MrcPoint, PoolStats, RelId, RingSizes, StorageBackend,
+    SweepBatch, Topology,
 };
 pub use heap::{
     HeapError, HintMode, RingChoice, ScanOptions, Snapshot, Tid, VacuumStats as HeapVacuumStats,

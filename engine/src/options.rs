@@ -177,6 +177,10 @@ pub struct Options {
     pub file_system: Option<Arc<dyn wal::FileSystem>>,
     /// Record the pool's page accesses into this file (`bufmgr::trace`).
     pub trace: Option<std::path::PathBuf>,
+    /// Keep a sampled reuse-distance profile of the pool's accesses for
+    /// [`Database::miss_ratio_curve`](crate::Database::miss_ratio_curve)
+    /// (`bufmgr::mrc`); `None`: off.
+    pub miss_ratio_curve: Option<bufmgr::MrcConfig>,
     /// Run the autovacuum worker (`crate::autovacuum`).
     pub autovacuum: bool,
     /// How often the worker looks at every table.
@@ -268,6 +272,7 @@ impl Default for Options {
             wrap_storage: None,
             file_system: None,
             trace: None,
+            miss_ratio_curve: None,
             autovacuum: true,
             autovacuum_naptime: DEFAULT_AUTOVACUUM_NAPTIME,
             autovacuum_threshold: DEFAULT_AUTOVACUUM_THRESHOLD,
@@ -482,6 +487,11 @@ impl Options {
     /// Record a trace of the pool's accesses into `path` (`None`: off).
     pub fn trace(mut self, path: Option<std::path::PathBuf>) -> Self {
         self.trace = path;
+        self
+    }
+    /// Sample the pool's accesses for a live miss-ratio curve (`None`: off).
+    pub fn miss_ratio_curve(mut self, mrc: Option<bufmgr::MrcConfig>) -> Self {
+        self.miss_ratio_curve = mrc;
         self
     }
     /// Wrap the file storage backend, e.g. in a `bufmgr::FaultyStorage`.
@@ -791,7 +801,8 @@ impl Options {
             .bgwriter(self.bgwriter)
             .io(self.io)
             .direct_io(self.direct_io)
-            .trace(self.trace.clone());
+            .trace(self.trace.clone())
+            .mrc(self.miss_ratio_curve);
         if let Partitions::Count(n) = self.partitions {
             c = c.partitions(n);
         }

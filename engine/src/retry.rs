@@ -36,8 +36,30 @@ use crate::transaction::Transaction;
 
 impl Database {
     /// Run `f` in a transaction and commit it, running it again on a
-    /// retryable error (module docs of `retry`): returns what `f` returned
-    /// in the attempt that committed, or the error that ended the retries.
+    /// retryable error: returns what `f` returned in the attempt that
+    /// committed, or the error that ended the retries.
+    ///
+    /// Each attempt begins a transaction (in the database's commit mode)
+    /// and runs `f` with it. `Ok(v)` commits; an error from `f` or from the
+    /// commit rolls the attempt back. If the error is retryable
+    /// ([`EngineError::is_retryable`]: a write conflict, a unique key held
+    /// by a transaction in progress, a pool with every buffer pinned) and
+    /// attempts are left ([`Options::transaction_attempts`], default 10),
+    /// it sleeps a jittered exponential backoff
+    /// ([`Options::transaction_backoff`]) and runs `f` again from a new
+    /// snapshot; any other error, or the last attempt's, is returned as it
+    /// is. If `f` panics, its transaction is rolled back as the panic
+    /// unwinds.
+    ///
+    /// **`f` may run several times**: effects outside the transaction must
+    /// be repeatable (or undone by `f` itself). A transaction begun inside
+    /// `f` (another `transaction` call) is independent of the attempt's: it
+    /// commits on its own, and a conflict with the attempt's uncommitted
+    /// writes fails it rather than waiting. Retries are counted in
+    /// [`TxnStats`](crate::TxnStats).
+    ///
+    /// [`Options::transaction_attempts`]: crate::Options::transaction_attempts
+    /// [`Options::transaction_backoff`]: crate::Options::transaction_backoff
     ///
     /// ```
     /// # use engine::{Column, ColumnType, Database, Options, Value};

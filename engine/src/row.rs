@@ -48,10 +48,12 @@ impl Col {
         self.idx as usize
     }
 
+    /// The column's type.
     pub fn ty(&self) -> ColumnType {
         self.ty
     }
 
+    /// Whether the column accepts NULL.
     pub fn nullable(&self) -> bool {
         self.nullable
     }

@@ -6,9 +6,11 @@
 //! the last handle goes, whichever it is and however it goes: the last
 //! clone, transaction or iterator dropped (also while a thread unwinds from
 //! a panic), or [`Database::close`] on the last handle. The database shuts
-//! down first, then its directory is removed. Nothing of it survives the
-//! process: a process killed while the database is open leaves the
-//! directory behind (as any temporary file).
+//! down first, then its directory is removed. A process that ends without
+//! running destructors (SIGKILL, `std::process::exit`, an abort) leaves the
+//! directory behind, as any temporary file: an ordinary data directory
+//! that opens with `Database::open` (test
+//! `a_killed_process_leaves_its_temporary_database_behind`).
 
 use crate::database::Database;
 use crate::error::{EngineError, Result};
@@ -16,8 +18,21 @@ use crate::options::Options;
 
 impl Database {
     /// Open a new, empty database in a fresh temporary directory that is
-    /// removed when the last handle to it is dropped or closed (module
-    /// docs of `temporary`). [`dir`](Database::dir) names it.
+    /// removed when the last handle to it is dropped or closed.
+    /// [`dir`](Database::dir) names it.
+    ///
+    /// The directory is `engine-tmp-XXXXXX` under the system's temporary
+    /// directory (`$TMPDIR`, else `/tmp`). Every handle counts: clones,
+    /// transactions and row iterators keep it, and it goes with the last of
+    /// them however that goes (dropped, dropped while its thread unwinds
+    /// from a panic, or [`close`](Database::close)d); the database shuts
+    /// down first.
+    ///
+    /// **A process that ends without running destructors** (killed with
+    /// SIGKILL, `std::process::exit`, an abort) leaves the directory behind,
+    /// as any temporary file. It is an ordinary data directory: opened with
+    /// [`Database::open`] it recovers every commit (and is then not
+    /// temporary); otherwise remove it by hand.
     pub fn open_temporary(options: Options) -> Result<Database> {
         // Bad options make no directory.
         options.validate()?;

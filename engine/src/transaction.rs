@@ -79,7 +79,6 @@
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
-use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -99,13 +98,17 @@ use crate::database::{Core, Database};
 use crate::error::{EngineError, Result};
 use crate::handle::{IndexRef, Table, TableRef};
 use crate::index::{self, map_btree, search_key, value_key};
+use crate::keys::KeyRange;
 use crate::owned_row::{OwnedRow, Shape};
 use crate::row::{Col, RowId, RowRef, col_of};
 use crate::stats::Pending;
 use crate::txn::Xid;
 use crate::txn::xact::CommitMode;
-use crate::value::{ColumnType, Row, Value, decode_row, encode_row};
+use crate::value::{ColumnType, Row, Value, encode_row};
 use bytes::Bytes;
+
+mod range;
+pub use range::IndexRange;
 
 /// Map a heap error of operation `op` on `table` to the engine's.
 pub(crate) fn map_heap(table: &str, op: &str) -> impl FnOnce(HeapError) -> EngineError {
@@ -537,8 +540,8 @@ impl Transaction {
                 // The holder of the key may be a newer version of this very
                 // row: another transaction updated it (and maybe committed)
                 // after the check above, and its new version keeps the key.
-                // That is a write conflict, not a duplicate (issue 13,
-                // defect 1). Whoever made that version set the old one's
+                // That is a write conflict, not a duplicate (see
+                // tests/concurrent_update_is_a_conflict_not_a_duplicate.rs). Whoever made that version set the old one's
                 // xmax first, so checking the row again now sees it.
                 if matches!(
                     e,
@@ -623,7 +626,7 @@ impl Transaction {
     ) -> Result<Option<(RowId, OwnedRow)>> {
         self.with_table(table, |t| {
             let ix = unique_index(t, column)?;
-            let Some(key) = search_key(&ix, &t.info.columns, value)? else {
+            let Some(key) = search_key(&ix, &t.info, value)? else {
                 return Ok(None);
             };
             let mut found = None;
@@ -637,7 +640,8 @@ impl Transaction {
 
     /// Every row this transaction sees whose indexed column is `value`, in
     /// row-id order, through index `index` (or the only index of the table
-    /// named `index`). NULL finds nothing (NULLs are not indexed).
+    /// named `index`); in an index of several columns, whose first column is
+    /// `value`, in key order (see [`lookup_each`](Self::lookup_each)).
     pub fn index_lookup(
         &self,
         index: impl IndexRef,
@@ -676,15 +680,23 @@ impl Transaction {
     /// B-tree is searched for the key alone (no scan machinery), each match's
     /// heap page pinned once, its visibility checked and its key re-checked
     /// on the page; `f` gets the row as a [`RowRef`] (no copy). NULL finds
-    /// nothing.
+    /// nothing in an index over one `I64` or `Bytes` column (which does not
+    /// index NULLs), and the rows holding NULL in any other. In an index of
+    /// several columns this is the rows whose *first* column is `value`, in
+    /// key order: [`range_each`](Self::range_each) over
+    /// `KeyRange::prefix(value)`.
     pub fn lookup_each(
         &self,
         index: impl IndexRef,
         value: &Value,
         mut f: impl FnMut(RowRef<'_>) -> Result<()>,
     ) -> Result<usize> {
-        self.with_index(index, |t, ix| {
-            let Some(key) = search_key(ix, &t.info.columns, value)? else {
+        let resolved = index.resolve_index(&self.db)?;
+        if resolved.ix.info.columns.len() > 1 {
+            return self.range_each(&*resolved, KeyRange::prefix(value.clone()), f);
+        }
+        self.with_index(&*resolved, |t, ix| {
+            let Some(key) = search_key(ix, &t.info, value)? else {
                 return Ok(0);
             };
             let mut n = 0;
@@ -707,33 +719,43 @@ impl Transaction {
         key: &Key,
         mut f: impl FnMut(RowRef<'_>) -> Result<bool>,
     ) -> Result<()> {
-        let col = col_of(&t.info, ix.info.column);
+        let col = col_of(&t.info, ix.info.columns[0]);
+        // A tuple key is re-checked in its stored form.
+        let stored = ix.is_tuple().then(|| key.encode());
         let name = &t.info.name;
         let tm = &*self.core().tm;
         let snap = &*self.read_snapshot();
         let mut failed = None;
-        ix.btree
-            .lookup_each(key, |tid| {
-                let fetched = t
-                    .heap
-                    .fetch_with(tid, snap, tm, |bytes| {
-                        let row = RowRef::new(tid, bytes, &t.info);
-                        if !key_matches(&row, col, key)? {
-                            return Ok(true);
-                        }
-                        f(row)
-                    })
-                    .map_err(map_heap(name, "index fetch"));
-                match fetched {
-                    Ok(None) | Ok(Some(Ok(true))) => true,
-                    Ok(Some(Ok(false))) => false,
-                    Ok(Some(Err(e))) | Err(e) => {
-                        failed = Some(e);
-                        false
+        let each = |tid| {
+            let fetched = t
+                .heap
+                .fetch_with(tid, snap, tm, |bytes| {
+                    let row = RowRef::new(tid, bytes, &t.info);
+                    let matches = match &stored {
+                        Some(k) => ix.row_ref_has_key(&row, k)?,
+                        None => key_matches(&row, col, key)?,
+                    };
+                    if !matches {
+                        return Ok(true);
                     }
+                    f(row)
+                })
+                .map_err(map_heap(name, "index fetch"));
+            match fetched {
+                Ok(None) | Ok(Some(Ok(true))) => true,
+                Ok(Some(Ok(false))) => false,
+                Ok(Some(Err(e))) | Err(e) => {
+                    failed = Some(e);
+                    false
                 }
-            })
-            .map_err(map_btree(ix, "lookup"))?;
+            }
+        };
+        // A tuple key was encoded once above: look it up in that form.
+        match &stored {
+            Some(k) => ix.btree.lookup_encoded_each(k, each),
+            None => ix.btree.lookup_each(key, each),
+        }
+        .map_err(map_btree(ix, "lookup"))?;
         failed.map_or(Ok(()), Err)
     }
 
@@ -815,54 +837,6 @@ impl Transaction {
 
     // ---- iterators ----
 
-    /// The rows this transaction sees with `lower <= key <= upper` (as the
-    /// bounds say) in index `index`, in key order (row-id order among equal
-    /// keys), as an iterator that reads the index in batches. A NULL bound
-    /// is a type error (NULLs are not indexed).
-    pub fn index_range(
-        &self,
-        index: impl IndexRef,
-        lower: Bound<Value>,
-        upper: Bound<Value>,
-    ) -> Result<IndexRange> {
-        let resolved = index.resolve_index(&self.db)?.into_owned();
-        self.with_index(&resolved, |t, ix| {
-            let conv = |b: Bound<Value>| -> Result<Bound<Key>> {
-                Ok(match b {
-                    Bound::Unbounded => Bound::Unbounded,
-                    Bound::Included(v) | Bound::Excluded(v) if v == Value::Null => {
-                        let col = &t.info.columns[ix.info.column];
-                        return Err(EngineError::TypeMismatch {
-                            table: t.info.name.clone(),
-                            column: col.name.clone(),
-                            expected: col.ty,
-                            got: "null (NULLs are not indexed)",
-                        });
-                    }
-                    Bound::Included(v) => {
-                        Bound::Included(search_key(ix, &t.info.columns, &v)?.expect("not null"))
-                    }
-                    Bound::Excluded(v) => {
-                        Bound::Excluded(search_key(ix, &t.info.columns, &v)?.expect("not null"))
-                    }
-                })
-            };
-            Ok(IndexRange {
-                _reg: SnapshotReg::again(&self.db, self.snapshot().xmin),
-                db: self.db.clone(),
-                index: resolved.clone(),
-                snapshot: self.read_snapshot().into_owned(),
-                rolled_back: self.rolled_back.clone(),
-                lower: conv(lower)?,
-                upper: conv(upper)?,
-                after: None,
-                last: None,
-                rows: VecDeque::new(),
-                done: false,
-            })
-        })
-    }
-
     /// Every row this transaction sees, in row-id order, a page at a time,
     /// as owned rows. Tables larger than a quarter of the pool are read
     /// through the bulk-read ring (PostgreSQL's `initscan` rule).
@@ -914,7 +888,7 @@ fn unique_index(t: &TableHandle, column: &str) -> Result<std::sync::Arc<IndexHan
     t.indexes
         .read()
         .iter()
-        .find(|ix| ix.info.column == col && ix.info.unique)
+        .find(|ix| ix.info.columns == [col] && ix.info.unique)
         .cloned()
         .ok_or_else(|| EngineError::NoIndex {
             table: t.info.name.clone(),
@@ -923,7 +897,7 @@ fn unique_index(t: &TableHandle, column: &str) -> Result<std::sync::Arc<IndexHan
         })
 }
 
-/// Does the row's indexed column still hold `key`?
+/// Does the row's indexed column still hold the single-column `key`?
 #[inline]
 fn key_matches(row: &RowRef<'_>, col: Col, key: &Key) -> Result<bool> {
     Ok(match (col.ty(), key) {
@@ -1309,127 +1283,29 @@ impl Iterator for RowIter {
     }
 }
 
-/// Entries an [`IndexRange`] reads from the B-tree at a time.
-const RANGE_BATCH: usize = 128;
-
-/// Rows of an index range scan in key order (see
-/// [`Transaction::index_range`]). The index is read in batches of entries:
-/// each batch is a fresh B-tree scan starting after the last entry handed
-/// out, taken with the table held against DROP; the rows of a batch are
-/// fetched through the snapshot and their keys re-checked before any is
-/// handed out. No page stays pinned between calls. Like [`RowIter`] it keeps
-/// its snapshot registered until dropped, and after its transaction ends it
-/// behaves as [`RowIter`] does: committed, it reads on with its snapshot;
-/// rolled back, the entries after the last row handed out are read again
-/// with the committed view.
-#[derive(Debug)]
-pub struct IndexRange {
-    index: crate::handle::Index,
-    snapshot: Snapshot,
-    /// The transaction's flag: it ended without committing.
-    rolled_back: Arc<AtomicBool>,
-    lower: Bound<Key>,
-    upper: Bound<Key>,
-    /// The last entry read: the next batch starts after it.
-    after: Option<(Key, Tid)>,
-    /// The entry of the last row handed out.
-    last: Option<(Key, Tid)>,
-    /// Rows fetched, with their index entries' keys.
-    rows: VecDeque<(Key, RowId, OwnedRow)>,
-    done: bool,
-    /// Dropped last, as in [`RowIter`].
-    _reg: SnapshotReg,
-    db: Database,
-}
-
-impl IndexRange {
-    fn read_batch(&mut self) -> Result<()> {
-        let t = &*self.index.table;
-        let ix = &*self.index.ix;
-        crate::loading::check(t)?;
-        let dropped = t.dropped.read();
-        if *dropped {
-            return Err(EngineError::UnknownTable {
-                name: t.info.name.clone(),
-            });
-        }
-        if ix.dropped.load(Ordering::Acquire) {
-            return Err(EngineError::UnknownIndex {
-                name: ix.info.name.clone(),
-                detail: String::new(),
-            });
-        }
-        let lower = match &self.after {
-            Some((k, _)) => Bound::Included(k),
-            None => self.lower.as_ref(),
-        };
-        let scan = ix
-            .btree
-            .scan(lower, self.upper.as_ref())
-            .map_err(map_btree(ix, "range scan"))?;
-        let mut entries = Vec::with_capacity(RANGE_BATCH);
-        for e in scan {
-            let (key, tid) = e.map_err(map_btree(ix, "range scan"))?;
-            if let Some((ak, at)) = &self.after
-                && (&key, tid) <= (ak, *at)
-            {
-                continue;
-            }
-            entries.push((key, tid));
-            if entries.len() == RANGE_BATCH {
-                break;
-            }
-        }
-        if entries.len() < RANGE_BATCH {
-            self.done = true;
-        }
-        self.after = entries.last().cloned();
-        let name = &t.info.name;
-        let shape = t.info.shape();
-        let tm = &*self.db.core().tm;
-        for (key, tid) in entries {
-            let got = t
-                .heap
-                .fetch_with(tid, &self.snapshot, tm, |bytes| {
-                    decode_row(&t.info.columns, bytes, corrupt_row(name, tid))
-                })
-                .map_err(map_heap(name, "index fetch"))?
-                .transpose()?;
-            if let Some(row) = got
-                && value_key(&row[ix.info.column]).as_ref() == Some(&key)
-            {
-                self.rows
-                    .push_back((key, tid, OwnedRow::new(row, shape.clone())));
-            }
-        }
-        Ok(())
+/// Beginning transactions: here rather than in `database`, so that
+/// `database` does not import the transaction that imports it.
+impl Database {
+    /// Begin a transaction in the database's commit mode. It takes its
+    /// snapshot now and a transaction id only at its first write: one that
+    /// only reads writes no commit record and never waits for the WAL, so
+    /// its `commit` costs what `rollback` does.
+    pub fn begin(&self) -> Result<Transaction> {
+        let mode = self.core().tm.commit_mode();
+        Transaction::begin(self.clone(), mode, false)
     }
-}
 
-impl Iterator for IndexRange {
-    type Item = Result<(RowId, OwnedRow)>;
+    /// Begin a transaction that commits in `mode`.
+    pub fn begin_with(&self, mode: CommitMode) -> Result<Transaction> {
+        Transaction::begin(self.clone(), mode, false)
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
-        if forget_rolled_back(&mut self.snapshot, &self.rolled_back) && !self.rows.is_empty() {
-            // Rows fetched as the transaction's own: fetch again from the
-            // entry after the last row handed out.
-            self.rows.clear();
-            self.after = self.last.clone();
-            self.done = false;
-        }
-        loop {
-            if let Some((key, tid, row)) = self.rows.pop_front() {
-                self.last = Some((key, tid));
-                return Some(Ok((tid, row)));
-            }
-            if self.done {
-                return None;
-            }
-            if let Err(e) = self.read_batch() {
-                self.done = true;
-                self.rows.clear();
-                return Some(Err(e));
-            }
-        }
+    /// Begin a read-only transaction: a snapshot and nothing else. Every
+    /// write through it is [`EngineError::ReadOnlyTransaction`]; it never
+    /// takes a transaction id, and commit and rollback only release the
+    /// snapshot.
+    pub fn read(&self) -> Result<Transaction> {
+        let mode = self.core().tm.commit_mode();
+        Transaction::begin(self.clone(), mode, true)
     }
 }

@@ -15,7 +15,7 @@ use engine::{Database, Options, TableOptions};
 fn unlogged_rows_after_a_failed_open(bad: Options) -> usize {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path(), small_options()).unwrap();
-    db.create_table_with("u", two_columns(), TableOptions { logged: false })
+    db.create_table_with("u", two_columns(), TableOptions::default().unlogged())
         .unwrap();
     let t = db.begin().unwrap();
     for i in 0..100 {

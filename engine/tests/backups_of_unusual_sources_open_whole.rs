@@ -27,7 +27,7 @@ fn source(dir: &Path, opts: Options) -> Database {
     let db = Database::open(dir, opts).unwrap();
     db.create_table("t", two_columns()).unwrap();
     db.create_index("t_id", "t", "id", true).unwrap();
-    db.create_table_with("u", two_columns(), TableOptions { logged: false })
+    db.create_table_with("u", two_columns(), TableOptions::default().unlogged())
         .unwrap();
     db.create_index("u_id", "u", "id", true).unwrap();
     db.bulk_load("t", (0..2_000).map(|i| row(i, "t")), |_| {})

@@ -1,4 +1,4 @@
-//! Issue 13, defect 1: an update that keeps a row's unique key, racing with
+//! An update that keeps a row's unique key, racing with
 //! another transaction that updates the same row and commits, must fail as
 //! a retryable conflict (`is_conflict()`), never as a duplicate key.
 //!

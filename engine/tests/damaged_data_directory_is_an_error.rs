@@ -59,7 +59,7 @@ fn build(dir: &Path) -> (PathBuf, PathBuf) {
     let db = Database::open(dir, small_options()).unwrap();
     let t = db.create_table("t", two_columns()).unwrap();
     let ix = db.create_index("t_id", "t", "id", true).unwrap();
-    db.create_table_with("u", two_columns(), TableOptions { logged: false })
+    db.create_table_with("u", two_columns(), TableOptions::default().unlogged())
         .unwrap();
     db.bulk_load("t", (0..ROWS).map(|i| row(i, "some text")), |_| {})
         .unwrap();

@@ -107,7 +107,7 @@ fn index_reads_return_exactly_the_visible_rows() {
 
         let id = db.create_index("t_id", "t", "id", true).unwrap();
         let name = db.create_index("t_name", "t", "name", false).unwrap();
-        assert!(id.unique && !name.unique && name.column == 1);
+        assert!(id.unique && !name.unique && name.columns == [1]);
         assert_eq!(db.indexes(), vec![id.clone(), name.clone()]);
         // The older snapshot still finds the row deleted before the build.
         assert!(old.get_by_key("t", "id", &Value::I64(0)).unwrap().is_some());

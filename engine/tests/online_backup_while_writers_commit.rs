@@ -280,7 +280,7 @@ fn unlogged_tables_are_empty_in_the_copy_and_usable() {
     db.create_table_with(
         "scratch",
         two_columns(),
-        engine::TableOptions { logged: false },
+        engine::TableOptions::default().unlogged(),
     )
     .unwrap();
     db.create_index("scratch_id", "scratch", "id", true)

@@ -1,4 +1,4 @@
-//! The read paths of issue 10 through the public API: read-only
+//! The read paths through the public API: read-only
 //! transactions that write nothing durable, borrowed rows (`RowRef`) with
 //! column accessors, handles, a `Database` shared by clones and a
 //! transaction moved to another thread, and iterators that outlive their

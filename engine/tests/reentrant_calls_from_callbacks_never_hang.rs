@@ -165,3 +165,49 @@ fn after_a_backup_whose_callback_was_refused_ddl_and_checkpoints_work_again() {
         db.create_table("u", two_columns()).unwrap();
     });
 }
+
+#[test]
+fn a_backup_progress_callback_that_adds_a_column_fails_at_once() {
+    let (backup, inner) = backup_calling(|db, _| {
+        db.add_column("t", Column::nullable("extra", ColumnType::I64))
+            .map(|_| ())
+    });
+    backup.unwrap();
+    let e = inner.unwrap().unwrap_err();
+    assert!(matches!(e, EngineError::BackupInProgress { .. }), "{e}");
+}
+
+#[test]
+fn a_bulk_load_iterator_that_adds_a_column_to_its_empty_table_fails_the_load_at_once() {
+    watchdog(LIMIT, || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), small_options()).unwrap();
+        db.create_table("t", two_columns()).unwrap();
+        let inner = RefCell::new(None);
+        let rows = (0..100).map(|i| {
+            if i == 50 {
+                *inner.borrow_mut() =
+                    Some(db.add_column("t", Column::nullable("extra", ColumnType::I64)));
+            }
+            row(i, "x")
+        });
+        let e = db.bulk_load("t", rows, |_| {}).unwrap_err();
+        assert!(
+            matches!(&e, EngineError::TableBeingLoaded { table } if table == "t"),
+            "{e}"
+        );
+        let inner = inner.into_inner().unwrap().unwrap_err();
+        assert!(
+            matches!(inner, EngineError::TableBeingLoaded { .. }),
+            "{inner}"
+        );
+        // Nothing of the load is there, the table has its two columns and
+        // takes the column now.
+        assert_eq!(
+            db.read_transaction(|t| Ok(t.scan("t")?.count())).unwrap(),
+            0
+        );
+        db.add_column("t", Column::nullable("extra", ColumnType::I64))
+            .unwrap();
+    });
+}

@@ -33,7 +33,7 @@ fn unlogged_rows_survive_a_clean_close_and_vanish_after_a_crash() {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(dir.path(), small_options()).unwrap();
         let info = db
-            .create_table_with("u", two_columns(), TableOptions { logged: false })
+            .create_table_with("u", two_columns(), TableOptions::default().unlogged())
             .unwrap();
         assert!(!info.logged);
         db.create_index("u_id", "u", "id", true).unwrap();

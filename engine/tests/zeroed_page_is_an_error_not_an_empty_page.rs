@@ -1,4 +1,4 @@
-//! Issue 13, defect 2: a table page zeroed on disk (all 8 KiB, checksum
+//! A table page zeroed on disk (all 8 KiB, checksum
 //! field included) while the database was closed used to read as a new,
 //! empty page: its rows vanished from scans and key lookups with no error.
 //! With checksums on, the pool now writes extended pages blank *with* their

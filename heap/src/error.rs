@@ -15,24 +15,10 @@ use bufmgr::{BlockNumber, RelId};
 
 use crate::tuple::Tid;
 
+pub use crate::kind::ErrorKind;
+
 /// Result type of the heap.
 pub type Result<T, E = HeapError> = std::result::Result<T, E>;
-
-/// Whose fault an error is.
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub enum ErrorKind {
-    /// The caller asked for something impossible (a row too large, a TID
-    /// that does not exist, a change to a tuple it cannot see).
-    BadInput,
-    /// Another transaction changed the tuple first: abort and retry.
-    Conflict,
-    /// A page or WAL record is not what the heap wrote.
-    CorruptData,
-    /// The operating system, or the pool / WAL below it, failed.
-    Io,
-    /// A resource ran out (every buffer pinned).
-    ResourceExhausted,
-}
 
 /// An error from the heap.
 #[derive(Debug, thiserror::Error)]

@@ -4,6 +4,7 @@ pub mod bulk;
 pub mod error;
 pub mod fsm;
 pub mod heap;
+mod kind;
 pub mod page;
 pub mod prune;
 pub mod record;

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::Mutex;
 pub use wal::{Lsn, Xid};
 
-use crate::error::ErrorKind;
+use crate::kind::ErrorKind;
 
 /// No transaction (an unset xmax).
 pub const INVALID_XID: Xid = 0;

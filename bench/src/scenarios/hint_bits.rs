@@ -847,7 +847,14 @@ fn ensure_index_template(
         .hint_mode(HintMode::Never)
         .wal_segment_size(params.wal_segment_size);
     let db = Database::open(&dir, opts)?;
-    db.create_table_with(INDEX_TABLE, index_columns(), TableOptions { logged })?;
+    db.create_table_with(
+        INDEX_TABLE,
+        index_columns(),
+        TableOptions {
+            logged,
+            ..TableOptions::default()
+        },
+    )?;
     db.create_index(INDEX_NAME, INDEX_TABLE, "k", false)?;
     let pb = progress_bar(
         params.rows,

@@ -36,6 +36,11 @@ pub(crate) struct Local {
     pub trace: Option<TraceBuf>,
     /// Hand ticks of the last victim search (for the trace's eviction record).
     pub last_sweep_ticks: u64,
+    /// This thread's copy of the miss-ratio sampler's threshold (0: off),
+    /// refreshed at each hand-over of the batch.
+    pub mrc_threshold: u64,
+    /// Sampled accesses not yet handed to the sampler, with their sample hash.
+    pub mrc_batch: Vec<(crate::tag::BufferTag, u64)>,
 }
 
 impl Local {
@@ -57,6 +62,8 @@ impl Local {
             stats,
             trace,
             last_sweep_ticks: 0,
+            mrc_threshold: pool.mrc_threshold.load(Ordering::Relaxed),
+            mrc_batch: Vec::new(),
         }
     }
 
@@ -75,6 +82,8 @@ impl Local {
                 .as_ref()
                 .map(|sink| TraceBuf::new(sink.clone(), trace::thread_id(usize::MAX))),
             last_sweep_ticks: 0,
+            mrc_threshold: pool.mrc_threshold.load(Ordering::Relaxed),
+            mrc_batch: Vec::new(),
         }
     }
 }
@@ -107,11 +116,14 @@ impl Local {
 
 impl Drop for Local {
     fn drop(&mut self) {
-        if self.counted
-            && let Some(p) = self.pool.upgrade()
-        {
-            p.active_threads.fetch_sub(1, Ordering::Relaxed);
-            p.retire_thread(&self.stats);
+        if let Some(p) = self.pool.upgrade() {
+            if !self.mrc_batch.is_empty() {
+                p.mrc_flush(self);
+            }
+            if self.counted {
+                p.active_threads.fetch_sub(1, Ordering::Relaxed);
+                p.retire_thread(&self.stats);
+            }
         }
     }
 }

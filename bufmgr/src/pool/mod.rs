@@ -133,6 +133,11 @@ pub(crate) struct PoolShared {
     pub stream_budget: stream::StreamBudget,
     /// The trace file, when recording one (see [`crate::trace`]).
     pub(crate) trace: Option<Arc<crate::trace::TraceSink>>,
+    /// The miss-ratio curve's sampler, when on (see [`crate::mrc`]).
+    pub(crate) mrc: Option<Mutex<crate::mrc::Shards>>,
+    /// Its threshold, for threads' private copies (0 when off: nothing is
+    /// sampled). Written under the sampler's lock.
+    pub(crate) mrc_threshold: AtomicU64,
 }
 
 /// A buffer pool: the shared buffers of one data directory.
@@ -195,6 +200,11 @@ impl BufferPool {
             Some(path) => Some(crate::trace::TraceSink::create(path, n)?),
             None => None,
         };
+        let mrc = match config.mrc {
+            Some(m) => Some(crate::mrc::Shards::new(n, m)?),
+            None => None,
+        };
+        let mrc_threshold = AtomicU64::new(mrc.as_ref().map_or(0, |m| m.threshold()));
         let plan = crate::numa::PlacementPlan::compute(
             &parts,
             &topology,
@@ -246,6 +256,8 @@ impl BufferPool {
             in_flight: stream::InFlightMap::new(),
             stream_budget: stream::StreamBudget::new(n),
             trace,
+            mrc: mrc.map(Mutex::new),
+            mrc_threshold,
             config,
         });
         let bgwriter = shared
@@ -289,6 +301,20 @@ impl BufferPool {
         self.flush_trace()?;
         sink.stop();
         sink.flush()
+    }
+
+    /// The hit ratio an LRU cache of 0.25x, 0.5x, 1x, 2x and 4x this pool's
+    /// size would have had on the accesses sampled so far (see
+    /// [`crate::mrc`]); `None` if the pool was opened without sampling
+    /// ([`PoolConfig::mrc`]). Hands this thread's pending sampled accesses
+    /// to the sampler first.
+    pub fn miss_ratio_curve(&self) -> Option<crate::mrc::MissRatioCurve> {
+        let sampler = self.shared.mrc.as_ref()?;
+        with_local(&self.shared, |local| self.shared.mrc_flush(local));
+        // Every counted access passed the sampler's filter: SHARDS-adj's
+        // total.
+        let accesses = self.stats().totals().accesses;
+        Some(sampler.lock().curve(Some(accesses)))
     }
 
     /// The configuration the pool was opened with.

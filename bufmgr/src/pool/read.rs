@@ -54,6 +54,45 @@ fn trace_access(local: &mut Local, tag: BufferTag, id: BufferId, hit: bool, ring
     }
 }
 
+impl PoolShared {
+    /// The miss-ratio sampler's filter, on every counted access: a multiply
+    /// and a compare with the thread's copy of the threshold (0 when the
+    /// sampler is off); only a sampled access goes further.
+    #[inline(always)]
+    pub(crate) fn mrc_filter(&self, local: &mut Local, tag_hash: u64, tag: BufferTag) {
+        let h = crate::mrc::sample_hash(tag_hash);
+        if h < local.mrc_threshold {
+            self.mrc_note(local, tag, h);
+        }
+    }
+
+    /// A sampled access: into the thread's batch, handed over when full.
+    #[cold]
+    #[inline(never)]
+    fn mrc_note(&self, local: &mut Local, tag: BufferTag, h: u64) {
+        local.mrc_batch.push((tag, h));
+        if local.mrc_batch.len() >= crate::mrc::MRC_BATCH {
+            self.mrc_flush(local);
+        }
+    }
+
+    /// Hand the thread's sampled accesses to the sampler, and take its
+    /// threshold now (lower once the sample has been full).
+    pub(crate) fn mrc_flush(&self, local: &mut Local) {
+        let Some(sampler) = &self.mrc else {
+            local.mrc_batch.clear();
+            return;
+        };
+        let mut sampler = sampler.lock();
+        for (tag, h) in local.mrc_batch.drain(..) {
+            sampler.access(tag, h);
+        }
+        let t = sampler.threshold();
+        self.mrc_threshold.store(t, Ordering::Relaxed);
+        local.mrc_threshold = t;
+    }
+}
+
 /// How a miss fills the buffer.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum ReadMode {
@@ -264,6 +303,7 @@ impl PoolShared {
                 .table
                 .find_unlocked(&ht, |id| self.pin_if_tagged(id, tag, use_ring))
         {
+            self.mrc_filter(local, ht.hash, tag);
             let c = &local.stats.parts[self.desc(id).partition()];
             bump(&c.accesses, 1);
             if state & VALID != 0 {
@@ -381,6 +421,7 @@ impl PoolShared {
             if local.trace.is_some() {
                 trace_access(local, tag, id, state & VALID != 0, ring.as_deref());
             }
+            self.mrc_filter(local, ht.hash, tag);
             let c = &local.stats.parts[self.desc(id).partition()];
             bump(&c.accesses, 1);
             if state & VALID != 0 {
@@ -458,6 +499,7 @@ impl PoolShared {
         );
         self.admitted(victim, s, admit);
         drop(map);
+        self.mrc_filter(local, ht.hash, tag);
         let c = &local.stats.parts[self.desc(victim).partition()];
         bump(&c.accesses, 1);
         if let Some(t) = local.trace.as_mut() {
@@ -476,6 +518,7 @@ impl PoolShared {
         tag: BufferTag,
         ring: Option<crate::replacement::ring::RingKind>,
     ) -> Started {
+        self.mrc_filter(local, tag.hash_code(), tag);
         let c = &local.stats.parts[self.desc(id).partition()];
         bump(&c.accesses, 1);
         if let Some(t) = local.trace.as_mut() {
