@@ -334,7 +334,7 @@ fn compare_sample(db: &Database, path: &Path, cache_kib: i64, keys: &[i64]) -> R
         let e: Vec<(i64, i64, i64)> = txn
             .index_lookup(INDEX, &Value::I64(key))?
             .into_iter()
-            .map(|(_, row)| match row.as_slice() {
+            .map(|(_, row)| match &*row {
                 [Value::I64(a), Value::I64(b), Value::I64(c)] => Ok((*a, *b, *c)),
                 other => Err(format!("engine row {other:?}")),
             })

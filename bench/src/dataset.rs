@@ -43,7 +43,6 @@ use engine::{BulkProgress, Database, Options, Partitions, RelKind, Row};
 use serde::{Deserialize, Serialize};
 
 use crate::common::progress_bar;
-use crate::dirs::io_error;
 use crate::error::{BenchError, Result};
 
 /// Name of the stamp file in a data set's directory.
@@ -105,14 +104,6 @@ pub fn read_stamp(dir: &Path) -> Option<Stamp> {
     serde_json::from_str(&text).ok()
 }
 
-fn write_stamp(dir: &Path, stamp: &Stamp) -> Result<()> {
-    let tmp = dir.join(format!("{STAMP_FILE}.tmp"));
-    let text = serde_json::to_string_pretty(stamp).expect("a stamp serialises");
-    fs::write(&tmp, text + "\n").map_err(io_error("write", &tmp))?;
-    let path = dir.join(STAMP_FILE);
-    fs::rename(&tmp, &path).map_err(io_error("rename", &path))
-}
-
 /// The directory of `scenario`'s data set at `scale_tag` (e.g. `pool-4096`).
 pub fn dataset_dir(data_dir: &Path, scenario: &str, scale_tag: &str) -> PathBuf {
     data_dir.join(scenario).join(scale_tag)
@@ -142,7 +133,8 @@ pub fn build_options(pool_buffers: usize) -> Options {
 /// Make sure `dir` holds the data set `want` describes: reuse it if its
 /// stamp equals `want`, else empty the directory, open a database there
 /// and run `build` (which creates and loads the tables of `want.tables`),
-/// hint and count every table, checkpoint, close and write the stamp.
+/// hint and count every table, checkpoint, close and write the stamp. A
+/// spec over [`crate::cache`].
 pub fn ensure(
     dir: &Path,
     want: &Stamp,
@@ -150,31 +142,48 @@ pub fn ensure(
     progress: bool,
     build: impl FnOnce(&Database) -> Result<()>,
 ) -> Result<Dataset> {
-    if read_stamp(dir).as_ref() == Some(want) {
+    let key = serde_json::to_value(want)
+        .map_err(|e| BenchError::Data(format!("the stamp of {}: {e}", dir.display())))?;
+    if dir.exists() && read_stamp(dir).as_ref() != Some(want) {
+        crate::common::say(&format!(
+            "{}: stamp missing or for another scale; rebuilding",
+            dir.display()
+        ));
+    }
+    let spec = crate::cache::Spec {
+        dir,
+        stamp_file: STAMP_FILE,
+        key,
+        options: build_options(pool_buffers),
+    };
+    let cached = crate::cache::ensure(&spec, build, |db| hint_and_count(db, want, progress))?;
+    if cached.reused {
         crate::common::say(&format!(
             "reusing {} ({}) in {}",
             want.scenario,
             describe_tables(&want.tables),
             dir.display()
         ));
-        return Ok(Dataset {
-            dir: dir.to_path_buf(),
-            stamp: want.clone(),
-            reused: true,
-            build_secs: 0.0,
-        });
-    }
-    let started = Instant::now();
-    if dir.exists() {
+    } else {
         crate::common::say(&format!(
-            "{}: stamp missing or for another scale; rebuilding",
+            "built {} ({}) in {:.1} s in {}",
+            want.scenario,
+            describe_tables(&want.tables),
+            cached.build_secs,
             dir.display()
         ));
-        fs::remove_dir_all(dir).map_err(io_error("remove", dir))?;
     }
-    fs::create_dir_all(dir).map_err(io_error("create", dir))?;
-    let db = Database::open(dir, build_options(pool_buffers))?;
-    build(&db)?;
+    Ok(Dataset {
+        dir: cached.dir,
+        stamp: want.clone(),
+        reused: cached.reused,
+        build_secs: cached.build_secs,
+    })
+}
+
+/// Scan every table of `want` once (setting the hint bits), checking it
+/// holds the rows the stamp will claim.
+fn hint_and_count(db: &Database, want: &Stamp, progress: bool) -> Result<()> {
     for t in &want.tables {
         let pb = progress_bar(t.rows, progress, &format!("hinting {}", t.table));
         let txn = db.begin()?;
@@ -195,23 +204,7 @@ pub fn ensure(
             )));
         }
     }
-    db.checkpoint()?;
-    db.close()?;
-    write_stamp(dir, want)?;
-    let secs = started.elapsed().as_secs_f64();
-    crate::common::say(&format!(
-        "built {} ({}) in {:.1} s in {}",
-        want.scenario,
-        describe_tables(&want.tables),
-        secs,
-        dir.display()
-    ));
-    Ok(Dataset {
-        dir: dir.to_path_buf(),
-        stamp: want.clone(),
-        reused: false,
-        build_secs: secs,
-    })
+    Ok(())
 }
 
 fn describe_tables(t: &[TableRows]) -> String {

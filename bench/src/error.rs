@@ -18,6 +18,9 @@ pub enum BenchError {
     /// The transaction manager or recovery failed.
     #[error(transparent)]
     Engine(#[from] engine::EngineError),
+    /// A trace in a public format could not be read or written.
+    #[error(transparent)]
+    Trace(#[from] lab::formats::FormatError),
     /// An option value that cannot be run.
     #[error("invalid option: {0}")]
     Config(String),

@@ -1,10 +1,13 @@
 #![doc = include_str!("../README.md")]
 
+pub mod cache;
 pub mod common;
 pub mod data;
 pub mod dataset;
 pub mod dirs;
 pub mod error;
+pub mod harness;
+pub mod latency;
 pub mod plot;
 pub mod replay;
 pub mod scenarios;

@@ -19,7 +19,7 @@ use std::time::Instant;
 use bench::common::{self, Report};
 use bench::scenarios::{ScenarioKind, default_run};
 use bench::{CommonArgs, Result};
-use clap::{Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -45,6 +45,15 @@ struct Cli {
 enum Command {
     /// Every scenario, one after the other, each with its default matrix
     All,
+    /// Replay a recorded trace through several replacement policies and
+    /// compare their hit ratios (options of its own: `bench replay --help`)
+    Replay(Box<bench::replay::ReplayArgs>),
+    /// Step through a trace (or a built-in demo) on a tiny pool, one access
+    /// and one decision of the evictor at a time (`bench step --help`)
+    Step(Box<bench::step::StepArgs>),
+    /// Write an engine trace in a public format (libCacheSim's
+    /// oracleGeneral, or CSV) for other simulators (`bench trace-export --help`)
+    TraceExport(Box<bench::replay::ExportArgs>),
     #[command(flatten)]
     Scenario(ScenarioKind),
 }
@@ -71,8 +80,12 @@ fn run(cli: &Cli) -> Result<()> {
                 .into(),
         ));
     }
-    match cli.command {
+    match &cli.command {
+        Some(Command::Replay(a)) => return bench::replay::main(a),
+        Some(Command::Step(a)) => return bench::step::main(a),
+        Some(Command::TraceExport(a)) => return bench::replay::export_main(a),
         Some(Command::Scenario(kind)) => {
+            let kind = *kind;
             let settings = kind.settings(&cli.common)?;
             let report = kind.run(&settings)?;
             write_plots(&cli.common, &[report])?;
@@ -109,27 +122,79 @@ fn run(cli: &Cli) -> Result<()> {
     Ok(())
 }
 
+/// The command line, with the scenarios' options refused after `replay`,
+/// `step` and `trace-export`: they are global (they may follow a scenario's name), so clap
+/// would accept them there too, and they would be silently ignored. (The
+/// tools' `--pool-pages`, `--threads`, `--json` and `--svg` share the
+/// scenarios' names and so their value types: clap hands a tool's values
+/// up to the global option of the same name.)
+fn parse(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    const TOOLS: [&str; 3] = ["replay", "step", "trace-export"];
+    let common = CommonArgs::augment_args(clap::Command::new("bench"));
+    let own = |tool: &str| {
+        Cli::command()
+            .find_subcommand(tool)
+            .map(|c| {
+                c.get_arguments()
+                    .map(|a| a.get_id().clone())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    // The global options would reach the tools' `--help` too: each tool
+    // gets a hidden copy of its own (which clap's propagation then skips).
+    let mut command = Cli::command();
+    for tool in TOOLS {
+        let own = own(tool);
+        command = command.mut_subcommand(tool, |mut c| {
+            for arg in common.get_arguments() {
+                if !own.contains(arg.get_id()) {
+                    c = c.arg(arg.clone().global(false).hide(true));
+                }
+            }
+            c
+        });
+    }
+    let matches = command.try_get_matches_from_mut(args)?;
+    if let Some((tool, sub)) = matches.subcommand()
+        && TOOLS.contains(&tool)
+    {
+        let own = own(tool);
+        for arg in common.get_arguments() {
+            let id = arg.get_id();
+            if !own.contains(id)
+                && sub.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine)
+            {
+                let name = arg.get_long().unwrap_or(id.as_str());
+                return Err(command.error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!(
+                        "--{name} is an option of the scenarios; `bench {tool}` does not take it"
+                    ),
+                ));
+            }
+        }
+    }
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))
+}
+
 fn main() -> ExitCode {
     // Started by `crash-soak` as its child: run the workload until killed.
     if bench::scenarios::crash_soak::run_child_if_asked() {
         return ExitCode::SUCCESS;
     }
-    // `bench replay TRACE ...` (a list of pool sizes, trace thread ids) and
-    // `bench step [TRACE] ...` (a tiny pool, a window) have options of their
-    // own: parsed apart from the scenarios'.
-    let mut args = std::env::args_os().skip(1).peekable();
-    let tool = args
-        .peek()
-        .and_then(|a| a.to_str())
-        .filter(|a| ["replay", "step"].contains(a))
-        .map(str::to_owned);
+    let cli = match parse(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let tool = match &cli.command {
+        Some(Command::Replay(_)) => Some("replay"),
+        Some(Command::Step(_)) => Some("step"),
+        Some(Command::TraceExport(_)) => Some("trace-export"),
+        _ => None,
+    };
     if let Some(tool) = tool {
-        args.next();
-        let result = match tool.as_str() {
-            "replay" => bench::replay::main(args),
-            _ => bench::step::main(args),
-        };
-        return match result {
+        return match run(&cli) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("bench {tool}: {e}");
@@ -137,7 +202,6 @@ fn main() -> ExitCode {
             }
         };
     }
-    let cli = Cli::parse();
     // `--watch`: this process re-runs the command as the child that draws
     // the view, and prints the child's output when it ends (bench::watch).
     if cli.common.watch && !bench::watch::in_view_child() {

@@ -77,7 +77,6 @@ pub const SCAN_REL: RelId = RelId(2);
 
 /// `bench step`: one access at a time through the engine's evictor rules.
 #[derive(Parser, Debug)]
-#[command(name = "bench step")]
 pub struct StepArgs {
     /// A trace file (a scenario's `--trace FILE`); none runs the demo
     pub trace: Option<PathBuf>,
@@ -98,7 +97,7 @@ pub struct StepArgs {
     pub relation: Option<Vec<u32>>,
     /// Print only accesses by these trace thread ids (all are replayed)
     #[arg(long, value_delimiter = ',', value_name = "T[,T...]")]
-    pub threads: Option<Vec<u32>>,
+    pub threads: Option<Vec<usize>>,
     /// The most recent events of a victim's history to print (0: all)
     #[arg(long, default_value_t = 12, value_name = "N")]
     pub history: usize,
@@ -129,7 +128,7 @@ fn parse_engine_policy(s: &str) -> std::result::Result<Evictor, String> {
         "probation" => Ok(Evictor::Probation),
         other => Err(format!(
             "{other:?}: step mode runs the engine's evictors only: clock, hotcool or probation \
-             (bench replay compares lru, arc, s3fifo and opt)"
+             (bench replay compares lru, arc, s3fifo, sieve, 2q and opt)"
         )),
     }
 }
@@ -277,7 +276,7 @@ fn window_of(a: &StepArgs) -> Result<Window> {
         from: a.from,
         count: a.count,
         relations: a.relation.clone(),
-        threads: a.threads.clone(),
+        threads: crate::replay::thread_ids(a.threads.as_deref())?,
         history: a.history,
     })
 }
@@ -290,7 +289,12 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<String>
         Err(e) if !e.use_stderr() => e.exit(), // --help
         Err(e) => return Err(BenchError::Config(e.to_string().trim_end().to_string())),
     };
-    let window = window_of(&a)?;
+    run_args(&a)
+}
+
+/// [`run`] with the options parsed (by `bench step` itself).
+pub fn run_args(a: &StepArgs) -> Result<String> {
+    let window = window_of(a)?;
     let shape = DemoShape {
         hot: a.hot,
         scan_pages: a.scan_pages,
@@ -407,8 +411,8 @@ pub fn run(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<String>
     Ok(out)
 }
 
-/// `bench step ...`: `args` without the program name.
-pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<()> {
-    print!("{}", run(args)?);
+/// `bench step ...`, its options parsed.
+pub fn main(a: &StepArgs) -> Result<()> {
+    print!("{}", run_args(a)?);
     Ok(())
 }

@@ -104,6 +104,8 @@ fn compare_sqlite_quick_reports_every_workload_and_both_sides_agree() {
             ("lookup-100", 2),
             ("scan-count", 1),
             ("scan-sum", 1),
+            ("scan-count-owned", 1),
+            ("scan-sum-owned", 1),
             ("bulk-load", 1),
             ("zipf", 2),
         ]

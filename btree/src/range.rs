@@ -40,7 +40,7 @@ use heap::tuple::Tid;
 use crate::error::Result;
 use crate::index::Index;
 use crate::key::{TID_MAX, TID_MIN};
-use crate::page::TreePage;
+use crate::page::{Item, TreePage};
 
 /// The direction of a range read.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default)]
@@ -113,6 +113,36 @@ impl Index {
         }
     }
 
+    /// A leaf entry read by a range is above the entry before it (`prev`)
+    /// and at most the page's high key: the order every range relies on.
+    /// A damaged page that breaks it (a flipped byte in a key, on a
+    /// directory without checksums) is a corruption error naming the page,
+    /// never a range that silently skips or ends early.
+    fn check_entry(
+        &self,
+        block: bufmgr::BlockNumber,
+        j: usize,
+        prev: Option<&Item<'_>>,
+        it: &Item<'_>,
+        high: Option<&Item<'_>>,
+    ) -> Result<()> {
+        if let Some(p) = prev
+            && (p.key, p.tid) >= (it.key, it.tid)
+        {
+            return Err(self
+                .page_id(block)
+                .corrupt(format!("leaf entry {j} is not above the entry before it")));
+        }
+        if let Some(h) = high
+            && it.key > h.key
+        {
+            return Err(self
+                .page_id(block)
+                .corrupt(format!("leaf entry {j} is above the page's high key")));
+        }
+        Ok(())
+    }
+
     fn read_forward(
         &self,
         bounds: KeyBounds<'_>,
@@ -139,8 +169,12 @@ impl Index {
                     .page_id(block)
                     .corrupt("the leaf chain leads to an internal page"));
             }
+            let high = tp.high_key()?;
+            let mut prev: Option<Item<'_>> = None;
             for j in tp.lower_bound_at(key, tid)?..tp.data_len() {
                 let it = tp.data(j)?;
+                self.check_entry(block, j, prev.as_ref(), &it, high.as_ref())?;
+                prev = Some(it);
                 if !bounds.above_lower(it.key) {
                     continue;
                 }
@@ -198,8 +232,15 @@ impl Index {
                 Some((k, t)) => tp.lower_bound_at(k, t)?,
                 None => tp.data_len(),
             };
+            let high = tp.high_key()?;
+            let mut next: Option<Item<'_>> = None;
             for j in (0..end).rev() {
                 let it = tp.data(j)?;
+                if let Some(n) = &next {
+                    self.check_entry(block, j + 1, Some(&it), n, high.as_ref())?;
+                }
+                self.check_entry(block, j, None, &it, high.as_ref())?;
+                next = Some(it);
                 if !bounds.above_lower(it.key) {
                     return Ok(false);
                 }

@@ -42,9 +42,9 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 
-use crate::catalog::TableInfo;
 use crate::error::{EngineError, Result};
-use crate::row::{Col, RowId, RowRef, col_of};
+use crate::row::{RowId, RowRef};
+use crate::table_def::{Col, TableInfo, col_of};
 use crate::value::{ColumnType, Row, Value, check_row};
 
 /// What the values of a row are: the table's definition, and which of its
@@ -105,7 +105,8 @@ pub struct OwnedRow {
 pub trait RowColumn {
     /// The column as a handle of `table`: [`EngineError::UnknownColumn`]
     /// for a name the table lacks, [`EngineError::WrongColumn`] for a
-    /// handle of another table.
+    /// handle of another table (or of a table of another database that
+    /// does not have this column at its position).
     fn col(&self, table: &TableInfo) -> Result<Col>;
 }
 
@@ -125,6 +126,29 @@ impl RowColumn for Col {
                     "column handle {} belongs to another table ({})",
                     self.index(),
                     self.rel
+                ),
+            });
+        }
+        // Relation ids are unique within a database only: a handle resolved
+        // in another database may name a table with this one's id. It must
+        // describe this table's column exactly (its type, nullability and
+        // precomputed offset), or it would read another column's bytes. (A
+        // handle without an offset finds its value by walking this table's
+        // columns, so only an offset is recomputed.)
+        let c = &table.columns[self.index()];
+        if c.ty != self.ty
+            || c.nullable != self.nullable
+            || (self.fixed.is_some() && col_of(table, self.index()).fixed != self.fixed)
+        {
+            return Err(EngineError::WrongColumn {
+                table: table.name.clone(),
+                detail: format!(
+                    "column handle {} (a {} column) does not describe column {:?} (a {} \
+                     column) of this table: it was resolved in another database",
+                    self.index(),
+                    self.ty.name(),
+                    c.name,
+                    c.ty.name()
                 ),
             });
         }

@@ -1,7 +1,7 @@
 //! Temporary databases: [`Database::open_temporary`].
 //!
 //! The database lives in a new directory under the system's temporary
-//! directory (`$TMPDIR`, else `/tmp`), named `engine-tmp-XXXXXX`. The
+//! directory (`$TMPDIR`, else `/tmp`), named `engine-tmp-` and six random characters. The
 //! directory belongs to the handles' shared state, so it is removed when
 //! the last handle goes, whichever it is and however it goes: the last
 //! clone, transaction or iterator dropped (also while a thread unwinds from
@@ -21,7 +21,7 @@ impl Database {
     /// removed when the last handle to it is dropped or closed.
     /// [`dir`](Database::dir) names it.
     ///
-    /// The directory is `engine-tmp-XXXXXX` under the system's temporary
+    /// The directory is `engine-tmp-` and six random characters, under the system's temporary
     /// directory (`$TMPDIR`, else `/tmp`). Every handle counts: clones,
     /// transactions and row iterators keep it, and it goes with the last of
     /// them however that goes (dropped, dropped while its thread unwinds

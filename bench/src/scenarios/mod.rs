@@ -12,19 +12,16 @@ use crate::common::{
 };
 use crate::error::Result;
 
-pub mod bulkload;
-pub mod compare_sqlite;
-pub mod crash_soak;
 pub mod default_run;
-pub mod hint_bits;
-pub mod index_residency;
-pub mod oltp;
-pub mod readonly;
-pub mod scan_resistance;
-pub mod seqscan_partitions;
-pub mod sweep;
-pub mod tables;
-pub mod wal_commit;
+pub mod pool;
+pub mod versus;
+pub mod wal;
+pub mod workload;
+
+pub use pool::{hint_bits, seqscan_partitions, sweep};
+pub use versus::compare_sqlite;
+pub use wal::{crash_soak, wal_commit};
+pub use workload::{bulkload, index_residency, oltp, readonly, scan_resistance, tables};
 
 /// The scenarios this program runs.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, clap::Subcommand)]

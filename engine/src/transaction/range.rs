@@ -288,9 +288,11 @@ impl Iterator for IndexRange {
     type Item = Result<(RowId, OwnedRow)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if forget_rolled_back(&mut self.snapshot, &self.rolled_back) && !self.rows.is_empty() {
+        if forget_rolled_back(&mut self.snapshot, &self.rolled_back) {
             // Rows fetched as the transaction's own: fetch again from the
-            // entry after the last row handed out.
+            // entry after the last row handed out. Even with no row in
+            // hand: the entries read after it (up to `after`) were judged
+            // by the transaction's view, which hid the rows it deleted.
             self.rows.clear();
             self.after = self.last.clone();
             self.done = false;

@@ -29,19 +29,19 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bufmgr::{PoolStats, SweepBatch};
 use engine::Database;
 use serde::{Deserialize, Serialize};
 
-use super::tables::{self, ACCOUNTS, ACCOUNTS_PK, DataCheck, Residency};
 use crate::common::{
     self, BatchField, Config, Defaults, EvictorChoice, Report, Settings, Table, fmt_rate,
 };
 use crate::dataset::{self, ReadCounts};
 use crate::error::{BenchError, Result};
+use crate::scenarios::tables::{self, ACCOUNTS, ACCOUNTS_PK, DataCheck, Residency};
 
 pub const NAME: &str = "bulkload";
 /// The loaded table.
@@ -68,7 +68,7 @@ pub struct Args {
 /// Defaults: the clock, batch 1, 2 lookup threads, 2 s warm-up; the window
 /// is the load.
 pub fn defaults() -> Defaults {
-    let mut d = super::ScenarioKind::Sweep.defaults();
+    let mut d = crate::scenarios::ScenarioKind::Sweep.defaults();
     d.duration = Duration::from_secs(1);
     d.warmup = Duration::from_secs(2);
     d.threads = vec![LOOKUP_THREADS];
@@ -167,14 +167,48 @@ pub struct BulkloadReport {
     pub data_check: DataCheck,
 }
 
-const CALIBRATE: u8 = 1;
-use tables::STOP;
+use crate::harness::{self, Phases, STOP};
 
 /// The loading thread's id in a `--trace` (the lookup threads are 0, 1, ...).
 pub const LOADER_THREAD_ID: u32 = 1000;
 
 fn hot_resident(db: &Database) -> usize {
     tables::resident_of(db, &[ACCOUNTS, ACCOUNTS_PK])
+}
+
+/// The relations of the hot set (accounts and its primary key) and their
+/// size in pages.
+fn hot_set(db: &Database) -> Result<([u32; 2], u64)> {
+    let hot_rels = [
+        db.table(ACCOUNTS)?.rel.0,
+        db.indexes()
+            .iter()
+            .find(|i| i.name == ACCOUNTS_PK)
+            .ok_or_else(|| BenchError::Data(format!("{ACCOUNTS_PK} is missing")))?
+            .rel
+            .0,
+    ];
+    let pool = db.pool();
+    let pages = hot_rels
+        .iter()
+        .map(|&r| pool.nblocks(bufmgr::RelFork::main(bufmgr::RelId(r))))
+        .try_fold(0u64, |sum, n| n.map(|n| sum + u64::from(n)))?;
+    Ok((hot_rels, pages))
+}
+
+/// (pool statistics, lookups done) at one moment of the calibration.
+type CalPoint = (PoolStats, u64);
+/// (pool statistics, lookups done, hot-set reads, instant) at the load's
+/// start or end.
+type LoadPoint = (PoolStats, u64, u64, Instant);
+
+/// What one load observed.
+struct LoadWindow {
+    cal: [CalPoint; 2],
+    resident_before: usize,
+    load: [LoadPoint; 2],
+    samples: Vec<Sample>,
+    progress: engine::BulkProgress,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -197,29 +231,14 @@ fn measure(
         dataset::count_reads(tables::options(settings, c), &counter).trace(trace.clone()),
     )?;
     db.create_table(BULK, tables::accounts_columns())?;
-    let hot_rels = [
-        db.table(ACCOUNTS)?.rel.0,
-        db.indexes()
-            .iter()
-            .find(|i| i.name == ACCOUNTS_PK)
-            .ok_or_else(|| BenchError::Data(format!("{ACCOUNTS_PK} is missing")))?
-            .rel
-            .0,
-    ];
-    let hot_set_pages: u64 = {
-        let pool = db.pool();
-        let t = db.table(ACCOUNTS)?.rel;
-        let i = bufmgr::RelId(hot_rels[1]);
-        u64::from(pool.nblocks(bufmgr::RelFork::main(t))?)
-            + u64::from(pool.nblocks(bufmgr::RelFork::main(i))?)
-    };
+    let (hot_rels, hot_set_pages) = hot_set(&db)?;
     let hot_reads = || {
         hot_rels
             .iter()
             .map(|&r| counter.get(bufmgr::RelId(r)))
             .sum::<u64>()
     };
-    let phase = AtomicU8::new(0);
+    let phases = Phases::new();
     let done = AtomicU64::new(0);
     let written = AtomicU64::new(0);
     let loaded = AtomicU64::new(0);
@@ -228,126 +247,144 @@ fn measure(
         settings.warmup,
         &format!("{NAME} {label}: warm-up"),
     );
-    let result = std::thread::scope(|s| -> Result<_> {
-        let hs: Vec<_> = (0..c.threads)
-            .map(|t| {
-                let (db, phase, done) = (&db, &phase, &done);
-                s.spawn(move || {
-                    // Trace thread id = lookup thread number.
-                    common::traced(db, t as u32, || {
-                        tables::account_lookups(
-                            db,
-                            0xb01c + t as u64,
-                            n,
-                            LOOKUPS_PER_TXN,
-                            None,
-                            phase,
-                            done,
-                        )
+    let (result, outs) = harness::run_crew(
+        0..c.threads,
+        &|t, _| {
+            // Trace thread id = lookup thread number.
+            common::traced(&db, t as u32, || {
+                tables::account_lookups(
+                    &db,
+                    0xb01c + t as u64,
+                    n,
+                    LOOKUPS_PER_TXN,
+                    None,
+                    phases.flag(),
+                    &done,
+                )
+            })
+        },
+        || phases.set(STOP),
+        |crew| {
+            // Calibration: accesses per lookup with nothing else running.
+            let (cal0, cal1) = harness::warm_then_measure(
+                &pb,
+                (settings.warmup / 2, settings.warmup - settings.warmup / 2),
+                &phases,
+                || crew.alive(),
+                || (db.pool_stats(), done.load(Ordering::Relaxed)),
+            );
+            pb.finish_and_clear();
+            let resident_before = hot_resident(&db);
+            // The load.
+            let lpb = common::progress_bar(
+                load_rows,
+                settings.progress,
+                &format!("{NAME} {label}: load"),
+            );
+            let start = (
+                db.pool_stats(),
+                done.load(Ordering::Relaxed),
+                hot_reads(),
+                Instant::now(),
+            );
+            let loader = {
+                let (db, lpb, written, loaded) = (&db, lpb.clone(), &written, &loaded);
+                crew.scope().spawn(move || -> Result<engine::BulkProgress> {
+                    common::traced(db, LOADER_THREAD_ID, || {
+                        let rows = (1..=load_rows as i64).map(|k| tables::account_row(k, 0, 0));
+                        Ok(db.bulk_load(BULK, rows, |p| {
+                            lpb.set_position(p.rows);
+                            loaded.store(p.rows, Ordering::Relaxed);
+                            written.store(p.pages_written, Ordering::Relaxed);
+                        })?)
                     })
                 })
-            })
-            .collect();
-        let alive = || hs.iter().all(|h| !h.is_finished());
-        tables::run_window(&pb, settings.warmup / 2, |_| alive());
-        phase.store(CALIBRATE, Ordering::Relaxed);
-        let cal0: (PoolStats, u64) = (db.pool_stats(), done.load(Ordering::Relaxed));
-        tables::run_window(&pb, settings.warmup - settings.warmup / 2, |_| alive());
-        let cal1: (PoolStats, u64) = (db.pool_stats(), done.load(Ordering::Relaxed));
-        pb.finish_and_clear();
-        let resident_before = hot_resident(&db);
-        // The load.
-        let lpb = common::progress_bar(
-            load_rows,
-            settings.progress,
-            &format!("{NAME} {label}: load"),
-        );
-        let start = (
-            db.pool_stats(),
-            done.load(Ordering::Relaxed),
-            hot_reads(),
-            Instant::now(),
-        );
-        let loader = {
-            let (db, lpb, written, loaded) = (&db, lpb.clone(), &written, &loaded);
-            s.spawn(move || -> Result<engine::BulkProgress> {
-                common::traced(db, LOADER_THREAD_ID, || {
-                    let rows = (1..=load_rows as i64).map(|k| tables::account_row(k, 0, 0));
-                    Ok(db.bulk_load(BULK, rows, |p| {
-                        lpb.set_position(p.rows);
-                        loaded.store(p.rows, Ordering::Relaxed);
-                        written.store(p.pages_written, Ordering::Relaxed);
-                    })?)
-                })
-            })
-        };
-        let mut samples = Vec::new();
-        let mut next = Duration::ZERO;
-        while !loader.is_finished() {
-            let el = start.3.elapsed();
-            if el >= next {
-                samples.push(Sample {
-                    secs: el.as_secs_f64(),
-                    hot_resident: hot_resident(&db),
-                    dirty: db.pool().buffercache_summary().dirty,
-                    loaded_rows: loaded.load(Ordering::Relaxed),
-                });
-                next += SAMPLE_EVERY;
+            };
+            let sample = |secs: f64, loaded_rows: u64| Sample {
+                secs,
+                hot_resident: hot_resident(&db),
+                dirty: db.pool().buffercache_summary().dirty,
+                loaded_rows,
+            };
+            let mut samples = Vec::new();
+            let mut next = Duration::ZERO;
+            while !loader.is_finished() {
+                let el = start.3.elapsed();
+                if el >= next {
+                    samples.push(sample(el.as_secs_f64(), loaded.load(Ordering::Relaxed)));
+                    next += SAMPLE_EVERY;
+                }
+                if !crew.alive() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
             }
-            if !alive() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let progress = loader
-            .join()
-            .map_err(|p| BenchError::Panic(tables::panic_text(p)))
-            .and_then(|r| r);
-        if progress.is_err() {
-            // The scope joins the lookup threads before the error leaves
-            // it: tell them to stop first, or a failed load hangs the run.
-            phase.store(STOP, Ordering::Relaxed);
-        }
-        let progress = progress?;
-        let end = (
-            db.pool_stats(),
-            done.load(Ordering::Relaxed),
-            hot_reads(),
-            Instant::now(),
-        );
-        samples.push(Sample {
-            secs: end.3.duration_since(start.3).as_secs_f64(),
-            hot_resident: hot_resident(&db),
-            dirty: db.pool().buffercache_summary().dirty,
-            loaded_rows: progress.rows,
-        });
-        lpb.finish_and_clear();
-        phase.store(STOP, Ordering::Relaxed);
-        let mut errors = (0u64, None);
-        for h in hs {
-            let (e, f) = h
+            // A failed load stops the lookup threads too (the crew does).
+            let progress = loader
                 .join()
-                .map_err(|p| BenchError::Panic(tables::panic_text(p)))??;
-            errors.0 += e;
-            if errors.1.is_none() {
-                errors.1 = f;
-            }
-        }
-        Ok((
-            cal0,
-            cal1,
-            resident_before,
-            start,
-            end,
-            samples,
-            progress,
-            errors,
-        ))
-    })?;
-    let (cal0, cal1, resident_before, start, end, samples, progress, errors) = result;
+                .map_err(|p| BenchError::Panic(harness::panic_text(p)))??;
+            let end = (
+                db.pool_stats(),
+                done.load(Ordering::Relaxed),
+                hot_reads(),
+                Instant::now(),
+            );
+            samples.push(sample(
+                end.3.duration_since(start.3).as_secs_f64(),
+                progress.rows,
+            ));
+            lpb.finish_and_clear();
+            Ok(LoadWindow {
+                cal: [cal0, cal1],
+                resident_before,
+                load: [start, end],
+                samples,
+                progress,
+            })
+        },
+    )?;
+    let errors = (
+        outs.iter().map(|o| o.0).sum::<u64>(),
+        outs.into_iter().find_map(|o| o.1),
+    );
+    let w = result;
     if let Some(e) = errors.1 {
         data.fail(format!("{label}: {} bad lookups, first: {e}", errors.0));
     }
+    let stats = w.load[1].0.since(&w.load[0].0);
+    let resident = tables::residency(&db);
+    let nodes = tables::node_figures(&db, &stats);
+    common::note_trace(settings, trace, db.pool())?;
+    // The end-of-run check of this copy.
+    let bulk_rows = tables::scan_count(&db, BULK)?;
+    if bulk_rows != load_rows {
+        data.fail(format!(
+            "{label}: {BULK} has {bulk_rows} rows, expected {load_rows}"
+        ));
+    }
+    data.add(tables::check_table(&db, ACCOUNTS, Some(n))?);
+    db.drop_table(BULK)?;
+    db.close()?;
+    crate::dirs::remove_dir(run_dir)?;
+    Ok(load_row(c, w, hot_set_pages, resident, nodes))
+}
+
+/// The row of one load: its rates, the lookups' hit ratio before and
+/// during it, the hot set's residency and who wrote the pages.
+fn load_row(
+    c: &Config,
+    w: LoadWindow,
+    hot_set_pages: u64,
+    resident: Vec<Residency>,
+    nodes: Vec<tables::NodeFigures>,
+) -> Row {
+    let LoadWindow {
+        cal: [cal0, cal1],
+        resident_before,
+        load: [start, end],
+        samples,
+        progress,
+    } = w;
     let cal = cal1.0.since(&cal0.0).totals();
     let cal_lookups = cal1.1 - cal0.1;
     let accesses_per_lookup = if cal_lookups > 0 {
@@ -376,22 +413,8 @@ fn measure(
     } else {
         0.0
     };
-    let resident = tables::residency(&db);
-    let nodes = tables::node_figures(&db, &stats);
-    common::note_trace(settings, trace, db.pool())?;
-    // The end-of-run check of this copy.
-    let bulk_rows = tables::scan_count(&db, BULK)?;
-    if bulk_rows != load_rows {
-        data.fail(format!(
-            "{label}: {BULK} has {bulk_rows} rows, expected {load_rows}"
-        ));
-    }
-    data.add(tables::check_table(&db, ACCOUNTS, Some(n))?);
-    db.drop_table(BULK)?;
-    db.close()?;
-    crate::dirs::remove_dir(run_dir)?;
     let dirty: Vec<usize> = samples.iter().map(|s| s.dirty).collect();
-    Ok(Row {
+    Row {
         evictor: c.evictor.name().into(),
         batch: c.batch.into(),
         partitions: c.partitions,
@@ -428,7 +451,7 @@ fn measure(
         samples,
         resident,
         nodes,
-    })
+    }
 }
 
 /// Build or reuse the accounts, run every cell on a fresh copy, check.

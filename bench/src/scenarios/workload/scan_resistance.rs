@@ -43,9 +43,13 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{self, BatchField, Config, Report, Settings, SvgPlot, Table, fmt_rate, traced};
+use crate::common::{
+    self, BatchField, Config, Curve, Report, Settings, SvgPlot, Table, fmt_rate, traced,
+};
 use crate::dataset::{self, DataCheck, Dataset, ReadCounts, RelPages, Stamp};
 use crate::error::{BenchError, Result};
+use crate::harness::{self, Interval, LiveLatency, Recorder, Tally};
+use crate::latency::{self, ByKind, Latencies};
 use crate::plot;
 
 pub const NAME: &str = "scan-resistance";
@@ -232,7 +236,22 @@ pub struct Row {
     /// and the partitions on each node with their accesses and reads since
     /// the pool opened.
     #[serde(default)]
-    pub nodes_end: Vec<super::tables::NodeFigures>,
+    pub nodes_end: Vec<crate::scenarios::tables::NodeFigures>,
+    /// Latency per operation kind in the window: `lookup` (one
+    /// `get_by_key`, checked), `scan_page` (from one history page's first
+    /// row to the next page's).
+    #[serde(default)]
+    pub latency: ByKind,
+    /// The pool's live miss-ratio curve at the window's end (`--mrc`).
+    #[serde(default)]
+    pub mrc: Option<Curve>,
+    /// One entry per `--report-interval` (warm-up included; throughput in
+    /// lookups).
+    #[serde(default)]
+    pub intervals: Vec<Interval>,
+    /// The seed the lookup threads' keys were drawn from (`--seed`).
+    #[serde(default)]
+    pub seed: u64,
     pub data_errors: u64,
 }
 
@@ -442,7 +461,11 @@ pub fn run(settings: &Settings, p: &Params) -> Result<ScanResistanceReport> {
 
 /// Counters the workers publish.
 #[derive(Debug, Default)]
-struct Shared {
+struct Shared<'a> {
+    /// The lookups' interval latencies, with `--report-interval`.
+    live: Option<&'a LiveLatency>,
+    /// Within the measured window: latencies are recorded.
+    in_window: AtomicBool,
     stop: AtomicBool,
     lookups: AtomicU64,
     scan_pages: AtomicU64,
@@ -452,7 +475,7 @@ struct Shared {
     first_error: Mutex<Option<String>>,
 }
 
-impl Shared {
+impl Shared<'_> {
     fn error(&self, e: String) {
         self.data_errors.fetch_add(1, Ordering::Relaxed);
         self.first_error
@@ -471,8 +494,17 @@ impl Shared {
 
 /// One lookup thread: transactions of [`LOOKUPS_PER_TXN`] uniform random
 /// lookups by aid, each checked.
-fn lookup_worker(db: &Database, n: u64, t: usize, pace: Option<f64>, sh: &Shared) -> Result<()> {
-    let mut rng = SmallRng::seed_from_u64(SEED ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9));
+/// Returns the thread's latencies (`lookup`).
+fn lookup_worker(
+    db: &Database,
+    n: u64,
+    t: usize,
+    pace: Option<f64>,
+    sh: &Shared,
+    seed: u64,
+) -> Result<Latencies> {
+    let mut rng = lookup_rng(seed, t);
+    let mut lat = Recorder::new(sh.live, LOOKUP).window(&sh.in_window);
     let mut unpublished = 0;
     let accounts = db.table_handle(ACCOUNTS)?;
     while !sh.stop.load(Ordering::Relaxed) {
@@ -490,7 +522,10 @@ fn lookup_worker(db: &Database, n: u64, t: usize, pace: Option<f64>, sh: &Shared
                 }
             }
             let aid = rng.random_range(1..=n as i64);
-            match txn.get_by_key(&accounts, "aid", &Value::I64(aid))? {
+            let started = Instant::now();
+            let found = txn.get_by_key(&accounts, "aid", &Value::I64(aid))?;
+            lat.record(LOOKUP, started);
+            match found {
                 Some((_, row))
                     if row.first() == Some(&Value::I64(aid))
                         && row.get(1) == Some(&Value::I64(balance(aid))) => {}
@@ -508,13 +543,38 @@ fn lookup_worker(db: &Database, n: u64, t: usize, pace: Option<f64>, sh: &Shared
         txn.rollback()?;
     }
     sh.lookups.fetch_add(unpublished, Ordering::Relaxed);
-    Ok(())
+    Ok(lat.finish())
 }
+
+/// The generator of lookup thread `t`'s keys (`seed`: `--seed` or
+/// [`SEED`]).
+pub fn lookup_rng(seed: u64, t: usize) -> SmallRng {
+    SmallRng::seed_from_u64(seed ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9))
+}
+
+/// The first `n` keys (aids) lookup thread `t` draws from `seed` over
+/// `rows` accounts: what `--seed` fixes.
+pub fn first_keys(seed: u64, t: usize, rows: u64, n: usize) -> Vec<i64> {
+    let mut rng = lookup_rng(seed, t);
+    (0..n).map(|_| rng.random_range(1..=rows as i64)).collect()
+}
+
+/// The operation kinds of the latency table.
+pub const LOOKUP: &str = "lookup";
+pub const SCAN_PAGE: &str = "scan_page";
 
 /// The scan thread: history from start to end, again and again; each
 /// complete scan must see every row. `rate`: pages per second, or full speed.
-fn scan_worker(db: &Database, ring: bool, rate: Option<f64>, rows: u64, sh: &Shared) -> Result<()> {
+/// Returns the thread's latencies (`scan_page`).
+fn scan_worker(
+    db: &Database,
+    ring: bool,
+    rate: Option<f64>,
+    rows: u64,
+    sh: &Shared,
+) -> Result<Latencies> {
     let started = Instant::now();
+    let mut lat = Recorder::new(None, SCAN_PAGE).window(&sh.in_window);
     let mut pages_total = 0u64;
     let history = db.table_handle(HISTORY)?;
     let cols = history.columns();
@@ -531,6 +591,7 @@ fn scan_worker(db: &Database, ring: bool, rate: Option<f64>, rows: u64, sh: &Sha
         let txn = db.read()?;
         let mut seen = 0u64;
         let mut last_block = None;
+        let mut page_started = Instant::now();
         let mut complete = true;
         // Each row a borrowed view on its page: the scan decodes only the
         // two columns it checks, so it streams pages as fast as the pool
@@ -538,6 +599,10 @@ fn scan_worker(db: &Database, ring: bool, rate: Option<f64>, rows: u64, sh: &Sha
         let summary = txn.scan_until(&history, opts, |row| {
             let rid = row.id();
             if last_block != Some(rid.block) {
+                if last_block.is_some() {
+                    lat.record(SCAN_PAGE, page_started);
+                }
+                page_started = Instant::now();
                 last_block = Some(rid.block);
                 sh.scan_pages.fetch_add(1, Ordering::Relaxed);
                 pages_total += 1;
@@ -571,7 +636,7 @@ fn scan_worker(db: &Database, ring: bool, rate: Option<f64>, rows: u64, sh: &Sha
             sh.scans_completed.fetch_add(1, Ordering::Relaxed);
         }
     }
-    Ok(())
+    Ok(lat.finish())
 }
 
 /// The counters at one instant of the window.
@@ -587,7 +652,7 @@ struct Point {
     scans: u64,
 }
 
-fn point(db: &Database, reads: &ReadCounts, sh: &Shared) -> Point {
+fn point(db: &Database, reads: &ReadCounts, sh: &Shared<'_>) -> Point {
     let t = db.pool_stats().totals();
     Point {
         at: Instant::now(),
@@ -635,7 +700,12 @@ fn measure(
         .find(|i| i.name == ACCOUNTS_PK)
         .map(|i| i.rel.0 as usize)
         .ok_or_else(|| BenchError::Data(format!("index {ACCOUNTS_PK} is missing")))?;
-    let sh = Shared::default();
+    let live = LiveLatency::new();
+    let sh = Shared {
+        live: settings.measures.report_interval.map(|_| &live),
+        ..Shared::default()
+    };
+    let seed = settings.seed(SEED);
     let every = crate::common::sample_interval(settings.duration);
     let total = settings.warmup + settings.duration;
     let pb = common::progress_bar(
@@ -643,84 +713,68 @@ fn measure(
         settings.progress,
         &format!("{label}: warm-up"),
     );
-    let hot =
-        |db: &Database| dataset::resident_of(&dataset::residency(db), &[ACCOUNTS, ACCOUNTS_PK]);
-    let measured = std::thread::scope(|s| {
-        let mut hs = Vec::new();
-        for t in 0..c.threads {
-            let (db, sh) = (&db, &sh);
-            hs.push(s.spawn(move || {
-                traced(db, t as u32, || {
-                    lookup_worker(db, p.accounts_rows, t, pace, sh)
-                })
-            }));
+    // The residency of the latest sample taken with a point: at the end,
+    // the window's end residency.
+    let last_residency = std::cell::RefCell::new(Vec::new());
+    let hot_sample = |with_point: bool| {
+        let res = dataset::residency(&db);
+        let hot = dataset::resident_of(&res, &[ACCOUNTS, ACCOUNTS_PK]);
+        if with_point {
+            *last_residency.borrow_mut() = res;
         }
-        {
-            let (db, sh) = (&db, &sh);
-            let ring = c.ring;
-            hs.push(s.spawn(move || {
-                traced(db, SCAN_THREAD_ID, || {
-                    scan_worker(db, ring, rate, p.history_rows, sh)
-                })
-            }));
-        }
-        let start = Instant::now();
-        let window_at = start + settings.warmup;
-        let end_at = window_at + settings.duration;
-        let mut samples = Vec::new();
-        let mut p0 = None;
-        let mut next_sample = start;
-        loop {
-            let now = Instant::now();
-            if sh.stop.load(Ordering::Relaxed) {
-                break;
-            }
-            if p0.is_none() && now >= window_at {
-                p0 = Some(point(&db, &reads, &sh));
-                pb.set_message(format!("{label}: measuring"));
-                samples.push((now.duration_since(start).as_secs_f64(), hot(&db)));
-                next_sample = now + every;
-            }
-            if now >= end_at {
-                break;
-            }
-            if now >= next_sample {
-                samples.push((now.duration_since(start).as_secs_f64(), hot(&db)));
-                next_sample += every;
-            }
-            pb.set_position(now.duration_since(start).as_millis() as u64);
-            let wake = next_sample
-                .min(if p0.is_none() { window_at } else { end_at })
-                .min(now + Duration::from_millis(50));
-            std::thread::sleep(wake.saturating_duration_since(Instant::now()));
-        }
-        let p1 = point(&db, &reads, &sh);
-        let end_res = dataset::residency(&db);
-        samples.push((
-            p1.at.duration_since(start).as_secs_f64(),
-            dataset::resident_of(&end_res, &[ACCOUNTS, ACCOUNTS_PK]),
-        ));
-        sh.stop.store(true, Ordering::Relaxed);
-        let mut first_err = None;
-        for h in hs {
-            let r = h
-                .join()
-                .unwrap_or_else(|e| Err(BenchError::Panic(dataset::panic_message(e))));
-            if let Err(e) = r {
-                first_err.get_or_insert(e);
-            }
-        }
-        if let Some(e) = first_err {
-            return Err(e);
-        }
-        let p0 = p0.ok_or_else(|| {
-            BenchError::Config(format!("{label}: the run stopped before its window"))
-        })?;
-        Ok((p0, p1, samples, end_res, window_at.duration_since(start)))
-    });
+        hot
+    };
+    // Inputs: a lookup thread's number, or none for the scan thread.
+    let threads = (0..c.threads).map(Some).chain([None]);
+    let measured = harness::run_crew(
+        threads,
+        &|_, lookup: Option<usize>| match lookup {
+            Some(t) => traced(&db, t as u32, || {
+                lookup_worker(&db, p.accounts_rows, t, pace, &sh, seed)
+            }),
+            None => traced(&db, SCAN_THREAD_ID, || {
+                scan_worker(&db, c.ring, rate, p.history_rows, &sh)
+            }),
+        },
+        || sh.stop.store(true, Ordering::Relaxed),
+        |_| {
+            let (window, intervals) = harness::with_intervals(
+                settings.measures.report_interval,
+                (label, "lookups"),
+                &live,
+                || Tally::of(&db.pool_stats(), sh.lookups.load(Ordering::Relaxed)),
+                || {
+                    harness::sampled_window(
+                        &pb,
+                        label,
+                        (settings.warmup, settings.duration),
+                        every,
+                        || sh.stop.load(Ordering::Relaxed),
+                        || {
+                            // The window's first point opens the latency
+                            // window, its last closes it.
+                            sh.in_window.fetch_xor(true, Ordering::Relaxed);
+                            point(&db, &reads, &sh)
+                        },
+                        |p| hot_sample(p.is_some()),
+                    )
+                },
+            );
+            window.map(|w| (w, intervals))
+        },
+    );
     pb.finish_and_clear();
-    let (p0, p1, samples, resident_end, window_start) = measured?;
-    let nodes_end = super::tables::node_figures(&db, &db.pool_stats());
+    let ((w, intervals), threads_latencies) = measured?;
+    let (p0, p1, samples, window_start) = (w.start, w.end, w.samples, w.window_from);
+    let resident_end = last_residency.take();
+    let nodes_end = crate::scenarios::tables::node_figures(&db, &db.pool_stats());
+    let mut latencies = Latencies::new();
+    for l in &threads_latencies {
+        latencies.merge(l);
+    }
+    // Read before the trace stops: the curve and a trace cover the same
+    // accesses (every worker has exited, so its last sampled batch is in).
+    let mrc = common::curve_of(&db);
     common::note_trace(settings, trace, db.pool())?;
     db.close()?;
     let data_errors = sh.data_errors.load(Ordering::Relaxed);
@@ -784,6 +838,10 @@ fn measure(
         window_start_secs: window_start.as_secs_f64(),
         resident_end,
         nodes_end,
+        latency: latencies.by_kind(),
+        mrc,
+        intervals,
+        seed,
         data_errors,
     })
 }
@@ -882,6 +940,7 @@ impl Report for ScanResistanceReport {
             "hot mean%",
             "scans",
             "acc/lookup",
+            "lookup p99 us",
             "hc/clk misses",
         ]);
         for r in &self.rows {
@@ -909,6 +968,9 @@ impl Report for ScanResistanceReport {
                 ),
                 r.scans_completed.to_string(),
                 format!("{:.2}", r.accesses_per_lookup),
+                r.latency
+                    .get(LOOKUP)
+                    .map_or("-".into(), |l| format!("{:.1}", l.p99_us)),
                 match cmp {
                     Some(c) if !c.misses_apart => "noise".into(),
                     _ => cmp
@@ -929,6 +991,7 @@ impl Report for ScanResistanceReport {
         out += "OLTP hit%: lookup threads' hits / accesses (misses = accounts + accounts_pkey pages read; \
                 accesses = all accesses - scan pages); hot min/end/mean: hot-set pages resident in the window; \
                 acc/lookup: buffer accesses per lookup (index height + 1 if the attribution is sound); \
+                lookup p99 us: the 99th percentile of one lookup's time (all lookup threads); \
                 hc/clk misses: HOT/COOL's misses over the clock's, \"noise\" where the two miss ratios \
                 are under 0.05 points or 3 sigma of their counts apart\n";
         for c in &self.comparisons {
@@ -960,12 +1023,24 @@ impl Report for ScanResistanceReport {
             "where the buffers went (pages resident at the end of each window):\n{}",
             dataset::residency_table(&labels, &ends, self.pool_buffers)
         );
-        let nodes: Vec<(String, Vec<super::tables::NodeFigures>)> = labels
+        let nodes: Vec<(String, Vec<crate::scenarios::tables::NodeFigures>)> = labels
             .iter()
             .zip(&self.rows)
             .map(|(l, r)| (l.clone(), r.nodes_end.clone()))
             .collect();
-        out += &super::tables::render_nodes(&nodes);
+        out += &crate::scenarios::tables::render_nodes(&nodes);
+        let lat: Vec<(String, &ByKind)> = labels
+            .iter()
+            .cloned()
+            .zip(self.rows.iter().map(|r| &r.latency))
+            .collect();
+        out += &latency::table(&lat);
+        let curves: Vec<(String, Option<&Curve>)> = labels
+            .iter()
+            .zip(&self.rows)
+            .map(|(l, r)| (l.clone(), r.mrc.as_ref()))
+            .collect();
+        out += &common::curve_table(&curves);
         out += &self.data_check.describe();
         out.push('\n');
         out

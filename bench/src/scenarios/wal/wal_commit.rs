@@ -36,7 +36,7 @@ pub const QUICK_THREADS: [usize; 2] = [1, 8];
 
 /// Defaults: threads 1..32, 3 s per row; pool options do not apply.
 pub fn defaults() -> Defaults {
-    let mut d = super::ScenarioKind::Sweep.defaults();
+    let mut d = crate::scenarios::ScenarioKind::Sweep.defaults();
     d.duration = Duration::from_secs(3);
     d.threads = THREADS.to_vec();
     d.evictor = EvictorChoice::Clock;

@@ -13,19 +13,19 @@
 //!   end: row count and verify_indexes on the cached database
 //! ```
 
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bufmgr::{PoolStats, SweepBatch};
 use engine::Database;
 use serde::{Deserialize, Serialize};
 
-use super::tables::{self, ACCOUNTS, DataCheck, Residency};
 use crate::common::{
     self, BatchField, Config, CpuSample, Defaults, EvictorChoice, Report, Settings, Table,
     fmt_rate, fmt_ratio,
 };
-use crate::error::{BenchError, Result};
+use crate::error::Result;
+use crate::scenarios::tables::{self, ACCOUNTS, DataCheck, Residency};
 
 pub const NAME: &str = "readonly";
 /// The default partition counts (`--partitions` replaces them).
@@ -45,7 +45,7 @@ pub struct Args {
 
 /// Defaults: both evictors, batch 1, threads = cores, 3 s warm-up, 5 s window.
 pub fn defaults() -> Defaults {
-    let mut d = super::ScenarioKind::Sweep.defaults();
+    let mut d = crate::scenarios::ScenarioKind::Sweep.defaults();
     d.duration = Duration::from_secs(5);
     d.warmup = Duration::from_secs(3);
     d.threads = vec![common::cores()];
@@ -111,8 +111,7 @@ pub struct ReadonlyReport {
     pub data_check: DataCheck,
 }
 
-const MEASURE: u8 = 1;
-use tables::STOP;
+use crate::harness::{self, Phases, STOP};
 
 type Snap = (PoolStats, Option<CpuSample>, Instant, u64);
 
@@ -127,7 +126,7 @@ fn measure(
 ) -> Result<Row> {
     let trace = settings.trace_for(c, &[]);
     let db = Database::open(dir, tables::options(settings, c).trace(trace.clone()))?;
-    let phase = AtomicU8::new(0);
+    let phases = Phases::new();
     let done = AtomicU64::new(0);
     let pb = tables::window_bar(
         settings,
@@ -142,46 +141,38 @@ fn measure(
             done.load(Ordering::Relaxed),
         )
     };
-    let (before, after, errors) = std::thread::scope(|s| -> Result<_> {
-        let hs: Vec<_> = (0..c.threads)
-            .map(|t| {
-                let (db, phase, done) = (&db, &phase, &done);
-                s.spawn(move || {
-                    crate::common::pin_worker(t);
-                    // Trace thread id = worker number.
-                    common::traced(db, t as u32, || {
-                        tables::account_lookups(
-                            db,
-                            0x5e1ec7 + t as u64,
-                            n,
-                            per_txn,
-                            Some(0),
-                            phase,
-                            done,
-                        )
-                    })
-                })
+    let ((before, after), outs) = harness::run_crew(
+        0..c.threads,
+        &|t, _| {
+            crate::common::pin_worker(t);
+            // Trace thread id = worker number.
+            common::traced(&db, t as u32, || {
+                tables::account_lookups(
+                    &db,
+                    0x5e1ec7 + t as u64,
+                    n,
+                    per_txn,
+                    Some(0),
+                    phases.flag(),
+                    &done,
+                )
             })
-            .collect();
-        let alive = || hs.iter().all(|h| !h.is_finished());
-        tables::run_window(&pb, settings.warmup, |_| alive());
-        phase.store(MEASURE, Ordering::Relaxed);
-        let before = snap(&db);
-        tables::run_window(&pb, settings.duration, |_| alive());
-        let after = snap(&db);
-        phase.store(STOP, Ordering::Relaxed);
-        let mut errors = (0u64, None);
-        for h in hs {
-            let (e, f) = h
-                .join()
-                .map_err(|p| BenchError::Panic(tables::panic_text(p)))??;
-            errors.0 += e;
-            if errors.1.is_none() {
-                errors.1 = f;
-            }
-        }
-        Ok((before, after, errors))
-    })?;
+        },
+        || phases.set(STOP),
+        |crew| {
+            Ok(harness::warm_then_measure(
+                &pb,
+                (settings.warmup, settings.duration),
+                &phases,
+                || crew.alive(),
+                || snap(&db),
+            ))
+        },
+    )?;
+    let errors = (
+        outs.iter().map(|o| o.0).sum::<u64>(),
+        outs.into_iter().find_map(|o| o.1),
+    );
     pb.finish_and_clear();
     if let Some(e) = errors.1 {
         data.fail(format!("{label}: {} bad lookups, first: {e}", errors.0));

@@ -47,6 +47,7 @@ use crate::common::{
 };
 use crate::data;
 use crate::error::{BenchError, Result};
+use crate::harness;
 
 /// How the threads pick blocks.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -452,51 +453,35 @@ fn measure(
         settings.progress,
         &format!("{label}: warm-up"),
     );
-    let (window, outcomes) = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..c.threads)
-            .map(|t| {
-                let (pool, stop) = (&pool, &stop);
-                // Trace thread id = worker number.
-                scope.spawn(move || {
-                    common::traced_pool(pool, t as u32, || worker(pool, rf, keys, t, stop))
-                })
-            })
-            .collect();
-        let mut window = None;
-        if wait(settings.warmup, &pb, Duration::ZERO, &stop) {
+    let measured = harness::run_crew(
+        0..c.threads,
+        // Trace thread id = worker number.
+        &|t, _| common::traced_pool(&pool, t as u32, || worker(&pool, rf, keys, t, &stop)),
+        || stop.store(true, Ordering::Relaxed),
+        |_| {
+            // A worker that failed stops the others and leaves no window.
+            if !wait(settings.warmup, &pb, Duration::ZERO, &stop) {
+                return Ok(None);
+            }
             pb.set_message(format!("{label}: measuring"));
             let (s0, c0, t0) = snapshot(&pool);
-            if wait(settings.duration, &pb, settings.warmup, &stop)
-                && wait_for_evictions(&pool, &s0, &stop)
+            if !(wait(settings.duration, &pb, settings.warmup, &stop)
+                && wait_for_evictions(&pool, &s0, &stop))
             {
-                let (s1, c1, t1) = snapshot(&pool);
-                let secs = (t1 - t0).as_secs_f64();
-                let cores = c0.zip(c1).map(|(c0, c1)| c1.cores_since(&c0, secs));
-                window = Some((s1.since(&s0), secs, cores));
+                return Ok(None);
             }
-        }
-        stop.store(true, Ordering::Relaxed);
-        let outcomes: Vec<_> = handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|p| {
-                    let msg = p
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| p.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "unknown panic".into());
-                    Err(BenchError::Panic(msg))
-                })
-            })
-            .collect();
-        (window, outcomes)
-    });
+            let (s1, c1, t1) = snapshot(&pool);
+            let secs = (t1 - t0).as_secs_f64();
+            let cores = c0.zip(c1).map(|(c0, c1)| c1.cores_since(&c0, secs));
+            Ok(Some((s1.since(&s0), secs, cores)))
+        },
+    );
     pb.finish_and_clear();
     common::note_trace(settings, trace, &pool)?;
+    let (window, outcomes) = measured?;
     let mut data_errors = 0;
     let mut first_error = None;
     for o in outcomes {
-        let o = o?;
         data_errors += o.data_errors;
         first_error = first_error.or(o.first_error);
     }

@@ -24,6 +24,7 @@ use crate::common::{self, CpuSample, Settings};
 use crate::dataset::median;
 use crate::dirs::{self, io_error};
 use crate::error::{BenchError, Result};
+use crate::harness;
 use crate::scenarios::{index_residency, tables};
 
 /// Bump when the cached layout changes (engine and SQLite caches).
@@ -140,69 +141,52 @@ where
     let counters: Vec<Counter> = states.iter().map(|_| Counter::default()).collect();
     let stop = AtomicBool::new(false);
     let count = || -> u64 { counters.iter().map(|c| c.0.load(Ordering::Relaxed)).sum() };
-    std::thread::scope(|s| {
-        let hs: Vec<_> = states
-            .iter_mut()
-            .enumerate()
-            .map(|(t, state)| {
-                let (work, stop, counter) = (&work, &stop, &counters[t]);
-                s.spawn(move || -> Result<(u64, u64, Option<String>)> {
-                    let mut tally = Tally::new(expect, counter);
-                    let r = work(t, state, stop, &mut tally);
-                    // Whatever happened, let the others stop too.
-                    if r.is_err() {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                    r.map(|()| (tally.lookups, tally.errors, tally.first_error))
-                })
-            })
-            .collect();
-        let sleep = |d: Duration| {
-            let end = Instant::now() + d;
-            while Instant::now() < end && !hs.iter().any(|h| h.is_finished()) {
-                std::thread::sleep((end - Instant::now()).min(Duration::from_millis(20)));
+    let ((c0, t0, cpu0, c1, t1, cpu1, early), outs) = harness::run_crew(
+        states.iter_mut(),
+        &|t, state: &mut S| -> Result<(u64, u64, Option<String>)> {
+            let mut tally = Tally::new(expect, &counters[t]);
+            let r = work(t, state, &stop, &mut tally);
+            // Whatever happened, let the others stop too.
+            if r.is_err() {
+                stop.store(true, Ordering::Relaxed);
             }
-        };
-        sleep(warmup);
-        let (c0, t0, cpu0) = (count(), Instant::now(), CpuSample::now());
-        sleep(duration);
-        let (c1, t1, cpu1) = (count(), Instant::now(), CpuSample::now());
-        let early = hs.iter().any(|h| h.is_finished());
-        stop.store(true, Ordering::Relaxed);
-        let (mut lookups, mut errors, mut first_error, mut failed) = (0, 0, None, None);
-        for h in hs {
-            match h.join() {
-                Ok(Ok((l, e, f))) => {
-                    lookups += l;
-                    errors += e;
-                    if first_error.is_none() {
-                        first_error = f;
-                    }
+            r.map(|()| (tally.lookups, tally.errors, tally.first_error))
+        },
+        || stop.store(true, Ordering::Relaxed),
+        |crew| {
+            let sleep = |d: Duration| {
+                let end = Instant::now() + d;
+                while Instant::now() < end && crew.alive() {
+                    std::thread::sleep((end - Instant::now()).min(Duration::from_millis(20)));
                 }
-                Ok(Err(e)) => {
-                    failed.get_or_insert(e);
-                }
-                Err(p) => {
-                    failed.get_or_insert(BenchError::Panic(tables::panic_text(p)));
-                }
-            }
+            };
+            sleep(warmup);
+            let (c0, t0, cpu0) = (count(), Instant::now(), CpuSample::now());
+            sleep(duration);
+            let (c1, t1, cpu1) = (count(), Instant::now(), CpuSample::now());
+            Ok((c0, t0, cpu0, c1, t1, cpu1, !crew.alive()))
+        },
+    )?;
+    if early {
+        return Err(BenchError::Data(
+            "a lookup thread ended before the window did".into(),
+        ));
+    }
+    let (mut lookups, mut errors, mut first_error) = (0, 0, None);
+    for (l, e, f) in outs {
+        lookups += l;
+        errors += e;
+        if first_error.is_none() {
+            first_error = f;
         }
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        if early {
-            return Err(BenchError::Data(
-                "a lookup thread ended before the window did".into(),
-            ));
-        }
-        let secs = (t1 - t0).as_secs_f64();
-        Ok(Window {
-            per_sec: (c1 - c0) as f64 / secs,
-            lookups,
-            errors,
-            first_error,
-            others: cpu0.zip(cpu1).map(|(a, b)| b.cores_since(&a, secs).1),
-        })
+    }
+    let secs = (t1 - t0).as_secs_f64();
+    Ok(Window {
+        per_sec: (c1 - c0) as f64 / secs,
+        lookups,
+        errors,
+        first_error,
+        others: cpu0.zip(cpu1).map(|(a, b)| b.cores_since(&a, secs).1),
     })
 }
 
@@ -658,7 +642,7 @@ fn zipf_row(settings: &Settings, p: &Params) -> Result<ZipfOut> {
     let len = ((rows as usize) * 2)
         .next_power_of_two()
         .clamp(1 << 16, 1 << 22);
-    let probes = index_residency::draw_probes(rows, len)?;
+    let probes = index_residency::draw_probes(rows, len, settings.seed(index_residency::SEED))?;
     let trace = settings.trace_named(&["zipf"]);
     let db = Database::open(
         &ds.dir,

@@ -47,15 +47,15 @@ use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 use wal::WalStats;
 
-use super::tables::{
-    self, ABALANCE, ACCOUNTS, BBALANCE, BRANCHES, BRANCHES_PK, DataCheck, HDELTA, HISTORY,
-    Residency, TBALANCE, TELLERS, TELLERS_PK, TableCheck,
-};
 use crate::common::{
     self, BatchField, Config, CpuSample, Defaults, EvictorChoice, Report, Settings, Table,
     fmt_rate, fmt_ratio,
 };
 use crate::error::{BenchError, Result};
+use crate::scenarios::tables::{
+    self, ABALANCE, ACCOUNTS, BBALANCE, BRANCHES, BRANCHES_PK, DataCheck, HDELTA, HISTORY,
+    Residency, TBALANCE, TELLERS, TELLERS_PK, TableCheck,
+};
 
 pub const NAME: &str = "oltp";
 /// A transaction conflicts this many times in a row before the run fails
@@ -127,7 +127,7 @@ pub struct Args {
 
 /// Defaults: both evictors, batch {1, 64}, threads = cores, 5 s windows.
 pub fn defaults() -> Defaults {
-    let mut d = super::ScenarioKind::Sweep.defaults();
+    let mut d = crate::scenarios::ScenarioKind::Sweep.defaults();
     d.duration = Duration::from_secs(5);
     d.warmup = Duration::from_secs(2);
     d.threads = vec![common::cores()];
@@ -308,9 +308,7 @@ struct ClientOut {
     first_error: Option<String>,
 }
 
-const WARMUP: u8 = 0;
-const MEASURE: u8 = 1;
-const STOP: u8 = 2;
+use crate::harness::{self, MEASURE, Phases, STOP};
 
 /// Add `delta` to i64 column `col` of the row `key` of `table` (through
 /// the unique index on `column`); returns the new value.
@@ -471,7 +469,7 @@ fn measure(
         .transaction_attempts(ATTEMPTS)
         .trace(trace.clone());
     let db = Database::open(run_dir, opts.clone())?;
-    let phase = AtomicU8::new(WARMUP);
+    let phases = Phases::new();
     let done = AtomicU64::new(0);
     let pb = tables::window_bar(
         settings,
@@ -479,35 +477,26 @@ fn measure(
         &format!("{NAME} {label}"),
     );
     let threads = cell.pool.threads;
-    let (before, after, outs) = std::thread::scope(|s| -> Result<_> {
-        let hs: Vec<_> = (0..threads)
-            .map(|t| {
-                let (db, phase, done) = (&db, &phase, &done);
-                s.spawn(move || {
-                    crate::common::pin_worker(t);
-                    // Trace thread id = client number.
-                    common::traced(db, t as u32, || {
-                        client(db, 0x01f7 + t as u64, scale, phase, done)
-                    })
-                })
+    let ((before, after), outs) = harness::run_crew(
+        0..threads,
+        &|t, _| {
+            crate::common::pin_worker(t);
+            // Trace thread id = client number.
+            common::traced(&db, t as u32, || {
+                client(&db, 0x01f7 + t as u64, scale, phases.flag(), &done)
             })
-            .collect();
-        let alive = || hs.iter().all(|h| !h.is_finished());
-        tables::run_window(&pb, settings.warmup, |_| alive());
-        phase.store(MEASURE, Ordering::Relaxed);
-        let before = snap(&db, &done);
-        tables::run_window(&pb, settings.duration, |_| alive());
-        let after = snap(&db, &done);
-        phase.store(STOP, Ordering::Relaxed);
-        let mut outs = Vec::new();
-        for h in hs {
-            outs.push(
-                h.join()
-                    .map_err(|p| BenchError::Panic(tables::panic_text(p)))??,
-            );
-        }
-        Ok((before, after, outs))
-    })?;
+        },
+        || phases.set(STOP),
+        |crew| {
+            Ok(harness::warm_then_measure(
+                &pb,
+                (settings.warmup, settings.duration),
+                &phases,
+                || crew.alive(),
+                || snap(&db, &done),
+            ))
+        },
+    )?;
     pb.finish_and_clear();
     let secs = after.3.duration_since(before.3).as_secs_f64();
     let stats = after.0.since(&before.0);

@@ -30,12 +30,12 @@ use bufmgr::PoolStats;
 use engine::{Database, RingChoice, ScanOptions};
 use serde::{Deserialize, Serialize};
 
-use super::tables::{self, ACCOUNTS, DataCheck, Residency};
 use crate::common::{
     self, BatchField, Config, CpuSample, Defaults, EvictorChoice, Report, Settings, Table, Toggle,
     fmt_rate, fmt_ratio,
 };
 use crate::error::{BenchError, Result};
+use crate::scenarios::tables::{self, ACCOUNTS, DataCheck, Residency};
 
 pub const NAME: &str = "seqscan-partitions";
 /// The default partition counts (`--partitions` replaces them).
@@ -59,7 +59,7 @@ pub struct Args {
 
 /// The scenario's defaults: clock, batch 1, one thread, 3 s windows.
 pub fn defaults() -> Defaults {
-    let mut d = super::ScenarioKind::Sweep.defaults();
+    let mut d = crate::scenarios::ScenarioKind::Sweep.defaults();
     d.duration = Duration::from_secs(3);
     d.warmup = Duration::from_secs(1);
     d.threads = vec![1];

@@ -7,7 +7,7 @@
 //! ```text
 //!   --data-dir/<scenario>/<scale key>/      one engine data directory
 //!       VERSION, control, wal/, base/...    (engine::Database)
-//!       BENCH-STAMP.json                    written last: scenario + scale
+//!       BENCH-STAMP.json                    written last: scenario + scale + checksums
 //!
 //!   ensure_db: stamp matches -> reuse; else delete, create, build (bulk_load
 //!   + create_index), one scan of every table (sets the hint bits, so no
@@ -16,10 +16,9 @@
 //!   scenarios that write) with its own Options.
 //! ```
 
-use std::fs;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use engine::{
     Column, ColumnType, Database, Options, Partitions, RelKind, RingChoice, Row, ScanOptions, Value,
@@ -30,7 +29,7 @@ use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::common::{Config, Settings, Table, progress_bar};
-use crate::dirs::{dir_bytes, io_error, remove_dir};
+use crate::dirs::dir_bytes;
 use crate::error::{BenchError, Result};
 
 /// Filler bytes of accounts, tellers and branches rows (pgbench's are
@@ -168,10 +167,11 @@ pub fn options(settings: &Settings, c: &Config) -> Options {
 }
 
 /// Make sure `<data-dir>/<scenario>/<key>` holds a database built by
-/// `build` whose stamp equals `scale`; returns its path and whether it was
-/// reused. `build` gets the open database and a progress bar; afterwards
-/// every table is scanned once (hint bits), a checkpoint taken and the
-/// database closed; the stamp is written last.
+/// `build` for `scale`; returns its path and whether it was reused. `build`
+/// gets the open database and a progress bar; afterwards every table is
+/// scanned once (hint bits), a checkpoint taken and the database closed;
+/// the stamp (format, scenario, scale and the checksum setting of
+/// [`build_options`]) is written last. A spec over [`crate::cache`].
 pub fn ensure_db(
     settings: &Settings,
     scenario: &str,
@@ -180,52 +180,52 @@ pub fn ensure_db(
     build: impl FnOnce(&Database, &ProgressBar) -> Result<()>,
 ) -> Result<(PathBuf, bool)> {
     let dir = settings.data_dir.join(scenario).join(key);
+    let options = build_options(settings);
     let stamp = serde_json::json!({
         "format": STAMP_FORMAT,
         "scenario": scenario,
         "scale": scale,
+        "checksums": options.checksums,
     });
-    let path = dir.join(STAMP);
-    if let Ok(text) = fs::read_to_string(&path)
-        && serde_json::from_str::<serde_json::Value>(&text)
-            .ok()
-            .as_ref()
-            == Some(&stamp)
-    {
-        println!(
-            "reusing the {scenario} database ({key}, {} MiB) in {}",
-            dir_bytes(&dir) >> 20,
-            dir.display()
-        );
-        return Ok((dir, true));
-    }
-    remove_dir(&dir)?;
-    fs::create_dir_all(&dir).map_err(io_error("create", &dir))?;
-    let started = Instant::now();
-    let db = Database::open(&dir, build_options(settings))?;
+    let spec = crate::cache::Spec {
+        dir: &dir,
+        stamp_file: STAMP,
+        key: stamp,
+        options,
+    };
     let pb = progress_bar(
         1,
         settings.progress,
         &format!("building {scenario} ({key})"),
     );
-    build(&db, &pb)?;
-    for t in db.tables() {
-        pb.set_message(format!("{scenario}: setting hint bits on {}", t.name));
-        scan_count(&db, &t.name)?;
-    }
-    pb.set_message(format!("{scenario}: checkpoint"));
-    db.checkpoint()?;
-    db.close()?;
+    let cached = crate::cache::ensure(
+        &spec,
+        |db| build(db, &pb),
+        |db| {
+            for t in db.tables() {
+                pb.set_message(format!("{scenario}: setting hint bits on {}", t.name));
+                scan_count(db, &t.name)?;
+            }
+            pb.set_message(format!("{scenario}: checkpoint"));
+            Ok(())
+        },
+    )?;
     pb.finish_and_clear();
-    let text = serde_json::to_string_pretty(&stamp).expect("plain JSON");
-    fs::write(&path, text + "\n").map_err(io_error("write", &path))?;
-    println!(
-        "built the {scenario} database ({key}, {} MiB) in {:.1} s, in {}",
-        dir_bytes(&dir) >> 20,
-        started.elapsed().as_secs_f64(),
-        dir.display()
-    );
-    Ok((dir, false))
+    if cached.reused {
+        println!(
+            "reusing the {scenario} database ({key}, {} MiB) in {}",
+            dir_bytes(&dir) >> 20,
+            dir.display()
+        );
+    } else {
+        println!(
+            "built the {scenario} database ({key}, {} MiB) in {:.1} s, in {}",
+            dir_bytes(&dir) >> 20,
+            cached.build_secs,
+            dir.display()
+        );
+    }
+    Ok((cached.dir, cached.reused))
 }
 
 /// Load `n` accounts rows (aid 1..=n, `per_branch` to a branch, balance 0)
@@ -549,7 +549,7 @@ pub fn render_residency(pool_buffers: usize, rows: &[(String, Vec<Residency>)]) 
 // ---------------------------------------------------------------------------
 
 /// The `phase` value that stops [`account_lookups`].
-pub const STOP: u8 = 2;
+pub use crate::harness::STOP;
 
 /// One lookup thread: uniform random `aid`s in `1..=n` through the primary
 /// key, `per_txn` per (rolled back, read-only) transaction, until `phase`
@@ -606,26 +606,7 @@ pub fn configs_with(settings: &Settings, threads: &[usize], partitions: &[usize]
     out
 }
 
-/// How often a measuring loop wakes to move its progress bar and sample.
-pub const TICK: Duration = Duration::from_millis(100);
-
-/// Sleep for `d` in steps of [`TICK`], moving `pb` (whose length is in
-/// milliseconds) and calling `each` after every step; stops early if
-/// `each` returns false.
-pub fn run_window(pb: &ProgressBar, d: Duration, mut each: impl FnMut(Duration) -> bool) {
-    let start = Instant::now();
-    loop {
-        let el = start.elapsed();
-        if el >= d {
-            break;
-        }
-        std::thread::sleep(TICK.min(d - el));
-        pb.set_position(start.elapsed().as_millis() as u64);
-        if !each(start.elapsed()) {
-            break;
-        }
-    }
-}
+pub use crate::harness::{TICK, run_window};
 
 /// A progress bar over a window of `d`, labelled `label`.
 pub fn window_bar(settings: &Settings, d: Duration, label: &str) -> ProgressBar {
@@ -651,13 +632,7 @@ pub fn pct(x: f64) -> String {
     format!("{:.2}%", 100.0 * x)
 }
 
-/// A panic payload as text.
-pub fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "(no message)".into())
-}
+pub use crate::harness::panic_text;
 
 #[cfg(test)]
 mod tests {

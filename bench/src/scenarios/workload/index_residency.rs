@@ -31,7 +31,7 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use engine::{Column, ColumnType, Database, Evictor, Value};
 use rand::rngs::SmallRng;
@@ -40,9 +40,11 @@ use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{self, BatchField, Config, Report, Settings, SvgPlot, Table, fmt_rate};
+use crate::common::{self, BatchField, Config, Curve, Report, Settings, SvgPlot, Table, fmt_rate};
 use crate::dataset::{self, DataCheck, Dataset, RelPages, Stamp};
 use crate::error::{BenchError, Result};
+use crate::harness::{self, Interval, LiveLatency, Recorder, Tally};
+use crate::latency::{self, ByKind, Latencies};
 
 pub const NAME: &str = "index-residency";
 pub const TABLE: &str = "t";
@@ -54,7 +56,8 @@ const ROWS_PER_POOL_PAGE: f64 = 2_700_000.0 / 16_384.0;
 pub const THETA: f64 = 0.99;
 const PROBES_PER_TXN: u64 = 1000;
 const PUBLISH_EVERY: u64 = 64;
-const SEED: u64 = 0x1DE7_0001;
+/// The probes' seed without `--seed` (the keys' permutations always use it).
+pub const SEED: u64 = 0x1DE7_0001;
 
 /// The options of `index-residency` (after the scenario name).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::Args)]
@@ -122,7 +125,23 @@ pub struct Row {
     /// and the partitions on each node with their accesses and reads since
     /// the pool opened.
     #[serde(default)]
-    pub nodes_end: Vec<super::tables::NodeFigures>,
+    pub nodes_end: Vec<crate::scenarios::tables::NodeFigures>,
+    /// Latency per operation kind in the window: `lookup` (one probe
+    /// through an index to its heap row, checked). A median row carries
+    /// the typical run's (as its samples).
+    #[serde(default)]
+    pub latency: ByKind,
+    /// The pool's live miss-ratio curve at the window's end (`--mrc`), with
+    /// the exact LRU replay of the run's trace beside it under `--trace`.
+    #[serde(default)]
+    pub mrc: Option<Curve>,
+    /// One entry per `--report-interval` (warm-up included; throughput in
+    /// probes).
+    #[serde(default)]
+    pub intervals: Vec<Interval>,
+    /// The seed the probes were drawn from (`--seed`).
+    #[serde(default)]
+    pub seed: u64,
     pub data_errors: u64,
 }
 
@@ -234,8 +253,9 @@ pub fn ensure_data(settings: &Settings, p: &Params) -> Result<Dataset> {
 /// The probes every configuration's threads walk: `index << 32 | key`.
 /// The array's length is a power of two; thread `t` walks it with stride
 /// `2t + 1` from its own offset (see `sweep`).
-pub fn draw_probes(rows: u64, len: usize) -> Result<Vec<u64>> {
-    let mut rng = SmallRng::seed_from_u64(SEED ^ 0xABCD);
+/// `seed`: `--seed`, or [`SEED`].
+pub fn draw_probes(rows: u64, len: usize, seed: u64) -> Result<Vec<u64>> {
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0xABCD);
     let mut scramble: Vec<u32> = (1..=rows as u32).collect();
     scramble.shuffle(&mut rng);
     let zipf = Zipf::new(rows as f64, THETA)
@@ -305,7 +325,8 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
     let len = ((p.rows as usize) * 2)
         .next_power_of_two()
         .clamp(1 << 16, 1 << 22);
-    let probes = draw_probes(p.rows, len)?;
+    let seed = settings.seed(SEED);
+    let probes = draw_probes(p.rows, len, seed)?;
     // Group the matrix by everything but the evictor; within a group run
     // the evictors alternately, ABBA.
     let nev = settings.evictors.len().max(1);
@@ -314,30 +335,25 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
     let mut runs = Vec::with_capacity(total);
     let mut done = 0;
     for group in &groups {
-        for run in 0..p.runs {
-            let mut order: Vec<&Config> = group.iter().collect();
-            if run % 2 == 1 {
-                order.reverse();
-            }
-            for c in order {
-                done += 1;
-                let label = format!(
-                    "[{done}/{total}] {NAME} {} partitions={} run {}",
-                    c.evictor,
-                    c.partitions,
-                    run + 1
-                );
-                let row = measure(&ds, settings, c, &probes, (run, p.runs), &label)?;
-                crate::common::tell(&format!(
-                    "{label}: {} probes/s, index pages resident {:.0}, heap {:.0}, index share of evictions {:.2}%, index hit {:.2}%",
-                    fmt_rate(row.probes_per_sec),
-                    row.index_resident_pages,
-                    row.heap_resident_pages,
-                    100.0 * row.index_eviction_share,
-                    100.0 * row.index_hit_ratio
-                ));
-                runs.push(row);
-            }
+        for (run, i) in harness::alternating(group.len(), p.runs) {
+            let c = &group[i];
+            done += 1;
+            let label = format!(
+                "[{done}/{total}] {NAME} {} partitions={} run {}",
+                c.evictor,
+                c.partitions,
+                run + 1
+            );
+            let row = measure(&ds, settings, c, (&probes, seed), (run, p.runs), &label)?;
+            crate::common::tell(&format!(
+                "{label}: {} probes/s, index pages resident {:.0}, heap {:.0}, index share of evictions {:.2}%, index hit {:.2}%",
+                fmt_rate(row.probes_per_sec),
+                row.index_resident_pages,
+                row.heap_resident_pages,
+                100.0 * row.index_eviction_share,
+                100.0 * row.index_hit_ratio
+            ));
+            runs.push(row);
         }
     }
     let rows: Vec<Row> = configs.iter().map(|c| median_row(&runs, c)).collect();
@@ -362,14 +378,18 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
 }
 
 #[derive(Debug, Default)]
-struct Shared {
+struct Shared<'a> {
+    /// The probes' interval latencies, with `--report-interval`.
+    live: Option<&'a LiveLatency>,
+    /// Within the measured window: latencies are recorded.
+    in_window: AtomicBool,
     stop: AtomicBool,
     probes: AtomicU64,
     data_errors: AtomicU64,
     first_error: Mutex<Option<String>>,
 }
 
-impl Shared {
+impl Shared<'_> {
     fn error(&self, e: String) {
         self.data_errors.fetch_add(1, Ordering::Relaxed);
         self.first_error
@@ -379,7 +399,12 @@ impl Shared {
     }
 }
 
-fn worker(db: &Database, probes: &[u64], t: usize, sh: &Shared) -> Result<()> {
+/// The operation kind of the latency table: one probe.
+pub const LOOKUP: &str = "lookup";
+
+/// Returns the thread's latencies ([`LOOKUP`]).
+fn worker(db: &Database, probes: &[u64], t: usize, sh: &Shared<'_>) -> Result<Latencies> {
+    let mut lat = Recorder::new(sh.live, LOOKUP).window(&sh.in_window);
     debug_assert!(probes.len().is_power_of_two());
     let mask = probes.len() - 1;
     let stride = 2 * t + 1;
@@ -392,7 +417,9 @@ fn worker(db: &Database, probes: &[u64], t: usize, sh: &Shared) -> Result<()> {
             i = (i + stride) & mask;
             let j = (probe >> 32) as usize;
             let key = (probe & 0xFFFF_FFFF) as i64;
+            let started = Instant::now();
             let found = txn.index_lookup(INDEXES[j], &Value::I64(key))?;
+            lat.record(LOOKUP, started);
             let ok = found.len() == 1 && found[0].1.get(1 + j) == Some(&Value::I64(key));
             if !ok {
                 sh.error(format!(
@@ -413,7 +440,7 @@ fn worker(db: &Database, probes: &[u64], t: usize, sh: &Shared) -> Result<()> {
         txn.rollback()?;
     }
     sh.probes.fetch_add(unpublished, Ordering::Relaxed);
-    Ok(())
+    Ok(lat.finish())
 }
 
 struct Point {
@@ -425,7 +452,7 @@ struct Point {
     probes: u64,
 }
 
-fn point(db: &Database, reads: &dataset::ReadCounts, sh: &Shared) -> Point {
+fn point(db: &Database, reads: &dataset::ReadCounts, sh: &Shared<'_>) -> Point {
     let t = db.pool_stats().totals();
     Point {
         at: Instant::now(),
@@ -441,7 +468,7 @@ fn measure(
     ds: &Dataset,
     settings: &Settings,
     c: &Config,
-    probes: &[u64],
+    (probes, seed): (&[u64], u64),
     (run, runs): (usize, usize),
     label: &str,
 ) -> Result<Row> {
@@ -450,7 +477,11 @@ fn measure(
     let cell: &[&str] = if runs > 1 { &[&run_part] } else { &[] };
     let trace = settings.trace_for(c, cell);
     let (db, reads) = dataset::open_counting(ds, settings.engine_options(c).trace(trace.clone()))?;
-    let sh = Shared::default();
+    let live = LiveLatency::new();
+    let sh = Shared {
+        live: settings.measures.report_interval.map(|_| &live),
+        ..Shared::default()
+    };
     let every = common::sample_interval(settings.duration);
     let total = settings.warmup + settings.duration;
     let pb = common::progress_bar(
@@ -458,75 +489,60 @@ fn measure(
         settings.progress,
         &format!("{label}: warm-up"),
     );
-    let measured = std::thread::scope(|s| {
-        let hs: Vec<_> = (0..c.threads)
-            .map(|t| {
-                let (db, sh) = (&db, &sh);
-                s.spawn(move || {
-                    crate::common::pin_worker(t);
-                    common::traced(db, t as u32, || worker(db, probes, t, sh))
-                })
-            })
-            .collect();
-        let start = Instant::now();
-        let window_at = start + settings.warmup;
-        let end_at = window_at + settings.duration;
-        let mut samples = Vec::new();
-        let mut p0 = None;
-        let mut next_sample = start;
-        loop {
-            let now = Instant::now();
-            if sh.stop.load(Ordering::Relaxed) || now >= end_at {
-                break;
-            }
-            if p0.is_none() && now >= window_at {
-                let p = point(&db, &reads, &sh);
-                samples.push((
-                    now.duration_since(start).as_secs_f64(),
-                    dataset::resident_of(&p.resident, &INDEXES),
-                ));
-                p0 = Some(p);
-                pb.set_message(format!("{label}: measuring"));
-                next_sample = now + every;
-            } else if now >= next_sample {
-                samples.push((
-                    now.duration_since(start).as_secs_f64(),
-                    dataset::resident_of(&dataset::residency(&db), &INDEXES),
-                ));
-                next_sample += every;
-            }
-            pb.set_position(now.duration_since(start).as_millis() as u64);
-            let wake = next_sample
-                .min(if p0.is_none() { window_at } else { end_at })
-                .min(now + Duration::from_millis(50));
-            std::thread::sleep(wake.saturating_duration_since(Instant::now()));
-        }
-        let p1 = point(&db, &reads, &sh);
-        samples.push((
-            p1.at.duration_since(start).as_secs_f64(),
-            dataset::resident_of(&p1.resident, &INDEXES),
-        ));
-        sh.stop.store(true, Ordering::Relaxed);
-        let mut first_err = None;
-        for h in hs {
-            let r = h
-                .join()
-                .unwrap_or_else(|e| Err(BenchError::Panic(dataset::panic_message(e))));
-            if let Err(e) = r {
-                first_err.get_or_insert(e);
-            }
-        }
-        if let Some(e) = first_err {
-            return Err(e);
-        }
-        let p0 = p0.ok_or_else(|| {
-            BenchError::Config(format!("{label}: the run stopped before its window"))
-        })?;
-        Ok((p0, p1, samples))
-    });
+    let measured = harness::run_crew(
+        0..c.threads,
+        &|t, _| {
+            crate::common::pin_worker(t);
+            common::traced(&db, t as u32, || worker(&db, probes, t, &sh))
+        },
+        || sh.stop.store(true, Ordering::Relaxed),
+        |_| {
+            let (window, intervals) = harness::with_intervals(
+                settings.measures.report_interval,
+                (label, "probes"),
+                &live,
+                || Tally::of(&db.pool_stats(), sh.probes.load(Ordering::Relaxed)),
+                || {
+                    harness::sampled_window(
+                        &pb,
+                        label,
+                        (settings.warmup, settings.duration),
+                        every,
+                        || sh.stop.load(Ordering::Relaxed),
+                        || {
+                            // The window's first point opens the latency
+                            // window, its last closes it.
+                            sh.in_window.fetch_xor(true, Ordering::Relaxed);
+                            point(&db, &reads, &sh)
+                        },
+                        |p| match p {
+                            Some(p) => dataset::resident_of(&p.resident, &INDEXES),
+                            None => dataset::resident_of(&dataset::residency(&db), &INDEXES),
+                        },
+                    )
+                },
+            );
+            window.map(|w| (w, intervals))
+        },
+    );
     pb.finish_and_clear();
-    let (p0, p1, samples) = measured?;
-    let nodes_end = super::tables::node_figures(&db, &db.pool_stats());
+    let (
+        (
+            harness::Sampled {
+                start: p0,
+                end: p1,
+                samples,
+                ..
+            },
+            intervals,
+        ),
+        threads_latencies,
+    ) = measured?;
+    let mut latencies = Latencies::new();
+    for l in &threads_latencies {
+        latencies.merge(l);
+    }
+    let nodes_end = crate::scenarios::tables::node_figures(&db, &db.pool_stats());
     // Relation ids of the table and its indexes.
     let table_rel = db.table(TABLE)?.rel.0;
     let index_rels: Vec<u32> = INDEXES
@@ -539,8 +555,20 @@ fn measure(
                 .ok_or_else(|| BenchError::Data(format!("index {n} is missing")))
         })
         .collect::<Result<_>>()?;
-    common::note_trace(settings, trace, db.pool())?;
+    // Read before the trace stops: the curve and the trace cover the same
+    // accesses (every worker has exited, so its last sampled batch is in).
+    let mrc = common::curve_of(&db);
+    common::note_trace(settings, trace.clone(), db.pool())?;
     db.close()?;
+    // The trace is complete once the pool is closed: the exact LRU curve
+    // beside the live one.
+    let mrc = match (mrc, &trace) {
+        (Some(c), Some(path)) => {
+            let exact = common::exact_lru(path, &c)?;
+            Some(c.with_exact(exact))
+        }
+        (c, _) => c,
+    };
     let data_errors = sh.data_errors.load(Ordering::Relaxed);
     if let Some(e) = sh
         .first_error
@@ -622,6 +650,10 @@ fn measure(
         residency_samples: samples,
         resident_end: p1.resident,
         nodes_end,
+        latency: latencies.by_kind(),
+        mrc,
+        intervals,
+        seed,
         data_errors,
     })
 }
@@ -674,6 +706,10 @@ fn median_row(runs: &[Row], c: &Config) -> Row {
             residency_samples: Vec::new(),
             resident_end: Vec::new(),
             nodes_end: Vec::new(),
+            latency: Default::default(),
+            mrc: None,
+            intervals: Vec::new(),
+            seed: 0,
             data_errors: 0,
         };
     };
@@ -900,12 +936,25 @@ impl Report for IndexResidencyReport {
             "where the buffers went (pages resident at the end of the median run):\n{}",
             dataset::residency_table(&labels, &ends, self.pool_buffers)
         );
-        let nodes: Vec<(String, Vec<super::tables::NodeFigures>)> = labels
+        let nodes: Vec<(String, Vec<crate::scenarios::tables::NodeFigures>)> = labels
             .iter()
             .zip(&self.rows)
             .map(|(l, r)| (l.clone(), r.nodes_end.clone()))
             .collect();
-        out += &super::tables::render_nodes(&nodes);
+        out += &crate::scenarios::tables::render_nodes(&nodes);
+        let labels: Vec<String> = self.rows.iter().map(Self::label).collect();
+        let lat: Vec<(String, &ByKind)> = labels
+            .iter()
+            .cloned()
+            .zip(self.rows.iter().map(|r| &r.latency))
+            .collect();
+        out += &latency::table(&lat);
+        let curves: Vec<(String, Option<&Curve>)> = labels
+            .iter()
+            .zip(&self.rows)
+            .map(|(l, r)| (l.clone(), r.mrc.as_ref()))
+            .collect();
+        out += &common::curve_table(&curves);
         out += &self.data_check.describe();
         out.push('\n');
         out

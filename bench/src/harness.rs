@@ -1,0 +1,808 @@
+//! The measurement window the scenarios share.
+//!
+//! A scenario's `measure` describes its workload (what each worker thread
+//! does, what a snapshot of its figures is) and leaves the rest here:
+//!
+//! - [`run_crew`] starts the worker threads, runs the caller's driver on the
+//!   calling thread, tells the workers to stop when the driver is done (or
+//!   failed) and joins every one of them, turning a panic into
+//!   [`BenchError::Panic`];
+//! - [`Phases`] is the warm-up / measuring / stop flag workers read, and
+//!   [`warm_then_measure`] the warm-up followed by the measured window
+//!   between two snapshots;
+//! - [`sampled_window`] is the same window when the figures are also
+//!   sampled at an interval (a time series beside the window's totals);
+//! - [`alternating`] orders the repeated runs of configurations compared
+//!   with each other so that none always runs first (A B, B A, A B, ...),
+//!   and [`spread_of`] gives a figure's spread over those runs, which
+//!   [`crate::spread`] then uses to decide whether a ratio may be quoted;
+//! - [`Recorder`] is a worker's latencies (the run's, and the current
+//!   interval's for [`with_intervals`], the `--report-interval` reporter
+//!   that prints a line per interval and keeps the series);
+//! - [`metadata`] is what every JSON file starts with.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::thread::{Scope, ScopedJoinHandle};
+use std::time::{Duration, Instant};
+
+use indicatif::ProgressBar;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{BenchError, Result};
+use crate::latency::{Latencies, Latency};
+use crate::spread::Spread;
+
+/// How often a measuring loop wakes to move its progress bar and sample.
+pub const TICK: Duration = Duration::from_millis(100);
+
+/// The longest a sampled window sleeps between two looks at the clock.
+const SAMPLED_POLL: Duration = Duration::from_millis(50);
+
+/// Workers warm up.
+pub const WARMUP: u8 = 0;
+/// The measured window (or, for a scenario that calibrates, calibration).
+pub const MEASURE: u8 = 1;
+/// Workers return.
+pub const STOP: u8 = 2;
+
+/// The phase flag workers read: [`WARMUP`], then [`MEASURE`], then
+/// [`STOP`].
+#[derive(Debug, Default)]
+pub struct Phases(AtomicU8);
+
+impl Phases {
+    pub fn new() -> Phases {
+        Phases(AtomicU8::new(WARMUP))
+    }
+
+    pub fn get(&self) -> u8 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    pub fn set(&self, phase: u8) {
+        self.0.store(phase, Ordering::Relaxed)
+    }
+
+    /// Whether workers should return.
+    pub fn stopping(&self) -> bool {
+        self.get() == STOP
+    }
+
+    /// The raw flag, for worker functions that take one.
+    pub fn flag(&self) -> &AtomicU8 {
+        &self.0
+    }
+}
+
+/// The running workers, as the driver of [`run_crew`] sees them.
+pub struct Crew<'scope, 'env, R> {
+    scope: &'scope Scope<'scope, 'env>,
+    handles: Vec<ScopedJoinHandle<'scope, Result<R>>>,
+}
+
+impl<R> std::fmt::Debug for Crew<'_, '_, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Crew")
+            .field("workers", &self.handles.len())
+            .finish()
+    }
+}
+
+impl<'scope, 'env, R> Crew<'scope, 'env, R> {
+    /// No worker has returned yet (a worker returns early only when it
+    /// failed or was told to stop).
+    pub fn alive(&self) -> bool {
+        self.handles.iter().all(|h| !h.is_finished())
+    }
+
+    /// The scope the workers run in, for a thread the driver starts itself
+    /// (and joins itself).
+    pub fn scope(&self) -> &'scope Scope<'scope, 'env> {
+        self.scope
+    }
+}
+
+/// Run `worker(t, input)` on one thread per input while `drive` runs on the
+/// calling thread; then call `stop` and join every worker.
+///
+/// Returns the driver's result and the workers' results in thread order.
+/// The driver's error comes first; then the first worker's error (a panic
+/// as [`BenchError::Panic`]). The workers are always stopped and joined,
+/// whatever failed.
+pub fn run_crew<'env, I, R, T, W, D>(
+    inputs: impl IntoIterator<Item = I>,
+    worker: &'env W,
+    stop: impl FnOnce(),
+    drive: D,
+) -> Result<(T, Vec<R>)>
+where
+    I: Send + 'env,
+    R: Send + 'env,
+    W: Fn(usize, I) -> Result<R> + Sync,
+    D: for<'scope> FnOnce(&Crew<'scope, 'env, R>) -> Result<T>,
+{
+    std::thread::scope(|s: &Scope<'_, 'env>| {
+        let handles = inputs
+            .into_iter()
+            .enumerate()
+            .map(|(t, input)| s.spawn(move || worker(t, input)))
+            .collect();
+        let crew = Crew { scope: s, handles };
+        let driven = drive(&crew);
+        stop();
+        let mut outs = Vec::with_capacity(crew.handles.len());
+        let mut failed = None;
+        for h in crew.handles {
+            match h.join() {
+                Ok(Ok(r)) => outs.push(r),
+                Ok(Err(e)) => {
+                    failed.get_or_insert(e);
+                }
+                Err(p) => {
+                    failed.get_or_insert(BenchError::Panic(panic_text(p)));
+                }
+            }
+        }
+        let driven = driven?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok((driven, outs)),
+        }
+    })
+}
+
+/// Sleep for `d` in steps of [`TICK`], moving `pb` (whose length is in
+/// milliseconds) and calling `each` after every step; stops early if
+/// `each` returns false.
+pub fn run_window(pb: &ProgressBar, d: Duration, mut each: impl FnMut(Duration) -> bool) {
+    let start = Instant::now();
+    loop {
+        let el = start.elapsed();
+        if el >= d {
+            break;
+        }
+        std::thread::sleep(TICK.min(d - el));
+        pb.set_position(start.elapsed().as_millis() as u64);
+        if !each(start.elapsed()) {
+            break;
+        }
+    }
+}
+
+/// A warm-up of `warmup`, then [`MEASURE`] and the measured window of
+/// `duration` between two snapshots, each wait cut short when `alive`
+/// turns false. Returns the snapshots at the window's start and end.
+pub fn warm_then_measure<S>(
+    pb: &ProgressBar,
+    (warmup, duration): (Duration, Duration),
+    phases: &Phases,
+    alive: impl Fn() -> bool,
+    mut snap: impl FnMut() -> S,
+) -> (S, S) {
+    run_window(pb, warmup, |_| alive());
+    phases.set(MEASURE);
+    let before = snap();
+    run_window(pb, duration, |_| alive());
+    let after = snap();
+    (before, after)
+}
+
+/// What [`sampled_window`] saw.
+#[derive(Debug)]
+pub struct Sampled<P, S> {
+    /// The figures at the window's start and end.
+    pub start: P,
+    pub end: P,
+    /// (seconds since the warm-up began, sample), warm-up included, the
+    /// first of the window at its start and the last at its end.
+    pub samples: Vec<(f64, S)>,
+    /// When the window began, from the start of the warm-up.
+    pub window_from: Duration,
+}
+
+/// A warm-up of `warmup` and a window of `duration` on one clock, taking
+/// `point()` at the window's start and end and `sample(p)` every `every`
+/// (`p` is the point taken at that moment, if one was), the bar in
+/// milliseconds from the warm-up's start. Ends early when `stopped()`;
+/// fails if that happened before the window began.
+pub fn sampled_window<P, S>(
+    pb: &ProgressBar,
+    label: &str,
+    (warmup, duration): (Duration, Duration),
+    every: Duration,
+    stopped: impl Fn() -> bool,
+    mut point: impl FnMut() -> P,
+    mut sample: impl FnMut(Option<&P>) -> S,
+) -> Result<Sampled<P, S>> {
+    let start = Instant::now();
+    let window_at = start + warmup;
+    let end_at = window_at + duration;
+    let secs = |t: Instant| t.duration_since(start).as_secs_f64();
+    let mut samples = Vec::new();
+    let mut p0 = None;
+    let mut next_sample = start;
+    loop {
+        let now = Instant::now();
+        if stopped() {
+            break;
+        }
+        if p0.is_none() && now >= window_at {
+            let p = point();
+            pb.set_message(format!("{label}: measuring"));
+            samples.push((secs(now), sample(Some(&p))));
+            p0 = Some(p);
+            next_sample = now + every;
+        }
+        if now >= end_at {
+            break;
+        }
+        if now >= next_sample {
+            samples.push((secs(now), sample(None)));
+            next_sample += every;
+        }
+        pb.set_position(now.duration_since(start).as_millis() as u64);
+        let wake = next_sample
+            .min(if p0.is_none() { window_at } else { end_at })
+            .min(now + SAMPLED_POLL);
+        std::thread::sleep(wake.saturating_duration_since(Instant::now()));
+    }
+    let end_time = Instant::now();
+    let p1 = point();
+    samples.push((secs(end_time), sample(Some(&p1))));
+    let p0 = p0
+        .ok_or_else(|| BenchError::Config(format!("{label}: the run stopped before its window")))?;
+    Ok(Sampled {
+        start: p0,
+        end: p1,
+        samples,
+        window_from: window_at.duration_since(start),
+    })
+}
+
+/// The order of `runs` runs of a group of `group` configurations compared
+/// with each other: (run, configuration index), the group in order on even
+/// runs and reversed on odd ones (A B, B A, A B, ...), so that neither
+/// always runs first or right after the other's warm pages.
+pub fn alternating(group: usize, runs: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::with_capacity(group * runs);
+    for run in 0..runs {
+        if run % 2 == 0 {
+            out.extend((0..group).map(|i| (run, i)));
+        } else {
+            out.extend((0..group).rev().map(|i| (run, i)));
+        }
+    }
+    out
+}
+
+/// The spread of one figure over the runs in `runs` that `pick` selects.
+pub fn spread_of<T>(
+    runs: &[T],
+    pick: impl Fn(&T) -> bool,
+    figure: impl Fn(&T) -> f64,
+) -> Option<Spread> {
+    let v: Vec<f64> = runs.iter().filter(|r| pick(r)).map(figure).collect();
+    Spread::of(&v)
+}
+
+/// A panic payload as text.
+pub fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
+}
+
+/// How often a worker hands its interval histogram to [`LiveLatency`]: the
+/// interval reporter's p99 lags the clock by at most this much.
+const LIVE_FLUSH: Duration = Duration::from_millis(20);
+
+/// The latencies of the current interval of `--report-interval`, fed by the
+/// workers' [`Recorder`]s and emptied by the reporter at each interval's end.
+#[derive(Debug, Default)]
+pub struct LiveLatency {
+    interval: Mutex<Latency>,
+}
+
+impl LiveLatency {
+    pub fn new() -> LiveLatency {
+        LiveLatency::default()
+    }
+
+    /// Adds `l` to the current interval and empties `l`.
+    fn absorb(&self, l: &mut Latency) {
+        self.interval
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .merge(l);
+        l.reset();
+    }
+
+    /// The interval's latencies; the next interval starts empty.
+    fn take(&self) -> Latency {
+        std::mem::take(&mut *self.interval.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// One worker's latencies: every operation into the run's [`Latencies`];
+/// with an interval reporter, the operations of the kind it follows also
+/// into its [`LiveLatency`] (handed over every [`LIVE_FLUSH`], so the
+/// measured path takes no lock).
+#[derive(Debug)]
+pub struct Recorder<'a> {
+    pub total: Latencies,
+    live: Option<(&'a LiveLatency, &'static str, Latency, Instant)>,
+    window: Option<&'a std::sync::atomic::AtomicBool>,
+}
+
+impl<'a> Recorder<'a> {
+    /// A recorder feeding `live` with the operations of `kind` (none
+    /// without a reporter).
+    pub fn new(live: Option<&'a LiveLatency>, kind: &'static str) -> Recorder<'a> {
+        Recorder {
+            total: Latencies::new(),
+            live: live.map(|l| (l, kind, Latency::new(), Instant::now())),
+            window: None,
+        }
+    }
+
+    /// Record into the run's latencies only while `in_window` is true (the
+    /// measured window); the interval reporter still gets every operation.
+    pub fn window(mut self, in_window: &'a std::sync::atomic::AtomicBool) -> Recorder<'a> {
+        self.window = Some(in_window);
+        self
+    }
+
+    /// Records one operation of `kind` that began at `started` and ended now.
+    #[inline]
+    pub fn record(&mut self, kind: &'static str, started: Instant) {
+        let now = Instant::now();
+        let d = now.duration_since(started);
+        if self.window.is_none_or(|w| w.load(Ordering::Relaxed)) {
+            self.total.record(kind, d);
+        }
+        if let Some((live, k, l, flushed)) = &mut self.live
+            && *k == kind
+        {
+            l.record(d);
+            if now.duration_since(*flushed) >= LIVE_FLUSH {
+                live.absorb(l);
+                *flushed = now;
+            }
+        }
+    }
+
+    /// The run's latencies, after handing the last interval values over.
+    pub fn finish(mut self) -> Latencies {
+        if let Some((live, _, l, _)) = &mut self.live {
+            live.absorb(l);
+        }
+        self.total
+    }
+}
+
+/// Cumulative counts at one instant, as the interval reporter reads them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Operations done (lookups, transactions, ...: the scenario's unit).
+    pub ops: u64,
+    /// Buffer accesses and hits of the pool.
+    pub accesses: u64,
+    pub hits: u64,
+    pub evictions: u64,
+}
+
+impl Tally {
+    /// The pool's counts, with `ops` operations done.
+    pub fn of(stats: &bufmgr::PoolStats, ops: u64) -> Tally {
+        let t = stats.totals();
+        Tally {
+            ops,
+            accesses: t.accesses,
+            hits: t.hits,
+            evictions: t.evictions,
+        }
+    }
+}
+
+/// One interval of `--report-interval`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// The interval's end, in seconds since the run's workers started
+    /// (warm-up included).
+    pub t_secs: f64,
+    /// Its length in seconds.
+    pub secs: f64,
+    pub ops: u64,
+    pub ops_per_sec: f64,
+    /// Hits / accesses of the pool in the interval (`null`: no access).
+    pub hit_ratio: Option<f64>,
+    pub evictions: u64,
+    pub evictions_per_sec: f64,
+    /// p99 of the interval's operations of the followed kind, in
+    /// microseconds (`null`: none finished, or no latencies followed).
+    pub p99_us: Option<f64>,
+}
+
+impl Interval {
+    /// The printed line, as `pgbench -P` prints one.
+    pub fn line(&self, label: &str, unit: &str) -> String {
+        format!(
+            "{label}: progress: {:.1} s, {:.0} {unit}/s, hit {}, {:.0} evictions/s, p99 {}",
+            self.t_secs,
+            self.ops_per_sec,
+            self.hit_ratio
+                .map_or("-".into(), |h| format!("{:.3}%", 100.0 * h)),
+            self.evictions_per_sec,
+            self.p99_us.map_or("-".into(), |p| format!("{p:.1} us")),
+        )
+    }
+}
+
+/// The intervals of `--report-interval` over `f`: with `every` given, a
+/// thread takes `tally()` every `every`, prints one line per interval
+/// (`label`, throughput in `unit`s/s, hit ratio, evictions, p99 of `live`)
+/// on standard error and keeps them; it stops when `f` returns. Without
+/// `every`, just `f()` and no series.
+pub fn with_intervals<T>(
+    every: Option<Duration>,
+    (label, unit): (&str, &str),
+    live: &LiveLatency,
+    tally: impl Fn() -> Tally + Sync,
+    f: impl FnOnce() -> T,
+) -> (T, Vec<Interval>) {
+    let Some(every) = every else {
+        return (f(), Vec::new());
+    };
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let reporter = s.spawn(|| {
+            let start = Instant::now();
+            let mut last = (start, tally());
+            live.take();
+            let mut series = Vec::new();
+            let mut next = start + every;
+            let mut stop = false;
+            while !stop {
+                // Sleep to the interval's end in short steps, so that the
+                // end of `f` is noticed quickly.
+                let now = Instant::now();
+                if now < next {
+                    std::thread::sleep((next - now).min(SAMPLED_POLL));
+                    if !done.load(Ordering::Relaxed) {
+                        continue;
+                    }
+                    stop = true;
+                }
+                let at = Instant::now();
+                let now_tally = tally();
+                let lat = live.take();
+                let (t0, before) = last;
+                let secs = at.duration_since(t0).as_secs_f64();
+                if secs <= 0.0 {
+                    break;
+                }
+                let accesses = now_tally.accesses.saturating_sub(before.accesses);
+                let hits = now_tally.hits.saturating_sub(before.hits);
+                let evictions = now_tally.evictions.saturating_sub(before.evictions);
+                let ops = now_tally.ops.saturating_sub(before.ops);
+                let i = Interval {
+                    t_secs: at.duration_since(start).as_secs_f64(),
+                    secs,
+                    ops,
+                    ops_per_sec: ops as f64 / secs,
+                    hit_ratio: (accesses > 0).then(|| hits as f64 / accesses as f64),
+                    evictions,
+                    evictions_per_sec: evictions as f64 / secs,
+                    p99_us: (lat.count() > 0).then(|| lat.summary().p99_us),
+                };
+                eprintln!("{}", i.line(label, unit));
+                series.push(i);
+                last = (at, now_tally);
+                next += every;
+                if done.load(Ordering::Relaxed) {
+                    stop = true;
+                }
+            }
+            series
+        });
+        let out = f();
+        done.store(true, Ordering::Relaxed);
+        let series = reporter.join().unwrap_or_default();
+        (out, series)
+    })
+}
+
+/// The run's metadata, the first field of every JSON file the program
+/// writes: the source's git commit (with `-dirty` when the work tree has
+/// changes; `null` outside a git checkout), the compiler that built the
+/// program, the kernel, the CPU model, the cores this process may use, the
+/// time (UTC) and the command line.
+pub fn metadata() -> serde_json::Value {
+    serde_json::json!({
+        "git_commit": git_commit(),
+        "rustc": env!("BENCH_RUSTC_VERSION"),
+        "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .ok()
+            .map(|s| s.trim().to_string()),
+        "cpu_model": cpu_model(),
+        "cores": crate::common::cores(),
+        "time_utc": utc_now(),
+        "command_line": std::env::args().collect::<Vec<_>>(),
+    })
+}
+
+/// `git rev-parse HEAD` in the current directory, `-dirty` appended when
+/// `git status` lists changes to tracked files; `None` if git cannot say.
+fn git_commit() -> Option<String> {
+    let run = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let head = run(&["rev-parse", "HEAD"])?;
+    let dirty =
+        run(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    Some(if dirty { format!("{head}-dirty") } else { head })
+}
+
+/// The first `model name` of /proc/cpuinfo.
+fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    info.lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+}
+
+/// Now as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    utc_of(secs)
+}
+
+/// Seconds since 1970 as `YYYY-MM-DDTHH:MM:SSZ` (the civil calendar of
+/// Howard Hinnant's `civil_from_days`).
+fn utc_of(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    #[test]
+    fn alternation_reverses_the_group_on_every_other_run() {
+        assert_eq!(
+            alternating(2, 3),
+            vec![(0, 0), (0, 1), (1, 1), (1, 0), (2, 0), (2, 1)]
+        );
+        assert!(alternating(3, 0).is_empty());
+    }
+
+    #[test]
+    fn a_spread_is_taken_over_the_selected_runs_only() {
+        let runs = [("a", 1.0), ("b", 10.0), ("a", 3.0), ("a", 2.0)];
+        let s = spread_of(&runs, |r| r.0 == "a", |r| r.1).unwrap();
+        assert_eq!((s.n, s.min, s.median, s.max), (3, 1.0, 2.0, 3.0));
+        assert_eq!(spread_of(&runs, |r| r.0 == "c", |r| r.1), None);
+    }
+
+    #[test]
+    fn the_crew_is_stopped_and_joined_after_the_driver_and_returns_in_thread_order() {
+        let phases = Phases::new();
+        let work = AtomicU64::new(0);
+        let (driven, outs) = run_crew(
+            [10u64, 20, 30],
+            &|t, input: u64| {
+                while !phases.stopping() {
+                    work.fetch_add(1, Ordering::Relaxed);
+                    std::thread::yield_now();
+                }
+                Ok(input + t as u64)
+            },
+            || phases.set(STOP),
+            |crew| {
+                assert!(crew.alive());
+                Ok("driven")
+            },
+        )
+        .unwrap();
+        assert_eq!(driven, "driven");
+        assert_eq!(outs, vec![10, 21, 32]);
+    }
+
+    #[test]
+    fn a_panicking_worker_is_reported_and_the_others_still_stop() {
+        let phases = Phases::new();
+        let r: Result<((), Vec<()>)> = run_crew(
+            0..3,
+            &|t, _| {
+                if t == 1 {
+                    panic!("worker one gave up");
+                }
+                while !phases.stopping() {
+                    std::thread::yield_now();
+                }
+                Ok(())
+            },
+            || phases.set(STOP),
+            |crew| {
+                while crew.alive() {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Ok(())
+            },
+        );
+        match r {
+            Err(BenchError::Panic(m)) => assert!(m.contains("worker one gave up"), "{m}"),
+            other => panic!("expected a panic error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_drivers_error_wins_over_the_workers_results() {
+        let phases = Phases::new();
+        let r: Result<((), Vec<()>)> = run_crew(
+            0..2,
+            &|_, _| {
+                while !phases.stopping() {
+                    std::thread::yield_now();
+                }
+                Ok(())
+            },
+            || phases.set(STOP),
+            |_| Err(BenchError::Data("driver failed".into())),
+        );
+        assert!(matches!(r, Err(BenchError::Data(m)) if m == "driver failed"));
+    }
+
+    #[test]
+    fn a_sampled_window_takes_its_points_at_the_window_and_samples_through_it() {
+        let pb = ProgressBar::hidden();
+        let calls = AtomicU64::new(0);
+        let began = Instant::now();
+        let w = sampled_window(
+            &pb,
+            "test",
+            (Duration::from_millis(60), Duration::from_millis(120)),
+            Duration::from_millis(30),
+            || false,
+            || (Instant::now(), calls.fetch_add(1, Ordering::Relaxed)),
+            |p| p.is_some(),
+        )
+        .unwrap();
+        assert_eq!((w.start.1, w.end.1), (0, 1));
+        // The window starts once the warm-up is over and ends once its
+        // duration from the warm-up's end has passed.
+        assert!(w.start.0.duration_since(began) >= Duration::from_millis(60));
+        let end = w.end.0.duration_since(began);
+        assert!(end >= Duration::from_millis(180), "{end:?}");
+        assert_eq!(w.window_from, Duration::from_millis(60));
+        // Warm-up samples, the window's first (a point), samples, its last.
+        assert!(w.samples.len() >= 4, "{}", w.samples.len());
+        assert!(!w.samples[0].1);
+        assert!(w.samples.last().unwrap().1);
+        assert_eq!(w.samples.iter().filter(|s| s.1).count(), 2);
+        assert!(w.samples.windows(2).all(|p| p[0].0 <= p[1].0));
+    }
+
+    #[test]
+    fn a_window_stopped_during_its_warm_up_is_an_error() {
+        let pb = ProgressBar::hidden();
+        let r = sampled_window(
+            &pb,
+            "cut short",
+            (Duration::from_secs(5), Duration::from_secs(5)),
+            Duration::from_millis(10),
+            || true,
+            || (),
+            |_| (),
+        );
+        assert!(
+            matches!(r, Err(BenchError::Config(ref m)) if m.contains("cut short")),
+            "{:?}",
+            r.err()
+        );
+    }
+
+    #[test]
+    fn utc_times_follow_the_civil_calendar() {
+        assert_eq!(utc_of(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_of(1_700_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(utc_of(951_825_600), "2000-02-29T12:00:00Z");
+    }
+
+    #[test]
+    fn the_interval_reporter_has_one_entry_per_interval_with_its_own_p99() {
+        let ops = AtomicU64::new(0);
+        let live = LiveLatency::new();
+        let every = Duration::from_millis(100);
+        let started = Instant::now();
+        let (_, series) = with_intervals(
+            Some(every),
+            ("test", "ops"),
+            &live,
+            || Tally {
+                ops: ops.load(Ordering::Relaxed),
+                ..Tally::default()
+            },
+            || {
+                let mut rec = Recorder::new(Some(&live), "op");
+                while started.elapsed() < Duration::from_millis(450) {
+                    let t = Instant::now();
+                    std::thread::sleep(Duration::from_millis(1));
+                    rec.record("op", t);
+                    // Another kind reaches the run's latencies only.
+                    rec.record("other", t);
+                    ops.fetch_add(1, Ordering::Relaxed);
+                }
+                rec.finish()
+            },
+        );
+        let run = started.elapsed().as_secs_f64();
+        let full = (run / every.as_secs_f64()).floor() as usize;
+        assert!(
+            (full..=full + 1).contains(&series.len()),
+            "{} entries over {run} s",
+            series.len()
+        );
+        let counted: u64 = series.iter().map(|i| i.ops).sum();
+        assert_eq!(
+            counted,
+            ops.load(Ordering::Relaxed),
+            "every op in one interval"
+        );
+        for i in &series[..full.min(series.len())] {
+            assert!(i.ops > 0, "{i:?}");
+            let p99 = i.p99_us.expect("a p99 per busy interval");
+            assert!(p99 >= 1_000.0, "a 1 ms sleep is at least 1000 us: {p99}");
+            assert_eq!(i.hit_ratio, None, "no pool access, no ratio");
+        }
+    }
+
+    #[test]
+    fn without_an_interval_there_is_no_series_and_no_thread() {
+        let live = LiveLatency::new();
+        let (v, series) = with_intervals(None, ("t", "ops"), &live, Tally::default, || 5);
+        assert_eq!((v, series.len()), (5, 0));
+    }
+
+    #[test]
+    fn a_recorder_gated_by_the_window_records_only_inside_it() {
+        let in_window = std::sync::atomic::AtomicBool::new(false);
+        let mut rec = Recorder::new(None, "op").window(&in_window);
+        rec.record("op", Instant::now());
+        in_window.store(true, Ordering::Relaxed);
+        rec.record("op", Instant::now());
+        rec.record("op", Instant::now());
+        in_window.store(false, Ordering::Relaxed);
+        rec.record("op", Instant::now());
+        assert_eq!(rec.finish().get("op").map(|l| l.count()), Some(2));
+    }
+}
