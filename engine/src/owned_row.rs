@@ -8,19 +8,24 @@
 //! [`Col`] (`row.text(col)`), with the typed accessors [`crate::RowRef`] has.
 //!
 //! A row of a table scan ([`crate::RowIter`]) is not decoded when it is
-//! read: it holds its encoded tuple, a slice of one reference-counted copy
-//! of the visible tuples of its page (made once per page, checked whole as
-//! a full decode checks it), and a typed accessor decodes just its column
-//! from those bytes, as `RowRef` does, without allocating. The values are
-//! built, once, only when asked for: `row[i]`, `values()`, `value()`,
-//! `into_values()`, comparing, hashing, printing, or changing the row in
-//! place (after which the values are the row).
+//! read: the scan copies the tuples it keeps from a page, under the page's
+//! lock, into one buffer (reused for the next page when no row holds it
+//! any more), checks each tuple whole as a full decode would, and each row
+//! holds a reference-counted handle on that copy and its tuple's range. A
+//! typed accessor decodes just its column from those bytes, as `RowRef`
+//! does, without allocating. The values are built, once, only when asked
+//! for: `row[i]`, `values()`, `value()`, `into_values()`, comparing,
+//! hashing, printing, or changing the row in place (after which the values
+//! are the row). A scanned row outlives its transaction, its iterator and
+//! its page's eviction: the copy is its own.
 //!
 //! ```text
-//!   OwnedRow ── encoded: (id, Bytes)  a slice of the page's shared copy (scans)
-//!            ├─ values: once-filled [Value; n]   (n = the table's columns, or the projected ones)
-//!            └─ shape: Arc ── the table's definition (the version the row was read with)
-//!                          └─ positions: the table column of each value, if projected
+//!   OwnedRow ─┬─ Values:  values [Value; n]  (n = the table's columns, or the projected ones)
+//!             │           shape: Arc ── the table's definition (the version the row was read with)
+//!             │                      └─ positions: the table column of each value, if projected
+//!             └─ Scanned: page: Arc ── PageCopy: the kept tuples of one page, and the shape
+//!                         id, start..end: the row's tuple in the copy
+//!                         values: built from the tuple when first needed
 //! ```
 //!
 //! Rules:
@@ -39,8 +44,6 @@ use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
-
-use bytes::Bytes;
 
 use crate::error::{EngineError, Result};
 use crate::row::{RowId, RowRef};
@@ -90,14 +93,88 @@ impl Shape {
 /// docs).
 #[derive(Clone)]
 pub struct OwnedRow {
-    /// The row's id and encoded tuple (checked whole when read), while the
-    /// values are not the row's truth: `None` for a row made of values or
-    /// once it has been changed in place.
-    encoded: Option<(RowId, Bytes)>,
-    /// The values: set when the row is made of values, built from
-    /// `encoded` the first time they are needed otherwise.
-    values: OnceLock<Row>,
+    repr: Repr,
+}
+
+/// What an [`OwnedRow`] is made of.
+#[derive(Clone)]
+enum Repr {
+    /// Its values (the reads other than a scan, and a scanned row once it
+    /// has been changed in place).
+    Values { values: Row, shape: Arc<Shape> },
+    /// A scanned row: its tuple, bytes `start..end` of its page's shared
+    /// copy (checked whole when the page was read), and its values, built
+    /// from the tuple the first time something needs them.
+    Scanned {
+        page: Arc<PageCopy>,
+        id: RowId,
+        start: usize,
+        end: usize,
+        values: OnceLock<Row>,
+    },
+}
+
+/// The tuples a scan kept from one page, copied once under the page's
+/// lock and shared (reference-counted) by the rows made of them, with the
+/// shape of those rows. One reference count per row: a `bytes::Bytes`
+/// slice per row would be a second one beside the shape's.
+#[derive(Debug)]
+pub(crate) struct PageCopy {
+    data: Vec<u8>,
     shape: Arc<Shape>,
+}
+
+impl PageCopy {
+    /// An empty copy for rows of `shape`, without room yet (a scan's
+    /// first copy, before its first page).
+    pub fn empty(shape: Arc<Shape>) -> Arc<PageCopy> {
+        Arc::new(PageCopy {
+            data: Vec::new(),
+            shape,
+        })
+    }
+
+    /// An empty copy for rows of `shape`, in `prev`'s buffer if no row
+    /// holds `prev` any more (the common case of a loop that reads each row
+    /// and drops it), in a new one otherwise.
+    pub fn after(prev: &mut Arc<PageCopy>, shape: Arc<Shape>) -> PageCopy {
+        let data = match Arc::get_mut(prev) {
+            Some(p) if p.data.capacity() > 0 => {
+                let mut data = std::mem::take(&mut p.data);
+                data.clear();
+                data
+            }
+            _ => Vec::with_capacity(bufmgr::PAGE_SIZE),
+        };
+        PageCopy { data, shape }
+    }
+
+    /// Append the encoded tuple of row `id` of the copy's table, checked
+    /// whole as a full decode checks it: its range in the copy, or
+    /// [`EngineError::CorruptRow`] naming the table and the row (then
+    /// nothing is appended).
+    pub fn push(&mut self, id: RowId, tuple: &[u8]) -> Result<(usize, usize)> {
+        let table = self.shape.table();
+        check_row(&table.columns, tuple, |detail| EngineError::CorruptRow {
+            table: table.name.clone(),
+            row_id: id,
+            detail,
+        })?;
+        let start = self.data.len();
+        self.data.extend_from_slice(tuple);
+        Ok((start, self.data.len()))
+    }
+
+    /// The copy, shared by the rows to be made of it. The spare room of a
+    /// copy that kept few of its page's tuples (a selective filter) is
+    /// given back first, so that rows kept long do not hold a page's worth
+    /// of memory each.
+    pub fn share(mut self) -> Arc<PageCopy> {
+        if self.data.len() < self.data.capacity() / 4 {
+            self.data.shrink_to_fit();
+        }
+        Arc::new(self)
+    }
 }
 
 /// A column of a row ([`OwnedRow`], [`crate::RowRef`]): its name, or a
@@ -108,6 +185,19 @@ pub trait RowColumn {
     /// handle of another table (or of a table of another database that
     /// does not have this column at its position).
     fn col(&self, table: &TableInfo) -> Result<Col>;
+}
+
+/// A column already resolved against the table it is read from (by
+/// [`RowColumn::col`] of a name or handle): an accessor handed it on does
+/// not check it again. Made inside the engine only, right after the check.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Resolved(pub(crate) Col);
+
+impl RowColumn for Resolved {
+    #[inline]
+    fn col(&self, _table: &TableInfo) -> Result<Col> {
+        Ok(self.0)
+    }
 }
 
 impl RowColumn for &str {
@@ -156,95 +246,118 @@ impl RowColumn for Col {
     }
 }
 
+/// The values of row `id`, bytes `start..end` of `page` (the projected
+/// ones if projected).
+fn decode(page: &PageCopy, id: RowId, start: usize, end: usize) -> Row {
+    let data = &page.data[start..end];
+    let whole = match RowRef::over(id, data, &page.shape).to_row() {
+        Ok(whole) => whole,
+        // `PageCopy::push` ran `check_row` on these bytes, which accepts
+        // exactly the bytes `decode_row` accepts (its unit test), and the
+        // copy is never written once shared.
+        Err(e) => unreachable!("a scanned row's tuple was checked when it was read: {e}"),
+    };
+    match &page.shape.positions {
+        None => whole,
+        Some(p) => p.iter().map(|&i| whole[i].clone()).collect(),
+    }
+}
+
 impl OwnedRow {
     pub(crate) fn new(values: Row, shape: Arc<Shape>) -> OwnedRow {
         OwnedRow {
-            encoded: None,
-            values: OnceLock::from(values),
-            shape,
+            repr: Repr::Values { values, shape },
         }
     }
 
-    /// Row `id` of `shape`'s table, its columns decoded on access from
-    /// `data`, its encoded tuple: checked here as a full decode checks it
-    /// (a bad one is [`EngineError::CorruptRow`]), so that building the
-    /// values later cannot fail.
-    pub(crate) fn encoded(id: RowId, data: Bytes, shape: Arc<Shape>) -> Result<OwnedRow> {
-        let table = shape.table();
-        check_row(&table.columns, &data, |detail| EngineError::CorruptRow {
-            table: table.name.clone(),
-            row_id: id,
-            detail,
-        })?;
-        Ok(OwnedRow {
-            encoded: Some((id, data)),
-            values: OnceLock::new(),
-            shape,
-        })
+    /// Row `id` of a scan: bytes `start..end` of `page` (pushed there by
+    /// [`PageCopy::push`], which checked them).
+    #[inline]
+    pub(crate) fn scanned(page: Arc<PageCopy>, id: RowId, start: usize, end: usize) -> OwnedRow {
+        OwnedRow {
+            repr: Repr::Scanned {
+                page,
+                id,
+                start,
+                end,
+                values: OnceLock::new(),
+            },
+        }
+    }
+
+    #[inline]
+    fn shape(&self) -> &Arc<Shape> {
+        match &self.repr {
+            Repr::Values { shape, .. } => shape,
+            Repr::Scanned { page, .. } => &page.shape,
+        }
     }
 
     /// The values, one per column (per projected column if projected);
-    /// built once if the row was read encoded.
+    /// built once if the row was scanned.
     pub fn values(&self) -> &[Value] {
         self.materialised()
     }
 
     /// The values, taken out.
-    pub fn into_values(mut self) -> Row {
-        match self.values.take() {
-            Some(v) => v,
-            None => self.decode(),
+    pub fn into_values(self) -> Row {
+        match self.repr {
+            Repr::Values { values, .. } => values,
+            Repr::Scanned {
+                page,
+                id,
+                start,
+                end,
+                mut values,
+            } => match values.take() {
+                Some(v) => v,
+                None => decode(&page, id, start, end),
+            },
         }
     }
 
-    /// The values, built from the encoded tuple if not yet.
+    /// The values, built from the tuple if not yet.
     #[inline]
     fn materialised(&self) -> &Row {
-        self.values.get_or_init(|| self.decode())
-    }
-
-    /// The values from the encoded tuple (the projected ones if projected).
-    fn decode(&self) -> Row {
-        let Some((id, data)) = &self.encoded else {
-            // Without an encoded tuple the values were set when the row
-            // was made (`new`) and are never taken while it lives.
-            unreachable!("an owned row without values has its encoded tuple")
-        };
-        let whole = match RowRef::over(*id, data, &self.shape).to_row() {
-            Ok(whole) => whole,
-            // `encoded` ran `check_row`, which accepts exactly the bytes
-            // `decode_row` does.
-            Err(e) => unreachable!("an owned row's tuple was checked when it was read: {e}"),
-        };
-        match &self.shape.positions {
-            None => whole,
-            Some(p) => p.iter().map(|&i| whole[i].clone()).collect(),
+        match &self.repr {
+            Repr::Values { values, .. } => values,
+            Repr::Scanned {
+                page,
+                id,
+                start,
+                end,
+                values,
+            } => values.get_or_init(|| decode(page, *id, *start, *end)),
         }
     }
 
-    /// The encoded row as a `RowRef` and `col` resolved, when the
-    /// accessors read the bytes (the values not built); the projection is
-    /// checked.
+    /// A scanned row as a `RowRef` over its tuple, and `col` resolved for
+    /// it (the projection checked); `None` for a row made of values.
     #[inline]
-    fn view(&self, col: &impl RowColumn) -> Result<Option<(RowRef<'_>, Col)>> {
-        let Some((id, data)) = &self.encoded else {
+    fn view(&self, col: &impl RowColumn) -> Result<Option<(RowRef<'_>, Resolved)>> {
+        let Repr::Scanned {
+            page,
+            id,
+            start,
+            end,
+            ..
+        } = &self.repr
+        else {
             return Ok(None);
         };
-        if self.values.get().is_some() {
-            return Ok(None);
-        }
-        let c = col.col(&self.shape.table)?;
-        if let Some(p) = &self.shape.positions
+        let c = col.col(&page.shape.table)?;
+        if let Some(p) = &page.shape.positions
             && !p.contains(&c.index())
         {
             return Err(self.wrong(c.index(), "is not among the row's projected columns"));
         }
-        Ok(Some((RowRef::over(*id, data, &self.shape), c)))
+        let row = RowRef::over(*id, &page.data[*start..*end], &page.shape);
+        Ok(Some((row, Resolved(c))))
     }
 
     /// The definition of the row's table (as the row was read).
     pub fn table(&self) -> &TableInfo {
-        &self.shape.table
+        &self.shape().table
     }
 
     /// Column `col` (a name or a [`Col`]). (`get(i)` is the slice's: the
@@ -400,7 +513,7 @@ impl OwnedRow {
     fn slot_of_type(&self, col: &impl RowColumn, ty: ColumnType) -> Result<usize> {
         let i = self.slot(col)?;
         let pos = self.position(i);
-        let have = self.shape.table.columns[pos].ty;
+        let have = self.shape().table.columns[pos].ty;
         if have != ty {
             return Err(self.wrong(
                 pos,
@@ -412,9 +525,9 @@ impl OwnedRow {
 
     /// The index into `values` of `col`.
     fn slot(&self, col: &impl RowColumn) -> Result<usize> {
-        let table = &self.shape.table;
+        let table = &self.shape().table;
         let pos = col.col(table)?.index();
-        let i = match &self.shape.positions {
+        let i = match &self.shape().positions {
             None => Some(pos),
             Some(p) => p.iter().position(|&c| c == pos),
         };
@@ -426,11 +539,11 @@ impl OwnedRow {
 
     /// The table column of value `i`.
     fn position(&self, i: usize) -> usize {
-        self.shape.positions.as_ref().map_or(i, |p| p[i])
+        self.shape().positions.as_ref().map_or(i, |p| p[i])
     }
 
     fn wrong(&self, pos: usize, what: &str) -> EngineError {
-        let table = &self.shape.table;
+        let table = &self.shape().table;
         let name = table.columns.get(pos).map_or("?", |c| c.name.as_str());
         EngineError::WrongColumn {
             table: table.name.clone(),
@@ -451,14 +564,20 @@ impl Deref for OwnedRow {
 /// `update`); their number cannot.
 impl std::ops::DerefMut for OwnedRow {
     fn deref_mut(&mut self) -> &mut [Value] {
-        if self.values.get().is_none() {
-            self.values = OnceLock::from(self.decode());
+        if let Repr::Scanned { page, .. } = &self.repr {
+            // From now on the values are the row.
+            let shape = page.shape.clone();
+            let placeholder = Repr::Values {
+                values: Vec::new(),
+                shape: shape.clone(),
+            };
+            let scanned = std::mem::replace(&mut self.repr, placeholder);
+            let values = OwnedRow { repr: scanned }.into_values();
+            self.repr = Repr::Values { values, shape };
         }
-        // From now on the values are the row.
-        self.encoded = None;
-        match self.values.get_mut() {
-            Some(v) => v,
-            None => unreachable!("the values were built just above"),
+        match &mut self.repr {
+            Repr::Values { values, .. } => values,
+            Repr::Scanned { .. } => unreachable!("a scanned row was made of values just above"),
         }
     }
 }

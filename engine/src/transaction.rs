@@ -99,14 +99,13 @@ use crate::error::{EngineError, Result};
 use crate::handle::{IndexRef, Table, TableRef};
 use crate::index::{self, map_btree, search_key, value_key};
 use crate::keys::KeyRange;
-use crate::owned_row::{OwnedRow, Shape};
+use crate::owned_row::{OwnedRow, PageCopy, Shape};
 use crate::row::{RowId, RowRef};
 use crate::stats::Pending;
 use crate::table_def::{Col, col_of};
 use crate::txn::Xid;
 use crate::txn::xact::CommitMode;
 use crate::value::{ColumnType, Row, Value, encode_row};
-use bytes::Bytes;
 
 mod range;
 pub use range::IndexRange;
@@ -855,6 +854,7 @@ impl Transaction {
         let pool = &self.core().pool;
         let ring = scan_ring(pool, opts.ring, nblocks);
         let stream = scan_stream(pool, &table.h, nblocks, ring);
+        let page = PageCopy::empty(table.h.info.shape().clone());
         Ok(RowIter {
             _reg: SnapshotReg::again(&self.db, self.snapshot().xmin),
             db: self.db.clone(),
@@ -866,7 +866,8 @@ impl Transaction {
             stream: Some(stream),
             last: None,
             done: false,
-            rows: VecDeque::new(),
+            page,
+            kept: VecDeque::new(),
             batch: Vec::new(),
             filter: None,
             projection: None,
@@ -1041,7 +1042,11 @@ pub struct RowIter {
     last: Option<RowId>,
     /// The stream is over.
     done: bool,
-    rows: VecDeque<Result<(RowId, OwnedRow)>>,
+    /// The copy of the page in hand (its kept tuples), which the rows
+    /// handed out share.
+    page: Arc<PageCopy>,
+    /// The page's rows not yet handed out, in order.
+    kept: VecDeque<Kept>,
     batch: Vec<(usize, u16)>,
     filter: Option<FilterBox>,
     /// The projected columns, and the shape of the rows they make.
@@ -1101,7 +1106,8 @@ impl RowIter {
         self
     }
 
-    /// Read the next page's rows into `self.rows`; `false` at the end.
+    /// Read the next page's rows into `self.page` and `self.kept`; `false`
+    /// at the end.
     /// The pages read ahead are then unpinned (they stay in the pool, and
     /// the stream pins them again as hits): the iterator may sit idle with
     /// rows in hand for as long as its caller likes, and must not hold pins
@@ -1118,9 +1124,9 @@ impl RowIter {
                 name: t.info.name.clone(),
             });
         }
-        let mut page = PageRows::default();
+        let mut copy = PageCopy::after(&mut self.page, rows_shape(t, &self.projection));
+        let kept = &mut self.kept;
         let filter = &mut self.filter;
-        let projection = &self.projection;
         let visited = visit_page(
             self.db.core(),
             t,
@@ -1128,10 +1134,10 @@ impl RowIter {
             self.opts,
             stream,
             &mut self.batch,
-            |row| page.collect(row, filter, projection, None),
+            |row| keep_row(row, filter, &mut copy, kept, None),
         )?;
-        page.hand_out(&mut self.rows);
-        if !self.rows.is_empty() {
+        self.page = copy.share();
+        if !self.kept.is_empty() {
             stream.release_ahead();
         }
         Ok(visited)
@@ -1141,14 +1147,13 @@ impl RowIter {
     /// were in hand: read that page again with the committed view, keeping
     /// the rows after the last one handed out.
     fn reread_page(&mut self) -> Result<()> {
-        let Some(block) = self
-            .rows
-            .iter()
-            .find_map(|r| r.as_ref().ok().map(|(id, _)| id.block))
-        else {
+        let Some(block) = self.kept.iter().find_map(|k| match k {
+            Kept::Row { id, .. } => Some(id.block),
+            Kept::Failed(_) => None,
+        }) else {
             return Ok(());
         };
-        self.rows.clear();
+        self.kept.clear();
         let t = &*self.table.h;
         crate::loading::check(t)?;
         let dropped = t.dropped.read();
@@ -1164,89 +1169,77 @@ impl RowIter {
             .read_buffer(bufmgr::RelFork::main(t.heap.rel()), block, None)
             .map_err(|e| map_heap(name, "scan")(HeapError::Buffer(e)))?
             .lock_shared();
-        let mut rows = PageRows::default();
+        let mut copy = PageCopy::after(&mut self.page, rows_shape(t, &self.projection));
+        let kept = &mut self.kept;
         let filter = &mut self.filter;
-        let projection = &self.projection;
         let after = self.last;
-        visit_locked(
+        let visited = visit_locked(
             self.db.core(),
             t,
             &self.snapshot,
             self.opts,
             &page,
             &mut self.batch,
-            |row| rows.collect(row, filter, projection, after),
-        )?;
-        rows.hand_out(&mut self.rows);
-        Ok(())
+            |row| keep_row(row, filter, &mut copy, kept, after),
+        );
+        self.page = copy.share();
+        visited
     }
 
     fn fail(&mut self, e: EngineError) -> Option<Result<(RowId, OwnedRow)>> {
         self.failed = true;
-        self.rows.clear();
+        self.kept.clear();
         // The read-ahead pins go now, not when the caller drops us.
         self.stream = None;
         Some(Err(e))
     }
 }
 
-/// The rows of one page a scan keeps: their tuples copied, under the
-/// page's lock, into one buffer that becomes the rows' shared bytes once
-/// the lock is released (`hand_out`).
-#[derive(Default)]
-struct PageRows {
-    data: Vec<u8>,
-    /// In page order: each kept row's id, the range of its tuple in
-    /// `data` and its shape, or the error its filter returned.
-    kept: Vec<Result<KeptRow>>,
+/// A row of the page in hand, not yet handed out.
+#[derive(Debug)]
+enum Kept {
+    /// Row `id`, bytes `start..end` of the page's copy.
+    Row { id: RowId, start: usize, end: usize },
+    /// The error its filter returned, or its tuple's corruption.
+    Failed(Box<EngineError>),
 }
 
-/// A kept row of a page: its id, its tuple's range in the page's copy, the
-/// shape of the owned row it becomes.
-type KeptRow = (RowId, std::ops::Range<usize>, Arc<Shape>);
-
-impl PageRows {
-    /// Filter one visible row and copy its tuple if kept (a row id at or
-    /// before `after` is skipped).
-    fn collect(
-        &mut self,
-        row: RowRef<'_>,
-        filter: &mut Option<FilterBox>,
-        projection: &Option<(Vec<Col>, Arc<Shape>)>,
-        after: Option<RowId>,
-    ) {
-        if after.is_some_and(|a| row.id() <= a) {
-            return;
-        }
-        let keep = match filter {
-            Some(FilterBox(p)) => p(&row),
-            None => Ok(true),
-        };
-        match keep {
-            Ok(false) => {}
-            Ok(true) => {
-                let start = self.data.len();
-                self.data.extend_from_slice(row.raw());
-                let shape = match projection {
-                    None => row.shape().clone(),
-                    Some((_, shape)) => shape.clone(),
-                };
-                self.kept
-                    .push(Ok((row.id(), start..self.data.len(), shape)));
-            }
-            Err(e) => self.kept.push(Err(e)),
-        }
+/// The shape of the rows a scan of `t` hands out: the table's, or the
+/// projected columns'.
+fn rows_shape(t: &TableHandle, projection: &Option<(Vec<Col>, Arc<Shape>)>) -> Arc<Shape> {
+    match projection {
+        None => t.info.shape().clone(),
+        Some((_, shape)) => shape.clone(),
     }
+}
 
-    /// The kept rows, in order, as owned rows over one shared copy of
-    /// their tuples (each checked: a bad tuple is its row's error).
-    fn hand_out(self, rows: &mut VecDeque<Result<(RowId, OwnedRow)>>) {
-        let data = Bytes::from(self.data);
-        rows.extend(self.kept.into_iter().map(|k| {
-            k.and_then(|(id, range, shape)| {
-                Ok((id, OwnedRow::encoded(id, data.slice(range), shape)?))
-            })
-        }));
+/// Filter one visible row and, if kept, copy its tuple into `copy` (a row
+/// id at or before `after` is skipped).
+fn keep_row(
+    row: RowRef<'_>,
+    filter: &mut Option<FilterBox>,
+    copy: &mut PageCopy,
+    kept: &mut VecDeque<Kept>,
+    after: Option<RowId>,
+) {
+    let id = row.id();
+    if after.is_some_and(|a| id <= a) {
+        return;
+    }
+    let keep = match filter {
+        Some(FilterBox(p)) => p(&row),
+        None => Ok(true),
+    };
+    let out = keep.and_then(|keep| {
+        if !keep {
+            return Ok(None);
+        }
+        copy.push(id, row.raw()).map(Some)
+    });
+    match out {
+        Ok(None) => {}
+        Ok(Some((start, end))) => kept.push_back(Kept::Row { id, start, end }),
+        Err(e) => kept.push_back(Kept::Failed(Box::new(e))),
     }
 }
 
@@ -1263,11 +1256,14 @@ impl Iterator for RowIter {
             return self.fail(e);
         }
         loop {
-            if let Some(r) = self.rows.pop_front() {
-                if let Ok((id, _)) = &r {
-                    self.last = Some(*id);
+            match self.kept.pop_front() {
+                Some(Kept::Row { id, start, end }) => {
+                    self.last = Some(id);
+                    let page = self.page.clone();
+                    return Some(Ok((id, OwnedRow::scanned(page, id, start, end))));
                 }
-                return Some(r);
+                Some(Kept::Failed(e)) => return Some(Err(*e)),
+                None => {}
             }
             if self.done {
                 return None;
