@@ -36,12 +36,13 @@ use bufmgr::{PoolStats, SweepBatch};
 use engine::Database;
 use serde::{Deserialize, Serialize};
 
+use crate::check::DataCheck;
 use crate::common::{
     self, BatchField, Config, Defaults, EvictorChoice, Report, Settings, Table, fmt_rate,
 };
 use crate::dataset::{self, ReadCounts};
 use crate::error::{BenchError, Result};
-use crate::scenarios::tables::{self, ACCOUNTS, ACCOUNTS_PK, DataCheck, Residency};
+use crate::scenarios::tables::{self, ACCOUNTS, ACCOUNTS_PK, Residency};
 
 pub const NAME: &str = "bulkload";
 /// The loaded table.
@@ -295,18 +296,18 @@ fn measure(
                 &live,
                 || Tally::of(&db.pool_stats(), done.load(Ordering::Relaxed)),
                 || -> Result<LoadWindow> {
-                    // Calibration: accesses per lookup with nothing else running.
-                    let (cal0, cal1) = harness::warm_then_measure(
-                        &pb,
-                        (settings.warmup / 2, settings.warmup - settings.warmup / 2),
-                        &phases,
-                        || crew.alive(),
-                        || (db.pool_stats(), done.load(Ordering::Relaxed)),
-                    );
+                    // Calibration: accesses per lookup with nothing else
+                    // running. The phase stays WARMUP: the lookups'
+                    // latencies are the load's (MEASURE from its start to
+                    // its end).
+                    let calibration = || (db.pool_stats(), done.load(Ordering::Relaxed));
+                    harness::run_window(&pb, settings.warmup / 2, |_| crew.alive());
+                    let cal0 = calibration();
+                    harness::run_window(&pb, settings.warmup - settings.warmup / 2, |_| {
+                        crew.alive()
+                    });
+                    let cal1 = calibration();
                     pb.finish_and_clear();
-                    // The lookups' latencies are the load's: not recorded until
-                    // it starts, nor after it ends.
-                    phases.set(WARMUP);
                     let resident_before = hot_resident(&db);
                     // The load.
                     let lpb = common::progress_bar(
@@ -532,7 +533,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<BulkloadReport> {
         |db, pb| tables::load_accounts(db, n, 100_000, pb),
     )?;
     let run_dir = settings.data_dir.join(NAME).join("run");
-    let mut data_check = DataCheck::default();
+    let mut data_check = DataCheck::new();
     let mut rows = Vec::new();
     for (i, c) in configs.iter().enumerate() {
         let label = format!(
@@ -698,6 +699,6 @@ impl Report for BulkloadReport {
     }
 
     fn failures(&self) -> Vec<String> {
-        self.data_check.errors.clone()
+        self.data_check.failures()
     }
 }

@@ -35,26 +35,27 @@
 //! retries are counted. Latency runs from the first attempt's BEGIN to the
 //! successful COMMIT.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bufmgr::{PoolStats, RelFork, SweepBatch};
 use clap::ValueEnum;
-use engine::{CommitMode, Database, Transaction, Value};
+use engine::{AutovacuumStats, CommitMode, Database, Options, Transaction, Value};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 use wal::WalStats;
 
+use crate::check::{DataCheck, TableCheck};
 use crate::common::{
     self, BatchField, Config, CpuSample, Defaults, EvictorChoice, Report, Settings, Table,
     fmt_rate, fmt_ratio,
 };
 use crate::error::{BenchError, Result};
 use crate::scenarios::tables::{
-    self, ABALANCE, ACCOUNTS, BBALANCE, BRANCHES, BRANCHES_PK, DataCheck, HDELTA, HISTORY,
-    Residency, TBALANCE, TELLERS, TELLERS_PK, TableCheck,
+    self, ABALANCE, ACCOUNTS, BBALANCE, BRANCHES, BRANCHES_PK, HDELTA, HISTORY, Residency,
+    TBALANCE, TELLERS, TELLERS_PK,
 };
 
 pub const NAME: &str = "oltp";
@@ -459,13 +460,7 @@ fn check(db: &Database, s: &Scale, commits: u64, check: &mut DataCheck) -> Resul
         let (n, sum) = tables::scan_sum(db, table, Some(col))?;
         sums[i] = sum as i64;
         let violations = db.verify_indexes(table)?;
-        check.add(TableCheck {
-            table: table.into(),
-            rows: n,
-            expected_rows: want,
-            index_violations: violations.len(),
-            first_violation: violations.first().map(|v| v.to_string()),
-        });
+        check.add(TableCheck::new(table, want, n, &violations));
     }
     if sums.iter().any(|&x| x != sums[0]) {
         check.fail(format!(
@@ -476,6 +471,16 @@ fn check(db: &Database, s: &Scale, commits: u64, check: &mut DataCheck) -> Resul
     Ok(sums)
 }
 
+/// What the checks after a window found besides the data check: the
+/// tables' sizes, the autovacuum worker's work, the four balance sums.
+struct AfterWindow {
+    pages: Vec<(String, u32)>,
+    autovacuum: AutovacuumStats,
+    sums: [i64; 4],
+}
+
+/// One configuration on a fresh copy of the cached database: the window,
+/// the checks after it, the row.
 #[allow(clippy::too_many_arguments)]
 fn measure(
     settings: &Settings,
@@ -487,6 +492,39 @@ fn measure(
     label: &str,
     data: &mut DataCheck,
 ) -> Result<Row> {
+    let (db, opts, trace) = open_copy(settings, cached, run_dir, cell, checkpoint)?;
+    let (before, after, outs, intervals) = window(settings, &db, cell, scale, label)?;
+    let stats = after.0.since(&before.0);
+    let commits: u64 = outs.iter().map(|o| o.commits).sum();
+    if let Some(e) = outs.iter().find_map(|o| o.first_error.clone()) {
+        data.fail(format!("{label}: {e}"));
+    }
+    let resident = tables::residency(&db);
+    let nodes = tables::node_figures(&db, &stats);
+    let mrc = common::curve_of(&db);
+    common::note_trace(settings, trace, db.pool())?;
+    let checked = check_after_window(
+        settings, db, opts, run_dir, cell, scale, commits, label, data,
+    )?;
+    crate::dirs::remove_dir(run_dir)?;
+    Ok(Row {
+        mrc,
+        intervals,
+        seed: settings.seed(SEED),
+        ..tally(cell, (&before, &after), &outs, resident, nodes, checked)
+    })
+}
+
+/// A fresh copy of the cached database in `run_dir`, opened with the
+/// cell's options; the options (the checks reopen with them) and the trace
+/// file, if one is recorded.
+fn open_copy(
+    settings: &Settings,
+    cached: &Path,
+    run_dir: &Path,
+    cell: &Cell,
+    checkpoint: Duration,
+) -> Result<(Database, Options, Option<PathBuf>)> {
     crate::dirs::remove_dir(run_dir)?;
     crate::dirs::copy_dir(cached, run_dir, &["LOCK"])?;
     let commit_part = format!("commit-{}", mode_name(cell.commit));
@@ -503,6 +541,18 @@ fn measure(
         .transaction_attempts(ATTEMPTS)
         .trace(trace.clone());
     let db = Database::open(run_dir, opts.clone())?;
+    Ok((db, opts, trace))
+}
+
+/// The clients through the warm-up and the measured window: the snapshots
+/// at the window's ends and what each client did.
+fn window(
+    settings: &Settings,
+    db: &Database,
+    cell: &Cell,
+    scale: &Scale,
+    label: &str,
+) -> Result<(Snap, Snap, Vec<ClientOut>, Vec<Interval>)> {
     let phases = Phases::new();
     let live = LiveLatency::new();
     let counts = Counts {
@@ -516,15 +566,14 @@ fn measure(
         settings.warmup + settings.duration,
         &format!("{NAME} {label}"),
     );
-    let threads = cell.pool.threads;
     let (((before, after), intervals), outs) = harness::run_crew(
-        0..threads,
+        0..cell.pool.threads,
         &|t, _| {
             crate::common::pin_worker(t);
             // Trace thread id = client number.
-            common::traced(&db, t as u32, || {
+            common::traced(db, t as u32, || {
                 client(
-                    &db,
+                    db,
                     seed.wrapping_add(t as u64),
                     scale,
                     phases.flag(),
@@ -545,55 +594,41 @@ fn measure(
                         (settings.warmup, settings.duration),
                         &phases,
                         || crew.alive(),
-                        || snap(&db, &counts.done),
+                        || snap(db, &counts.done),
                     )
                 },
             ))
         },
     )?;
     pb.finish_and_clear();
-    let secs = after.3.duration_since(before.3).as_secs_f64();
-    let stats = after.0.since(&before.0);
-    let t = stats.totals();
-    let wal_bytes = after.1.bytes - before.1.bytes;
-    let txns = after.4 - before.4;
-    let mut latencies = Latencies::new();
-    for o in &outs {
-        latencies.merge(&o.latencies);
-    }
-    let txn_latency = latencies
-        .get(TRANSACTION)
-        .map(|l| l.summary())
-        .unwrap_or_default();
-    let commits: u64 = outs.iter().map(|o| o.commits).sum();
-    let data_errors: u64 = outs.iter().map(|o| o.data_errors).sum();
-    if let Some(e) = outs.iter().find_map(|o| o.first_error.clone()) {
-        data.fail(format!("{label}: {e}"));
-    }
-    let writes = [
-        t.writes_backend,
-        t.writes_ring,
-        stats.writes_bgwriter,
-        stats.writes_checkpoint,
-        stats.writes_other,
-    ];
-    let all_writes: u64 = writes.iter().sum();
-    let cpu = before.2.zip(after.2).map(|(a, b)| b.cores_since(&a, secs));
-    let resident = tables::residency(&db);
-    let nodes = tables::node_figures(&db, &stats);
-    let mrc = common::curve_of(&db);
-    common::note_trace(settings, trace, db.pool())?;
+    Ok((before, after, outs, intervals))
+}
+
+/// After the window: the tables' sizes, the autovacuum worker's error (a
+/// failure), then the data check on a quiet database (reopened without the
+/// worker if it ran: `verify_indexes` wants no vacuum under it), closed.
+#[allow(clippy::too_many_arguments)]
+fn check_after_window(
+    settings: &Settings,
+    db: Database,
+    opts: Options,
+    run_dir: &Path,
+    cell: &Cell,
+    scale: &Scale,
+    commits: u64,
+    label: &str,
+    data: &mut DataCheck,
+) -> Result<AfterWindow> {
     let pb = tables::window_bar(
         settings,
         Duration::from_secs(1),
         &format!("{NAME}: checking"),
     );
     let pages = relation_pages(&db)?;
-    let av = db.autovacuum_stats();
-    if let Some(e) = &av.last_error {
+    let autovacuum = db.autovacuum_stats();
+    if let Some(e) = &autovacuum.last_error {
         data.fail(format!("{label}: {e}"));
     }
-    // verify_indexes wants a quiet table: no worker vacuuming under it.
     let db = if cell.autovacuum {
         db.close()?;
         Database::open(run_dir, opts.autovacuum(false).trace(None))?
@@ -603,12 +638,52 @@ fn measure(
     let sums = check(&db, scale, commits, data)?;
     pb.finish_and_clear();
     db.close()?;
-    crate::dirs::remove_dir(run_dir)?;
-    Ok(Row {
+    Ok(AfterWindow {
+        pages,
+        autovacuum,
+        sums,
+    })
+}
+
+/// The cell's row from the window's snapshots, the clients' tallies and
+/// the checks (the curve, the interval series and the seed are the
+/// caller's to fill in).
+fn tally(
+    cell: &Cell,
+    (before, after): (&Snap, &Snap),
+    outs: &[ClientOut],
+    resident: Vec<Residency>,
+    nodes: Vec<tables::NodeFigures>,
+    checked: AfterWindow,
+) -> Row {
+    let secs = after.3.duration_since(before.3).as_secs_f64();
+    let stats = after.0.since(&before.0);
+    let t = stats.totals();
+    let wal_bytes = after.1.bytes - before.1.bytes;
+    let txns = after.4 - before.4;
+    let mut latencies = Latencies::new();
+    for o in outs {
+        latencies.merge(&o.latencies);
+    }
+    let txn_latency = latencies
+        .get(TRANSACTION)
+        .map(|l| l.summary())
+        .unwrap_or_default();
+    let data_errors: u64 = outs.iter().map(|o| o.data_errors).sum();
+    let writes = [
+        t.writes_backend,
+        t.writes_ring,
+        stats.writes_bgwriter,
+        stats.writes_checkpoint,
+        stats.writes_other,
+    ];
+    let all_writes: u64 = writes.iter().sum();
+    let cpu = before.2.zip(after.2).map(|(a, b)| b.cores_since(&a, secs));
+    Row {
         evictor: cell.pool.evictor.name().into(),
         batch: cell.pool.batch.into(),
         partitions: cell.pool.partitions,
-        threads,
+        threads: cell.pool.threads,
         huge_pages: cell.pool.huge_pages,
         ring: cell.pool.ring,
         commit: mode_name(cell.commit).into(),
@@ -649,17 +724,17 @@ fn measure(
         } else {
             0.0
         },
-        pages,
-        autovacuums: av.vacuums,
-        autovacuum_tuples_removed: av.tuples_removed,
+        pages: checked.pages,
+        autovacuums: checked.autovacuum.vacuums,
+        autovacuum_tuples_removed: checked.autovacuum.tuples_removed,
         nodes,
         latency: latencies.by_kind(),
-        mrc,
-        intervals,
-        seed,
-        sums,
+        mrc: None,
+        intervals: Vec::new(),
+        seed: 0,
+        sums: checked.sums,
         data_errors,
-    })
+    }
 }
 
 /// The sizes of the updated tables and their indexes, in pages.
@@ -752,7 +827,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<OltpReport> {
         tables::ensure_db(settings, NAME, &key, &stamp, |db, pb| build(db, &scale, pb))?;
     let data_bytes = crate::dirs::dir_bytes(&cached);
     let run_dir = settings.data_dir.join(NAME).join("run");
-    let mut data_check = DataCheck::default();
+    let mut data_check = DataCheck::new();
     let mut rows = Vec::new();
     for (i, cell) in cells.iter().enumerate() {
         let label = format!(
@@ -788,9 +863,6 @@ pub fn run(settings: &Settings, args: &Args) -> Result<OltpReport> {
         rows.push(r);
     }
     compare(&mut rows);
-    if data_check.tables.is_empty() {
-        data_check.ok = data_check.errors.is_empty();
-    }
     Ok(OltpReport {
         scenario: NAME.into(),
         scale,
@@ -806,12 +878,9 @@ pub fn run(settings: &Settings, args: &Args) -> Result<OltpReport> {
     })
 }
 
-impl Report for OltpReport {
-    fn scenario(&self) -> &str {
-        &self.scenario
-    }
-
-    fn render(&self) -> String {
+impl OltpReport {
+    /// One line per configuration.
+    fn rows_table(&self) -> Table {
         let mut t = Table::new(&[
             "evictor",
             "batch",
@@ -870,24 +939,11 @@ impl Report for OltpReport {
                 r.other_cores_used.map_or("?".into(), |c| format!("{c:.2}")),
             ]);
         }
-        let mut out = format!(
-            "\n{NAME}: {} accounts / {} tellers / {} branches ({} MiB on disk), pool {} buffers; \
-             {:.1} s windows, checkpoint every {:.1} s\n",
-            self.scale.accounts,
-            self.scale.tellers,
-            self.scale.branches,
-            self.data_bytes >> 20,
-            self.pool_buffers,
-            self.duration_secs,
-            self.checkpoint_secs
-        );
-        out += &t.to_string();
-        out += "p50/p99: latency from BEGIN to COMMIT (retries included); retries: attempts \
-                rolled back on a write conflict; w backend / bgwriter / ckpt / other: dirty \
-                buffers written in the window by a thread needing a victim, the background \
-                writer, checkpoints, explicit flushes; vs b1: tps over batch 1; autovac: the \
-                engine's autovacuum worker (vacuums it ran); acc/txn: pool accesses per \
-                transaction; X pg: heap+index pages of the table at the end of the window\n";
+        t
+    }
+
+    /// Where the buffers went at the end of each window, and per NUMA node.
+    fn buffers(&self) -> String {
         let res: Vec<(String, Vec<Residency>)> = self
             .rows
             .iter()
@@ -904,7 +960,7 @@ impl Report for OltpReport {
                 )
             })
             .collect();
-        out += &tables::render_residency(self.pool_buffers, &res);
+        let mut out = tables::render_residency(self.pool_buffers, &res);
         let nodes: Vec<(String, Vec<tables::NodeFigures>)> = res
             .iter()
             .zip(&self.rows)
@@ -923,17 +979,51 @@ impl Report for OltpReport {
             .map(|((label, _), r)| (label.clone(), r.mrc.as_ref()))
             .collect();
         out += &common::curve_table(&curves);
+        out
+    }
+
+    /// The data check's line: on success what every run's check found.
+    fn data_check_line(&self) -> String {
         if self.data_check.ok {
             let sums: Vec<String> = self.rows.iter().map(|r| r.sums[0].to_string()).collect();
-            out += &format!(
+            format!(
                 "data check: ok ({} runs on fresh copies: account, teller, branch and history \
-                 sums equal in each ({}); row counts right; indexes verified clean)\n",
+             sums equal in each ({}); row counts right; indexes verified clean)\n",
                 self.rows.len(),
                 sums.join(", ")
-            );
+            )
         } else {
-            out += &self.data_check.render();
+            self.data_check.render()
         }
+    }
+}
+
+impl Report for OltpReport {
+    fn scenario(&self) -> &str {
+        &self.scenario
+    }
+
+    fn render(&self) -> String {
+        let mut out = format!(
+            "\n{NAME}: {} accounts / {} tellers / {} branches ({} MiB on disk), pool {} buffers; \
+             {:.1} s windows, checkpoint every {:.1} s\n",
+            self.scale.accounts,
+            self.scale.tellers,
+            self.scale.branches,
+            self.data_bytes >> 20,
+            self.pool_buffers,
+            self.duration_secs,
+            self.checkpoint_secs
+        );
+        out += &self.rows_table().to_string();
+        out += "p50/p99: latency from BEGIN to COMMIT (retries included); retries: attempts \
+                rolled back on a write conflict; w backend / bgwriter / ckpt / other: dirty \
+                buffers written in the window by a thread needing a victim, the background \
+                writer, checkpoints, explicit flushes; vs b1: tps over batch 1; autovac: the \
+                engine's autovacuum worker (vacuums it ran); acc/txn: pool accesses per \
+                transaction; X pg: heap+index pages of the table at the end of the window\n";
+        out += &self.buffers();
+        out += &self.data_check_line();
         out
     }
 
@@ -942,6 +1032,6 @@ impl Report for OltpReport {
     }
 
     fn failures(&self) -> Vec<String> {
-        self.data_check.errors.clone()
+        self.data_check.failures()
     }
 }
