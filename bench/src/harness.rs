@@ -358,9 +358,18 @@ impl<'a> Recorder<'a> {
     /// Records one operation of `kind` that began at `started` and ended now.
     #[inline]
     pub fn record(&mut self, kind: &'static str, started: Instant) {
+        let in_window = self.window.is_none_or(|w| w.load(Ordering::Relaxed));
+        self.record_if(kind, started, in_window);
+    }
+
+    /// [`record`](Self::record), into the run's latencies only if
+    /// `in_window` (the caller's own test of the measured window); the
+    /// interval reporter gets it either way.
+    #[inline]
+    pub fn record_if(&mut self, kind: &'static str, started: Instant, in_window: bool) {
         let now = Instant::now();
         let d = now.duration_since(started);
-        if self.window.is_none_or(|w| w.load(Ordering::Relaxed)) {
+        if in_window {
             self.total.record(kind, d);
         }
         if let Some((live, k, l, flushed)) = &mut self.live
