@@ -8,8 +8,12 @@
 //! - `checks`: consistency conditions 1 to 4;
 //! - `engine_side`: the engine's backend (schema, load, the five
 //!   transactions);
-//! - `driver`: the terminal threads, the mix, counts and latencies.
+//! - `driver`: the terminal threads, the mix, counts and latencies, and
+//!   the analytic threads beside them;
+//! - `analytic`: the CH-benCHmark queries Q1, Q4, Q6 and Q12 (engine plans
+//!   and SQL).
 
+pub mod analytic;
 pub mod backend;
 pub mod checks;
 pub mod driver;
