@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod cache;
+pub mod check;
 pub mod common;
 pub mod data;
 pub mod dataset;

@@ -2,6 +2,9 @@
 //! transaction type runs, the consistency conditions hold after a run and
 //! after a crash, and a broken Delivery fails condition 3.
 
+use bench::ScenarioKind;
+use bench::common::{CommonArgs, EvictorChoice};
+use bench::scenarios::tpcc;
 use bench::scenarios::versus::tpcc::backend::{Backend, Outcome};
 use bench::scenarios::versus::tpcc::driver::{Limit, drive};
 use bench::scenarios::versus::tpcc::engine_side::{DeliveryFault, EngineBackend};
@@ -139,4 +142,93 @@ fn a_correct_delivery_keeps_condition_3() {
     drop(t);
     let report = backend.check(&scale).unwrap();
     assert!(report.passed(), "{}", report.describe());
+}
+
+fn tiny_settings(kind: ScenarioKind, dir: &std::path::Path) -> bench::Settings {
+    let args = CommonArgs {
+        duration: Some(0.5),
+        warmup: Some(0.2),
+        evictor: Some(EvictorChoice::Clock),
+        data_dir: dir.to_path_buf(),
+        no_progress: true,
+        ..CommonArgs::default()
+    };
+    kind.settings(&args).unwrap()
+}
+
+#[test]
+fn bench_tpcc_at_tiny_scale_reports_every_type_with_ring_on_and_off_and_writes_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = ScenarioKind::Tpcc(tpcc::Args {
+        tiny: true,
+        ..tpcc::Args::default()
+    });
+    let mut settings = tiny_settings(kind, dir.path());
+    settings.json = Some(dir.path().join("t.json"));
+    let report = kind.run(&settings).unwrap();
+    assert!(report.failures().is_empty(), "{:?}", report.failures());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("t.json")).unwrap()).unwrap();
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "ring on and off");
+    for row in rows {
+        assert!(row["tpmc"].as_f64().unwrap() > 0.0, "{row}");
+        assert_eq!(row["check_passed"], true);
+        let kinds = row["kinds"].as_array().unwrap();
+        assert_eq!(kinds.len(), 5);
+        assert!(row["wal_bytes_per_txn"].as_f64().unwrap() > 0.0);
+        assert!(!row["per_second"].as_array().unwrap().is_empty());
+        assert!(row["relations"].as_array().unwrap().len() >= 9 + 8);
+    }
+    // The pool was sized by the default fraction: a quarter of the data.
+    let (pool, data) = (
+        json["pool_buffers"].as_u64().unwrap(),
+        json["data_pages"].as_u64().unwrap(),
+    );
+    assert!(
+        pool >= 64 && (pool == 64 || pool.abs_diff(data / 4) <= 1),
+        "{pool} of {data}"
+    );
+    let plots = report.svg_plots();
+    assert_eq!(plots.len(), 1);
+    assert!(plots[0].svg.contains("<svg"));
+}
+
+#[test]
+fn analytic_threads_other_than_zero_are_refused_until_the_queries_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = ScenarioKind::Tpcc(tpcc::Args {
+        tiny: true,
+        analytic_threads: Some("0,1".parse().unwrap()),
+        ..tpcc::Args::default()
+    });
+    let settings = tiny_settings(kind, dir.path());
+    let e = kind.run(&settings).unwrap_err().to_string();
+    assert!(
+        e.contains("--analytic-threads 1") && e.contains("only 0"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_pool_fraction_and_a_pool_size_together_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = ScenarioKind::Tpcc(tpcc::Args {
+        tiny: true,
+        pool_fraction: Some("30%".parse().unwrap()),
+        ..tpcc::Args::default()
+    });
+    let args = CommonArgs {
+        pool_pages: Some(100),
+        data_dir: dir.path().to_path_buf(),
+        ..CommonArgs::default()
+    };
+    let e = kind
+        .run(&kind.settings(&args).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--pool-fraction"), "{e}");
+    assert!("0".parse::<tpcc::Fraction>().is_err());
+    assert!("abc".parse::<tpcc::Fraction>().is_err());
+    assert_eq!("25%".parse::<tpcc::Fraction>(), "0.25".parse());
 }

@@ -80,6 +80,7 @@ use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 use wal::{DEFAULT_SEGMENT_SIZE, Lsn, Record, RmgrKind, Wal, WalConfig};
 
+use crate::check::DataCheck;
 use crate::common::{
     self, BatchField, Config, CpuSample, Report, Settings, Table, Toggle, fmt_rate, fmt_ratio,
     progress_bar,
@@ -1133,12 +1134,7 @@ fn run_index_part(settings: &Settings, params: &Params, cells: &[Cell]) -> Resul
     Ok(IndexPart {
         rows,
         ratios,
-        data_check: DataCheck {
-            runs: total as u64,
-            tuples_per_run: params.rows,
-            ok: first_error.is_none(),
-            error: first_error,
-        },
+        data_check: DataCheck::scans(total as u64, params.rows, first_error),
         table_pages,
         index_pages,
         pool_buffers: buffers,
@@ -1232,15 +1228,6 @@ pub struct Ratio {
     /// scans each (no spread to judge by).
     #[serde(default)]
     pub apart: Option<bool>,
-}
-
-/// Every scan saw exactly the table's rows, each still unhinted.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct DataCheck {
-    pub runs: u64,
-    pub tuples_per_run: u64,
-    pub ok: bool,
-    pub error: Option<String>,
 }
 
 /// A finished `hint-bits` run.
@@ -1477,12 +1464,7 @@ pub fn run(settings: &Settings, params: &Params) -> Result<HintBitsReport> {
         .map(|((c, s), e)| make_row(c, s, params.rows, *e))
         .collect();
     let ratios = compare(&cells, &mut rows);
-    let data_check = DataCheck {
-        runs: total as u64,
-        tuples_per_run: params.rows,
-        ok: first_error.is_none(),
-        error: first_error,
-    };
+    let data_check = DataCheck::scans(total as u64, params.rows, first_error);
     let index = run_index_part(settings, params, &cells)?;
     reused &= index.reused;
     Ok(HintBitsReport {
@@ -1615,20 +1597,16 @@ impl HintBitsReport {
                 "note: some index scans read up to {read} pages from storage (the warm-up did not hold table and index)\n"
             );
         }
-        match &self.index_data_check {
-            Some(c) if c.ok => {
-                out += &format!(
-                    "data check: {} index scans each saw {} rows in key order, every id once\n",
-                    c.runs, c.tuples_per_run
-                )
+        if let Some(c) = &self.index_data_check {
+            match c.ok_scans() {
+                Some((runs, rows)) => {
+                    out += &format!(
+                        "data check: {runs} index scans each saw {rows} rows in key order, \
+                         every id once\n"
+                    )
+                }
+                None => out += &c.render(),
             }
-            Some(c) => {
-                out += &format!(
-                    "data check: FAILED: {}\n",
-                    c.error.as_deref().unwrap_or("?")
-                )
-            }
-            None => {}
         }
         out
     }
@@ -1752,16 +1730,13 @@ impl Report for HintBitsReport {
                 "note: some scans read up to {read} pages from storage (the warm-up did not hold the table)\n"
             );
         }
-        if self.data_check.ok {
-            out += &format!(
-                "data check: {} scans each saw {} visible, unhinted tuples\n",
-                self.data_check.runs, self.data_check.tuples_per_run
-            );
-        } else {
-            out += &format!(
-                "data check: FAILED: {}\n",
-                self.data_check.error.as_deref().unwrap_or("?")
-            );
+        match self.data_check.ok_scans() {
+            Some((runs, tuples)) => {
+                out += &format!(
+                    "data check: {runs} scans each saw {tuples} visible, unhinted tuples\n"
+                )
+            }
+            None => out += &self.data_check.render(),
         }
         out += &self.render_index_part(several_pools);
         out

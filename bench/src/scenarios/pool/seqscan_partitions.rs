@@ -30,12 +30,13 @@ use bufmgr::PoolStats;
 use engine::{Database, RingChoice, ScanOptions};
 use serde::{Deserialize, Serialize};
 
+use crate::check::DataCheck;
 use crate::common::{
     self, BatchField, Config, CpuSample, Defaults, EvictorChoice, Report, Settings, Table, Toggle,
     fmt_rate, fmt_ratio,
 };
 use crate::error::{BenchError, Result};
-use crate::scenarios::tables::{self, ACCOUNTS, DataCheck, Residency};
+use crate::scenarios::tables::{self, ACCOUNTS, Residency};
 
 pub const NAME: &str = "seqscan-partitions";
 /// The default partition counts (`--partitions` replaces them).
@@ -425,7 +426,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<SeqscanReport> {
         rows.push(r);
     }
     compare(&mut rows);
-    let mut data_check = DataCheck::default();
+    let mut data_check = DataCheck::new();
     let db = Database::open(&dir, tables::build_options(settings))?;
     data_check.add(tables::check_table(&db, ACCOUNTS, Some(n))?);
     db.close()?;
@@ -542,6 +543,6 @@ impl Report for SeqscanReport {
     }
 
     fn failures(&self) -> Vec<String> {
-        self.data_check.errors.clone()
+        self.data_check.failures()
     }
 }

@@ -36,12 +36,13 @@ use bufmgr::{PoolStats, SweepBatch};
 use engine::Database;
 use serde::{Deserialize, Serialize};
 
+use crate::check::DataCheck;
 use crate::common::{
     self, BatchField, Config, Defaults, EvictorChoice, Report, Settings, Table, fmt_rate,
 };
 use crate::dataset::{self, ReadCounts};
 use crate::error::{BenchError, Result};
-use crate::scenarios::tables::{self, ACCOUNTS, ACCOUNTS_PK, DataCheck, Residency};
+use crate::scenarios::tables::{self, ACCOUNTS, ACCOUNTS_PK, Residency};
 
 pub const NAME: &str = "bulkload";
 /// The loaded table.
@@ -478,7 +479,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<BulkloadReport> {
         |db, pb| tables::load_accounts(db, n, 100_000, pb),
     )?;
     let run_dir = settings.data_dir.join(NAME).join("run");
-    let mut data_check = DataCheck::default();
+    let mut data_check = DataCheck::new();
     let mut rows = Vec::new();
     for (i, c) in configs.iter().enumerate() {
         let label = format!(
@@ -632,6 +633,6 @@ impl Report for BulkloadReport {
     }
 
     fn failures(&self) -> Vec<String> {
-        self.data_check.errors.clone()
+        self.data_check.failures()
     }
 }

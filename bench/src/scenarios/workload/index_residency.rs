@@ -40,8 +40,9 @@ use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use serde::{Deserialize, Serialize};
 
+use crate::check::DataCheck;
 use crate::common::{self, BatchField, Config, Curve, Report, Settings, SvgPlot, Table, fmt_rate};
-use crate::dataset::{self, DataCheck, Dataset, RelPages, Stamp};
+use crate::dataset::{self, Dataset, RelPages, Stamp};
 use crate::error::{BenchError, Result};
 use crate::harness::{self, Interval, LiveLatency, Recorder, Tally};
 use crate::latency::{self, ByKind, Latencies};
@@ -464,6 +465,22 @@ fn point(db: &Database, reads: &dataset::ReadCounts, sh: &Shared<'_>) -> Point {
     }
 }
 
+/// What one run's window measured, before it is turned into a row.
+struct Measured {
+    window: harness::Sampled<Point, usize>,
+    intervals: Vec<Interval>,
+    latencies: Latencies,
+    nodes_end: Vec<crate::scenarios::tables::NodeFigures>,
+    mrc: Option<Curve>,
+    /// The relation ids of the table and of its indexes (in `INDEXES`
+    /// order).
+    table_rel: u32,
+    index_rels: Vec<u32>,
+    data_errors: u64,
+}
+
+/// One run of configuration `c`: the window, the figures read before the
+/// database closes, the row.
 fn measure(
     ds: &Dataset,
     settings: &Settings,
@@ -482,6 +499,45 @@ fn measure(
         live: settings.measures.report_interval.map(|_| &live),
         ..Shared::default()
     };
+    let (window, intervals, latencies) =
+        window(settings, &db, &reads, c, probes, label, (&sh, &live))?;
+    let nodes_end = crate::scenarios::tables::node_figures(&db, &db.pool_stats());
+    let (table_rel, index_rels) = relation_ids(&db)?;
+    let mrc = close_with_curve(settings, db, trace)?;
+    let data_errors = sh.data_errors.load(Ordering::Relaxed);
+    if let Some(e) = sh
+        .first_error
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+    {
+        eprintln!("{label}: DATA ERROR: {e} ({data_errors} in all)");
+    }
+    let m = Measured {
+        window,
+        intervals,
+        latencies,
+        nodes_end,
+        mrc,
+        table_rel,
+        index_rels,
+        data_errors,
+    };
+    Ok(row_of(c, (run, seed), m))
+}
+
+/// The probing threads through the warm-up and the sampled window (and the
+/// interval reports, if asked): the window's points and samples, the
+/// intervals, the latencies of every thread merged.
+fn window(
+    settings: &Settings,
+    db: &Database,
+    reads: &dataset::ReadCounts,
+    c: &Config,
+    probes: &[u64],
+    label: &str,
+    (sh, live): (&Shared<'_>, &LiveLatency),
+) -> Result<(harness::Sampled<Point, usize>, Vec<Interval>, Latencies)> {
     let every = common::sample_interval(settings.duration);
     let total = settings.warmup + settings.duration;
     let pb = common::progress_bar(
@@ -493,14 +549,14 @@ fn measure(
         0..c.threads,
         &|t, _| {
             crate::common::pin_worker(t);
-            common::traced(&db, t as u32, || worker(&db, probes, t, &sh))
+            common::traced(db, t as u32, || worker(db, probes, t, sh))
         },
         || sh.stop.store(true, Ordering::Relaxed),
         |_| {
             let (window, intervals) = harness::with_intervals(
                 settings.measures.report_interval,
                 (label, "probes"),
-                &live,
+                live,
                 || Tally::of(&db.pool_stats(), sh.probes.load(Ordering::Relaxed)),
                 || {
                     harness::sampled_window(
@@ -513,11 +569,11 @@ fn measure(
                             // The window's first point opens the latency
                             // window, its last closes it.
                             sh.in_window.fetch_xor(true, Ordering::Relaxed);
-                            point(&db, &reads, &sh)
+                            point(db, reads, sh)
                         },
                         |p| match p {
                             Some(p) => dataset::resident_of(&p.resident, &INDEXES),
-                            None => dataset::resident_of(&dataset::residency(&db), &INDEXES),
+                            None => dataset::resident_of(&dataset::residency(db), &INDEXES),
                         },
                     )
                 },
@@ -526,24 +582,16 @@ fn measure(
         },
     );
     pb.finish_and_clear();
-    let (
-        (
-            harness::Sampled {
-                start: p0,
-                end: p1,
-                samples,
-                ..
-            },
-            intervals,
-        ),
-        threads_latencies,
-    ) = measured?;
+    let ((window, intervals), threads_latencies) = measured?;
     let mut latencies = Latencies::new();
     for l in &threads_latencies {
         latencies.merge(l);
     }
-    let nodes_end = crate::scenarios::tables::node_figures(&db, &db.pool_stats());
-    // Relation ids of the table and its indexes.
+    Ok((window, intervals, latencies))
+}
+
+/// The relation ids of the table and of its indexes (in `INDEXES` order).
+fn relation_ids(db: &Database) -> Result<(u32, Vec<u32>)> {
     let table_rel = db.table(TABLE)?.rel.0;
     let index_rels: Vec<u32> = INDEXES
         .iter()
@@ -555,6 +603,16 @@ fn measure(
                 .ok_or_else(|| BenchError::Data(format!("index {n} is missing")))
         })
         .collect::<Result<_>>()?;
+    Ok((table_rel, index_rels))
+}
+
+/// The live miss-ratio curve, the trace noted and the database closed;
+/// with a trace, the exact LRU curve beside the live one.
+fn close_with_curve(
+    settings: &Settings,
+    db: Database,
+    trace: Option<std::path::PathBuf>,
+) -> Result<Option<Curve>> {
     // Read before the trace stops: the curve and the trace cover the same
     // accesses (every worker has exited, so its last sampled batch is in).
     let mrc = common::curve_of(&db);
@@ -562,22 +620,25 @@ fn measure(
     db.close()?;
     // The trace is complete once the pool is closed: the exact LRU curve
     // beside the live one.
-    let mrc = match (mrc, &trace) {
+    Ok(match (mrc, &trace) {
         (Some(c), Some(path)) => {
             let exact = common::exact_lru(path, &c)?;
             Some(c.with_exact(exact))
         }
         (c, _) => c,
-    };
-    let data_errors = sh.data_errors.load(Ordering::Relaxed);
-    if let Some(e) = sh
-        .first_error
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-    {
-        eprintln!("{label}: DATA ERROR: {e} ({data_errors} in all)");
-    }
+    })
+}
+
+/// Run `run` of configuration `c` as a row: the window's figures, each
+/// miss and eviction attributed to the relation it fell on.
+fn row_of(c: &Config, (run, seed): (usize, u64), m: Measured) -> Row {
+    let harness::Sampled {
+        start: p0,
+        end: p1,
+        samples,
+        ..
+    } = m.window;
+    let (table_rel, index_rels) = (m.table_rel, &m.index_rels);
     let secs = (p1.at - p0.at).as_secs_f64();
     let slot = |rel: u32| (rel as usize).min(p1.reads.len() - 1);
     let misses = |rel: u32| p1.reads[slot(rel)].saturating_sub(p0.reads[slot(rel)]);
@@ -615,7 +676,7 @@ fn measure(
         .iter()
         .map(|&r| res(&p1.resident, r) as f64)
         .collect();
-    Ok(Row {
+    Row {
         evictor: c.evictor.name().into(),
         ring: c.ring,
         batch: c.batch.into(),
@@ -649,13 +710,13 @@ fn measure(
         evictions_pool: (p1.evictions - p0.evictions) as f64,
         residency_samples: samples,
         resident_end: p1.resident,
-        nodes_end,
-        latency: latencies.by_kind(),
-        mrc,
-        intervals,
+        nodes_end: m.nodes_end,
+        latency: m.latencies.by_kind(),
+        mrc: m.mrc,
+        intervals: m.intervals,
         seed,
-        data_errors,
-    })
+        data_errors: m.data_errors,
+    }
 }
 
 fn same_config(r: &Row, c: &Config) -> bool {
@@ -955,8 +1016,7 @@ impl Report for IndexResidencyReport {
             .map(|(l, r)| (l.clone(), r.mrc.as_ref()))
             .collect();
         out += &common::curve_table(&curves);
-        out += &self.data_check.describe();
-        out.push('\n');
+        out += &self.data_check.render();
         out
     }
 

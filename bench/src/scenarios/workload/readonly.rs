@@ -20,12 +20,13 @@ use bufmgr::{PoolStats, SweepBatch};
 use engine::Database;
 use serde::{Deserialize, Serialize};
 
+use crate::check::DataCheck;
 use crate::common::{
     self, BatchField, Config, CpuSample, Defaults, EvictorChoice, Report, Settings, Table,
     fmt_rate, fmt_ratio,
 };
 use crate::error::Result;
-use crate::scenarios::tables::{self, ACCOUNTS, DataCheck, Residency};
+use crate::scenarios::tables::{self, ACCOUNTS, Residency};
 
 pub const NAME: &str = "readonly";
 /// The default partition counts (`--partitions` replaces them).
@@ -257,7 +258,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<ReadonlyReport> {
         |db, pb| tables::load_accounts(db, n, 100_000, pb),
     )?;
     let data_bytes = crate::dirs::dir_bytes(&dir);
-    let mut data_check = DataCheck::default();
+    let mut data_check = DataCheck::new();
     let mut rows = Vec::new();
     for (i, c) in configs.iter().enumerate() {
         let label = format!(
@@ -369,6 +370,6 @@ impl Report for ReadonlyReport {
     }
 
     fn failures(&self) -> Vec<String> {
-        self.data_check.errors.clone()
+        self.data_check.failures()
     }
 }

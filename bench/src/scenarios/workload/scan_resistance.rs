@@ -43,10 +43,11 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use crate::check::DataCheck;
 use crate::common::{
     self, BatchField, Config, Curve, Report, Settings, SvgPlot, Table, fmt_rate, traced,
 };
-use crate::dataset::{self, DataCheck, Dataset, ReadCounts, RelPages, Stamp};
+use crate::dataset::{self, Dataset, ReadCounts, RelPages, Stamp};
 use crate::error::{BenchError, Result};
 use crate::harness::{self, Interval, LiveLatency, Recorder, Tally};
 use crate::latency::{self, ByKind, Latencies};
@@ -1041,8 +1042,7 @@ impl Report for ScanResistanceReport {
             .map(|(l, r)| (l.clone(), r.mrc.as_ref()))
             .collect();
         out += &common::curve_table(&curves);
-        out += &self.data_check.describe();
-        out.push('\n');
+        out += &self.data_check.render();
         out
     }
 

@@ -28,6 +28,7 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use crate::check::TableCheck;
 use crate::common::{Config, Settings, Table, progress_bar};
 use crate::dirs::dir_bytes;
 use crate::error::{BenchError, Result};
@@ -297,85 +298,11 @@ pub fn scan_sum(db: &Database, table: &str, col: Option<usize>) -> Result<(u64, 
     Ok((n, sum))
 }
 
-/// The end-of-run check of one table: rows counted, index violations.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TableCheck {
-    pub table: String,
-    pub rows: u64,
-    pub expected_rows: Option<u64>,
-    pub index_violations: usize,
-    pub first_violation: Option<String>,
-}
-
-impl TableCheck {
-    pub fn error(&self) -> Option<String> {
-        if let Some(e) = self.expected_rows
-            && e != self.rows
-        {
-            return Some(format!(
-                "{} has {} rows, expected {e}",
-                self.table, self.rows
-            ));
-        }
-        self.first_violation.as_ref().map(|v| {
-            format!(
-                "{}: {} index violations, first: {v}",
-                self.table, self.index_violations
-            )
-        })
-    }
-}
-
 /// Count the rows of `table` and verify its indexes against the heap.
 pub fn check_table(db: &Database, table: &str, expected: Option<u64>) -> Result<TableCheck> {
     let rows = scan_count(db, table)?;
     let violations = db.verify_indexes(table)?;
-    Ok(TableCheck {
-        table: table.into(),
-        rows,
-        expected_rows: expected,
-        index_violations: violations.len(),
-        first_violation: violations.first().map(|v| v.to_string()),
-    })
-}
-
-/// The checks of one run: every table checked, and what went wrong.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct DataCheck {
-    pub tables: Vec<TableCheck>,
-    pub ok: bool,
-    pub errors: Vec<String>,
-}
-
-impl DataCheck {
-    pub fn add(&mut self, c: TableCheck) {
-        if let Some(e) = c.error() {
-            self.errors.push(e);
-        }
-        self.tables.push(c);
-        self.ok = self.errors.is_empty();
-    }
-
-    pub fn fail(&mut self, e: String) {
-        self.errors.push(e);
-        self.ok = false;
-    }
-
-    pub fn render(&self) -> String {
-        if self.ok {
-            let t: Vec<String> = self
-                .tables
-                .iter()
-                .map(|c| format!("{} {} rows", c.table, c.rows))
-                .collect();
-            format!(
-                "data check: ok ({}; indexes verified clean)\n",
-                t.join(", ")
-            )
-        } else {
-            format!("data check: FAILED: {}\n", self.errors.join("; "))
-        }
-    }
+    Ok(TableCheck::new(table, expected, rows, &violations))
 }
 
 // ---------------------------------------------------------------------------
