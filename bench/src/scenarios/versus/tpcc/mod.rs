@@ -41,10 +41,11 @@ use engine::{Database, Options, Partitions};
 use crate::common::{self, Config, Defaults, EvictorChoice, Settings};
 use crate::dataset::{self, ReadCounts};
 use crate::error::{BenchError, Result};
+use analytic::Query;
 use backend::Backend;
-use driver::{Limit, drive};
+use driver::{Limit, drive, drive_with_analytics};
 use engine_side::EngineBackend;
-use report::{KindRow, RelationRow, Row, TpccReport};
+use report::{KindRow, QueryRow, RelationRow, Row, TpccReport};
 use spec::{Scale, TxnKind};
 
 pub const NAME: &str = "tpcc";
@@ -140,9 +141,9 @@ pub struct Args {
     /// (--pool-mib / --pool-pages set it directly instead) [default: 25%]
     #[arg(long, value_name = "F")]
     pub pool_fraction: Option<Fraction>,
-    /// Analytic (CH-benCHmark) query threads beside the terminals,
-    /// comma-separated; the analytic queries are not part of this build
-    /// yet, so only 0 runs [default: 0]
+    /// Analytic (CH-benCHmark Q1, Q4, Q6, Q12) query threads beside the
+    /// terminals, comma-separated: `0,1` runs each cell without and with
+    /// one [default: 0]
     #[arg(long, value_name = "N[,N...]")]
     pub analytic_threads: Option<ThreadCounts>,
     /// Seed of the run-time NURand constants and the terminals' draws
@@ -205,12 +206,6 @@ impl Params {
         let analytic = args
             .analytic_threads
             .map_or_else(|| vec![0], |t| t.as_slice().to_vec());
-        if let Some(n) = analytic.iter().find(|&&n| n != 0) {
-            return Err(BenchError::Config(format!(
-                "--analytic-threads {n}: the analytic (CH-benCHmark) queries are not part of \
-                 this build yet, so only 0 analytic threads can run"
-            )));
-        }
         Ok(Params {
             scale,
             pool_fraction: args.pool_fraction.unwrap_or(DEFAULT_POOL_FRACTION),
@@ -400,10 +395,11 @@ fn measure(
     let wal_before = db.wal_stats();
     let reads_before = reads.snapshot();
     let started = Instant::now();
-    let r = drive(
+    let r = drive_with_analytics(
         &backend,
         scale,
         c.threads,
+        usize::from(analytic),
         Limit::Duration(settings.duration),
         params.seed,
     )?;
@@ -480,7 +476,18 @@ fn measure(
         } else {
             wal_bytes as f64 / txns as f64
         },
-        analytic_queries: 0,
+        analytic_queries: r.analytic.total(),
+        analytic_per_hour: r.analytic.queries_per_hour(),
+        queries: Query::ALL
+            .iter()
+            .filter_map(|&q| {
+                Some(QueryRow {
+                    query: q.name(),
+                    done: r.analytic.counts.get(&q).copied()?,
+                    latency: r.analytic.summary(q)?,
+                })
+            })
+            .collect(),
         per_second: r.per_second,
         relations,
         check: check.describe(),

@@ -1,6 +1,7 @@
 //! What `bench tpcc` reports: per matrix cell tpmC, transactions per
 //! second, each transaction type's count, rollbacks, conflict retries and
-//! p50 / p95 / p99 / max latency, the pool's hit ratio and evictions, WAL
+//! p50 / p95 / p99 / max latency, the analytic queries per hour and each
+//! one's times, the pool's hit ratio and evictions, WAL
 //! bytes per transaction, and per table and index the pool's reads (misses)
 //! per transaction and the pages resident at the end; the table, the JSON
 //! (`bench/doc/json.md`) and a plot of throughput per second.
@@ -21,6 +22,15 @@ pub struct KindRow {
     pub done: u64,
     pub rolled_back: u64,
     pub retries: u64,
+    pub latency: Summary,
+}
+
+/// One analytic query in one cell.
+#[derive(Clone, Debug, Serialize)]
+pub struct QueryRow {
+    /// `q1`, `q4`, `q6` or `q12`.
+    pub query: &'static str,
+    pub done: u64,
     pub latency: Summary,
 }
 
@@ -58,8 +68,12 @@ pub struct Row {
     pub evictions: u64,
     pub wal_bytes: u64,
     pub wal_bytes_per_txn: f64,
-    /// Analytic queries finished (0 while the queries are not built).
+    /// Analytic queries finished (0 without analytic threads), all four
+    /// together, and per hour of the analytic threads' time.
     pub analytic_queries: u64,
+    pub analytic_per_hour: f64,
+    /// Each analytic query that finished: count and times.
+    pub queries: Vec<QueryRow>,
     /// Per second of the window: (New-Orders, all transactions).
     pub per_second: Vec<(u64, u64)>,
     pub relations: Vec<RelationRow>,
@@ -130,7 +144,7 @@ impl Report for TpccReport {
             "WAL B/txn",
             "retries",
             "rollbacks",
-            "analytic q/s",
+            "analytic q/h",
             "check",
         ]);
         for r in &self.rows {
@@ -152,7 +166,7 @@ impl Report for TpccReport {
                 if r.analytic_threads == 0 {
                     "-".into()
                 } else {
-                    format!("{:.2}", r.analytic_queries as f64 / r.secs)
+                    format!("{:.0}", r.analytic_per_hour)
                 },
                 if r.check_passed { "ok" } else { "FAILED" }.into(),
             ]);
@@ -186,6 +200,23 @@ impl Report for TpccReport {
             }
         }
         out += &t.to_string();
+        if self.rows.iter().any(|r| !r.queries.is_empty()) {
+            out += "\nanalytic queries (CH-benCHmark), each query's times (ms):\n";
+            let mut t = Table::new(&["config", "query", "done", "p50", "p95", "max"]);
+            for r in &self.rows {
+                for q in &r.queries {
+                    t.push(vec![
+                        r.label(),
+                        q.query.into(),
+                        q.done.to_string(),
+                        ms(q.latency.p50_us),
+                        ms(q.latency.p95_us),
+                        ms(q.latency.max_us),
+                    ]);
+                }
+            }
+            out += &t.to_string();
+        }
         out +=
             "\npool reads (misses) per transaction and pages resident at the end, per relation:\n";
         let mut t = Table::new(&["config", "relation", "pages", "resident %", "reads/txn"]);
