@@ -12,6 +12,7 @@
 //!   the analytic threads beside them;
 //! - `analytic`: the CH-benCHmark queries Q1, Q4, Q6 and Q12 (engine plans
 //!   and SQL);
+//! - `sqlite_side`: the same on SQLite (`--features sqlite` only);
 //! - `report`: the rows, the table, the JSON and the throughput plot.
 //!
 //! The run: the data set for `--warehouses` is built once and cached
@@ -30,6 +31,8 @@ pub mod engine_side;
 pub mod report;
 pub mod schema;
 pub mod spec;
+#[cfg(feature = "sqlite")]
+pub mod sqlite_side;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
