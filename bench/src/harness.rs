@@ -778,10 +778,17 @@ mod tests {
             ops.load(Ordering::Relaxed),
             "every op in one interval"
         );
-        for i in &series[..full.min(series.len())] {
-            assert!(i.ops > 0, "{i:?}");
-            let p99 = i.p99_us.expect("a p99 per busy interval");
-            assert!(p99 >= 1_000.0, "a 1 ms sleep is at least 1000 us: {p99}");
+        // On a loaded machine the worker may not run at all in some
+        // interval: such an interval has no ops and no p99; every busy one
+        // has its own.
+        assert!(
+            series.iter().any(|i| i.ops > 0 && i.p99_us.is_some()),
+            "no interval saw an op: {series:?}"
+        );
+        for i in &series {
+            if let Some(p99) = i.p99_us {
+                assert!(p99 >= 1_000.0, "a 1 ms sleep is at least 1000 us: {p99}");
+            }
             assert_eq!(i.hit_ratio, None, "no pool access, no ratio");
         }
     }
