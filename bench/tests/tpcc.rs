@@ -249,3 +249,17 @@ fn a_pool_fraction_and_a_pool_size_together_are_refused() {
     assert!("abc".parse::<tpcc::Fraction>().is_err());
     assert_eq!("25%".parse::<tpcc::Fraction>(), "0.25".parse());
 }
+
+#[cfg(not(feature = "sqlite"))]
+#[test]
+fn versus_sqlite_without_the_sqlite_feature_is_an_error_naming_the_feature() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = ScenarioKind::Tpcc(tpcc::Args {
+        tiny: true,
+        versus_sqlite: true,
+        ..tpcc::Args::default()
+    });
+    let settings = tiny_settings(kind, dir.path());
+    let e = kind.run(&settings).unwrap_err().to_string();
+    assert!(e.contains("--features sqlite"), "{e}");
+}

@@ -141,3 +141,54 @@ fn sqlite_and_the_engine_driven_with_one_seed_reach_the_same_consistency_figures
         answers(&e, &Window::everything())
     );
 }
+
+#[test]
+fn bench_tpcc_versus_sqlite_reports_both_databases_at_1_and_2_threads_every_check_passing() {
+    use bench::common::{CommonArgs, EvictorChoice};
+    use bench::scenarios::ScenarioKind;
+    use bench::scenarios::versus::tpcc;
+    let dir = tempfile::tempdir().unwrap();
+    let kind = ScenarioKind::Tpcc(tpcc::Args {
+        tiny: true,
+        versus_sqlite: true,
+        ..tpcc::Args::default()
+    });
+    let args = CommonArgs {
+        duration: Some(0.5),
+        warmup: Some(0.2),
+        evictor: Some(EvictorChoice::Clock),
+        data_dir: dir.path().to_path_buf(),
+        no_progress: true,
+        ..CommonArgs::default()
+    };
+    let mut settings = kind.settings(&args).unwrap();
+    settings.json = Some(dir.path().join("t.json"));
+    let report = kind.run(&settings).unwrap();
+    assert!(report.failures().is_empty(), "{:?}", report.failures());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("t.json")).unwrap()).unwrap();
+    assert!(json["rows"].as_array().unwrap().is_empty(), "no matrix");
+    let rows = json["versus_sqlite"].as_array().unwrap();
+    let cells: Vec<(String, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["database"].as_str().unwrap().to_string(),
+                r["threads"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let expected: Vec<(String, u64)> = [("engine", 1), ("sqlite", 1), ("engine", 2), ("sqlite", 2)]
+        .iter()
+        .map(|(d, t)| (d.to_string(), *t))
+        .collect();
+    assert_eq!(cells, expected);
+    for r in rows {
+        assert_eq!(r["check_passed"], true, "{r}");
+        assert!(r["tpmc"].as_f64().unwrap() > 0.0, "{r}");
+        assert_eq!(r["kinds"].as_array().unwrap().len(), 5);
+    }
+    let text = report.render();
+    assert!(text.contains("engine beside SQLite"), "{text}");
+    assert!(text.contains("engine tpmC / SQLite tpmC"), "{text}");
+}

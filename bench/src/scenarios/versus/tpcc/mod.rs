@@ -13,6 +13,7 @@
 //! - `analytic`: the CH-benCHmark queries Q1, Q4, Q6 and Q12 (engine plans
 //!   and SQL);
 //! - `sqlite_side`: the same on SQLite (`--features sqlite` only);
+//! - `versus`: `--versus-sqlite`, the engine and SQLite side by side;
 //! - `report`: the rows, the table, the JSON and the throughput plot.
 //!
 //! The run: the data set for `--warehouses` is built once and cached
@@ -33,6 +34,7 @@ pub mod schema;
 pub mod spec;
 #[cfg(feature = "sqlite")]
 pub mod sqlite_side;
+pub mod versus;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -149,6 +151,10 @@ pub struct Args {
     /// one [default: 0]
     #[arg(long, value_name = "N[,N...]")]
     pub analytic_threads: Option<ThreadCounts>,
+    /// Instead of the matrix, the engine and SQLite side by side at 1 and
+    /// 2 terminals with the data in memory (needs `--features sqlite`)
+    #[arg(long)]
+    pub versus_sqlite: bool,
     /// Seed of the run-time NURand constants and the terminals' draws
     /// [default: 1]
     #[arg(long, value_name = "N")]
@@ -325,7 +331,17 @@ pub fn run(settings: &Settings, args: &Args) -> Result<TpccReport> {
     ));
     let run_dir = settings.data_dir.join(NAME).join("run");
     let mut rows = Vec::new();
-    for config in settings.configs() {
+    let versus = if args.versus_sqlite {
+        versus::run(settings, &params, &data)?
+    } else {
+        Vec::new()
+    };
+    let configs = if args.versus_sqlite {
+        Vec::new()
+    } else {
+        settings.configs()
+    };
+    for config in configs {
         for &analytic in &params.analytic_threads {
             let row = measure(
                 settings,
@@ -350,6 +366,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<TpccReport> {
         duration: settings.duration,
         warmup: settings.warmup,
         rows,
+        versus,
     })
 }
 

@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::spec::Scale;
+use super::versus::VersusRow;
 use crate::common::{Report, SvgPlot, Table, evictor_colour, evictor_label, fmt_rate};
 use crate::latency::Summary;
 use crate::plot;
@@ -110,10 +111,70 @@ pub struct TpccReport {
     pub duration: Duration,
     pub warmup: Duration,
     pub rows: Vec<Row>,
+    /// `--versus-sqlite`: the engine and SQLite at 1 and 2 terminals.
+    pub versus: Vec<VersusRow>,
 }
 
 fn ms(us: f64) -> String {
     format!("{:.2}", us / 1000.0)
+}
+
+/// `--versus-sqlite`: one line per database and terminal count, then the
+/// engine's tpmC over SQLite's per terminal count.
+fn render_versus(rows: &[VersusRow]) -> String {
+    let mut t = Table::new(&[
+        "database",
+        "threads",
+        "tpmC",
+        "txn/s",
+        "NO p50",
+        "NO p99",
+        "Pay p99",
+        "retries",
+        "rollbacks",
+        "check",
+    ]);
+    let kind = |r: &VersusRow, k: &str| r.kinds.iter().find(|x| x.kind == k).cloned();
+    for r in rows {
+        let no = kind(r, "new-order");
+        let pay = kind(r, "payment");
+        t.push(vec![
+            r.database.into(),
+            r.threads.to_string(),
+            fmt_rate(r.tpmc),
+            fmt_rate(r.tps),
+            no.as_ref().map_or("-".into(), |k| ms(k.latency.p50_us)),
+            no.as_ref().map_or("-".into(), |k| ms(k.latency.p99_us)),
+            pay.as_ref().map_or("-".into(), |k| ms(k.latency.p99_us)),
+            r.kinds.iter().map(|k| k.retries).sum::<u64>().to_string(),
+            r.kinds
+                .iter()
+                .map(|k| k.rolled_back)
+                .sum::<u64>()
+                .to_string(),
+            if r.check_passed { "ok" } else { "FAILED" }.into(),
+        ]);
+    }
+    let mut out = format!(
+        "engine beside SQLite, data in memory (latencies in ms):\n{}",
+        t
+    );
+    for threads in super::versus::THREADS {
+        let of = |db: &str| {
+            rows.iter()
+                .find(|r| r.database == db && r.threads == threads)
+                .map(|r| r.tpmc)
+        };
+        if let (Some(e), Some(s)) = (of("engine"), of("sqlite"))
+            && s > 0.0
+        {
+            out += &format!(
+                "{threads} thread(s): engine tpmC / SQLite tpmC = {:.2}\n",
+                e / s
+            );
+        }
+    }
+    out
 }
 
 impl Report for TpccReport {
@@ -134,6 +195,10 @@ impl Report for TpccReport {
             self.pool_buffers,
             100.0 * self.pool_buffers as f64 / self.data_pages.max(1) as f64,
         );
+        if !self.versus.is_empty() {
+            out += &render_versus(&self.versus);
+            return out;
+        }
         let mut t = Table::new(&[
             "config",
             "tpmC",
@@ -261,6 +326,7 @@ impl Report for TpccReport {
             "duration_secs": self.duration.as_secs_f64(),
             "warmup_secs": self.warmup.as_secs_f64(),
             "rows": self.rows,
+            "versus_sqlite": self.versus,
         })
     }
 
@@ -269,6 +335,12 @@ impl Report for TpccReport {
             .iter()
             .filter(|r| !r.check_passed)
             .map(|r| format!("{}: {}", r.label(), r.check))
+            .chain(
+                self.versus
+                    .iter()
+                    .filter(|r| !r.check_passed)
+                    .map(|r| format!("{} t{}: {}", r.database, r.threads, r.check)),
+            )
             .collect()
     }
 
