@@ -250,6 +250,30 @@ fn a_pool_fraction_and_a_pool_size_together_are_refused() {
     assert_eq!("25%".parse::<tpcc::Fraction>(), "0.25".parse());
 }
 
+#[test]
+fn the_consistency_conditions_hold_after_a_sigkill_of_a_child_running_tpcc_and_recovery() {
+    let dir = tempfile::tempdir().unwrap();
+    let scale = Scale::tiny();
+    let data = tpcc::ensure_data(dir.path(), &scale, false).unwrap();
+    let run = dir.path().join("run");
+    bench::dirs::copy_dir(&data.dir, &run, &["LOCK"]).unwrap();
+    let report = tpcc::crash::crash_and_check(
+        std::path::Path::new(env!("CARGO_BIN_EXE_bench")),
+        &run,
+        &scale,
+        2,
+        256,
+        std::time::Duration::from_millis(2500),
+        3,
+    )
+    .unwrap();
+    assert!(report.check.passed(), "{}", report.check.describe());
+    assert!(
+        report.orders_after > report.orders_before,
+        "the child committed no New-Order before the kill: {report:?}"
+    );
+}
+
 #[cfg(not(feature = "sqlite"))]
 #[test]
 fn versus_sqlite_without_the_sqlite_feature_is_an_error_naming_the_feature() {

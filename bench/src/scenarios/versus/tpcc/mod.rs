@@ -14,7 +14,8 @@
 //!   and SQL);
 //! - `sqlite_side`: the same on SQLite (`--features sqlite` only);
 //! - `versus`: `--versus-sqlite`, the engine and SQLite side by side;
-//! - `report`: the rows, the table, the JSON and the throughput plot.
+//! - `report`: the rows, the table, the JSON and the throughput plot;
+//! - `crash`: the crash-recovery check (a child killed with SIGKILL).
 //!
 //! The run: the data set for `--warehouses` is built once and cached
 //! (`<data-dir>/tpcc/w<N>`); each cell of the matrix (evictor x ring x
@@ -27,6 +28,7 @@
 pub mod analytic;
 pub mod backend;
 pub mod checks;
+pub mod crash;
 pub mod driver;
 pub mod engine_side;
 pub mod report;
@@ -163,6 +165,11 @@ pub struct Args {
     /// districts of 60 customers): a smoke run of a few seconds
     #[arg(long)]
     pub tiny: bool,
+    /// After the matrix, a crash-recovery check: a child process runs the
+    /// terminals on a copy of the data for the window's length, is killed
+    /// with SIGKILL, and conditions 1-4 are checked after recovery
+    #[arg(long)]
+    pub crash: bool,
 }
 
 /// Defaults: clock, HOT/COOL and probation, ring on and off, 2 terminals
@@ -247,7 +254,7 @@ pub struct CachedData {
 
 /// The database options a data set is built with (and must be opened
 /// with: the checksum setting is recorded at creation).
-fn build_options() -> Options {
+pub fn build_options() -> Options {
     Options::new()
         .pool_buffers(16_384)
         .checksums(dataset::CHECKSUMS)
@@ -355,8 +362,31 @@ pub fn run(settings: &Settings, args: &Args) -> Result<TpccReport> {
             rows.push(row);
         }
     }
+    let crash = if args.crash {
+        crate::dirs::remove_dir(&run_dir)?;
+        crate::dirs::copy_dir(&data.dir, &run_dir, &["LOCK"])?;
+        let exe = std::env::current_exe().map_err(|source| BenchError::Io {
+            op: "find",
+            path: "the bench executable".into(),
+            source,
+        })?;
+        common::tell(&format!("{NAME}: crash-recovery check"));
+        let threads = settings.threads.iter().copied().max().unwrap_or(2);
+        Some(crash::crash_and_check(
+            &exe,
+            &run_dir,
+            &params.scale,
+            threads,
+            pool_buffers,
+            settings.duration,
+            params.seed,
+        )?)
+    } else {
+        None
+    };
     crate::dirs::remove_dir(&run_dir)?;
     Ok(TpccReport {
+        crash,
         scale: params.scale,
         seed: params.seed,
         pool_buffers,

@@ -113,6 +113,39 @@ pub struct TpccReport {
     pub rows: Vec<Row>,
     /// `--versus-sqlite`: the engine and SQLite at 1 and 2 terminals.
     pub versus: Vec<VersusRow>,
+    /// The crash-recovery check (`--crash`).
+    pub crash: Option<super::crash::CrashReport>,
+}
+
+impl TpccReport {
+    fn crash_line(&self) -> String {
+        let Some(c) = &self.crash else {
+            return String::new();
+        };
+        format!(
+            "crash-recovery: child killed with SIGKILL after {:.1} s; {} New-Orders \
+             committed and kept; recovery {:.0} ms; {}\n",
+            self.duration.as_secs_f64(),
+            c.orders_after - c.orders_before,
+            c.recovery.as_secs_f64() * 1000.0,
+            c.check.describe()
+        )
+    }
+
+    fn crash_failure(&self) -> Option<String> {
+        let c = self.crash.as_ref()?;
+        if !c.check.passed() {
+            return Some(format!("after the crash: {}", c.check.describe()));
+        }
+        if c.orders_after <= c.orders_before {
+            return Some(
+                "after the crash: no New-Order of the killed child survived (it committed \
+                 none, or recovery lost them)"
+                    .into(),
+            );
+        }
+        None
+    }
 }
 
 fn ms(us: f64) -> String {
@@ -197,6 +230,7 @@ impl Report for TpccReport {
         );
         if !self.versus.is_empty() {
             out += &render_versus(&self.versus);
+            out += &self.crash_line();
             return out;
         }
         let mut t = Table::new(&[
@@ -305,6 +339,7 @@ impl Report for TpccReport {
                 out += &format!("{}: {}\n", r.label(), r.check);
             }
         }
+        out += &self.crash_line();
         out
     }
 
@@ -327,6 +362,12 @@ impl Report for TpccReport {
             "warmup_secs": self.warmup.as_secs_f64(),
             "rows": self.rows,
             "versus_sqlite": self.versus,
+            "crash": self.crash.as_ref().map(|c| serde_json::json!({
+                "new_orders_kept": c.orders_after - c.orders_before,
+                "recovery_ms": c.recovery.as_secs_f64() * 1000.0,
+                "check_passed": c.check.passed(),
+                "check": c.check.describe(),
+            })),
         })
     }
 
@@ -341,6 +382,7 @@ impl Report for TpccReport {
                     .filter(|r| !r.check_passed)
                     .map(|r| format!("{} t{}: {}", r.database, r.threads, r.check)),
             )
+            .chain(self.crash_failure())
             .collect()
     }
 
