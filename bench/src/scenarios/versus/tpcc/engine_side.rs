@@ -19,6 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use engine::{Database, KeyRange, OwnedRow, RowId, TableOptions, Transaction, Value};
 use rand::RngExt;
 
+use super::analytic::{Analyst, EngineAnalyst};
 use super::backend::{Backend, Outcome, Terminal};
 use super::checks::{DistrictState, WarehouseState};
 use super::schema::{
@@ -36,8 +37,10 @@ use crate::error::{BenchError, Result};
 pub const TERMINAL_ATTEMPTS: u32 = 1_000;
 
 const NEW_ORDER_PKEY: &str = "new_order_pkey";
-const ORDERS_PKEY: &str = "orders_pkey";
-const ORDER_LINE_PKEY: &str = "order_line_pkey";
+/// The primary-key indexes the engine names after their tables (the
+/// analytic queries read through them too).
+pub(super) const ORDERS_PKEY: &str = "orders_pkey";
+pub(super) const ORDER_LINE_PKEY: &str = "order_line_pkey";
 
 /// A deliberate fault for tests of the checks.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -123,6 +126,10 @@ impl Backend for EngineBackend {
             retries: 0,
             rng: rand::make_rng(),
         }))
+    }
+
+    fn analyst(&self) -> Result<Box<dyn Analyst + '_>> {
+        Ok(Box::new(EngineAnalyst::new(&self.db)))
     }
 
     fn consistency_state(&self, scale: &Scale) -> Result<Vec<WarehouseState>> {

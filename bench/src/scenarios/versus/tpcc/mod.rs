@@ -8,7 +8,12 @@
 //! - `checks`: consistency conditions 1 to 4;
 //! - `engine_side`: the engine's backend (schema, load, the five
 //!   transactions);
-//! - `driver`: the terminal threads, the mix, counts and latencies;
+//! - `driver`: the terminal threads, the mix, counts and latencies, and
+//!   the analytic threads beside them;
+//! - `analytic`: the CH-benCHmark queries Q1, Q4, Q6 and Q12 (engine plans
+//!   and SQL);
+//! - `sqlite_side`: the same on SQLite (`--features sqlite` only);
+//! - `versus`: `--versus-sqlite`, the engine and SQLite side by side;
 //! - `report`: the rows, the table, the JSON and the throughput plot;
 //! - `crash`: the crash-recovery check (a child killed with SIGKILL).
 //!
@@ -20,6 +25,7 @@
 //! for the measured window, checks consistency conditions 1-4 and fails
 //! the run if one does not hold.
 
+pub mod analytic;
 pub mod backend;
 pub mod checks;
 pub mod crash;
@@ -28,6 +34,9 @@ pub mod engine_side;
 pub mod report;
 pub mod schema;
 pub mod spec;
+#[cfg(feature = "sqlite")]
+pub mod sqlite_side;
+pub mod versus;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -39,10 +48,11 @@ use engine::{Database, Options, Partitions};
 use crate::common::{self, Config, Defaults, EvictorChoice, Settings};
 use crate::dataset::{self, ReadCounts};
 use crate::error::{BenchError, Result};
+use analytic::Query;
 use backend::Backend;
-use driver::{Limit, drive};
+use driver::{Limit, drive, drive_with_analytics};
 use engine_side::EngineBackend;
-use report::{KindRow, RelationRow, Row, TpccReport};
+use report::{KindRow, QueryRow, RelationRow, Row, TpccReport};
 use spec::{Scale, TxnKind};
 
 pub const NAME: &str = "tpcc";
@@ -138,11 +148,15 @@ pub struct Args {
     /// (--pool-mib / --pool-pages set it directly instead) [default: 25%]
     #[arg(long, value_name = "F")]
     pub pool_fraction: Option<Fraction>,
-    /// Analytic (CH-benCHmark) query threads beside the terminals,
-    /// comma-separated; the analytic queries are not part of this build
-    /// yet, so only 0 runs [default: 0]
+    /// Analytic (CH-benCHmark Q1, Q4, Q6, Q12) query threads beside the
+    /// terminals, comma-separated: `0,1` runs each cell without and with
+    /// one [default: 0]
     #[arg(long, value_name = "N[,N...]")]
     pub analytic_threads: Option<ThreadCounts>,
+    /// Instead of the matrix, the engine and SQLite side by side at 1 and
+    /// 2 terminals with the data in memory (needs `--features sqlite`)
+    #[arg(long)]
+    pub versus_sqlite: bool,
     /// Seed of the run-time NURand constants and the terminals' draws
     /// [default: 1]
     #[arg(long, value_name = "N")]
@@ -208,12 +222,6 @@ impl Params {
         let analytic = args
             .analytic_threads
             .map_or_else(|| vec![0], |t| t.as_slice().to_vec());
-        if let Some(n) = analytic.iter().find(|&&n| n != 0) {
-            return Err(BenchError::Config(format!(
-                "--analytic-threads {n}: the analytic (CH-benCHmark) queries are not part of \
-                 this build yet, so only 0 analytic threads can run"
-            )));
-        }
         Ok(Params {
             scale,
             pool_fraction: args.pool_fraction.unwrap_or(DEFAULT_POOL_FRACTION),
@@ -330,7 +338,17 @@ pub fn run(settings: &Settings, args: &Args) -> Result<TpccReport> {
     ));
     let run_dir = settings.data_dir.join(NAME).join("run");
     let mut rows = Vec::new();
-    for config in settings.configs() {
+    let versus = if args.versus_sqlite {
+        versus::run(settings, &params, &data)?
+    } else {
+        Vec::new()
+    };
+    let configs = if args.versus_sqlite {
+        Vec::new()
+    } else {
+        settings.configs()
+    };
+    for config in configs {
         for &analytic in &params.analytic_threads {
             let row = measure(
                 settings,
@@ -378,6 +396,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<TpccReport> {
         duration: settings.duration,
         warmup: settings.warmup,
         rows,
+        versus,
     })
 }
 
@@ -426,10 +445,11 @@ fn measure(
     let wal_before = db.wal_stats();
     let reads_before = reads.snapshot();
     let started = Instant::now();
-    let r = drive(
+    let r = drive_with_analytics(
         &backend,
         scale,
         c.threads,
+        usize::from(analytic),
         Limit::Duration(settings.duration),
         params.seed,
     )?;
@@ -507,7 +527,18 @@ fn measure(
         } else {
             wal_bytes as f64 / txns as f64
         },
-        analytic_queries: 0,
+        analytic_queries: r.analytic.total(),
+        analytic_per_hour: r.analytic.queries_per_hour(),
+        queries: Query::ALL
+            .iter()
+            .filter_map(|&q| {
+                Some(QueryRow {
+                    query: q.name(),
+                    done: r.analytic.counts.get(&q).copied()?,
+                    latency: r.analytic.summary(q)?,
+                })
+            })
+            .collect(),
         per_second: r.per_second,
         relations,
         check: check.describe(),
