@@ -195,19 +195,36 @@ fn bench_tpcc_at_tiny_scale_reports_every_type_with_ring_on_and_off_and_writes_j
 }
 
 #[test]
-fn analytic_threads_other_than_zero_are_refused_until_the_queries_exist() {
+fn analytic_threads_0_and_1_give_a_cell_each_and_only_the_second_runs_queries() {
     let dir = tempfile::tempdir().unwrap();
     let kind = ScenarioKind::Tpcc(tpcc::Args {
         tiny: true,
         analytic_threads: Some("0,1".parse().unwrap()),
         ..tpcc::Args::default()
     });
-    let settings = tiny_settings(kind, dir.path());
-    let e = kind.run(&settings).unwrap_err().to_string();
+    let mut settings = tiny_settings(kind, dir.path());
+    settings.rings = vec![true];
+    settings.json = Some(dir.path().join("t.json"));
+    let report = kind.run(&settings).unwrap();
+    assert!(report.failures().is_empty(), "{:?}", report.failures());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("t.json")).unwrap()).unwrap();
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "analytic 0 and 1");
+    assert_eq!(rows[0]["analytic_threads"], 0);
+    assert_eq!(rows[0]["analytic_queries"], 0);
+    assert!(rows[0]["queries"].as_array().unwrap().is_empty());
+    assert_eq!(rows[1]["analytic_threads"], 1);
     assert!(
-        e.contains("--analytic-threads 1") && e.contains("only 0"),
-        "{e}"
+        rows[1]["analytic_queries"].as_u64().unwrap() >= 1,
+        "{}",
+        rows[1]
     );
+    assert!(rows[1]["analytic_per_hour"].as_f64().unwrap() > 0.0);
+    let q = &rows[1]["queries"][0];
+    assert_eq!(q["query"], "q1", "the rotation starts at Q1: {q}");
+    assert!(q["latency"]["p50_us"].as_f64().unwrap() > 0.0, "{q}");
+    assert!(report.render().contains("analytic queries (CH-benCHmark)"));
 }
 
 #[test]
@@ -231,4 +248,42 @@ fn a_pool_fraction_and_a_pool_size_together_are_refused() {
     assert!("0".parse::<tpcc::Fraction>().is_err());
     assert!("abc".parse::<tpcc::Fraction>().is_err());
     assert_eq!("25%".parse::<tpcc::Fraction>(), "0.25".parse());
+}
+
+#[test]
+fn the_consistency_conditions_hold_after_a_sigkill_of_a_child_running_tpcc_and_recovery() {
+    let dir = tempfile::tempdir().unwrap();
+    let scale = Scale::tiny();
+    let data = tpcc::ensure_data(dir.path(), &scale, false).unwrap();
+    let run = dir.path().join("run");
+    bench::dirs::copy_dir(&data.dir, &run, &["LOCK"]).unwrap();
+    let report = tpcc::crash::crash_and_check(
+        std::path::Path::new(env!("CARGO_BIN_EXE_bench")),
+        &run,
+        &scale,
+        2,
+        256,
+        std::time::Duration::from_millis(2500),
+        3,
+    )
+    .unwrap();
+    assert!(report.check.passed(), "{}", report.check.describe());
+    assert!(
+        report.orders_after > report.orders_before,
+        "the child committed no New-Order before the kill: {report:?}"
+    );
+}
+
+#[cfg(not(feature = "sqlite"))]
+#[test]
+fn versus_sqlite_without_the_sqlite_feature_is_an_error_naming_the_feature() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = ScenarioKind::Tpcc(tpcc::Args {
+        tiny: true,
+        versus_sqlite: true,
+        ..tpcc::Args::default()
+    });
+    let settings = tiny_settings(kind, dir.path());
+    let e = kind.run(&settings).unwrap_err().to_string();
+    assert!(e.contains("--features sqlite"), "{e}");
 }

@@ -287,7 +287,9 @@ impl ScenarioKind {
     /// partitions {1, 6} and 16 threads even under `--quick`;
     /// `seqscan-partitions` partitions {1, 2, 4, 6} ({1, 6} under `--quick`);
     /// `readonly` partitions {1, 4}; `bulkload` ring off and on; `wal-commit`
-    /// threads {1, 8} under `--quick`.
+    /// threads {1, 8} under `--quick`; `tpcc` ring on and off, and its pool
+    /// sized by `--pool-fraction` unless `--pool-mib` / `--pool-pages` is
+    /// given.
     pub fn settings(self, args: &common::CommonArgs) -> Result<Settings> {
         let mut s = args.resolve(&self.defaults())?;
         match self {

@@ -21,6 +21,7 @@ use bufmgr::io::AlignedBuf;
 use bufmgr::{BlockNumber, PAGE_SIZE};
 use serde::{Deserialize, Serialize};
 
+use crate::common::CpuSample;
 use crate::data;
 use crate::error::{BenchError, Result};
 use crate::harness;
@@ -35,6 +36,13 @@ pub struct PreadBaseline {
     pub reads_per_sec: f64,
     /// `reads_per_sec / threads`.
     pub reads_per_thread_per_sec: f64,
+    /// Cores this process used in the window, and reads per CPU-second
+    /// (`None` where `/proc` cannot be read): as a row's `evict/cpu-s`, the
+    /// figure to compare on a machine other processes keep busy.
+    #[serde(default)]
+    pub cpu_cores_used: Option<f64>,
+    #[serde(default)]
+    pub reads_per_cpu_sec: Option<f64>,
     /// Pages whose block number was not the one read.
     pub data_errors: u64,
 }
@@ -135,13 +143,15 @@ pub fn measure(
         || stop.store(true, Ordering::Relaxed),
         |_| {
             std::thread::sleep(warmup);
-            let (n0, t0) = (total(&counts), Instant::now());
+            let (n0, c0, t0) = (total(&counts), CpuSample::now(), Instant::now());
             std::thread::sleep(window);
-            let (n1, t1) = (total(&counts), Instant::now());
-            Ok((n1 - n0, (t1 - t0).as_secs_f64()))
+            let (n1, c1, t1) = (total(&counts), CpuSample::now(), Instant::now());
+            let secs = (t1 - t0).as_secs_f64();
+            let cores = c0.zip(c1).map(|(c0, c1)| c1.cores_since(&c0, secs).0);
+            Ok((n1 - n0, secs, cores))
         },
     )?;
-    let (reads, secs) = window;
+    let (reads, secs, cores) = window;
     let mut data_errors = 0;
     for o in outcomes {
         data_errors += o.data_errors;
@@ -156,6 +166,10 @@ pub fn measure(
         reads,
         reads_per_sec,
         reads_per_thread_per_sec: reads_per_sec / threads as f64,
+        cpu_cores_used: cores,
+        reads_per_cpu_sec: cores
+            .filter(|&c| c > 0.0)
+            .map(|c| reads as f64 / (c * secs)),
         data_errors,
     })
 }

@@ -163,6 +163,10 @@ pub struct Row {
     /// miss comes to the bare read of its page.
     #[serde(default)]
     pub evictions_per_thread_vs_pread: Option<f64>,
+    /// Evictions per CPU-second over the baseline's reads per CPU-second:
+    /// the same comparison, less sensitive to other processes' load.
+    #[serde(default)]
+    pub evictions_per_cpu_sec_vs_pread: Option<f64>,
     /// Victims per ticks bucket in the window (bucket i = i ticks below 64,
     /// then one bucket per power of two: `bufmgr::stats::bucket_floor`);
     /// trailing empty buckets left out.
@@ -339,6 +343,10 @@ fn add_pread_ratios(rows: &mut [Row], baselines: &[PreadBaseline]) {
             .iter()
             .find(|b| b.threads == r.threads && b.reads_per_thread_per_sec > 0.0)
             .map(|b| r.evictions_per_sec / r.threads as f64 / b.reads_per_thread_per_sec);
+        r.evictions_per_cpu_sec_vs_pread = baselines
+            .iter()
+            .find(|b| b.threads == r.threads)
+            .and_then(|b| Some(r.evictions_per_cpu_sec? / b.reads_per_cpu_sec?));
     }
 }
 
@@ -567,6 +575,7 @@ fn measure(
         other_cores_used: cores.map(|c| c.1),
         data_errors,
         evictions_per_thread_vs_pread: None,
+        evictions_per_cpu_sec_vs_pread: None,
         ticks_histogram: {
             let top = h.buckets.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
             h.buckets[..top].to_vec()
@@ -670,6 +679,7 @@ impl Report for SweepReport {
             "evict/thr/s",
             "vs pread",
             "evict/cpu-s",
+            "vs pread cpu",
             "hits/s",
             "hit%",
             "ticks mean",
@@ -699,6 +709,7 @@ impl Report for SweepReport {
                 fmt_rate(r.evictions_per_sec / r.threads as f64),
                 fmt_ratio(r.evictions_per_thread_vs_pread),
                 r.evictions_per_cpu_sec.map_or("?".into(), fmt_rate),
+                fmt_ratio(r.evictions_per_cpu_sec_vs_pread),
                 fmt_rate(r.hits_per_sec),
                 format!("{:.2}", 100.0 * r.hit_ratio),
                 format!("{:.2}", r.ticks_per_victim_mean),
@@ -716,15 +727,19 @@ impl Report for SweepReport {
         let mut out = format!("\n{} ({} reads):\n{t}", self.scenario, self.access);
         for b in &self.pread_baselines {
             out += &format!(
-                "raw pread, {} threads: {} reads/s, {} per thread (window {:.1} s)\n",
+                "raw pread, {} threads: {} reads/s, {} per thread, {} per CPU-second, \
+                 {} cores (window {:.1} s)\n",
                 b.threads,
                 fmt_rate(b.reads_per_sec),
                 fmt_rate(b.reads_per_thread_per_sec),
+                b.reads_per_cpu_sec.map_or("?".into(), fmt_rate),
+                b.cpu_cores_used.map_or("?".into(), |c| format!("{c:.2}")),
                 b.window_secs
             );
         }
         out += "evict/thr/s: evictions/s per thread; vs pread: that over the raw preads/s \
                 per thread of the same file, blocks and thread count (no pool); \
+                vs pread cpu: evict/cpu-s over the raw preads per CPU-second; \
                 evict/cpu-s: evictions per CPU-second of this run; \
                 cpu / others: cores used by this run / by other processes during the window; \
                 vs b1: evictions/s relative to batch 1; vs prev: HOT/COOL relative to clock, \
@@ -940,6 +955,7 @@ mod tests {
             other_cores_used: None,
             data_errors: 0,
             evictions_per_thread_vs_pread: None,
+            evictions_per_cpu_sec_vs_pread: None,
             ticks_histogram: h,
         };
         let (labels, panels) = ticks_panels(&[&row]);

@@ -152,7 +152,25 @@ pub struct Row {
     /// window's accesses and reads of the partitions on each node.
     #[serde(default)]
     pub nodes: Vec<tables::NodeFigures>,
+    /// Latency per operation kind during the load: `lookup` (one
+    /// `get_by_key` of the lookup threads).
+    #[serde(default)]
+    pub latency: ByKind,
+    /// The pool's live miss-ratio curve at the load's end (`--mrc`).
+    #[serde(default)]
+    pub mrc: Option<Curve>,
+    /// One entry per `--report-interval` (warm-up and calibration
+    /// included; throughput in lookups).
+    #[serde(default)]
+    pub intervals: Vec<Interval>,
+    /// The seed of lookup thread 0's keys (thread `t` draws from
+    /// `seed + t`; `--seed`).
+    #[serde(default)]
+    pub seed: u64,
 }
+
+/// Lookup thread 0's seed without `--seed` (thread `t` uses `SEED + t`).
+pub const SEED: u64 = 0xb01c;
 
 /// A finished `bulkload` run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -168,7 +186,9 @@ pub struct BulkloadReport {
     pub data_check: DataCheck,
 }
 
-use crate::harness::{self, Phases, STOP};
+use crate::common::Curve;
+use crate::harness::{self, Interval, LiveLatency, MEASURE, Phases, STOP, Tally, WARMUP};
+use crate::latency::{self, ByKind, Latencies};
 
 /// The loading thread's id in a `--trace` (the lookup threads are 0, 1, ...).
 pub const LOADER_THREAD_ID: u32 = 1000;
@@ -241,6 +261,9 @@ fn measure(
     };
     let phases = Phases::new();
     let done = AtomicU64::new(0);
+    let live = LiveLatency::new();
+    let live_on = settings.measures.report_interval.map(|_| &live);
+    let seed = settings.seed(SEED);
     let written = AtomicU64::new(0);
     let loaded = AtomicU64::new(0);
     let pb = tables::window_bar(
@@ -255,106 +278,127 @@ fn measure(
             common::traced(&db, t as u32, || {
                 tables::account_lookups(
                     &db,
-                    0xb01c + t as u64,
+                    seed.wrapping_add(t as u64),
                     n,
                     LOOKUPS_PER_TXN,
                     None,
                     phases.flag(),
                     &done,
+                    live_on,
                 )
             })
         },
         || phases.set(STOP),
         |crew| {
-            // Calibration: accesses per lookup with nothing else running.
-            let (cal0, cal1) = harness::warm_then_measure(
-                &pb,
-                (settings.warmup / 2, settings.warmup - settings.warmup / 2),
-                &phases,
-                || crew.alive(),
-                || (db.pool_stats(), done.load(Ordering::Relaxed)),
-            );
-            pb.finish_and_clear();
-            let resident_before = hot_resident(&db);
-            // The load.
-            let lpb = common::progress_bar(
-                load_rows,
-                settings.progress,
-                &format!("{NAME} {label}: load"),
-            );
-            let start = (
-                db.pool_stats(),
-                done.load(Ordering::Relaxed),
-                hot_reads(),
-                Instant::now(),
-            );
-            let loader = {
-                let (db, lpb, written, loaded) = (&db, lpb.clone(), &written, &loaded);
-                crew.scope().spawn(move || -> Result<engine::BulkProgress> {
-                    common::traced(db, LOADER_THREAD_ID, || {
-                        let rows = (1..=load_rows as i64).map(|k| tables::account_row(k, 0, 0));
-                        Ok(db.bulk_load(BULK, rows, |p| {
-                            lpb.set_position(p.rows);
-                            loaded.store(p.rows, Ordering::Relaxed);
-                            written.store(p.pages_written, Ordering::Relaxed);
-                        })?)
+            let (window, intervals) = harness::with_intervals(
+                settings.measures.report_interval,
+                (&format!("{NAME} {label}"), "lookups"),
+                &live,
+                || Tally::of(&db.pool_stats(), done.load(Ordering::Relaxed)),
+                || -> Result<LoadWindow> {
+                    // Calibration: accesses per lookup with nothing else
+                    // running. The phase stays WARMUP: the lookups'
+                    // latencies are the load's (MEASURE from its start to
+                    // its end).
+                    let calibration = || (db.pool_stats(), done.load(Ordering::Relaxed));
+                    harness::run_window(&pb, settings.warmup / 2, |_| crew.alive());
+                    let cal0 = calibration();
+                    harness::run_window(&pb, settings.warmup - settings.warmup / 2, |_| {
+                        crew.alive()
+                    });
+                    let cal1 = calibration();
+                    pb.finish_and_clear();
+                    let resident_before = hot_resident(&db);
+                    // The load.
+                    let lpb = common::progress_bar(
+                        load_rows,
+                        settings.progress,
+                        &format!("{NAME} {label}: load"),
+                    );
+                    phases.set(MEASURE);
+                    let start = (
+                        db.pool_stats(),
+                        done.load(Ordering::Relaxed),
+                        hot_reads(),
+                        Instant::now(),
+                    );
+                    let loader = {
+                        let (db, lpb, written, loaded) = (&db, lpb.clone(), &written, &loaded);
+                        crew.scope().spawn(move || -> Result<engine::BulkProgress> {
+                            common::traced(db, LOADER_THREAD_ID, || {
+                                let rows =
+                                    (1..=load_rows as i64).map(|k| tables::account_row(k, 0, 0));
+                                Ok(db.bulk_load(BULK, rows, |p| {
+                                    lpb.set_position(p.rows);
+                                    loaded.store(p.rows, Ordering::Relaxed);
+                                    written.store(p.pages_written, Ordering::Relaxed);
+                                })?)
+                            })
+                        })
+                    };
+                    let sample = |secs: f64, loaded_rows: u64| Sample {
+                        secs,
+                        hot_resident: hot_resident(&db),
+                        dirty: db.pool().buffercache_summary().dirty,
+                        loaded_rows,
+                    };
+                    let mut samples = Vec::new();
+                    let mut next = Duration::ZERO;
+                    while !loader.is_finished() {
+                        let el = start.3.elapsed();
+                        if el >= next {
+                            samples.push(sample(el.as_secs_f64(), loaded.load(Ordering::Relaxed)));
+                            next += SAMPLE_EVERY;
+                        }
+                        if !crew.alive() {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                    // A failed load stops the lookup threads too (the crew does).
+                    let progress = loader
+                        .join()
+                        .map_err(|p| BenchError::Panic(harness::panic_text(p)))??;
+                    let end = (
+                        db.pool_stats(),
+                        done.load(Ordering::Relaxed),
+                        hot_reads(),
+                        Instant::now(),
+                    );
+                    phases.set(WARMUP);
+                    samples.push(sample(
+                        end.3.duration_since(start.3).as_secs_f64(),
+                        progress.rows,
+                    ));
+                    lpb.finish_and_clear();
+                    Ok(LoadWindow {
+                        cal: [cal0, cal1],
+                        resident_before,
+                        load: [start, end],
+                        samples,
+                        progress,
                     })
-                })
-            };
-            let sample = |secs: f64, loaded_rows: u64| Sample {
-                secs,
-                hot_resident: hot_resident(&db),
-                dirty: db.pool().buffercache_summary().dirty,
-                loaded_rows,
-            };
-            let mut samples = Vec::new();
-            let mut next = Duration::ZERO;
-            while !loader.is_finished() {
-                let el = start.3.elapsed();
-                if el >= next {
-                    samples.push(sample(el.as_secs_f64(), loaded.load(Ordering::Relaxed)));
-                    next += SAMPLE_EVERY;
-                }
-                if !crew.alive() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            // A failed load stops the lookup threads too (the crew does).
-            let progress = loader
-                .join()
-                .map_err(|p| BenchError::Panic(harness::panic_text(p)))??;
-            let end = (
-                db.pool_stats(),
-                done.load(Ordering::Relaxed),
-                hot_reads(),
-                Instant::now(),
+                },
             );
-            samples.push(sample(
-                end.3.duration_since(start.3).as_secs_f64(),
-                progress.rows,
-            ));
-            lpb.finish_and_clear();
-            Ok(LoadWindow {
-                cal: [cal0, cal1],
-                resident_before,
-                load: [start, end],
-                samples,
-                progress,
-            })
+            window.map(|w| (w, intervals))
         },
     )?;
+    let mut latencies = Latencies::new();
+    for o in &outs {
+        latencies.merge(&o.2);
+    }
     let errors = (
         outs.iter().map(|o| o.0).sum::<u64>(),
         outs.into_iter().find_map(|o| o.1),
     );
-    let w = result;
+    let (w, intervals) = result;
     if let Some(e) = errors.1 {
         data.fail(format!("{label}: {} bad lookups, first: {e}", errors.0));
     }
     let stats = w.load[1].0.since(&w.load[0].0);
     let resident = tables::residency(&db);
     let nodes = tables::node_figures(&db, &stats);
+    let mrc = common::curve_of(&db);
     common::note_trace(settings, trace, db.pool())?;
     // The end-of-run check of this copy.
     let bulk_rows = tables::scan_count(&db, BULK)?;
@@ -367,7 +411,13 @@ fn measure(
     db.drop_table(BULK)?;
     db.close()?;
     crate::dirs::remove_dir(run_dir)?;
-    Ok(load_row(c, w, hot_set_pages, resident, nodes))
+    Ok(Row {
+        latency: latencies.by_kind(),
+        mrc,
+        intervals,
+        seed,
+        ..load_row(c, w, hot_set_pages, resident, nodes)
+    })
 }
 
 /// The row of one load: its rates, the lookups' hit ratio before and
@@ -452,6 +502,10 @@ fn load_row(
         samples,
         resident,
         nodes,
+        latency: ByKind::new(),
+        mrc: None,
+        intervals: Vec::new(),
+        seed: 0,
     }
 }
 
@@ -616,6 +670,18 @@ impl Report for BulkloadReport {
             .map(|((label, _), r)| (label.clone(), r.nodes.clone()))
             .collect();
         out += &tables::render_nodes(&nodes);
+        let lat: Vec<(String, &ByKind)> = res
+            .iter()
+            .zip(&self.rows)
+            .map(|((label, _), r)| (label.clone(), &r.latency))
+            .collect();
+        out += &latency::table(&lat);
+        let curves: Vec<(String, Option<&Curve>)> = res
+            .iter()
+            .zip(&self.rows)
+            .map(|((label, _), r)| (label.clone(), r.mrc.as_ref()))
+            .collect();
+        out += &common::curve_table(&curves);
         if self.data_check.ok {
             out += &format!(
                 "data check: ok (every load committed {} rows; accounts {} rows, index verified \

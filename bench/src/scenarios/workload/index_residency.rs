@@ -292,17 +292,48 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
     let first = *configs
         .first()
         .ok_or_else(|| BenchError::Config("empty matrix".into()))?;
-    let relations = {
-        let db = Database::open(
-            &ds.dir,
-            settings
-                .engine_options(&first)
-                .checksums(ds.stamp.checksums),
-        )?;
-        let r = dataset::relation_sizes(&db)?;
-        db.close()?;
-        r
-    };
+    let relations = relations(&ds, settings, &first)?;
+    say_sizes(settings, p, &relations);
+    let len = ((p.rows as usize) * 2)
+        .next_power_of_two()
+        .clamp(1 << 16, 1 << 22);
+    let seed = settings.seed(SEED);
+    let probes = draw_probes(p.rows, len, seed)?;
+    let runs = run_matrix(&ds, settings, &configs, p.runs, (&probes, seed))?;
+    let rows: Vec<Row> = configs.iter().map(|c| median_row(&runs, c)).collect();
+    let comparisons = compare(&runs, &rows);
+    let data_check = dataset::check(&ds, settings.engine_options(&first), settings.progress)?;
+    Ok(IndexResidencyReport {
+        scenario: NAME.into(),
+        pool_buffers: settings.pool_buffers,
+        table_rows: p.rows,
+        relations,
+        theta: THETA,
+        warmup_secs: settings.warmup.as_secs_f64(),
+        duration_secs: settings.duration.as_secs_f64(),
+        runs_per_config: p.runs,
+        reused_data: ds.reused,
+        build_secs: ds.build_secs,
+        rows,
+        runs,
+        comparisons,
+        data_check,
+    })
+}
+
+/// The sizes of the table and its indexes, in pages.
+fn relations(ds: &Dataset, settings: &Settings, first: &Config) -> Result<Vec<RelPages>> {
+    let db = Database::open(
+        &ds.dir,
+        settings.engine_options(first).checksums(ds.stamp.checksums),
+    )?;
+    let r = dataset::relation_sizes(&db)?;
+    db.close()?;
+    Ok(r)
+}
+
+/// The line naming the table's and the indexes' sizes against the pool.
+fn say_sizes(settings: &Settings, p: &Params, relations: &[RelPages]) {
     let size = |n: &str| {
         relations
             .iter()
@@ -323,20 +354,26 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    let len = ((p.rows as usize) * 2)
-        .next_power_of_two()
-        .clamp(1 << 16, 1 << 22);
-    let seed = settings.seed(SEED);
-    let probes = draw_probes(p.rows, len, seed)?;
+}
+
+/// Every run of every configuration, in the order run: the matrix grouped
+/// by everything but the evictor, the evictors of a group alternating.
+fn run_matrix(
+    ds: &Dataset,
+    settings: &Settings,
+    configs: &[Config],
+    runs_per_config: usize,
+    (probes, seed): (&[u64], u64),
+) -> Result<Vec<Row>> {
     // Group the matrix by everything but the evictor; within a group run
     // the evictors alternately, ABBA.
     let nev = settings.evictors.len().max(1);
     let groups: Vec<&[Config]> = configs.chunks(nev).collect();
-    let total = configs.len() * p.runs;
+    let total = configs.len() * runs_per_config;
     let mut runs = Vec::with_capacity(total);
     let mut done = 0;
     for group in &groups {
-        for (run, i) in harness::alternating(group.len(), p.runs) {
+        for (run, i) in harness::alternating(group.len(), runs_per_config) {
             let c = &group[i];
             done += 1;
             let label = format!(
@@ -345,7 +382,14 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
                 c.partitions,
                 run + 1
             );
-            let row = measure(&ds, settings, c, (&probes, seed), (run, p.runs), &label)?;
+            let row = measure(
+                ds,
+                settings,
+                c,
+                (probes, seed),
+                (run, runs_per_config),
+                &label,
+            )?;
             crate::common::tell(&format!(
                 "{label}: {} probes/s, index pages resident {:.0}, heap {:.0}, index share of evictions {:.2}%, index hit {:.2}%",
                 fmt_rate(row.probes_per_sec),
@@ -357,25 +401,7 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
             runs.push(row);
         }
     }
-    let rows: Vec<Row> = configs.iter().map(|c| median_row(&runs, c)).collect();
-    let comparisons = compare(&runs, &rows);
-    let data_check = dataset::check(&ds, settings.engine_options(&first), settings.progress)?;
-    Ok(IndexResidencyReport {
-        scenario: NAME.into(),
-        pool_buffers: settings.pool_buffers,
-        table_rows: p.rows,
-        relations,
-        theta: THETA,
-        warmup_secs: settings.warmup.as_secs_f64(),
-        duration_secs: settings.duration.as_secs_f64(),
-        runs_per_config: p.runs,
-        reused_data: ds.reused,
-        build_secs: ds.build_secs,
-        rows,
-        runs,
-        comparisons,
-        data_check,
-    })
+    Ok(runs)
 }
 
 #[derive(Debug, Default)]
@@ -888,12 +914,9 @@ impl IndexResidencyReport {
     }
 }
 
-impl Report for IndexResidencyReport {
-    fn scenario(&self) -> &str {
-        &self.scenario
-    }
-
-    fn render(&self) -> String {
+impl IndexResidencyReport {
+    /// Every run, and the medians, one line per configuration.
+    fn run_tables(&self) -> (Table, Table) {
         let mut header = vec!["evictor", "parts", "run", "probes/s"];
         header.extend(INDEXES);
         header.extend([
@@ -935,25 +958,12 @@ impl Report for IndexResidencyReport {
         for r in &self.rows {
             push(&mut med_t, r);
         }
-        let size = |n: &str| {
-            self.relations
-                .iter()
-                .find(|r| r.name == n)
-                .map_or(0, |r| r.pages)
-        };
-        let mut out = format!(
-            "\n{} (pool {} buffers; {} rows; heap {} pages = {:.1} x pool, indexes {} pages = {:.2} x pool), per run:\n{runs_t}\nmedians:\n{med_t}",
-            self.scenario,
-            self.pool_buffers,
-            self.table_rows,
-            size(TABLE),
-            size(TABLE) as f64 / self.pool_buffers as f64,
-            self.index_pages_total(),
-            self.index_pages_total() as f64 / self.pool_buffers as f64,
-        );
-        out += "index pages / heap pages: resident at the end of the window; index evict share: evictions of index pages / all \
-                (per relation: pages read - growth of residency); index hit%: 1 - index pages read / (accesses - probes); \
-                acc/probe: buffer accesses per probe\n";
+        (runs_t, med_t)
+    }
+
+    /// One line per compared pair: clock beside HOT/COOL.
+    fn comparison_lines(&self) -> String {
+        let mut out = String::new();
         for c in &self.comparisons {
             out += &format!(
                 "  partitions {}: index pages resident clock {:.0} ({:.0}-{:.0}) vs HOT/COOL {:.0} ({:.0}-{:.0}): {}; per-run figures {}; \
@@ -983,6 +993,12 @@ impl Report for IndexResidencyReport {
                 },
             );
         }
+        out
+    }
+
+    /// Where the buffers went at the end of each median run, and per NUMA
+    /// node.
+    fn buffers(&self) -> String {
         let labels: Vec<String> = self
             .rows
             .iter()
@@ -993,7 +1009,7 @@ impl Report for IndexResidencyReport {
             .iter()
             .map(|r| r.resident_end.as_slice())
             .collect();
-        out += &format!(
+        let mut out = format!(
             "where the buffers went (pages resident at the end of the median run):\n{}",
             dataset::residency_table(&labels, &ends, self.pool_buffers)
         );
@@ -1003,19 +1019,58 @@ impl Report for IndexResidencyReport {
             .map(|(l, r)| (l.clone(), r.nodes_end.clone()))
             .collect();
         out += &crate::scenarios::tables::render_nodes(&nodes);
+        out
+    }
+
+    /// The latency table and the miss-ratio curves, one line per
+    /// configuration.
+    fn latencies_and_curves(&self) -> String {
         let labels: Vec<String> = self.rows.iter().map(Self::label).collect();
         let lat: Vec<(String, &ByKind)> = labels
             .iter()
             .cloned()
             .zip(self.rows.iter().map(|r| &r.latency))
             .collect();
-        out += &latency::table(&lat);
+        let mut out = latency::table(&lat);
         let curves: Vec<(String, Option<&Curve>)> = labels
             .iter()
             .zip(&self.rows)
             .map(|(l, r)| (l.clone(), r.mrc.as_ref()))
             .collect();
         out += &common::curve_table(&curves);
+        out
+    }
+}
+
+impl Report for IndexResidencyReport {
+    fn scenario(&self) -> &str {
+        &self.scenario
+    }
+
+    fn render(&self) -> String {
+        let (runs_t, med_t) = self.run_tables();
+        let size = |n: &str| {
+            self.relations
+                .iter()
+                .find(|r| r.name == n)
+                .map_or(0, |r| r.pages)
+        };
+        let mut out = format!(
+            "\n{} (pool {} buffers; {} rows; heap {} pages = {:.1} x pool, indexes {} pages = {:.2} x pool), per run:\n{runs_t}\nmedians:\n{med_t}",
+            self.scenario,
+            self.pool_buffers,
+            self.table_rows,
+            size(TABLE),
+            size(TABLE) as f64 / self.pool_buffers as f64,
+            self.index_pages_total(),
+            self.index_pages_total() as f64 / self.pool_buffers as f64,
+        );
+        out += "index pages / heap pages: resident at the end of the window; index evict share: evictions of index pages / all \
+                (per relation: pages read - growth of residency); index hit%: 1 - index pages read / (accesses - probes); \
+                acc/probe: buffer accesses per probe\n";
+        out += &self.comparison_lines();
+        out += &self.buffers();
+        out += &self.latencies_and_curves();
         out += &self.data_check.render();
         out
     }

@@ -249,10 +249,30 @@ pub struct Row {
     /// window's accesses and reads of the partitions on each node.
     #[serde(default)]
     pub nodes: Vec<tables::NodeFigures>,
+    /// Latency per operation kind in the window: `transaction` (one
+    /// pgbench transaction, retries included, as `latency_*_ms`).
+    #[serde(default)]
+    pub latency: ByKind,
+    /// The pool's live miss-ratio curve at the window's end (`--mrc`).
+    #[serde(default)]
+    pub mrc: Option<Curve>,
+    /// One entry per `--report-interval` (warm-up included; throughput in
+    /// transactions).
+    #[serde(default)]
+    pub intervals: Vec<Interval>,
+    /// The seed of client 0's keys (client `t` draws from `seed + t`;
+    /// `--seed`).
+    #[serde(default)]
+    pub seed: u64,
     /// The balance sums at the end: accounts, tellers, branches, history.
     pub sums: [i64; 4],
     pub data_errors: u64,
 }
+
+/// The operation kind of the latency table: one transaction.
+pub const TRANSACTION: &str = "transaction";
+/// Client 0's seed without `--seed` (client `t` uses `SEED + t`).
+pub const SEED: u64 = 0x01f7;
 
 /// A finished `oltp` run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -300,8 +320,8 @@ fn build(db: &Database, s: &Scale, pb: &indicatif::ProgressBar) -> Result<()> {
 /// What one client did.
 #[derive(Debug, Default)]
 struct ClientOut {
-    /// Latencies (ms) of the transactions that committed in the window.
-    latencies: Vec<f64>,
+    /// Latencies of the transactions that committed in the window.
+    latencies: Latencies,
     retries: u64,
     /// Every commit, warm-up included (history rows).
     commits: u64,
@@ -309,7 +329,9 @@ struct ClientOut {
     first_error: Option<String>,
 }
 
-use crate::harness::{self, MEASURE, Phases, STOP};
+use crate::common::Curve;
+use crate::harness::{self, Interval, LiveLatency, MEASURE, Phases, Recorder, STOP, Tally};
+use crate::latency::{self, ByKind, Latencies};
 
 /// Add `delta` to i64 column `col` of the row `key` of `table` (through
 /// the unique index on `column`); returns the new value.
@@ -376,27 +398,39 @@ fn transaction(db: &Database, rng: &mut SmallRng, s: &Scale, out: &mut ClientOut
     Ok(runs - 1)
 }
 
+/// The counters the clients publish: transactions committed in the
+/// window, and in all (the interval reporter's).
+struct Counts<'a> {
+    done: AtomicU64,
+    all: AtomicU64,
+    live: Option<&'a LiveLatency>,
+}
+
 fn client(
     db: &Database,
     seed: u64,
     s: &Scale,
     phase: &AtomicU8,
-    done: &AtomicU64,
+    counts: &Counts<'_>,
 ) -> Result<ClientOut> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut out = ClientOut::default();
+    let mut lat = Recorder::new(counts.live, TRANSACTION);
     loop {
         let p = phase.load(Ordering::Relaxed);
         if p == STOP {
+            out.latencies = lat.finish();
             return Ok(out);
         }
         let start = Instant::now();
         let tries = transaction(db, &mut rng, s, &mut out)?;
         out.commits += 1;
-        if phase.load(Ordering::Relaxed) == MEASURE && p == MEASURE {
-            out.latencies.push(start.elapsed().as_secs_f64() * 1e3);
+        counts.all.fetch_add(1, Ordering::Relaxed);
+        let in_window = phase.load(Ordering::Relaxed) == MEASURE && p == MEASURE;
+        lat.record_if(TRANSACTION, start, in_window);
+        if in_window {
             out.retries += tries;
-            done.fetch_add(1, Ordering::Relaxed);
+            counts.done.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -459,7 +493,7 @@ fn measure(
     data: &mut DataCheck,
 ) -> Result<Row> {
     let (db, opts, trace) = open_copy(settings, cached, run_dir, cell, checkpoint)?;
-    let (before, after, outs) = window(settings, &db, cell, scale, label)?;
+    let (before, after, outs, intervals) = window(settings, &db, cell, scale, label)?;
     let stats = after.0.since(&before.0);
     let commits: u64 = outs.iter().map(|o| o.commits).sum();
     if let Some(e) = outs.iter().find_map(|o| o.first_error.clone()) {
@@ -467,19 +501,18 @@ fn measure(
     }
     let resident = tables::residency(&db);
     let nodes = tables::node_figures(&db, &stats);
+    let mrc = common::curve_of(&db);
     common::note_trace(settings, trace, db.pool())?;
     let checked = check_after_window(
         settings, db, opts, run_dir, cell, scale, commits, label, data,
     )?;
     crate::dirs::remove_dir(run_dir)?;
-    Ok(tally(
-        cell,
-        (&before, &after),
-        &outs,
-        resident,
-        nodes,
-        checked,
-    ))
+    Ok(Row {
+        mrc,
+        intervals,
+        seed: settings.seed(SEED),
+        ..tally(cell, (&before, &after), &outs, resident, nodes, checked)
+    })
 }
 
 /// A fresh copy of the cached database in `run_dir`, opened with the
@@ -519,36 +552,56 @@ fn window(
     cell: &Cell,
     scale: &Scale,
     label: &str,
-) -> Result<(Snap, Snap, Vec<ClientOut>)> {
+) -> Result<(Snap, Snap, Vec<ClientOut>, Vec<Interval>)> {
     let phases = Phases::new();
-    let done = AtomicU64::new(0);
+    let live = LiveLatency::new();
+    let counts = Counts {
+        done: AtomicU64::new(0),
+        all: AtomicU64::new(0),
+        live: settings.measures.report_interval.map(|_| &live),
+    };
+    let seed = settings.seed(SEED);
     let pb = tables::window_bar(
         settings,
         settings.warmup + settings.duration,
         &format!("{NAME} {label}"),
     );
-    let ((before, after), outs) = harness::run_crew(
+    let (((before, after), intervals), outs) = harness::run_crew(
         0..cell.pool.threads,
         &|t, _| {
             crate::common::pin_worker(t);
             // Trace thread id = client number.
             common::traced(db, t as u32, || {
-                client(db, 0x01f7 + t as u64, scale, phases.flag(), &done)
+                client(
+                    db,
+                    seed.wrapping_add(t as u64),
+                    scale,
+                    phases.flag(),
+                    &counts,
+                )
             })
         },
         || phases.set(STOP),
         |crew| {
-            Ok(harness::warm_then_measure(
-                &pb,
-                (settings.warmup, settings.duration),
-                &phases,
-                || crew.alive(),
-                || snap(db, &done),
+            Ok(harness::with_intervals(
+                settings.measures.report_interval,
+                (&format!("{NAME} {label}"), "tps"),
+                &live,
+                || Tally::of(&db.pool_stats(), counts.all.load(Ordering::Relaxed)),
+                || {
+                    harness::warm_then_measure(
+                        &pb,
+                        (settings.warmup, settings.duration),
+                        &phases,
+                        || crew.alive(),
+                        || snap(db, &counts.done),
+                    )
+                },
             ))
         },
     )?;
     pb.finish_and_clear();
-    Ok((before, after, outs))
+    Ok((before, after, outs, intervals))
 }
 
 /// After the window: the tables' sizes, the autovacuum worker's error (a
@@ -593,7 +646,8 @@ fn check_after_window(
 }
 
 /// The cell's row from the window's snapshots, the clients' tallies and
-/// the checks.
+/// the checks (the curve, the interval series and the seed are the
+/// caller's to fill in).
 fn tally(
     cell: &Cell,
     (before, after): (&Snap, &Snap),
@@ -607,11 +661,14 @@ fn tally(
     let t = stats.totals();
     let wal_bytes = after.1.bytes - before.1.bytes;
     let txns = after.4 - before.4;
-    let mut lat: Vec<f64> = outs
-        .iter()
-        .flat_map(|o| o.latencies.iter().copied())
-        .collect();
-    lat.sort_by(f64::total_cmp);
+    let mut latencies = Latencies::new();
+    for o in outs {
+        latencies.merge(&o.latencies);
+    }
+    let txn_latency = latencies
+        .get(TRANSACTION)
+        .map(|l| l.summary())
+        .unwrap_or_default();
     let data_errors: u64 = outs.iter().map(|o| o.data_errors).sum();
     let writes = [
         t.writes_backend,
@@ -634,9 +691,9 @@ fn tally(
         window_secs: secs,
         transactions: txns,
         tps: txns as f64 / secs,
-        latency_p50_ms: tables::percentile(&lat, 50.0),
-        latency_p99_ms: tables::percentile(&lat, 99.0),
-        latency_max_ms: lat.last().copied().unwrap_or(0.0),
+        latency_p50_ms: txn_latency.p50_us / 1e3,
+        latency_p99_ms: txn_latency.p99_us / 1e3,
+        latency_max_ms: txn_latency.max_us / 1e3,
         retries: outs.iter().map(|o| o.retries).sum(),
         wal_bytes,
         wal_bytes_per_txn: if txns > 0 {
@@ -671,6 +728,10 @@ fn tally(
         autovacuums: checked.autovacuum.vacuums,
         autovacuum_tuples_removed: checked.autovacuum.tuples_removed,
         nodes,
+        latency: latencies.by_kind(),
+        mrc: None,
+        intervals: Vec::new(),
+        seed: 0,
         sums: checked.sums,
         data_errors,
     }
@@ -906,6 +967,18 @@ impl OltpReport {
             .map(|((label, _), r)| (label.clone(), r.nodes.clone()))
             .collect();
         out += &tables::render_nodes(&nodes);
+        let lat: Vec<(String, &ByKind)> = res
+            .iter()
+            .zip(&self.rows)
+            .map(|((label, _), r)| (label.clone(), &r.latency))
+            .collect();
+        out += &latency::table(&lat);
+        let curves: Vec<(String, Option<&Curve>)> = res
+            .iter()
+            .zip(&self.rows)
+            .map(|((label, _), r)| (label.clone(), r.mrc.as_ref()))
+            .collect();
+        out += &common::curve_table(&curves);
         out
     }
 

@@ -19,11 +19,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use engine::{Database, KeyRange, OwnedRow, RowId, TableOptions, Transaction, Value};
 use rand::RngExt;
 
+use super::analytic::{Analyst, EngineAnalyst};
 use super::backend::{Backend, Outcome, Terminal};
 use super::checks::{DistrictState, WarehouseState};
 use super::schema::{
-    self, CUSTOMER, CUSTOMER_BY_NAME, DISTRICT, HISTORY, ITEM, NEW_ORDER, ORDER_LINE, ORDERS,
-    ORDERS_BY_CUSTOMER, STOCK, WAREHOUSE,
+    self, CUSTOMER, CUSTOMER_BY_NAME, DISTRICT, HISTORY, ITEM, NEW_ORDER, ORDER_LINE,
+    ORDER_LINE_PKEY, ORDERS, ORDERS_BY_CUSTOMER, ORDERS_PKEY, STOCK, WAREHOUSE,
 };
 use super::spec::{
     CustomerSelector, DeliveryInput, NewOrderInput, OrderStatusInput, PaymentInput, Scale,
@@ -36,8 +37,6 @@ use crate::error::{BenchError, Result};
 pub const TERMINAL_ATTEMPTS: u32 = 1_000;
 
 const NEW_ORDER_PKEY: &str = "new_order_pkey";
-const ORDERS_PKEY: &str = "orders_pkey";
-const ORDER_LINE_PKEY: &str = "order_line_pkey";
 
 /// A deliberate fault for tests of the checks.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -123,6 +122,10 @@ impl Backend for EngineBackend {
             retries: 0,
             rng: rand::make_rng(),
         }))
+    }
+
+    fn analyst(&self) -> Result<Box<dyn Analyst + '_>> {
+        Ok(Box::new(EngineAnalyst::new(&self.db)))
     }
 
     fn consistency_state(&self, scale: &Scale) -> Result<Vec<WarehouseState>> {

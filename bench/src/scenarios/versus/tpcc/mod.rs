@@ -8,8 +8,14 @@
 //! - `checks`: consistency conditions 1 to 4;
 //! - `engine_side`: the engine's backend (schema, load, the five
 //!   transactions);
-//! - `driver`: the terminal threads, the mix, counts and latencies;
-//! - `report`: the rows, the table, the JSON and the throughput plot.
+//! - `driver`: the terminal threads, the mix, counts and latencies, and
+//!   the analytic threads beside them;
+//! - `analytic`: the CH-benCHmark queries Q1, Q4, Q6 and Q12 (engine plans
+//!   and SQL);
+//! - `sqlite_side`: the same on SQLite (`--features sqlite` only);
+//! - `versus`: `--versus-sqlite`, the engine and SQLite side by side;
+//! - `report`: the rows, the table, the JSON and the throughput plot;
+//! - `crash`: the crash-recovery check (a child killed with SIGKILL).
 //!
 //! The run: the data set for `--warehouses` is built once and cached
 //! (`<data-dir>/tpcc/w<N>`); each cell of the matrix (evictor x ring x
@@ -19,13 +25,18 @@
 //! for the measured window, checks consistency conditions 1-4 and fails
 //! the run if one does not hold.
 
+pub mod analytic;
 pub mod backend;
 pub mod checks;
+pub mod crash;
 pub mod driver;
 pub mod engine_side;
 pub mod report;
 pub mod schema;
 pub mod spec;
+#[cfg(feature = "sqlite")]
+pub mod sqlite_side;
+pub mod versus;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -37,10 +48,12 @@ use engine::{Database, Options, Partitions};
 use crate::common::{self, Config, Defaults, EvictorChoice, Settings};
 use crate::dataset::{self, ReadCounts};
 use crate::error::{BenchError, Result};
+use analytic::Query;
 use backend::Backend;
-use driver::{Limit, drive};
+use driver::KindRow;
+use driver::{Limit, drive, drive_with_analytics};
 use engine_side::EngineBackend;
-use report::{KindRow, RelationRow, Row, TpccReport};
+use report::{QueryRow, RelationRow, Row, TpccReport};
 use spec::{Scale, TxnKind};
 
 pub const NAME: &str = "tpcc";
@@ -136,11 +149,15 @@ pub struct Args {
     /// (--pool-mib / --pool-pages set it directly instead) [default: 25%]
     #[arg(long, value_name = "F")]
     pub pool_fraction: Option<Fraction>,
-    /// Analytic (CH-benCHmark) query threads beside the terminals,
-    /// comma-separated; the analytic queries are not part of this build
-    /// yet, so only 0 runs [default: 0]
+    /// Analytic (CH-benCHmark Q1, Q4, Q6, Q12) query threads beside the
+    /// terminals, comma-separated: `0,1` runs each cell without and with
+    /// one [default: 0]
     #[arg(long, value_name = "N[,N...]")]
     pub analytic_threads: Option<ThreadCounts>,
+    /// Instead of the matrix, the engine and SQLite side by side at 1 and
+    /// 2 terminals with the data in memory (needs `--features sqlite`)
+    #[arg(long)]
+    pub versus_sqlite: bool,
     /// Seed of the run-time NURand constants and the terminals' draws
     /// [default: 1]
     #[arg(long, value_name = "N")]
@@ -149,6 +166,11 @@ pub struct Args {
     /// districts of 60 customers): a smoke run of a few seconds
     #[arg(long)]
     pub tiny: bool,
+    /// After the matrix, a crash-recovery check: a child process runs the
+    /// terminals on a copy of the data for the window's length, is killed
+    /// with SIGKILL, and conditions 1-4 are checked after recovery
+    #[arg(long)]
+    pub crash: bool,
 }
 
 /// Defaults: clock, HOT/COOL and probation, ring on and off, 2 terminals
@@ -201,12 +223,6 @@ impl Params {
         let analytic = args
             .analytic_threads
             .map_or_else(|| vec![0], |t| t.as_slice().to_vec());
-        if let Some(n) = analytic.iter().find(|&&n| n != 0) {
-            return Err(BenchError::Config(format!(
-                "--analytic-threads {n}: the analytic (CH-benCHmark) queries are not part of \
-                 this build yet, so only 0 analytic threads can run"
-            )));
-        }
         Ok(Params {
             scale,
             pool_fraction: args.pool_fraction.unwrap_or(DEFAULT_POOL_FRACTION),
@@ -239,7 +255,7 @@ pub struct CachedData {
 
 /// The database options a data set is built with (and must be opened
 /// with: the checksum setting is recorded at creation).
-fn build_options() -> Options {
+pub fn build_options() -> Options {
     Options::new()
         .pool_buffers(16_384)
         .checksums(dataset::CHECKSUMS)
@@ -323,7 +339,17 @@ pub fn run(settings: &Settings, args: &Args) -> Result<TpccReport> {
     ));
     let run_dir = settings.data_dir.join(NAME).join("run");
     let mut rows = Vec::new();
-    for config in settings.configs() {
+    let versus = if args.versus_sqlite {
+        versus::run(settings, &params, &data)?
+    } else {
+        Vec::new()
+    };
+    let configs = if args.versus_sqlite {
+        Vec::new()
+    } else {
+        settings.configs()
+    };
+    for config in configs {
         for &analytic in &params.analytic_threads {
             let row = measure(
                 settings,
@@ -337,8 +363,31 @@ pub fn run(settings: &Settings, args: &Args) -> Result<TpccReport> {
             rows.push(row);
         }
     }
+    let crash = if args.crash {
+        crate::dirs::remove_dir(&run_dir)?;
+        crate::dirs::copy_dir(&data.dir, &run_dir, &["LOCK"])?;
+        let exe = std::env::current_exe().map_err(|source| BenchError::Io {
+            op: "find",
+            path: "the bench executable".into(),
+            source,
+        })?;
+        common::tell(&format!("{NAME}: crash-recovery check"));
+        let threads = settings.threads.iter().copied().max().unwrap_or(2);
+        Some(crash::crash_and_check(
+            &exe,
+            &run_dir,
+            &params.scale,
+            threads,
+            pool_buffers,
+            settings.duration,
+            params.seed,
+        )?)
+    } else {
+        None
+    };
     crate::dirs::remove_dir(&run_dir)?;
     Ok(TpccReport {
+        crash,
         scale: params.scale,
         seed: params.seed,
         pool_buffers,
@@ -348,6 +397,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<TpccReport> {
         duration: settings.duration,
         warmup: settings.warmup,
         rows,
+        versus,
     })
 }
 
@@ -396,10 +446,11 @@ fn measure(
     let wal_before = db.wal_stats();
     let reads_before = reads.snapshot();
     let started = Instant::now();
-    let r = drive(
+    let r = drive_with_analytics(
         &backend,
         scale,
         c.threads,
+        usize::from(analytic),
         Limit::Duration(settings.duration),
         params.seed,
     )?;
@@ -408,10 +459,11 @@ fn measure(
     let t = stats.totals();
     let wal_bytes = db.wal_stats().bytes - wal_before.bytes;
     let reads_after = reads.snapshot();
-    let check = backend.check(scale)?;
-    let txns = r.total();
+    // What the window left in the pool, before the check's scans change it.
     let resident = dataset::residency(&db);
     let sizes = dataset::relation_sizes(&db)?;
+    let check = backend.check(scale)?;
+    let txns = r.total();
     let relations = sizes
         .iter()
         .filter(|s| s.kind == "table" || s.kind == "index")
@@ -476,7 +528,18 @@ fn measure(
         } else {
             wal_bytes as f64 / txns as f64
         },
-        analytic_queries: 0,
+        analytic_queries: r.analytic.total(),
+        analytic_per_hour: r.analytic.queries_per_hour(),
+        queries: Query::ALL
+            .iter()
+            .filter_map(|&q| {
+                Some(QueryRow {
+                    query: q.name(),
+                    done: r.analytic.counts.get(&q).copied()?,
+                    latency: r.analytic.summary(q)?,
+                })
+            })
+            .collect(),
         per_second: r.per_second,
         relations,
         check: check.describe(),

@@ -1,6 +1,7 @@
 //! What `bench tpcc` reports: per matrix cell tpmC, transactions per
 //! second, each transaction type's count, rollbacks, conflict retries and
-//! p50 / p95 / p99 / max latency, the pool's hit ratio and evictions, WAL
+//! p50 / p95 / p99 / max latency, the analytic queries per hour and each
+//! one's times, the pool's hit ratio and evictions, WAL
 //! bytes per transaction, and per table and index the pool's reads (misses)
 //! per transaction and the pages resident at the end; the table, the JSON
 //! (`bench/doc/json.md`) and a plot of throughput per second.
@@ -9,18 +10,19 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::driver::KindRow;
 use super::spec::Scale;
+use super::versus::VersusRow;
 use crate::common::{Report, SvgPlot, Table, evictor_colour, evictor_label, fmt_rate};
 use crate::latency::Summary;
 use crate::plot;
 
-/// One transaction type in one cell.
+/// One analytic query in one cell.
 #[derive(Clone, Debug, Serialize)]
-pub struct KindRow {
-    pub kind: &'static str,
+pub struct QueryRow {
+    /// `q1`, `q4`, `q6` or `q12`.
+    pub query: &'static str,
     pub done: u64,
-    pub rolled_back: u64,
-    pub retries: u64,
     pub latency: Summary,
 }
 
@@ -58,8 +60,12 @@ pub struct Row {
     pub evictions: u64,
     pub wal_bytes: u64,
     pub wal_bytes_per_txn: f64,
-    /// Analytic queries finished (0 while the queries are not built).
+    /// Analytic queries finished (0 without analytic threads), all four
+    /// together, and per hour of the analytic threads' time.
     pub analytic_queries: u64,
+    pub analytic_per_hour: f64,
+    /// Each analytic query that finished: count and times.
+    pub queries: Vec<QueryRow>,
     /// Per second of the window: (New-Orders, all transactions).
     pub per_second: Vec<(u64, u64)>,
     pub relations: Vec<RelationRow>,
@@ -96,10 +102,103 @@ pub struct TpccReport {
     pub duration: Duration,
     pub warmup: Duration,
     pub rows: Vec<Row>,
+    /// `--versus-sqlite`: the engine and SQLite at 1 and 2 terminals.
+    pub versus: Vec<VersusRow>,
+    /// The crash-recovery check (`--crash`).
+    pub crash: Option<super::crash::CrashReport>,
+}
+
+impl TpccReport {
+    fn crash_line(&self) -> String {
+        let Some(c) = &self.crash else {
+            return String::new();
+        };
+        format!(
+            "crash-recovery: child killed with SIGKILL after {:.1} s; {} New-Orders \
+             committed and kept; recovery {:.0} ms; {}\n",
+            self.duration.as_secs_f64(),
+            c.orders_after - c.orders_before,
+            c.recovery.as_secs_f64() * 1000.0,
+            c.check.describe()
+        )
+    }
+
+    fn crash_failure(&self) -> Option<String> {
+        let c = self.crash.as_ref()?;
+        if !c.check.passed() {
+            return Some(format!("after the crash: {}", c.check.describe()));
+        }
+        if c.orders_after <= c.orders_before {
+            return Some(
+                "after the crash: no New-Order of the killed child survived (it committed \
+                 none, or recovery lost them)"
+                    .into(),
+            );
+        }
+        None
+    }
 }
 
 fn ms(us: f64) -> String {
     format!("{:.2}", us / 1000.0)
+}
+
+/// `--versus-sqlite`: one line per database and terminal count, then the
+/// engine's tpmC over SQLite's per terminal count.
+fn render_versus(rows: &[VersusRow]) -> String {
+    let mut t = Table::new(&[
+        "database",
+        "threads",
+        "tpmC",
+        "txn/s",
+        "NO p50",
+        "NO p99",
+        "Pay p99",
+        "retries",
+        "rollbacks",
+        "check",
+    ]);
+    let kind = |r: &VersusRow, k: &str| r.kinds.iter().find(|x| x.kind == k).cloned();
+    for r in rows {
+        let no = kind(r, "new-order");
+        let pay = kind(r, "payment");
+        t.push(vec![
+            r.database.into(),
+            r.threads.to_string(),
+            fmt_rate(r.tpmc),
+            fmt_rate(r.tps),
+            no.as_ref().map_or("-".into(), |k| ms(k.latency.p50_us)),
+            no.as_ref().map_or("-".into(), |k| ms(k.latency.p99_us)),
+            pay.as_ref().map_or("-".into(), |k| ms(k.latency.p99_us)),
+            r.kinds.iter().map(|k| k.retries).sum::<u64>().to_string(),
+            r.kinds
+                .iter()
+                .map(|k| k.rolled_back)
+                .sum::<u64>()
+                .to_string(),
+            if r.check_passed { "ok" } else { "FAILED" }.into(),
+        ]);
+    }
+    let mut out = format!(
+        "engine beside SQLite, data in memory (latencies in ms):\n{}",
+        t
+    );
+    for threads in super::versus::THREADS {
+        let of = |db: &str| {
+            rows.iter()
+                .find(|r| r.database == db && r.threads == threads)
+                .map(|r| r.tpmc)
+        };
+        if let (Some(e), Some(s)) = (of("engine"), of("sqlite"))
+            && s > 0.0
+        {
+            out += &format!(
+                "{threads} thread(s): engine tpmC / SQLite tpmC = {:.2}\n",
+                e / s
+            );
+        }
+    }
+    out
 }
 
 impl Report for TpccReport {
@@ -120,6 +219,11 @@ impl Report for TpccReport {
             self.pool_buffers,
             100.0 * self.pool_buffers as f64 / self.data_pages.max(1) as f64,
         );
+        if !self.versus.is_empty() {
+            out += &render_versus(&self.versus);
+            out += &self.crash_line();
+            return out;
+        }
         let mut t = Table::new(&[
             "config",
             "tpmC",
@@ -130,7 +234,7 @@ impl Report for TpccReport {
             "WAL B/txn",
             "retries",
             "rollbacks",
-            "analytic q/s",
+            "analytic q/h",
             "check",
         ]);
         for r in &self.rows {
@@ -152,7 +256,7 @@ impl Report for TpccReport {
                 if r.analytic_threads == 0 {
                     "-".into()
                 } else {
-                    format!("{:.2}", r.analytic_queries as f64 / r.secs)
+                    format!("{:.0}", r.analytic_per_hour)
                 },
                 if r.check_passed { "ok" } else { "FAILED" }.into(),
             ]);
@@ -186,6 +290,23 @@ impl Report for TpccReport {
             }
         }
         out += &t.to_string();
+        if self.rows.iter().any(|r| !r.queries.is_empty()) {
+            out += "\nanalytic queries (CH-benCHmark), each query's times (ms):\n";
+            let mut t = Table::new(&["config", "query", "done", "p50", "p95", "max"]);
+            for r in &self.rows {
+                for q in &r.queries {
+                    t.push(vec![
+                        r.label(),
+                        q.query.into(),
+                        q.done.to_string(),
+                        ms(q.latency.p50_us),
+                        ms(q.latency.p95_us),
+                        ms(q.latency.max_us),
+                    ]);
+                }
+            }
+            out += &t.to_string();
+        }
         out +=
             "\npool reads (misses) per transaction and pages resident at the end, per relation:\n";
         let mut t = Table::new(&["config", "relation", "pages", "resident %", "reads/txn"]);
@@ -209,6 +330,7 @@ impl Report for TpccReport {
                 out += &format!("{}: {}\n", r.label(), r.check);
             }
         }
+        out += &self.crash_line();
         out
     }
 
@@ -230,6 +352,13 @@ impl Report for TpccReport {
             "duration_secs": self.duration.as_secs_f64(),
             "warmup_secs": self.warmup.as_secs_f64(),
             "rows": self.rows,
+            "versus_sqlite": self.versus,
+            "crash": self.crash.as_ref().map(|c| serde_json::json!({
+                "new_orders_kept": c.orders_after - c.orders_before,
+                "recovery_ms": c.recovery.as_secs_f64() * 1000.0,
+                "check_passed": c.check.passed(),
+                "check": c.check.describe(),
+            })),
         })
     }
 
@@ -238,6 +367,13 @@ impl Report for TpccReport {
             .iter()
             .filter(|r| !r.check_passed)
             .map(|r| format!("{}: {}", r.label(), r.check))
+            .chain(
+                self.versus
+                    .iter()
+                    .filter(|r| !r.check_passed)
+                    .map(|r| format!("{} t{}: {}", r.database, r.threads, r.check)),
+            )
+            .chain(self.crash_failure())
             .collect()
     }
 
