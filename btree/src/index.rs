@@ -409,7 +409,10 @@ impl Index {
                 let step = match self.pool.read_optimistic(self.relfork(), block, |p| {
                     optimistic::inner_step(p, key, tid, at)
                 }) {
-                    Some(Some(step)) => step,
+                    // A right link back to the page itself is damage: the
+                    // pinned read names it (it would otherwise be followed
+                    // forever).
+                    Some(Some(step)) if step.next != Next::Right(block) => step,
                     _ => self.inner_step_pinned(block, key, tid, at)?,
                 };
                 if first && !step.root {
@@ -443,11 +446,23 @@ impl Index {
                 if !tp.beyond_high_key_at(key, tid)? {
                     return Ok(page);
                 }
-                block = tp.right;
+                block = self.right_of(&tp, block)?;
                 drop(page);
                 page = self.read_shared(block)?;
             }
         }
+    }
+
+    /// The right link of `tp` (page `block`), which a descent is about to
+    /// follow; a link back to the page itself is `Corrupt` (following it
+    /// would never end).
+    fn right_of(&self, tp: &TreePage<'_>, block: BlockNumber) -> Result<BlockNumber> {
+        if tp.right == block {
+            return Err(self
+                .page_id(block)
+                .corrupt("the right link points at the page itself"));
+        }
+        Ok(tp.right)
     }
 
     /// [`optimistic::inner_step`] the pinned way: the internal page `block`
@@ -462,7 +477,7 @@ impl Index {
             )));
         }
         let next = if tp.beyond_high_key_at(key, tid)? {
-            Next::Right(tp.right)
+            Next::Right(self.right_of(&tp, block)?)
         } else {
             Next::Child(tp.child_for_at(key, tid)?)
         };
