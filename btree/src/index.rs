@@ -353,7 +353,7 @@ impl Index {
                     return Ok(Descent::Restart);
                 }
                 if tp.beyond_high_key(skey)? {
-                    block = tp.right;
+                    block = self.right_of(&tp, block)?;
                     drop(page);
                     page = self.lock(block, level == target)?;
                     continue;
@@ -502,7 +502,7 @@ impl Index {
             if !tp.beyond_high_key_at(key, tid)? {
                 return Ok(page);
             }
-            let right = tp.right;
+            let right = self.right_of(&tp, block)?;
             drop(page);
             page = self.read_shared(right)?;
         }

@@ -128,3 +128,36 @@ fn a_right_link_to_the_page_itself_below_its_high_key_is_corrupt_not_an_endless_
     });
     assert!(failed > 0, "no lookup went through the damaged page");
 }
+
+#[test]
+fn an_insert_through_a_page_whose_right_link_is_itself_is_corrupt_not_an_endless_descent() {
+    within(Duration::from_secs(120), || {
+        let db = db(512, false);
+        let index = create(&db, KeyType::Bytes, false);
+        for k in 0..KEYS {
+            index.insert(&key(k), tid_of(k), &AssumeLive).unwrap();
+        }
+        let block = inner_page_with_right_sibling(&db);
+        {
+            let mut w = db
+                .pool
+                .read_buffer(RelFork::main(REL), block, None)
+                .unwrap()
+                .lock_exclusive();
+            let first = [w[32], w[33], w[34], w[35]];
+            w[28..32].copy_from_slice(&first);
+            w[20..24].copy_from_slice(&block.to_le_bytes());
+            w.mark_dirty();
+        }
+        // Every insert routed through the page meets it; some are.
+        let mut failed = 0;
+        for k in KEYS..KEYS + 50 {
+            let k = (k * 7919) % (2 * KEYS);
+            if let Err(e) = index.insert(&key(k), Tid::new(k as u32 + 1, 2), &AssumeLive) {
+                assert_eq!(e.kind(), ErrorKind::CorruptData, "key {k}: {e}");
+                failed += 1;
+            }
+        }
+        assert!(failed > 0, "no insert went through the damaged page");
+    });
+}
