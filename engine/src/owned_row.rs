@@ -252,7 +252,7 @@ impl OwnedRow {
         &self.shape().table
     }
 
-    /// Column `col` (a name or a [`Col`]). (`get(i)` is the slice's: the
+    /// Column `col` (a name or a [`Col`](crate::Col)). (`get(i)` is the slice's: the
     /// value at position `i`, if any.)
     pub fn value(&self, col: impl RowColumn) -> Result<&Value> {
         let i = self.slot(&col)?;
