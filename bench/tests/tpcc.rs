@@ -9,7 +9,8 @@ use bench::scenarios::versus::tpcc::backend::{Backend, Outcome};
 use bench::scenarios::versus::tpcc::driver::{Limit, drive};
 use bench::scenarios::versus::tpcc::engine_side::{DeliveryFault, EngineBackend};
 use bench::scenarios::versus::tpcc::spec::{
-    DeliveryInput, NewOrderInput, OrderLineInput, Scale, TxnKind,
+    self, CustomerSelector, DeliveryInput, NewOrderInput, OrderLineInput, PaymentInput, Scale,
+    TxnKind,
 };
 use engine::{Database, Options, Value};
 
@@ -286,4 +287,128 @@ fn versus_sqlite_without_the_sqlite_feature_is_an_error_naming_the_feature() {
     let settings = tiny_settings(kind, dir.path());
     let e = kind.run(&settings).unwrap_err().to_string();
     assert!(e.contains("--features sqlite"), "{e}");
+}
+
+/// (c_id, c_first, c_payment_cnt) of every customer of (1, 1) named `last`.
+fn customers_named(backend: &EngineBackend, last: &str) -> Vec<(i64, String, i64)> {
+    let txn = backend.database().read().unwrap();
+    let mut out = Vec::new();
+    for row in txn.scan("customer").unwrap() {
+        let (_, row) = row.unwrap();
+        if row.i64("c_w_id").unwrap() == 1
+            && row.i64("c_d_id").unwrap() == 1
+            && row.text("c_last").unwrap() == last
+        {
+            out.push((
+                row.i64("c_id").unwrap(),
+                row.text("c_first").unwrap().to_string(),
+                row.i64("c_payment_cnt").unwrap(),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_payment_by_last_name_charges_the_middle_customer_sorted_by_first_name() {
+    let scale = Scale::tiny();
+    let backend = loaded(&scale);
+    // The name most customers of district 1 share (at least 3, so the
+    // middle differs from both ends).
+    let (name, before) = (0..scale.last_names)
+        .map(spec::last_name)
+        .map(|n| {
+            let c = customers_named(&backend, &n);
+            (n, c)
+        })
+        .max_by_key(|(_, c)| c.len())
+        .unwrap();
+    assert!(before.len() >= 3, "{name}: only {} customers", before.len());
+    let mut sorted = before.clone();
+    sorted.sort_by(|a, b| a.1.cmp(&b.1));
+    let middle = sorted[sorted.len().div_ceil(2) - 1].0;
+    let mut t = backend.terminal(&scale, 1).unwrap();
+    let out = t
+        .payment(&PaymentInput {
+            warehouse: 1,
+            district: 1,
+            customer_warehouse: 1,
+            customer_district: 1,
+            customer: CustomerSelector::LastName(name.clone()),
+            amount: 1_000,
+        })
+        .unwrap();
+    assert_eq!(out, Outcome::Committed);
+    drop(t);
+    let after = customers_named(&backend, &name);
+    for ((c, _, was), (c2, _, now)) in before.iter().zip(&after) {
+        assert_eq!(c, c2);
+        let expected = was + i64::from(*c == middle);
+        assert_eq!(*now, expected, "customer {c} (middle is {middle})");
+    }
+}
+
+fn new_orders_per_district(backend: &EngineBackend, scale: &Scale) -> Vec<i64> {
+    let state = backend.consistency_state(scale).unwrap();
+    state[0].districts.iter().map(|d| d.new_orders).collect()
+}
+
+#[test]
+fn a_delivery_skips_a_district_without_undelivered_orders_and_delivers_the_others() {
+    let scale = Scale::tiny();
+    let backend = loaded(&scale);
+    let mut t = backend.terminal(&scale, 1).unwrap();
+    let deliver = |t: &mut Box<dyn bench::scenarios::versus::tpcc::backend::Terminal + '_>| {
+        t.delivery(&DeliveryInput {
+            warehouse: 1,
+            carrier: 4,
+        })
+        .unwrap()
+    };
+    // Every district starts with the same undelivered orders: drain them.
+    for _ in 0..scale.new_orders {
+        assert_eq!(deliver(&mut t), Outcome::Committed);
+    }
+    assert_eq!(new_orders_per_district(&backend, &scale), vec![0, 0]);
+    // Nothing to deliver anywhere: still a clean commit.
+    assert_eq!(deliver(&mut t), Outcome::Committed);
+    // One new order in district 2 only: district 1 is skipped, district 2
+    // is delivered.
+    let order = NewOrderInput {
+        warehouse: 1,
+        district: 2,
+        customer: 7,
+        lines: vec![OrderLineInput {
+            item: 1,
+            supply_warehouse: 1,
+            quantity: 2,
+        }],
+    };
+    assert_eq!(t.new_order(&order).unwrap(), Outcome::Committed);
+    assert_eq!(new_orders_per_district(&backend, &scale), vec![0, 1]);
+    let carrier_before = |backend: &EngineBackend| {
+        let txn = backend.database().read().unwrap();
+        let next = txn
+            .get_by_primary_key("district", (1i64, 2i64))
+            .unwrap()
+            .unwrap()
+            .1
+            .i64("d_next_o_id")
+            .unwrap();
+        txn.get_by_primary_key("orders", (1i64, 2i64, next - 1))
+            .unwrap()
+            .unwrap()
+            .1
+            .value("o_carrier_id")
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(carrier_before(&backend), Value::Null);
+    assert_eq!(deliver(&mut t), Outcome::Committed);
+    assert_eq!(carrier_before(&backend), Value::I64(4));
+    assert_eq!(new_orders_per_district(&backend, &scale), vec![0, 0]);
+    drop(t);
+    let report = backend.check(&scale).unwrap();
+    assert!(report.passed(), "{}", report.describe());
 }
