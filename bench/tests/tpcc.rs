@@ -273,6 +273,40 @@ fn the_consistency_conditions_hold_after_a_sigkill_of_a_child_running_tpcc_and_r
         report.orders_after > report.orders_before,
         "the child committed no New-Order before the kill: {report:?}"
     );
+    assert!(report.acknowledged > 0, "{report:?}");
+    assert!(report.lost.is_empty(), "{:?}", report.lost);
+}
+
+#[test]
+fn an_acknowledged_new_order_missing_after_recovery_is_reported_lost() {
+    let scale = Scale::tiny();
+    let backend = loaded(&scale);
+    let db = backend.database();
+    let next = {
+        let txn = db.read().unwrap();
+        txn.get_by_primary_key("district", (1i64, 2i64))
+            .unwrap()
+            .unwrap()
+            .1
+            .i64("d_next_o_id")
+            .unwrap()
+    };
+    // Orders the load committed are found.
+    let kept = [(1, 1, 1), (1, 2, next - 1)];
+    assert_eq!(
+        tpcc::crash::lost_new_orders(db, &kept).unwrap(),
+        Vec::<String>::new()
+    );
+    // An order acknowledged but never in the database is lost, and named.
+    let lost = tpcc::crash::lost_new_orders(db, &[(1, 1, 1), (1, 2, next)]).unwrap();
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    assert!(lost[0].contains(&format!("(1, 2, {next})")), "{lost:?}");
+    assert_eq!(
+        tpcc::crash::parse_ack(&format!("{}1 2 {next}", tpcc::crash::ACK_PREFIX)),
+        Some((1, 2, next))
+    );
+    assert_eq!(tpcc::crash::parse_ack("NEW-ORDER 1 2"), None);
+    assert_eq!(tpcc::crash::parse_ack("READY"), None);
 }
 
 #[cfg(not(feature = "sqlite"))]
