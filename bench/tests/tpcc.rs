@@ -446,3 +446,45 @@ fn a_delivery_skips_a_district_without_undelivered_orders_and_delivers_the_other
     let report = backend.check(&scale).unwrap();
     assert!(report.passed(), "{}", report.describe());
 }
+
+#[test]
+fn a_pool_fraction_finer_than_a_thousandth_is_refused_not_rounded() {
+    for s in ["0.0001", "0.0004", "0.05%", "0.0016", "0.1234"] {
+        let e = s.parse::<tpcc::Fraction>().unwrap_err();
+        assert!(e.contains("thousandth"), "{s}: {e}");
+    }
+    assert_eq!("0.001".parse::<tpcc::Fraction>(), Ok(tpcc::Fraction(1)));
+    assert_eq!("12.5%".parse::<tpcc::Fraction>(), Ok(tpcc::Fraction(125)));
+    assert_eq!("1.5".parse::<tpcc::Fraction>(), Ok(tpcc::Fraction(1500)));
+}
+
+#[test]
+fn more_analytic_or_terminal_threads_than_the_limit_are_refused_before_any_thread_starts() {
+    let e = "1,30000".parse::<tpcc::ThreadCounts>().unwrap_err();
+    assert!(e.contains("30000"), "{e}");
+    let max = tpcc::MAX_THREADS;
+    assert!(format!("0,{max}").parse::<tpcc::ThreadCounts>().is_ok());
+    assert!(
+        format!("{}", max + 1)
+            .parse::<tpcc::ThreadCounts>()
+            .is_err()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let kind = ScenarioKind::Tpcc(tpcc::Args {
+        tiny: true,
+        ..tpcc::Args::default()
+    });
+    let args = CommonArgs {
+        threads: Some(vec![2, max as usize + 1]),
+        data_dir: dir.path().to_path_buf(),
+        no_progress: true,
+        ..CommonArgs::default()
+    };
+    let e = kind
+        .run(&kind.settings(&args).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--threads"), "{e}");
+    // Refused before the data set is built.
+    assert!(!dir.path().join("tpcc").exists());
+}

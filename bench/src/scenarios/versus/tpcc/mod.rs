@@ -64,6 +64,10 @@ pub const DEFAULT_SEED: u64 = 1;
 /// another format are rebuilt.
 const FORMAT: u32 = 1;
 const STAMP_FILE: &str = "TPCC_STAMP.json";
+/// The most terminal or analytic threads one cell runs: a count past this
+/// is refused up front (each is an OS thread, and one that cannot be
+/// started aborts the process).
+pub const MAX_THREADS: u16 = 1_024;
 
 /// A fraction in thousandths, for `--pool-fraction` (`0.25` or `25%`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -92,7 +96,14 @@ impl FromStr for Fraction {
                 "{s:?}: the pool fraction must be above 0 and at most 4 (400%)"
             ));
         }
-        Ok(Fraction((v * 1000.0).round().max(1.0) as u32))
+        // Kept in thousandths: a finer fraction would be silently another.
+        let thousandths = (v * 1000.0).round();
+        if thousandths < 1.0 || (v * 1000.0 - thousandths).abs() > 1e-6 {
+            return Err(format!(
+                "{s:?}: the pool fraction is kept to a thousandth (0.001 or 0.1%)"
+            ));
+        }
+        Ok(Fraction(thousandths as u32))
     }
 }
 
@@ -132,6 +143,9 @@ impl FromStr for ThreadCounts {
             .collect::<std::result::Result<Vec<_>, _>>()?;
         if v.is_empty() || v.len() > 4 {
             return Err(format!("{s:?}: give 1 to 4 comma-separated counts"));
+        }
+        if let Some(n) = v.iter().find(|&&n| n > MAX_THREADS) {
+            return Err(format!("{n} analytic threads: at most {MAX_THREADS}"));
         }
         Ok(ThreadCounts::new(&v))
     }
@@ -208,6 +222,15 @@ pub struct Params {
 
 impl Params {
     pub fn resolve(args: &Args, settings: &Settings) -> Result<Params> {
+        if let Some(n) = settings
+            .threads
+            .iter()
+            .find(|&&n| n > usize::from(MAX_THREADS))
+        {
+            return Err(BenchError::Config(format!(
+                "--threads {n}: tpcc runs at most {MAX_THREADS} terminals"
+            )));
+        }
         let warehouses = args.warehouses.unwrap_or(1);
         let scale = if args.tiny {
             Scale::tiny().with_warehouses(warehouses)?
