@@ -488,3 +488,26 @@ fn more_analytic_or_terminal_threads_than_the_limit_are_refused_before_any_threa
     // Refused before the data set is built.
     assert!(!dir.path().join("tpcc").exists());
 }
+
+#[test]
+fn a_cached_data_set_missing_a_file_fails_the_run_naming_the_cached_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = ScenarioKind::Tpcc(tpcc::Args {
+        tiny: true,
+        ..tpcc::Args::default()
+    });
+    let settings = tiny_settings(kind, dir.path());
+    let data = tpcc::ensure_data(dir.path(), &Scale::tiny(), false).unwrap();
+    // The largest relation file of the cached set disappears.
+    let largest = std::fs::read_dir(data.dir.join("base"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .max_by_key(|e| e.metadata().unwrap().len())
+        .unwrap()
+        .path();
+    std::fs::remove_file(&largest).unwrap();
+    let e = kind.run(&settings).unwrap_err().to_string();
+    assert!(e.contains("missing"), "{e}");
+    assert!(e.contains(&data.dir.display().to_string()), "{e}");
+    assert!(e.contains("delete that directory"), "{e}");
+}

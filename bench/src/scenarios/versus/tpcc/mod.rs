@@ -423,6 +423,21 @@ pub fn run(settings: &Settings, args: &Args) -> Result<TpccReport> {
     })
 }
 
+/// An error opening the run's copy; when the copy's files are damaged, the
+/// damage came from the cached data set, which the error then names (the
+/// copy is thrown away, so that is the directory to delete).
+fn damaged_cache(e: engine::EngineError, data: &CachedData) -> BenchError {
+    if e.kind() == engine::ErrorKind::CorruptData {
+        BenchError::Data(format!(
+            "{e}\nthe run opens a copy of the cached data set {}: delete that \
+             directory to have it built again",
+            data.dir.display()
+        ))
+    } else {
+        e.into()
+    }
+}
+
 fn engine_options(settings: &Settings, pool_buffers: usize, c: &Config) -> Options {
     Options::new()
         .pool_buffers(pool_buffers)
@@ -450,7 +465,7 @@ fn measure(
     crate::dirs::copy_dir(&data.dir, run_dir, &["LOCK"])?;
     let reads = Arc::new(ReadCounts::default());
     let opts = dataset::count_reads(engine_options(settings, pool_buffers, c), &reads);
-    let db = Database::open(run_dir, opts)?;
+    let db = Database::open(run_dir, opts).map_err(|e| damaged_cache(e, data))?;
     let backend = EngineBackend::new(db.clone());
     let scale = &params.scale;
     let label = format!("{c} analytic={analytic}");
