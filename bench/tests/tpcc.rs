@@ -511,3 +511,21 @@ fn a_cached_data_set_missing_a_file_fails_the_run_naming_the_cached_directory() 
     assert!(e.contains(&data.dir.display().to_string()), "{e}");
     assert!(e.contains("delete that directory"), "{e}");
 }
+
+#[test]
+fn eight_terminals_on_one_warehouse_conflict_yet_every_transaction_finishes_and_the_conditions_hold()
+ {
+    let scale = Scale::tiny();
+    let backend = loaded(&scale);
+    let before = next_order_ids(&backend, &scale);
+    let r = drive(&backend, &scale, 8, Limit::Transactions(40), 11).unwrap();
+    // Every transaction of every terminal finished: none gave up.
+    assert_eq!(r.total(), 8 * 40);
+    let no = r.of(TxnKind::NewOrder);
+    assert_eq!(
+        next_order_ids(&backend, &scale) - before,
+        (no.done - no.rolled_back) as i64
+    );
+    let report = backend.check(&scale).unwrap();
+    assert!(report.passed(), "{}", report.describe());
+}
