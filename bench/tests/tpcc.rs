@@ -529,3 +529,53 @@ fn eight_terminals_on_one_warehouse_conflict_yet_every_transaction_finishes_and_
     let report = backend.check(&scale).unwrap();
     assert!(report.passed(), "{}", report.describe());
 }
+
+/// Add `by` to the integer column `col` of the row `key` names in `table`.
+fn bump(txn: &engine::Transaction, table: &str, key: impl engine::IntoKey, col: &str, by: i64) {
+    let (id, row) = txn.get_by_primary_key(table, key).unwrap().unwrap();
+    let mut v = row.values().to_vec();
+    let i = row.table().column_index(col).unwrap();
+    v[i] = Value::I64(row.i64(col).unwrap() + by);
+    txn.update(table, id, v).unwrap();
+}
+
+#[test]
+fn each_condition_fails_when_the_database_itself_breaks_it() {
+    let scale = Scale::tiny();
+    let first = i64::from(scale.first_new_order());
+    type Break = fn(&engine::Transaction, i64);
+    let cases: [(u8, Option<u32>, Break); 4] = [
+        (1, None, |t, _| bump(t, "warehouse", 1i64, "w_ytd", 1)),
+        (2, Some(2), |t, _| {
+            bump(t, "district", (1i64, 2i64), "d_next_o_id", 1)
+        }),
+        (3, Some(1), |t, first| {
+            let (id, _) = t
+                .get_by_primary_key("new_order", (1i64, 1i64, first + 1))
+                .unwrap()
+                .unwrap();
+            t.delete("new_order", id).unwrap();
+        }),
+        (4, Some(2), |t, _| {
+            let (id, _) = t
+                .get_by_primary_key("order_line", (1i64, 2i64, 5i64, 1i64))
+                .unwrap()
+                .unwrap();
+            t.delete("order_line", id).unwrap();
+        }),
+    ];
+    for (condition, district, breaks) in cases {
+        let backend = loaded(&scale);
+        let txn = backend.database().begin().unwrap();
+        breaks(&txn, first);
+        txn.commit().unwrap();
+        let report = backend.check(&scale).unwrap();
+        assert!(
+            report.failed(condition),
+            "{condition}: {}",
+            report.describe()
+        );
+        assert_eq!(report.violations.len(), 1, "{}", report.describe());
+        assert_eq!(report.violations[0].district, district);
+    }
+}
