@@ -99,7 +99,7 @@ use crate::error::{EngineError, Result};
 use crate::handle::{IndexRef, Table, TableRef};
 use crate::index::{self, map_btree, search_key, value_key};
 use crate::keys::KeyRange;
-use crate::owned_row::{OwnedRow, PageCopy, Shape};
+use crate::owned_row::{OwnedRow, PageCopy, RowColumn, Shape};
 use crate::row::{RowId, RowRef};
 use crate::stats::Pending;
 use crate::table_def::{Col, col_of};
@@ -1100,8 +1100,20 @@ impl RowIter {
 
     /// Hand out only these columns, in this order (each row a `Vec<Value>`
     /// of `cols.len()` values). Applies to pages not yet read.
+    ///
+    /// Each handle must be a column of the scanned table (as
+    /// [`RowColumn::col`] checks it): a handle of another table is
+    /// [`EngineError::WrongColumn`], the iterator's next item and its last,
+    /// never the values of the column at its position in this table.
     pub fn project(mut self, cols: &[Col]) -> RowIter {
         let table = self.table.h.info.shape().table_shared();
+        if let Err(e) = cols.iter().try_for_each(|c| c.col(&table).map(drop)) {
+            self.kept.clear();
+            self.kept.push_back(Kept::Failed(Box::new(e)));
+            self.done = true;
+            self.stream = None;
+            return self;
+        }
         self.projection = Some((cols.to_vec(), Shape::projected(table, cols)));
         self
     }

@@ -1,0 +1,221 @@
+//! Rows of a table scan (`txn.scan(t)`) are copies of their tuples, decoded
+//! on access: they keep reading what the scan read after their transaction,
+//! their page and their database are gone and the row changed, and a
+//! projection reads only columns of the scanned table.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{small_options, watchdog};
+use engine::{Column, ColumnType, Database, EngineError, Value};
+
+fn every_type() -> Vec<Column> {
+    vec![
+        Column::new("id", ColumnType::I64),
+        Column::nullable("f", ColumnType::F64),
+        Column::nullable("t", ColumnType::Text),
+        Column::nullable("b", ColumnType::Bytes),
+        Column::nullable("ok", ColumnType::Bool),
+        Column::nullable("ts", ColumnType::Timestamp),
+    ]
+}
+
+fn values(i: i64) -> Vec<Value> {
+    let f = match i % 4 {
+        0 => Value::F64(f64::NAN),
+        1 => Value::F64(-0.0),
+        2 => Value::Null,
+        _ => Value::F64(i as f64 / 3.0),
+    };
+    let t = match i % 3 {
+        0 => Value::text(""),
+        1 => Value::text(format!(
+            "h\u{e9}llo \u{1F600} {i} {}",
+            "x".repeat(i as usize % 50)
+        )),
+        _ => Value::Null,
+    };
+    vec![
+        Value::I64(i),
+        f,
+        t,
+        if i % 5 == 0 {
+            Value::Null
+        } else {
+            Value::Bytes(vec![i as u8; i as usize % 40])
+        },
+        if i % 7 == 0 {
+            Value::Null
+        } else {
+            Value::Bool(i % 2 == 0)
+        },
+        Value::Timestamp(-i * 1_000_003),
+    ]
+}
+
+#[test]
+fn projecting_a_column_of_another_table_is_wrong_column_not_a_value_of_this_one() {
+    watchdog(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), small_options()).unwrap();
+        db.create_table(
+            "narrow",
+            vec![
+                Column::new("a", ColumnType::I64),
+                Column::new("b", ColumnType::I64),
+            ],
+        )
+        .unwrap();
+        db.create_table(
+            "wide",
+            vec![
+                Column::new("x", ColumnType::I64),
+                Column::new("y", ColumnType::I64),
+                Column::new("z", ColumnType::I64),
+            ],
+        )
+        .unwrap();
+        let t = db.begin().unwrap();
+        t.insert("narrow", vec![Value::I64(1), Value::I64(2)])
+            .unwrap();
+        t.commit().unwrap();
+        let wide = db.table_handle("wide").unwrap();
+        // `y` has `b`'s position and type: read through `narrow` it would
+        // be `b`'s value. `z` is past `narrow`'s last column.
+        for name in ["y", "z"] {
+            let col = wide.column(name).unwrap();
+            let t = db.read().unwrap();
+            let mut out = Vec::new();
+            for r in t.scan("narrow").unwrap().project(&[col]) {
+                out.push(r.map(|(_, row)| row.values().to_vec()));
+            }
+            assert!(
+                matches!(out.first(), Some(Err(EngineError::WrongColumn { .. }))),
+                "projecting wide.{name} over narrow gave {out:?}"
+            );
+            assert!(
+                out.iter().all(|r| r.is_err()),
+                "no row of narrow is read as wide.{name}: {out:?}"
+            );
+        }
+    });
+}
+
+#[test]
+fn kept_rows_read_what_the_scan_read_after_updates_vacuum_eviction_and_close() {
+    watchdog(Duration::from_secs(120), || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), small_options().pool_buffers(16)).unwrap();
+        db.create_table("all", every_type()).unwrap();
+        let t = db.begin().unwrap();
+        for i in 0..3000 {
+            t.insert("all", values(i)).unwrap();
+        }
+        t.commit().unwrap();
+
+        // What the rows read, in row-id order (not insertion order: a
+        // short row fills the room an earlier page has left).
+        let mut order = Vec::new();
+        db.read()
+            .unwrap()
+            .scan_each("all", |r| {
+                order.push(r.i64("id")?);
+                Ok(())
+            })
+            .unwrap();
+        // Keep every 7th row of a scan whose transaction then ends.
+        let t = db.begin().unwrap();
+        let kept: Vec<_> = t
+            .scan("all")
+            .unwrap()
+            .step_by(7)
+            .map(|r| r.unwrap())
+            .collect();
+        t.rollback().unwrap();
+        assert_eq!(kept.len(), 3000usize.div_ceil(7));
+
+        // Change every row, delete some, vacuum, and read the table through
+        // a 16-buffer pool many times over so that every page is evicted
+        // and its buffer reused by other pages.
+        let w = db.begin().unwrap();
+        let ids: Vec<_> = w.scan("all").unwrap().map(|r| r.unwrap().0).collect();
+        for (n, id) in ids.into_iter().enumerate() {
+            if n % 2 == 0 {
+                w.delete("all", id).unwrap();
+            } else {
+                w.update("all", id, values(100_000 + n as i64)).unwrap();
+            }
+        }
+        w.commit().unwrap();
+        db.vacuum("all").unwrap();
+        let w = db.begin().unwrap();
+        for i in 0..3000 {
+            w.insert("all", values(500_000 + i)).unwrap();
+        }
+        w.commit().unwrap();
+        db.close().unwrap();
+        let db = Database::open(dir.path(), small_options().pool_buffers(16)).unwrap();
+        let r = db.read().unwrap();
+        assert!(r.scan("all").unwrap().count() > 3000);
+        drop(r);
+
+        for (n, (_, row)) in kept.iter().enumerate() {
+            let i = order[n * 7];
+            let want = values(i);
+            // Typed accessors first (decoded from the copy), then values.
+            assert_eq!(row.i64("id").unwrap(), i);
+            assert_eq!(row.timestamp("ts").unwrap(), -i * 1_000_003);
+            match &want[1] {
+                Value::F64(f) => {
+                    assert_eq!(row.f64("f").unwrap().to_bits(), f.to_bits(), "row {i}")
+                }
+                _ => assert_eq!(row.f64_opt("f").unwrap(), None),
+            }
+            assert_eq!(row.text_opt("t").unwrap(), want[2].as_text(), "row {i}");
+            assert_eq!(row.bytes_opt("b").unwrap(), want[3].as_bytes(), "row {i}");
+            assert_eq!(row.bool_opt("ok").unwrap(), want[4].as_bool(), "row {i}");
+            let clone = row.clone();
+            assert_eq!(*row, want, "row {i}");
+            assert_eq!(clone, want, "row {i}");
+            assert_eq!(format!("{row:?}"), format!("{want:?}"));
+        }
+        db.close().unwrap();
+    });
+}
+
+#[test]
+fn kept_rows_of_one_page_are_read_alike_from_many_threads() {
+    watchdog(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), small_options()).unwrap();
+        db.create_table("all", every_type()).unwrap();
+        let t = db.begin().unwrap();
+        for i in 0..40 {
+            t.insert("all", values(i)).unwrap();
+        }
+        t.commit().unwrap();
+        let rows: Vec<_> = db
+            .read()
+            .unwrap()
+            .scan("all")
+            .unwrap()
+            .map(|r| r.unwrap().1)
+            .collect();
+        let rows = std::sync::Arc::new(rows);
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                let rows = rows.clone();
+                std::thread::spawn(move || {
+                    for (i, row) in rows.iter().enumerate() {
+                        assert_eq!(row.i64("id").unwrap(), i as i64);
+                        assert_eq!(*row, values(i as i64));
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+    });
+}
