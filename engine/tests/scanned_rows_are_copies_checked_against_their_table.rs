@@ -219,3 +219,119 @@ fn kept_rows_of_one_page_are_read_alike_from_many_threads() {
         }
     });
 }
+
+#[test]
+fn scanned_rows_stored_before_add_column_read_its_default_or_null_through_every_projection() {
+    watchdog(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), small_options()).unwrap();
+        db.create_table(
+            "t",
+            vec![
+                Column::new("id", ColumnType::I64),
+                Column::nullable("name", ColumnType::Text),
+            ],
+        )
+        .unwrap();
+        let w = db.begin().unwrap();
+        for i in 0..20 {
+            w.insert("t", vec![Value::I64(i), Value::text(format!("n{i}"))])
+                .unwrap();
+        }
+        w.commit().unwrap();
+        db.add_column("t", Column::nullable("n", ColumnType::I64))
+            .unwrap();
+        db.add_column(
+            "t",
+            Column::new("d", ColumnType::Text).with_default("d\u{e9}faut"),
+        )
+        .unwrap();
+        db.add_column(
+            "t",
+            Column::new("f", ColumnType::F64).with_default(Value::F64(-0.0)),
+        )
+        .unwrap();
+        let w = db.begin().unwrap();
+        w.insert(
+            "t",
+            vec![
+                Value::I64(20),
+                Value::Null,
+                Value::I64(7),
+                Value::text(""),
+                Value::F64(f64::NAN),
+            ],
+        )
+        .unwrap();
+        w.commit().unwrap();
+
+        let h = db.table_handle("t").unwrap();
+        let (id, n, d, f) = (
+            h.column("id").unwrap(),
+            h.column("n").unwrap(),
+            h.column("d").unwrap(),
+            h.column("f").unwrap(),
+        );
+        let r = db.read().unwrap();
+        let rows: Vec<_> = r.scan("t").unwrap().map(|x| x.unwrap().1).collect();
+        assert_eq!(rows.len(), 21);
+        for row in &rows {
+            let i = row.i64(id).unwrap();
+            if i < 20 {
+                assert_eq!(row.i64_opt(n).unwrap(), None);
+                assert!(matches!(row.i64(n), Err(EngineError::WrongColumn { .. })));
+                assert_eq!(row.text(d).unwrap(), "d\u{e9}faut");
+                assert_eq!(row.f64(f).unwrap().to_bits(), (-0.0f64).to_bits());
+                assert_eq!(
+                    row.values(),
+                    &[
+                        Value::I64(i),
+                        Value::text(format!("n{i}")),
+                        Value::Null,
+                        Value::text("d\u{e9}faut"),
+                        Value::F64(-0.0),
+                    ]
+                );
+            } else {
+                assert_eq!(row.text_opt("name").unwrap(), None);
+                assert_eq!(row.i64(n).unwrap(), 7);
+                assert_eq!(row.text(d).unwrap(), "");
+                assert!(row.f64(f).unwrap().is_nan());
+            }
+        }
+
+        // Repeated, reordered, none: each row reads exactly those columns.
+        let projected: Vec<_> = r
+            .scan("t")
+            .unwrap()
+            .project(&[d, id, d, n])
+            .map(|x| x.unwrap().1)
+            .collect();
+        for (row, whole) in projected.iter().zip(&rows) {
+            assert_eq!(row.len(), 4);
+            assert_eq!(row[0], whole[3]);
+            assert_eq!(row[1], whole[0]);
+            assert_eq!(row[2], whole[3]);
+            assert_eq!(row[3], whole[2]);
+            assert_eq!(row.text(d).unwrap(), whole.text(d).unwrap());
+            assert_eq!(row.i64_opt(n).unwrap(), whole.i64_opt(n).unwrap());
+            assert!(matches!(
+                row.text_opt("name"),
+                Err(EngineError::WrongColumn { .. })
+            ));
+        }
+        let empty: Vec<_> = r
+            .scan("t")
+            .unwrap()
+            .matching(move |row| Ok(row.i64(id)? % 2 == 0))
+            .project(&[])
+            .map(|x| x.unwrap().1)
+            .collect();
+        assert_eq!(empty.len(), 11);
+        for row in &empty {
+            assert!(row.is_empty());
+            assert_eq!(*row, Vec::<Value>::new());
+            assert!(matches!(row.i64(id), Err(EngineError::WrongColumn { .. })));
+        }
+    });
+}
