@@ -335,3 +335,92 @@ fn scanned_rows_stored_before_add_column_read_its_default_or_null_through_every_
         }
     });
 }
+
+#[test]
+fn a_damaged_length_pointing_past_the_tuple_is_a_corrupt_row_for_the_scan_and_its_filter() {
+    watchdog(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        // Without checksums the damaged page is read as it is.
+        let options = || small_options().checksums(false);
+        let marker = "MARKER-len-5e1d";
+        let (rel, rids) = {
+            let db = Database::open(dir.path(), options()).unwrap();
+            let info = db
+                .create_table(
+                    "docs",
+                    vec![
+                        Column::new("id", ColumnType::I64),
+                        Column::new("body", ColumnType::Text),
+                        Column::new("n", ColumnType::I64),
+                    ],
+                )
+                .unwrap();
+            let t = db.begin().unwrap();
+            let rids: Vec<_> = [(1, "first"), (2, marker), (3, "third")]
+                .into_iter()
+                .map(|(i, body)| {
+                    t.insert(
+                        "docs",
+                        vec![Value::I64(i), Value::text(body), Value::I64(i)],
+                    )
+                    .unwrap()
+                })
+                .collect();
+            t.commit().unwrap();
+            db.checkpoint().unwrap();
+            db.close().unwrap();
+            (info.rel, rids)
+        };
+        let file = dir.path().join("base").join(rel.0.to_string());
+        let mut bytes = std::fs::read(&file).unwrap();
+        let at = bytes
+            .windows(marker.len())
+            .position(|w| w == marker.as_bytes())
+            .expect("the text is on the page");
+        // The text's length prefix, made to reach far past the page.
+        bytes[at - 4..at].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+        std::fs::write(&file, &bytes).unwrap();
+
+        let db = Database::open(dir.path(), options()).unwrap();
+        let t = db.read().unwrap();
+        let check = |out: Vec<engine::Result<(engine::RowId, engine::OwnedRow)>>| {
+            assert_eq!(out.len(), 3, "{out:?}");
+            let (rid, row) = out[0].as_ref().unwrap();
+            assert_eq!((*rid, row.i64("n").unwrap()), (rids[0], 1));
+            let e = out[1].as_ref().unwrap_err();
+            assert!(matches!(e, EngineError::CorruptRow { .. }), "{e}");
+            let msg = e.to_string();
+            assert!(
+                msg.contains("docs") && msg.contains(&rids[1].to_string()),
+                "{msg}"
+            );
+            let (rid, row) = out[2].as_ref().unwrap();
+            assert_eq!((*rid, row.text("body").unwrap()), (rids[2], "third"));
+        };
+        check(t.scan("docs").unwrap().collect());
+        // A filter reading the column after the damaged one meets the
+        // damage itself.
+        check(
+            t.scan("docs")
+                .unwrap()
+                .matching(|r| Ok(r.i64("n")? > 0))
+                .collect(),
+        );
+        check(
+            t.scan("docs")
+                .unwrap()
+                .project(&[db.table_handle("docs").unwrap().column("n").unwrap()])
+                .collect::<Vec<_>>()
+                .into_iter()
+                .map(|r| {
+                    r.map(|(id, row)| {
+                        // Give the projected row the whole row's reads.
+                        let whole = t.get("docs", id).unwrap().unwrap();
+                        assert_eq!(row[0], whole[2]);
+                        (id, whole)
+                    })
+                })
+                .collect(),
+        );
+    });
+}
