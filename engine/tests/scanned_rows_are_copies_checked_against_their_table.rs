@@ -424,3 +424,89 @@ fn a_damaged_length_pointing_past_the_tuple_is_a_corrupt_row_for_the_scan_and_it
         );
     });
 }
+
+#[test]
+fn scans_beside_an_updater_see_whole_rows_and_every_row_once() {
+    watchdog(Duration::from_secs(120), || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), small_options().pool_buffers(24)).unwrap();
+        db.create_table(
+            "pairs",
+            vec![
+                Column::new("id", ColumnType::I64),
+                Column::new("a", ColumnType::Text),
+                Column::new("b", ColumnType::I64),
+            ],
+        )
+        .unwrap();
+        let rows = 2000i64;
+        let w = db.begin().unwrap();
+        for i in 0..rows {
+            w.insert(
+                "pairs",
+                vec![Value::I64(i), Value::text("0"), Value::I64(0)],
+            )
+            .unwrap();
+        }
+        w.commit().unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let updater = {
+            let (db, stop) = (db.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut k = 0i64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    k += 1;
+                    let w = db.begin().unwrap();
+                    let ids: Vec<_> = w
+                        .scan("pairs")
+                        .unwrap()
+                        .step_by(13)
+                        .map(|r| r.unwrap())
+                        .collect();
+                    for (id, row) in ids {
+                        let mut v = row.clone();
+                        v[1] = Value::text(format!("{k}{}", "x".repeat(k as usize % 30)));
+                        v[2] = Value::I64(k);
+                        w.update("pairs", id, v).unwrap();
+                    }
+                    w.commit().unwrap();
+                }
+                k
+            })
+        };
+        let scanners: Vec<_> = (0..2)
+            .map(|_| {
+                let db = db.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..15 {
+                        let t = db.read().unwrap();
+                        let kept: Vec<_> = t.scan("pairs").unwrap().map(|r| r.unwrap().1).collect();
+                        t.commit().unwrap();
+                        let mut seen = vec![false; rows as usize];
+                        for row in &kept {
+                            let id = row.i64("id").unwrap() as usize;
+                            assert!(!seen[id], "row {id} twice");
+                            seen[id] = true;
+                            let b = row.i64("b").unwrap();
+                            let a = row.text("a").unwrap();
+                            assert_eq!(
+                                a,
+                                format!(
+                                    "{b}{}",
+                                    "x".repeat(if b == 0 { 0 } else { b as usize % 30 })
+                                ),
+                                "row {id}"
+                            );
+                        }
+                        assert!(seen.iter().all(|&s| s), "every row once");
+                    }
+                })
+            })
+            .collect();
+        for s in scanners {
+            s.join().unwrap();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(updater.join().unwrap() > 0);
+    });
+}
