@@ -9,6 +9,7 @@ pub mod dirs;
 pub mod error;
 pub mod harness;
 pub mod latency;
+pub mod meta;
 pub mod plot;
 pub mod replay;
 pub mod scenarios;

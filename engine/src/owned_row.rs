@@ -52,47 +52,8 @@ use std::sync::{Arc, OnceLock};
 
 use crate::error::{EngineError, Result};
 use crate::row::{RowId, RowRef};
-use crate::table_def::{Col, TableInfo, col_of};
+use crate::table_def::{Resolved, RowColumn, Shape, TableInfo};
 use crate::value::{ColumnType, Row, Value, check_row};
-
-/// What the values of a row are: the table's definition, and which of its
-/// columns they are if the row is projected. Shared by the rows of one
-/// read.
-#[derive(Debug)]
-pub(crate) struct Shape {
-    table: Arc<TableInfo>,
-    /// The table column of each value; `None`: every column, in order.
-    positions: Option<Vec<usize>>,
-}
-
-impl Shape {
-    /// Every column of `table`, in order.
-    pub fn whole(table: Arc<TableInfo>) -> Arc<Shape> {
-        Arc::new(Shape {
-            table,
-            positions: None,
-        })
-    }
-
-    /// The table's definition.
-    #[inline]
-    pub fn table(&self) -> &TableInfo {
-        &self.table
-    }
-
-    /// The table's definition, shared.
-    pub fn table_shared(&self) -> Arc<TableInfo> {
-        self.table.clone()
-    }
-
-    /// The columns `cols` of `table`, in that order.
-    pub fn projected(table: Arc<TableInfo>, cols: &[Col]) -> Arc<Shape> {
-        Arc::new(Shape {
-            table,
-            positions: Some(cols.iter().map(Col::index).collect()),
-        })
-    }
-}
 
 /// A row copied out of its page, readable by column name or handle (module
 /// docs).
@@ -179,75 +140,6 @@ impl PageCopy {
             self.data.shrink_to_fit();
         }
         Arc::new(self)
-    }
-}
-
-/// A column of a row ([`OwnedRow`], [`crate::RowRef`]): its name, or a
-/// [`Col`] handle of its table (resolved once, the faster way in a loop).
-pub trait RowColumn {
-    /// The column as a handle of `table`: [`EngineError::UnknownColumn`]
-    /// for a name the table lacks, [`EngineError::WrongColumn`] for a
-    /// handle of another table (or of a table of another database that
-    /// does not have this column at its position).
-    fn col(&self, table: &TableInfo) -> Result<Col>;
-}
-
-/// A column already resolved against the table it is read from (by
-/// [`RowColumn::col`] of a name or handle): an accessor handed it on does
-/// not check it again. Made inside the engine only, right after the check.
-#[derive(Copy, Clone, Debug)]
-pub(crate) struct Resolved(pub(crate) Col);
-
-impl RowColumn for Resolved {
-    #[inline]
-    fn col(&self, _table: &TableInfo) -> Result<Col> {
-        Ok(self.0)
-    }
-}
-
-impl RowColumn for &str {
-    fn col(&self, table: &TableInfo) -> Result<Col> {
-        Ok(col_of(table, table.column_index(self)?))
-    }
-}
-
-impl RowColumn for Col {
-    #[inline]
-    fn col(&self, table: &TableInfo) -> Result<Col> {
-        if self.rel != table.rel || self.index() >= table.columns.len() {
-            return Err(EngineError::WrongColumn {
-                table: table.name.clone(),
-                detail: format!(
-                    "column handle {} belongs to another table ({})",
-                    self.index(),
-                    self.rel
-                ),
-            });
-        }
-        // Relation ids are unique within a database only: a handle resolved
-        // in another database may name a table with this one's id. It must
-        // describe this table's column exactly (its type, nullability and
-        // precomputed offset), or it would read another column's bytes. (A
-        // handle without an offset finds its value by walking this table's
-        // columns, so only an offset is recomputed.)
-        let c = &table.columns[self.index()];
-        if c.ty != self.ty
-            || c.nullable != self.nullable
-            || (self.fixed.is_some() && col_of(table, self.index()).fixed != self.fixed)
-        {
-            return Err(EngineError::WrongColumn {
-                table: table.name.clone(),
-                detail: format!(
-                    "column handle {} (a {} column) does not describe column {:?} (a {} \
-                     column) of this table: it was resolved in another database",
-                    self.index(),
-                    self.ty.name(),
-                    c.name,
-                    c.ty.name()
-                ),
-            });
-        }
-        Ok(*self)
     }
 }
 
@@ -665,5 +557,12 @@ impl<'a> IntoIterator for &'a OwnedRow {
 
     fn into_iter(self) -> Self::IntoIter {
         self.materialised().iter()
+    }
+}
+
+impl RowRef<'_> {
+    /// The whole row as an [`OwnedRow`] (readable by column name).
+    pub fn to_owned_row(&self) -> Result<OwnedRow> {
+        Ok(OwnedRow::new(self.to_row()?, self.shape().clone()))
     }
 }

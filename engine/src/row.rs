@@ -20,9 +20,8 @@ use std::sync::Arc;
 use heap::Tid;
 
 use crate::error::{EngineError, Result};
-use crate::owned_row::{OwnedRow, Resolved, RowColumn, Shape};
 use crate::schema::Schema;
-use crate::table_def::{Col, TableInfo, col_of};
+use crate::table_def::{Col, Resolved, RowColumn, Shape, TableInfo, col_of};
 use crate::value::{COUNT_LEN, ColumnType, LEN_PREFIX, Row, Value, bitmap_len, decode_row};
 
 /// The TID type rows are named by.
@@ -252,9 +251,9 @@ impl<'a> RowRef<'a> {
         decode_row(&self.table.columns, self.data, |d| self.corrupt(d))
     }
 
-    /// The whole row as an [`OwnedRow`] (readable by column name).
-    pub fn to_owned_row(&self) -> Result<OwnedRow> {
-        Ok(OwnedRow::new(self.to_row()?, self.shape.clone()))
+    /// The definition its owned copies share.
+    pub(crate) fn shape(&self) -> &Arc<Shape> {
+        self.shape
     }
 
     /// Check that `col` (a column of this table: `RowColumn::col`) is of

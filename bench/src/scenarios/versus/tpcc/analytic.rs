@@ -26,8 +26,7 @@ use std::time::{Duration, Instant};
 use engine::{Database, KeyRange, Transaction};
 use serde::Serialize;
 
-use super::engine_side::{ORDER_LINE_PKEY, ORDERS_PKEY};
-use super::schema::{ORDER_LINE, ORDERS};
+use super::schema::{ORDER_LINE, ORDER_LINE_PKEY, ORDERS, ORDERS_PKEY};
 use crate::error::Result;
 use crate::latency::{Latencies, Summary};
 

@@ -19,11 +19,13 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
+
 use super::analytic::{AnalyticResult, Window, analytic_loop};
 use super::backend::{Backend, Outcome};
 use super::spec::{Deck, Input, NuConstants, Scale, SpecRng, TxnKind};
 use crate::error::{BenchError, Result};
-use crate::latency::Latencies;
+use crate::latency::{Latencies, Summary};
 
 /// When the terminals stop.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -273,4 +275,14 @@ fn terminal_loop(
     }
     out.ended = start.elapsed();
     Ok(out)
+}
+
+/// One transaction type in one cell.
+#[derive(Clone, Debug, Serialize)]
+pub struct KindRow {
+    pub kind: &'static str,
+    pub done: u64,
+    pub rolled_back: u64,
+    pub retries: u64,
+    pub latency: Summary,
 }

@@ -23,8 +23,8 @@ use super::analytic::{Analyst, EngineAnalyst};
 use super::backend::{Backend, Outcome, Terminal};
 use super::checks::{DistrictState, WarehouseState};
 use super::schema::{
-    self, CUSTOMER, CUSTOMER_BY_NAME, DISTRICT, HISTORY, ITEM, NEW_ORDER, ORDER_LINE, ORDERS,
-    ORDERS_BY_CUSTOMER, STOCK, WAREHOUSE,
+    self, CUSTOMER, CUSTOMER_BY_NAME, DISTRICT, HISTORY, ITEM, NEW_ORDER, ORDER_LINE,
+    ORDER_LINE_PKEY, ORDERS, ORDERS_BY_CUSTOMER, ORDERS_PKEY, STOCK, WAREHOUSE,
 };
 use super::spec::{
     CustomerSelector, DeliveryInput, NewOrderInput, OrderStatusInput, PaymentInput, Scale,
@@ -37,10 +37,6 @@ use crate::error::{BenchError, Result};
 pub const TERMINAL_ATTEMPTS: u32 = 1_000;
 
 const NEW_ORDER_PKEY: &str = "new_order_pkey";
-/// The primary-key indexes the engine names after their tables (the
-/// analytic queries read through them too).
-pub(super) const ORDERS_PKEY: &str = "orders_pkey";
-pub(super) const ORDER_LINE_PKEY: &str = "order_line_pkey";
 
 /// A deliberate fault for tests of the checks.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -50,9 +50,10 @@ use crate::dataset::{self, ReadCounts};
 use crate::error::{BenchError, Result};
 use analytic::Query;
 use backend::Backend;
+use driver::KindRow;
 use driver::{Limit, drive, drive_with_analytics};
 use engine_side::EngineBackend;
-use report::{KindRow, QueryRow, RelationRow, Row, TpccReport};
+use report::{QueryRow, RelationRow, Row, TpccReport};
 use spec::{Scale, TxnKind};
 
 pub const NAME: &str = "tpcc";

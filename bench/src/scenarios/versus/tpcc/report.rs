@@ -10,21 +10,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::driver::KindRow;
 use super::spec::Scale;
 use super::versus::VersusRow;
 use crate::common::{Report, SvgPlot, Table, evictor_colour, evictor_label, fmt_rate};
 use crate::latency::Summary;
 use crate::plot;
-
-/// One transaction type in one cell.
-#[derive(Clone, Debug, Serialize)]
-pub struct KindRow {
-    pub kind: &'static str,
-    pub done: u64,
-    pub rolled_back: u64,
-    pub retries: u64,
-    pub latency: Summary,
-}
 
 /// One analytic query in one cell.
 #[derive(Clone, Debug, Serialize)]

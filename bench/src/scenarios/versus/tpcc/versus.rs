@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use super::report::KindRow;
+use super::driver::KindRow;
 
 /// One database at one terminal count.
 #[derive(Clone, Debug, Serialize)]
@@ -62,7 +62,7 @@ mod with_sqlite {
     use crate::common::{self, Settings};
     use crate::dataset;
     use crate::error::Result;
-    use crate::scenarios::versus::tpcc::report::KindRow;
+    use crate::scenarios::versus::tpcc::driver::KindRow;
 
     fn row(
         database: &'static str,
