@@ -347,7 +347,7 @@ impl Index {
                     return Ok(Descent::Restart);
                 }
                 if tp.beyond_high_key(skey)? {
-                    block = tp.right;
+                    block = self.right_of(&tp, block)?;
                     drop(page);
                     page = self.lock(block, level == target)?;
                     continue;
@@ -409,7 +409,7 @@ impl Index {
                     if !tp.beyond_high_key_at(key, tid)? {
                         break;
                     }
-                    block = tp.right;
+                    block = self.right_of(&tp, block)?;
                     drop(page);
                     page = self.read_shared(block)?;
                 }
@@ -439,10 +439,22 @@ impl Index {
             if !tp.beyond_high_key_at(key, tid)? {
                 return Ok(page);
             }
-            let right = tp.right;
+            let right = self.right_of(&tp, block)?;
             drop(page);
             page = self.read_shared(right)?;
         }
+    }
+
+    /// The right link of `tp` (page `block`), which a descent is about to
+    /// follow; a link back to the page itself is `Corrupt` (following it
+    /// would never end).
+    pub(crate) fn right_of(&self, tp: &TreePage<'_>, block: BlockNumber) -> Result<BlockNumber> {
+        if tp.right == block {
+            return Err(self
+                .page_id(block)
+                .corrupt("the right link points at the page itself"));
+        }
+        Ok(tp.right)
     }
 
     pub(crate) fn read_shared(&self, block: BlockNumber) -> Result<PageRead<'_>> {
