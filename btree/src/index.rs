@@ -456,7 +456,7 @@ impl Index {
     /// The right link of `tp` (page `block`), which a descent is about to
     /// follow; a link back to the page itself is `Corrupt` (following it
     /// would never end).
-    fn right_of(&self, tp: &TreePage<'_>, block: BlockNumber) -> Result<BlockNumber> {
+    pub(crate) fn right_of(&self, tp: &TreePage<'_>, block: BlockNumber) -> Result<BlockNumber> {
         if tp.right == block {
             return Err(self
                 .page_id(block)

@@ -19,6 +19,11 @@
 //! are the row). A scanned row outlives its transaction, its iterator and
 //! its page's eviction: the copy is its own.
 //!
+//! The copy is freed with the last row of its page: a row kept after the
+//! scan holds its page's whole copy (up to a page, 8 KiB, however small the
+//! row). To keep a few rows of many pages for long, keep their values
+//! (`into_values()`, or a change in place), which hold no copy.
+//!
 //! ```text
 //!   OwnedRow ─┬─ Values:  values [Value; n]  (n = the table's columns, or the projected ones)
 //!             │           shape: Arc ── the table's definition (the version the row was read with)

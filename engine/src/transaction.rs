@@ -103,7 +103,7 @@ use crate::owned_row::{OwnedRow, PageCopy};
 use crate::row::{RowId, RowRef};
 use crate::stats::Pending;
 use crate::table_def::Shape;
-use crate::table_def::{Col, col_of};
+use crate::table_def::{Col, RowColumn, col_of};
 use crate::txn::Xid;
 use crate::txn::xact::CommitMode;
 use crate::value::{ColumnType, Row, Value, encode_row};
@@ -1101,8 +1101,20 @@ impl RowIter {
 
     /// Hand out only these columns, in this order (each row a `Vec<Value>`
     /// of `cols.len()` values). Applies to pages not yet read.
+    ///
+    /// Each handle must be a column of the scanned table (as
+    /// [`RowColumn::col`] checks it): a handle of another table is
+    /// [`EngineError::WrongColumn`], the iterator's next item and its last,
+    /// never the values of the column at its position in this table.
     pub fn project(mut self, cols: &[Col]) -> RowIter {
         let table = self.table.h.info.shape().table_shared();
+        if let Err(e) = cols.iter().try_for_each(|c| c.col(&table).map(drop)) {
+            self.kept.clear();
+            self.kept.push_back(Kept::Failed(Box::new(e)));
+            self.done = true;
+            self.stream = None;
+            return self;
+        }
         self.projection = Some((cols.to_vec(), Shape::projected(table, cols)));
         self
     }

@@ -232,6 +232,16 @@ struct LoadWindow {
     progress: engine::BulkProgress,
 }
 
+/// What the load's driver shares with the lookup threads and the loader:
+/// the database, the phase flag and the counters.
+struct Shared<'a> {
+    db: &'a Database,
+    phases: &'a Phases,
+    done: &'a AtomicU64,
+    written: &'a AtomicU64,
+    loaded: &'a AtomicU64,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn measure(
     settings: &Settings,
@@ -266,6 +276,13 @@ fn measure(
     let seed = settings.seed(SEED);
     let written = AtomicU64::new(0);
     let loaded = AtomicU64::new(0);
+    let shared = Shared {
+        db: &db,
+        phases: &phases,
+        done: &done,
+        written: &written,
+        loaded: &loaded,
+    };
     let pb = tables::window_bar(
         settings,
         settings.warmup,
@@ -295,102 +312,12 @@ fn measure(
                 (&format!("{NAME} {label}"), "lookups"),
                 &live,
                 || Tally::of(&db.pool_stats(), done.load(Ordering::Relaxed)),
-                || -> Result<LoadWindow> {
-                    // Calibration: accesses per lookup with nothing else
-                    // running. The phase stays WARMUP: the lookups'
-                    // latencies are the load's (MEASURE from its start to
-                    // its end).
-                    let calibration = || (db.pool_stats(), done.load(Ordering::Relaxed));
-                    harness::run_window(&pb, settings.warmup / 2, |_| crew.alive());
-                    let cal0 = calibration();
-                    harness::run_window(&pb, settings.warmup - settings.warmup / 2, |_| {
-                        crew.alive()
-                    });
-                    let cal1 = calibration();
-                    pb.finish_and_clear();
-                    let resident_before = hot_resident(&db);
-                    // The load.
-                    let lpb = common::progress_bar(
-                        load_rows,
-                        settings.progress,
-                        &format!("{NAME} {label}: load"),
-                    );
-                    phases.set(MEASURE);
-                    let start = (
-                        db.pool_stats(),
-                        done.load(Ordering::Relaxed),
-                        hot_reads(),
-                        Instant::now(),
-                    );
-                    let loader = {
-                        let (db, lpb, written, loaded) = (&db, lpb.clone(), &written, &loaded);
-                        crew.scope().spawn(move || -> Result<engine::BulkProgress> {
-                            common::traced(db, LOADER_THREAD_ID, || {
-                                let rows =
-                                    (1..=load_rows as i64).map(|k| tables::account_row(k, 0, 0));
-                                Ok(db.bulk_load(BULK, rows, |p| {
-                                    lpb.set_position(p.rows);
-                                    loaded.store(p.rows, Ordering::Relaxed);
-                                    written.store(p.pages_written, Ordering::Relaxed);
-                                })?)
-                            })
-                        })
-                    };
-                    let sample = |secs: f64, loaded_rows: u64| Sample {
-                        secs,
-                        hot_resident: hot_resident(&db),
-                        dirty: db.pool().buffercache_summary().dirty,
-                        loaded_rows,
-                    };
-                    let mut samples = Vec::new();
-                    let mut next = Duration::ZERO;
-                    while !loader.is_finished() {
-                        let el = start.3.elapsed();
-                        if el >= next {
-                            samples.push(sample(el.as_secs_f64(), loaded.load(Ordering::Relaxed)));
-                            next += SAMPLE_EVERY;
-                        }
-                        if !crew.alive() {
-                            break;
-                        }
-                        std::thread::sleep(Duration::from_millis(10));
-                    }
-                    // A failed load stops the lookup threads too (the crew does).
-                    let progress = loader
-                        .join()
-                        .map_err(|p| BenchError::Panic(harness::panic_text(p)))??;
-                    let end = (
-                        db.pool_stats(),
-                        done.load(Ordering::Relaxed),
-                        hot_reads(),
-                        Instant::now(),
-                    );
-                    phases.set(WARMUP);
-                    samples.push(sample(
-                        end.3.duration_since(start.3).as_secs_f64(),
-                        progress.rows,
-                    ));
-                    lpb.finish_and_clear();
-                    Ok(LoadWindow {
-                        cal: [cal0, cal1],
-                        resident_before,
-                        load: [start, end],
-                        samples,
-                        progress,
-                    })
-                },
+                || load_window(settings, crew, &shared, &hot_reads, &pb, label, load_rows),
             );
             window.map(|w| (w, intervals))
         },
     )?;
-    let mut latencies = Latencies::new();
-    for o in &outs {
-        latencies.merge(&o.2);
-    }
-    let errors = (
-        outs.iter().map(|o| o.0).sum::<u64>(),
-        outs.into_iter().find_map(|o| o.1),
-    );
+    let (latencies, errors) = lookup_outcomes(outs);
     let (w, intervals) = result;
     if let Some(e) = errors.1 {
         data.fail(format!("{label}: {} bad lookups, first: {e}", errors.0));
@@ -400,15 +327,7 @@ fn measure(
     let nodes = tables::node_figures(&db, &stats);
     let mrc = common::curve_of(&db);
     common::note_trace(settings, trace, db.pool())?;
-    // The end-of-run check of this copy.
-    let bulk_rows = tables::scan_count(&db, BULK)?;
-    if bulk_rows != load_rows {
-        data.fail(format!(
-            "{label}: {BULK} has {bulk_rows} rows, expected {load_rows}"
-        ));
-    }
-    data.add(tables::check_table(&db, ACCOUNTS, Some(n))?);
-    db.drop_table(BULK)?;
+    check_copy(&db, label, n, load_rows, data)?;
     db.close()?;
     crate::dirs::remove_dir(run_dir)?;
     Ok(Row {
@@ -418,6 +337,146 @@ fn measure(
         seed,
         ..load_row(c, w, hot_set_pages, resident, nodes)
     })
+}
+
+/// The driver's part of one measurement: calibration with the lookups
+/// alone, then the load beside them, sampled every [`SAMPLE_EVERY`].
+fn load_window<'scope, 'env, R>(
+    settings: &Settings,
+    crew: &harness::Crew<'scope, 'env, R>,
+    s: &Shared<'env>,
+    hot_reads: &dyn Fn() -> u64,
+    pb: &indicatif::ProgressBar,
+    label: &str,
+    load_rows: u64,
+) -> Result<LoadWindow> {
+    let db = s.db;
+    // Calibration: accesses per lookup with nothing else
+    // running. The phase stays WARMUP: the lookups'
+    // latencies are the load's (MEASURE from its start to
+    // its end).
+    let calibration = || (db.pool_stats(), s.done.load(Ordering::Relaxed));
+    harness::run_window(pb, settings.warmup / 2, |_| crew.alive());
+    let cal0 = calibration();
+    harness::run_window(pb, settings.warmup - settings.warmup / 2, |_| crew.alive());
+    let cal1 = calibration();
+    pb.finish_and_clear();
+    let resident_before = hot_resident(db);
+    // The load.
+    let lpb = common::progress_bar(
+        load_rows,
+        settings.progress,
+        &format!("{NAME} {label}: load"),
+    );
+    s.phases.set(MEASURE);
+    let start = (
+        db.pool_stats(),
+        s.done.load(Ordering::Relaxed),
+        hot_reads(),
+        Instant::now(),
+    );
+    let loader = {
+        let (lpb, written, loaded) = (lpb.clone(), s.written, s.loaded);
+        crew.scope()
+            .spawn(move || load_accounts(db, load_rows, &lpb, written, loaded))
+    };
+    let sample = |secs: f64, loaded_rows: u64| Sample {
+        secs,
+        hot_resident: hot_resident(db),
+        dirty: db.pool().buffercache_summary().dirty,
+        loaded_rows,
+    };
+    let mut samples = Vec::new();
+    let mut next = Duration::ZERO;
+    while !loader.is_finished() {
+        let el = start.3.elapsed();
+        if el >= next {
+            samples.push(sample(el.as_secs_f64(), s.loaded.load(Ordering::Relaxed)));
+            next += SAMPLE_EVERY;
+        }
+        if !crew.alive() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // A failed load stops the lookup threads too (the crew does).
+    let progress = loader
+        .join()
+        .map_err(|p| BenchError::Panic(harness::panic_text(p)))??;
+    let end = (
+        db.pool_stats(),
+        s.done.load(Ordering::Relaxed),
+        hot_reads(),
+        Instant::now(),
+    );
+    s.phases.set(WARMUP);
+    samples.push(sample(
+        end.3.duration_since(start.3).as_secs_f64(),
+        progress.rows,
+    ));
+    lpb.finish_and_clear();
+    Ok(LoadWindow {
+        cal: [cal0, cal1],
+        resident_before,
+        load: [start, end],
+        samples,
+        progress,
+    })
+}
+
+/// The loader thread: `load_rows` account rows into [`BULK`], its
+/// progress on the bar and in `loaded` and `written`.
+fn load_accounts(
+    db: &Database,
+    load_rows: u64,
+    lpb: &indicatif::ProgressBar,
+    written: &AtomicU64,
+    loaded: &AtomicU64,
+) -> Result<engine::BulkProgress> {
+    common::traced(db, LOADER_THREAD_ID, || {
+        let rows = (1..=load_rows as i64).map(|k| tables::account_row(k, 0, 0));
+        Ok(db.bulk_load(BULK, rows, |p| {
+            lpb.set_position(p.rows);
+            loaded.store(p.rows, Ordering::Relaxed);
+            written.store(p.pages_written, Ordering::Relaxed);
+        })?)
+    })
+}
+
+/// The lookup threads' latencies merged, their bad lookups counted and
+/// the first one's text.
+fn lookup_outcomes(
+    outs: Vec<(u64, Option<String>, Latencies)>,
+) -> (Latencies, (u64, Option<String>)) {
+    let mut latencies = Latencies::new();
+    for o in &outs {
+        latencies.merge(&o.2);
+    }
+    let errors = (
+        outs.iter().map(|o| o.0).sum::<u64>(),
+        outs.into_iter().find_map(|o| o.1),
+    );
+    (latencies, errors)
+}
+
+/// The end-of-run check of this copy: every loaded row is there and
+/// accounts is intact; then the loaded table is dropped.
+fn check_copy(
+    db: &Database,
+    label: &str,
+    n: u64,
+    load_rows: u64,
+    data: &mut DataCheck,
+) -> Result<()> {
+    let bulk_rows = tables::scan_count(db, BULK)?;
+    if bulk_rows != load_rows {
+        data.fail(format!(
+            "{label}: {BULK} has {bulk_rows} rows, expected {load_rows}"
+        ));
+    }
+    data.add(tables::check_table(db, ACCOUNTS, Some(n))?);
+    db.drop_table(BULK)?;
+    Ok(())
 }
 
 /// The row of one load: its rates, the lookups' hit ratio before and
@@ -670,18 +729,12 @@ impl Report for BulkloadReport {
             .map(|((label, _), r)| (label.clone(), r.nodes.clone()))
             .collect();
         out += &tables::render_nodes(&nodes);
-        let lat: Vec<(String, &ByKind)> = res
+        let measured: Vec<_> = res
             .iter()
             .zip(&self.rows)
-            .map(|((label, _), r)| (label.clone(), &r.latency))
+            .map(|((label, _), r)| (label.clone(), &r.latency, r.mrc.as_ref()))
             .collect();
-        out += &latency::table(&lat);
-        let curves: Vec<(String, Option<&Curve>)> = res
-            .iter()
-            .zip(&self.rows)
-            .map(|((label, _), r)| (label.clone(), r.mrc.as_ref()))
-            .collect();
-        out += &common::curve_table(&curves);
+        out += &latency::tables_with_curves(&measured);
         if self.data_check.ok {
             out += &format!(
                 "data check: ok (every load committed {} rows; accounts {} rows, index verified \

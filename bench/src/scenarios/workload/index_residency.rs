@@ -1026,19 +1026,12 @@ impl IndexResidencyReport {
     /// configuration.
     fn latencies_and_curves(&self) -> String {
         let labels: Vec<String> = self.rows.iter().map(Self::label).collect();
-        let lat: Vec<(String, &ByKind)> = labels
-            .iter()
-            .cloned()
-            .zip(self.rows.iter().map(|r| &r.latency))
-            .collect();
-        let mut out = latency::table(&lat);
-        let curves: Vec<(String, Option<&Curve>)> = labels
+        let measured: Vec<_> = labels
             .iter()
             .zip(&self.rows)
-            .map(|(l, r)| (l.clone(), r.mrc.as_ref()))
+            .map(|(l, r)| (l.clone(), &r.latency, r.mrc.as_ref()))
             .collect();
-        out += &common::curve_table(&curves);
-        out
+        latency::tables_with_curves(&measured)
     }
 }
 

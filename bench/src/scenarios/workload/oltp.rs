@@ -967,18 +967,12 @@ impl OltpReport {
             .map(|((label, _), r)| (label.clone(), r.nodes.clone()))
             .collect();
         out += &tables::render_nodes(&nodes);
-        let lat: Vec<(String, &ByKind)> = res
+        let measured: Vec<_> = res
             .iter()
             .zip(&self.rows)
-            .map(|((label, _), r)| (label.clone(), &r.latency))
+            .map(|((label, _), r)| (label.clone(), &r.latency, r.mrc.as_ref()))
             .collect();
-        out += &latency::table(&lat);
-        let curves: Vec<(String, Option<&Curve>)> = res
-            .iter()
-            .zip(&self.rows)
-            .map(|((label, _), r)| (label.clone(), r.mrc.as_ref()))
-            .collect();
-        out += &common::curve_table(&curves);
+        out += &latency::tables_with_curves(&measured);
         out
     }
 

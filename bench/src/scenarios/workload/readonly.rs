@@ -407,18 +407,12 @@ impl Report for ReadonlyReport {
             .iter()
             .map(|r| format!("{} p={} t={}", r.evictor, r.partitions, r.threads))
             .collect();
-        let lat: Vec<(String, &ByKind)> = labels
+        let measured: Vec<_> = labels
             .iter()
-            .cloned()
-            .zip(self.rows.iter().map(|r| &r.latency))
+            .zip(&self.rows)
+            .map(|(l, r)| (l.clone(), &r.latency, r.mrc.as_ref()))
             .collect();
-        out += &latency::table(&lat);
-        let curves: Vec<(String, Option<&Curve>)> = labels
-            .iter()
-            .cloned()
-            .zip(self.rows.iter().map(|r| r.mrc.as_ref()))
-            .collect();
-        out += &common::curve_table(&curves);
+        out += &latency::tables_with_curves(&measured);
         out += &self.data_check.render();
         out
     }

@@ -1134,18 +1134,12 @@ impl ScanResistanceReport {
             .map(|(l, r)| (l.clone(), r.nodes_end.clone()))
             .collect();
         out += &crate::scenarios::tables::render_nodes(&nodes);
-        let lat: Vec<(String, &ByKind)> = labels
-            .iter()
-            .cloned()
-            .zip(self.rows.iter().map(|r| &r.latency))
-            .collect();
-        out += &latency::table(&lat);
-        let curves: Vec<(String, Option<&Curve>)> = labels
+        let measured: Vec<_> = labels
             .iter()
             .zip(&self.rows)
-            .map(|(l, r)| (l.clone(), r.mrc.as_ref()))
+            .map(|(l, r)| (l.clone(), &r.latency, r.mrc.as_ref()))
             .collect();
-        out += &common::curve_table(&curves);
+        out += &latency::tables_with_curves(&measured);
         out
     }
 }

@@ -611,6 +611,66 @@ struct ZipfOut {
     cache_kib: i64,
 }
 
+/// Both sides probe the same first keys once, checked against the truth
+/// and against each other: the runs, counting them.
+fn zipf_sample_runs(
+    db: &Database,
+    conn: &Connection,
+    truth: &ZipfTruth,
+    probes: &[u64],
+) -> Result<Runs> {
+    let sample = &probes[..2000.min(probes.len())];
+    let e = sample_tally(truth, |stop, t| {
+        engine_zipf_probes(db, sample, ZIPF_PER_TXN, stop, t)
+    })?;
+    let s = sample_tally(truth, |stop, t| {
+        sqlite_zipf_probes(conn, sample, ZIPF_PER_TXN, stop, t)
+    })?;
+    let mut runs = Runs {
+        checked: 2 * sample.len() as u64,
+        ..Runs::default()
+    };
+    if let Some(e) = compare_samples(&e, &s) {
+        runs.error("both", e);
+    }
+    Ok(runs)
+}
+
+/// The measured rounds: each runs the probes on the engine, then on
+/// SQLite, one thread per connection, and prints both rates.
+fn zipf_rounds(
+    settings: &Settings,
+    p: &Params,
+    truth: &ZipfTruth,
+    runs: &mut Runs,
+    db: &Database,
+    conns: &mut [Connection],
+    probes: &[u64],
+) -> Result<()> {
+    for round in 0..p.rounds {
+        let (e, s) = lookup_round(
+            settings,
+            truth,
+            runs,
+            db,
+            conns,
+            probes.len(),
+            |from, stop, tally| engine_zipf_probes(db, &probes[from..], ZIPF_PER_TXN, stop, tally),
+            |c, from, stop, tally| {
+                sqlite_zipf_probes(c, &probes[from..], ZIPF_PER_TXN, stop, tally)
+            },
+        )?;
+        eprintln!(
+            "{NAME} zipf round {}/{}: engine {} probes/s, SQLite {}",
+            round + 1,
+            p.rounds,
+            common::fmt_rate(e),
+            common::fmt_rate(s)
+        );
+    }
+    Ok(())
+}
+
 fn zipf_row(settings: &Settings, p: &Params) -> Result<ZipfOut> {
     let rows = p.zipf_rows;
     let pool = p.zipf_pool_pages;
@@ -657,42 +717,17 @@ fn zipf_row(settings: &Settings, p: &Params) -> Result<ZipfOut> {
     let mut conns = (0..ZIPF_THREADS)
         .map(|_| sqlite_side::open(&spath, cache_kib))
         .collect::<Result<Vec<_>>>()?;
-    let sample = &probes[..2000.min(probes.len())];
-    let e = sample_tally(&truth, |stop, t| {
-        engine_zipf_probes(&db, sample, ZIPF_PER_TXN, stop, t)
-    })?;
-    let s = sample_tally(&truth, |stop, t| {
-        sqlite_zipf_probes(&conns[0], sample, ZIPF_PER_TXN, stop, t)
-    })?;
-    let mut runs = Runs {
-        checked: 2 * sample.len() as u64,
-        ..Runs::default()
-    };
-    if let Some(e) = compare_samples(&e, &s) {
-        runs.error("both", e);
-    }
+    let mut runs = zipf_sample_runs(&db, &conns[0], &truth, &probes)?;
     let threads = ZIPF_THREADS;
-    for round in 0..p.rounds {
-        let (e, s) = lookup_round(
-            settings,
-            &truth,
-            &mut runs,
-            &db,
-            &mut conns[..threads],
-            probes.len(),
-            |from, stop, tally| engine_zipf_probes(&db, &probes[from..], ZIPF_PER_TXN, stop, tally),
-            |c, from, stop, tally| {
-                sqlite_zipf_probes(c, &probes[from..], ZIPF_PER_TXN, stop, tally)
-            },
-        )?;
-        eprintln!(
-            "{NAME} zipf round {}/{}: engine {} probes/s, SQLite {}",
-            round + 1,
-            p.rounds,
-            common::fmt_rate(e),
-            common::fmt_rate(s)
-        );
-    }
+    zipf_rounds(
+        settings,
+        p,
+        &truth,
+        &mut runs,
+        &db,
+        &mut conns[..threads],
+        &probes,
+    )?;
     common::note_trace(settings, trace, db.pool())?;
     db.close()?;
     drop(conns);

@@ -4,10 +4,15 @@
 //! (`engine::soak::run_and_kill`, as `crash-soak` does); the parent then
 //! opens the directory (recovery replays the WAL) and checks consistency
 //! conditions 1-4 on what survived, and that New-Orders did commit before
-//! the kill (the order ids moved).
+//! the kill (the order ids moved). The child prints `NEW-ORDER w d o` once
+//! each New-Order's commit has returned; every order so acknowledged must
+//! be found after recovery (the conditions alone cannot see an order lost
+//! whole, as all its rows go together).
 
+use std::io::Write;
 use std::path::Path;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use engine::{Database, Options};
@@ -15,7 +20,8 @@ use engine::{Database, Options};
 use super::backend::Backend;
 use super::checks::CheckReport;
 use super::driver::{Limit, drive};
-use super::engine_side::EngineBackend;
+use super::engine_side::{EngineBackend, NewOrderAck};
+use super::schema::{DISTRICT, ORDERS};
 use super::spec::Scale;
 use crate::error::{BenchError, Result};
 
@@ -36,6 +42,10 @@ pub struct CrashReport {
     /// committed by the child and kept through recovery.
     pub orders_before: i64,
     pub orders_after: i64,
+    /// New-Orders the child acknowledged as committed before the kill.
+    pub acknowledged: usize,
+    /// Those of them recovery lost, described (empty when none was).
+    pub lost: Vec<String>,
     /// `Database::open` after the kill, recovery included.
     pub recovery: Duration,
     pub check: CheckReport,
@@ -119,7 +129,14 @@ fn child(dir: &Path) -> Result<()> {
     let pool: usize = env_num(CHILD_POOL)?;
     let seed: u64 = env_num(CHILD_SEED)?;
     let db = Database::open(dir, options(pool))?;
-    let backend = EngineBackend::new(db);
+    let ack = NewOrderAck(Arc::new(|w, d, o| {
+        // A line only once the commit returned; a failed write means the
+        // parent is gone, and the kill follows.
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{ACK_PREFIX}{w} {d} {o}");
+        let _ = out.flush();
+    }));
+    let backend = EngineBackend::new(db).with_new_order_ack(ack);
     println!("READY");
     drive(
         &backend,
@@ -129,6 +146,43 @@ fn child(dir: &Path) -> Result<()> {
         seed,
     )?;
     Ok(())
+}
+
+/// How the child acknowledges a committed New-Order: `NEW-ORDER w d o`.
+pub const ACK_PREFIX: &str = "NEW-ORDER ";
+
+/// The `(warehouse, district, order id)` of an acknowledgement line, `None`
+/// for any other line (a line cut short by the kill included).
+pub fn parse_ack(line: &str) -> Option<(u32, u32, i64)> {
+    let mut v = line.strip_prefix(ACK_PREFIX)?.split(' ');
+    let w = v.next()?.parse().ok()?;
+    let d = v.next()?.parse().ok()?;
+    let o = v.next()?.parse().ok()?;
+    v.next().is_none().then_some((w, d, o))
+}
+
+/// Each acknowledged New-Order `acks` names that `db` does not hold: its
+/// ORDERS row is missing, or its district's D_NEXT_O_ID does not pass it.
+pub fn lost_new_orders(db: &Database, acks: &[(u32, u32, i64)]) -> Result<Vec<String>> {
+    let txn = db.read()?;
+    let mut lost = Vec::new();
+    for &(w, d, o) in acks {
+        let (wi, di) = (i64::from(w), i64::from(d));
+        let next = match txn.get_by_primary_key(DISTRICT, (wi, di))? {
+            Some((_, row)) => Some(row.i64("d_next_o_id")?),
+            None => None,
+        };
+        let found = txn.get_by_primary_key(ORDERS, (wi, di, o))?.is_some();
+        if !found || next.is_none_or(|n| n <= o) {
+            lost.push(format!(
+                "order ({w}, {d}, {o}): row {}, D_NEXT_O_ID {}",
+                if found { "present" } else { "missing" },
+                next.map_or_else(|| "missing".into(), |n| n.to_string())
+            ));
+        }
+    }
+    txn.commit()?;
+    Ok(lost)
 }
 
 fn next_order_ids(db: &Database, scale: &Scale) -> Result<i64> {
@@ -171,11 +225,15 @@ pub fn crash_and_check(
     let recovery = started.elapsed();
     let check = EngineBackend::new(db.clone()).check(scale)?;
     let orders_after = next_order_ids(&db, scale)?;
+    let acks: Vec<_> = lines.iter().filter_map(|l| parse_ack(l)).collect();
+    let lost = lost_new_orders(&db, &acks)?;
     db.close()?;
     Ok(CrashReport {
         child_lines: lines.len(),
         orders_before,
         orders_after,
+        acknowledged: acks.len(),
+        lost,
         recovery,
         check,
     })

@@ -65,6 +65,10 @@ pub const DEFAULT_SEED: u64 = 1;
 /// another format are rebuilt.
 const FORMAT: u32 = 1;
 const STAMP_FILE: &str = "TPCC_STAMP.json";
+/// The most terminal or analytic threads one cell runs: a count past this
+/// is refused up front (each is an OS thread, and one that cannot be
+/// started aborts the process).
+pub const MAX_THREADS: u16 = 1_024;
 
 /// A fraction in thousandths, for `--pool-fraction` (`0.25` or `25%`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -93,7 +97,14 @@ impl FromStr for Fraction {
                 "{s:?}: the pool fraction must be above 0 and at most 4 (400%)"
             ));
         }
-        Ok(Fraction((v * 1000.0).round().max(1.0) as u32))
+        // Kept in thousandths: a finer fraction would be silently another.
+        let thousandths = (v * 1000.0).round();
+        if thousandths < 1.0 || (v * 1000.0 - thousandths).abs() > 1e-6 {
+            return Err(format!(
+                "{s:?}: the pool fraction is kept to a thousandth (0.001 or 0.1%)"
+            ));
+        }
+        Ok(Fraction(thousandths as u32))
     }
 }
 
@@ -133,6 +144,9 @@ impl FromStr for ThreadCounts {
             .collect::<std::result::Result<Vec<_>, _>>()?;
         if v.is_empty() || v.len() > 4 {
             return Err(format!("{s:?}: give 1 to 4 comma-separated counts"));
+        }
+        if let Some(n) = v.iter().find(|&&n| n > MAX_THREADS) {
+            return Err(format!("{n} analytic threads: at most {MAX_THREADS}"));
         }
         Ok(ThreadCounts::new(&v))
     }
@@ -209,6 +223,15 @@ pub struct Params {
 
 impl Params {
     pub fn resolve(args: &Args, settings: &Settings) -> Result<Params> {
+        if let Some(n) = settings
+            .threads
+            .iter()
+            .find(|&&n| n > usize::from(MAX_THREADS))
+        {
+            return Err(BenchError::Config(format!(
+                "--threads {n}: tpcc runs at most {MAX_THREADS} terminals"
+            )));
+        }
         let warehouses = args.warehouses.unwrap_or(1);
         let scale = if args.tiny {
             Scale::tiny().with_warehouses(warehouses)?
@@ -401,6 +424,21 @@ pub fn run(settings: &Settings, args: &Args) -> Result<TpccReport> {
     })
 }
 
+/// An error opening the run's copy; when the copy's files are damaged, the
+/// damage came from the cached data set, which the error then names (the
+/// copy is thrown away, so that is the directory to delete).
+fn damaged_cache(e: engine::EngineError, data: &CachedData) -> BenchError {
+    if e.kind() == engine::ErrorKind::CorruptData {
+        BenchError::Data(format!(
+            "{e}\nthe run opens a copy of the cached data set {}: delete that \
+             directory to have it built again",
+            data.dir.display()
+        ))
+    } else {
+        e.into()
+    }
+}
+
 fn engine_options(settings: &Settings, pool_buffers: usize, c: &Config) -> Options {
     Options::new()
         .pool_buffers(pool_buffers)
@@ -428,7 +466,7 @@ fn measure(
     crate::dirs::copy_dir(&data.dir, run_dir, &["LOCK"])?;
     let reads = Arc::new(ReadCounts::default());
     let opts = dataset::count_reads(engine_options(settings, pool_buffers, c), &reads);
-    let db = Database::open(run_dir, opts)?;
+    let db = Database::open(run_dir, opts).map_err(|e| damaged_cache(e, data))?;
     let backend = EngineBackend::new(db.clone());
     let scale = &params.scale;
     let label = format!("{c} analytic={analytic}");

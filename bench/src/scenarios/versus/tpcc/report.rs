@@ -115,9 +115,11 @@ impl TpccReport {
         };
         format!(
             "crash-recovery: child killed with SIGKILL after {:.1} s; {} New-Orders \
-             committed and kept; recovery {:.0} ms; {}\n",
+             committed and kept ({} acknowledged, {} of them lost); recovery {:.0} ms; {}\n",
             self.duration.as_secs_f64(),
             c.orders_after - c.orders_before,
+            c.acknowledged,
+            c.lost.len(),
             c.recovery.as_secs_f64() * 1000.0,
             c.check.describe()
         )
@@ -127,6 +129,14 @@ impl TpccReport {
         let c = self.crash.as_ref()?;
         if !c.check.passed() {
             return Some(format!("after the crash: {}", c.check.describe()));
+        }
+        if !c.lost.is_empty() {
+            return Some(format!(
+                "after the crash: {} of {} acknowledged New-Orders were lost: {}",
+                c.lost.len(),
+                c.acknowledged,
+                c.lost.join("; ")
+            ));
         }
         if c.orders_after <= c.orders_before {
             return Some(
@@ -355,6 +365,8 @@ impl Report for TpccReport {
             "versus_sqlite": self.versus,
             "crash": self.crash.as_ref().map(|c| serde_json::json!({
                 "new_orders_kept": c.orders_after - c.orders_before,
+                "new_orders_acknowledged": c.acknowledged,
+                "new_orders_lost": c.lost,
                 "recovery_ms": c.recovery.as_secs_f64() * 1000.0,
                 "check_passed": c.check.passed(),
                 "check": c.check.describe(),
