@@ -7,7 +7,7 @@
 //!   read index -> buffer B holding the tag?   (no pin: a guess)
 //!   v = B.version, even; B VALID, TAG_VALID, tag = ours     else decline
 //!   a pin now would raise B's usage?                        then decline
-//!   f(&OptimisticPage)   relaxed atomic byte loads, every range checked
+//!   f(&OptimisticPage)   relaxed atomic loads (words where aligned), every range checked
 //!   fence; B.version == v, still VALID with our tag?        else decline
 //!   count the access and the hit; Some(f's result)
 //! ```
