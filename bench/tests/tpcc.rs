@@ -179,7 +179,38 @@ fn bench_tpcc_at_tiny_scale_reports_every_type_with_ring_on_and_off_and_writes_j
         assert_eq!(kinds.len(), 5);
         assert!(row["wal_bytes_per_txn"].as_f64().unwrap() > 0.0);
         assert!(!row["per_second"].as_array().unwrap().is_empty());
-        assert!(row["relations"].as_array().unwrap().len() >= 9 + 8);
+        let rels = row["relations"].as_array().unwrap();
+        assert!(rels.len() >= 9 + 8);
+        // Per table and index: the pool's lookups, hits and hit ratio.
+        let mut looked_up = 0;
+        for rel in rels {
+            let (acc, hits) = (
+                rel["accesses"].as_u64().unwrap(),
+                rel["hits"].as_u64().unwrap(),
+            );
+            let ratio = rel["hit_ratio"].as_f64().unwrap();
+            assert!(hits <= acc, "{rel}");
+            if acc > 0 {
+                assert!((ratio - hits as f64 / acc as f64).abs() < 1e-9, "{rel}");
+            } else {
+                assert_eq!(ratio, 1.0, "{rel}");
+            }
+            assert!(rel["evictions"].as_u64().is_some(), "{rel}");
+            looked_up += acc;
+        }
+        assert!(looked_up <= row["accesses"].as_u64().unwrap());
+        let named = |name: &str| {
+            rels.iter()
+                .find(|r| r["name"] == name)
+                .unwrap_or_else(|| panic!("no relation {name} in {row}"))
+        };
+        // Every New-Order and Stock-Level reads stock and order_line, every
+        // New-Order and Order-Status their primary keys.
+        for name in ["stock", "order_line", "stock_pkey", "order_line_pkey"] {
+            assert!(named(name)["accesses"].as_u64().unwrap() > 0, "{name}");
+        }
+        assert_eq!(named("stock")["kind"], "table");
+        assert_eq!(named("stock_pkey")["kind"], "index");
     }
     // The pool was sized by the default fraction: a quarter of the data.
     let (pool, data) = (

@@ -43,7 +43,9 @@ pub use backup::{BackupProgress, REREADS as BACKUP_REREADS};
 pub use backup_label::BACKUP_LABEL_FILE;
 pub use bulk::BulkProgress;
 pub use catalog::{IndexInfo, MAX_COLUMNS, MAX_NAME_LEN, RelKind};
-pub use database::{BufferInfo, Database, IndexViolation, ResidentPages, TableOptions};
+pub use database::{
+    BufferInfo, Database, IndexViolation, RelationStats, ResidentPages, TableOptions,
+};
 pub use error::{EngineError, ErrorKind, Result};
 pub use handle::{Index, IndexRef, Table, TableRef};
 pub use keys::{IntoKey, KeyRange};
