@@ -7,7 +7,9 @@ use bench::common::{CommonArgs, EvictorChoice};
 use bench::scenarios::tpcc;
 use bench::scenarios::versus::tpcc::backend::{Backend, Outcome};
 use bench::scenarios::versus::tpcc::driver::{Limit, drive};
-use bench::scenarios::versus::tpcc::engine_side::{DeliveryFault, EngineBackend};
+use bench::scenarios::versus::tpcc::engine_side::{
+    DeliveryFault, EngineBackend, TERMINAL_ATTEMPTS,
+};
 use bench::scenarios::versus::tpcc::spec::{
     self, CustomerSelector, DeliveryInput, NewOrderInput, OrderLineInput, PaymentInput, Scale,
     TxnKind,
@@ -15,7 +17,12 @@ use bench::scenarios::versus::tpcc::spec::{
 use engine::{Database, Options, Value};
 
 fn loaded(scale: &Scale) -> EngineBackend {
-    let db = Database::open_temporary(Options::new().pool_buffers(512)).unwrap();
+    let db = Database::open_temporary(
+        Options::new()
+            .pool_buffers(512)
+            .transaction_attempts(TERMINAL_ATTEMPTS),
+    )
+    .unwrap();
     let backend = EngineBackend::new(db);
     backend.load(scale, &mut |_, _| {}).unwrap();
     backend
@@ -104,7 +111,12 @@ fn a_new_order_naming_the_unused_item_rolls_back_everything_it_did() {
 #[test]
 fn a_delivery_that_skips_a_district_s_oldest_order_fails_condition_3() {
     let scale = Scale::tiny();
-    let db = Database::open_temporary(Options::new().pool_buffers(512)).unwrap();
+    let db = Database::open_temporary(
+        Options::new()
+            .pool_buffers(512)
+            .transaction_attempts(TERMINAL_ATTEMPTS),
+    )
+    .unwrap();
     let backend = EngineBackend::new(db).with_fault(DeliveryFault::SkipOldestIn(2));
     backend.load(&scale, &mut |_, _| {}).unwrap();
     let mut t = backend.terminal(&scale, 1).unwrap();
@@ -549,9 +561,20 @@ fn eight_terminals_on_one_warehouse_conflict_yet_every_transaction_finishes_and_
     let scale = Scale::tiny();
     let backend = loaded(&scale);
     let before = next_order_ids(&backend, &scale);
+    let engine_retries = backend.database().txn_stats().retries;
     let r = drive(&backend, &scale, 8, Limit::Transactions(40), 11).unwrap();
     // Every transaction of every terminal finished: none gave up.
     assert_eq!(r.total(), 8 * 40);
+    // The terminals' reruns are the engine's retries, each counted once.
+    let retries: u64 = TxnKind::ALL.iter().map(|&k| r.of(k).retries).sum();
+    assert!(
+        retries > 0,
+        "eight terminals on one warehouse never conflicted"
+    );
+    assert_eq!(
+        retries,
+        backend.database().txn_stats().retries - engine_retries
+    );
     let no = r.of(TxnKind::NewOrder);
     assert_eq!(
         next_order_ids(&backend, &scale) - before,
@@ -609,4 +632,16 @@ fn each_condition_fails_when_the_database_itself_breaks_it() {
         assert_eq!(report.violations.len(), 1, "{}", report.describe());
         assert_eq!(report.violations[0].district, district);
     }
+}
+
+#[test]
+fn a_terminal_on_a_database_allowing_too_few_attempts_is_refused_naming_the_option() {
+    let db = Database::open_temporary(Options::new().pool_buffers(512)).unwrap();
+    let backend = EngineBackend::new(db);
+    let e = backend
+        .terminal(&Scale::tiny(), 1)
+        .err()
+        .expect("a terminal with 10 attempts")
+        .to_string();
+    assert!(e.contains("transaction_attempts"), "{e}");
 }

@@ -53,6 +53,7 @@ pub use options::{DEFAULT_RING_KIB, Options, Partitions, StorageWrapper, parse_e
 pub use owned_row::OwnedRow;
 pub use recovery::{RecoveryStats, recover, recover_from};
 pub use reserved::{CATALOG_REL, CLOG_REL, FIRST_USER_REL};
+pub use retry::{Decision, RetryableError};
 pub use row::{RowId, RowRef};
 pub use table_def::{Col, RowColumn, TableInfo};
 pub use transaction::{IndexRange, RowIter, ScanSummary, Transaction};
