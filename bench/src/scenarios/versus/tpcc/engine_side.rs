@@ -24,7 +24,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use engine::{Database, Decision, KeyRange, OwnedRow, RowId, TableOptions, Transaction, Value};
 
 use super::analytic::{Analyst, EngineAnalyst};
-use super::backend::{Backend, Outcome, Terminal};
+use super::backend::{Backend, LastOrder, OrderStatusLine, OrderStatusResult, Outcome, Terminal};
 use super::checks::{DistrictState, WarehouseState};
 use super::schema::{
     self, CUSTOMER, CUSTOMER_BY_NAME, DISTRICT, HISTORY, ITEM, NEW_ORDER, ORDER_LINE,
@@ -475,12 +475,16 @@ impl Terminal for EngineTerminal<'_> {
         Ok(outcome)
     }
 
-    fn order_status(&mut self, input: &OrderStatusInput) -> Result<Outcome> {
-        let (_, outcome) = self.run(true, |txn, _| {
+    fn order_status(&mut self, input: &OrderStatusInput) -> Result<OrderStatusResult> {
+        let (result, _) = self.run(true, |txn, _| {
             let (w, d) = (i64::from(input.warehouse), i64::from(input.district));
             let (_, crow) = find_customer(txn, w, d, &input.customer)?;
             let c = crow.i64("c_id")?;
-            std::hint::black_box(crow.i64("c_balance")?);
+            let mut result = OrderStatusResult {
+                customer: c,
+                balance: crow.i64("c_balance")?,
+                last_order: None,
+            };
             let newest = txn
                 .range(
                     ORDERS_BY_CUSTOMER,
@@ -490,27 +494,28 @@ impl Terminal for EngineTerminal<'_> {
                 .transpose()?;
             if let Some((_, order)) = newest {
                 let o = order.i64("o_id")?;
-                let mut lines = 0;
+                let mut lines = Vec::new();
                 txn.range_each(ORDER_LINE_PKEY, KeyRange::prefix((w, d, o)), |l| {
-                    std::hint::black_box((
-                        l.i64("ol_i_id")?,
-                        l.i64("ol_supply_w_id")?,
-                        l.i64("ol_quantity")?,
-                        l.i64("ol_amount")?,
-                    ));
-                    lines += 1;
+                    lines.push(OrderStatusLine {
+                        item: l.i64("ol_i_id")?,
+                        supply_warehouse: l.i64("ol_supply_w_id")?,
+                        quantity: l.i64("ol_quantity")?,
+                        amount: l.i64("ol_amount")?,
+                    });
                     Ok(())
                 })?;
-                if lines != order.i64("o_ol_cnt")? {
+                let lines_n = lines.len() as i64;
+                if lines_n != order.i64("o_ol_cnt")? {
                     return Err(BenchError::Data(format!(
-                        "TPC-C: order ({w}, {d}, {o}) has {lines} lines, O_OL_CNT says {}",
+                        "TPC-C: order ({w}, {d}, {o}) has {lines_n} lines, O_OL_CNT says {}",
                         order.i64("o_ol_cnt")?
                     )));
                 }
+                result.last_order = Some(LastOrder { id: o, lines });
             }
-            Ok(Decision::Commit(()))
+            Ok(Decision::Commit(result))
         })?;
-        Ok(outcome)
+        Ok(result)
     }
 
     fn delivery(&mut self, input: &DeliveryInput) -> Result<Outcome> {
@@ -577,8 +582,8 @@ impl Terminal for EngineTerminal<'_> {
         Ok(outcome)
     }
 
-    fn stock_level(&mut self, input: &StockLevelInput) -> Result<Outcome> {
-        let (_, outcome) = self.run(true, |txn, _| {
+    fn stock_level(&mut self, input: &StockLevelInput) -> Result<u32> {
+        let (low, _) = self.run(true, |txn, _| {
             let (w, d) = (i64::from(input.warehouse), i64::from(input.district));
             let (_, drow) = txn
                 .get_by_primary_key(DISTRICT, (w, d))?
@@ -604,10 +609,9 @@ impl Terminal for EngineTerminal<'_> {
                     .ok_or_else(|| missing(format!("stock ({w}, {i})")))?;
                 low += u32::from(s.i64("s_quantity")? < threshold);
             }
-            std::hint::black_box(low);
-            Ok(Decision::Commit(()))
+            Ok(Decision::Commit(low))
         })?;
-        Ok(outcome)
+        Ok(low)
     }
 
     fn take_retries(&mut self) -> u64 {
