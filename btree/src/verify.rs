@@ -246,9 +246,12 @@ impl Index {
         for j in 0..tp.data_len() {
             let it = tp.data(j)?;
             if !tp.is_leaf() {
-                if it.minus_infinity != (j == 0) {
+                if it.minus_infinity && (!it.key.is_empty() || it.tid != crate::key::TID_MIN) {
                     bad(format!(
-                        "pivot {j}: minus infinity must be the first pivot and only it"
+                        "pivot {j}: the first pivot (minus infinity) stores a key of {} bytes \
+                         and TID {:?}, not the empty key and the smallest TID",
+                        it.key.len(),
+                        it.tid
                     ));
                 }
                 downlinks.push((it.child, (!it.minus_infinity).then(|| it.search_key())));

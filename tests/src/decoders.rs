@@ -59,9 +59,7 @@ pub fn key(i: i64) -> Vec<u8> {
 pub fn valid_btree_pages() -> &'static [Vec<u8>; 3] {
     static PAGES: OnceLock<[Vec<u8>; 3]> = OnceLock::new();
     PAGES.get_or_init(|| {
-        use btree::page::{
-            HAS_HIGH_KEY, Header, LEAF, MINUS_INFINITY, ROOT, build_page, encode_item,
-        };
+        use btree::page::{HAS_HIGH_KEY, Header, LEAF, ROOT, build_page, encode_item};
         let tid = |i: u16| Tid {
             block: u32::from(i),
             offset: i + 1,
@@ -96,7 +94,6 @@ pub fn valid_btree_pages() -> &'static [Vec<u8>; 3] {
             },
             &refs,
         );
-        let _ = MINUS_INFINITY;
         let mut meta = vec![0u8; PAGE_SIZE];
         btree::page::Meta {
             root: 3,
