@@ -166,6 +166,20 @@ pub struct CommonArgs {
     /// printed at its end); turns progress bars off
     #[arg(long, global = true)]
     pub watch: bool,
+    /// Seed of the generated workload (the keys each worker draws, the
+    /// crash-soak kill times) [default: each scenario's fixed seed]
+    #[arg(long, global = true, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Keep the live miss-ratio curve of every measured pool (sampled
+    /// reuse distances) and print it under the tables: the hit ratio an LRU
+    /// cache of 0.25x..4x the pool would have had on the same accesses
+    #[arg(long, global = true)]
+    pub mrc: bool,
+    /// Print a line every SECS seconds while a scenario runs (throughput,
+    /// hit ratio, evictions, p99 of the interval), kept in the JSON as the
+    /// run's series
+    #[arg(long, global = true, value_name = "SECS")]
+    pub report_interval: Option<f64>,
 }
 
 /// A scenario's defaults for the options left out.
@@ -248,6 +262,35 @@ pub struct Settings {
     pub quick: bool,
     /// `--trace FILE`: record the measured runs (see [`Settings::trace_for`]).
     pub trace: Option<PathBuf>,
+    /// `--seed`, `--mrc` and `--report-interval`.
+    pub measures: Measures,
+}
+
+/// What a run records beside its figures: the workload's seed, the live
+/// miss-ratio curve, the interval series.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Measures {
+    /// `--seed N`: the seed of the generated workload (`None`: each
+    /// scenario's own fixed seed).
+    pub seed: Option<u64>,
+    /// `--mrc`: every measured pool keeps a miss-ratio curve
+    /// ([`mrc_config`]).
+    pub mrc: bool,
+    /// `--report-interval SECS`: a line (and a JSON entry) per interval.
+    pub report_interval: Option<Duration>,
+}
+
+/// The sampling of the curve `--mrc` keeps for a pool of `pool_pages`:
+/// about 2,048 sampled pages per pool size (one page in `pool_pages / 2048`,
+/// every page for pools up to 16 MiB), so that the smallest size the curve
+/// answers for (0.25x) spans some 500 sampled pages (the curve's error
+/// grows as that count falls: `bufmgr::mrc`), and room for 64 Ki sampled
+/// pages (about 5 MiB) before the rate is lowered.
+pub fn mrc_config(pool_pages: usize) -> bufmgr::MrcConfig {
+    bufmgr::MrcConfig {
+        rate_inverse: u32::try_from(pool_pages / 2048).unwrap_or(u32::MAX).max(1),
+        max_keys: 1 << 16,
+    }
 }
 
 fn secs(what: &str, s: f64) -> Result<Duration> {
@@ -323,6 +366,14 @@ impl CommonArgs {
             progress: !self.no_progress && !self.watch,
             quick: self.quick,
             trace: self.trace.clone(),
+            measures: Measures {
+                seed: self.seed,
+                mrc: self.mrc,
+                report_interval: self
+                    .report_interval
+                    .map(|s| secs("report-interval", s))
+                    .transpose()?,
+            },
         })
     }
 }
@@ -529,6 +580,12 @@ impl Settings {
             .huge_pages(c.huge_pages)
             .io(self.io)
             .direct_io(self.direct_io)
+            .miss_ratio_curve(self.measures.mrc.then(|| mrc_config(self.pool_buffers)))
+    }
+
+    /// The workload's seed: `--seed` if given, else the scenario's own.
+    pub fn seed(&self, scenario_default: u64) -> u64 {
+        self.measures.seed.unwrap_or(scenario_default)
     }
 
     /// The trace file of one measured run of `c` under `--trace FILE`.
@@ -600,6 +657,7 @@ impl Settings {
             .rings(c.ring)
             .io(self.io)
             .direct_io(self.direct_io)
+            .mrc(self.measures.mrc.then(|| mrc_config(self.pool_buffers)))
     }
 
     /// The storage backend `--io` and `--direct` select, under `dir`.
@@ -660,6 +718,195 @@ impl fmt::Display for BatchField {
             BatchField::Named(s) => f.write_str(s),
         }
     }
+}
+
+/// A pool's live miss-ratio curve in a report (`--mrc`): the hit ratio an
+/// LRU cache of 0.25x..4x the pool would have had on the pool's accesses
+/// since it opened (warm-up included), from `bufmgr::mrc`'s sample.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Curve {
+    pub pool_pages: usize,
+    pub points: Vec<CurvePoint>,
+    pub sampled_accesses: u64,
+    pub sampled_pages: usize,
+    /// The sampling rate when the curve was read (1 = every page).
+    pub sample_rate: f64,
+    /// The pool's own hit ratio over the same span (since it opened), to
+    /// set beside the 1x point: the evictor against LRU on the same
+    /// accesses (`null`: no access).
+    pub pool_hit_ratio: Option<f64>,
+    /// With `--trace` too (scenarios that replay their trace): the exact LRU
+    /// hit ratios at the same sizes on the recorded accesses
+    /// ([`exact_lru`]), and the live curve's mean absolute error against
+    /// them in percentage points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact_lru: Option<Vec<CurvePoint>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_points: Option<f64>,
+}
+
+/// One size of a [`Curve`].
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    /// The size as a multiple of the pool (0.25, 0.5, 1, 2, 4).
+    pub multiple: f64,
+    pub pages: usize,
+    /// 0 ..= 1.
+    pub hit_ratio: f64,
+}
+
+impl Curve {
+    /// `c` with the pool's hit ratio over its life, `stats`.
+    pub fn new(c: &bufmgr::MissRatioCurve, stats: &bufmgr::PoolStats) -> Curve {
+        let t = stats.totals();
+        Curve {
+            pool_pages: c.pool_pages,
+            points: c
+                .points
+                .iter()
+                .map(|p| CurvePoint {
+                    multiple: p.multiple,
+                    pages: p.pages,
+                    hit_ratio: p.hit_ratio,
+                })
+                .collect(),
+            sampled_accesses: c.sampled_accesses,
+            sampled_pages: c.sampled_pages,
+            sample_rate: c.sample_rate,
+            pool_hit_ratio: (t.accesses > 0).then(|| t.hits as f64 / t.accesses as f64),
+            exact_lru: None,
+            error_points: None,
+        }
+    }
+
+    /// Sets the exact LRU curve replayed from the run's trace and the live
+    /// curve's error against it.
+    pub fn with_exact(mut self, exact: Vec<CurvePoint>) -> Curve {
+        self.error_points = curve_error(&self, &exact);
+        self.exact_lru = Some(exact);
+        self
+    }
+
+    /// The hit ratio at `multiple` of the pool, if the curve has that size.
+    pub fn at(&self, multiple: f64) -> Option<f64> {
+        self.points
+            .iter()
+            .find(|p| p.multiple == multiple)
+            .map(|p| p.hit_ratio)
+    }
+}
+
+/// The curve of `db`'s pool, when it keeps one (`--mrc`).
+pub fn curve_of(db: &engine::Database) -> Option<Curve> {
+    let c = db.miss_ratio_curve()?;
+    Some(Curve::new(&c, &db.pool_stats()))
+}
+
+/// The curve of a pool run directly, when it keeps one (`--mrc`).
+pub fn curve_of_pool(pool: &bufmgr::BufferPool) -> Option<Curve> {
+    let c = pool.miss_ratio_curve()?;
+    Some(Curve::new(&c, &pool.stats()))
+}
+
+/// The exact LRU hit ratios at `curve`'s sizes on the accesses recorded in
+/// `trace` (a `--trace` file of the same run, complete once its pool is
+/// closed), replayed in time order through a textbook LRU cache
+/// (`lab::replay`): the reference the live curve is judged against.
+pub fn exact_lru(trace: &Path, curve: &Curve) -> Result<Vec<CurvePoint>> {
+    let t = bufmgr::trace::Trace::read(trace)?;
+    let refs: Vec<lab::replay::Ref> = t.accesses_by_time().into_iter().map(Into::into).collect();
+    if refs.is_empty() {
+        return Err(BenchError::Data(format!(
+            "{}: no access recorded to replay",
+            trace.display()
+        )));
+    }
+    Ok(curve
+        .points
+        .iter()
+        .map(|p| {
+            let hits = lab::replay::replay(
+                lab::replay::Policy::Lru,
+                &refs,
+                p.pages,
+                &Default::default(),
+            );
+            CurvePoint {
+                multiple: p.multiple,
+                pages: p.pages,
+                hit_ratio: hits.iter().filter(|h| **h).count() as f64 / hits.len() as f64,
+            }
+        })
+        .collect())
+}
+
+/// The mean absolute difference of two curves' hit ratios over their
+/// common sizes, in percentage points (`None`: no size in common).
+pub fn curve_error(live: &Curve, exact: &[CurvePoint]) -> Option<f64> {
+    let diffs: Vec<f64> = exact
+        .iter()
+        .filter_map(|e| live.at(e.multiple).map(|l| (l - e.hit_ratio).abs() * 100.0))
+        .collect();
+    (!diffs.is_empty()).then(|| diffs.iter().sum::<f64>() / diffs.len() as f64)
+}
+
+/// The table of miss-ratio curves printed under a scenario's table: one
+/// line per row that has a curve (`--mrc`), the hit ratio at each size and
+/// the pool's own over the same span; empty when no row has one.
+pub fn curve_table(rows: &[(String, Option<&Curve>)]) -> String {
+    let Some(first) = rows.iter().find_map(|r| r.1) else {
+        return String::new();
+    };
+    let mut header: Vec<String> = vec!["row".into()];
+    header.extend(
+        first
+            .points
+            .iter()
+            .map(|p| format!("{}x ({} p)", p.multiple, p.pages)),
+    );
+    header.extend(["pool hit%".into(), "sampled".into(), "rate".into()]);
+    let mut t = Table {
+        header,
+        rows: Vec::new(),
+    };
+    for (label, curve) in rows {
+        let Some(c) = curve else { continue };
+        let mut row = vec![label.clone()];
+        row.extend(
+            c.points
+                .iter()
+                .map(|p| format!("{:.2}", 100.0 * p.hit_ratio)),
+        );
+        row.push(
+            c.pool_hit_ratio
+                .map_or("-".into(), |h| format!("{:.2}", 100.0 * h)),
+        );
+        row.push(format!(
+            "{} acc / {} pg",
+            c.sampled_accesses, c.sampled_pages
+        ));
+        row.push(if c.sample_rate > 0.0 {
+            format!("1/{:.0}", 1.0 / c.sample_rate)
+        } else {
+            "-".into()
+        });
+        t.rows.push(row);
+        if let Some(exact) = &c.exact_lru {
+            let mut row = vec!["  exact LRU (trace replay)".to_string()];
+            row.extend(exact.iter().map(|p| format!("{:.2}", 100.0 * p.hit_ratio)));
+            row.push(String::new());
+            row.push(
+                c.error_points
+                    .map_or("-".into(), |e| format!("MAE {e:.2} pt")),
+            );
+            row.push(String::new());
+            t.rows.push(row);
+        }
+    }
+    format!(
+        "miss-ratio curve (--mrc): LRU hit% at each pool size on the pool's sampled accesses \
+         since it opened (warm-up included); pool hit%: the pool's own over the same accesses\n{t}"
+    )
 }
 
 /// An aligned text table: first column left-aligned, the rest right-aligned.
@@ -891,9 +1138,12 @@ pub fn write_svgs(dir: &Path, plots: &[SvgPlot]) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// Write a JSON value to `path`, pretty-printed.
+/// Write a JSON value to `path`, pretty-printed, with the run's metadata
+/// ([`crate::harness::metadata`]) as its first field `meta` when the value
+/// is an object.
 pub fn write_json(path: &Path, value: &serde_json::Value) -> Result<()> {
-    let text = serde_json::to_string_pretty(value).map_err(|source| BenchError::Json {
+    let value = with_metadata(value);
+    let text = serde_json::to_string_pretty(&value).map_err(|source| BenchError::Json {
         path: path.to_path_buf(),
         source,
     })?;
@@ -902,6 +1152,22 @@ pub fn write_json(path: &Path, value: &serde_json::Value) -> Result<()> {
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// `value` with `"meta"` first (an object keeps its other fields in order;
+/// anything else is written as it is).
+pub fn with_metadata(value: &serde_json::Value) -> serde_json::Value {
+    let serde_json::Value::Object(fields) = value else {
+        return value.clone();
+    };
+    let mut out = serde_json::Map::new();
+    out.insert("meta".into(), crate::harness::metadata());
+    for (k, v) in fields {
+        if k != "meta" {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    serde_json::Value::Object(out)
 }
 
 /// Print a report, write its JSON if asked, and fail if its data was wrong.

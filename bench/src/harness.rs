@@ -15,15 +15,23 @@
 //! - [`alternating`] orders the repeated runs of configurations compared
 //!   with each other so that none always runs first (A B, B A, A B, ...),
 //!   and [`spread_of`] gives a figure's spread over those runs, which
-//!   [`crate::spread`] then uses to decide whether a ratio may be quoted.
+//!   [`crate::spread`] then uses to decide whether a ratio may be quoted;
+//! - [`Recorder`] is a worker's latencies (the run's, and the current
+//!   interval's for [`with_intervals`], the `--report-interval` reporter
+//!   that prints a line per interval and keeps the series);
+//! - [`metadata`] is what every JSON file starts with.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::{BenchError, Result};
+use crate::latency::{Latencies, Latency};
 use crate::spread::Spread;
 
 /// How often a measuring loop wakes to move its progress bar and sample.
@@ -287,6 +295,302 @@ pub fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "(no message)".into())
 }
 
+/// How often a worker hands its interval histogram to [`LiveLatency`]: the
+/// interval reporter's p99 lags the clock by at most this much.
+const LIVE_FLUSH: Duration = Duration::from_millis(20);
+
+/// The latencies of the current interval of `--report-interval`, fed by the
+/// workers' [`Recorder`]s and emptied by the reporter at each interval's end.
+#[derive(Debug, Default)]
+pub struct LiveLatency {
+    interval: Mutex<Latency>,
+}
+
+impl LiveLatency {
+    pub fn new() -> LiveLatency {
+        LiveLatency::default()
+    }
+
+    /// Adds `l` to the current interval and empties `l`.
+    fn absorb(&self, l: &mut Latency) {
+        self.interval
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .merge(l);
+        l.reset();
+    }
+
+    /// The interval's latencies; the next interval starts empty.
+    fn take(&self) -> Latency {
+        std::mem::take(&mut *self.interval.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// One worker's latencies: every operation into the run's [`Latencies`];
+/// with an interval reporter, the operations of the kind it follows also
+/// into its [`LiveLatency`] (handed over every [`LIVE_FLUSH`], so the
+/// measured path takes no lock).
+#[derive(Debug)]
+pub struct Recorder<'a> {
+    pub total: Latencies,
+    live: Option<(&'a LiveLatency, &'static str, Latency, Instant)>,
+    window: Option<&'a std::sync::atomic::AtomicBool>,
+}
+
+impl<'a> Recorder<'a> {
+    /// A recorder feeding `live` with the operations of `kind` (none
+    /// without a reporter).
+    pub fn new(live: Option<&'a LiveLatency>, kind: &'static str) -> Recorder<'a> {
+        Recorder {
+            total: Latencies::new(),
+            live: live.map(|l| (l, kind, Latency::new(), Instant::now())),
+            window: None,
+        }
+    }
+
+    /// Record into the run's latencies only while `in_window` is true (the
+    /// measured window); the interval reporter still gets every operation.
+    pub fn window(mut self, in_window: &'a std::sync::atomic::AtomicBool) -> Recorder<'a> {
+        self.window = Some(in_window);
+        self
+    }
+
+    /// Records one operation of `kind` that began at `started` and ended now.
+    #[inline]
+    pub fn record(&mut self, kind: &'static str, started: Instant) {
+        let now = Instant::now();
+        let d = now.duration_since(started);
+        if self.window.is_none_or(|w| w.load(Ordering::Relaxed)) {
+            self.total.record(kind, d);
+        }
+        if let Some((live, k, l, flushed)) = &mut self.live
+            && *k == kind
+        {
+            l.record(d);
+            if now.duration_since(*flushed) >= LIVE_FLUSH {
+                live.absorb(l);
+                *flushed = now;
+            }
+        }
+    }
+
+    /// The run's latencies, after handing the last interval values over.
+    pub fn finish(mut self) -> Latencies {
+        if let Some((live, _, l, _)) = &mut self.live {
+            live.absorb(l);
+        }
+        self.total
+    }
+}
+
+/// Cumulative counts at one instant, as the interval reporter reads them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Operations done (lookups, transactions, ...: the scenario's unit).
+    pub ops: u64,
+    /// Buffer accesses and hits of the pool.
+    pub accesses: u64,
+    pub hits: u64,
+    pub evictions: u64,
+}
+
+impl Tally {
+    /// The pool's counts, with `ops` operations done.
+    pub fn of(stats: &bufmgr::PoolStats, ops: u64) -> Tally {
+        let t = stats.totals();
+        Tally {
+            ops,
+            accesses: t.accesses,
+            hits: t.hits,
+            evictions: t.evictions,
+        }
+    }
+}
+
+/// One interval of `--report-interval`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// The interval's end, in seconds since the run's workers started
+    /// (warm-up included).
+    pub t_secs: f64,
+    /// Its length in seconds.
+    pub secs: f64,
+    pub ops: u64,
+    pub ops_per_sec: f64,
+    /// Hits / accesses of the pool in the interval (`null`: no access).
+    pub hit_ratio: Option<f64>,
+    pub evictions: u64,
+    pub evictions_per_sec: f64,
+    /// p99 of the interval's operations of the followed kind, in
+    /// microseconds (`null`: none finished, or no latencies followed).
+    pub p99_us: Option<f64>,
+}
+
+impl Interval {
+    /// The printed line, as `pgbench -P` prints one.
+    pub fn line(&self, label: &str, unit: &str) -> String {
+        format!(
+            "{label}: progress: {:.1} s, {:.0} {unit}/s, hit {}, {:.0} evictions/s, p99 {}",
+            self.t_secs,
+            self.ops_per_sec,
+            self.hit_ratio
+                .map_or("-".into(), |h| format!("{:.3}%", 100.0 * h)),
+            self.evictions_per_sec,
+            self.p99_us.map_or("-".into(), |p| format!("{p:.1} us")),
+        )
+    }
+}
+
+/// The intervals of `--report-interval` over `f`: with `every` given, a
+/// thread takes `tally()` every `every`, prints one line per interval
+/// (`label`, throughput in `unit`s/s, hit ratio, evictions, p99 of `live`)
+/// on standard error and keeps them; it stops when `f` returns. Without
+/// `every`, just `f()` and no series.
+pub fn with_intervals<T>(
+    every: Option<Duration>,
+    (label, unit): (&str, &str),
+    live: &LiveLatency,
+    tally: impl Fn() -> Tally + Sync,
+    f: impl FnOnce() -> T,
+) -> (T, Vec<Interval>) {
+    let Some(every) = every else {
+        return (f(), Vec::new());
+    };
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let reporter = s.spawn(|| {
+            let start = Instant::now();
+            let mut last = (start, tally());
+            live.take();
+            let mut series = Vec::new();
+            let mut next = start + every;
+            let mut stop = false;
+            while !stop {
+                // Sleep to the interval's end in short steps, so that the
+                // end of `f` is noticed quickly.
+                let now = Instant::now();
+                if now < next {
+                    std::thread::sleep((next - now).min(SAMPLED_POLL));
+                    if !done.load(Ordering::Relaxed) {
+                        continue;
+                    }
+                    stop = true;
+                }
+                let at = Instant::now();
+                let now_tally = tally();
+                let lat = live.take();
+                let (t0, before) = last;
+                let secs = at.duration_since(t0).as_secs_f64();
+                if secs <= 0.0 {
+                    break;
+                }
+                let accesses = now_tally.accesses.saturating_sub(before.accesses);
+                let hits = now_tally.hits.saturating_sub(before.hits);
+                let evictions = now_tally.evictions.saturating_sub(before.evictions);
+                let ops = now_tally.ops.saturating_sub(before.ops);
+                let i = Interval {
+                    t_secs: at.duration_since(start).as_secs_f64(),
+                    secs,
+                    ops,
+                    ops_per_sec: ops as f64 / secs,
+                    hit_ratio: (accesses > 0).then(|| hits as f64 / accesses as f64),
+                    evictions,
+                    evictions_per_sec: evictions as f64 / secs,
+                    p99_us: (lat.count() > 0).then(|| lat.summary().p99_us),
+                };
+                eprintln!("{}", i.line(label, unit));
+                series.push(i);
+                last = (at, now_tally);
+                next += every;
+                if done.load(Ordering::Relaxed) {
+                    stop = true;
+                }
+            }
+            series
+        });
+        let out = f();
+        done.store(true, Ordering::Relaxed);
+        let series = reporter.join().unwrap_or_default();
+        (out, series)
+    })
+}
+
+/// The run's metadata, the first field of every JSON file the program
+/// writes: the source's git commit (with `-dirty` when the work tree has
+/// changes; `null` outside a git checkout), the compiler that built the
+/// program, the kernel, the CPU model, the cores this process may use, the
+/// time (UTC) and the command line.
+pub fn metadata() -> serde_json::Value {
+    serde_json::json!({
+        "git_commit": git_commit(),
+        "rustc": env!("BENCH_RUSTC_VERSION"),
+        "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .ok()
+            .map(|s| s.trim().to_string()),
+        "cpu_model": cpu_model(),
+        "cores": crate::common::cores(),
+        "time_utc": utc_now(),
+        "command_line": std::env::args().collect::<Vec<_>>(),
+    })
+}
+
+/// `git rev-parse HEAD` in the current directory, `-dirty` appended when
+/// `git status` lists changes to tracked files; `None` if git cannot say.
+fn git_commit() -> Option<String> {
+    let run = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let head = run(&["rev-parse", "HEAD"])?;
+    let dirty =
+        run(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
+    Some(if dirty { format!("{head}-dirty") } else { head })
+}
+
+/// The first `model name` of /proc/cpuinfo.
+fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    info.lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+}
+
+/// Now as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    utc_of(secs)
+}
+
+/// Seconds since 1970 as `YYYY-MM-DDTHH:MM:SSZ` (the civil calendar of
+/// Howard Hinnant's `civil_from_days`).
+fn utc_of(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -425,5 +729,80 @@ mod tests {
             "{:?}",
             r.err()
         );
+    }
+
+    #[test]
+    fn utc_times_follow_the_civil_calendar() {
+        assert_eq!(utc_of(0), "1970-01-01T00:00:00Z");
+        assert_eq!(utc_of(1_700_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(utc_of(951_825_600), "2000-02-29T12:00:00Z");
+    }
+
+    #[test]
+    fn the_interval_reporter_has_one_entry_per_interval_with_its_own_p99() {
+        let ops = AtomicU64::new(0);
+        let live = LiveLatency::new();
+        let every = Duration::from_millis(100);
+        let started = Instant::now();
+        let (_, series) = with_intervals(
+            Some(every),
+            ("test", "ops"),
+            &live,
+            || Tally {
+                ops: ops.load(Ordering::Relaxed),
+                ..Tally::default()
+            },
+            || {
+                let mut rec = Recorder::new(Some(&live), "op");
+                while started.elapsed() < Duration::from_millis(450) {
+                    let t = Instant::now();
+                    std::thread::sleep(Duration::from_millis(1));
+                    rec.record("op", t);
+                    // Another kind reaches the run's latencies only.
+                    rec.record("other", t);
+                    ops.fetch_add(1, Ordering::Relaxed);
+                }
+                rec.finish()
+            },
+        );
+        let run = started.elapsed().as_secs_f64();
+        let full = (run / every.as_secs_f64()).floor() as usize;
+        assert!(
+            (full..=full + 1).contains(&series.len()),
+            "{} entries over {run} s",
+            series.len()
+        );
+        let counted: u64 = series.iter().map(|i| i.ops).sum();
+        assert_eq!(
+            counted,
+            ops.load(Ordering::Relaxed),
+            "every op in one interval"
+        );
+        for i in &series[..full.min(series.len())] {
+            assert!(i.ops > 0, "{i:?}");
+            let p99 = i.p99_us.expect("a p99 per busy interval");
+            assert!(p99 >= 1_000.0, "a 1 ms sleep is at least 1000 us: {p99}");
+            assert_eq!(i.hit_ratio, None, "no pool access, no ratio");
+        }
+    }
+
+    #[test]
+    fn without_an_interval_there_is_no_series_and_no_thread() {
+        let live = LiveLatency::new();
+        let (v, series) = with_intervals(None, ("t", "ops"), &live, Tally::default, || 5);
+        assert_eq!((v, series.len()), (5, 0));
+    }
+
+    #[test]
+    fn a_recorder_gated_by_the_window_records_only_inside_it() {
+        let in_window = std::sync::atomic::AtomicBool::new(false);
+        let mut rec = Recorder::new(None, "op").window(&in_window);
+        rec.record("op", Instant::now());
+        in_window.store(true, Ordering::Relaxed);
+        rec.record("op", Instant::now());
+        rec.record("op", Instant::now());
+        in_window.store(false, Ordering::Relaxed);
+        rec.record("op", Instant::now());
+        assert_eq!(rec.finish().get("op").map(|l| l.count()), Some(2));
     }
 }

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The largest latency a histogram tells apart: one hour, in nanoseconds.
 const HIGHEST_NS: u64 = 3_600_000_000_000;
@@ -56,6 +56,11 @@ impl Latency {
         self.histogram.len()
     }
 
+    /// Forgets every value (the bounds stay).
+    pub fn reset(&mut self) {
+        self.histogram.reset();
+    }
+
     /// The percentiles of what was recorded (all zero when nothing was).
     pub fn summary(&self) -> Summary {
         let h = &self.histogram;
@@ -72,7 +77,7 @@ impl Latency {
 }
 
 /// Percentiles of one operation kind, in microseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub count: u64,
     pub p50_us: f64,
@@ -115,6 +120,58 @@ impl Latencies {
     pub fn summaries(&self) -> Vec<(&'static str, Summary)> {
         self.kinds.iter().map(|(k, l)| (*k, l.summary())).collect()
     }
+
+    /// [`summaries`](Self::summaries) keyed by kind: a JSON row's
+    /// `latency` field.
+    pub fn by_kind(&self) -> ByKind {
+        self.kinds
+            .iter()
+            .map(|(k, l)| (k.to_string(), l.summary()))
+            .collect()
+    }
+}
+
+/// Each operation kind's percentiles (a row's `latency` field).
+pub type ByKind = BTreeMap<String, Summary>;
+
+/// The latency table printed under a scenario's table: one line per row
+/// and operation kind, the row's label first.
+pub fn table(rows: &[(String, &ByKind)]) -> String {
+    let mut t = crate::common::Table::new(&[
+        "row",
+        "operation",
+        "count",
+        "p50 us",
+        "p95 us",
+        "p99 us",
+        "p99.9 us",
+        "max us",
+    ]);
+    let us = |v: f64| {
+        if v >= 100.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.1}")
+        }
+    };
+    for (label, kinds) in rows {
+        for (kind, s) in kinds.iter() {
+            t.push(vec![
+                label.clone(),
+                kind.clone(),
+                s.count.to_string(),
+                us(s.p50_us),
+                us(s.p95_us),
+                us(s.p99_us),
+                us(s.p999_us),
+                us(s.max_us),
+            ]);
+        }
+    }
+    if t.rows.is_empty() {
+        return String::new();
+    }
+    format!("latency per operation (measured window, all threads merged):\n{t}")
 }
 
 #[cfg(test)]

@@ -37,6 +37,7 @@ fn tiny(dir: &Path, pool_buffers: usize, threads: usize) -> Settings {
         progress: false,
         quick: true,
         trace: None,
+        measures: Default::default(),
     }
 }
 

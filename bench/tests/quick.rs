@@ -26,6 +26,7 @@ fn tiny(dir: &Path, json: &str) -> Settings {
         progress: false,
         quick: false,
         trace: None,
+        measures: Default::default(),
     }
 }
 

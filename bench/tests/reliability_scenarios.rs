@@ -28,6 +28,7 @@ fn tiny(dir: &Path, threads: Vec<usize>, json: &str) -> Settings {
         progress: false,
         quick: true,
         trace: None,
+        measures: Default::default(),
     }
 }
 
@@ -78,11 +79,9 @@ fn wal_commit_reports_every_thread_count_beside_the_raw_rate() {
 #[test]
 fn crash_soak_verifies_every_cycle_and_reports_recovery_times() {
     let dir = tempfile::tempdir().unwrap();
-    let settings = tiny(dir.path(), vec![1], "soak.json");
-    let args = crash_soak::Args {
-        cycles: Some(3),
-        seed: Some(7),
-    };
+    let mut settings = tiny(dir.path(), vec![1], "soak.json");
+    settings.measures.seed = Some(7);
+    let args = crash_soak::Args { cycles: Some(3) };
     let report: CrashSoakReport = bench::common::finish(
         crash_soak::run_with(&settings, &args, Path::new(env!("CARGO_BIN_EXE_bench"))).unwrap(),
         &settings,

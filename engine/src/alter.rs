@@ -23,10 +23,11 @@
 //!    position): there is no `drop_column`, and column positions, [`crate::Col`]
 //!    handles and indexes stay valid across `add_column`.
 
-use crate::catalog::{CatalogEntry, TableInfo, check_definition};
+use crate::catalog::{CatalogEntry, check_definition};
 use crate::database::Database;
 use crate::error::{EngineError, Result};
 use crate::stats::Pending;
+use crate::table_def::TableInfo;
 use crate::txn::xact::CommitMode;
 use crate::value::{Column, Value};
 

@@ -49,6 +49,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::error::{EngineError, Result, cut};
 use crate::schema::Schema;
+use crate::table_def::TableInfo;
 use crate::value::{COUNT_LEN, Column, ColumnType, LEN_PREFIX, Row, Value, decode_row, encode_row};
 
 pub use crate::reserved::CATALOG_REL;
@@ -80,32 +81,6 @@ pub enum RelKind {
     Index,
     /// Not in the catalog (being created or dropped).
     Unknown,
-}
-
-/// A table as the catalog knows it.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub struct TableInfo {
-    /// The table's name (unique among tables and indexes).
-    pub name: String,
-    /// The relation id of its heap file.
-    pub rel: RelId,
-    /// Its columns, in order.
-    pub columns: Vec<Column>,
-    /// `false` for an unlogged table: no WAL, emptied after a crash.
-    pub logged: bool,
-}
-
-impl TableInfo {
-    /// The position of column `name`, or [`EngineError::UnknownColumn`].
-    pub fn column_index(&self, name: &str) -> Result<usize> {
-        self.columns
-            .iter()
-            .position(|c| c.name == name)
-            .ok_or_else(|| EngineError::UnknownColumn {
-                table: self.name.clone(),
-                column: name.to_string(),
-            })
-    }
 }
 
 /// An index as the catalog knows it.

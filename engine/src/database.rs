@@ -32,7 +32,7 @@ use wal::{CheckpointInfo, Wal, WalStats};
 use crate::autovacuum::{AutovacShared, Autovacuum, AutovacuumStats, WorkerContext};
 use crate::catalog::{
     CATALOG_REL, CatalogEntry, CatalogState, IndexHandle, IndexInfo, InvalidIndex, RelKind,
-    TableHandle, TableInfo, check_name, check_table,
+    TableHandle, check_name, check_table,
 };
 use crate::datadir::{self, DirLock, Recorded, RecordedKind};
 use crate::error::{EngineError, Result};
@@ -44,6 +44,7 @@ use crate::recovery::{RecoveryStats, recover, redo_record};
 use crate::reserved::CLOG_REL;
 use crate::schema::Schema;
 use crate::stats::{Pending, TableCounters};
+use crate::table_def::TableInfo;
 use crate::txn::Xid;
 use crate::txn::registry::SnapshotRegistry;
 use crate::txn::xact::{CommitMode, TransactionManager, TxnStats, next_xid_hint};

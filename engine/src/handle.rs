@@ -22,10 +22,10 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::catalog::{IndexHandle, IndexInfo, TableHandle, TableInfo};
+use crate::catalog::{IndexHandle, IndexInfo, TableHandle};
 use crate::database::Database;
 use crate::error::{EngineError, Result};
-use crate::row::{Col, col_of};
+use crate::table_def::{Col, TableInfo, col_of};
 
 /// A resolved table ([`Database::table_handle`]). Cheap to clone.
 #[derive(Clone, Debug)]

@@ -54,8 +54,9 @@ use heap::tuple::{
 use heap::txn::{INVALID_XID, StatusError};
 use heap::{Heap, HeapError, Tid, TransactionStatus, XidStatus};
 
-use crate::catalog::{IndexHandle, TableHandle, TableInfo};
+use crate::catalog::{IndexHandle, TableHandle};
 use crate::error::{EngineError, Result};
+use crate::table_def::TableInfo;
 use crate::txn::Xid;
 use crate::value::{Column, ColumnType, Row, Value, decode_row, f64_order_key};
 

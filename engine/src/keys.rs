@@ -26,10 +26,11 @@ use std::ops::{Bound, RangeBounds};
 use btree::key::{encode_parts, prefix_end};
 use btree::{ColumnKind, Direction, Key, KeyPart, KeyType, MAX_KEY_COLUMNS, TupleType};
 
-use crate::catalog::{IndexHandle, TableInfo};
+use crate::catalog::IndexHandle;
 use crate::error::{EngineError, Result};
 use crate::index::value_key;
 use crate::row::RowRef;
+use crate::table_def::TableInfo;
 use crate::value::{ColumnType, Value};
 
 /// A range's lower and upper bounds on stored keys.
@@ -133,11 +134,11 @@ impl IndexHandle {
         if self.is_tuple() {
             let mut parts = Vec::with_capacity(self.info.columns.len());
             for &c in &self.info.columns {
-                parts.push(value_part(&row.value(crate::row::col_of(info, c))?));
+                parts.push(value_part(&row.value(crate::table_def::col_of(info, c))?));
             }
             return Ok(encode_parts(&parts) == key);
         }
-        let col = crate::row::col_of(info, self.info.columns[0]);
+        let col = crate::table_def::col_of(info, self.info.columns[0]);
         Ok(match info.columns[self.info.columns[0]].ty {
             ColumnType::I64 => row.i64_opt(col)?.is_some_and(|v| Key::encode_i64(v) == key),
             ColumnType::Bytes => row.bytes_opt(col)? == Some(key),

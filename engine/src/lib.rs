@@ -31,6 +31,7 @@ mod schema;
 #[cfg(feature = "testing")]
 pub mod soak;
 mod stats;
+mod table_def;
 mod temporary;
 mod transaction;
 mod txn;
@@ -41,7 +42,7 @@ pub use autovacuum::{AutovacuumError, AutovacuumStats, TableAutovacuum};
 pub use backup::{BackupProgress, REREADS as BACKUP_REREADS};
 pub use backup_label::BACKUP_LABEL_FILE;
 pub use bulk::BulkProgress;
-pub use catalog::{IndexInfo, MAX_COLUMNS, MAX_NAME_LEN, RelKind, TableInfo};
+pub use catalog::{IndexInfo, MAX_COLUMNS, MAX_NAME_LEN, RelKind};
 pub use database::{BufferInfo, Database, IndexViolation, ResidentPages, TableOptions};
 pub use error::{EngineError, ErrorKind, Result};
 pub use handle::{Index, IndexRef, Table, TableRef};
@@ -50,7 +51,8 @@ pub use options::{DEFAULT_RING_KIB, Options, Partitions, StorageWrapper, parse_e
 pub use owned_row::{OwnedRow, RowColumn};
 pub use recovery::{RecoveryStats, recover, recover_from};
 pub use reserved::{CATALOG_REL, CLOG_REL, FIRST_USER_REL};
-pub use row::{Col, RowId, RowRef};
+pub use row::{RowId, RowRef};
+pub use table_def::{Col, TableInfo};
 pub use transaction::{IndexRange, RowIter, ScanSummary, Transaction};
 pub use txn::clog::{CLOG_ZEROPAGE, Clog, ClogStatus, XIDS_PER_PAGE};
 pub use txn::snapshot::RunningSet;

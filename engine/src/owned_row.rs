@@ -30,9 +30,8 @@ use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 use std::sync::Arc;
 
-use crate::catalog::TableInfo;
 use crate::error::{EngineError, Result};
-use crate::row::{Col, col_of};
+use crate::table_def::{Col, TableInfo, col_of};
 use crate::value::{ColumnType, Row, Value};
 
 /// What the values of a row are: the table's definition, and which of its

@@ -17,67 +17,16 @@
 
 use std::sync::Arc;
 
-use bufmgr::RelId;
 use heap::Tid;
 
-use crate::catalog::TableInfo;
 use crate::error::{EngineError, Result};
 use crate::owned_row::{OwnedRow, RowColumn, Shape};
 use crate::schema::Schema;
+use crate::table_def::{Col, TableInfo, col_of};
 use crate::value::{COUNT_LEN, ColumnType, LEN_PREFIX, Row, Value, bitmap_len, decode_row};
 
 /// The TID type rows are named by.
 pub type RowId = Tid;
-
-/// One column of one table, resolved ([`Table::column`](crate::Table::column)).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Col {
-    pub(crate) rel: RelId,
-    pub(crate) idx: u32,
-    pub(crate) ty: ColumnType,
-    pub(crate) nullable: bool,
-    /// Byte offset of the value past the row's null bitmap, when it does
-    /// not depend on the row (every column before it is NOT NULL and of a
-    /// fixed width).
-    pub(crate) fixed: Option<u32>,
-}
-
-impl Col {
-    /// Position in the table's columns.
-    pub fn index(&self) -> usize {
-        self.idx as usize
-    }
-
-    /// The column's type.
-    pub fn ty(&self) -> ColumnType {
-        self.ty
-    }
-
-    /// Whether the column accepts NULL.
-    pub fn nullable(&self) -> bool {
-        self.nullable
-    }
-}
-
-/// Column `idx` of table `info` as a [`Col`] (`idx` must be in range).
-pub(crate) fn col_of(info: &TableInfo, idx: usize) -> Col {
-    let cols = &info.columns;
-    // If every column before this one is NOT NULL and of a fixed width, its
-    // value is always at the same offset past the null bitmap (whose length
-    // depends on the row's own column count: `add_column`).
-    let fixed = cols[..idx]
-        .iter()
-        .map(|c| c.ty.fixed_width().filter(|_| !c.nullable))
-        .sum::<Option<usize>>()
-        .and_then(|o| u32::try_from(o).ok());
-    Col {
-        rel: info.rel,
-        idx: idx as u32,
-        ty: cols[idx].ty,
-        nullable: cols[idx].nullable,
-        fixed,
-    }
-}
 
 /// A visible row on a share-locked page (module docs).
 #[derive(Copy, Clone, Debug)]

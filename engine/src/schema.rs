@@ -27,8 +27,8 @@ use std::sync::{Arc, OnceLock};
 
 use heap::Tid;
 
-use crate::catalog::TableInfo;
 use crate::owned_row::Shape;
+use crate::table_def::TableInfo;
 
 /// A table's definition, newest version first to readers (module docs).
 #[derive(Debug)]

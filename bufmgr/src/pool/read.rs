@@ -461,7 +461,7 @@ impl PoolShared {
         };
         if let Some((id, state)) = hit {
             let state = state.ok_or_else(|| Self::too_many_pins(tag))?;
-            return Ok(self.count_hit(local, id, state, tag, ring_kind));
+            return Ok(self.count_hit(local, id, state, &ht, ring_kind));
         }
 
         // 2-4. A clean, tagless victim, pinned by us.
@@ -476,7 +476,7 @@ impl PoolShared {
                 .pin(existing, use_ring)
                 .ok_or_else(|| Self::too_many_pins(tag))?;
             drop(map);
-            return Ok(self.count_hit(local, existing, state, tag, ring_kind));
+            return Ok(self.count_hit(local, existing, state, &ht, ring_kind));
         }
         map.insert(ht, victim);
         // 6. Tag it, with the read already marked in progress.
@@ -509,16 +509,18 @@ impl PoolShared {
     }
 
     /// Count the access to a buffer found pinned (and the hit if it is
-    /// valid); which kind of start it is.
+    /// valid); which kind of start it is. `ht` carries the tag's hash the
+    /// lookup computed, reused by the sampler's filter.
     fn count_hit(
         &self,
         local: &mut Local,
         id: BufferId,
         state: u64,
-        tag: BufferTag,
+        ht: &HashedTag,
         ring: Option<crate::replacement::ring::RingKind>,
     ) -> Started {
-        self.mrc_filter(local, tag.hash_code(), tag);
+        let tag = ht.tag;
+        self.mrc_filter(local, ht.hash, tag);
         let c = &local.stats.parts[self.desc(id).partition()];
         bump(&c.accesses, 1);
         if let Some(t) = local.trace.as_mut() {

@@ -50,15 +50,15 @@ pub const CHILD_SEED: &str = "BENCH_CRASH_SOAK_CHILD_SEED";
 /// A child that is never killed stops by itself after this long.
 const CHILD_DEADLINE: Duration = Duration::from_secs(600);
 
+/// The seed of the kill times and the children's workloads without `--seed`.
+pub const SEED: u64 = 0x5eed_c0de;
+
 /// The options of `crash-soak` (after the scenario name).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::Args)]
 pub struct Args {
     /// Kill-and-recover cycles [default: 20; 5 with --quick]
     #[arg(long, value_name = "N")]
     pub cycles: Option<u64>,
-    /// Seed of the kill times and the children's workloads [default: fixed]
-    #[arg(long, value_name = "N")]
-    pub seed: Option<u64>,
 }
 
 /// Defaults: pool options do not apply (the workload's pool is
@@ -149,7 +149,9 @@ pub fn run_with(settings: &Settings, args: &Args, exe: &Path) -> Result<CrashSoa
     } else {
         DEFAULT_CYCLES
     });
-    let seed = args.seed.unwrap_or(0x5eed_c0de);
+    // `--seed` (common to every scenario): the kill times and the
+    // children's workloads.
+    let seed = settings.seed(SEED);
     std::fs::create_dir_all(&settings.data_dir).map_err(|source| BenchError::Io {
         op: "create",
         path: settings.data_dir.clone(),

@@ -40,10 +40,11 @@ use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{self, BatchField, Config, Report, Settings, SvgPlot, Table, fmt_rate};
+use crate::common::{self, BatchField, Config, Curve, Report, Settings, SvgPlot, Table, fmt_rate};
 use crate::dataset::{self, DataCheck, Dataset, RelPages, Stamp};
 use crate::error::{BenchError, Result};
-use crate::harness;
+use crate::harness::{self, Interval, LiveLatency, Recorder, Tally};
+use crate::latency::{self, ByKind, Latencies};
 
 pub const NAME: &str = "index-residency";
 pub const TABLE: &str = "t";
@@ -55,7 +56,8 @@ const ROWS_PER_POOL_PAGE: f64 = 2_700_000.0 / 16_384.0;
 pub const THETA: f64 = 0.99;
 const PROBES_PER_TXN: u64 = 1000;
 const PUBLISH_EVERY: u64 = 64;
-const SEED: u64 = 0x1DE7_0001;
+/// The probes' seed without `--seed` (the keys' permutations always use it).
+pub const SEED: u64 = 0x1DE7_0001;
 
 /// The options of `index-residency` (after the scenario name).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::Args)]
@@ -124,6 +126,22 @@ pub struct Row {
     /// the pool opened.
     #[serde(default)]
     pub nodes_end: Vec<crate::scenarios::tables::NodeFigures>,
+    /// Latency per operation kind in the window: `lookup` (one probe
+    /// through an index to its heap row, checked). A median row carries
+    /// the typical run's (as its samples).
+    #[serde(default)]
+    pub latency: ByKind,
+    /// The pool's live miss-ratio curve at the window's end (`--mrc`), with
+    /// the exact LRU replay of the run's trace beside it under `--trace`.
+    #[serde(default)]
+    pub mrc: Option<Curve>,
+    /// One entry per `--report-interval` (warm-up included; throughput in
+    /// probes).
+    #[serde(default)]
+    pub intervals: Vec<Interval>,
+    /// The seed the probes were drawn from (`--seed`).
+    #[serde(default)]
+    pub seed: u64,
     pub data_errors: u64,
 }
 
@@ -235,8 +253,9 @@ pub fn ensure_data(settings: &Settings, p: &Params) -> Result<Dataset> {
 /// The probes every configuration's threads walk: `index << 32 | key`.
 /// The array's length is a power of two; thread `t` walks it with stride
 /// `2t + 1` from its own offset (see `sweep`).
-pub fn draw_probes(rows: u64, len: usize) -> Result<Vec<u64>> {
-    let mut rng = SmallRng::seed_from_u64(SEED ^ 0xABCD);
+/// `seed`: `--seed`, or [`SEED`].
+pub fn draw_probes(rows: u64, len: usize, seed: u64) -> Result<Vec<u64>> {
+    let mut rng = SmallRng::seed_from_u64(seed ^ 0xABCD);
     let mut scramble: Vec<u32> = (1..=rows as u32).collect();
     scramble.shuffle(&mut rng);
     let zipf = Zipf::new(rows as f64, THETA)
@@ -306,7 +325,8 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
     let len = ((p.rows as usize) * 2)
         .next_power_of_two()
         .clamp(1 << 16, 1 << 22);
-    let probes = draw_probes(p.rows, len)?;
+    let seed = settings.seed(SEED);
+    let probes = draw_probes(p.rows, len, seed)?;
     // Group the matrix by everything but the evictor; within a group run
     // the evictors alternately, ABBA.
     let nev = settings.evictors.len().max(1);
@@ -324,7 +344,7 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
                 c.partitions,
                 run + 1
             );
-            let row = measure(&ds, settings, c, &probes, (run, p.runs), &label)?;
+            let row = measure(&ds, settings, c, (&probes, seed), (run, p.runs), &label)?;
             crate::common::tell(&format!(
                 "{label}: {} probes/s, index pages resident {:.0}, heap {:.0}, index share of evictions {:.2}%, index hit {:.2}%",
                 fmt_rate(row.probes_per_sec),
@@ -358,14 +378,18 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
 }
 
 #[derive(Debug, Default)]
-struct Shared {
+struct Shared<'a> {
+    /// The probes' interval latencies, with `--report-interval`.
+    live: Option<&'a LiveLatency>,
+    /// Within the measured window: latencies are recorded.
+    in_window: AtomicBool,
     stop: AtomicBool,
     probes: AtomicU64,
     data_errors: AtomicU64,
     first_error: Mutex<Option<String>>,
 }
 
-impl Shared {
+impl Shared<'_> {
     fn error(&self, e: String) {
         self.data_errors.fetch_add(1, Ordering::Relaxed);
         self.first_error
@@ -375,7 +399,12 @@ impl Shared {
     }
 }
 
-fn worker(db: &Database, probes: &[u64], t: usize, sh: &Shared) -> Result<()> {
+/// The operation kind of the latency table: one probe.
+pub const LOOKUP: &str = "lookup";
+
+/// Returns the thread's latencies ([`LOOKUP`]).
+fn worker(db: &Database, probes: &[u64], t: usize, sh: &Shared<'_>) -> Result<Latencies> {
+    let mut lat = Recorder::new(sh.live, LOOKUP).window(&sh.in_window);
     debug_assert!(probes.len().is_power_of_two());
     let mask = probes.len() - 1;
     let stride = 2 * t + 1;
@@ -388,7 +417,9 @@ fn worker(db: &Database, probes: &[u64], t: usize, sh: &Shared) -> Result<()> {
             i = (i + stride) & mask;
             let j = (probe >> 32) as usize;
             let key = (probe & 0xFFFF_FFFF) as i64;
+            let started = Instant::now();
             let found = txn.index_lookup(INDEXES[j], &Value::I64(key))?;
+            lat.record(LOOKUP, started);
             let ok = found.len() == 1 && found[0].1.get(1 + j) == Some(&Value::I64(key));
             if !ok {
                 sh.error(format!(
@@ -409,7 +440,7 @@ fn worker(db: &Database, probes: &[u64], t: usize, sh: &Shared) -> Result<()> {
         txn.rollback()?;
     }
     sh.probes.fetch_add(unpublished, Ordering::Relaxed);
-    Ok(())
+    Ok(lat.finish())
 }
 
 struct Point {
@@ -421,7 +452,7 @@ struct Point {
     probes: u64,
 }
 
-fn point(db: &Database, reads: &dataset::ReadCounts, sh: &Shared) -> Point {
+fn point(db: &Database, reads: &dataset::ReadCounts, sh: &Shared<'_>) -> Point {
     let t = db.pool_stats().totals();
     Point {
         at: Instant::now(),
@@ -437,7 +468,7 @@ fn measure(
     ds: &Dataset,
     settings: &Settings,
     c: &Config,
-    probes: &[u64],
+    (probes, seed): (&[u64], u64),
     (run, runs): (usize, usize),
     label: &str,
 ) -> Result<Row> {
@@ -446,7 +477,11 @@ fn measure(
     let cell: &[&str] = if runs > 1 { &[&run_part] } else { &[] };
     let trace = settings.trace_for(c, cell);
     let (db, reads) = dataset::open_counting(ds, settings.engine_options(c).trace(trace.clone()))?;
-    let sh = Shared::default();
+    let live = LiveLatency::new();
+    let sh = Shared {
+        live: settings.measures.report_interval.map(|_| &live),
+        ..Shared::default()
+    };
     let every = common::sample_interval(settings.duration);
     let total = settings.warmup + settings.duration;
     let pb = common::progress_bar(
@@ -462,30 +497,51 @@ fn measure(
         },
         || sh.stop.store(true, Ordering::Relaxed),
         |_| {
-            harness::sampled_window(
-                &pb,
-                label,
-                (settings.warmup, settings.duration),
-                every,
-                || sh.stop.load(Ordering::Relaxed),
-                || point(&db, &reads, &sh),
-                |p| match p {
-                    Some(p) => dataset::resident_of(&p.resident, &INDEXES),
-                    None => dataset::resident_of(&dataset::residency(&db), &INDEXES),
+            let (window, intervals) = harness::with_intervals(
+                settings.measures.report_interval,
+                (label, "probes"),
+                &live,
+                || Tally::of(&db.pool_stats(), sh.probes.load(Ordering::Relaxed)),
+                || {
+                    harness::sampled_window(
+                        &pb,
+                        label,
+                        (settings.warmup, settings.duration),
+                        every,
+                        || sh.stop.load(Ordering::Relaxed),
+                        || {
+                            // The window's first point opens the latency
+                            // window, its last closes it.
+                            sh.in_window.fetch_xor(true, Ordering::Relaxed);
+                            point(&db, &reads, &sh)
+                        },
+                        |p| match p {
+                            Some(p) => dataset::resident_of(&p.resident, &INDEXES),
+                            None => dataset::resident_of(&dataset::residency(&db), &INDEXES),
+                        },
+                    )
                 },
-            )
+            );
+            window.map(|w| (w, intervals))
         },
     );
     pb.finish_and_clear();
     let (
-        harness::Sampled {
-            start: p0,
-            end: p1,
-            samples,
-            ..
-        },
-        _,
+        (
+            harness::Sampled {
+                start: p0,
+                end: p1,
+                samples,
+                ..
+            },
+            intervals,
+        ),
+        threads_latencies,
     ) = measured?;
+    let mut latencies = Latencies::new();
+    for l in &threads_latencies {
+        latencies.merge(l);
+    }
     let nodes_end = crate::scenarios::tables::node_figures(&db, &db.pool_stats());
     // Relation ids of the table and its indexes.
     let table_rel = db.table(TABLE)?.rel.0;
@@ -499,8 +555,20 @@ fn measure(
                 .ok_or_else(|| BenchError::Data(format!("index {n} is missing")))
         })
         .collect::<Result<_>>()?;
-    common::note_trace(settings, trace, db.pool())?;
+    // Read before the trace stops: the curve and the trace cover the same
+    // accesses (every worker has exited, so its last sampled batch is in).
+    let mrc = common::curve_of(&db);
+    common::note_trace(settings, trace.clone(), db.pool())?;
     db.close()?;
+    // The trace is complete once the pool is closed: the exact LRU curve
+    // beside the live one.
+    let mrc = match (mrc, &trace) {
+        (Some(c), Some(path)) => {
+            let exact = common::exact_lru(path, &c)?;
+            Some(c.with_exact(exact))
+        }
+        (c, _) => c,
+    };
     let data_errors = sh.data_errors.load(Ordering::Relaxed);
     if let Some(e) = sh
         .first_error
@@ -582,6 +650,10 @@ fn measure(
         residency_samples: samples,
         resident_end: p1.resident,
         nodes_end,
+        latency: latencies.by_kind(),
+        mrc,
+        intervals,
+        seed,
         data_errors,
     })
 }
@@ -634,6 +706,10 @@ fn median_row(runs: &[Row], c: &Config) -> Row {
             residency_samples: Vec::new(),
             resident_end: Vec::new(),
             nodes_end: Vec::new(),
+            latency: Default::default(),
+            mrc: None,
+            intervals: Vec::new(),
+            seed: 0,
             data_errors: 0,
         };
     };
@@ -866,6 +942,19 @@ impl Report for IndexResidencyReport {
             .map(|(l, r)| (l.clone(), r.nodes_end.clone()))
             .collect();
         out += &crate::scenarios::tables::render_nodes(&nodes);
+        let labels: Vec<String> = self.rows.iter().map(Self::label).collect();
+        let lat: Vec<(String, &ByKind)> = labels
+            .iter()
+            .cloned()
+            .zip(self.rows.iter().map(|r| &r.latency))
+            .collect();
+        out += &latency::table(&lat);
+        let curves: Vec<(String, Option<&Curve>)> = labels
+            .iter()
+            .zip(&self.rows)
+            .map(|(l, r)| (l.clone(), r.mrc.as_ref()))
+            .collect();
+        out += &common::curve_table(&curves);
         out += &self.data_check.describe();
         out.push('\n');
         out

@@ -43,10 +43,13 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use crate::common::{self, BatchField, Config, Report, Settings, SvgPlot, Table, fmt_rate, traced};
+use crate::common::{
+    self, BatchField, Config, Curve, Report, Settings, SvgPlot, Table, fmt_rate, traced,
+};
 use crate::dataset::{self, DataCheck, Dataset, ReadCounts, RelPages, Stamp};
 use crate::error::{BenchError, Result};
-use crate::harness;
+use crate::harness::{self, Interval, LiveLatency, Recorder, Tally};
+use crate::latency::{self, ByKind, Latencies};
 use crate::plot;
 
 pub const NAME: &str = "scan-resistance";
@@ -234,6 +237,21 @@ pub struct Row {
     /// the pool opened.
     #[serde(default)]
     pub nodes_end: Vec<crate::scenarios::tables::NodeFigures>,
+    /// Latency per operation kind in the window: `lookup` (one
+    /// `get_by_key`, checked), `scan_page` (from one history page's first
+    /// row to the next page's).
+    #[serde(default)]
+    pub latency: ByKind,
+    /// The pool's live miss-ratio curve at the window's end (`--mrc`).
+    #[serde(default)]
+    pub mrc: Option<Curve>,
+    /// One entry per `--report-interval` (warm-up included; throughput in
+    /// lookups).
+    #[serde(default)]
+    pub intervals: Vec<Interval>,
+    /// The seed the lookup threads' keys were drawn from (`--seed`).
+    #[serde(default)]
+    pub seed: u64,
     pub data_errors: u64,
 }
 
@@ -443,7 +461,11 @@ pub fn run(settings: &Settings, p: &Params) -> Result<ScanResistanceReport> {
 
 /// Counters the workers publish.
 #[derive(Debug, Default)]
-struct Shared {
+struct Shared<'a> {
+    /// The lookups' interval latencies, with `--report-interval`.
+    live: Option<&'a LiveLatency>,
+    /// Within the measured window: latencies are recorded.
+    in_window: AtomicBool,
     stop: AtomicBool,
     lookups: AtomicU64,
     scan_pages: AtomicU64,
@@ -453,7 +475,7 @@ struct Shared {
     first_error: Mutex<Option<String>>,
 }
 
-impl Shared {
+impl Shared<'_> {
     fn error(&self, e: String) {
         self.data_errors.fetch_add(1, Ordering::Relaxed);
         self.first_error
@@ -472,8 +494,17 @@ impl Shared {
 
 /// One lookup thread: transactions of [`LOOKUPS_PER_TXN`] uniform random
 /// lookups by aid, each checked.
-fn lookup_worker(db: &Database, n: u64, t: usize, pace: Option<f64>, sh: &Shared) -> Result<()> {
-    let mut rng = SmallRng::seed_from_u64(SEED ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9));
+/// Returns the thread's latencies (`lookup`).
+fn lookup_worker(
+    db: &Database,
+    n: u64,
+    t: usize,
+    pace: Option<f64>,
+    sh: &Shared,
+    seed: u64,
+) -> Result<Latencies> {
+    let mut rng = lookup_rng(seed, t);
+    let mut lat = Recorder::new(sh.live, LOOKUP).window(&sh.in_window);
     let mut unpublished = 0;
     let accounts = db.table_handle(ACCOUNTS)?;
     while !sh.stop.load(Ordering::Relaxed) {
@@ -491,7 +522,10 @@ fn lookup_worker(db: &Database, n: u64, t: usize, pace: Option<f64>, sh: &Shared
                 }
             }
             let aid = rng.random_range(1..=n as i64);
-            match txn.get_by_key(&accounts, "aid", &Value::I64(aid))? {
+            let started = Instant::now();
+            let found = txn.get_by_key(&accounts, "aid", &Value::I64(aid))?;
+            lat.record(LOOKUP, started);
+            match found {
                 Some((_, row))
                     if row.first() == Some(&Value::I64(aid))
                         && row.get(1) == Some(&Value::I64(balance(aid))) => {}
@@ -509,13 +543,38 @@ fn lookup_worker(db: &Database, n: u64, t: usize, pace: Option<f64>, sh: &Shared
         txn.rollback()?;
     }
     sh.lookups.fetch_add(unpublished, Ordering::Relaxed);
-    Ok(())
+    Ok(lat.finish())
 }
+
+/// The generator of lookup thread `t`'s keys (`seed`: `--seed` or
+/// [`SEED`]).
+pub fn lookup_rng(seed: u64, t: usize) -> SmallRng {
+    SmallRng::seed_from_u64(seed ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9))
+}
+
+/// The first `n` keys (aids) lookup thread `t` draws from `seed` over
+/// `rows` accounts: what `--seed` fixes.
+pub fn first_keys(seed: u64, t: usize, rows: u64, n: usize) -> Vec<i64> {
+    let mut rng = lookup_rng(seed, t);
+    (0..n).map(|_| rng.random_range(1..=rows as i64)).collect()
+}
+
+/// The operation kinds of the latency table.
+pub const LOOKUP: &str = "lookup";
+pub const SCAN_PAGE: &str = "scan_page";
 
 /// The scan thread: history from start to end, again and again; each
 /// complete scan must see every row. `rate`: pages per second, or full speed.
-fn scan_worker(db: &Database, ring: bool, rate: Option<f64>, rows: u64, sh: &Shared) -> Result<()> {
+/// Returns the thread's latencies (`scan_page`).
+fn scan_worker(
+    db: &Database,
+    ring: bool,
+    rate: Option<f64>,
+    rows: u64,
+    sh: &Shared,
+) -> Result<Latencies> {
     let started = Instant::now();
+    let mut lat = Recorder::new(None, SCAN_PAGE).window(&sh.in_window);
     let mut pages_total = 0u64;
     let history = db.table_handle(HISTORY)?;
     let cols = history.columns();
@@ -532,6 +591,7 @@ fn scan_worker(db: &Database, ring: bool, rate: Option<f64>, rows: u64, sh: &Sha
         let txn = db.read()?;
         let mut seen = 0u64;
         let mut last_block = None;
+        let mut page_started = Instant::now();
         let mut complete = true;
         // Each row a borrowed view on its page: the scan decodes only the
         // two columns it checks, so it streams pages as fast as the pool
@@ -539,6 +599,10 @@ fn scan_worker(db: &Database, ring: bool, rate: Option<f64>, rows: u64, sh: &Sha
         let summary = txn.scan_until(&history, opts, |row| {
             let rid = row.id();
             if last_block != Some(rid.block) {
+                if last_block.is_some() {
+                    lat.record(SCAN_PAGE, page_started);
+                }
+                page_started = Instant::now();
                 last_block = Some(rid.block);
                 sh.scan_pages.fetch_add(1, Ordering::Relaxed);
                 pages_total += 1;
@@ -572,7 +636,7 @@ fn scan_worker(db: &Database, ring: bool, rate: Option<f64>, rows: u64, sh: &Sha
             sh.scans_completed.fetch_add(1, Ordering::Relaxed);
         }
     }
-    Ok(())
+    Ok(lat.finish())
 }
 
 /// The counters at one instant of the window.
@@ -588,7 +652,7 @@ struct Point {
     scans: u64,
 }
 
-fn point(db: &Database, reads: &ReadCounts, sh: &Shared) -> Point {
+fn point(db: &Database, reads: &ReadCounts, sh: &Shared<'_>) -> Point {
     let t = db.pool_stats().totals();
     Point {
         at: Instant::now(),
@@ -636,7 +700,12 @@ fn measure(
         .find(|i| i.name == ACCOUNTS_PK)
         .map(|i| i.rel.0 as usize)
         .ok_or_else(|| BenchError::Data(format!("index {ACCOUNTS_PK} is missing")))?;
-    let sh = Shared::default();
+    let live = LiveLatency::new();
+    let sh = Shared {
+        live: settings.measures.report_interval.map(|_| &live),
+        ..Shared::default()
+    };
+    let seed = settings.seed(SEED);
     let every = crate::common::sample_interval(settings.duration);
     let total = settings.warmup + settings.duration;
     let pb = common::progress_bar(
@@ -661,7 +730,7 @@ fn measure(
         threads,
         &|_, lookup: Option<usize>| match lookup {
             Some(t) => traced(&db, t as u32, || {
-                lookup_worker(&db, p.accounts_rows, t, pace, &sh)
+                lookup_worker(&db, p.accounts_rows, t, pace, &sh, seed)
             }),
             None => traced(&db, SCAN_THREAD_ID, || {
                 scan_worker(&db, c.ring, rate, p.history_rows, &sh)
@@ -669,22 +738,43 @@ fn measure(
         },
         || sh.stop.store(true, Ordering::Relaxed),
         |_| {
-            harness::sampled_window(
-                &pb,
-                label,
-                (settings.warmup, settings.duration),
-                every,
-                || sh.stop.load(Ordering::Relaxed),
-                || point(&db, &reads, &sh),
-                |p| hot_sample(p.is_some()),
-            )
+            let (window, intervals) = harness::with_intervals(
+                settings.measures.report_interval,
+                (label, "lookups"),
+                &live,
+                || Tally::of(&db.pool_stats(), sh.lookups.load(Ordering::Relaxed)),
+                || {
+                    harness::sampled_window(
+                        &pb,
+                        label,
+                        (settings.warmup, settings.duration),
+                        every,
+                        || sh.stop.load(Ordering::Relaxed),
+                        || {
+                            // The window's first point opens the latency
+                            // window, its last closes it.
+                            sh.in_window.fetch_xor(true, Ordering::Relaxed);
+                            point(&db, &reads, &sh)
+                        },
+                        |p| hot_sample(p.is_some()),
+                    )
+                },
+            );
+            window.map(|w| (w, intervals))
         },
     );
     pb.finish_and_clear();
-    let (w, _) = measured?;
+    let ((w, intervals), threads_latencies) = measured?;
     let (p0, p1, samples, window_start) = (w.start, w.end, w.samples, w.window_from);
     let resident_end = last_residency.take();
     let nodes_end = crate::scenarios::tables::node_figures(&db, &db.pool_stats());
+    let mut latencies = Latencies::new();
+    for l in &threads_latencies {
+        latencies.merge(l);
+    }
+    // Read before the trace stops: the curve and a trace cover the same
+    // accesses (every worker has exited, so its last sampled batch is in).
+    let mrc = common::curve_of(&db);
     common::note_trace(settings, trace, db.pool())?;
     db.close()?;
     let data_errors = sh.data_errors.load(Ordering::Relaxed);
@@ -748,6 +838,10 @@ fn measure(
         window_start_secs: window_start.as_secs_f64(),
         resident_end,
         nodes_end,
+        latency: latencies.by_kind(),
+        mrc,
+        intervals,
+        seed,
         data_errors,
     })
 }
@@ -846,6 +940,7 @@ impl Report for ScanResistanceReport {
             "hot mean%",
             "scans",
             "acc/lookup",
+            "lookup p99 us",
             "hc/clk misses",
         ]);
         for r in &self.rows {
@@ -873,6 +968,9 @@ impl Report for ScanResistanceReport {
                 ),
                 r.scans_completed.to_string(),
                 format!("{:.2}", r.accesses_per_lookup),
+                r.latency
+                    .get(LOOKUP)
+                    .map_or("-".into(), |l| format!("{:.1}", l.p99_us)),
                 match cmp {
                     Some(c) if !c.misses_apart => "noise".into(),
                     _ => cmp
@@ -893,6 +991,7 @@ impl Report for ScanResistanceReport {
         out += "OLTP hit%: lookup threads' hits / accesses (misses = accounts + accounts_pkey pages read; \
                 accesses = all accesses - scan pages); hot min/end/mean: hot-set pages resident in the window; \
                 acc/lookup: buffer accesses per lookup (index height + 1 if the attribution is sound); \
+                lookup p99 us: the 99th percentile of one lookup's time (all lookup threads); \
                 hc/clk misses: HOT/COOL's misses over the clock's, \"noise\" where the two miss ratios \
                 are under 0.05 points or 3 sigma of their counts apart\n";
         for c in &self.comparisons {
@@ -930,6 +1029,18 @@ impl Report for ScanResistanceReport {
             .map(|(l, r)| (l.clone(), r.nodes_end.clone()))
             .collect();
         out += &crate::scenarios::tables::render_nodes(&nodes);
+        let lat: Vec<(String, &ByKind)> = labels
+            .iter()
+            .cloned()
+            .zip(self.rows.iter().map(|r| &r.latency))
+            .collect();
+        out += &latency::table(&lat);
+        let curves: Vec<(String, Option<&Curve>)> = labels
+            .iter()
+            .zip(&self.rows)
+            .map(|(l, r)| (l.clone(), r.mrc.as_ref()))
+            .collect();
+        out += &common::curve_table(&curves);
         out += &self.data_check.describe();
         out.push('\n');
         out

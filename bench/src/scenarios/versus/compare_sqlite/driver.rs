@@ -642,7 +642,7 @@ fn zipf_row(settings: &Settings, p: &Params) -> Result<ZipfOut> {
     let len = ((rows as usize) * 2)
         .next_power_of_two()
         .clamp(1 << 16, 1 << 22);
-    let probes = index_residency::draw_probes(rows, len)?;
+    let probes = index_residency::draw_probes(rows, len, settings.seed(index_residency::SEED))?;
     let trace = settings.trace_named(&["zipf"]);
     let db = Database::open(
         &ds.dir,

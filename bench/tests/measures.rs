@@ -1,0 +1,229 @@
+//! What every engine scenario records beside its figures, at a tiny scale:
+//! latency percentiles per operation kind, the live miss-ratio curve
+//! (`--mrc`), the interval series (`--report-interval`), the workload's
+//! seed (`--seed`), and the metadata every JSON file starts with.
+
+use std::path::Path;
+use std::time::Duration;
+
+use bench::Settings;
+use bench::common::Measures;
+use bench::scenarios::index_residency;
+use bench::scenarios::scan_resistance::{self, ScanRate};
+use bufmgr::{Evictor, SweepBatch};
+
+const INTERVAL: Duration = Duration::from_millis(200);
+
+fn tiny(dir: &Path, pool_buffers: usize) -> Settings {
+    Settings {
+        pool_buffers,
+        duration: Duration::from_millis(1000),
+        warmup: Duration::from_millis(400),
+        threads: vec![2],
+        evictors: vec![Evictor::Clock],
+        batches: vec![SweepBatch::Fixed(1)],
+        partitions: vec![1],
+        rings: vec![false],
+        huge_pages: vec![false],
+        io: bufmgr::IoMode::Sync,
+        direct_io: false,
+        data_dir: dir.to_path_buf(),
+        json: Some(dir.join("report.json")),
+        progress: false,
+        quick: true,
+        trace: None,
+        measures: Measures {
+            seed: Some(7),
+            mrc: true,
+            report_interval: Some(INTERVAL),
+        },
+    }
+}
+
+fn json(settings: &Settings) -> serde_json::Value {
+    let text = std::fs::read_to_string(settings.json.as_ref().unwrap()).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The file starts with `meta`, which names the commit, compiler, kernel,
+/// CPU, cores, time and command line.
+fn assert_metadata(v: &serde_json::Value) {
+    let obj = v.as_object().unwrap();
+    assert_eq!(obj.keys().next().map(String::as_str), Some("meta"));
+    let meta = &v["meta"];
+    for field in [
+        "git_commit",
+        "rustc",
+        "kernel",
+        "cpu_model",
+        "cores",
+        "time_utc",
+        "command_line",
+    ] {
+        assert!(meta.get(field).is_some(), "meta lacks {field}: {meta}");
+    }
+    assert!(
+        meta["rustc"].as_str().unwrap().starts_with("rustc "),
+        "{meta}"
+    );
+    assert!(meta["cores"].as_u64().unwrap() >= 1);
+    assert!(meta["time_utc"].as_str().unwrap().ends_with('Z'));
+    assert!(
+        meta["command_line"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty())
+    );
+}
+
+/// A row's latency of `kind` has percentiles in order and counts something.
+fn assert_latency(row: &serde_json::Value, kind: &str) {
+    let l = &row["latency"][kind];
+    let f = |k: &str| {
+        l[k].as_f64()
+            .unwrap_or_else(|| panic!("{kind}.{k} in {row}"))
+    };
+    assert!(l["count"].as_u64().unwrap() > 0, "{kind}: {l}");
+    assert!(f("p50_us") > 0.0, "{kind}: {l}");
+    assert!(f("p50_us") <= f("p95_us"), "{l}");
+    assert!(f("p95_us") <= f("p99_us"), "{l}");
+    assert!(f("p99_us") <= f("p999_us"), "{l}");
+    assert!(f("p999_us") <= f("max_us"), "{l}");
+}
+
+/// The curve has its five sizes, hit ratios rising with the size, and the
+/// pool's own hit ratio beside them.
+fn assert_curve(row: &serde_json::Value) {
+    let c = &row["mrc"];
+    let points = c["points"].as_array().unwrap_or_else(|| panic!("{row}"));
+    let multiples: Vec<f64> = points
+        .iter()
+        .map(|p| p["multiple"].as_f64().unwrap())
+        .collect();
+    assert_eq!(multiples, [0.25, 0.5, 1.0, 2.0, 4.0]);
+    let hits: Vec<f64> = points
+        .iter()
+        .map(|p| p["hit_ratio"].as_f64().unwrap())
+        .collect();
+    assert!(hits.windows(2).all(|w| w[0] <= w[1]), "{hits:?}");
+    assert!(hits.iter().all(|h| (0.0..=1.0).contains(h)), "{hits:?}");
+    assert!(c["sampled_accesses"].as_u64().unwrap() > 0);
+    assert!(c["pool_hit_ratio"].as_f64().is_some());
+}
+
+/// One entry per interval over the warm-up and the window: as many as the
+/// run's length holds (the last one may be short), in time order.
+fn assert_intervals(row: &serde_json::Value, settings: &Settings) {
+    let series = row["intervals"].as_array().unwrap();
+    let run = (settings.warmup + settings.duration).as_secs_f64();
+    let every = INTERVAL.as_secs_f64();
+    let full = (run / every).floor() as usize;
+    assert!(
+        series.len() >= full && series.len() <= full + 2,
+        "{} intervals over {run} s at {every} s",
+        series.len()
+    );
+    let mut last = 0.0;
+    for i in series {
+        let t = i["t_secs"].as_f64().unwrap();
+        assert!(t > last, "{series:?}");
+        last = t;
+        assert!(i["secs"].as_f64().unwrap() <= every * 1.5 + 0.05, "{i}");
+        assert!(i["ops_per_sec"].as_f64().is_some());
+        assert!(i.get("p99_us").is_some() && i.get("hit_ratio").is_some());
+    }
+    // The workers were busy from the start: every full interval saw work
+    // and a p99.
+    for i in &series[..full.min(series.len())] {
+        assert!(i["ops"].as_u64().unwrap() > 0, "{i}");
+        assert!(i["p99_us"].as_f64().unwrap() > 0.0, "{i}");
+    }
+}
+
+#[test]
+fn scan_resistance_rows_carry_latencies_curve_intervals_seed_and_metadata() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = tiny(dir.path(), 512);
+    let params = scan_resistance::Params {
+        rates: vec![ScanRate::PerLookup(1)],
+        ..scan_resistance::Params::resolve(&Default::default(), &settings).unwrap()
+    };
+    let report =
+        bench::common::finish(scan_resistance::run(&settings, &params).unwrap(), &settings)
+            .unwrap();
+    let text = bench::common::Report::render(&report);
+    assert!(text.contains("lookup p99 us"), "{text}");
+    assert!(text.contains("miss-ratio curve"), "{text}");
+    let v = json(&settings);
+    assert_metadata(&v);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    for row in rows {
+        assert_latency(row, scan_resistance::LOOKUP);
+        assert_latency(row, scan_resistance::SCAN_PAGE);
+        assert_curve(row);
+        assert_intervals(row, &settings);
+        assert_eq!(row["seed"], 7);
+    }
+}
+
+#[test]
+fn the_seed_fixes_the_keys_each_lookup_thread_draws() {
+    let rows = 100_000;
+    let a = scan_resistance::first_keys(7, 0, rows, 8);
+    assert_eq!(a, scan_resistance::first_keys(7, 0, rows, 8));
+    assert_ne!(a, scan_resistance::first_keys(8, 0, rows, 8));
+    assert_ne!(
+        a,
+        scan_resistance::first_keys(7, 1, rows, 8),
+        "threads differ"
+    );
+    assert!(a.iter().all(|k| (1..=rows as i64).contains(k)));
+}
+
+#[test]
+fn index_residency_live_curve_is_within_a_point_of_the_exact_lru_replay_of_its_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = Settings {
+        threads: vec![4],
+        trace: Some(dir.path().join("ir.trace")),
+        ..tiny(dir.path(), 1024)
+    };
+    let params = index_residency::Params {
+        runs: 1,
+        ..index_residency::Params::resolve(&Default::default(), &settings).unwrap()
+    };
+    let report =
+        bench::common::finish(index_residency::run(&settings, &params).unwrap(), &settings)
+            .unwrap();
+    let text = bench::common::Report::render(&report);
+    assert!(text.contains("exact LRU (trace replay)"), "{text}");
+    let v = json(&settings);
+    assert_metadata(&v);
+    for row in v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(v["runs"].as_array().unwrap())
+    {
+        assert_latency(row, index_residency::LOOKUP);
+        assert_curve(row);
+        assert_intervals(row, &settings);
+        assert_eq!(row["seed"], 7);
+        let exact = row["mrc"]["exact_lru"]
+            .as_array()
+            .expect("the trace's replay");
+        assert_eq!(exact.len(), 5);
+        let error = row["mrc"]["error_points"].as_f64().unwrap();
+        assert!(error <= 1.0, "mean absolute error {error} points: {row}");
+    }
+}
+
+#[test]
+fn the_seed_fixes_the_probes_index_residency_draws() {
+    let a = index_residency::draw_probes(10_000, 1 << 16, 7).unwrap();
+    assert_eq!(a, index_residency::draw_probes(10_000, 1 << 16, 7).unwrap());
+    assert_ne!(
+        a[..16],
+        index_residency::draw_probes(10_000, 1 << 16, 8).unwrap()[..16]
+    );
+}
