@@ -16,8 +16,8 @@
 //! thread does half), the inverse of the aggregate rate, so
 //! time(1thread) / time(2threads-*) is the scaling.
 
-use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use btree::{Index, IndexOptions, Key, KeyType};
 use bufmgr::{BufferPool, FileStorage, PoolConfig, RelId};
@@ -27,6 +27,8 @@ use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use std::hint::black_box;
+
+mod common;
 
 /// Entries of the index: three levels at the build's fill factors.
 const ENTRIES: i64 = 1_000_000;
@@ -86,38 +88,16 @@ fn descent(c: &mut Criterion) {
 
     let same = [keys(0, ENTRIES, 31), keys(0, ENTRIES, 31)];
     let disjoint = [keys(0, ENTRIES / 2, 32), keys(ENTRIES / 2, ENTRIES, 33)];
-    // Each thread times itself; the run lasts from the first start to the
-    // last end.
+    // Each thread times itself (see `common::timed_threads`).
     let run = |orders: &[Vec<i64>; 2], threads: usize, iters: u64| -> Duration {
-        let barrier = Barrier::new(threads);
-        let spans: Vec<(Instant, Instant)> = std::thread::scope(|s| {
-            let handles: Vec<_> = orders
-                .iter()
-                .take(threads)
-                .enumerate()
-                .map(|(t, order)| {
-                    let (index, barrier) = (&index, &barrier);
-                    // Thread 0 also does the remainder: iters lookups in all.
-                    let n = iters / threads as u64 + u64::from(t == 0) * (iters % threads as u64);
-                    s.spawn(move || {
-                        lookup(index, order[0]);
-                        barrier.wait();
-                        let start = Instant::now();
-                        for i in 0..n as usize {
-                            lookup(index, order[i % SEQ]);
-                        }
-                        (start, Instant::now())
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("descent thread"))
-                .collect()
-        });
-        let first = spans.iter().map(|s| s.0).min().expect("a thread");
-        let last = spans.iter().map(|s| s.1).max().expect("a thread");
-        last - first
+        common::timed_threads(
+            orders,
+            threads,
+            iters,
+            "descent thread",
+            |order| lookup(&index, order[0]),
+            |order, i| lookup(&index, order[i % SEQ]),
+        )
     };
     let mut g = c.benchmark_group("descent_3_levels");
     g.measurement_time(Duration::from_secs(3))

@@ -38,6 +38,8 @@ use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use std::hint::black_box;
 
+mod common;
+
 /// Keep the whole run to about a minute.
 fn configure(g: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>) {
     g.measurement_time(Duration::from_secs(3))
@@ -204,39 +206,17 @@ fn hot100(c: &mut Criterion, storage: &Arc<FileStorage>) {
         hit(&pool, rf, b);
     }
     let orders = [hot_order(21), hot_order(22)];
-    // Each thread times itself; the run lasts from the first start to the
-    // last end (a main thread descheduled at the barrier cannot shorten it).
+    // Each thread times itself (see `common::timed_threads`); registering
+    // a thread with the pool is off the clock.
     let run = |threads: usize, iters: u64| -> Duration {
-        let barrier = Barrier::new(threads);
-        let spans: Vec<(Instant, Instant)> = std::thread::scope(|s| {
-            let handles: Vec<_> = orders
-                .iter()
-                .take(threads)
-                .enumerate()
-                .map(|(t, order)| {
-                    let (pool, barrier) = (&pool, &barrier);
-                    // Thread 0 also does the remainder: iters ops in all.
-                    let n = iters / threads as u64 + u64::from(t == 0) * (iters % threads as u64);
-                    s.spawn(move || {
-                        // Register this thread with the pool before the clock starts.
-                        hit(pool, rf, order[0]);
-                        barrier.wait();
-                        let start = Instant::now();
-                        for i in 0..n as usize {
-                            hit(pool, rf, order[i % HOT_SEQ]);
-                        }
-                        (start, Instant::now())
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("hot100 thread"))
-                .collect()
-        });
-        let first = spans.iter().map(|s| s.0).min().expect("a thread");
-        let last = spans.iter().map(|s| s.1).max().expect("a thread");
-        last - first
+        common::timed_threads(
+            &orders,
+            threads,
+            iters,
+            "hot100 thread",
+            |order| hit(&pool, rf, order[0]),
+            |order, i| hit(&pool, rf, order[i % HOT_SEQ]),
+        )
     };
     let mut g = c.benchmark_group("hot100");
     configure(&mut g);

@@ -1139,7 +1139,7 @@ pub fn write_svgs(dir: &Path, plots: &[SvgPlot]) -> Result<Vec<PathBuf>> {
 }
 
 /// Write a JSON value to `path`, pretty-printed, with the run's metadata
-/// ([`crate::harness::metadata`]) as its first field `meta` when the value
+/// ([`crate::meta::metadata`]) as its first field `meta` when the value
 /// is an object.
 pub fn write_json(path: &Path, value: &serde_json::Value) -> Result<()> {
     let value = with_metadata(value);
@@ -1161,7 +1161,7 @@ pub fn with_metadata(value: &serde_json::Value) -> serde_json::Value {
         return value.clone();
     };
     let mut out = serde_json::Map::new();
-    out.insert("meta".into(), crate::harness::metadata());
+    out.insert("meta".into(), crate::meta::metadata());
     for (k, v) in fields {
         if k != "meta" {
             out.insert(k.clone(), v.clone());

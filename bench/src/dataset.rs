@@ -42,6 +42,7 @@ use bufmgr::{BufferTag, ObservedStorage, RelFork, RelId, StorageBackend, Storage
 use engine::{BulkProgress, Database, Options, Partitions, RelKind, Row};
 use serde::{Deserialize, Serialize};
 
+use crate::check::{DataCheck, TableCheck};
 use crate::common::progress_bar;
 use crate::error::{BenchError, Result};
 
@@ -392,52 +393,11 @@ pub fn relation_sizes(db: &Database) -> Result<Vec<RelPages>> {
     Ok(v)
 }
 
-/// One table's end-of-run check.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TableCheck {
-    pub table: String,
-    pub rows_expected: u64,
-    pub rows_found: u64,
-    pub index_violations: usize,
-    pub first_violation: Option<String>,
-}
-
-/// The end-of-run check of a data set: every table's rows counted by a scan
-/// and every index verified against the heap (`verify_indexes`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DataCheck {
-    pub tables: Vec<TableCheck>,
-    pub ok: bool,
-    pub error: Option<String>,
-}
-
-impl DataCheck {
-    /// One line for the report.
-    pub fn describe(&self) -> String {
-        if self.ok {
-            format!(
-                "data check: {} ok, indexes verified clean",
-                self.tables
-                    .iter()
-                    .map(|t| format!("{} {} rows", t.table, t.rows_found))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        } else {
-            format!(
-                "data check: FAILED: {}",
-                self.error.as_deref().unwrap_or("?")
-            )
-        }
-    }
-}
-
 /// Count every table's rows and verify its indexes, in a database opened
 /// with `options` (the stamp's checksum setting).
 pub fn check(ds: &Dataset, options: Options, progress: bool) -> Result<DataCheck> {
     let db = Database::open(&ds.dir, options.checksums(ds.stamp.checksums))?;
-    let mut tables = Vec::new();
-    let mut errors = Vec::new();
+    let mut check = DataCheck::new();
     for t in &ds.stamp.tables {
         let pb = progress_bar(
             t.rows,
@@ -457,33 +417,10 @@ pub fn check(ds: &Dataset, options: Options, progress: bool) -> Result<DataCheck
         pb.set_message(format!("data check: verifying the indexes of {}", t.table));
         let violations = db.verify_indexes(&t.table)?;
         pb.finish_and_clear();
-        if n != t.rows {
-            errors.push(format!(
-                "table {} has {n} rows, expected {}",
-                t.table, t.rows
-            ));
-        }
-        if let Some(v) = violations.first() {
-            errors.push(format!(
-                "{} index violations in {}, first: {v}",
-                violations.len(),
-                t.table
-            ));
-        }
-        tables.push(TableCheck {
-            table: t.table.clone(),
-            rows_expected: t.rows,
-            rows_found: n,
-            index_violations: violations.len(),
-            first_violation: violations.first().map(|v| v.to_string()),
-        });
+        check.add(TableCheck::new(&t.table, Some(t.rows), n, &violations));
     }
     db.close()?;
-    Ok(DataCheck {
-        tables,
-        ok: errors.is_empty(),
-        error: (!errors.is_empty()).then(|| errors.join("; ")),
-    })
+    Ok(check)
 }
 
 /// A "where the buffers went" table: one row per configuration, one column

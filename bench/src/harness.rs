@@ -18,8 +18,7 @@
 //!   [`crate::spread`] then uses to decide whether a ratio may be quoted;
 //! - [`Recorder`] is a worker's latencies (the run's, and the current
 //!   interval's for [`with_intervals`], the `--report-interval` reporter
-//!   that prints a line per interval and keeps the series);
-//! - [`metadata`] is what every JSON file starts with.
+//!   that prints a line per interval and keeps the series).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -358,9 +357,18 @@ impl<'a> Recorder<'a> {
     /// Records one operation of `kind` that began at `started` and ended now.
     #[inline]
     pub fn record(&mut self, kind: &'static str, started: Instant) {
+        let in_window = self.window.is_none_or(|w| w.load(Ordering::Relaxed));
+        self.record_if(kind, started, in_window);
+    }
+
+    /// [`record`](Self::record), into the run's latencies only if
+    /// `in_window` (the caller's own test of the measured window); the
+    /// interval reporter gets it either way.
+    #[inline]
+    pub fn record_if(&mut self, kind: &'static str, started: Instant, in_window: bool) {
         let now = Instant::now();
         let d = now.duration_since(started);
-        if self.window.is_none_or(|w| w.load(Ordering::Relaxed)) {
+        if in_window {
             self.total.record(kind, d);
         }
         if let Some((live, k, l, flushed)) = &mut self.live
@@ -515,82 +523,6 @@ pub fn with_intervals<T>(
     })
 }
 
-/// The run's metadata, the first field of every JSON file the program
-/// writes: the source's git commit (with `-dirty` when the work tree has
-/// changes; `null` outside a git checkout), the compiler that built the
-/// program, the kernel, the CPU model, the cores this process may use, the
-/// time (UTC) and the command line.
-pub fn metadata() -> serde_json::Value {
-    serde_json::json!({
-        "git_commit": git_commit(),
-        "rustc": env!("BENCH_RUSTC_VERSION"),
-        "kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .ok()
-            .map(|s| s.trim().to_string()),
-        "cpu_model": cpu_model(),
-        "cores": crate::common::cores(),
-        "time_utc": utc_now(),
-        "command_line": std::env::args().collect::<Vec<_>>(),
-    })
-}
-
-/// `git rev-parse HEAD` in the current directory, `-dirty` appended when
-/// `git status` lists changes to tracked files; `None` if git cannot say.
-fn git_commit() -> Option<String> {
-    let run = |args: &[&str]| {
-        std::process::Command::new("git")
-            .args(args)
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
-    let head = run(&["rev-parse", "HEAD"])?;
-    let dirty =
-        run(&["status", "--porcelain", "--untracked-files=no"]).is_some_and(|s| !s.is_empty());
-    Some(if dirty { format!("{head}-dirty") } else { head })
-}
-
-/// The first `model name` of /proc/cpuinfo.
-fn cpu_model() -> Option<String> {
-    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    info.lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split_once(':'))
-        .map(|(_, v)| v.trim().to_string())
-}
-
-/// Now as `YYYY-MM-DDTHH:MM:SSZ`.
-pub fn utc_now() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    utc_of(secs)
-}
-
-/// Seconds since 1970 as `YYYY-MM-DDTHH:MM:SSZ` (the civil calendar of
-/// Howard Hinnant's `civil_from_days`).
-fn utc_of(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -732,13 +664,6 @@ mod tests {
     }
 
     #[test]
-    fn utc_times_follow_the_civil_calendar() {
-        assert_eq!(utc_of(0), "1970-01-01T00:00:00Z");
-        assert_eq!(utc_of(1_700_000_000), "2023-11-14T22:13:20Z");
-        assert_eq!(utc_of(951_825_600), "2000-02-29T12:00:00Z");
-    }
-
-    #[test]
     fn the_interval_reporter_has_one_entry_per_interval_with_its_own_p99() {
         let ops = AtomicU64::new(0);
         let live = LiveLatency::new();
@@ -778,10 +703,17 @@ mod tests {
             ops.load(Ordering::Relaxed),
             "every op in one interval"
         );
-        for i in &series[..full.min(series.len())] {
-            assert!(i.ops > 0, "{i:?}");
-            let p99 = i.p99_us.expect("a p99 per busy interval");
-            assert!(p99 >= 1_000.0, "a 1 ms sleep is at least 1000 us: {p99}");
+        // On a loaded machine the worker may not run at all in some
+        // interval: such an interval has no ops and no p99; every busy one
+        // has its own.
+        assert!(
+            series.iter().any(|i| i.ops > 0 && i.p99_us.is_some()),
+            "no interval saw an op: {series:?}"
+        );
+        for i in &series {
+            if let Some(p99) = i.p99_us {
+                assert!(p99 >= 1_000.0, "a 1 ms sleep is at least 1000 us: {p99}");
+            }
             assert_eq!(i.hit_ratio, None, "no pool access, no ratio");
         }
     }

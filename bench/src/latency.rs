@@ -133,6 +133,14 @@ impl Latencies {
 
 /// Each operation kind's percentiles (a row's `latency` field).
 pub type ByKind = BTreeMap<String, Summary>;
+/// The latency table, then the miss-ratio curve table (empty without
+/// `--mrc`), of a scenario's rows: one `(label, latencies, curve)` each.
+pub fn tables_with_curves(rows: &[(String, &ByKind, Option<&crate::common::Curve>)]) -> String {
+    let lat: Vec<(String, &ByKind)> = rows.iter().map(|(l, k, _)| (l.clone(), *k)).collect();
+    let curves: Vec<(String, Option<&crate::common::Curve>)> =
+        rows.iter().map(|(l, _, c)| (l.clone(), *c)).collect();
+    table(&lat) + &crate::common::curve_table(&curves)
+}
 
 /// The latency table printed under a scenario's table: one line per row
 /// and operation kind, the row's label first.

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod cache;
+pub mod check;
 pub mod common;
 pub mod data;
 pub mod dataset;
@@ -8,6 +9,7 @@ pub mod dirs;
 pub mod error;
 pub mod harness;
 pub mod latency;
+pub mod meta;
 pub mod plot;
 pub mod replay;
 pub mod scenarios;

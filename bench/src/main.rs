@@ -183,6 +183,9 @@ fn main() -> ExitCode {
     if bench::scenarios::crash_soak::run_child_if_asked() {
         return ExitCode::SUCCESS;
     }
+    if bench::scenarios::tpcc::crash::run_child_if_asked() {
+        return ExitCode::SUCCESS;
+    }
     let cli = match parse(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => e.exit(),

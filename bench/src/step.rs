@@ -301,38 +301,7 @@ pub fn run_args(a: &StepArgs) -> Result<String> {
         scan_per_hot: a.scan_per_hot,
         accesses: a.accesses,
     };
-    let (trace, source) = match (&a.trace, a.demo) {
-        (Some(p), None) => {
-            if a.record.is_some() {
-                return Err(BenchError::Config(
-                    "--record keeps the demo's trace: it needs no TRACE".into(),
-                ));
-            }
-            (Trace::read(p)?, p.display().to_string())
-        }
-        (Some(p), Some(_)) => {
-            return Err(BenchError::Config(format!(
-                "give a trace ({}) or --demo, not both",
-                p.display()
-            )));
-        }
-        (None, _) => (
-            record_demo(&shape, a.policy, a.pool_pages, a.record.as_deref())?,
-            format!(
-                "demo hot-scan ({} hot pages of relation 1, {} scan pages of relation 2 \
-                 read {} per hot page, {} accesses), recorded by a live {}-buffer {} pool{}",
-                shape.hot,
-                shape.scan_pages,
-                shape.scan_per_hot,
-                shape.accesses,
-                a.pool_pages,
-                a.policy,
-                a.record
-                    .as_ref()
-                    .map_or(String::new(), |p| format!(" into {}", p.display()))
-            ),
-        ),
-    };
+    let (trace, source) = trace_and_source(a, &shape)?;
     let accesses = trace.accesses_by_time();
     if window.from >= accesses.len() as u64 {
         return Err(BenchError::Config(format!(
@@ -350,6 +319,57 @@ pub fn run_args(a: &StepArgs) -> Result<String> {
         a.policy
     );
     out.push_str(&r.text);
+    write_summaries(&mut out, a, &trace, &accesses, &r, &window);
+    Ok(out)
+}
+
+/// The trace `a` steps through and a sentence naming where it came from:
+/// the file given, or the demo recorded by a live pool.
+fn trace_and_source(a: &StepArgs, shape: &DemoShape) -> Result<(Trace, String)> {
+    Ok(match (&a.trace, a.demo) {
+        (Some(p), None) => {
+            if a.record.is_some() {
+                return Err(BenchError::Config(
+                    "--record keeps the demo's trace: it needs no TRACE".into(),
+                ));
+            }
+            (Trace::read(p)?, p.display().to_string())
+        }
+        (Some(p), Some(_)) => {
+            return Err(BenchError::Config(format!(
+                "give a trace ({}) or --demo, not both",
+                p.display()
+            )));
+        }
+        (None, _) => (
+            record_demo(shape, a.policy, a.pool_pages, a.record.as_deref())?,
+            format!(
+                "demo hot-scan ({} hot pages of relation 1, {} scan pages of relation 2 \
+                 read {} per hot page, {} accesses), recorded by a live {}-buffer {} pool{}",
+                shape.hot,
+                shape.scan_pages,
+                shape.scan_per_hot,
+                shape.accesses,
+                a.pool_pages,
+                a.policy,
+                a.record
+                    .as_ref()
+                    .map_or(String::new(), |p| format!(" into {}", p.display()))
+            ),
+        ),
+    })
+}
+
+/// The closing lines of the report: hit counts replayed and recorded,
+/// for the whole trace, per relation when few, and for the printed subset.
+fn write_summaries(
+    out: &mut String,
+    a: &StepArgs,
+    trace: &Trace,
+    accesses: &[&Access],
+    r: &StepResult,
+    window: &Window,
+) {
     let count = |pick: &dyn Fn(&Access) -> bool, hits: &dyn Fn(usize, &Access) -> bool| {
         let (mut n, mut h) = (0u64, 0u64);
         for (i, acc) in accesses.iter().enumerate() {
@@ -408,7 +428,6 @@ pub fn run_args(a: &StepArgs) -> Result<String> {
     if window.relations.is_some() || window.threads.is_some() {
         summary("the printed subset".into(), &|acc| window.selects(acc));
     }
-    Ok(out)
 }
 
 /// `bench step ...`, its options parsed.

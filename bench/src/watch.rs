@@ -16,6 +16,11 @@
 //!  0 0 0!.!.!.!0!.!.!.!.!.!0!0!0 0 1!0!0!0!0!0 0!.!2!.!.!.!.!.!0!1!0!1<1 1 1 2 1 0
 //! ```
 //!
+//! With `--mrc` a sixth header row draws the pool's live miss-ratio curve:
+//! per size (0.25x..4x of the pool) a bar as high as the LRU model's hit
+//! ratio and the figure, the 1x point in bold (`bufmgr::mrc`; the pool's
+//! sampled accesses since it opened).
+//!
 //! A cell is two columns: the state glyph (a usage digit for the clock, `H`
 //! or `C` for HOT/COOL, `P` for the probation region, `.` for an empty
 //! buffer) on the state's colour, then a mark. A pool larger than the
@@ -316,140 +321,203 @@ impl Widget for View<'_> {
             );
             return;
         };
-        let n = snap.buffers.len();
-        let parts = &snap.partitions;
-        line(
-            buf,
-            area,
-            0,
-            vec![
-                Span::styled(
-                    format!(
-                        "pool {}: {} evictor, {n} buffers, {} partition{}",
-                        snap.pool_id,
-                        snap.evictor,
-                        parts.len(),
-                        if parts.len() == 1 { "" } else { "s" }
-                    ),
-                    Style::new().add_modifier(Modifier::BOLD),
-                ),
-                Span::raw(format!("   {quit}")),
-            ],
+        header(buf, area, snap, self.rates.as_ref(), quit);
+        // With a miss-ratio curve (`--mrc`), one more header row draws it.
+        let header_rows = HEADER_ROWS + u16::from(snap.mrc.is_some());
+        if let Some(curve) = &snap.mrc {
+            line(buf, area, HEADER_ROWS, curve_spans(curve));
+        }
+        let plan = Plan::fit(
+            &snap.partitions,
+            area.width,
+            area.height.saturating_sub(header_rows),
         );
-        let rates = match self.rates {
-            Some(r) => r.text(),
-            None => {
-                // A pool's first frame: its totals since it opened.
-                let t = snap.stats.totals();
-                let ratio = (t.accesses > 0)
-                    .then(|| format!("{:.1}%", 100.0 * t.hits as f64 / t.accesses as f64));
+        scale_and_legend(buf, area, snap, &plan);
+        partitions(buf, area, snap, &plan, header_rows);
+    }
+}
+
+/// Rows 0 and 1: the pool, its evictor and partitions; the rates (or, in a
+/// pool's first frame, its totals since it opened).
+fn header(buf: &mut Buffer, area: Rect, snap: &PoolSnapshot, rates: Option<&Rates>, quit: &str) {
+    let n = snap.buffers.len();
+    let parts = &snap.partitions;
+    line(
+        buf,
+        area,
+        0,
+        vec![
+            Span::styled(
                 format!(
-                    "hit ratio {:>6} since the pool opened ({} accesses)",
-                    ratio.as_deref().unwrap_or("-"),
-                    t.accesses
-                )
-            }
-        };
-        line(buf, area, 1, vec![Span::raw(rates)]);
-        let plan = Plan::fit(parts, area.width, area.height.saturating_sub(HEADER_ROWS));
-        let cells: usize = parts
-            .iter()
-            .map(|p| (p.len as usize).div_ceil(plan.per_cell))
-            .sum();
-        let scale = if plan.per_cell == 1 {
-            format!("each cell = 1 buffer ({cells} cells)")
-        } else {
-            let how = match snap.evictor {
-                Evictor::Clock => "mean usage",
-                _ => "dominant state",
-            };
+                    "pool {}: {} evictor, {n} buffers, {} partition{}",
+                    snap.pool_id,
+                    snap.evictor,
+                    parts.len(),
+                    if parts.len() == 1 { "" } else { "s" }
+                ),
+                Style::new().add_modifier(Modifier::BOLD),
+            ),
+            Span::raw(format!("   {quit}")),
+        ],
+    );
+    let rates = match rates {
+        Some(r) => r.text(),
+        None => {
+            // A pool's first frame: its totals since it opened.
+            let t = snap.stats.totals();
+            let ratio = (t.accesses > 0)
+                .then(|| format!("{:.1}%", 100.0 * t.hits as f64 / t.accesses as f64));
             format!(
-                "each cell = {} buffers ({cells} cells): {how}; + ! if any, * if half",
-                plan.per_cell
+                "hit ratio {:>6} since the pool opened ({} accesses)",
+                ratio.as_deref().unwrap_or("-"),
+                t.accesses
             )
+        }
+    };
+    line(buf, area, 1, vec![Span::raw(rates)]);
+}
+
+/// Rows 2 to 4: what a cell stands for, the legend of the evictor's
+/// states, the marks.
+fn scale_and_legend(buf: &mut Buffer, area: Rect, snap: &PoolSnapshot, plan: &Plan) {
+    let parts = &snap.partitions;
+    let cells: usize = parts
+        .iter()
+        .map(|p| (p.len as usize).div_ceil(plan.per_cell))
+        .sum();
+    let scale = if plan.per_cell == 1 {
+        format!("each cell = 1 buffer ({cells} cells)")
+    } else {
+        let how = match snap.evictor {
+            Evictor::Clock => "mean usage",
+            _ => "dominant state",
         };
-        line(buf, area, 2, vec![Span::raw(scale)]);
-        let mut legend = Vec::new();
-        match snap.evictor {
-            Evictor::Clock => {
-                legend.push(Span::raw("usage "));
-                for u in 0..=bufmgr::desc::MAX_USAGE_COUNT as u8 {
-                    legend.push(swatch(CellState::Usage(u), " "));
-                }
-            }
-            e => {
-                legend.push(swatch(CellState::Hot, "OT "));
-                legend.push(swatch(CellState::Cool, "OOL "));
-                if e == Evictor::Probation {
-                    legend.push(swatch(CellState::Probation, "robation "));
-                }
+        format!(
+            "each cell = {} buffers ({cells} cells): {how}; + ! if any, * if half",
+            plan.per_cell
+        )
+    };
+    line(buf, area, 2, vec![Span::raw(scale)]);
+    let mut legend = Vec::new();
+    match snap.evictor {
+        Evictor::Clock => {
+            legend.push(Span::raw("usage "));
+            for u in 0..=bufmgr::desc::MAX_USAGE_COUNT as u8 {
+                legend.push(swatch(CellState::Usage(u), " "));
             }
         }
-        legend.push(Span::raw(" "));
-        legend.push(swatch(CellState::Empty, " empty"));
-        line(buf, area, 3, legend);
-        line(
-            buf,
-            area,
-            4,
-            vec![Span::raw(
-                "marks: * dirty  + pinned  ! I/O in progress  < next buffer of the clock hand",
-            )],
-        );
-        let mut row = HEADER_ROWS;
-        for (i, p) in parts.iter().enumerate() {
-            if row >= area.height {
-                break;
+        e => {
+            legend.push(swatch(CellState::Hot, "OT "));
+            legend.push(swatch(CellState::Cool, "OOL "));
+            if e == Evictor::Probation {
+                legend.push(swatch(CellState::Probation, "robation "));
             }
-            line(
-                buf,
-                area,
-                row,
-                vec![Span::styled(
-                    format!(
-                        "partition {i} (node {}): buffers {}..{}, hand at buffer {}, pass {}",
-                        p.node,
-                        p.first,
-                        p.first + p.len - 1,
-                        p.first + p.hand,
-                        p.passes
-                    ),
-                    Style::new().add_modifier(Modifier::UNDERLINED),
-                )],
-            );
-            row += 1;
-            let first = p.first as usize;
-            let end = first + p.len as usize;
-            let hand = first + p.hand as usize;
-            for (c, start) in (first..end).step_by(plan.per_cell).enumerate() {
-                let y = row + (c / plan.columns) as u16;
-                if y >= area.height {
-                    break;
-                }
-                let stop = (start + plan.per_cell).min(end);
-                let range = &snap.buffers[start.min(n)..stop.min(n)];
-                let (state, mark) = summarise(range, snap.evictor, (start..stop).contains(&hand));
-                let x = area.x + (c % plan.columns) as u16 * CELL_COLUMNS;
-                let style = state.style();
-                buf[(x, area.y + y)]
-                    .set_char(state.glyph())
-                    .set_style(style);
-                if CELL_COLUMNS > 1 && x + 1 < area.x + area.width {
-                    let mark_style = if mark == Mark::Hand {
-                        style.add_modifier(Modifier::BOLD)
-                    } else {
-                        style
-                    };
-                    buf[(x + 1, area.y + y)]
-                        .set_char(mark.glyph())
-                        .set_style(mark_style);
-                }
-            }
-            row += (p.len as usize)
-                .div_ceil(plan.per_cell)
-                .div_ceil(plan.columns) as u16;
         }
     }
+    legend.push(Span::raw(" "));
+    legend.push(swatch(CellState::Empty, " empty"));
+    line(buf, area, 3, legend);
+    line(
+        buf,
+        area,
+        4,
+        vec![Span::raw(
+            "marks: * dirty  + pinned  ! I/O in progress  < next buffer of the clock hand",
+        )],
+    );
+}
+
+/// From `first_row` (after the header rows): each partition's line and its cells, as many
+/// as fit.
+fn partitions(buf: &mut Buffer, area: Rect, snap: &PoolSnapshot, plan: &Plan, first_row: u16) {
+    let n = snap.buffers.len();
+    let parts = &snap.partitions;
+    let mut row = first_row;
+    for (i, p) in parts.iter().enumerate() {
+        if row >= area.height {
+            break;
+        }
+        line(
+            buf,
+            area,
+            row,
+            vec![Span::styled(
+                format!(
+                    "partition {i} (node {}): buffers {}..{}, hand at buffer {}, pass {}",
+                    p.node,
+                    p.first,
+                    p.first + p.len - 1,
+                    p.first + p.hand,
+                    p.passes
+                ),
+                Style::new().add_modifier(Modifier::UNDERLINED),
+            )],
+        );
+        row += 1;
+        let first = p.first as usize;
+        let end = first + p.len as usize;
+        let hand = first + p.hand as usize;
+        for (c, start) in (first..end).step_by(plan.per_cell).enumerate() {
+            let y = row + (c / plan.columns) as u16;
+            if y >= area.height {
+                break;
+            }
+            let stop = (start + plan.per_cell).min(end);
+            let range = &snap.buffers[start.min(n)..stop.min(n)];
+            let (state, mark) = summarise(range, snap.evictor, (start..stop).contains(&hand));
+            let x = area.x + (c % plan.columns) as u16 * CELL_COLUMNS;
+            let style = state.style();
+            buf[(x, area.y + y)]
+                .set_char(state.glyph())
+                .set_style(style);
+            if CELL_COLUMNS > 1 && x + 1 < area.x + area.width {
+                let mark_style = if mark == Mark::Hand {
+                    style.add_modifier(Modifier::BOLD)
+                } else {
+                    style
+                };
+                buf[(x + 1, area.y + y)]
+                    .set_char(mark.glyph())
+                    .set_style(mark_style);
+            }
+        }
+        row += (p.len as usize)
+            .div_ceil(plan.per_cell)
+            .div_ceil(plan.columns) as u16;
+    }
+}
+
+/// Eighths of a cell, for the curve's bars.
+const BARS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// The curve's row: `LRU hit% by pool size:` then, per size, a bar as high
+/// as its hit ratio and the figure (`0.25x ▅ 61.6`), the 1x point bold.
+pub fn curve_spans(curve: &bufmgr::MissRatioCurve) -> Vec<Span<'static>> {
+    let mut spans = vec![Span::raw("LRU hit% by pool size (--mrc):")];
+    for p in &curve.points {
+        let eighths = (p.hit_ratio.clamp(0.0, 1.0) * 8.0).round() as usize;
+        let style = if p.multiple == 1.0 {
+            Style::new().add_modifier(Modifier::BOLD)
+        } else {
+            Style::new()
+        };
+        spans.push(Span::raw(format!("  {}x ", p.multiple)));
+        spans.push(Span::styled(
+            BARS[eighths.min(8)].to_string(),
+            Style::new().fg(Color::Cyan),
+        ));
+        spans.push(Span::styled(format!(" {:.1}", 100.0 * p.hit_ratio), style));
+    }
+    let inv = if curve.sample_rate > 0.0 {
+        format!("1/{:.0}", 1.0 / curve.sample_rate)
+    } else {
+        "-".into()
+    };
+    spans.push(Span::raw(format!(
+        "   ({} sampled pages, rate {inv})",
+        curve.sampled_pages
+    )));
+    spans
 }
 
 /// The previous frame's statistics, to compute [`Rates`] from.
@@ -723,6 +791,7 @@ mod tests {
             partitions,
             stats: p.stats(),
             taken: Instant::now(),
+            mrc: None,
         }
     }
 
@@ -1020,5 +1089,52 @@ mod tests {
         let dots = (0..16u16).filter(|&i| cell(&b, i).0 == ".").count();
         assert_eq!(dots, empty, "every other buffer is empty");
         drop(held);
+    }
+
+    #[test]
+    fn a_pool_with_a_miss_ratio_curve_draws_it_above_the_grid() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Arc::new(FileStorage::open(dir.path()).unwrap());
+        let p = BufferPool::new(
+            PoolConfig::new(16)
+                .bgwriter(None)
+                .mrc(Some(bufmgr::MrcConfig {
+                    rate_inverse: 1,
+                    max_keys: 1024,
+                })),
+            storage,
+        )
+        .unwrap();
+        p.create_fork(REL).unwrap();
+        for _ in 0..32 {
+            drop(p.extend(REL, None).unwrap());
+        }
+        // Blocks 0..8 twice more: reuses at a distance of 8 pages, hits
+        // in an LRU cache of 16 pages and more, misses below.
+        for _ in 0..2 {
+            for b in 0..8 {
+                drop(p.read_buffer(REL, b, None).unwrap());
+            }
+        }
+        let curve = p.miss_ratio_curve().expect("sampling is on");
+        let mut snap = p.watch_snapshot();
+        assert!(snap.mrc.is_some(), "the snapshot carries the curve");
+        snap.mrc = Some(curve.clone());
+        let b = render(&snap, None, 100, 20);
+        let text = row_text(&b, HEADER_ROWS);
+        assert!(text.starts_with("LRU hit% by pool size"), "{text}");
+        for pt in &curve.points {
+            assert!(
+                text.contains(&format!("{}x ", pt.multiple))
+                    && text.contains(&format!(" {:.1}", 100.0 * pt.hit_ratio)),
+                "{pt:?} in {text}"
+            );
+        }
+        // The grid moves down one row: its partition label is below the curve.
+        assert!(row_text(&b, HEADER_ROWS + 1).starts_with("partition 0"));
+        // Without a curve there is no such row.
+        snap.mrc = None;
+        let b = render(&snap, None, 100, 20);
+        assert!(row_text(&b, HEADER_ROWS).starts_with("partition 0"));
     }
 }

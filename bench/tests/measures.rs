@@ -7,9 +7,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use bench::Settings;
-use bench::common::Measures;
-use bench::scenarios::index_residency;
+use bench::common::{CommonArgs, EvictorChoice, Measures};
 use bench::scenarios::scan_resistance::{self, ScanRate};
+use bench::scenarios::tables;
+use bench::scenarios::{ScenarioKind, bulkload, index_residency, oltp, readonly};
 use bufmgr::{Evictor, SweepBatch};
 
 const INTERVAL: Duration = Duration::from_millis(200);
@@ -226,4 +227,108 @@ fn the_seed_fixes_the_probes_index_residency_draws() {
         a[..16],
         index_residency::draw_probes(10_000, 1 << 16, 8).unwrap()[..16]
     );
+}
+
+/// Settings for `kind` through the command line's options, with `--seed 7
+/// --mrc --report-interval 0.2`.
+fn from_options(kind: ScenarioKind, dir: &Path, pages: usize, threads: usize) -> Settings {
+    let args = CommonArgs {
+        pool_pages: Some(pages),
+        duration: Some(0.6),
+        warmup: Some(0.4),
+        threads: Some(vec![threads]),
+        evictor: Some(EvictorChoice::Clock),
+        batch: Some(vec![SweepBatch::Fixed(1)]),
+        data_dir: dir.to_path_buf(),
+        json: Some(dir.join(format!("{}.json", kind.name()))),
+        no_progress: true,
+        seed: Some(7),
+        mrc: true,
+        report_interval: Some(INTERVAL.as_secs_f64()),
+        ..Default::default()
+    };
+    let s = kind.settings(&args).unwrap();
+    assert_eq!(
+        s.measures,
+        Measures {
+            seed: Some(7),
+            mrc: true,
+            report_interval: Some(INTERVAL),
+        }
+    );
+    s
+}
+
+/// Every row of `kind`'s JSON carries `kind`'s latencies, a curve, the
+/// interval series and the seed it derived its keys from.
+fn assert_rows(settings: &Settings, kind: &str, seed: u64) {
+    let v = json(settings);
+    assert_metadata(&v);
+    let rows = v["rows"].as_array().unwrap();
+    assert!(!rows.is_empty());
+    for row in rows {
+        assert_latency(row, kind);
+        assert_curve(row);
+        assert_eq!(row["seed"], seed, "{row}");
+        let series = row["intervals"].as_array().unwrap();
+        assert!(!series.is_empty(), "{row}");
+        assert!(
+            series.iter().any(|i| i["ops"].as_u64().unwrap() > 0),
+            "{row}"
+        );
+    }
+}
+
+#[test]
+fn oltp_rows_carry_transaction_latencies_curve_intervals_and_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = oltp::Args {
+        commit: Some(oltp::CommitChoice::Async),
+        checkpoint_ms: None,
+        autovacuum: Some(oltp::AutovacuumChoice::Off),
+    };
+    let s = from_options(ScenarioKind::Oltp(args), dir.path(), 256, 2);
+    bench::common::finish(oltp::run(&s, &args).unwrap(), &s).unwrap();
+    assert_rows(&s, oltp::TRANSACTION, 7);
+    let v = json(&s);
+    let row = &v["rows"][0];
+    // The old millisecond fields are the histogram's.
+    let p99 = row["latency"][oltp::TRANSACTION]["p99_us"]
+        .as_f64()
+        .unwrap();
+    assert!((row["latency_p99_ms"].as_f64().unwrap() - p99 / 1e3).abs() < 1e-9);
+    assert_intervals(row, &s);
+}
+
+#[test]
+fn readonly_rows_carry_lookup_latencies_curve_intervals_and_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = readonly::Args {
+        lookups_per_txn: Some(10),
+    };
+    let s = from_options(ScenarioKind::Readonly(args), dir.path(), 256, 2);
+    bench::common::finish(readonly::run(&s, &args).unwrap(), &s).unwrap();
+    assert_rows(&s, tables::LOOKUP, 7);
+    let v = json(&s);
+    for row in v["rows"].as_array().unwrap() {
+        assert_intervals(row, &s);
+    }
+}
+
+#[test]
+fn bulkload_rows_carry_the_lookups_latencies_during_the_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = bulkload::Args::default();
+    let s = from_options(ScenarioKind::Bulkload(args), dir.path(), 512, 2);
+    let report = bench::common::finish(bulkload::run(&s, &args).unwrap(), &s).unwrap();
+    assert_rows(&s, tables::LOOKUP, 7);
+    for r in &report.rows {
+        // Only lookups made during the load are in the latencies.
+        let counted = r.latency[tables::LOOKUP].count;
+        assert!(
+            counted > 0 && counted <= r.lookups + 2 * 1000,
+            "{counted} vs {}",
+            r.lookups
+        );
+    }
 }

@@ -43,9 +43,30 @@ fn assert_sane(report: &SweepReport, settings: &Settings) {
         assert_eq!(r.data_errors, 0, "{r:?}");
     }
     assert!(report.data_check.ok, "{:?}", report.data_check);
-    assert_eq!(report.data_check.blocks, u64::from(report.relation_blocks));
+    assert_eq!(
+        report.data_check.blocks,
+        Some(u64::from(report.relation_blocks))
+    );
     // Both evictors of each (batch, threads) group are compared.
     assert_eq!(report.ratios.len(), report.rows.len() / 2);
+    // One raw pread window per thread count, and every row set beside the
+    // one of its thread count.
+    let counts: Vec<usize> = report.pread_baselines.iter().map(|b| b.threads).collect();
+    assert_eq!(counts, settings.threads, "{:?}", report.pread_baselines);
+    for b in &report.pread_baselines {
+        assert!(b.reads > 0 && b.reads_per_thread_per_sec > 0.0, "{b:?}");
+        assert_eq!(b.data_errors, 0, "{b:?}");
+    }
+    for r in &report.rows {
+        let b = report
+            .pread_baselines
+            .iter()
+            .find(|b| b.threads == r.threads)
+            .unwrap();
+        let want = r.evictions_per_sec / r.threads as f64 / b.reads_per_thread_per_sec;
+        let got = r.evictions_per_thread_vs_pread.expect("a ratio to pread");
+        assert!((got - want).abs() < 1e-9 * want.max(1.0), "{r:?}");
+    }
 }
 
 /// The JSON file parses back with the fields the README promises.
@@ -299,7 +320,7 @@ fn hint_bits_index_scan_counts_rows_and_never_dirties_nothing() {
         .as_ref()
         .expect("the index part ran");
     assert!(check.ok, "{check:?}");
-    assert_eq!(check.runs, 12);
+    assert_eq!(check.runs, Some(12));
     assert!(report.index_table_pages > 0 && report.index_pages > 0);
     assert!(
         report.index_pool_buffers >= (report.index_table_pages + report.index_pages) as usize,

@@ -2,11 +2,15 @@
 //! transaction type runs, the consistency conditions hold after a run and
 //! after a crash, and a broken Delivery fails condition 3.
 
+use bench::ScenarioKind;
+use bench::common::{CommonArgs, EvictorChoice};
+use bench::scenarios::tpcc;
 use bench::scenarios::versus::tpcc::backend::{Backend, Outcome};
 use bench::scenarios::versus::tpcc::driver::{Limit, drive};
 use bench::scenarios::versus::tpcc::engine_side::{DeliveryFault, EngineBackend};
 use bench::scenarios::versus::tpcc::spec::{
-    DeliveryInput, NewOrderInput, OrderLineInput, Scale, TxnKind,
+    self, CustomerSelector, DeliveryInput, NewOrderInput, OrderLineInput, PaymentInput, Scale,
+    TxnKind,
 };
 use engine::{Database, Options, Value};
 
@@ -139,4 +143,439 @@ fn a_correct_delivery_keeps_condition_3() {
     drop(t);
     let report = backend.check(&scale).unwrap();
     assert!(report.passed(), "{}", report.describe());
+}
+
+fn tiny_settings(kind: ScenarioKind, dir: &std::path::Path) -> bench::Settings {
+    let args = CommonArgs {
+        duration: Some(0.5),
+        warmup: Some(0.2),
+        evictor: Some(EvictorChoice::Clock),
+        data_dir: dir.to_path_buf(),
+        no_progress: true,
+        ..CommonArgs::default()
+    };
+    kind.settings(&args).unwrap()
+}
+
+#[test]
+fn bench_tpcc_at_tiny_scale_reports_every_type_with_ring_on_and_off_and_writes_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = ScenarioKind::Tpcc(tpcc::Args {
+        tiny: true,
+        ..tpcc::Args::default()
+    });
+    let mut settings = tiny_settings(kind, dir.path());
+    settings.json = Some(dir.path().join("t.json"));
+    let report = kind.run(&settings).unwrap();
+    assert!(report.failures().is_empty(), "{:?}", report.failures());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("t.json")).unwrap()).unwrap();
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "ring on and off");
+    for row in rows {
+        assert!(row["tpmc"].as_f64().unwrap() > 0.0, "{row}");
+        assert_eq!(row["check_passed"], true);
+        let kinds = row["kinds"].as_array().unwrap();
+        assert_eq!(kinds.len(), 5);
+        assert!(row["wal_bytes_per_txn"].as_f64().unwrap() > 0.0);
+        assert!(!row["per_second"].as_array().unwrap().is_empty());
+        assert!(row["relations"].as_array().unwrap().len() >= 9 + 8);
+    }
+    // The pool was sized by the default fraction: a quarter of the data.
+    let (pool, data) = (
+        json["pool_buffers"].as_u64().unwrap(),
+        json["data_pages"].as_u64().unwrap(),
+    );
+    assert!(
+        pool >= 64 && (pool == 64 || pool.abs_diff(data / 4) <= 1),
+        "{pool} of {data}"
+    );
+    let plots = report.svg_plots();
+    assert_eq!(plots.len(), 1);
+    assert!(plots[0].svg.contains("<svg"));
+}
+
+#[test]
+fn analytic_threads_0_and_1_give_a_cell_each_and_only_the_second_runs_queries() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = ScenarioKind::Tpcc(tpcc::Args {
+        tiny: true,
+        analytic_threads: Some("0,1".parse().unwrap()),
+        ..tpcc::Args::default()
+    });
+    let mut settings = tiny_settings(kind, dir.path());
+    settings.rings = vec![true];
+    settings.json = Some(dir.path().join("t.json"));
+    let report = kind.run(&settings).unwrap();
+    assert!(report.failures().is_empty(), "{:?}", report.failures());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("t.json")).unwrap()).unwrap();
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "analytic 0 and 1");
+    assert_eq!(rows[0]["analytic_threads"], 0);
+    assert_eq!(rows[0]["analytic_queries"], 0);
+    assert!(rows[0]["queries"].as_array().unwrap().is_empty());
+    assert_eq!(rows[1]["analytic_threads"], 1);
+    assert!(
+        rows[1]["analytic_queries"].as_u64().unwrap() >= 1,
+        "{}",
+        rows[1]
+    );
+    assert!(rows[1]["analytic_per_hour"].as_f64().unwrap() > 0.0);
+    let q = &rows[1]["queries"][0];
+    assert_eq!(q["query"], "q1", "the rotation starts at Q1: {q}");
+    assert!(q["latency"]["p50_us"].as_f64().unwrap() > 0.0, "{q}");
+    assert!(report.render().contains("analytic queries (CH-benCHmark)"));
+}
+
+#[test]
+fn a_pool_fraction_and_a_pool_size_together_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = ScenarioKind::Tpcc(tpcc::Args {
+        tiny: true,
+        pool_fraction: Some("30%".parse().unwrap()),
+        ..tpcc::Args::default()
+    });
+    let args = CommonArgs {
+        pool_pages: Some(100),
+        data_dir: dir.path().to_path_buf(),
+        ..CommonArgs::default()
+    };
+    let e = kind
+        .run(&kind.settings(&args).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--pool-fraction"), "{e}");
+    assert!("0".parse::<tpcc::Fraction>().is_err());
+    assert!("abc".parse::<tpcc::Fraction>().is_err());
+    assert_eq!("25%".parse::<tpcc::Fraction>(), "0.25".parse());
+}
+
+#[test]
+fn the_consistency_conditions_hold_after_a_sigkill_of_a_child_running_tpcc_and_recovery() {
+    let dir = tempfile::tempdir().unwrap();
+    let scale = Scale::tiny();
+    let data = tpcc::ensure_data(dir.path(), &scale, false).unwrap();
+    let run = dir.path().join("run");
+    bench::dirs::copy_dir(&data.dir, &run, &["LOCK"]).unwrap();
+    let report = tpcc::crash::crash_and_check(
+        std::path::Path::new(env!("CARGO_BIN_EXE_bench")),
+        &run,
+        &scale,
+        2,
+        256,
+        std::time::Duration::from_millis(2500),
+        3,
+    )
+    .unwrap();
+    assert!(report.check.passed(), "{}", report.check.describe());
+    assert!(
+        report.orders_after > report.orders_before,
+        "the child committed no New-Order before the kill: {report:?}"
+    );
+    assert!(report.acknowledged > 0, "{report:?}");
+    assert!(report.lost.is_empty(), "{:?}", report.lost);
+}
+
+#[test]
+fn an_acknowledged_new_order_missing_after_recovery_is_reported_lost() {
+    let scale = Scale::tiny();
+    let backend = loaded(&scale);
+    let db = backend.database();
+    let next = {
+        let txn = db.read().unwrap();
+        txn.get_by_primary_key("district", (1i64, 2i64))
+            .unwrap()
+            .unwrap()
+            .1
+            .i64("d_next_o_id")
+            .unwrap()
+    };
+    // Orders the load committed are found.
+    let kept = [(1, 1, 1), (1, 2, next - 1)];
+    assert_eq!(
+        tpcc::crash::lost_new_orders(db, &kept).unwrap(),
+        Vec::<String>::new()
+    );
+    // An order acknowledged but never in the database is lost, and named.
+    let lost = tpcc::crash::lost_new_orders(db, &[(1, 1, 1), (1, 2, next)]).unwrap();
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    assert!(lost[0].contains(&format!("(1, 2, {next})")), "{lost:?}");
+    assert_eq!(
+        tpcc::crash::parse_ack(&format!("{}1 2 {next}", tpcc::crash::ACK_PREFIX)),
+        Some((1, 2, next))
+    );
+    assert_eq!(tpcc::crash::parse_ack("NEW-ORDER 1 2"), None);
+    assert_eq!(tpcc::crash::parse_ack("READY"), None);
+}
+
+#[cfg(not(feature = "sqlite"))]
+#[test]
+fn versus_sqlite_without_the_sqlite_feature_is_an_error_naming_the_feature() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = ScenarioKind::Tpcc(tpcc::Args {
+        tiny: true,
+        versus_sqlite: true,
+        ..tpcc::Args::default()
+    });
+    let settings = tiny_settings(kind, dir.path());
+    let e = kind.run(&settings).unwrap_err().to_string();
+    assert!(e.contains("--features sqlite"), "{e}");
+}
+
+/// (c_id, c_first, c_payment_cnt) of every customer of (1, 1) named `last`.
+fn customers_named(backend: &EngineBackend, last: &str) -> Vec<(i64, String, i64)> {
+    let txn = backend.database().read().unwrap();
+    let mut out = Vec::new();
+    for row in txn.scan("customer").unwrap() {
+        let (_, row) = row.unwrap();
+        if row.i64("c_w_id").unwrap() == 1
+            && row.i64("c_d_id").unwrap() == 1
+            && row.text("c_last").unwrap() == last
+        {
+            out.push((
+                row.i64("c_id").unwrap(),
+                row.text("c_first").unwrap().to_string(),
+                row.i64("c_payment_cnt").unwrap(),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_payment_by_last_name_charges_the_middle_customer_sorted_by_first_name() {
+    let scale = Scale::tiny();
+    let backend = loaded(&scale);
+    // The name most customers of district 1 share (at least 3, so the
+    // middle differs from both ends).
+    let (name, before) = (0..scale.last_names)
+        .map(spec::last_name)
+        .map(|n| {
+            let c = customers_named(&backend, &n);
+            (n, c)
+        })
+        .max_by_key(|(_, c)| c.len())
+        .unwrap();
+    assert!(before.len() >= 3, "{name}: only {} customers", before.len());
+    let mut sorted = before.clone();
+    sorted.sort_by(|a, b| a.1.cmp(&b.1));
+    let middle = sorted[sorted.len().div_ceil(2) - 1].0;
+    let mut t = backend.terminal(&scale, 1).unwrap();
+    let out = t
+        .payment(&PaymentInput {
+            warehouse: 1,
+            district: 1,
+            customer_warehouse: 1,
+            customer_district: 1,
+            customer: CustomerSelector::LastName(name.clone()),
+            amount: 1_000,
+        })
+        .unwrap();
+    assert_eq!(out, Outcome::Committed);
+    drop(t);
+    let after = customers_named(&backend, &name);
+    for ((c, _, was), (c2, _, now)) in before.iter().zip(&after) {
+        assert_eq!(c, c2);
+        let expected = was + i64::from(*c == middle);
+        assert_eq!(*now, expected, "customer {c} (middle is {middle})");
+    }
+}
+
+fn new_orders_per_district(backend: &EngineBackend, scale: &Scale) -> Vec<i64> {
+    let state = backend.consistency_state(scale).unwrap();
+    state[0].districts.iter().map(|d| d.new_orders).collect()
+}
+
+#[test]
+fn a_delivery_skips_a_district_without_undelivered_orders_and_delivers_the_others() {
+    let scale = Scale::tiny();
+    let backend = loaded(&scale);
+    let mut t = backend.terminal(&scale, 1).unwrap();
+    let deliver = |t: &mut Box<dyn bench::scenarios::versus::tpcc::backend::Terminal + '_>| {
+        t.delivery(&DeliveryInput {
+            warehouse: 1,
+            carrier: 4,
+        })
+        .unwrap()
+    };
+    // Every district starts with the same undelivered orders: drain them.
+    for _ in 0..scale.new_orders {
+        assert_eq!(deliver(&mut t), Outcome::Committed);
+    }
+    assert_eq!(new_orders_per_district(&backend, &scale), vec![0, 0]);
+    // Nothing to deliver anywhere: still a clean commit.
+    assert_eq!(deliver(&mut t), Outcome::Committed);
+    // One new order in district 2 only: district 1 is skipped, district 2
+    // is delivered.
+    let order = NewOrderInput {
+        warehouse: 1,
+        district: 2,
+        customer: 7,
+        lines: vec![OrderLineInput {
+            item: 1,
+            supply_warehouse: 1,
+            quantity: 2,
+        }],
+    };
+    assert_eq!(t.new_order(&order).unwrap(), Outcome::Committed);
+    assert_eq!(new_orders_per_district(&backend, &scale), vec![0, 1]);
+    let carrier_before = |backend: &EngineBackend| {
+        let txn = backend.database().read().unwrap();
+        let next = txn
+            .get_by_primary_key("district", (1i64, 2i64))
+            .unwrap()
+            .unwrap()
+            .1
+            .i64("d_next_o_id")
+            .unwrap();
+        txn.get_by_primary_key("orders", (1i64, 2i64, next - 1))
+            .unwrap()
+            .unwrap()
+            .1
+            .value("o_carrier_id")
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(carrier_before(&backend), Value::Null);
+    assert_eq!(deliver(&mut t), Outcome::Committed);
+    assert_eq!(carrier_before(&backend), Value::I64(4));
+    assert_eq!(new_orders_per_district(&backend, &scale), vec![0, 0]);
+    drop(t);
+    let report = backend.check(&scale).unwrap();
+    assert!(report.passed(), "{}", report.describe());
+}
+
+#[test]
+fn a_pool_fraction_finer_than_a_thousandth_is_refused_not_rounded() {
+    for s in ["0.0001", "0.0004", "0.05%", "0.0016", "0.1234"] {
+        let e = s.parse::<tpcc::Fraction>().unwrap_err();
+        assert!(e.contains("thousandth"), "{s}: {e}");
+    }
+    assert_eq!("0.001".parse::<tpcc::Fraction>(), Ok(tpcc::Fraction(1)));
+    assert_eq!("12.5%".parse::<tpcc::Fraction>(), Ok(tpcc::Fraction(125)));
+    assert_eq!("1.5".parse::<tpcc::Fraction>(), Ok(tpcc::Fraction(1500)));
+}
+
+#[test]
+fn more_analytic_or_terminal_threads_than_the_limit_are_refused_before_any_thread_starts() {
+    let e = "1,30000".parse::<tpcc::ThreadCounts>().unwrap_err();
+    assert!(e.contains("30000"), "{e}");
+    let max = tpcc::MAX_THREADS;
+    assert!(format!("0,{max}").parse::<tpcc::ThreadCounts>().is_ok());
+    assert!(
+        format!("{}", max + 1)
+            .parse::<tpcc::ThreadCounts>()
+            .is_err()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let kind = ScenarioKind::Tpcc(tpcc::Args {
+        tiny: true,
+        ..tpcc::Args::default()
+    });
+    let args = CommonArgs {
+        threads: Some(vec![2, max as usize + 1]),
+        data_dir: dir.path().to_path_buf(),
+        no_progress: true,
+        ..CommonArgs::default()
+    };
+    let e = kind
+        .run(&kind.settings(&args).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--threads"), "{e}");
+    // Refused before the data set is built.
+    assert!(!dir.path().join("tpcc").exists());
+}
+
+#[test]
+fn a_cached_data_set_missing_a_file_fails_the_run_naming_the_cached_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = ScenarioKind::Tpcc(tpcc::Args {
+        tiny: true,
+        ..tpcc::Args::default()
+    });
+    let settings = tiny_settings(kind, dir.path());
+    let data = tpcc::ensure_data(dir.path(), &Scale::tiny(), false).unwrap();
+    // The largest relation file of the cached set disappears.
+    let largest = std::fs::read_dir(data.dir.join("base"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .max_by_key(|e| e.metadata().unwrap().len())
+        .unwrap()
+        .path();
+    std::fs::remove_file(&largest).unwrap();
+    let e = kind.run(&settings).unwrap_err().to_string();
+    assert!(e.contains("missing"), "{e}");
+    assert!(e.contains(&data.dir.display().to_string()), "{e}");
+    assert!(e.contains("delete that directory"), "{e}");
+}
+
+#[test]
+fn eight_terminals_on_one_warehouse_conflict_yet_every_transaction_finishes_and_the_conditions_hold()
+ {
+    let scale = Scale::tiny();
+    let backend = loaded(&scale);
+    let before = next_order_ids(&backend, &scale);
+    let r = drive(&backend, &scale, 8, Limit::Transactions(40), 11).unwrap();
+    // Every transaction of every terminal finished: none gave up.
+    assert_eq!(r.total(), 8 * 40);
+    let no = r.of(TxnKind::NewOrder);
+    assert_eq!(
+        next_order_ids(&backend, &scale) - before,
+        (no.done - no.rolled_back) as i64
+    );
+    let report = backend.check(&scale).unwrap();
+    assert!(report.passed(), "{}", report.describe());
+}
+
+/// Add `by` to the integer column `col` of the row `key` names in `table`.
+fn bump(txn: &engine::Transaction, table: &str, key: impl engine::IntoKey, col: &str, by: i64) {
+    let (id, row) = txn.get_by_primary_key(table, key).unwrap().unwrap();
+    let mut v = row.values().to_vec();
+    let i = row.table().column_index(col).unwrap();
+    v[i] = Value::I64(row.i64(col).unwrap() + by);
+    txn.update(table, id, v).unwrap();
+}
+
+#[test]
+fn each_condition_fails_when_the_database_itself_breaks_it() {
+    let scale = Scale::tiny();
+    let first = i64::from(scale.first_new_order());
+    type Break = fn(&engine::Transaction, i64);
+    let cases: [(u8, Option<u32>, Break); 4] = [
+        (1, None, |t, _| bump(t, "warehouse", 1i64, "w_ytd", 1)),
+        (2, Some(2), |t, _| {
+            bump(t, "district", (1i64, 2i64), "d_next_o_id", 1)
+        }),
+        (3, Some(1), |t, first| {
+            let (id, _) = t
+                .get_by_primary_key("new_order", (1i64, 1i64, first + 1))
+                .unwrap()
+                .unwrap();
+            t.delete("new_order", id).unwrap();
+        }),
+        (4, Some(2), |t, _| {
+            let (id, _) = t
+                .get_by_primary_key("order_line", (1i64, 2i64, 5i64, 1i64))
+                .unwrap()
+                .unwrap();
+            t.delete("order_line", id).unwrap();
+        }),
+    ];
+    for (condition, district, breaks) in cases {
+        let backend = loaded(&scale);
+        let txn = backend.database().begin().unwrap();
+        breaks(&txn, first);
+        txn.commit().unwrap();
+        let report = backend.check(&scale).unwrap();
+        assert!(
+            report.failed(condition),
+            "{condition}: {}",
+            report.describe()
+        );
+        assert_eq!(report.violations.len(), 1, "{}", report.describe());
+        assert_eq!(report.violations[0].district, district);
+    }
 }

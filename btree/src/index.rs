@@ -6,7 +6,7 @@
 //! 1. Start at the cached root (block and level). If the page found there
 //!    is no longer flagged `ROOT` (a new root was made above it), re-read the
 //!    meta page and start again. The cache is refreshed only then: a lookup
-//!    pins root to leaf and nothing else.
+//!    touches root to leaf and nothing else.
 //! 2. On each page, while the search key is at or beyond the page's high key,
 //!    release the page and take its right sibling (a concurrent split moved
 //!    the key right). Pages are never deleted, so the right link is always
@@ -17,6 +17,11 @@
 //! 4. Searches lock shared all the way. Inserts lock the target level
 //!    exclusively, and finish any incomplete split they meet on the way
 //!    (PostgreSQL's `_bt_moveright` with `forupdate`), then start again.
+//! 5. Read-only descents ([`Index::descend_shared`]) take no pin and no
+//!    lock on the pages above their target level: they read them
+//!    optimistically and follow a step only once it is validated (the
+//!    crate README's "Optimistic descents", rules 1-4); a declined page is
+//!    read under its shared lock instead.
 //!
 //! # Lock order
 //!
@@ -41,6 +46,7 @@ use crate::error::{BtreeError, Result};
 use heap::tuple::Tid;
 
 use crate::key::{Key, KeyType, SearchKey, TID_MIN};
+use crate::optimistic::{self, Next, Step};
 use crate::page::{
     Header, LEAF, MAX_KEY_SIZE, META_BLOCK, Meta, NO_RIGHT, PageId, ROOT, TreePage, build_page,
 };
@@ -347,7 +353,7 @@ impl Index {
                     return Ok(Descent::Restart);
                 }
                 if tp.beyond_high_key(skey)? {
-                    block = tp.right;
+                    block = self.right_of(&tp, block)?;
                     drop(page);
                     page = self.lock(block, level == target)?;
                     continue;
@@ -372,10 +378,19 @@ impl Index {
     }
 
     /// A read-only descent to the page at `level` whose range holds the
-    /// position (`key`, `tid`), `key` in stored form: shared locks, one at a
-    /// time, moving right past high keys, no stack kept and nothing
-    /// allocated (the point-lookup and scan-start path). Returns the page
-    /// locked shared.
+    /// position (`key`, `tid`), `key` in stored form: no stack kept and
+    /// nothing allocated (the point-lookup and scan-start path). Returns
+    /// the page locked shared.
+    ///
+    /// The pages above `level` are read optimistically (step 5 of the
+    /// descent; "Optimistic descents" rules 1 and 2 in the crate README):
+    /// no pin, no lock, the step taken only once the page's version
+    /// confirms the read. A page the pool declines is read pinned under its
+    /// shared lock instead (rule 4), and the descent goes on optimistically
+    /// below it; a page is tried optimistically once per visit, so a
+    /// descent always ends.
+    /// The page at `level` is pinned and locked shared, moving right past
+    /// high keys with one lock held at a time.
     pub(crate) fn descend_shared(&self, key: &[u8], tid: Tid, level: u32) -> Result<PageRead<'_>> {
         let mut refresh = false;
         'restart: loop {
@@ -389,39 +404,87 @@ impl Index {
                 refresh = true;
                 continue;
             }
-            let mut page = self.read_shared(block)?;
             let mut first = true;
-            loop {
-                loop {
-                    let tp = TreePage::parse(&page, self.page_id(block))?;
-                    if tp.level != at {
-                        return Err(self.page_id(block).corrupt(format!(
-                            "page at level {} where level {at} was expected",
-                            tp.level
-                        )));
-                    }
-                    if first && !tp.is_root() {
-                        // The cached root has been split and a new root made.
-                        refresh = true;
-                        continue 'restart;
-                    }
-                    first = false;
-                    if !tp.beyond_high_key_at(key, tid)? {
-                        break;
-                    }
-                    block = tp.right;
-                    drop(page);
-                    page = self.read_shared(block)?;
+            while at > level {
+                let step = match self.pool.read_optimistic(self.relfork(), block, |p| {
+                    optimistic::inner_step(p, key, tid, at)
+                }) {
+                    // A right link back to the page itself is damage: the
+                    // pinned read names it (it would otherwise be followed
+                    // forever).
+                    Some(Some(step)) if step.next != Next::Right(block) => step,
+                    _ => self.inner_step_pinned(block, key, tid, at)?,
+                };
+                if first && !step.root {
+                    // The cached root has been split and a new root made.
+                    refresh = true;
+                    continue 'restart;
                 }
-                if at == level {
+                first = false;
+                block = match step.next {
+                    Next::Right(right) => right,
+                    Next::Child(child) => {
+                        at -= 1;
+                        child
+                    }
+                };
+            }
+            let mut page = self.read_shared(block)?;
+            loop {
+                let tp = TreePage::parse(&page, self.page_id(block))?;
+                if tp.level != at {
+                    return Err(self.page_id(block).corrupt(format!(
+                        "page at level {} where level {at} was expected",
+                        tp.level
+                    )));
+                }
+                if first && !tp.is_root() {
+                    refresh = true;
+                    continue 'restart;
+                }
+                first = false;
+                if !tp.beyond_high_key_at(key, tid)? {
                     return Ok(page);
                 }
-                block = TreePage::parse(&page, self.page_id(block))?.child_for_at(key, tid)?;
+                block = self.right_of(&tp, block)?;
                 drop(page);
-                at -= 1;
                 page = self.read_shared(block)?;
             }
         }
+    }
+
+    /// The right link of `tp` (page `block`), which a descent is about to
+    /// follow; a link back to the page itself is `Corrupt` (following it
+    /// would never end).
+    pub(crate) fn right_of(&self, tp: &TreePage<'_>, block: BlockNumber) -> Result<BlockNumber> {
+        if tp.right == block {
+            return Err(self
+                .page_id(block)
+                .corrupt("the right link points at the page itself"));
+        }
+        Ok(tp.right)
+    }
+
+    /// [`optimistic::inner_step`] the pinned way: the internal page `block`
+    /// at level `at` under its shared lock, released before returning.
+    fn inner_step_pinned(&self, block: BlockNumber, key: &[u8], tid: Tid, at: u32) -> Result<Step> {
+        let page = self.read_shared(block)?;
+        let tp = TreePage::parse(&page, self.page_id(block))?;
+        if tp.level != at {
+            return Err(self.page_id(block).corrupt(format!(
+                "page at level {} where level {at} was expected",
+                tp.level
+            )));
+        }
+        let next = if tp.beyond_high_key_at(key, tid)? {
+            Next::Right(self.right_of(&tp, block)?)
+        } else {
+            Next::Child(tp.child_for_at(key, tid)?)
+        };
+        Ok(Step {
+            root: tp.is_root(),
+            next,
+        })
     }
 
     /// Move right from the shared-locked `page` (of any level) while the
@@ -439,7 +502,7 @@ impl Index {
             if !tp.beyond_high_key_at(key, tid)? {
                 return Ok(page);
             }
-            let right = tp.right;
+            let right = self.right_of(&tp, block)?;
             drop(page);
             page = self.read_shared(right)?;
         }

@@ -5,6 +5,7 @@ pub mod error;
 pub mod index;
 pub mod insert;
 pub mod key;
+mod optimistic;
 pub mod page;
 pub mod range;
 pub mod record;

@@ -306,7 +306,7 @@ impl Index {
                         break;
                     }
                     low = Some((hk.key.to_vec(), hk.tid));
-                    block = tp.right;
+                    block = self.right_of(&tp, block)?;
                     drop(page);
                     page = self.read_shared(block)?;
                 }

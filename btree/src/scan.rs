@@ -3,8 +3,9 @@
 //! # Point lookups
 //!
 //! [`Index::lookup_each`] is a dedicated descent for one key that allocates
-//! nothing: from the cached root, shared locks one at a time (a parent is
-//! released before its child is locked), a binary search comparing the
+//! nothing: from the cached root, internal pages read optimistically and
+//! the leaf under its shared lock (`Index::descend_shared`; a page the
+//! pool declines is locked shared, one at a time), a binary search comparing the
 //! search position (key, minus-infinity TID) with the page's items in place,
 //! moving right past high keys (Lehman & Yao). At the leaf it copies up to
 //! 32 TIDs of equal entries into a stack array, releases the leaf, and

@@ -21,8 +21,23 @@
 //!    others may hold the shared content lock. Those writes are atomic
 //!    (`AtomicU16::fetch_or`, `AtomicU64::store`) on naturally aligned fields,
 //!    so readers see either the old or the new bits of that field.
+//! 4. Optimistic reads (the crate README's rule 10) read a page with no pin
+//!    and no content lock, so its bytes may be changing or the buffer may be
+//!    taking another page meanwhile. They never make a slice of the page:
+//!    [`Arena::load_bytes`] copies bytes out one relaxed atomic byte load
+//!    at a time through the raw pointer, and the reader keeps the copy only
+//!    if the buffer's version (desc rule 4) is unchanged afterwards. The
+//!    memory stays mapped whatever happens to the buffer (the mapping lives
+//!    as long as the pool, and a reader holds the pool), so a load is
+//!    always of mapped, initialised bytes, and an offset outside the page
+//!    is refused before any load. A writer under the exclusive lock writes
+//!    through `&mut [u8]` with plain stores, so an optimistic load may race
+//!    one: the seqlock pattern (crossbeam's `AtomicCell` fallback, and the
+//!    atomic-memcpy proposal for Rust, RFC 3301, which exists to bless it).
+//!    The bytes of a racing load are never used: the version check after
+//!    the read, ordered by desc rule 4's fences, rejects them.
 
-use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 
 use memmap2::{MmapMut, MmapOptions};
 
@@ -197,6 +212,28 @@ impl Arena {
     pub unsafe fn page_mut(&self, id: BufferId) -> &mut [u8] {
         // SAFETY: as for `page`; the caller guarantees it is the only accessor.
         unsafe { std::slice::from_raw_parts_mut(self.page_ptr(id), PAGE_SIZE) }
+    }
+
+    /// Copy `out.len()` bytes of page `id` from `offset` into `out` with
+    /// relaxed atomic byte loads, for an optimistic read (rule 4): no slice
+    /// of the page is made, so the bytes may change meanwhile and the caller
+    /// validates the copy. `false` (nothing read) if the range leaves the page.
+    #[inline]
+    pub fn load_bytes(&self, id: BufferId, offset: usize, out: &mut [u8]) -> bool {
+        if offset > PAGE_SIZE || out.len() > PAGE_SIZE - offset {
+            return false;
+        }
+        let base = self.page_ptr(id);
+        for (i, b) in out.iter_mut().enumerate() {
+            // SAFETY: offset + i < PAGE_SIZE (checked above), so the byte
+            // lies inside the mapping, which lives as long as `self`; an
+            // `AtomicU8` has alignment 1. The load may race a plain store of
+            // an exclusive writer (rule 4); its value is used only after the
+            // caller's version check says no such store happened.
+            let a = unsafe { AtomicU8::from_ptr(base.add(offset + i)) };
+            *b = a.load(Ordering::Relaxed);
+        }
+        true
     }
 
     /// Atomically OR `bits` into the 16-bit field at `offset` (rule 3). The

@@ -47,13 +47,28 @@
 //!    guess (the lock-free lookup does, before pinning): such a read may be
 //!    stale or mix two tags, and is confirmed by reading it again once pinned
 //!    on a `TAG_VALID` state.
+//! 4. The page version (`version`, a counter beside the state word) is odd
+//!    exactly while a thread may be changing the page's bytes under the
+//!    exclusive content lock: it goes up by one when the lock is taken
+//!    exclusively and by one again just before that lock is released
+//!    ([`BufferDesc::lock_content_exclusive`] /
+//!    [`BufferDesc::unlock_content_exclusive`], the only ways this crate
+//!    takes and releases it). Every tag change goes up by two
+//!    ([`BufferDesc::set_tag`]), before the bytes of the next page are
+//!    read or zeroed in. An increment is a `Release` read-modify-write
+//!    followed by a `Release` fence, so a reader that sees any byte
+//!    written after it also sees the new version (crossbeam's seqlock
+//!    argument). An optimistic reader (arena rule 4, the crate README's
+//!    rule 10) takes an even version, reads, and keeps what it read only if
+//!    the version is unchanged afterwards
+//!    ([`BufferDesc::optimistic_begin`], [`BufferDesc::optimistic_validate`]).
 
 use std::sync::atomic::Ordering;
 
 use parking_lot::lock_api::RawRwLock as _;
 
 // From the facade, so the model tests can swap in shuttle's (`crate::sync`).
-use crate::sync::{AtomicU32, AtomicU64, Condvar, Mutex, RawRwLock};
+use crate::sync::{AtomicU32, AtomicU64, Condvar, Mutex, RawRwLock, fence};
 
 use crate::tag::{BufferTag, Fork, RelId};
 
@@ -188,6 +203,9 @@ pub struct BufferDesc {
     block: AtomicU32,
     /// The content lock: shared / upgradable (= share-exclusive) / exclusive.
     pub(crate) content: RawRwLock,
+    /// The page version (rule 4): odd while the page may be changing under
+    /// the exclusive content lock, bumped by two at every tag change.
+    version: AtomicU64,
     /// The sweep partition the buffer belongs to (`PartitionMap::partition_of`,
     /// fixed when the pool opens), kept here so the hit path can find its
     /// statistics block without a division.
@@ -231,6 +249,7 @@ impl BufferDesc {
             block: AtomicU32::new(0),
             part: part as u32,
             content: <RawRwLock as parking_lot::lock_api::RawRwLock>::INIT,
+            version: AtomicU64::new(0),
             io_mutex: Mutex::new(()),
             io_done: Condvar::new(),
         }
@@ -271,8 +290,11 @@ impl BufferDesc {
             && self.block.load(Ordering::Relaxed) == tag.block
     }
 
-    /// Set or clear the tag. The caller follows rule 3.
+    /// Set or clear the tag. The caller follows rule 3. The version goes up
+    /// by two first (rule 4): an optimistic read that overlaps the change,
+    /// or the filling of the buffer with its next page, fails validation.
     pub(crate) fn set_tag(&self, tag: Option<BufferTag>) {
+        self.bump_version(2);
         match tag {
             Some(t) => {
                 self.block.store(t.block, Ordering::Relaxed);
@@ -396,6 +418,84 @@ impl BufferDesc {
             let _guard = self.io_mutex.lock();
             self.io_done.notify_all();
         }
+    }
+
+    /// Add `by` to the version (rule 4): the increment releases what came
+    /// before it, and the fence orders it before every byte written after.
+    #[inline]
+    fn bump_version(&self, by: u64) {
+        self.version.fetch_add(by, Ordering::Release);
+        fence(Ordering::Release);
+    }
+
+    /// The current page version (rule 4), for tests and the live view.
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// Take the content lock exclusive and open a write: the version
+    /// becomes odd (rule 4). Every exclusive acquisition in the crate goes
+    /// through here or [`try_lock_content_exclusive`](Self::try_lock_content_exclusive).
+    #[inline]
+    pub(crate) fn lock_content_exclusive(&self) -> ExclusiveMark {
+        let mark = self.content.lock_exclusive();
+        self.bump_version(1);
+        mark
+    }
+
+    /// [`lock_content_exclusive`](Self::lock_content_exclusive) if nobody
+    /// holds the content lock; `None` otherwise (nothing changed).
+    #[inline]
+    pub(crate) fn try_lock_content_exclusive(&self) -> Option<ExclusiveMark> {
+        let mark = self.content.try_lock_exclusive()?;
+        self.bump_version(1);
+        Some(mark)
+    }
+
+    /// Close the write and release the exclusive content lock: the version
+    /// becomes even again (rule 4), released after every change made
+    /// under the lock.
+    ///
+    /// # Safety
+    /// `mark` comes from this descriptor's
+    /// [`lock_content_exclusive`](Self::lock_content_exclusive) or
+    /// [`try_lock_content_exclusive`](Self::try_lock_content_exclusive),
+    /// and is released once.
+    #[inline]
+    pub(crate) unsafe fn unlock_content_exclusive(&self, mark: ExclusiveMark) {
+        self.version.fetch_add(1, Ordering::Release);
+        // SAFETY: the caller's contract: we hold the exclusive lock.
+        unsafe { self.content.unlock_exclusive(mark) };
+    }
+
+    /// Begin an optimistic read of this buffer as the page `tag` (rule 4):
+    /// `Some((version, state))` if no write is open, the page is valid and
+    /// the buffer carries `tag`; `None` if it cannot be read that way now.
+    /// Nothing is written. What is read afterwards counts only if
+    /// [`optimistic_validate`](Self::optimistic_validate) accepts it.
+    #[inline]
+    pub fn optimistic_begin(&self, tag: BufferTag) -> Option<(u64, u64)> {
+        let v = self.version.load(Ordering::Acquire);
+        if v & 1 != 0 {
+            return None;
+        }
+        let s = self.state.load(Ordering::Acquire);
+        if s & (VALID | TAG_VALID) != VALID | TAG_VALID || !self.has_tag(tag) {
+            return None;
+        }
+        Some((v, s))
+    }
+
+    /// End an optimistic read begun at `version`: `true` if nothing but
+    /// atomic hint and LSN stores can have changed the page since the
+    /// begin, and it is still the valid page `tag`. The acquire fence
+    /// orders every byte load of the read before the version's reload.
+    #[inline]
+    pub fn optimistic_validate(&self, version: u64, tag: BufferTag) -> bool {
+        fence(Ordering::Acquire);
+        self.version.load(Ordering::Relaxed) == version
+            && self.state.load(Ordering::Relaxed) & (VALID | TAG_VALID) == VALID | TAG_VALID
+            && self.has_tag(tag)
     }
 
     /// Is the content lock held in any mode by anyone?

@@ -38,7 +38,7 @@ pub use io::{
     open_storage, open_storage_with, shed_cached_descriptor, with_spare_descriptor,
 };
 pub use mrc::{MissRatioCurve, MrcConfig, MrcPoint};
-pub use pool::{BufferPool, ReadStream, StreamConfig};
+pub use pool::{BufferPool, OptimisticPage, ReadStream, StreamConfig};
 pub use ring::{Ring, RingKind};
 pub use stats::{
     BufferCacheSummary, BufferRow, EvictCounts, PartitionStats, PoolStats, TicksHistogram,

@@ -23,6 +23,7 @@
 //! | [`start_io`]         | `PoolShared::start_io` (`StartBufferIO`)  |
 //! | [`terminate_io`]     | `PoolShared::terminate_io`                |
 //! | [`mark_dirty`]       | `PageWrite::mark_dirty`                   |
+//! | `lock_content_exclusive` / `unlock_content_exclusive` | `PageWrite`'s lock and release (desc rule 4) |
 //!
 //! # Invariants checked
 //! 1. A refcount never goes below zero (desc's `unpin` asserts it) or above
@@ -44,6 +45,10 @@
 //!    page's last version is on "disk" or the buffer is `DIRTY`.
 //! 7. A pin taken on a `TAG_VALID` state and confirmed by the tag keeps that
 //!    tag until unpinned (desc rule 3): eviction cannot retag under a pin.
+//! 8. An optimistic read that validates (desc rule 4) saw one version of
+//!    the page it asked for: never a page half-rewritten under the
+//!    exclusive lock (a split), never the bytes of the page read into the
+//!    buffer after an eviction; and it writes nothing.
 //!
 //! # Running
 //! `cargo test -p bufmgr --features shuttle --lib model_check` runs each
@@ -56,7 +61,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use parking_lot::lock_api::{RawRwLock as _, RawRwLockUpgrade as _};
+use parking_lot::lock_api::RawRwLockUpgrade as _;
 use shuttle::scheduler::{PctScheduler, RandomScheduler};
 use shuttle::sync::atomic::AtomicU64 as ModelU64;
 use shuttle::{Config, MaxSteps, Runner, thread};
@@ -450,14 +455,15 @@ fn flush_and_modify() {
         handles.push(thread::spawn(move || {
             pin(&d).expect("far from the refcount limit");
             for _ in 0..2 {
-                let mark = d.content.lock_exclusive();
+                let mark = d.lock_content_exclusive();
                 let v = page.0.load(Ordering::SeqCst) + 1;
                 page.0.store(v, Ordering::SeqCst);
                 thread::yield_now();
                 page.1.store(v, Ordering::SeqCst);
                 mark_dirty(&d);
-                // SAFETY: `mark` is this thread's exclusive hold, released once.
-                unsafe { d.content.unlock_exclusive(mark) };
+                // SAFETY: `mark` is this thread's exclusive hold, from
+                // `lock_content_exclusive`, released once.
+                unsafe { d.unlock_content_exclusive(mark) };
             }
             d.unpin();
         }));
@@ -535,6 +541,82 @@ fn retag_under_optimistic_pins() {
     }
     join_all(handles);
     assert_eq!(refcount(d.load()), 0);
+}
+
+/// Invariant 8: optimistic reads (desc rule 4, `BufferPool::read_optimistic`)
+/// of a two-word page whose words must agree (a pivot and its downlink)
+/// while a splitter rewrites both words under the exclusive content lock
+/// and an evictor takes the buffer (when it holds the one pin), retags it
+/// and fills it with another page's words, as a read does after
+/// `start_locked`'s tagging. A read that validates saw both words of one
+/// version of the page it asked for.
+fn optimistic_read_against_split_and_eviction() {
+    let d = desc_with(TAG_VALID | VALID);
+    // Page words: 1 + the split count for tag(0); FOREIGN for tag(1).
+    const FOREIGN: u64 = 1000;
+    let page = Arc::new((ModelU64::new(1), ModelU64::new(1)));
+    let mut handles = Vec::new();
+    {
+        let (d, page) = (d.clone(), page.clone());
+        handles.push(thread::spawn(move || {
+            if !pin_if_tagged(&d, tag(0)) {
+                return;
+            }
+            let mark = d.lock_content_exclusive();
+            let v = page.0.load(Ordering::SeqCst) + 1;
+            page.0.store(v, Ordering::SeqCst);
+            thread::yield_now();
+            page.1.store(v, Ordering::SeqCst);
+            mark_dirty(&d);
+            // SAFETY: `mark` is this thread's exclusive hold, from
+            // `lock_content_exclusive`, released once.
+            unsafe { d.unlock_content_exclusive(mark) };
+            d.unpin();
+        }));
+    }
+    {
+        let (d, page) = (d.clone(), page.clone());
+        handles.push(thread::spawn(move || {
+            if !pin_if_tagged(&d, tag(0)) {
+                return;
+            }
+            let s = d.lock_header();
+            if refcount(s) != 1 || s & DIRTY != 0 {
+                // Pinned by the splitter too, or dirty: not a clean victim.
+                d.unlock_header(0, 0);
+            } else {
+                d.set_tag(None);
+                d.unlock_header(0, USAGE_MASK | FLAG_MASK);
+                d.lock_header();
+                d.set_tag(Some(tag(1)));
+                d.unlock_header(TAG_VALID | IO_IN_PROGRESS, 0);
+                // The read of the new page into the buffer.
+                page.0.store(FOREIGN, Ordering::SeqCst);
+                thread::yield_now();
+                page.1.store(FOREIGN, Ordering::SeqCst);
+                terminate_io(&d, VALID, 0);
+            }
+            d.unpin();
+        }));
+    }
+    for _ in 0..2 {
+        let (d, page) = (d.clone(), page.clone());
+        handles.push(thread::spawn(move || {
+            let Some((version, _)) = d.optimistic_begin(tag(0)) else {
+                return;
+            };
+            let first = page.0.load(Ordering::SeqCst);
+            thread::yield_now();
+            let second = page.1.load(Ordering::SeqCst);
+            if d.optimistic_validate(version, tag(0)) {
+                assert_eq!(first, second, "a validated read saw a torn page");
+                assert!(first < FOREIGN, "a validated read saw another page's words");
+            }
+        }));
+    }
+    join_all(handles);
+    assert_eq!(refcount(d.load()), 0);
+    assert_eq!(d.version() % 2, 0, "no write left open");
 }
 
 /// A stream's submitted read (`pool::stream::InFlight`): `pending` until
@@ -728,6 +810,57 @@ fn model_check_flush_and_modify() {
 #[test]
 fn model_check_retag_under_optimistic_pins() {
     explore("retag_under_optimistic_pins", retag_under_optimistic_pins);
+}
+
+#[test]
+fn model_check_optimistic_read_against_split_and_eviction() {
+    explore(
+        "optimistic_read_against_split_and_eviction",
+        optimistic_read_against_split_and_eviction,
+    );
+}
+
+/// The same scenario with the version check taken out (only the tag is
+/// checked after the read) must fail: the model can see a torn page.
+#[test]
+fn model_check_finds_a_torn_read_without_the_version_check() {
+    let message = must_fail("an optimistic read without the version check", || {
+        Runner::new(
+            RandomScheduler::new_from_seed(DEFAULT_SEED, DEFAULT_ITERATIONS),
+            config(),
+        )
+        .run(unversioned_read);
+    });
+    assert!(
+        message.contains("torn") || message.contains("another page"),
+        "{message}"
+    );
+}
+
+/// [`optimistic_read_against_split_and_eviction`]'s splitter and reader
+/// with a validation that checks only the tag and `VALID`.
+fn unversioned_read() {
+    let d = desc_with(TAG_VALID | VALID);
+    let page = Arc::new((ModelU64::new(1), ModelU64::new(1)));
+    let writer = {
+        let (d, page) = (d.clone(), page.clone());
+        thread::spawn(move || {
+            let mark = d.lock_content_exclusive();
+            page.0.store(2, Ordering::SeqCst);
+            thread::yield_now();
+            page.1.store(2, Ordering::SeqCst);
+            // SAFETY: `mark` is this thread's exclusive hold, from
+            // `lock_content_exclusive`, released once.
+            unsafe { d.unlock_content_exclusive(mark) };
+        })
+    };
+    let first = page.0.load(Ordering::SeqCst);
+    thread::yield_now();
+    let second = page.1.load(Ordering::SeqCst);
+    if d.has_tag(tag(0)) && d.load() & VALID != 0 {
+        assert_eq!(first, second, "a validated read saw a torn page");
+    }
+    writer.join().expect("writer");
 }
 
 #[test]

@@ -66,6 +66,7 @@ pub(crate) struct Counters {
     pub writes_ring: AtomicU64,
     pub combined_reads: AtomicU64,
     pub combined_read_blocks: AtomicU64,
+    pub optimistic_hits: AtomicU64,
 }
 
 /// Everything one thread counts, one cache-line-aligned block per thread.
@@ -107,6 +108,7 @@ impl ThreadStats {
             add(&a.writes_ring, &b.writes_ring);
             add(&a.combined_reads, &b.combined_reads);
             add(&a.combined_read_blocks, &b.combined_read_blocks);
+            add(&a.optimistic_hits, &b.optimistic_hits);
         }
         for (a, b) in self.ticks.iter().zip(into.ticks.iter()) {
             add(a, b);
@@ -157,6 +159,11 @@ pub struct PartitionStats {
     /// Blocks those operations read: `combined_read_blocks /
     /// combined_reads` is the mean size of a combined read.
     pub combined_read_blocks: u64,
+    /// Hits read optimistically, with no pin and no content lock
+    /// (`BufferPool::read_optimistic`, rule 10); counted in `hits` and
+    /// `accesses` too. Declined optimistic reads count nothing here: the
+    /// pinned read that follows is the access.
+    pub optimistic_hits: u64,
 }
 
 impl PartitionStats {
@@ -174,6 +181,7 @@ impl PartitionStats {
         self.writes_ring += l(&c.writes_ring);
         self.combined_reads += l(&c.combined_reads);
         self.combined_read_blocks += l(&c.combined_read_blocks);
+        self.optimistic_hits += l(&c.optimistic_hits);
     }
 
     fn merge(&mut self, o: &PartitionStats) {
@@ -189,6 +197,7 @@ impl PartitionStats {
         self.writes_ring += o.writes_ring;
         self.combined_reads += o.combined_reads;
         self.combined_read_blocks += o.combined_read_blocks;
+        self.optimistic_hits += o.optimistic_hits;
     }
 
     fn minus(&self, o: &PartitionStats) -> PartitionStats {
@@ -207,6 +216,7 @@ impl PartitionStats {
             combined_read_blocks: self
                 .combined_read_blocks
                 .saturating_sub(o.combined_read_blocks),
+            optimistic_hits: self.optimistic_hits.saturating_sub(o.optimistic_hits),
         }
     }
 

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //!                      default build            --features shuttle
-//!   AtomicU32/U64      std::sync::atomic        shuttle::sync::atomic
+//!   AtomicU32/U64,     std::sync::atomic        shuttle::sync::atomic
+//!   fence
 //!   Mutex, Condvar     parking_lot              shuttle::sync, behind parking_lot's API
 //!   RawRwLock          parking_lot::RawRwLock   ModelRwLock (below), on shuttle atomics
 //!   spin_loop          std::hint::spin_loop     shuttle::hint::spin_loop (a yield)
@@ -36,7 +37,7 @@ pub(crate) use parking_lot::{Condvar, Mutex, RawRwLock};
 #[cfg(not(feature = "shuttle"))]
 pub(crate) use std::hint::spin_loop;
 #[cfg(not(feature = "shuttle"))]
-pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64};
+pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64, fence};
 #[cfg(not(feature = "shuttle"))]
 pub(crate) use std::thread::{sleep, yield_now};
 
@@ -45,7 +46,7 @@ pub(crate) use model::{Condvar, ModelRwLock as RawRwLock, Mutex};
 #[cfg(feature = "shuttle")]
 pub(crate) use shuttle::hint::spin_loop;
 #[cfg(feature = "shuttle")]
-pub(crate) use shuttle::sync::atomic::{AtomicU32, AtomicU64};
+pub(crate) use shuttle::sync::atomic::{AtomicU32, AtomicU64, fence};
 #[cfg(feature = "shuttle")]
 pub(crate) use shuttle::thread::{sleep, yield_now};
 

@@ -110,6 +110,10 @@ pub struct PoolSnapshot {
     pub partitions: Vec<PartitionView>,
     pub stats: PoolStats,
     pub taken: Instant,
+    /// The pool's live miss-ratio curve, when it keeps one
+    /// ([`crate::PoolConfig::mrc`]): what the sampler holds now (other
+    /// threads' last partial batches not yet in).
+    pub mrc: Option<crate::mrc::MissRatioCurve>,
 }
 
 impl PoolSnapshot {
@@ -142,7 +146,17 @@ impl PoolSnapshot {
             partitions,
             stats: BufferPool::stats_of(s),
             taken: Instant::now(),
+            mrc: None,
         }
+        .with_curve(s)
+    }
+
+    fn with_curve(mut self, s: &Arc<PoolShared>) -> PoolSnapshot {
+        if let Some(sampler) = &s.mrc {
+            let accesses = self.stats.totals().accesses;
+            self.mrc = Some(sampler.lock().curve(Some(accesses)));
+        }
+        self
     }
 }
 

@@ -1,16 +1,36 @@
 //! [`OwnedRow`]: a row copied out of its page, as the owned reads return
 //! it (`get`, `get_by_key`, `index_lookup`, the scan and range iterators).
 //!
-//! It is its values (it dereferences to `[Value]`, so `row[0]`, `row.len()`
-//! and comparisons with a `Vec<Value>` work as on the plain vector) and the
-//! definition of its table, so a column can be read by name
-//! (`row.value("name")`, `row.text("name")`) or by a resolved [`Col`]
-//! (`row.text(col)`), with the typed accessors [`crate::RowRef`] has.
+//! It reads like its values (it dereferences to `[Value]`, so `row[0]`,
+//! `row.len()` and comparisons with a `Vec<Value>` work as on the plain
+//! vector) and carries the definition of its table, so a column can be read
+//! by name (`row.value("name")`, `row.text("name")`) or by a resolved
+//! [`Col`] (`row.text(col)`), with the typed accessors [`crate::RowRef`] has.
+//!
+//! A row of a table scan ([`crate::RowIter`]) is not decoded when it is
+//! read: the scan copies the tuples it keeps from a page, under the page's
+//! lock, into one buffer (reused for the next page when no row holds it
+//! any more), checks each tuple whole as a full decode would, and each row
+//! holds a reference-counted handle on that copy and its tuple's range. A
+//! typed accessor decodes just its column from those bytes, as `RowRef`
+//! does, without allocating. The values are built, once, only when asked
+//! for: `row[i]`, `values()`, `value()`, `into_values()`, comparing,
+//! hashing, printing, or changing the row in place (after which the values
+//! are the row). A scanned row outlives its transaction, its iterator and
+//! its page's eviction: the copy is its own.
+//!
+//! The copy is freed with the last row of its page: a row kept after the
+//! scan holds its page's whole copy (up to a page, 8 KiB, however small the
+//! row). To keep a few rows of many pages for long, keep their values
+//! (`into_values()`, or a change in place), which hold no copy.
 //!
 //! ```text
-//!   OwnedRow ── values: [Value; n]   (n = the table's columns, or the projected ones)
-//!            └─ shape: Arc ── the table's definition (the version the row was read with)
-//!                          └─ positions: the table column of each value, if projected
+//!   OwnedRow ─┬─ Values:  values [Value; n]  (n = the table's columns, or the projected ones)
+//!             │           shape: Arc ── the table's definition (the version the row was read with)
+//!             │                      └─ positions: the table column of each value, if projected
+//!             └─ Scanned: page: Arc ── PageCopy: the kept tuples of one page, and the shape
+//!                         id, start..end: the row's tuple in the copy
+//!                         values: built from the tuple when first needed
 //! ```
 //!
 //! Rules:
@@ -28,198 +48,315 @@
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::error::{EngineError, Result};
-use crate::table_def::{Col, TableInfo, col_of};
-use crate::value::{ColumnType, Row, Value};
-
-/// What the values of a row are: the table's definition, and which of its
-/// columns they are if the row is projected. Shared by the rows of one
-/// read.
-#[derive(Debug)]
-pub(crate) struct Shape {
-    table: Arc<TableInfo>,
-    /// The table column of each value; `None`: every column, in order.
-    positions: Option<Vec<usize>>,
-}
-
-impl Shape {
-    /// Every column of `table`, in order.
-    pub fn whole(table: Arc<TableInfo>) -> Arc<Shape> {
-        Arc::new(Shape {
-            table,
-            positions: None,
-        })
-    }
-
-    /// The table's definition.
-    #[inline]
-    pub fn table(&self) -> &TableInfo {
-        &self.table
-    }
-
-    /// The table's definition, shared.
-    pub fn table_shared(&self) -> Arc<TableInfo> {
-        self.table.clone()
-    }
-
-    /// The columns `cols` of `table`, in that order.
-    pub fn projected(table: Arc<TableInfo>, cols: &[Col]) -> Arc<Shape> {
-        Arc::new(Shape {
-            table,
-            positions: Some(cols.iter().map(Col::index).collect()),
-        })
-    }
-}
+use crate::row::{RowId, RowRef};
+use crate::table_def::{Resolved, RowColumn, Shape, TableInfo};
+use crate::value::{ColumnType, Row, Value, check_row};
 
 /// A row copied out of its page, readable by column name or handle (module
 /// docs).
 #[derive(Clone)]
 pub struct OwnedRow {
-    values: Row,
+    repr: Repr,
+}
+
+/// What an [`OwnedRow`] is made of.
+#[derive(Clone)]
+enum Repr {
+    /// Its values (the reads other than a scan, and a scanned row once it
+    /// has been changed in place).
+    Values { values: Row, shape: Arc<Shape> },
+    /// A scanned row: its tuple, bytes `start..end` of its page's shared
+    /// copy (checked whole when the page was read), and its values, built
+    /// from the tuple the first time something needs them.
+    Scanned {
+        page: Arc<PageCopy>,
+        id: RowId,
+        start: usize,
+        end: usize,
+        values: OnceLock<Row>,
+    },
+}
+
+/// The tuples a scan kept from one page, copied once under the page's
+/// lock and shared (reference-counted) by the rows made of them, with the
+/// shape of those rows. One reference count per row: a `bytes::Bytes`
+/// slice per row would be a second one beside the shape's.
+#[derive(Debug)]
+pub(crate) struct PageCopy {
+    data: Vec<u8>,
     shape: Arc<Shape>,
 }
 
-/// A column of a row ([`OwnedRow`], [`crate::RowRef`]): its name, or a
-/// [`Col`] handle of its table (resolved once, the faster way in a loop).
-pub trait RowColumn {
-    /// The column as a handle of `table`: [`EngineError::UnknownColumn`]
-    /// for a name the table lacks, [`EngineError::WrongColumn`] for a
-    /// handle of another table (or of a table of another database that
-    /// does not have this column at its position).
-    fn col(&self, table: &TableInfo) -> Result<Col>;
-}
+impl PageCopy {
+    /// An empty copy for rows of `shape`, without room yet (a scan's
+    /// first copy, before its first page).
+    pub fn empty(shape: Arc<Shape>) -> Arc<PageCopy> {
+        Arc::new(PageCopy {
+            data: Vec::new(),
+            shape,
+        })
+    }
 
-impl RowColumn for &str {
-    fn col(&self, table: &TableInfo) -> Result<Col> {
-        Ok(col_of(table, table.column_index(self)?))
+    /// An empty copy for rows of `shape`, in `prev`'s buffer if no row
+    /// holds `prev` any more (the common case of a loop that reads each row
+    /// and drops it), in a new one otherwise.
+    pub fn after(prev: &mut Arc<PageCopy>, shape: Arc<Shape>) -> PageCopy {
+        let data = match Arc::get_mut(prev) {
+            Some(p) if p.data.capacity() > 0 => {
+                let mut data = std::mem::take(&mut p.data);
+                data.clear();
+                data
+            }
+            _ => Vec::with_capacity(bufmgr::PAGE_SIZE),
+        };
+        PageCopy { data, shape }
+    }
+
+    /// Append the encoded tuple of row `id` of the copy's table, checked
+    /// whole as a full decode checks it: its range in the copy, or
+    /// [`EngineError::CorruptRow`] naming the table and the row (then
+    /// nothing is appended).
+    pub fn push(&mut self, id: RowId, tuple: &[u8]) -> Result<(usize, usize)> {
+        let table = self.shape.table();
+        check_row(&table.columns, tuple, |detail| EngineError::CorruptRow {
+            table: table.name.clone(),
+            row_id: id,
+            detail,
+        })?;
+        let start = self.data.len();
+        self.data.extend_from_slice(tuple);
+        Ok((start, self.data.len()))
+    }
+
+    /// The copy, shared by the rows to be made of it. The spare room of a
+    /// copy that kept few of its page's tuples (a selective filter) is
+    /// given back first, so that rows kept long do not hold a page's worth
+    /// of memory each.
+    pub fn share(mut self) -> Arc<PageCopy> {
+        if self.data.len() < self.data.capacity() / 4 {
+            self.data.shrink_to_fit();
+        }
+        Arc::new(self)
     }
 }
 
-impl RowColumn for Col {
-    #[inline]
-    fn col(&self, table: &TableInfo) -> Result<Col> {
-        if self.rel != table.rel || self.index() >= table.columns.len() {
-            return Err(EngineError::WrongColumn {
-                table: table.name.clone(),
-                detail: format!(
-                    "column handle {} belongs to another table ({})",
-                    self.index(),
-                    self.rel
-                ),
-            });
-        }
-        // Relation ids are unique within a database only: a handle resolved
-        // in another database may name a table with this one's id. It must
-        // describe this table's column exactly (its type, nullability and
-        // precomputed offset), or it would read another column's bytes. (A
-        // handle without an offset finds its value by walking this table's
-        // columns, so only an offset is recomputed.)
-        let c = &table.columns[self.index()];
-        if c.ty != self.ty
-            || c.nullable != self.nullable
-            || (self.fixed.is_some() && col_of(table, self.index()).fixed != self.fixed)
-        {
-            return Err(EngineError::WrongColumn {
-                table: table.name.clone(),
-                detail: format!(
-                    "column handle {} (a {} column) does not describe column {:?} (a {} \
-                     column) of this table: it was resolved in another database",
-                    self.index(),
-                    self.ty.name(),
-                    c.name,
-                    c.ty.name()
-                ),
-            });
-        }
-        Ok(*self)
+/// The values of row `id`, bytes `start..end` of `page` (the projected
+/// ones if projected).
+fn decode(page: &PageCopy, id: RowId, start: usize, end: usize) -> Row {
+    let data = &page.data[start..end];
+    let whole = match RowRef::over(id, data, &page.shape).to_row() {
+        Ok(whole) => whole,
+        // `PageCopy::push` ran `check_row` on these bytes, which accepts
+        // exactly the bytes `decode_row` accepts (its unit test), and the
+        // copy is never written once shared.
+        Err(e) => unreachable!("a scanned row's tuple was checked when it was read: {e}"),
+    };
+    match &page.shape.positions {
+        None => whole,
+        Some(p) => p.iter().map(|&i| whole[i].clone()).collect(),
     }
 }
 
 impl OwnedRow {
     pub(crate) fn new(values: Row, shape: Arc<Shape>) -> OwnedRow {
-        OwnedRow { values, shape }
+        OwnedRow {
+            repr: Repr::Values { values, shape },
+        }
     }
 
-    /// The values, one per column (per projected column if projected).
+    /// Row `id` of a scan: bytes `start..end` of `page` (pushed there by
+    /// [`PageCopy::push`], which checked them).
+    #[inline]
+    pub(crate) fn scanned(page: Arc<PageCopy>, id: RowId, start: usize, end: usize) -> OwnedRow {
+        OwnedRow {
+            repr: Repr::Scanned {
+                page,
+                id,
+                start,
+                end,
+                values: OnceLock::new(),
+            },
+        }
+    }
+
+    #[inline]
+    fn shape(&self) -> &Arc<Shape> {
+        match &self.repr {
+            Repr::Values { shape, .. } => shape,
+            Repr::Scanned { page, .. } => &page.shape,
+        }
+    }
+
+    /// The values, one per column (per projected column if projected);
+    /// built once if the row was scanned.
     pub fn values(&self) -> &[Value] {
-        &self.values
+        self.materialised()
     }
 
     /// The values, taken out.
     pub fn into_values(self) -> Row {
-        self.values
+        match self.repr {
+            Repr::Values { values, .. } => values,
+            Repr::Scanned {
+                page,
+                id,
+                start,
+                end,
+                mut values,
+            } => match values.take() {
+                Some(v) => v,
+                None => decode(&page, id, start, end),
+            },
+        }
+    }
+
+    /// The values, built from the tuple if not yet.
+    #[inline]
+    fn materialised(&self) -> &Row {
+        match &self.repr {
+            Repr::Values { values, .. } => values,
+            Repr::Scanned {
+                page,
+                id,
+                start,
+                end,
+                values,
+            } => values.get_or_init(|| decode(page, *id, *start, *end)),
+        }
+    }
+
+    /// A scanned row as a `RowRef` over its tuple, and `col` resolved for
+    /// it (the projection checked); `None` for a row made of values.
+    #[inline]
+    fn view(&self, col: &impl RowColumn) -> Result<Option<(RowRef<'_>, Resolved)>> {
+        let Repr::Scanned {
+            page,
+            id,
+            start,
+            end,
+            ..
+        } = &self.repr
+        else {
+            return Ok(None);
+        };
+        let c = col.col(&page.shape.table)?;
+        if let Some(p) = &page.shape.positions
+            && !p.contains(&c.index())
+        {
+            return Err(self.wrong(c.index(), "is not among the row's projected columns"));
+        }
+        let row = RowRef::over(*id, &page.data[*start..*end], &page.shape);
+        Ok(Some((row, Resolved(c))))
     }
 
     /// The definition of the row's table (as the row was read).
     pub fn table(&self) -> &TableInfo {
-        &self.shape.table
+        &self.shape().table
     }
 
-    /// Column `col` (a name or a [`Col`]). (`get(i)` is the slice's: the
+    /// Column `col` (a name or a [`Col`](crate::Col)). (`get(i)` is the slice's: the
     /// value at position `i`, if any.)
     pub fn value(&self, col: impl RowColumn) -> Result<&Value> {
-        Ok(&self.values[self.slot(&col)?])
+        let i = self.slot(&col)?;
+        Ok(&self.materialised()[i])
     }
 
     /// The non-NULL `I64` column `col`.
     pub fn i64(&self, col: impl RowColumn) -> Result<i64> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.i64(c);
+        }
         self.typed(col, ColumnType::I64, "i64", Value::as_i64)
     }
 
     /// The `I64` column `col`, `None` if NULL.
     pub fn i64_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.i64_opt(c);
+        }
         self.typed_opt(col, ColumnType::I64, Value::as_i64)
     }
 
     /// The non-NULL `F64` column `col`.
     pub fn f64(&self, col: impl RowColumn) -> Result<f64> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.f64(c);
+        }
         self.typed(col, ColumnType::F64, "f64", Value::as_f64)
     }
 
     /// The `F64` column `col`, `None` if NULL.
     pub fn f64_opt(&self, col: impl RowColumn) -> Result<Option<f64>> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.f64_opt(c);
+        }
         self.typed_opt(col, ColumnType::F64, Value::as_f64)
     }
 
     /// The non-NULL `Timestamp` column `col` (microseconds since the epoch).
     pub fn timestamp(&self, col: impl RowColumn) -> Result<i64> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.timestamp(c);
+        }
         self.typed(col, ColumnType::Timestamp, "timestamp", Value::as_timestamp)
     }
 
     /// The `Timestamp` column `col`, `None` if NULL.
     pub fn timestamp_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.timestamp_opt(c);
+        }
         self.typed_opt(col, ColumnType::Timestamp, Value::as_timestamp)
     }
 
     /// The non-NULL `Bool` column `col`.
     pub fn bool(&self, col: impl RowColumn) -> Result<bool> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.bool(c);
+        }
         self.typed(col, ColumnType::Bool, "bool", Value::as_bool)
     }
 
     /// The `Bool` column `col`, `None` if NULL.
     pub fn bool_opt(&self, col: impl RowColumn) -> Result<Option<bool>> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.bool_opt(c);
+        }
         self.typed_opt(col, ColumnType::Bool, Value::as_bool)
     }
 
     /// The non-NULL `Text` column `col`.
     pub fn text(&self, col: impl RowColumn) -> Result<&str> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.text(c);
+        }
         self.typed(col, ColumnType::Text, "text", Value::as_text)
     }
 
     /// The `Text` column `col`, `None` if NULL.
     pub fn text_opt(&self, col: impl RowColumn) -> Result<Option<&str>> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.text_opt(c);
+        }
         self.typed_opt(col, ColumnType::Text, Value::as_text)
     }
 
     /// The non-NULL `Bytes` column `col`.
     pub fn bytes(&self, col: impl RowColumn) -> Result<&[u8]> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.bytes(c);
+        }
         self.typed(col, ColumnType::Bytes, "bytes", Value::as_bytes)
     }
 
     /// The `Bytes` column `col`, `None` if NULL.
     pub fn bytes_opt(&self, col: impl RowColumn) -> Result<Option<&[u8]>> {
+        if let Some((r, c)) = self.view(&col)? {
+            return r.bytes_opt(c);
+        }
         self.typed_opt(col, ColumnType::Bytes, Value::as_bytes)
     }
 
@@ -257,7 +394,7 @@ impl OwnedRow {
         i: usize,
         as_t: &impl Fn(&'a Value) -> Option<T>,
     ) -> Result<Option<T>> {
-        let v = &self.values[i];
+        let v = &self.materialised()[i];
         if v.is_null() {
             return Ok(None);
         }
@@ -273,7 +410,7 @@ impl OwnedRow {
     fn slot_of_type(&self, col: &impl RowColumn, ty: ColumnType) -> Result<usize> {
         let i = self.slot(col)?;
         let pos = self.position(i);
-        let have = self.shape.table.columns[pos].ty;
+        let have = self.shape().table.columns[pos].ty;
         if have != ty {
             return Err(self.wrong(
                 pos,
@@ -285,25 +422,25 @@ impl OwnedRow {
 
     /// The index into `values` of `col`.
     fn slot(&self, col: &impl RowColumn) -> Result<usize> {
-        let table = &self.shape.table;
+        let table = &self.shape().table;
         let pos = col.col(table)?.index();
-        let i = match &self.shape.positions {
+        let i = match &self.shape().positions {
             None => Some(pos),
             Some(p) => p.iter().position(|&c| c == pos),
         };
         match i {
-            Some(i) if i < self.values.len() => Ok(i),
+            Some(i) if i < self.materialised().len() => Ok(i),
             _ => Err(self.wrong(pos, "is not among the row's projected columns")),
         }
     }
 
     /// The table column of value `i`.
     fn position(&self, i: usize) -> usize {
-        self.shape.positions.as_ref().map_or(i, |p| p[i])
+        self.shape().positions.as_ref().map_or(i, |p| p[i])
     }
 
     fn wrong(&self, pos: usize, what: &str) -> EngineError {
-        let table = &self.shape.table;
+        let table = &self.shape().table;
         let name = table.columns.get(pos).map_or("?", |c| c.name.as_str());
         EngineError::WrongColumn {
             table: table.name.clone(),
@@ -316,7 +453,7 @@ impl Deref for OwnedRow {
     type Target = [Value];
 
     fn deref(&self) -> &[Value] {
-        &self.values
+        self.materialised()
     }
 }
 
@@ -324,26 +461,40 @@ impl Deref for OwnedRow {
 /// `update`); their number cannot.
 impl std::ops::DerefMut for OwnedRow {
     fn deref_mut(&mut self) -> &mut [Value] {
-        &mut self.values
+        if let Repr::Scanned { page, .. } = &self.repr {
+            // From now on the values are the row.
+            let shape = page.shape.clone();
+            let placeholder = Repr::Values {
+                values: Vec::new(),
+                shape: shape.clone(),
+            };
+            let scanned = std::mem::replace(&mut self.repr, placeholder);
+            let values = OwnedRow { repr: scanned }.into_values();
+            self.repr = Repr::Values { values, shape };
+        }
+        match &mut self.repr {
+            Repr::Values { values, .. } => values,
+            Repr::Scanned { .. } => unreachable!("a scanned row was made of values just above"),
+        }
     }
 }
 
 impl AsRef<[Value]> for OwnedRow {
     fn as_ref(&self) -> &[Value] {
-        &self.values
+        self.materialised()
     }
 }
 
 /// Printed as its values are.
 impl std::fmt::Debug for OwnedRow {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.values.fmt(f)
+        self.materialised().fmt(f)
     }
 }
 
 impl PartialEq for OwnedRow {
     fn eq(&self, other: &OwnedRow) -> bool {
-        self.values == other.values
+        self.materialised() == other.materialised()
     }
 }
 
@@ -351,19 +502,19 @@ impl Eq for OwnedRow {}
 
 impl PartialEq<Row> for OwnedRow {
     fn eq(&self, other: &Row) -> bool {
-        &self.values == other
+        self.materialised() == other
     }
 }
 
 impl PartialEq<OwnedRow> for Row {
     fn eq(&self, other: &OwnedRow) -> bool {
-        self == &other.values
+        self == other.materialised()
     }
 }
 
 impl PartialEq<[Value]> for OwnedRow {
     fn eq(&self, other: &[Value]) -> bool {
-        self.values == other
+        self.materialised().as_slice() == other
     }
 }
 
@@ -375,19 +526,19 @@ impl PartialOrd for OwnedRow {
 
 impl Ord for OwnedRow {
     fn cmp(&self, other: &OwnedRow) -> Ordering {
-        self.values.cmp(&other.values)
+        self.materialised().cmp(other.materialised())
     }
 }
 
 impl Hash for OwnedRow {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.values.hash(state);
+        self.materialised().hash(state);
     }
 }
 
 impl From<OwnedRow> for Row {
     fn from(r: OwnedRow) -> Row {
-        r.values
+        r.into_values()
     }
 }
 
@@ -396,7 +547,7 @@ impl IntoIterator for OwnedRow {
     type IntoIter = std::vec::IntoIter<Value>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.values.into_iter()
+        self.into_values().into_iter()
     }
 }
 
@@ -405,6 +556,13 @@ impl<'a> IntoIterator for &'a OwnedRow {
     type IntoIter = std::slice::Iter<'a, Value>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.values.iter()
+        self.materialised().iter()
+    }
+}
+
+impl RowRef<'_> {
+    /// The whole row as an [`OwnedRow`] (readable by column name).
+    pub fn to_owned_row(&self) -> Result<OwnedRow> {
+        Ok(OwnedRow::new(self.to_row()?, self.shape().clone()))
     }
 }

@@ -20,9 +20,8 @@ use std::sync::Arc;
 use heap::Tid;
 
 use crate::error::{EngineError, Result};
-use crate::owned_row::{OwnedRow, RowColumn, Shape};
 use crate::schema::Schema;
-use crate::table_def::{Col, TableInfo, col_of};
+use crate::table_def::{Col, Resolved, RowColumn, Shape, TableInfo, col_of};
 use crate::value::{COUNT_LEN, ColumnType, LEN_PREFIX, Row, Value, bitmap_len, decode_row};
 
 /// The TID type rows are named by.
@@ -61,6 +60,18 @@ impl<'a> RowRef<'a> {
         }
     }
 
+    /// A view of `data`, a row of `shape`'s table (an [`OwnedRow`]'s
+    /// bytes).
+    #[inline]
+    pub(crate) fn over(id: RowId, data: &'a [u8], shape: &'a Arc<Shape>) -> RowRef<'a> {
+        RowRef {
+            id,
+            data,
+            table: shape.table(),
+            shape,
+        }
+    }
+
     /// The row's id (its heap TID).
     #[inline]
     pub fn id(&self) -> RowId {
@@ -88,7 +99,7 @@ impl<'a> RowRef<'a> {
     #[inline]
     pub fn i64(&self, col: impl RowColumn) -> Result<i64> {
         let col = col.col(self.table)?;
-        self.i64_opt(col)?
+        self.i64_opt(Resolved(col))?
             .ok_or_else(|| self.wrong(col, "is NULL (read it with i64_opt)"))
     }
 
@@ -107,7 +118,7 @@ impl<'a> RowRef<'a> {
     #[inline]
     pub fn f64(&self, col: impl RowColumn) -> Result<f64> {
         let col = col.col(self.table)?;
-        self.f64_opt(col)?
+        self.f64_opt(Resolved(col))?
             .ok_or_else(|| self.wrong(col, "is NULL (read it with f64_opt)"))
     }
 
@@ -125,7 +136,7 @@ impl<'a> RowRef<'a> {
     #[inline]
     pub fn timestamp(&self, col: impl RowColumn) -> Result<i64> {
         let col = col.col(self.table)?;
-        self.timestamp_opt(col)?
+        self.timestamp_opt(Resolved(col))?
             .ok_or_else(|| self.wrong(col, "is NULL (read it with timestamp_opt)"))
     }
 
@@ -143,7 +154,7 @@ impl<'a> RowRef<'a> {
     #[inline]
     pub fn bool(&self, col: impl RowColumn) -> Result<bool> {
         let col = col.col(self.table)?;
-        self.bool_opt(col)?
+        self.bool_opt(Resolved(col))?
             .ok_or_else(|| self.wrong(col, "is NULL (read it with bool_opt)"))
     }
 
@@ -168,7 +179,7 @@ impl<'a> RowRef<'a> {
     #[inline]
     pub fn bytes(&self, col: impl RowColumn) -> Result<&'a [u8]> {
         let col = col.col(self.table)?;
-        self.bytes_opt(col)?
+        self.bytes_opt(Resolved(col))?
             .ok_or_else(|| self.wrong(col, "is NULL (read it with bytes_opt)"))
     }
 
@@ -189,7 +200,7 @@ impl<'a> RowRef<'a> {
     #[inline]
     pub fn text(&self, col: impl RowColumn) -> Result<&'a str> {
         let col = col.col(self.table)?;
-        self.text_opt(col)?
+        self.text_opt(Resolved(col))?
             .ok_or_else(|| self.wrong(col, "is NULL (read it with text_opt)"))
     }
 
@@ -218,17 +229,19 @@ impl<'a> RowRef<'a> {
     pub fn value(&self, col: impl RowColumn) -> Result<Value> {
         let col = col.col(self.table)?;
         Ok(match col.ty {
-            ColumnType::I64 => self.i64_opt(col)?.map_or(Value::Null, Value::I64),
-            ColumnType::F64 => self.f64_opt(col)?.map_or(Value::Null, Value::F64),
+            ColumnType::I64 => self.i64_opt(Resolved(col))?.map_or(Value::Null, Value::I64),
+            ColumnType::F64 => self.f64_opt(Resolved(col))?.map_or(Value::Null, Value::F64),
             ColumnType::Timestamp => self
-                .timestamp_opt(col)?
+                .timestamp_opt(Resolved(col))?
                 .map_or(Value::Null, Value::Timestamp),
-            ColumnType::Bool => self.bool_opt(col)?.map_or(Value::Null, Value::Bool),
+            ColumnType::Bool => self
+                .bool_opt(Resolved(col))?
+                .map_or(Value::Null, Value::Bool),
             ColumnType::Bytes => self
-                .bytes_opt(col)?
+                .bytes_opt(Resolved(col))?
                 .map_or(Value::Null, |b| Value::Bytes(b.to_vec())),
             ColumnType::Text => self
-                .text_opt(col)?
+                .text_opt(Resolved(col))?
                 .map_or(Value::Null, |s| Value::Text(s.to_string())),
         })
     }
@@ -238,9 +251,9 @@ impl<'a> RowRef<'a> {
         decode_row(&self.table.columns, self.data, |d| self.corrupt(d))
     }
 
-    /// The whole row as an [`OwnedRow`] (readable by column name).
-    pub fn to_owned_row(&self) -> Result<OwnedRow> {
-        Ok(OwnedRow::new(self.to_row()?, self.shape.clone()))
+    /// The definition its owned copies share.
+    pub(crate) fn shape(&self) -> &Arc<Shape> {
+        self.shape
     }
 
     /// Check that `col` (a column of this table: `RowColumn::col`) is of

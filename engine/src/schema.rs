@@ -27,8 +27,7 @@ use std::sync::{Arc, OnceLock};
 
 use heap::Tid;
 
-use crate::owned_row::Shape;
-use crate::table_def::TableInfo;
+use crate::table_def::{Shape, TableInfo};
 
 /// A table's definition, newest version first to readers (module docs).
 #[derive(Debug)]

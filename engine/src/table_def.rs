@@ -1,11 +1,14 @@
 //! A table's definition as rows read it: [`TableInfo`] (its name, relation
-//! and columns) and [`Col`] (one of its columns, resolved once for reading
-//! rows by handle).
+//! and columns), [`Col`] (one of its columns, resolved once for reading
+//! rows by handle), [`RowColumn`] (a name or handle resolved against a
+//! table) and `Shape` (which of a table's columns a read's rows hold).
 //!
 //! These are the types every module describing a table's rows imports
 //! (`owned_row`, `schema`, `row`, `catalog`), so they sit below all of them
 //! and import nothing of theirs: the imports among those modules run one way
-//! (`table_def` <- `owned_row` <- `schema` <- `row`, `catalog`).
+//! (`table_def` <- `schema` <- `row` <- `owned_row`; `catalog`).
+
+use std::sync::Arc;
 
 use bufmgr::RelId;
 
@@ -85,5 +88,113 @@ pub(crate) fn col_of(info: &TableInfo, idx: usize) -> Col {
         ty: cols[idx].ty,
         nullable: cols[idx].nullable,
         fixed,
+    }
+}
+
+/// What the values of a row are: the table's definition, and which of its
+/// columns they are if the row is projected. Shared by the rows of one
+/// read.
+#[derive(Debug)]
+pub(crate) struct Shape {
+    pub(crate) table: Arc<TableInfo>,
+    /// The table column of each value; `None`: every column, in order.
+    pub(crate) positions: Option<Vec<usize>>,
+}
+
+impl Shape {
+    /// Every column of `table`, in order.
+    pub fn whole(table: Arc<TableInfo>) -> Arc<Shape> {
+        Arc::new(Shape {
+            table,
+            positions: None,
+        })
+    }
+
+    /// The table's definition.
+    #[inline]
+    pub fn table(&self) -> &TableInfo {
+        &self.table
+    }
+
+    /// The table's definition, shared.
+    pub fn table_shared(&self) -> Arc<TableInfo> {
+        self.table.clone()
+    }
+
+    /// The columns `cols` of `table`, in that order.
+    pub fn projected(table: Arc<TableInfo>, cols: &[Col]) -> Arc<Shape> {
+        Arc::new(Shape {
+            table,
+            positions: Some(cols.iter().map(Col::index).collect()),
+        })
+    }
+}
+
+/// A column of a row ([`crate::OwnedRow`], [`crate::RowRef`]): its name, or a
+/// [`Col`] handle of its table (resolved once, the faster way in a loop).
+pub trait RowColumn {
+    /// The column as a handle of `table`: [`EngineError::UnknownColumn`]
+    /// for a name the table lacks, [`EngineError::WrongColumn`] for a
+    /// handle of another table (or of a table of another database that
+    /// does not have this column at its position).
+    fn col(&self, table: &TableInfo) -> Result<Col>;
+}
+
+/// A column already resolved against the table it is read from (by
+/// [`RowColumn::col`] of a name or handle): an accessor handed it on does
+/// not check it again. Made inside the engine only, right after the check.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Resolved(pub(crate) Col);
+
+impl RowColumn for Resolved {
+    #[inline]
+    fn col(&self, _table: &TableInfo) -> Result<Col> {
+        Ok(self.0)
+    }
+}
+
+impl RowColumn for &str {
+    fn col(&self, table: &TableInfo) -> Result<Col> {
+        Ok(col_of(table, table.column_index(self)?))
+    }
+}
+
+impl RowColumn for Col {
+    #[inline]
+    fn col(&self, table: &TableInfo) -> Result<Col> {
+        if self.rel != table.rel || self.index() >= table.columns.len() {
+            return Err(EngineError::WrongColumn {
+                table: table.name.clone(),
+                detail: format!(
+                    "column handle {} belongs to another table ({})",
+                    self.index(),
+                    self.rel
+                ),
+            });
+        }
+        // Relation ids are unique within a database only: a handle resolved
+        // in another database may name a table with this one's id. It must
+        // describe this table's column exactly (its type, nullability and
+        // precomputed offset), or it would read another column's bytes. (A
+        // handle without an offset finds its value by walking this table's
+        // columns, so only an offset is recomputed.)
+        let c = &table.columns[self.index()];
+        if c.ty != self.ty
+            || c.nullable != self.nullable
+            || (self.fixed.is_some() && col_of(table, self.index()).fixed != self.fixed)
+        {
+            return Err(EngineError::WrongColumn {
+                table: table.name.clone(),
+                detail: format!(
+                    "column handle {} (a {} column) does not describe column {:?} (a {} \
+                     column) of this table: it was resolved in another database",
+                    self.index(),
+                    self.ty.name(),
+                    c.name,
+                    c.ty.name()
+                ),
+            });
+        }
+        Ok(*self)
     }
 }

@@ -99,10 +99,11 @@ use crate::error::{EngineError, Result};
 use crate::handle::{IndexRef, Table, TableRef};
 use crate::index::{self, map_btree, search_key, value_key};
 use crate::keys::KeyRange;
-use crate::owned_row::{OwnedRow, Shape};
+use crate::owned_row::{OwnedRow, PageCopy};
 use crate::row::{RowId, RowRef};
 use crate::stats::Pending;
-use crate::table_def::{Col, col_of};
+use crate::table_def::Shape;
+use crate::table_def::{Col, RowColumn, col_of};
 use crate::txn::Xid;
 use crate::txn::xact::CommitMode;
 use crate::value::{ColumnType, Row, Value, encode_row};
@@ -854,6 +855,7 @@ impl Transaction {
         let pool = &self.core().pool;
         let ring = scan_ring(pool, opts.ring, nblocks);
         let stream = scan_stream(pool, &table.h, nblocks, ring);
+        let page = PageCopy::empty(table.h.info.shape().clone());
         Ok(RowIter {
             _reg: SnapshotReg::again(&self.db, self.snapshot().xmin),
             db: self.db.clone(),
@@ -865,7 +867,8 @@ impl Transaction {
             stream: Some(stream),
             last: None,
             done: false,
-            rows: VecDeque::new(),
+            page,
+            kept: VecDeque::new(),
             batch: Vec::new(),
             filter: None,
             projection: None,
@@ -1040,7 +1043,11 @@ pub struct RowIter {
     last: Option<RowId>,
     /// The stream is over.
     done: bool,
-    rows: VecDeque<Result<(RowId, OwnedRow)>>,
+    /// The copy of the page in hand (its kept tuples), which the rows
+    /// handed out share.
+    page: Arc<PageCopy>,
+    /// The page's rows not yet handed out, in order.
+    kept: VecDeque<Kept>,
     batch: Vec<(usize, u16)>,
     filter: Option<FilterBox>,
     /// The projected columns, and the shape of the rows they make.
@@ -1094,13 +1101,26 @@ impl RowIter {
 
     /// Hand out only these columns, in this order (each row a `Vec<Value>`
     /// of `cols.len()` values). Applies to pages not yet read.
+    ///
+    /// Each handle must be a column of the scanned table (as
+    /// [`RowColumn::col`] checks it): a handle of another table is
+    /// [`EngineError::WrongColumn`], the iterator's next item and its last,
+    /// never the values of the column at its position in this table.
     pub fn project(mut self, cols: &[Col]) -> RowIter {
         let table = self.table.h.info.shape().table_shared();
+        if let Err(e) = cols.iter().try_for_each(|c| c.col(&table).map(drop)) {
+            self.kept.clear();
+            self.kept.push_back(Kept::Failed(Box::new(e)));
+            self.done = true;
+            self.stream = None;
+            return self;
+        }
         self.projection = Some((cols.to_vec(), Shape::projected(table, cols)));
         self
     }
 
-    /// Read the next page's rows into `self.rows`; `false` at the end.
+    /// Read the next page's rows into `self.page` and `self.kept`; `false`
+    /// at the end.
     /// The pages read ahead are then unpinned (they stay in the pool, and
     /// the stream pins them again as hits): the iterator may sit idle with
     /// rows in hand for as long as its caller likes, and must not hold pins
@@ -1117,9 +1137,9 @@ impl RowIter {
                 name: t.info.name.clone(),
             });
         }
-        let rows = &mut self.rows;
+        let mut copy = PageCopy::after(&mut self.page, rows_shape(t, &self.projection));
+        let kept = &mut self.kept;
         let filter = &mut self.filter;
-        let projection = &self.projection;
         let visited = visit_page(
             self.db.core(),
             t,
@@ -1127,9 +1147,10 @@ impl RowIter {
             self.opts,
             stream,
             &mut self.batch,
-            |row| collect_row(row, filter, projection, rows, None),
+            |row| keep_row(row, filter, &mut copy, kept, None),
         )?;
-        if !self.rows.is_empty() {
+        self.page = copy.share();
+        if !self.kept.is_empty() {
             stream.release_ahead();
         }
         Ok(visited)
@@ -1139,14 +1160,13 @@ impl RowIter {
     /// were in hand: read that page again with the committed view, keeping
     /// the rows after the last one handed out.
     fn reread_page(&mut self) -> Result<()> {
-        let Some(block) = self
-            .rows
-            .iter()
-            .find_map(|r| r.as_ref().ok().map(|(id, _)| id.block))
-        else {
+        let Some(block) = self.kept.iter().find_map(|k| match k {
+            Kept::Row { id, .. } => Some(id.block),
+            Kept::Failed(_) => None,
+        }) else {
             return Ok(());
         };
-        self.rows.clear();
+        self.kept.clear();
         let t = &*self.table.h;
         crate::loading::check(t)?;
         let dropped = t.dropped.read();
@@ -1162,40 +1182,61 @@ impl RowIter {
             .read_buffer(bufmgr::RelFork::main(t.heap.rel()), block, None)
             .map_err(|e| map_heap(name, "scan")(HeapError::Buffer(e)))?
             .lock_shared();
-        let rows = &mut self.rows;
+        let mut copy = PageCopy::after(&mut self.page, rows_shape(t, &self.projection));
+        let kept = &mut self.kept;
         let filter = &mut self.filter;
-        let projection = &self.projection;
         let after = self.last;
-        visit_locked(
+        let visited = visit_locked(
             self.db.core(),
             t,
             &self.snapshot,
             self.opts,
             &page,
             &mut self.batch,
-            |row| collect_row(row, filter, projection, rows, after),
-        )
+            |row| keep_row(row, filter, &mut copy, kept, after),
+        );
+        self.page = copy.share();
+        visited
     }
 
     fn fail(&mut self, e: EngineError) -> Option<Result<(RowId, OwnedRow)>> {
         self.failed = true;
-        self.rows.clear();
+        self.kept.clear();
         // The read-ahead pins go now, not when the caller drops us.
         self.stream = None;
         Some(Err(e))
     }
 }
 
-/// Filter, project and copy one visible row into `rows` (a row id at or
-/// before `after` is skipped).
-fn collect_row(
+/// A row of the page in hand, not yet handed out.
+#[derive(Debug)]
+enum Kept {
+    /// Row `id`, bytes `start..end` of the page's copy.
+    Row { id: RowId, start: usize, end: usize },
+    /// The error its filter returned, or its tuple's corruption.
+    Failed(Box<EngineError>),
+}
+
+/// The shape of the rows a scan of `t` hands out: the table's, or the
+/// projected columns'.
+fn rows_shape(t: &TableHandle, projection: &Option<(Vec<Col>, Arc<Shape>)>) -> Arc<Shape> {
+    match projection {
+        None => t.info.shape().clone(),
+        Some((_, shape)) => shape.clone(),
+    }
+}
+
+/// Filter one visible row and, if kept, copy its tuple into `copy` (a row
+/// id at or before `after` is skipped).
+fn keep_row(
     row: RowRef<'_>,
     filter: &mut Option<FilterBox>,
-    projection: &Option<(Vec<Col>, Arc<Shape>)>,
-    rows: &mut VecDeque<Result<(RowId, OwnedRow)>>,
+    copy: &mut PageCopy,
+    kept: &mut VecDeque<Kept>,
     after: Option<RowId>,
 ) {
-    if after.is_some_and(|a| row.id() <= a) {
+    let id = row.id();
+    if after.is_some_and(|a| id <= a) {
         return;
     }
     let keep = match filter {
@@ -1206,19 +1247,12 @@ fn collect_row(
         if !keep {
             return Ok(None);
         }
-        match projection {
-            None => row.to_owned_row().map(Some),
-            Some((cols, shape)) => cols
-                .iter()
-                .map(|&c| row.value(c))
-                .collect::<Result<Row>>()
-                .map(|values| Some(OwnedRow::new(values, shape.clone()))),
-        }
+        copy.push(id, row.raw()).map(Some)
     });
     match out {
         Ok(None) => {}
-        Ok(Some(r)) => rows.push_back(Ok((row.id(), r))),
-        Err(e) => rows.push_back(Err(e)),
+        Ok(Some((start, end))) => kept.push_back(Kept::Row { id, start, end }),
+        Err(e) => kept.push_back(Kept::Failed(Box::new(e))),
     }
 }
 
@@ -1235,11 +1269,14 @@ impl Iterator for RowIter {
             return self.fail(e);
         }
         loop {
-            if let Some(r) = self.rows.pop_front() {
-                if let Ok((id, _)) = &r {
-                    self.last = Some(*id);
+            match self.kept.pop_front() {
+                Some(Kept::Row { id, start, end }) => {
+                    self.last = Some(id);
+                    let page = self.page.clone();
+                    return Some(Ok((id, OwnedRow::scanned(page, id, start, end))));
                 }
-                return Some(r);
+                Some(Kept::Failed(e)) => return Some(Err(*e)),
+                None => {}
             }
             if self.done {
                 return None;

@@ -513,6 +513,68 @@ pub fn decode_row(
     Ok(row)
 }
 
+/// Check a row of `columns` as [`decode_row`] does (column count, null
+/// bits, every length, bool bytes, UTF-8 of text, no trailing bytes),
+/// without building its values: after `Ok`, `decode_row` of the same bytes
+/// succeeds, and so does every accessor of a `RowRef` over them.
+pub fn check_row(
+    columns: &[Column],
+    bytes: &[u8],
+    bad: impl Fn(String) -> EngineError,
+) -> Result<()> {
+    let mut r = Reader { bytes, pos: 0 };
+    let n = u16::from_le_bytes(r.array::<COUNT_LEN>().ok_or_else(|| bad(r.short()))?) as usize;
+    if n > columns.len() {
+        return Err(bad(format!(
+            "{n} columns stored, the table has {}",
+            columns.len()
+        )));
+    }
+    let bitmap = r.take(bitmap_len(n)).ok_or_else(|| bad(r.short()))?;
+    for (i, c) in columns[..n].iter().enumerate() {
+        if bitmap[i / 8] & (1 << (i % 8)) != 0 {
+            if !c.nullable {
+                return Err(bad(format!("NULL stored in NOT NULL column {:?}", c.name)));
+            }
+            continue;
+        }
+        match c.ty {
+            ColumnType::I64 | ColumnType::Timestamp | ColumnType::F64 => {
+                r.take(8).ok_or_else(|| bad(r.short()))?;
+            }
+            ColumnType::Bool => match r.array::<1>().ok_or_else(|| bad(r.short()))? {
+                [0 | 1] => {}
+                [b] => {
+                    return Err(bad(format!(
+                        "bool column {:?} holds byte {b}, not 0 or 1",
+                        c.name
+                    )));
+                }
+            },
+            ColumnType::Bytes => {
+                r.len_prefixed().ok_or_else(|| bad(r.short()))?;
+            }
+            ColumnType::Text => {
+                let b = r.len_prefixed().ok_or_else(|| bad(r.short()))?;
+                std::str::from_utf8(b).map_err(|e| {
+                    bad(format!("text column {:?} is not valid UTF-8 ({e})", c.name))
+                })?;
+            }
+        }
+    }
+    let unused_bits = (bitmap_len(n) * 8 - n) as u32;
+    if unused_bits > 0 && n > 0 && bitmap[bitmap.len() - 1] >> (8 - unused_bits) != 0 {
+        return Err(bad("null bits set past the last column".into()));
+    }
+    if r.pos != bytes.len() {
+        return Err(bad(format!(
+            "{} bytes after the last column",
+            bytes.len() - r.pos
+        )));
+    }
+    Ok(())
+}
+
 struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
@@ -561,6 +623,50 @@ mod tests {
 
     fn bad(d: String) -> EngineError {
         EngineError::CorruptCatalog { detail: d }
+    }
+
+    #[test]
+    fn check_row_accepts_exactly_the_bytes_decode_row_accepts() {
+        let columns = vec![
+            Column::new("id", ColumnType::I64),
+            Column::nullable("name", ColumnType::Text),
+            Column::new("ok", ColumnType::Bool),
+            Column::nullable("b", ColumnType::Bytes),
+            Column::nullable("f", ColumnType::F64),
+        ];
+        let row = vec![
+            Value::I64(-7),
+            Value::text("h\u{e9}llo"),
+            Value::Bool(true),
+            Value::Null,
+            Value::F64(2.5),
+        ];
+        let good = encode_row("t", &columns, &row).unwrap();
+        assert!(check_row(&columns, &good, bad).is_ok());
+        let (mut accepted, mut refused) = (0, 0);
+        // Every single-byte change and every truncation of the encoding.
+        for i in 0..good.len() {
+            for x in [0u8, 1, 2, 0x80, 0xC3, 0xFF] {
+                let mut b = good.clone();
+                b[i] = x;
+                let (c, d) = (check_row(&columns, &b, bad), decode_row(&columns, &b, bad));
+                assert_eq!(c.is_ok(), d.is_ok(), "byte {i} = {x:#x}: {c:?} / {d:?}");
+                if c.is_ok() {
+                    accepted += 1
+                } else {
+                    refused += 1
+                }
+            }
+            let (c, d) = (
+                check_row(&columns, &good[..i], bad),
+                decode_row(&columns, &good[..i], bad),
+            );
+            assert_eq!(c.is_ok(), d.is_ok(), "truncated to {i}: {c:?} / {d:?}");
+        }
+        assert!(
+            accepted > 0 && refused > 0,
+            "{accepted} accepted, {refused} refused"
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub mod wal;
 pub mod workload;
 
 pub use pool::{hint_bits, seqscan_partitions, sweep};
-pub use versus::compare_sqlite;
+pub use versus::{compare_sqlite, tpcc};
 pub use wal::{crash_soak, wal_commit};
 pub use workload::{bulkload, index_residency, oltp, readonly, scan_resistance, tables};
 
@@ -50,6 +50,8 @@ pub enum ScenarioKind {
     WalCommit,
     /// SIGKILL cycles of the mixed workload, every acknowledged commit verified after each restart
     CrashSoak(crash_soak::Args),
+    /// TPC-C (5 transactions, 45/43/4/4/4, consistency checked) with the pool below the data: evictor x ring
+    Tpcc(tpcc::Args),
 }
 
 /// The scenarios of the run with no scenario named, in order.
@@ -75,6 +77,7 @@ impl ScenarioKind {
             ScenarioKind::CompareSqlite(_) => compare_sqlite::NAME,
             ScenarioKind::WalCommit => wal_commit::NAME,
             ScenarioKind::CrashSoak(_) => crash_soak::NAME,
+            ScenarioKind::Tpcc(_) => tpcc::NAME,
         }
     }
 
@@ -148,6 +151,7 @@ impl ScenarioKind {
             ScenarioKind::CompareSqlite(_) => compare_sqlite::defaults(),
             ScenarioKind::WalCommit => wal_commit::defaults(),
             ScenarioKind::CrashSoak(_) => crash_soak::defaults(),
+            ScenarioKind::Tpcc(_) => tpcc::defaults(),
         }
     }
 
@@ -175,6 +179,11 @@ impl ScenarioKind {
                 "crash-soak's measured workload runs in a child process that is killed \
                  with SIGKILL: its trace would end torn at a random point, in the middle \
                  of a thread's batch, and the parent's pools only recover and check",
+            ),
+            ScenarioKind::Tpcc(_) => Some(
+                "tpcc's terminal threads do not record trace thread ids or write their \
+                 batches before the pool's counts are noted, so its file would not match \
+                 the counts; run the other scenarios to record a trace",
             ),
             _ => None,
         }
@@ -264,6 +273,9 @@ impl ScenarioKind {
             ScenarioKind::CrashSoak(args) => {
                 Box::new(common::finish(crash_soak::run(settings, &args)?, settings)?)
             }
+            ScenarioKind::Tpcc(args) => {
+                Box::new(common::finish(tpcc::run(settings, &args)?, settings)?)
+            }
         })
     }
 
@@ -275,7 +287,9 @@ impl ScenarioKind {
     /// partitions {1, 6} and 16 threads even under `--quick`;
     /// `seqscan-partitions` partitions {1, 2, 4, 6} ({1, 6} under `--quick`);
     /// `readonly` partitions {1, 4}; `bulkload` ring off and on; `wal-commit`
-    /// threads {1, 8} under `--quick`.
+    /// threads {1, 8} under `--quick`; `tpcc` ring on and off, and its pool
+    /// sized by `--pool-fraction` unless `--pool-mib` / `--pool-pages` is
+    /// given.
     pub fn settings(self, args: &common::CommonArgs) -> Result<Settings> {
         let mut s = args.resolve(&self.defaults())?;
         match self {
@@ -309,6 +323,7 @@ impl ScenarioKind {
                 s.rings = vec![false, true];
             }
             ScenarioKind::CompareSqlite(_) => compare_sqlite::adjust_settings(args, &mut s),
+            ScenarioKind::Tpcc(_) => tpcc::adjust_settings(args, &mut s),
             ScenarioKind::WalCommit if args.threads.is_none() && s.quick => {
                 s.threads = wal_commit::QUICK_THREADS.to_vec();
             }

@@ -79,7 +79,8 @@ impl<'a> PinnedBuffer<'a> {
 
     /// Take the content lock exclusive.
     pub fn lock_exclusive(self) -> PageWrite<'a> {
-        let mark = self.desc().content.lock_exclusive();
+        // Desc rule 4: the version is odd while this guard lives.
+        let mark = self.desc().lock_content_exclusive();
         PageWrite {
             pin: ManuallyDrop::new(self),
             mark: Some(mark),
@@ -88,7 +89,7 @@ impl<'a> PinnedBuffer<'a> {
 
     /// Take the content lock exclusive if nobody holds it; else give the pin back.
     pub fn try_lock_exclusive(self) -> std::result::Result<PageWrite<'a>, PinnedBuffer<'a>> {
-        match self.desc().content.try_lock_exclusive() {
+        match self.desc().try_lock_content_exclusive() {
             Some(mark) => Ok(PageWrite {
                 pin: ManuallyDrop::new(self),
                 mark: Some(mark),
@@ -260,7 +261,8 @@ pub struct PageWrite<'a> {
 }
 
 impl<'a> PageWrite<'a> {
-    /// Wrap a pin whose exclusive lock the pool already took.
+    /// Wrap a pin whose exclusive lock the pool already took (through
+    /// `BufferDesc::lock_content_exclusive`, desc rule 4).
     pub(crate) fn from_locked(pin: PinnedBuffer<'a>, mark: ExclusiveMark) -> PageWrite<'a> {
         debug_assert!(pin.desc().content_locked());
         PageWrite {
@@ -322,12 +324,12 @@ impl<'a> PageWrite<'a> {
 
     /// Release the lock, keep the pin.
     pub fn unlock(mut self) -> PinnedBuffer<'a> {
-        // SAFETY: held by this guard; released once (see `PageRead::unlock`).
+        // SAFETY: held by this guard, taken through `lock_content_exclusive`
+        // (desc rule 4); released once (see `PageRead::unlock`).
         unsafe {
             self.pin
                 .desc()
-                .content
-                .unlock_exclusive(self.mark.take().expect("locked"))
+                .unlock_content_exclusive(self.mark.take().expect("locked"))
         };
         let pin = take_pin(&mut self.pin);
         std::mem::forget(self);
@@ -353,12 +355,11 @@ impl DerefMut for PageWrite<'_> {
 
 impl Drop for PageWrite<'_> {
     fn drop(&mut self) {
-        // SAFETY: held by this guard.
+        // SAFETY: held by this guard, taken through `lock_content_exclusive`.
         unsafe {
             self.pin
                 .desc()
-                .content
-                .unlock_exclusive(self.mark.take().expect("locked"))
+                .unlock_content_exclusive(self.mark.take().expect("locked"))
         };
         // SAFETY: dropped exactly once, here.
         unsafe { ManuallyDrop::drop(&mut self.pin) };

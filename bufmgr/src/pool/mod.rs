@@ -16,6 +16,8 @@
 //! # Layout
 //! - `read`: the read path (`ReadBuffer`, the optimistic hit, a miss step by
 //!   step, I/O start and end).
+//! - `optimistic`: reading a resident page with no pin and no content
+//!   lock, validated by the buffer's version (rule 10).
 //! - `victim`: choosing a victim (ring, clock sweep, invalidating the old identity).
 //! - `write`: writing dirty pages (`FlushBuffer`, `SyncOneBuffer`, checkpoints, fsync).
 //! - `relation`: relation operations (extend, drop, truncate) and pg_buffercache
@@ -66,6 +68,7 @@ pub mod bgwriter;
 mod durable;
 pub mod guard;
 mod local;
+mod optimistic;
 mod read;
 pub(crate) mod registry;
 mod relation;
@@ -75,6 +78,7 @@ mod uring_streams;
 mod victim;
 mod write;
 
+pub use optimistic::OptimisticPage;
 pub use stream::{ReadStream, StreamConfig};
 pub(crate) use write::{WriteBatch, Writer};
 

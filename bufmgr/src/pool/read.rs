@@ -48,7 +48,13 @@ use crate::tag::{BlockNumber, BufferTag, RelFork};
 /// there is one): out of line, so the hit path carries only the test.
 #[cold]
 #[inline(never)]
-fn trace_access(local: &mut Local, tag: BufferTag, id: BufferId, hit: bool, ring: Option<&Ring>) {
+pub(super) fn trace_access(
+    local: &mut Local,
+    tag: BufferTag,
+    id: BufferId,
+    hit: bool,
+    ring: Option<&Ring>,
+) {
     if let Some(t) = local.trace.as_mut() {
         t.access(tag, id, hit, ring.map(Ring::kind));
     }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Mutex, lock_api::RawRwLock as _, lock_api::RawRwLockUpgrade as _};
+use parking_lot::{Mutex, lock_api::RawRwLockUpgrade as _};
 
 use super::guard::{PageWrite, PinnedBuffer};
 use super::local::{Local, with_local};
@@ -195,7 +195,9 @@ impl PoolShared {
         let victim = self.get_victim(local, ring)?;
         let d = self.desc(victim);
         // We are the only pinner and the buffer has no tag: the lock is free.
-        let mark = d.content.lock_exclusive();
+        // Desc rule 4: the version is odd while the blank page is written,
+        // and stays odd until the caller's `PageWrite` is dropped.
+        let mark = d.lock_content_exclusive();
         // SAFETY: arena rule 2: exclusive content lock, buffer invisible to others.
         let blank = unsafe { self.arena.page_mut(victim) };
         if self.config.checksums {
@@ -207,8 +209,8 @@ impl PoolShared {
         // Reserve the block on disk first: a failure leaves nothing behind.
         // SAFETY: as above.
         if let Err(e) = self.storage.write(tag, unsafe { self.arena.page(victim) }) {
-            // SAFETY: we hold it exclusively.
-            unsafe { d.content.unlock_exclusive(mark) };
+            // SAFETY: we hold it exclusively, from `lock_content_exclusive`.
+            unsafe { d.unlock_content_exclusive(mark) };
             d.unpin();
             return Err(e);
         }
@@ -222,8 +224,8 @@ impl PoolShared {
         }
         if map.contains_key(&ht) {
             drop(map);
-            // SAFETY: we hold it exclusively.
-            unsafe { d.content.unlock_exclusive(mark) };
+            // SAFETY: we hold it exclusively, from `lock_content_exclusive`.
+            unsafe { d.unlock_content_exclusive(mark) };
             d.unpin();
             return Err(Error::CorruptFile {
                 relfork: rf,

@@ -80,6 +80,7 @@ use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 use wal::{DEFAULT_SEGMENT_SIZE, Lsn, Record, RmgrKind, Wal, WalConfig};
 
+use crate::check::DataCheck;
 use crate::common::{
     self, BatchField, Config, CpuSample, Report, Settings, Table, Toggle, fmt_rate, fmt_ratio,
     progress_bar,
@@ -841,12 +842,67 @@ fn ensure_index_template(
     // Large enough for table + index (~75 rows a page together); the
     // checkpointer recycles the load's WAL, so copies stay small.
     let buffers = settings.pool_buffers.max(params.rows as usize / 40 + 1024);
+    let pb = progress_bar(
+        params.rows,
+        settings.progress,
+        &format!("loading {} indexed rows ({what})", params.rows),
+    );
+    let (table_rel, index_rel) =
+        load_index_template(dir.as_path(), params, logged, checksums, buffers, &pb)?;
+    // Check it with hints off: the index against the heap, one index scan,
+    // and nothing dirtied (no hint was set).
+    pb.set_message(format!("checking ({what})"));
+    let (table_pages, index_pages) = check_index_template(
+        dir.as_path(),
+        params,
+        checksums,
+        buffers,
+        table_rel,
+        index_rel,
+    )?;
+    pb.finish_and_clear();
+    let info = IndexTemplateInfo {
+        format: INDEX_TEMPLATE_FORMAT,
+        rows: params.rows,
+        logged,
+        checksums,
+        wal_segment_size: params.wal_segment_size,
+        seed: PERMUTATION_SEED,
+        table_rel: table_rel.0,
+        index_rel: index_rel.0,
+        table_pages,
+        index_pages,
+    };
+    let marker = dir.join(MARKER);
+    let text = serde_json::to_string_pretty(&info).expect("plain fields serialise");
+    fs::write(&marker, text + "\n").map_err(io_error("write", &marker))?;
+    println!(
+        "built the indexed {what} table: {} rows in {table_pages} pages + {index_pages} index pages \
+         in {:.1} s, in {}",
+        params.rows,
+        started.elapsed().as_secs_f64(),
+        dir.display()
+    );
+    Ok((info, false))
+}
+
+/// Create the indexed table and its index in `dir` and load them with
+/// `params.rows` rows, keys in random order; closed after. Returns the
+/// table's and the index's relation.
+fn load_index_template(
+    dir: &Path,
+    params: &Params,
+    logged: bool,
+    checksums: bool,
+    buffers: usize,
+    pb: &indicatif::ProgressBar,
+) -> Result<(RelId, RelId)> {
     let opts = Options::new()
         .pool_buffers(buffers)
         .checksums(checksums)
         .hint_mode(HintMode::Never)
         .wal_segment_size(params.wal_segment_size);
-    let db = Database::open(&dir, opts)?;
+    let db = Database::open(dir, opts)?;
     db.create_table_with(
         INDEX_TABLE,
         index_columns(),
@@ -856,11 +912,6 @@ fn ensure_index_template(
         },
     )?;
     db.create_index(INDEX_NAME, INDEX_TABLE, "k", false)?;
-    let pb = progress_bar(
-        params.rows,
-        settings.progress,
-        &format!("loading {} indexed rows ({what})", params.rows),
-    );
     let perm = permutation(params.rows);
     let rows = perm.iter().enumerate().map(|(id, &k)| {
         vec![
@@ -879,10 +930,21 @@ fn ensure_index_template(
         .map(|i| i.rel)
         .ok_or_else(|| BenchError::Data(format!("index {INDEX_NAME} missing after creation")))?;
     db.close()?;
-    // Check it with hints off: the index against the heap, one index scan,
-    // and nothing dirtied (no hint was set).
-    pb.set_message(format!("checking ({what})"));
-    let db = Database::open(&dir, opts_never(buffers, params, checksums))?;
+    Ok((table_rel, index_rel))
+}
+
+/// Check the loaded template with hints off: the index against the heap,
+/// one index scan, and nothing dirtied (no hint was set). Returns the
+/// table's and the index's page counts.
+fn check_index_template(
+    dir: &Path,
+    params: &Params,
+    checksums: bool,
+    buffers: usize,
+    table_rel: RelId,
+    index_rel: RelId,
+) -> Result<(u32, u32)> {
+    let db = Database::open(dir, opts_never(buffers, params, checksums))?;
     let violations = db.verify_indexes(INDEX_TABLE)?;
     if let Some(v) = violations.first() {
         return Err(BenchError::Data(format!(
@@ -908,30 +970,7 @@ fn ensure_index_template(
     let table_pages = db.pool().nblocks(RelFork::main(table_rel))?;
     let index_pages = db.pool().nblocks(RelFork::main(index_rel))?;
     db.close()?;
-    pb.finish_and_clear();
-    let info = IndexTemplateInfo {
-        format: INDEX_TEMPLATE_FORMAT,
-        rows: params.rows,
-        logged,
-        checksums,
-        wal_segment_size: params.wal_segment_size,
-        seed: PERMUTATION_SEED,
-        table_rel: table_rel.0,
-        index_rel: index_rel.0,
-        table_pages,
-        index_pages,
-    };
-    let marker = dir.join(MARKER);
-    let text = serde_json::to_string_pretty(&info).expect("plain fields serialise");
-    fs::write(&marker, text + "\n").map_err(io_error("write", &marker))?;
-    println!(
-        "built the indexed {what} table: {} rows in {table_pages} pages + {index_pages} index pages \
-         in {:.1} s, in {}",
-        params.rows,
-        started.elapsed().as_secs_f64(),
-        dir.display()
-    );
-    Ok((info, false))
+    Ok((table_pages, index_pages))
 }
 
 fn opts_never(buffers: usize, params: &Params, checksums: bool) -> Options {
@@ -1035,9 +1074,14 @@ struct IndexPart {
     reused: bool,
 }
 
-/// After the seq scans: build or reuse the index templates, then measure
-/// every cell `reps` times with an ordered index scan.
-fn run_index_part(settings: &Settings, params: &Params, cells: &[Cell]) -> Result<IndexPart> {
+/// The index template of each (logged, checksums) pair the cells use,
+/// built or reused; and whether every one was reused.
+#[allow(clippy::type_complexity)]
+fn index_templates(
+    settings: &Settings,
+    params: &Params,
+    cells: &[Cell],
+) -> Result<(Vec<((bool, bool), IndexTemplateInfo)>, bool)> {
     let mut templates: Vec<((bool, bool), IndexTemplateInfo)> = Vec::new();
     let mut reused = true;
     for c in cells {
@@ -1048,6 +1092,15 @@ fn run_index_part(settings: &Settings, params: &Params, cells: &[Cell]) -> Resul
             templates.push((key, info));
         }
     }
+    Ok((templates, reused))
+}
+
+/// The largest table and index of `templates` in pages, and the pool that
+/// holds both: the scenario's pool, or larger (printed).
+fn index_pool(
+    settings: &Settings,
+    templates: &[((bool, bool), IndexTemplateInfo)],
+) -> (u32, u32, usize) {
     let table_pages = templates
         .iter()
         .map(|(_, i)| i.table_pages)
@@ -1072,6 +1125,14 @@ fn run_index_part(settings: &Settings, params: &Params, cells: &[Cell]) -> Resul
             ""
         }
     );
+    (table_pages, index_pages, buffers)
+}
+
+/// After the seq scans: build or reuse the index templates, then measure
+/// every cell `reps` times with an ordered index scan.
+fn run_index_part(settings: &Settings, params: &Params, cells: &[Cell]) -> Result<IndexPart> {
+    let (templates, reused) = index_templates(settings, params, cells)?;
+    let (table_pages, index_pages, buffers) = index_pool(settings, &templates);
     let run = run_dir(settings);
     let total = cells.len() * params.reps;
     let pb = progress_bar(total as u64, settings.progress, "hint-bits (index scan)");
@@ -1133,12 +1194,7 @@ fn run_index_part(settings: &Settings, params: &Params, cells: &[Cell]) -> Resul
     Ok(IndexPart {
         rows,
         ratios,
-        data_check: DataCheck {
-            runs: total as u64,
-            tuples_per_run: params.rows,
-            ok: first_error.is_none(),
-            error: first_error,
-        },
+        data_check: DataCheck::scans(total as u64, params.rows, first_error),
         table_pages,
         index_pages,
         pool_buffers: buffers,
@@ -1232,15 +1288,6 @@ pub struct Ratio {
     /// scans each (no spread to judge by).
     #[serde(default)]
     pub apart: Option<bool>,
-}
-
-/// Every scan saw exactly the table's rows, each still unhinted.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct DataCheck {
-    pub runs: u64,
-    pub tuples_per_run: u64,
-    pub ok: bool,
-    pub error: Option<String>,
 }
 
 /// A finished `hint-bits` run.
@@ -1477,12 +1524,7 @@ pub fn run(settings: &Settings, params: &Params) -> Result<HintBitsReport> {
         .map(|((c, s), e)| make_row(c, s, params.rows, *e))
         .collect();
     let ratios = compare(&cells, &mut rows);
-    let data_check = DataCheck {
-        runs: total as u64,
-        tuples_per_run: params.rows,
-        ok: first_error.is_none(),
-        error: first_error,
-    };
+    let data_check = DataCheck::scans(total as u64, params.rows, first_error);
     let index = run_index_part(settings, params, &cells)?;
     reused &= index.reused;
     Ok(HintBitsReport {
@@ -1615,20 +1657,16 @@ impl HintBitsReport {
                 "note: some index scans read up to {read} pages from storage (the warm-up did not hold table and index)\n"
             );
         }
-        match &self.index_data_check {
-            Some(c) if c.ok => {
-                out += &format!(
-                    "data check: {} index scans each saw {} rows in key order, every id once\n",
-                    c.runs, c.tuples_per_run
-                )
+        if let Some(c) = &self.index_data_check {
+            match c.ok_scans() {
+                Some((runs, rows)) => {
+                    out += &format!(
+                        "data check: {runs} index scans each saw {rows} rows in key order, \
+                         every id once\n"
+                    )
+                }
+                None => out += &c.render(),
             }
-            Some(c) => {
-                out += &format!(
-                    "data check: FAILED: {}\n",
-                    c.error.as_deref().unwrap_or("?")
-                )
-            }
-            None => {}
         }
         out
     }
@@ -1752,16 +1790,13 @@ impl Report for HintBitsReport {
                 "note: some scans read up to {read} pages from storage (the warm-up did not hold the table)\n"
             );
         }
-        if self.data_check.ok {
-            out += &format!(
-                "data check: {} scans each saw {} visible, unhinted tuples\n",
-                self.data_check.runs, self.data_check.tuples_per_run
-            );
-        } else {
-            out += &format!(
-                "data check: FAILED: {}\n",
-                self.data_check.error.as_deref().unwrap_or("?")
-            );
+        match self.data_check.ok_scans() {
+            Some((runs, tuples)) => {
+                out += &format!(
+                    "data check: {runs} scans each saw {tuples} visible, unhinted tuples\n"
+                )
+            }
+            None => out += &self.data_check.render(),
         }
         out += &self.render_index_part(several_pools);
         out

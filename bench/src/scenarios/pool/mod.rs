@@ -3,5 +3,6 @@
 //! (`seqscan-partitions`), and hint bits set on a first scan (`hint-bits`).
 
 pub mod hint_bits;
+pub mod raw_pread;
 pub mod seqscan_partitions;
 pub mod sweep;

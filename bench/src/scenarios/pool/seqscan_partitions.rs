@@ -30,12 +30,13 @@ use bufmgr::PoolStats;
 use engine::{Database, RingChoice, ScanOptions};
 use serde::{Deserialize, Serialize};
 
+use crate::check::DataCheck;
 use crate::common::{
     self, BatchField, Config, CpuSample, Defaults, EvictorChoice, Report, Settings, Table, Toggle,
     fmt_rate, fmt_ratio,
 };
 use crate::error::{BenchError, Result};
-use crate::scenarios::tables::{self, ACCOUNTS, DataCheck, Residency};
+use crate::scenarios::tables::{self, ACCOUNTS, Residency};
 
 pub const NAME: &str = "seqscan-partitions";
 /// The default partition counts (`--partitions` replaces them).
@@ -235,6 +236,71 @@ fn warmup_scans(table_pages: u64) -> u64 {
     (2 * bufmgr::partition::REBALANCE_EVERY).div_ceil(table_pages.max(1)) + 1
 }
 
+/// (pool statistics, rows scanned, scans done, CPU time, instant) at the
+/// window's start or end.
+type Point = (PoolStats, u64, u64, Option<CpuSample>, Instant);
+
+/// One scanner thread over accounts: its cold scan, the warm-up (long
+/// enough for two balancing rounds), then the measured window. Returns the
+/// points at the window's start and end.
+fn scan_window(
+    settings: &Settings,
+    db: &Database,
+    pb: &indicatif::ProgressBar,
+    table_pages: u64,
+) -> Result<(Point, Point)> {
+    let (stop, first) = (AtomicBool::new(false), AtomicBool::new(false));
+    let (rows, scans) = (AtomicU64::new(0), AtomicU64::new(0));
+    std::thread::scope(|s| -> Result<_> {
+        let h = s.spawn(|| {
+            crate::common::pin_worker(0);
+            // The one scanner is trace thread 0.
+            common::traced(db, 0, || {
+                scanner(db, ACCOUNTS, &stop, &first, &rows, &scans)
+            })
+        });
+        // The first (cold) scan, then the warm-up.
+        while !first.load(Ordering::Acquire) && !h.is_finished() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        tables::run_window(pb, settings.warmup, |_| !h.is_finished());
+        // Balancing recomputes its weights every REBALANCE_EVERY
+        // allocations, not on a timer: the warm-up also lasts until the
+        // scans since the cold one could have triggered two rounds, so a
+        // short or starved warm-up (a loaded machine, a debug build) does
+        // not measure the partitions before balancing began. Capped, so a
+        // stuck scanner still ends the cell.
+        let needed = warmup_scans(table_pages);
+        let started = scans.load(Ordering::Relaxed);
+        let give_up = Instant::now() + Duration::from_secs(120);
+        while scans.load(Ordering::Relaxed) < started + needed
+            && !h.is_finished()
+            && Instant::now() < give_up
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let before: Point = (
+            db.pool_stats(),
+            rows.load(Ordering::Relaxed),
+            scans.load(Ordering::Relaxed),
+            CpuSample::now(),
+            Instant::now(),
+        );
+        tables::run_window(pb, settings.duration, |_| !h.is_finished());
+        let after = (
+            db.pool_stats(),
+            rows.load(Ordering::Relaxed),
+            scans.load(Ordering::Relaxed),
+            CpuSample::now(),
+            Instant::now(),
+        );
+        stop.store(true, Ordering::Relaxed);
+        h.join()
+            .map_err(|p| BenchError::Panic(tables::panic_text(p)))??;
+        Ok((before, after))
+    })
+}
+
 fn measure(
     settings: &Settings,
     dir: &std::path::Path,
@@ -254,61 +320,12 @@ fn measure(
         .trace(trace.clone());
     let db = Database::open(dir, opts)?;
     let partitions_effective = db.pool().partitions().len();
-    let (stop, first) = (AtomicBool::new(false), AtomicBool::new(false));
-    let (rows, scans) = (AtomicU64::new(0), AtomicU64::new(0));
     let pb = tables::window_bar(
         settings,
         settings.warmup + settings.duration,
         &format!("{NAME} {label}"),
     );
-    let measured = std::thread::scope(|s| -> Result<_> {
-        let h = s.spawn(|| {
-            crate::common::pin_worker(0);
-            // The one scanner is trace thread 0.
-            common::traced(&db, 0, || {
-                scanner(&db, ACCOUNTS, &stop, &first, &rows, &scans)
-            })
-        });
-        // The first (cold) scan, then the warm-up.
-        while !first.load(Ordering::Acquire) && !h.is_finished() {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        tables::run_window(&pb, settings.warmup, |_| !h.is_finished());
-        // Balancing recomputes its weights every REBALANCE_EVERY
-        // allocations, not on a timer: the warm-up also lasts until the
-        // scans since the cold one could have triggered two rounds, so a
-        // short or starved warm-up (a loaded machine, a debug build) does
-        // not measure the partitions before balancing began. Capped, so a
-        // stuck scanner still ends the cell.
-        let needed = warmup_scans(table_pages);
-        let started = scans.load(Ordering::Relaxed);
-        let give_up = Instant::now() + Duration::from_secs(120);
-        while scans.load(Ordering::Relaxed) < started + needed
-            && !h.is_finished()
-            && Instant::now() < give_up
-        {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let before: (PoolStats, u64, u64, Option<CpuSample>, Instant) = (
-            db.pool_stats(),
-            rows.load(Ordering::Relaxed),
-            scans.load(Ordering::Relaxed),
-            CpuSample::now(),
-            Instant::now(),
-        );
-        tables::run_window(&pb, settings.duration, |_| !h.is_finished());
-        let after = (
-            db.pool_stats(),
-            rows.load(Ordering::Relaxed),
-            scans.load(Ordering::Relaxed),
-            CpuSample::now(),
-            Instant::now(),
-        );
-        stop.store(true, Ordering::Relaxed);
-        h.join()
-            .map_err(|p| BenchError::Panic(tables::panic_text(p)))??;
-        Ok((before, after))
-    })?;
+    let measured = scan_window(settings, &db, &pb, table_pages)?;
     pb.finish_and_clear();
     let (before, after) = measured;
     let secs = after.4.duration_since(before.4).as_secs_f64();
@@ -425,7 +442,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<SeqscanReport> {
         rows.push(r);
     }
     compare(&mut rows);
-    let mut data_check = DataCheck::default();
+    let mut data_check = DataCheck::new();
     let db = Database::open(&dir, tables::build_options(settings))?;
     data_check.add(tables::check_table(&db, ACCOUNTS, Some(n))?);
     db.close()?;
@@ -542,6 +559,6 @@ impl Report for SeqscanReport {
     }
 
     fn failures(&self) -> Vec<String> {
-        self.data_check.errors.clone()
+        self.data_check.failures()
     }
 }

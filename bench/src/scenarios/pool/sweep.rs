@@ -42,6 +42,8 @@ use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use serde::{Deserialize, Serialize};
 
+use super::raw_pread::{self, PreadBaseline};
+use crate::check::DataCheck;
 use crate::common::{
     self, BatchField, Config, CpuSample, Report, Settings, Table, fmt_rate, fmt_ratio, progress_bar,
 };
@@ -156,6 +158,15 @@ pub struct Row {
     pub other_cores_used: Option<f64>,
     /// Pages whose block number was not the one asked for.
     pub data_errors: u64,
+    /// Evictions/s per thread over the raw `pread`s/s per thread of the
+    /// same thread count ([`SweepReport::pread_baselines`]): how close a
+    /// miss comes to the bare read of its page.
+    #[serde(default)]
+    pub evictions_per_thread_vs_pread: Option<f64>,
+    /// Evictions per CPU-second over the baseline's reads per CPU-second:
+    /// the same comparison, less sensitive to other processes' load.
+    #[serde(default)]
+    pub evictions_per_cpu_sec_vs_pread: Option<f64>,
     /// Victims per ticks bucket in the window (bucket i = i ticks below 64,
     /// then one bucket per power of two: `bufmgr::stats::bucket_floor`);
     /// trailing empty buckets left out.
@@ -184,14 +195,6 @@ pub struct Ratio {
     pub ticks_per_victim_mean: f64,
 }
 
-/// The end-of-run check of every block.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct DataCheck {
-    pub blocks: u64,
-    pub ok: bool,
-    pub error: Option<String>,
-}
-
 /// A finished `sweep` or `ticks` run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepReport {
@@ -206,6 +209,10 @@ pub struct SweepReport {
     pub reused_data: bool,
     pub rows: Vec<Row>,
     pub ratios: Vec<Ratio>,
+    /// Bare `pread`s of the same file and block draws, one window per
+    /// thread count of the matrix (`raw_pread`).
+    #[serde(default)]
+    pub pread_baselines: Vec<PreadBaseline>,
     pub data_check: DataCheck,
 }
 
@@ -266,6 +273,8 @@ pub fn run(w: &Workload, settings: &Settings) -> Result<SweepReport> {
     }
     add_batch1_ratios(&mut rows);
     let ratios = evictor_ratios(&rows);
+    let pread_baselines = pread_baselines(&files, w.rel, &keys, settings)?;
+    add_pread_ratios(&mut rows, &pread_baselines);
     let data_check = match data::verify_relation(
         &files,
         w.rel,
@@ -273,16 +282,8 @@ pub fn run(w: &Workload, settings: &Settings) -> Result<SweepReport> {
         settings.pool_buffers,
         settings.progress,
     ) {
-        Ok(blocks) => DataCheck {
-            blocks,
-            ok: true,
-            error: None,
-        },
-        Err(BenchError::Data(e)) => DataCheck {
-            blocks: u64::from(nblocks),
-            ok: false,
-            error: Some(e),
-        },
+        Ok(blocks) => DataCheck::blocks(blocks, None),
+        Err(BenchError::Data(e)) => DataCheck::blocks(u64::from(nblocks), Some(e)),
         Err(e) => return Err(e),
     };
     Ok(SweepReport {
@@ -297,8 +298,56 @@ pub fn run(w: &Workload, settings: &Settings) -> Result<SweepReport> {
         reused_data: reused,
         rows,
         ratios,
+        pread_baselines,
         data_check,
     })
+}
+
+/// The raw `pread` window of every thread count of the matrix, over the
+/// relation's file and the scenario's block draws.
+fn pread_baselines(
+    files: &FileStorage,
+    rel: RelId,
+    keys: &[BlockNumber],
+    settings: &Settings,
+) -> Result<Vec<PreadBaseline>> {
+    let path = files.path(RelFork::main(rel));
+    let mut threads = settings.threads.clone();
+    threads.sort_unstable();
+    threads.dedup();
+    let mut out = Vec::with_capacity(threads.len());
+    for t in threads {
+        let b = raw_pread::measure(
+            &path,
+            settings.direct_io,
+            keys,
+            t,
+            settings.warmup,
+            settings.duration,
+        )?;
+        eprintln!(
+            "raw pread, {t} threads: {} reads/s, {} per thread",
+            fmt_rate(b.reads_per_sec),
+            fmt_rate(b.reads_per_thread_per_sec)
+        );
+        out.push(b);
+    }
+    Ok(out)
+}
+
+/// Fill `evictions_per_thread_vs_pread` from the baseline of the row's
+/// thread count.
+fn add_pread_ratios(rows: &mut [Row], baselines: &[PreadBaseline]) {
+    for r in rows.iter_mut() {
+        r.evictions_per_thread_vs_pread = baselines
+            .iter()
+            .find(|b| b.threads == r.threads && b.reads_per_thread_per_sec > 0.0)
+            .map(|b| r.evictions_per_sec / r.threads as f64 / b.reads_per_thread_per_sec);
+        r.evictions_per_cpu_sec_vs_pread = baselines
+            .iter()
+            .find(|b| b.threads == r.threads)
+            .and_then(|b| Some(r.evictions_per_cpu_sec? / b.reads_per_cpu_sec?));
+    }
 }
 
 /// The block numbers every configuration's threads read, drawn once.
@@ -525,6 +574,8 @@ fn measure(
             .map(|c| t.evictions as f64 / (c.0 * secs)),
         other_cores_used: cores.map(|c| c.1),
         data_errors,
+        evictions_per_thread_vs_pread: None,
+        evictions_per_cpu_sec_vs_pread: None,
         ticks_histogram: {
             let top = h.buckets.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
             h.buckets[..top].to_vec()
@@ -625,7 +676,10 @@ impl Report for SweepReport {
             "huge",
             "ring",
             "evict/s",
+            "evict/thr/s",
+            "vs pread",
             "evict/cpu-s",
+            "vs pread cpu",
             "hits/s",
             "hit%",
             "ticks mean",
@@ -652,7 +706,10 @@ impl Report for SweepReport {
                 yes_no(r.huge_pages),
                 yes_no(r.ring),
                 fmt_rate(r.evictions_per_sec),
+                fmt_rate(r.evictions_per_sec / r.threads as f64),
+                fmt_ratio(r.evictions_per_thread_vs_pread),
                 r.evictions_per_cpu_sec.map_or("?".into(), fmt_rate),
+                fmt_ratio(r.evictions_per_cpu_sec_vs_pread),
                 fmt_rate(r.hits_per_sec),
                 format!("{:.2}", 100.0 * r.hit_ratio),
                 format!("{:.2}", r.ticks_per_victim_mean),
@@ -668,18 +725,26 @@ impl Report for SweepReport {
             ]);
         }
         let mut out = format!("\n{} ({} reads):\n{t}", self.scenario, self.access);
-        out += "evict/cpu-s: evictions per CPU-second of this run; \
+        for b in &self.pread_baselines {
+            out += &format!(
+                "raw pread, {} threads: {} reads/s, {} per thread, {} per CPU-second, \
+                 {} cores (window {:.1} s)\n",
+                b.threads,
+                fmt_rate(b.reads_per_sec),
+                fmt_rate(b.reads_per_thread_per_sec),
+                b.reads_per_cpu_sec.map_or("?".into(), fmt_rate),
+                b.cpu_cores_used.map_or("?".into(), |c| format!("{c:.2}")),
+                b.window_secs
+            );
+        }
+        out += "evict/thr/s: evictions/s per thread; vs pread: that over the raw preads/s \
+                per thread of the same file, blocks and thread count (no pool); \
+                vs pread cpu: evict/cpu-s over the raw preads per CPU-second; \
+                evict/cpu-s: evictions per CPU-second of this run; \
                 cpu / others: cores used by this run / by other processes during the window; \
                 vs b1: evictions/s relative to batch 1; vs prev: HOT/COOL relative to clock, \
                 probation relative to HOT/COOL, in the same configuration\n";
-        if self.data_check.ok {
-            out += &format!("data check: {} blocks ok\n", self.data_check.blocks);
-        } else {
-            out += &format!(
-                "data check: FAILED: {}\n",
-                self.data_check.error.as_deref().unwrap_or("?")
-            );
-        }
+        out += &self.data_check.render();
         out
     }
 
@@ -702,6 +767,17 @@ impl Report for SweepReport {
         if let Some(e) = &self.data_check.error {
             f.push(format!("end-of-run data check: {e}"));
         }
+        f.extend(
+            self.pread_baselines
+                .iter()
+                .filter(|b| b.data_errors > 0)
+                .map(|b| {
+                    format!(
+                        "{} data errors in the raw pread baseline with {} threads",
+                        b.data_errors, b.threads
+                    )
+                }),
+        );
         f
     }
 
@@ -878,6 +954,8 @@ mod tests {
             evictions_per_cpu_sec: None,
             other_cores_used: None,
             data_errors: 0,
+            evictions_per_thread_vs_pread: None,
+            evictions_per_cpu_sec_vs_pread: None,
             ticks_histogram: h,
         };
         let (labels, panels) = ticks_panels(&[&row]);

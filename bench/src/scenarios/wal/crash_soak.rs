@@ -142,16 +142,9 @@ pub fn run(settings: &Settings, args: &Args) -> Result<CrashSoakReport> {
     run_with(settings, args, &exe)
 }
 
-/// Run the soak with `exe` (the `bench` program) as the child.
-pub fn run_with(settings: &Settings, args: &Args, exe: &Path) -> Result<CrashSoakReport> {
-    let cycles = args.cycles.unwrap_or(if settings.quick {
-        QUICK_CYCLES
-    } else {
-        DEFAULT_CYCLES
-    });
-    // `--seed` (common to every scenario): the kill times and the
-    // children's workloads.
-    let seed = settings.seed(SEED);
+/// `settings.data_dir` created, and in it a fresh (removed if left
+/// over) directory for the children's database.
+fn fresh_dir(settings: &Settings, seed: u64) -> Result<PathBuf> {
     std::fs::create_dir_all(&settings.data_dir).map_err(|source| BenchError::Io {
         op: "create",
         path: settings.data_dir.clone(),
@@ -167,6 +160,82 @@ pub fn run_with(settings: &Settings, args: &Args, exe: &Path) -> Result<CrashSoa
             source,
         })?;
     }
+    Ok(dir)
+}
+
+/// What the cycles observed: commits verified, in-doubt commits found
+/// committed, blocks checked, loads killed, the last next xid, each
+/// recovery's time and the first failure (which ends the cycles).
+#[derive(Default)]
+struct Cycles {
+    verified: u64,
+    in_doubt: u64,
+    blocks: u64,
+    loads_killed: u64,
+    next_xid: u64,
+    recovery_ms: Vec<f64>,
+    failure: Option<String>,
+}
+
+/// Run `cycles` children in `dir`, each killed at a random time, and
+/// check the database after each crash.
+fn run_cycles(
+    settings: &Settings,
+    exe: &Path,
+    dir: &Path,
+    cycles: u64,
+    rng: &mut Rng,
+    soak: &mut Soak,
+    started: Instant,
+) -> Cycles {
+    let mut c = Cycles::default();
+    for cycle in 0..cycles {
+        let mut child = Command::new(exe);
+        child
+            .env(CHILD_DIR, dir)
+            .env(CHILD_SEED, rng.next_u64().to_string());
+        let run =
+            Duration::from_millis(RUN_MS.start() + rng.below(RUN_MS.end() - RUN_MS.start() + 1));
+        let outcome = run_and_kill(child, run)
+            .map_err(|e| format!("cycle {cycle}: {e}"))
+            .and_then(|lines| soak.check_after_crash(cycle, dir, &lines));
+        match outcome {
+            Ok(r) => {
+                c.verified += r.committed + u64::from(r.in_doubt_committed);
+                c.in_doubt += u64::from(r.in_doubt_committed);
+                c.loads_killed += u64::from(r.load_killed);
+                c.next_xid = r.next_xid;
+                c.blocks += r.blocks_checked;
+                c.recovery_ms.push(r.recovery.as_secs_f64() * 1e3);
+                if settings.progress && (cycle + 1) % 10 == 0 {
+                    eprintln!(
+                        "{NAME}: {} cycles, {} commits verified, {:.0} s",
+                        cycle + 1,
+                        c.verified,
+                        started.elapsed().as_secs_f64()
+                    );
+                }
+            }
+            Err(e) => {
+                c.failure = Some(e);
+                break;
+            }
+        }
+    }
+    c
+}
+
+/// Run the soak with `exe` (the `bench` program) as the child.
+pub fn run_with(settings: &Settings, args: &Args, exe: &Path) -> Result<CrashSoakReport> {
+    let cycles = args.cycles.unwrap_or(if settings.quick {
+        QUICK_CYCLES
+    } else {
+        DEFAULT_CYCLES
+    });
+    // `--seed` (common to every scenario): the kill times and the
+    // children's workloads.
+    let seed = settings.seed(SEED);
+    let dir = fresh_dir(settings, seed)?;
     println!(
         "== {NAME}: {cycles} SIGKILL cycles of the mixed workload (kill {}-{} ms after READY), \
          seed {seed}, in {}",
@@ -177,42 +246,15 @@ pub fn run_with(settings: &Settings, args: &Args, exe: &Path) -> Result<CrashSoa
     let mut rng = Rng::new(seed);
     let mut soak = Soak::new();
     let started = Instant::now();
-    let (mut verified, mut in_doubt, mut blocks) = (0u64, 0u64, 0u64);
-    let (mut loads_killed, mut next_xid) = (0u64, 0u64);
-    let mut recovery_ms = Vec::new();
-    let mut failure = None;
-    for cycle in 0..cycles {
-        let mut child = Command::new(exe);
-        child
-            .env(CHILD_DIR, &dir)
-            .env(CHILD_SEED, rng.next_u64().to_string());
-        let run =
-            Duration::from_millis(RUN_MS.start() + rng.below(RUN_MS.end() - RUN_MS.start() + 1));
-        let outcome = run_and_kill(child, run)
-            .map_err(|e| format!("cycle {cycle}: {e}"))
-            .and_then(|lines| soak.check_after_crash(cycle, &dir, &lines));
-        match outcome {
-            Ok(r) => {
-                verified += r.committed + u64::from(r.in_doubt_committed);
-                in_doubt += u64::from(r.in_doubt_committed);
-                loads_killed += u64::from(r.load_killed);
-                next_xid = r.next_xid;
-                blocks += r.blocks_checked;
-                recovery_ms.push(r.recovery.as_secs_f64() * 1e3);
-                if settings.progress && (cycle + 1) % 10 == 0 {
-                    eprintln!(
-                        "{NAME}: {} cycles, {verified} commits verified, {:.0} s",
-                        cycle + 1,
-                        started.elapsed().as_secs_f64()
-                    );
-                }
-            }
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
-        }
-    }
+    let Cycles {
+        verified,
+        in_doubt,
+        blocks,
+        loads_killed,
+        next_xid,
+        recovery_ms,
+        failure,
+    } = run_cycles(settings, exe, &dir, cycles, &mut rng, &mut soak, started);
     let kept_dir = if failure.is_some() {
         Some(dir.display().to_string())
     } else {

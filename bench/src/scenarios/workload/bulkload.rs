@@ -36,12 +36,13 @@ use bufmgr::{PoolStats, SweepBatch};
 use engine::Database;
 use serde::{Deserialize, Serialize};
 
+use crate::check::DataCheck;
 use crate::common::{
     self, BatchField, Config, Defaults, EvictorChoice, Report, Settings, Table, fmt_rate,
 };
 use crate::dataset::{self, ReadCounts};
 use crate::error::{BenchError, Result};
-use crate::scenarios::tables::{self, ACCOUNTS, ACCOUNTS_PK, DataCheck, Residency};
+use crate::scenarios::tables::{self, ACCOUNTS, ACCOUNTS_PK, Residency};
 
 pub const NAME: &str = "bulkload";
 /// The loaded table.
@@ -151,7 +152,25 @@ pub struct Row {
     /// window's accesses and reads of the partitions on each node.
     #[serde(default)]
     pub nodes: Vec<tables::NodeFigures>,
+    /// Latency per operation kind during the load: `lookup` (one
+    /// `get_by_key` of the lookup threads).
+    #[serde(default)]
+    pub latency: ByKind,
+    /// The pool's live miss-ratio curve at the load's end (`--mrc`).
+    #[serde(default)]
+    pub mrc: Option<Curve>,
+    /// One entry per `--report-interval` (warm-up and calibration
+    /// included; throughput in lookups).
+    #[serde(default)]
+    pub intervals: Vec<Interval>,
+    /// The seed of lookup thread 0's keys (thread `t` draws from
+    /// `seed + t`; `--seed`).
+    #[serde(default)]
+    pub seed: u64,
 }
+
+/// Lookup thread 0's seed without `--seed` (thread `t` uses `SEED + t`).
+pub const SEED: u64 = 0xb01c;
 
 /// A finished `bulkload` run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -167,7 +186,9 @@ pub struct BulkloadReport {
     pub data_check: DataCheck,
 }
 
-use crate::harness::{self, Phases, STOP};
+use crate::common::Curve;
+use crate::harness::{self, Interval, LiveLatency, MEASURE, Phases, STOP, Tally, WARMUP};
+use crate::latency::{self, ByKind, Latencies};
 
 /// The loading thread's id in a `--trace` (the lookup threads are 0, 1, ...).
 pub const LOADER_THREAD_ID: u32 = 1000;
@@ -211,6 +232,16 @@ struct LoadWindow {
     progress: engine::BulkProgress,
 }
 
+/// What the load's driver shares with the lookup threads and the loader:
+/// the database, the phase flag and the counters.
+struct Shared<'a> {
+    db: &'a Database,
+    phases: &'a Phases,
+    done: &'a AtomicU64,
+    written: &'a AtomicU64,
+    loaded: &'a AtomicU64,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn measure(
     settings: &Settings,
@@ -240,8 +271,18 @@ fn measure(
     };
     let phases = Phases::new();
     let done = AtomicU64::new(0);
+    let live = LiveLatency::new();
+    let live_on = settings.measures.report_interval.map(|_| &live);
+    let seed = settings.seed(SEED);
     let written = AtomicU64::new(0);
     let loaded = AtomicU64::new(0);
+    let shared = Shared {
+        db: &db,
+        phases: &phases,
+        done: &done,
+        written: &written,
+        loaded: &loaded,
+    };
     let pb = tables::window_bar(
         settings,
         settings.warmup,
@@ -254,119 +295,188 @@ fn measure(
             common::traced(&db, t as u32, || {
                 tables::account_lookups(
                     &db,
-                    0xb01c + t as u64,
+                    seed.wrapping_add(t as u64),
                     n,
                     LOOKUPS_PER_TXN,
                     None,
                     phases.flag(),
                     &done,
+                    live_on,
                 )
             })
         },
         || phases.set(STOP),
         |crew| {
-            // Calibration: accesses per lookup with nothing else running.
-            let (cal0, cal1) = harness::warm_then_measure(
-                &pb,
-                (settings.warmup / 2, settings.warmup - settings.warmup / 2),
-                &phases,
-                || crew.alive(),
-                || (db.pool_stats(), done.load(Ordering::Relaxed)),
+            let (window, intervals) = harness::with_intervals(
+                settings.measures.report_interval,
+                (&format!("{NAME} {label}"), "lookups"),
+                &live,
+                || Tally::of(&db.pool_stats(), done.load(Ordering::Relaxed)),
+                || load_window(settings, crew, &shared, &hot_reads, &pb, label, load_rows),
             );
-            pb.finish_and_clear();
-            let resident_before = hot_resident(&db);
-            // The load.
-            let lpb = common::progress_bar(
-                load_rows,
-                settings.progress,
-                &format!("{NAME} {label}: load"),
-            );
-            let start = (
-                db.pool_stats(),
-                done.load(Ordering::Relaxed),
-                hot_reads(),
-                Instant::now(),
-            );
-            let loader = {
-                let (db, lpb, written, loaded) = (&db, lpb.clone(), &written, &loaded);
-                crew.scope().spawn(move || -> Result<engine::BulkProgress> {
-                    common::traced(db, LOADER_THREAD_ID, || {
-                        let rows = (1..=load_rows as i64).map(|k| tables::account_row(k, 0, 0));
-                        Ok(db.bulk_load(BULK, rows, |p| {
-                            lpb.set_position(p.rows);
-                            loaded.store(p.rows, Ordering::Relaxed);
-                            written.store(p.pages_written, Ordering::Relaxed);
-                        })?)
-                    })
-                })
-            };
-            let sample = |secs: f64, loaded_rows: u64| Sample {
-                secs,
-                hot_resident: hot_resident(&db),
-                dirty: db.pool().buffercache_summary().dirty,
-                loaded_rows,
-            };
-            let mut samples = Vec::new();
-            let mut next = Duration::ZERO;
-            while !loader.is_finished() {
-                let el = start.3.elapsed();
-                if el >= next {
-                    samples.push(sample(el.as_secs_f64(), loaded.load(Ordering::Relaxed)));
-                    next += SAMPLE_EVERY;
-                }
-                if !crew.alive() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            // A failed load stops the lookup threads too (the crew does).
-            let progress = loader
-                .join()
-                .map_err(|p| BenchError::Panic(harness::panic_text(p)))??;
-            let end = (
-                db.pool_stats(),
-                done.load(Ordering::Relaxed),
-                hot_reads(),
-                Instant::now(),
-            );
-            samples.push(sample(
-                end.3.duration_since(start.3).as_secs_f64(),
-                progress.rows,
-            ));
-            lpb.finish_and_clear();
-            Ok(LoadWindow {
-                cal: [cal0, cal1],
-                resident_before,
-                load: [start, end],
-                samples,
-                progress,
-            })
+            window.map(|w| (w, intervals))
         },
     )?;
-    let errors = (
-        outs.iter().map(|o| o.0).sum::<u64>(),
-        outs.into_iter().find_map(|o| o.1),
-    );
-    let w = result;
+    let (latencies, errors) = lookup_outcomes(outs);
+    let (w, intervals) = result;
     if let Some(e) = errors.1 {
         data.fail(format!("{label}: {} bad lookups, first: {e}", errors.0));
     }
     let stats = w.load[1].0.since(&w.load[0].0);
     let resident = tables::residency(&db);
     let nodes = tables::node_figures(&db, &stats);
+    let mrc = common::curve_of(&db);
     common::note_trace(settings, trace, db.pool())?;
-    // The end-of-run check of this copy.
-    let bulk_rows = tables::scan_count(&db, BULK)?;
+    check_copy(&db, label, n, load_rows, data)?;
+    db.close()?;
+    crate::dirs::remove_dir(run_dir)?;
+    Ok(Row {
+        latency: latencies.by_kind(),
+        mrc,
+        intervals,
+        seed,
+        ..load_row(c, w, hot_set_pages, resident, nodes)
+    })
+}
+
+/// The driver's part of one measurement: calibration with the lookups
+/// alone, then the load beside them, sampled every [`SAMPLE_EVERY`].
+fn load_window<'scope, 'env, R>(
+    settings: &Settings,
+    crew: &harness::Crew<'scope, 'env, R>,
+    s: &Shared<'env>,
+    hot_reads: &dyn Fn() -> u64,
+    pb: &indicatif::ProgressBar,
+    label: &str,
+    load_rows: u64,
+) -> Result<LoadWindow> {
+    let db = s.db;
+    // Calibration: accesses per lookup with nothing else
+    // running. The phase stays WARMUP: the lookups'
+    // latencies are the load's (MEASURE from its start to
+    // its end).
+    let calibration = || (db.pool_stats(), s.done.load(Ordering::Relaxed));
+    harness::run_window(pb, settings.warmup / 2, |_| crew.alive());
+    let cal0 = calibration();
+    harness::run_window(pb, settings.warmup - settings.warmup / 2, |_| crew.alive());
+    let cal1 = calibration();
+    pb.finish_and_clear();
+    let resident_before = hot_resident(db);
+    // The load.
+    let lpb = common::progress_bar(
+        load_rows,
+        settings.progress,
+        &format!("{NAME} {label}: load"),
+    );
+    s.phases.set(MEASURE);
+    let start = (
+        db.pool_stats(),
+        s.done.load(Ordering::Relaxed),
+        hot_reads(),
+        Instant::now(),
+    );
+    let loader = {
+        let (lpb, written, loaded) = (lpb.clone(), s.written, s.loaded);
+        crew.scope()
+            .spawn(move || load_accounts(db, load_rows, &lpb, written, loaded))
+    };
+    let sample = |secs: f64, loaded_rows: u64| Sample {
+        secs,
+        hot_resident: hot_resident(db),
+        dirty: db.pool().buffercache_summary().dirty,
+        loaded_rows,
+    };
+    let mut samples = Vec::new();
+    let mut next = Duration::ZERO;
+    while !loader.is_finished() {
+        let el = start.3.elapsed();
+        if el >= next {
+            samples.push(sample(el.as_secs_f64(), s.loaded.load(Ordering::Relaxed)));
+            next += SAMPLE_EVERY;
+        }
+        if !crew.alive() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // A failed load stops the lookup threads too (the crew does).
+    let progress = loader
+        .join()
+        .map_err(|p| BenchError::Panic(harness::panic_text(p)))??;
+    let end = (
+        db.pool_stats(),
+        s.done.load(Ordering::Relaxed),
+        hot_reads(),
+        Instant::now(),
+    );
+    s.phases.set(WARMUP);
+    samples.push(sample(
+        end.3.duration_since(start.3).as_secs_f64(),
+        progress.rows,
+    ));
+    lpb.finish_and_clear();
+    Ok(LoadWindow {
+        cal: [cal0, cal1],
+        resident_before,
+        load: [start, end],
+        samples,
+        progress,
+    })
+}
+
+/// The loader thread: `load_rows` account rows into [`BULK`], its
+/// progress on the bar and in `loaded` and `written`.
+fn load_accounts(
+    db: &Database,
+    load_rows: u64,
+    lpb: &indicatif::ProgressBar,
+    written: &AtomicU64,
+    loaded: &AtomicU64,
+) -> Result<engine::BulkProgress> {
+    common::traced(db, LOADER_THREAD_ID, || {
+        let rows = (1..=load_rows as i64).map(|k| tables::account_row(k, 0, 0));
+        Ok(db.bulk_load(BULK, rows, |p| {
+            lpb.set_position(p.rows);
+            loaded.store(p.rows, Ordering::Relaxed);
+            written.store(p.pages_written, Ordering::Relaxed);
+        })?)
+    })
+}
+
+/// The lookup threads' latencies merged, their bad lookups counted and
+/// the first one's text.
+fn lookup_outcomes(
+    outs: Vec<(u64, Option<String>, Latencies)>,
+) -> (Latencies, (u64, Option<String>)) {
+    let mut latencies = Latencies::new();
+    for o in &outs {
+        latencies.merge(&o.2);
+    }
+    let errors = (
+        outs.iter().map(|o| o.0).sum::<u64>(),
+        outs.into_iter().find_map(|o| o.1),
+    );
+    (latencies, errors)
+}
+
+/// The end-of-run check of this copy: every loaded row is there and
+/// accounts is intact; then the loaded table is dropped.
+fn check_copy(
+    db: &Database,
+    label: &str,
+    n: u64,
+    load_rows: u64,
+    data: &mut DataCheck,
+) -> Result<()> {
+    let bulk_rows = tables::scan_count(db, BULK)?;
     if bulk_rows != load_rows {
         data.fail(format!(
             "{label}: {BULK} has {bulk_rows} rows, expected {load_rows}"
         ));
     }
-    data.add(tables::check_table(&db, ACCOUNTS, Some(n))?);
+    data.add(tables::check_table(db, ACCOUNTS, Some(n))?);
     db.drop_table(BULK)?;
-    db.close()?;
-    crate::dirs::remove_dir(run_dir)?;
-    Ok(load_row(c, w, hot_set_pages, resident, nodes))
+    Ok(())
 }
 
 /// The row of one load: its rates, the lookups' hit ratio before and
@@ -451,6 +561,10 @@ fn load_row(
         samples,
         resident,
         nodes,
+        latency: ByKind::new(),
+        mrc: None,
+        intervals: Vec::new(),
+        seed: 0,
     }
 }
 
@@ -478,7 +592,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<BulkloadReport> {
         |db, pb| tables::load_accounts(db, n, 100_000, pb),
     )?;
     let run_dir = settings.data_dir.join(NAME).join("run");
-    let mut data_check = DataCheck::default();
+    let mut data_check = DataCheck::new();
     let mut rows = Vec::new();
     for (i, c) in configs.iter().enumerate() {
         let label = format!(
@@ -615,6 +729,12 @@ impl Report for BulkloadReport {
             .map(|((label, _), r)| (label.clone(), r.nodes.clone()))
             .collect();
         out += &tables::render_nodes(&nodes);
+        let measured: Vec<_> = res
+            .iter()
+            .zip(&self.rows)
+            .map(|((label, _), r)| (label.clone(), &r.latency, r.mrc.as_ref()))
+            .collect();
+        out += &latency::tables_with_curves(&measured);
         if self.data_check.ok {
             out += &format!(
                 "data check: ok (every load committed {} rows; accounts {} rows, index verified \
@@ -632,6 +752,6 @@ impl Report for BulkloadReport {
     }
 
     fn failures(&self) -> Vec<String> {
-        self.data_check.errors.clone()
+        self.data_check.failures()
     }
 }

@@ -40,8 +40,9 @@ use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use serde::{Deserialize, Serialize};
 
+use crate::check::DataCheck;
 use crate::common::{self, BatchField, Config, Curve, Report, Settings, SvgPlot, Table, fmt_rate};
-use crate::dataset::{self, DataCheck, Dataset, RelPages, Stamp};
+use crate::dataset::{self, Dataset, RelPages, Stamp};
 use crate::error::{BenchError, Result};
 use crate::harness::{self, Interval, LiveLatency, Recorder, Tally};
 use crate::latency::{self, ByKind, Latencies};
@@ -291,17 +292,48 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
     let first = *configs
         .first()
         .ok_or_else(|| BenchError::Config("empty matrix".into()))?;
-    let relations = {
-        let db = Database::open(
-            &ds.dir,
-            settings
-                .engine_options(&first)
-                .checksums(ds.stamp.checksums),
-        )?;
-        let r = dataset::relation_sizes(&db)?;
-        db.close()?;
-        r
-    };
+    let relations = relations(&ds, settings, &first)?;
+    say_sizes(settings, p, &relations);
+    let len = ((p.rows as usize) * 2)
+        .next_power_of_two()
+        .clamp(1 << 16, 1 << 22);
+    let seed = settings.seed(SEED);
+    let probes = draw_probes(p.rows, len, seed)?;
+    let runs = run_matrix(&ds, settings, &configs, p.runs, (&probes, seed))?;
+    let rows: Vec<Row> = configs.iter().map(|c| median_row(&runs, c)).collect();
+    let comparisons = compare(&runs, &rows);
+    let data_check = dataset::check(&ds, settings.engine_options(&first), settings.progress)?;
+    Ok(IndexResidencyReport {
+        scenario: NAME.into(),
+        pool_buffers: settings.pool_buffers,
+        table_rows: p.rows,
+        relations,
+        theta: THETA,
+        warmup_secs: settings.warmup.as_secs_f64(),
+        duration_secs: settings.duration.as_secs_f64(),
+        runs_per_config: p.runs,
+        reused_data: ds.reused,
+        build_secs: ds.build_secs,
+        rows,
+        runs,
+        comparisons,
+        data_check,
+    })
+}
+
+/// The sizes of the table and its indexes, in pages.
+fn relations(ds: &Dataset, settings: &Settings, first: &Config) -> Result<Vec<RelPages>> {
+    let db = Database::open(
+        &ds.dir,
+        settings.engine_options(first).checksums(ds.stamp.checksums),
+    )?;
+    let r = dataset::relation_sizes(&db)?;
+    db.close()?;
+    Ok(r)
+}
+
+/// The line naming the table's and the indexes' sizes against the pool.
+fn say_sizes(settings: &Settings, p: &Params, relations: &[RelPages]) {
     let size = |n: &str| {
         relations
             .iter()
@@ -322,20 +354,26 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
             .collect::<Vec<_>>()
             .join(", ")
     ));
-    let len = ((p.rows as usize) * 2)
-        .next_power_of_two()
-        .clamp(1 << 16, 1 << 22);
-    let seed = settings.seed(SEED);
-    let probes = draw_probes(p.rows, len, seed)?;
+}
+
+/// Every run of every configuration, in the order run: the matrix grouped
+/// by everything but the evictor, the evictors of a group alternating.
+fn run_matrix(
+    ds: &Dataset,
+    settings: &Settings,
+    configs: &[Config],
+    runs_per_config: usize,
+    (probes, seed): (&[u64], u64),
+) -> Result<Vec<Row>> {
     // Group the matrix by everything but the evictor; within a group run
     // the evictors alternately, ABBA.
     let nev = settings.evictors.len().max(1);
     let groups: Vec<&[Config]> = configs.chunks(nev).collect();
-    let total = configs.len() * p.runs;
+    let total = configs.len() * runs_per_config;
     let mut runs = Vec::with_capacity(total);
     let mut done = 0;
     for group in &groups {
-        for (run, i) in harness::alternating(group.len(), p.runs) {
+        for (run, i) in harness::alternating(group.len(), runs_per_config) {
             let c = &group[i];
             done += 1;
             let label = format!(
@@ -344,7 +382,14 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
                 c.partitions,
                 run + 1
             );
-            let row = measure(&ds, settings, c, (&probes, seed), (run, p.runs), &label)?;
+            let row = measure(
+                ds,
+                settings,
+                c,
+                (probes, seed),
+                (run, runs_per_config),
+                &label,
+            )?;
             crate::common::tell(&format!(
                 "{label}: {} probes/s, index pages resident {:.0}, heap {:.0}, index share of evictions {:.2}%, index hit {:.2}%",
                 fmt_rate(row.probes_per_sec),
@@ -356,25 +401,7 @@ pub fn run(settings: &Settings, p: &Params) -> Result<IndexResidencyReport> {
             runs.push(row);
         }
     }
-    let rows: Vec<Row> = configs.iter().map(|c| median_row(&runs, c)).collect();
-    let comparisons = compare(&runs, &rows);
-    let data_check = dataset::check(&ds, settings.engine_options(&first), settings.progress)?;
-    Ok(IndexResidencyReport {
-        scenario: NAME.into(),
-        pool_buffers: settings.pool_buffers,
-        table_rows: p.rows,
-        relations,
-        theta: THETA,
-        warmup_secs: settings.warmup.as_secs_f64(),
-        duration_secs: settings.duration.as_secs_f64(),
-        runs_per_config: p.runs,
-        reused_data: ds.reused,
-        build_secs: ds.build_secs,
-        rows,
-        runs,
-        comparisons,
-        data_check,
-    })
+    Ok(runs)
 }
 
 #[derive(Debug, Default)]
@@ -464,6 +491,22 @@ fn point(db: &Database, reads: &dataset::ReadCounts, sh: &Shared<'_>) -> Point {
     }
 }
 
+/// What one run's window measured, before it is turned into a row.
+struct Measured {
+    window: harness::Sampled<Point, usize>,
+    intervals: Vec<Interval>,
+    latencies: Latencies,
+    nodes_end: Vec<crate::scenarios::tables::NodeFigures>,
+    mrc: Option<Curve>,
+    /// The relation ids of the table and of its indexes (in `INDEXES`
+    /// order).
+    table_rel: u32,
+    index_rels: Vec<u32>,
+    data_errors: u64,
+}
+
+/// One run of configuration `c`: the window, the figures read before the
+/// database closes, the row.
 fn measure(
     ds: &Dataset,
     settings: &Settings,
@@ -482,6 +525,45 @@ fn measure(
         live: settings.measures.report_interval.map(|_| &live),
         ..Shared::default()
     };
+    let (window, intervals, latencies) =
+        window(settings, &db, &reads, c, probes, label, (&sh, &live))?;
+    let nodes_end = crate::scenarios::tables::node_figures(&db, &db.pool_stats());
+    let (table_rel, index_rels) = relation_ids(&db)?;
+    let mrc = close_with_curve(settings, db, trace)?;
+    let data_errors = sh.data_errors.load(Ordering::Relaxed);
+    if let Some(e) = sh
+        .first_error
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+    {
+        eprintln!("{label}: DATA ERROR: {e} ({data_errors} in all)");
+    }
+    let m = Measured {
+        window,
+        intervals,
+        latencies,
+        nodes_end,
+        mrc,
+        table_rel,
+        index_rels,
+        data_errors,
+    };
+    Ok(row_of(c, (run, seed), m))
+}
+
+/// The probing threads through the warm-up and the sampled window (and the
+/// interval reports, if asked): the window's points and samples, the
+/// intervals, the latencies of every thread merged.
+fn window(
+    settings: &Settings,
+    db: &Database,
+    reads: &dataset::ReadCounts,
+    c: &Config,
+    probes: &[u64],
+    label: &str,
+    (sh, live): (&Shared<'_>, &LiveLatency),
+) -> Result<(harness::Sampled<Point, usize>, Vec<Interval>, Latencies)> {
     let every = common::sample_interval(settings.duration);
     let total = settings.warmup + settings.duration;
     let pb = common::progress_bar(
@@ -493,14 +575,14 @@ fn measure(
         0..c.threads,
         &|t, _| {
             crate::common::pin_worker(t);
-            common::traced(&db, t as u32, || worker(&db, probes, t, &sh))
+            common::traced(db, t as u32, || worker(db, probes, t, sh))
         },
         || sh.stop.store(true, Ordering::Relaxed),
         |_| {
             let (window, intervals) = harness::with_intervals(
                 settings.measures.report_interval,
                 (label, "probes"),
-                &live,
+                live,
                 || Tally::of(&db.pool_stats(), sh.probes.load(Ordering::Relaxed)),
                 || {
                     harness::sampled_window(
@@ -513,11 +595,11 @@ fn measure(
                             // The window's first point opens the latency
                             // window, its last closes it.
                             sh.in_window.fetch_xor(true, Ordering::Relaxed);
-                            point(&db, &reads, &sh)
+                            point(db, reads, sh)
                         },
                         |p| match p {
                             Some(p) => dataset::resident_of(&p.resident, &INDEXES),
-                            None => dataset::resident_of(&dataset::residency(&db), &INDEXES),
+                            None => dataset::resident_of(&dataset::residency(db), &INDEXES),
                         },
                     )
                 },
@@ -526,24 +608,16 @@ fn measure(
         },
     );
     pb.finish_and_clear();
-    let (
-        (
-            harness::Sampled {
-                start: p0,
-                end: p1,
-                samples,
-                ..
-            },
-            intervals,
-        ),
-        threads_latencies,
-    ) = measured?;
+    let ((window, intervals), threads_latencies) = measured?;
     let mut latencies = Latencies::new();
     for l in &threads_latencies {
         latencies.merge(l);
     }
-    let nodes_end = crate::scenarios::tables::node_figures(&db, &db.pool_stats());
-    // Relation ids of the table and its indexes.
+    Ok((window, intervals, latencies))
+}
+
+/// The relation ids of the table and of its indexes (in `INDEXES` order).
+fn relation_ids(db: &Database) -> Result<(u32, Vec<u32>)> {
     let table_rel = db.table(TABLE)?.rel.0;
     let index_rels: Vec<u32> = INDEXES
         .iter()
@@ -555,6 +629,16 @@ fn measure(
                 .ok_or_else(|| BenchError::Data(format!("index {n} is missing")))
         })
         .collect::<Result<_>>()?;
+    Ok((table_rel, index_rels))
+}
+
+/// The live miss-ratio curve, the trace noted and the database closed;
+/// with a trace, the exact LRU curve beside the live one.
+fn close_with_curve(
+    settings: &Settings,
+    db: Database,
+    trace: Option<std::path::PathBuf>,
+) -> Result<Option<Curve>> {
     // Read before the trace stops: the curve and the trace cover the same
     // accesses (every worker has exited, so its last sampled batch is in).
     let mrc = common::curve_of(&db);
@@ -562,22 +646,25 @@ fn measure(
     db.close()?;
     // The trace is complete once the pool is closed: the exact LRU curve
     // beside the live one.
-    let mrc = match (mrc, &trace) {
+    Ok(match (mrc, &trace) {
         (Some(c), Some(path)) => {
             let exact = common::exact_lru(path, &c)?;
             Some(c.with_exact(exact))
         }
         (c, _) => c,
-    };
-    let data_errors = sh.data_errors.load(Ordering::Relaxed);
-    if let Some(e) = sh
-        .first_error
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-    {
-        eprintln!("{label}: DATA ERROR: {e} ({data_errors} in all)");
-    }
+    })
+}
+
+/// Run `run` of configuration `c` as a row: the window's figures, each
+/// miss and eviction attributed to the relation it fell on.
+fn row_of(c: &Config, (run, seed): (usize, u64), m: Measured) -> Row {
+    let harness::Sampled {
+        start: p0,
+        end: p1,
+        samples,
+        ..
+    } = m.window;
+    let (table_rel, index_rels) = (m.table_rel, &m.index_rels);
     let secs = (p1.at - p0.at).as_secs_f64();
     let slot = |rel: u32| (rel as usize).min(p1.reads.len() - 1);
     let misses = |rel: u32| p1.reads[slot(rel)].saturating_sub(p0.reads[slot(rel)]);
@@ -615,7 +702,7 @@ fn measure(
         .iter()
         .map(|&r| res(&p1.resident, r) as f64)
         .collect();
-    Ok(Row {
+    Row {
         evictor: c.evictor.name().into(),
         ring: c.ring,
         batch: c.batch.into(),
@@ -649,13 +736,13 @@ fn measure(
         evictions_pool: (p1.evictions - p0.evictions) as f64,
         residency_samples: samples,
         resident_end: p1.resident,
-        nodes_end,
-        latency: latencies.by_kind(),
-        mrc,
-        intervals,
+        nodes_end: m.nodes_end,
+        latency: m.latencies.by_kind(),
+        mrc: m.mrc,
+        intervals: m.intervals,
         seed,
-        data_errors,
-    })
+        data_errors: m.data_errors,
+    }
 }
 
 fn same_config(r: &Row, c: &Config) -> bool {
@@ -827,12 +914,9 @@ impl IndexResidencyReport {
     }
 }
 
-impl Report for IndexResidencyReport {
-    fn scenario(&self) -> &str {
-        &self.scenario
-    }
-
-    fn render(&self) -> String {
+impl IndexResidencyReport {
+    /// Every run, and the medians, one line per configuration.
+    fn run_tables(&self) -> (Table, Table) {
         let mut header = vec!["evictor", "parts", "run", "probes/s"];
         header.extend(INDEXES);
         header.extend([
@@ -874,25 +958,12 @@ impl Report for IndexResidencyReport {
         for r in &self.rows {
             push(&mut med_t, r);
         }
-        let size = |n: &str| {
-            self.relations
-                .iter()
-                .find(|r| r.name == n)
-                .map_or(0, |r| r.pages)
-        };
-        let mut out = format!(
-            "\n{} (pool {} buffers; {} rows; heap {} pages = {:.1} x pool, indexes {} pages = {:.2} x pool), per run:\n{runs_t}\nmedians:\n{med_t}",
-            self.scenario,
-            self.pool_buffers,
-            self.table_rows,
-            size(TABLE),
-            size(TABLE) as f64 / self.pool_buffers as f64,
-            self.index_pages_total(),
-            self.index_pages_total() as f64 / self.pool_buffers as f64,
-        );
-        out += "index pages / heap pages: resident at the end of the window; index evict share: evictions of index pages / all \
-                (per relation: pages read - growth of residency); index hit%: 1 - index pages read / (accesses - probes); \
-                acc/probe: buffer accesses per probe\n";
+        (runs_t, med_t)
+    }
+
+    /// One line per compared pair: clock beside HOT/COOL.
+    fn comparison_lines(&self) -> String {
+        let mut out = String::new();
         for c in &self.comparisons {
             out += &format!(
                 "  partitions {}: index pages resident clock {:.0} ({:.0}-{:.0}) vs HOT/COOL {:.0} ({:.0}-{:.0}): {}; per-run figures {}; \
@@ -922,6 +993,12 @@ impl Report for IndexResidencyReport {
                 },
             );
         }
+        out
+    }
+
+    /// Where the buffers went at the end of each median run, and per NUMA
+    /// node.
+    fn buffers(&self) -> String {
         let labels: Vec<String> = self
             .rows
             .iter()
@@ -932,7 +1009,7 @@ impl Report for IndexResidencyReport {
             .iter()
             .map(|r| r.resident_end.as_slice())
             .collect();
-        out += &format!(
+        let mut out = format!(
             "where the buffers went (pages resident at the end of the median run):\n{}",
             dataset::residency_table(&labels, &ends, self.pool_buffers)
         );
@@ -942,21 +1019,52 @@ impl Report for IndexResidencyReport {
             .map(|(l, r)| (l.clone(), r.nodes_end.clone()))
             .collect();
         out += &crate::scenarios::tables::render_nodes(&nodes);
+        out
+    }
+
+    /// The latency table and the miss-ratio curves, one line per
+    /// configuration.
+    fn latencies_and_curves(&self) -> String {
         let labels: Vec<String> = self.rows.iter().map(Self::label).collect();
-        let lat: Vec<(String, &ByKind)> = labels
-            .iter()
-            .cloned()
-            .zip(self.rows.iter().map(|r| &r.latency))
-            .collect();
-        out += &latency::table(&lat);
-        let curves: Vec<(String, Option<&Curve>)> = labels
+        let measured: Vec<_> = labels
             .iter()
             .zip(&self.rows)
-            .map(|(l, r)| (l.clone(), r.mrc.as_ref()))
+            .map(|(l, r)| (l.clone(), &r.latency, r.mrc.as_ref()))
             .collect();
-        out += &common::curve_table(&curves);
-        out += &self.data_check.describe();
-        out.push('\n');
+        latency::tables_with_curves(&measured)
+    }
+}
+
+impl Report for IndexResidencyReport {
+    fn scenario(&self) -> &str {
+        &self.scenario
+    }
+
+    fn render(&self) -> String {
+        let (runs_t, med_t) = self.run_tables();
+        let size = |n: &str| {
+            self.relations
+                .iter()
+                .find(|r| r.name == n)
+                .map_or(0, |r| r.pages)
+        };
+        let mut out = format!(
+            "\n{} (pool {} buffers; {} rows; heap {} pages = {:.1} x pool, indexes {} pages = {:.2} x pool), per run:\n{runs_t}\nmedians:\n{med_t}",
+            self.scenario,
+            self.pool_buffers,
+            self.table_rows,
+            size(TABLE),
+            size(TABLE) as f64 / self.pool_buffers as f64,
+            self.index_pages_total(),
+            self.index_pages_total() as f64 / self.pool_buffers as f64,
+        );
+        out += "index pages / heap pages: resident at the end of the window; index evict share: evictions of index pages / all \
+                (per relation: pages read - growth of residency); index hit%: 1 - index pages read / (accesses - probes); \
+                acc/probe: buffer accesses per probe\n";
+        out += &self.comparison_lines();
+        out += &self.buffers();
+        out += &self.latencies_and_curves();
+        out += &self.data_check.render();
         out
     }
 

@@ -35,26 +35,27 @@
 //! retries are counted. Latency runs from the first attempt's BEGIN to the
 //! successful COMMIT.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bufmgr::{PoolStats, RelFork, SweepBatch};
 use clap::ValueEnum;
-use engine::{CommitMode, Database, Transaction, Value};
+use engine::{AutovacuumStats, CommitMode, Database, Options, Transaction, Value};
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 use wal::WalStats;
 
+use crate::check::{DataCheck, TableCheck};
 use crate::common::{
     self, BatchField, Config, CpuSample, Defaults, EvictorChoice, Report, Settings, Table,
     fmt_rate, fmt_ratio,
 };
 use crate::error::{BenchError, Result};
 use crate::scenarios::tables::{
-    self, ABALANCE, ACCOUNTS, BBALANCE, BRANCHES, BRANCHES_PK, DataCheck, HDELTA, HISTORY,
-    Residency, TBALANCE, TELLERS, TELLERS_PK, TableCheck,
+    self, ABALANCE, ACCOUNTS, BBALANCE, BRANCHES, BRANCHES_PK, HDELTA, HISTORY, Residency,
+    TBALANCE, TELLERS, TELLERS_PK,
 };
 
 pub const NAME: &str = "oltp";
@@ -248,10 +249,30 @@ pub struct Row {
     /// window's accesses and reads of the partitions on each node.
     #[serde(default)]
     pub nodes: Vec<tables::NodeFigures>,
+    /// Latency per operation kind in the window: `transaction` (one
+    /// pgbench transaction, retries included, as `latency_*_ms`).
+    #[serde(default)]
+    pub latency: ByKind,
+    /// The pool's live miss-ratio curve at the window's end (`--mrc`).
+    #[serde(default)]
+    pub mrc: Option<Curve>,
+    /// One entry per `--report-interval` (warm-up included; throughput in
+    /// transactions).
+    #[serde(default)]
+    pub intervals: Vec<Interval>,
+    /// The seed of client 0's keys (client `t` draws from `seed + t`;
+    /// `--seed`).
+    #[serde(default)]
+    pub seed: u64,
     /// The balance sums at the end: accounts, tellers, branches, history.
     pub sums: [i64; 4],
     pub data_errors: u64,
 }
+
+/// The operation kind of the latency table: one transaction.
+pub const TRANSACTION: &str = "transaction";
+/// Client 0's seed without `--seed` (client `t` uses `SEED + t`).
+pub const SEED: u64 = 0x01f7;
 
 /// A finished `oltp` run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -299,8 +320,8 @@ fn build(db: &Database, s: &Scale, pb: &indicatif::ProgressBar) -> Result<()> {
 /// What one client did.
 #[derive(Debug, Default)]
 struct ClientOut {
-    /// Latencies (ms) of the transactions that committed in the window.
-    latencies: Vec<f64>,
+    /// Latencies of the transactions that committed in the window.
+    latencies: Latencies,
     retries: u64,
     /// Every commit, warm-up included (history rows).
     commits: u64,
@@ -308,7 +329,9 @@ struct ClientOut {
     first_error: Option<String>,
 }
 
-use crate::harness::{self, MEASURE, Phases, STOP};
+use crate::common::Curve;
+use crate::harness::{self, Interval, LiveLatency, MEASURE, Phases, Recorder, STOP, Tally};
+use crate::latency::{self, ByKind, Latencies};
 
 /// Add `delta` to i64 column `col` of the row `key` of `table` (through
 /// the unique index on `column`); returns the new value.
@@ -375,27 +398,39 @@ fn transaction(db: &Database, rng: &mut SmallRng, s: &Scale, out: &mut ClientOut
     Ok(runs - 1)
 }
 
+/// The counters the clients publish: transactions committed in the
+/// window, and in all (the interval reporter's).
+struct Counts<'a> {
+    done: AtomicU64,
+    all: AtomicU64,
+    live: Option<&'a LiveLatency>,
+}
+
 fn client(
     db: &Database,
     seed: u64,
     s: &Scale,
     phase: &AtomicU8,
-    done: &AtomicU64,
+    counts: &Counts<'_>,
 ) -> Result<ClientOut> {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut out = ClientOut::default();
+    let mut lat = Recorder::new(counts.live, TRANSACTION);
     loop {
         let p = phase.load(Ordering::Relaxed);
         if p == STOP {
+            out.latencies = lat.finish();
             return Ok(out);
         }
         let start = Instant::now();
         let tries = transaction(db, &mut rng, s, &mut out)?;
         out.commits += 1;
-        if phase.load(Ordering::Relaxed) == MEASURE && p == MEASURE {
-            out.latencies.push(start.elapsed().as_secs_f64() * 1e3);
+        counts.all.fetch_add(1, Ordering::Relaxed);
+        let in_window = phase.load(Ordering::Relaxed) == MEASURE && p == MEASURE;
+        lat.record_if(TRANSACTION, start, in_window);
+        if in_window {
             out.retries += tries;
-            done.fetch_add(1, Ordering::Relaxed);
+            counts.done.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
@@ -425,13 +460,7 @@ fn check(db: &Database, s: &Scale, commits: u64, check: &mut DataCheck) -> Resul
         let (n, sum) = tables::scan_sum(db, table, Some(col))?;
         sums[i] = sum as i64;
         let violations = db.verify_indexes(table)?;
-        check.add(TableCheck {
-            table: table.into(),
-            rows: n,
-            expected_rows: want,
-            index_violations: violations.len(),
-            first_violation: violations.first().map(|v| v.to_string()),
-        });
+        check.add(TableCheck::new(table, want, n, &violations));
     }
     if sums.iter().any(|&x| x != sums[0]) {
         check.fail(format!(
@@ -442,6 +471,16 @@ fn check(db: &Database, s: &Scale, commits: u64, check: &mut DataCheck) -> Resul
     Ok(sums)
 }
 
+/// What the checks after a window found besides the data check: the
+/// tables' sizes, the autovacuum worker's work, the four balance sums.
+struct AfterWindow {
+    pages: Vec<(String, u32)>,
+    autovacuum: AutovacuumStats,
+    sums: [i64; 4],
+}
+
+/// One configuration on a fresh copy of the cached database: the window,
+/// the checks after it, the row.
 #[allow(clippy::too_many_arguments)]
 fn measure(
     settings: &Settings,
@@ -453,6 +492,39 @@ fn measure(
     label: &str,
     data: &mut DataCheck,
 ) -> Result<Row> {
+    let (db, opts, trace) = open_copy(settings, cached, run_dir, cell, checkpoint)?;
+    let (before, after, outs, intervals) = window(settings, &db, cell, scale, label)?;
+    let stats = after.0.since(&before.0);
+    let commits: u64 = outs.iter().map(|o| o.commits).sum();
+    if let Some(e) = outs.iter().find_map(|o| o.first_error.clone()) {
+        data.fail(format!("{label}: {e}"));
+    }
+    let resident = tables::residency(&db);
+    let nodes = tables::node_figures(&db, &stats);
+    let mrc = common::curve_of(&db);
+    common::note_trace(settings, trace, db.pool())?;
+    let checked = check_after_window(
+        settings, db, opts, run_dir, cell, scale, commits, label, data,
+    )?;
+    crate::dirs::remove_dir(run_dir)?;
+    Ok(Row {
+        mrc,
+        intervals,
+        seed: settings.seed(SEED),
+        ..tally(cell, (&before, &after), &outs, resident, nodes, checked)
+    })
+}
+
+/// A fresh copy of the cached database in `run_dir`, opened with the
+/// cell's options; the options (the checks reopen with them) and the trace
+/// file, if one is recorded.
+fn open_copy(
+    settings: &Settings,
+    cached: &Path,
+    run_dir: &Path,
+    cell: &Cell,
+    checkpoint: Duration,
+) -> Result<(Database, Options, Option<PathBuf>)> {
     crate::dirs::remove_dir(run_dir)?;
     crate::dirs::copy_dir(cached, run_dir, &["LOCK"])?;
     let commit_part = format!("commit-{}", mode_name(cell.commit));
@@ -469,73 +541,94 @@ fn measure(
         .transaction_attempts(ATTEMPTS)
         .trace(trace.clone());
     let db = Database::open(run_dir, opts.clone())?;
+    Ok((db, opts, trace))
+}
+
+/// The clients through the warm-up and the measured window: the snapshots
+/// at the window's ends and what each client did.
+fn window(
+    settings: &Settings,
+    db: &Database,
+    cell: &Cell,
+    scale: &Scale,
+    label: &str,
+) -> Result<(Snap, Snap, Vec<ClientOut>, Vec<Interval>)> {
     let phases = Phases::new();
-    let done = AtomicU64::new(0);
+    let live = LiveLatency::new();
+    let counts = Counts {
+        done: AtomicU64::new(0),
+        all: AtomicU64::new(0),
+        live: settings.measures.report_interval.map(|_| &live),
+    };
+    let seed = settings.seed(SEED);
     let pb = tables::window_bar(
         settings,
         settings.warmup + settings.duration,
         &format!("{NAME} {label}"),
     );
-    let threads = cell.pool.threads;
-    let ((before, after), outs) = harness::run_crew(
-        0..threads,
+    let (((before, after), intervals), outs) = harness::run_crew(
+        0..cell.pool.threads,
         &|t, _| {
             crate::common::pin_worker(t);
             // Trace thread id = client number.
-            common::traced(&db, t as u32, || {
-                client(&db, 0x01f7 + t as u64, scale, phases.flag(), &done)
+            common::traced(db, t as u32, || {
+                client(
+                    db,
+                    seed.wrapping_add(t as u64),
+                    scale,
+                    phases.flag(),
+                    &counts,
+                )
             })
         },
         || phases.set(STOP),
         |crew| {
-            Ok(harness::warm_then_measure(
-                &pb,
-                (settings.warmup, settings.duration),
-                &phases,
-                || crew.alive(),
-                || snap(&db, &done),
+            Ok(harness::with_intervals(
+                settings.measures.report_interval,
+                (&format!("{NAME} {label}"), "tps"),
+                &live,
+                || Tally::of(&db.pool_stats(), counts.all.load(Ordering::Relaxed)),
+                || {
+                    harness::warm_then_measure(
+                        &pb,
+                        (settings.warmup, settings.duration),
+                        &phases,
+                        || crew.alive(),
+                        || snap(db, &counts.done),
+                    )
+                },
             ))
         },
     )?;
     pb.finish_and_clear();
-    let secs = after.3.duration_since(before.3).as_secs_f64();
-    let stats = after.0.since(&before.0);
-    let t = stats.totals();
-    let wal_bytes = after.1.bytes - before.1.bytes;
-    let txns = after.4 - before.4;
-    let mut lat: Vec<f64> = outs
-        .iter()
-        .flat_map(|o| o.latencies.iter().copied())
-        .collect();
-    lat.sort_by(f64::total_cmp);
-    let commits: u64 = outs.iter().map(|o| o.commits).sum();
-    let data_errors: u64 = outs.iter().map(|o| o.data_errors).sum();
-    if let Some(e) = outs.iter().find_map(|o| o.first_error.clone()) {
-        data.fail(format!("{label}: {e}"));
-    }
-    let writes = [
-        t.writes_backend,
-        t.writes_ring,
-        stats.writes_bgwriter,
-        stats.writes_checkpoint,
-        stats.writes_other,
-    ];
-    let all_writes: u64 = writes.iter().sum();
-    let cpu = before.2.zip(after.2).map(|(a, b)| b.cores_since(&a, secs));
-    let resident = tables::residency(&db);
-    let nodes = tables::node_figures(&db, &stats);
-    common::note_trace(settings, trace, db.pool())?;
+    Ok((before, after, outs, intervals))
+}
+
+/// After the window: the tables' sizes, the autovacuum worker's error (a
+/// failure), then the data check on a quiet database (reopened without the
+/// worker if it ran: `verify_indexes` wants no vacuum under it), closed.
+#[allow(clippy::too_many_arguments)]
+fn check_after_window(
+    settings: &Settings,
+    db: Database,
+    opts: Options,
+    run_dir: &Path,
+    cell: &Cell,
+    scale: &Scale,
+    commits: u64,
+    label: &str,
+    data: &mut DataCheck,
+) -> Result<AfterWindow> {
     let pb = tables::window_bar(
         settings,
         Duration::from_secs(1),
         &format!("{NAME}: checking"),
     );
     let pages = relation_pages(&db)?;
-    let av = db.autovacuum_stats();
-    if let Some(e) = &av.last_error {
+    let autovacuum = db.autovacuum_stats();
+    if let Some(e) = &autovacuum.last_error {
         data.fail(format!("{label}: {e}"));
     }
-    // verify_indexes wants a quiet table: no worker vacuuming under it.
     let db = if cell.autovacuum {
         db.close()?;
         Database::open(run_dir, opts.autovacuum(false).trace(None))?
@@ -545,12 +638,52 @@ fn measure(
     let sums = check(&db, scale, commits, data)?;
     pb.finish_and_clear();
     db.close()?;
-    crate::dirs::remove_dir(run_dir)?;
-    Ok(Row {
+    Ok(AfterWindow {
+        pages,
+        autovacuum,
+        sums,
+    })
+}
+
+/// The cell's row from the window's snapshots, the clients' tallies and
+/// the checks (the curve, the interval series and the seed are the
+/// caller's to fill in).
+fn tally(
+    cell: &Cell,
+    (before, after): (&Snap, &Snap),
+    outs: &[ClientOut],
+    resident: Vec<Residency>,
+    nodes: Vec<tables::NodeFigures>,
+    checked: AfterWindow,
+) -> Row {
+    let secs = after.3.duration_since(before.3).as_secs_f64();
+    let stats = after.0.since(&before.0);
+    let t = stats.totals();
+    let wal_bytes = after.1.bytes - before.1.bytes;
+    let txns = after.4 - before.4;
+    let mut latencies = Latencies::new();
+    for o in outs {
+        latencies.merge(&o.latencies);
+    }
+    let txn_latency = latencies
+        .get(TRANSACTION)
+        .map(|l| l.summary())
+        .unwrap_or_default();
+    let data_errors: u64 = outs.iter().map(|o| o.data_errors).sum();
+    let writes = [
+        t.writes_backend,
+        t.writes_ring,
+        stats.writes_bgwriter,
+        stats.writes_checkpoint,
+        stats.writes_other,
+    ];
+    let all_writes: u64 = writes.iter().sum();
+    let cpu = before.2.zip(after.2).map(|(a, b)| b.cores_since(&a, secs));
+    Row {
         evictor: cell.pool.evictor.name().into(),
         batch: cell.pool.batch.into(),
         partitions: cell.pool.partitions,
-        threads,
+        threads: cell.pool.threads,
         huge_pages: cell.pool.huge_pages,
         ring: cell.pool.ring,
         commit: mode_name(cell.commit).into(),
@@ -558,9 +691,9 @@ fn measure(
         window_secs: secs,
         transactions: txns,
         tps: txns as f64 / secs,
-        latency_p50_ms: tables::percentile(&lat, 50.0),
-        latency_p99_ms: tables::percentile(&lat, 99.0),
-        latency_max_ms: lat.last().copied().unwrap_or(0.0),
+        latency_p50_ms: txn_latency.p50_us / 1e3,
+        latency_p99_ms: txn_latency.p99_us / 1e3,
+        latency_max_ms: txn_latency.max_us / 1e3,
         retries: outs.iter().map(|o| o.retries).sum(),
         wal_bytes,
         wal_bytes_per_txn: if txns > 0 {
@@ -591,13 +724,17 @@ fn measure(
         } else {
             0.0
         },
-        pages,
-        autovacuums: av.vacuums,
-        autovacuum_tuples_removed: av.tuples_removed,
+        pages: checked.pages,
+        autovacuums: checked.autovacuum.vacuums,
+        autovacuum_tuples_removed: checked.autovacuum.tuples_removed,
         nodes,
-        sums,
+        latency: latencies.by_kind(),
+        mrc: None,
+        intervals: Vec::new(),
+        seed: 0,
+        sums: checked.sums,
         data_errors,
-    })
+    }
 }
 
 /// The sizes of the updated tables and their indexes, in pages.
@@ -690,7 +827,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<OltpReport> {
         tables::ensure_db(settings, NAME, &key, &stamp, |db, pb| build(db, &scale, pb))?;
     let data_bytes = crate::dirs::dir_bytes(&cached);
     let run_dir = settings.data_dir.join(NAME).join("run");
-    let mut data_check = DataCheck::default();
+    let mut data_check = DataCheck::new();
     let mut rows = Vec::new();
     for (i, cell) in cells.iter().enumerate() {
         let label = format!(
@@ -726,9 +863,6 @@ pub fn run(settings: &Settings, args: &Args) -> Result<OltpReport> {
         rows.push(r);
     }
     compare(&mut rows);
-    if data_check.tables.is_empty() {
-        data_check.ok = data_check.errors.is_empty();
-    }
     Ok(OltpReport {
         scenario: NAME.into(),
         scale,
@@ -744,12 +878,9 @@ pub fn run(settings: &Settings, args: &Args) -> Result<OltpReport> {
     })
 }
 
-impl Report for OltpReport {
-    fn scenario(&self) -> &str {
-        &self.scenario
-    }
-
-    fn render(&self) -> String {
+impl OltpReport {
+    /// One line per configuration.
+    fn rows_table(&self) -> Table {
         let mut t = Table::new(&[
             "evictor",
             "batch",
@@ -808,24 +939,11 @@ impl Report for OltpReport {
                 r.other_cores_used.map_or("?".into(), |c| format!("{c:.2}")),
             ]);
         }
-        let mut out = format!(
-            "\n{NAME}: {} accounts / {} tellers / {} branches ({} MiB on disk), pool {} buffers; \
-             {:.1} s windows, checkpoint every {:.1} s\n",
-            self.scale.accounts,
-            self.scale.tellers,
-            self.scale.branches,
-            self.data_bytes >> 20,
-            self.pool_buffers,
-            self.duration_secs,
-            self.checkpoint_secs
-        );
-        out += &t.to_string();
-        out += "p50/p99: latency from BEGIN to COMMIT (retries included); retries: attempts \
-                rolled back on a write conflict; w backend / bgwriter / ckpt / other: dirty \
-                buffers written in the window by a thread needing a victim, the background \
-                writer, checkpoints, explicit flushes; vs b1: tps over batch 1; autovac: the \
-                engine's autovacuum worker (vacuums it ran); acc/txn: pool accesses per \
-                transaction; X pg: heap+index pages of the table at the end of the window\n";
+        t
+    }
+
+    /// Where the buffers went at the end of each window, and per NUMA node.
+    fn buffers(&self) -> String {
         let res: Vec<(String, Vec<Residency>)> = self
             .rows
             .iter()
@@ -842,24 +960,64 @@ impl Report for OltpReport {
                 )
             })
             .collect();
-        out += &tables::render_residency(self.pool_buffers, &res);
+        let mut out = tables::render_residency(self.pool_buffers, &res);
         let nodes: Vec<(String, Vec<tables::NodeFigures>)> = res
             .iter()
             .zip(&self.rows)
             .map(|((label, _), r)| (label.clone(), r.nodes.clone()))
             .collect();
         out += &tables::render_nodes(&nodes);
+        let measured: Vec<_> = res
+            .iter()
+            .zip(&self.rows)
+            .map(|((label, _), r)| (label.clone(), &r.latency, r.mrc.as_ref()))
+            .collect();
+        out += &latency::tables_with_curves(&measured);
+        out
+    }
+
+    /// The data check's line: on success what every run's check found.
+    fn data_check_line(&self) -> String {
         if self.data_check.ok {
             let sums: Vec<String> = self.rows.iter().map(|r| r.sums[0].to_string()).collect();
-            out += &format!(
+            format!(
                 "data check: ok ({} runs on fresh copies: account, teller, branch and history \
-                 sums equal in each ({}); row counts right; indexes verified clean)\n",
+             sums equal in each ({}); row counts right; indexes verified clean)\n",
                 self.rows.len(),
                 sums.join(", ")
-            );
+            )
         } else {
-            out += &self.data_check.render();
+            self.data_check.render()
         }
+    }
+}
+
+impl Report for OltpReport {
+    fn scenario(&self) -> &str {
+        &self.scenario
+    }
+
+    fn render(&self) -> String {
+        let mut out = format!(
+            "\n{NAME}: {} accounts / {} tellers / {} branches ({} MiB on disk), pool {} buffers; \
+             {:.1} s windows, checkpoint every {:.1} s\n",
+            self.scale.accounts,
+            self.scale.tellers,
+            self.scale.branches,
+            self.data_bytes >> 20,
+            self.pool_buffers,
+            self.duration_secs,
+            self.checkpoint_secs
+        );
+        out += &self.rows_table().to_string();
+        out += "p50/p99: latency from BEGIN to COMMIT (retries included); retries: attempts \
+                rolled back on a write conflict; w backend / bgwriter / ckpt / other: dirty \
+                buffers written in the window by a thread needing a victim, the background \
+                writer, checkpoints, explicit flushes; vs b1: tps over batch 1; autovac: the \
+                engine's autovacuum worker (vacuums it ran); acc/txn: pool accesses per \
+                transaction; X pg: heap+index pages of the table at the end of the window\n";
+        out += &self.buffers();
+        out += &self.data_check_line();
         out
     }
 
@@ -868,6 +1026,6 @@ impl Report for OltpReport {
     }
 
     fn failures(&self) -> Vec<String> {
-        self.data_check.errors.clone()
+        self.data_check.failures()
     }
 }

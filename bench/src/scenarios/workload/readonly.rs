@@ -20,12 +20,13 @@ use bufmgr::{PoolStats, SweepBatch};
 use engine::Database;
 use serde::{Deserialize, Serialize};
 
+use crate::check::DataCheck;
 use crate::common::{
     self, BatchField, Config, CpuSample, Defaults, EvictorChoice, Report, Settings, Table,
     fmt_rate, fmt_ratio,
 };
 use crate::error::Result;
-use crate::scenarios::tables::{self, ACCOUNTS, DataCheck, Residency};
+use crate::scenarios::tables::{self, ACCOUNTS, Residency};
 
 pub const NAME: &str = "readonly";
 /// The default partition counts (`--partitions` replaces them).
@@ -91,9 +92,27 @@ pub struct Row {
     /// window's accesses and reads of the partitions on each node.
     #[serde(default)]
     pub nodes: Vec<tables::NodeFigures>,
+    /// Latency per operation kind in the window: `lookup` (one
+    /// `get_by_key`, checked).
+    #[serde(default)]
+    pub latency: ByKind,
+    /// The pool's live miss-ratio curve at the window's end (`--mrc`).
+    #[serde(default)]
+    pub mrc: Option<Curve>,
+    /// One entry per `--report-interval` (warm-up included; throughput in
+    /// lookups).
+    #[serde(default)]
+    pub intervals: Vec<Interval>,
+    /// The seed of worker 0's keys (worker `t` draws from `seed + t`;
+    /// `--seed`).
+    #[serde(default)]
+    pub seed: u64,
     /// Lookups that found no row or a wrong one.
     pub data_errors: u64,
 }
+
+/// Worker 0's seed without `--seed` (worker `t` uses `SEED + t`).
+pub const SEED: u64 = 0x5e1ec7;
 
 /// A finished `readonly` run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -111,7 +130,9 @@ pub struct ReadonlyReport {
     pub data_check: DataCheck,
 }
 
-use crate::harness::{self, Phases, STOP};
+use crate::common::Curve;
+use crate::harness::{self, Interval, LiveLatency, Phases, STOP, Tally};
+use crate::latency::{self, ByKind, Latencies};
 
 type Snap = (PoolStats, Option<CpuSample>, Instant, u64);
 
@@ -128,6 +149,9 @@ fn measure(
     let db = Database::open(dir, tables::options(settings, c).trace(trace.clone()))?;
     let phases = Phases::new();
     let done = AtomicU64::new(0);
+    let live = LiveLatency::new();
+    let live_on = settings.measures.report_interval.map(|_| &live);
+    let seed = settings.seed(SEED);
     let pb = tables::window_bar(
         settings,
         settings.warmup + settings.duration,
@@ -141,7 +165,7 @@ fn measure(
             done.load(Ordering::Relaxed),
         )
     };
-    let ((before, after), outs) = harness::run_crew(
+    let (((before, after), intervals), outs) = harness::run_crew(
         0..c.threads,
         &|t, _| {
             crate::common::pin_worker(t);
@@ -149,26 +173,39 @@ fn measure(
             common::traced(&db, t as u32, || {
                 tables::account_lookups(
                     &db,
-                    0x5e1ec7 + t as u64,
+                    seed.wrapping_add(t as u64),
                     n,
                     per_txn,
                     Some(0),
                     phases.flag(),
                     &done,
+                    live_on,
                 )
             })
         },
         || phases.set(STOP),
         |crew| {
-            Ok(harness::warm_then_measure(
-                &pb,
-                (settings.warmup, settings.duration),
-                &phases,
-                || crew.alive(),
-                || snap(&db),
+            Ok(harness::with_intervals(
+                settings.measures.report_interval,
+                (&format!("{NAME} {label}"), "lookups"),
+                &live,
+                || Tally::of(&db.pool_stats(), done.load(Ordering::Relaxed)),
+                || {
+                    harness::warm_then_measure(
+                        &pb,
+                        (settings.warmup, settings.duration),
+                        &phases,
+                        || crew.alive(),
+                        || snap(&db),
+                    )
+                },
             ))
         },
     )?;
+    let mut latencies = Latencies::new();
+    for o in &outs {
+        latencies.merge(&o.2);
+    }
     let errors = (
         outs.iter().map(|o| o.0).sum::<u64>(),
         outs.into_iter().find_map(|o| o.1),
@@ -184,6 +221,7 @@ fn measure(
     let cpu = before.1.zip(after.1).map(|(a, b)| b.cores_since(&a, secs));
     let resident = tables::residency(&db);
     let nodes = tables::node_figures(&db, &stats);
+    let mrc = common::curve_of(&db);
     common::note_trace(settings, trace, db.pool())?;
     db.close()?;
     Ok(Row {
@@ -210,6 +248,10 @@ fn measure(
         other_cores_used: cpu.map(|c| c.1),
         resident,
         nodes,
+        latency: latencies.by_kind(),
+        mrc,
+        intervals,
+        seed,
         data_errors: errors.0,
     })
 }
@@ -257,7 +299,7 @@ pub fn run(settings: &Settings, args: &Args) -> Result<ReadonlyReport> {
         |db, pb| tables::load_accounts(db, n, 100_000, pb),
     )?;
     let data_bytes = crate::dirs::dir_bytes(&dir);
-    let mut data_check = DataCheck::default();
+    let mut data_check = DataCheck::new();
     let mut rows = Vec::new();
     for (i, c) in configs.iter().enumerate() {
         let label = format!(
@@ -360,6 +402,17 @@ impl Report for ReadonlyReport {
             .map(|((label, _), r)| (label.clone(), r.nodes.clone()))
             .collect();
         out += &tables::render_nodes(&nodes);
+        let labels: Vec<String> = self
+            .rows
+            .iter()
+            .map(|r| format!("{} p={} t={}", r.evictor, r.partitions, r.threads))
+            .collect();
+        let measured: Vec<_> = labels
+            .iter()
+            .zip(&self.rows)
+            .map(|(l, r)| (l.clone(), &r.latency, r.mrc.as_ref()))
+            .collect();
+        out += &latency::tables_with_curves(&measured);
         out += &self.data_check.render();
         out
     }
@@ -369,6 +422,6 @@ impl Report for ReadonlyReport {
     }
 
     fn failures(&self) -> Vec<String> {
-        self.data_check.errors.clone()
+        self.data_check.failures()
     }
 }

@@ -43,10 +43,11 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use crate::check::DataCheck;
 use crate::common::{
     self, BatchField, Config, Curve, Report, Settings, SvgPlot, Table, fmt_rate, traced,
 };
-use crate::dataset::{self, DataCheck, Dataset, ReadCounts, RelPages, Stamp};
+use crate::dataset::{self, Dataset, ReadCounts, RelPages, Stamp};
 use crate::error::{BenchError, Result};
 use crate::harness::{self, Interval, LiveLatency, Recorder, Tally};
 use crate::latency::{self, ByKind, Latencies};
@@ -670,6 +671,35 @@ fn point(db: &Database, reads: &ReadCounts, sh: &Shared<'_>) -> Point {
 /// The scan thread's id in a `--trace` (the lookup threads are 0, 1, ...).
 pub const SCAN_THREAD_ID: u32 = 1000;
 
+/// The relations the attribution of reads needs (their slots in the read
+/// counts).
+struct Rels {
+    accounts: usize,
+    history: usize,
+    accounts_pk: usize,
+}
+
+/// What the threads did in one window.
+struct Window {
+    sampled: harness::Sampled<Point, usize>,
+    intervals: Vec<Interval>,
+    /// Every thread's, merged.
+    latencies: Latencies,
+    /// The residency at the window's end.
+    resident_end: Vec<RelPages>,
+}
+
+/// What one window measured, before it is turned into a row.
+struct Measured {
+    window: Window,
+    nodes_end: Vec<crate::scenarios::tables::NodeFigures>,
+    mrc: Option<Curve>,
+    scan_used_ring: bool,
+    data_errors: u64,
+}
+
+/// One configuration at one scan speed: the window, the figures read
+/// before the database closes, the row.
 fn measure(
     ds: &Dataset,
     settings: &Settings,
@@ -679,6 +709,66 @@ fn measure(
     p: &Params,
     label: &str,
 ) -> Result<Row> {
+    let part = speed.trace_part();
+    let cell: &[&str] = if p.rates.len() > 1 { &[&part] } else { &[] };
+    let trace = settings.trace_for(c, cell);
+    let (db, reads) = dataset::open_counting(ds, settings.engine_options(c).trace(trace.clone()))?;
+    let rels = relation_slots(&db)?;
+    let live = LiveLatency::new();
+    let sh = Shared {
+        live: settings.measures.report_interval.map(|_| &live),
+        ..Shared::default()
+    };
+    let seed = settings.seed(SEED);
+    let window = window(
+        settings,
+        &db,
+        &reads,
+        c,
+        speed,
+        p,
+        seed,
+        label,
+        (&sh, &live),
+    )?;
+    let nodes_end = crate::scenarios::tables::node_figures(&db, &db.pool_stats());
+    // Read before the trace stops: the curve and a trace cover the same
+    // accesses (every worker has exited, so its last sampled batch is in).
+    let mrc = common::curve_of(&db);
+    common::note_trace(settings, trace, db.pool())?;
+    db.close()?;
+    let data_errors = sh.data_errors.load(Ordering::Relaxed);
+    if let Some(e) = sh.take_error() {
+        eprintln!("{label}: DATA ERROR: {e} ({data_errors} in all)");
+    }
+    let m = Measured {
+        window,
+        nodes_end,
+        mrc,
+        scan_used_ring: sh.scan_used_ring.load(Ordering::Relaxed),
+        data_errors,
+    };
+    Ok(row_of(c, speed, hot_set_pages, seed, &rels, m))
+}
+
+/// The slots of accounts, history and the accounts index in the read
+/// counts.
+fn relation_slots(db: &Database) -> Result<Rels> {
+    let rel_of = |name: &str| db.table(name).map(|t| t.rel.0 as usize);
+    Ok(Rels {
+        accounts: rel_of(ACCOUNTS)?,
+        history: rel_of(HISTORY)?,
+        accounts_pk: db
+            .indexes()
+            .iter()
+            .find(|i| i.name == ACCOUNTS_PK)
+            .map(|i| i.rel.0 as usize)
+            .ok_or_else(|| BenchError::Data(format!("index {ACCOUNTS_PK} is missing")))?,
+    })
+}
+
+/// The scan target of `speed`: pages per second, and pages per lookup.
+fn targets(speed: ScanRate) -> (Option<f64>, Option<f64>) {
     let rate = match speed {
         ScanRate::Fixed(r) => Some(r as f64),
         _ => None,
@@ -687,25 +777,26 @@ fn measure(
         ScanRate::PerLookup(n) => Some(f64::from(n)),
         _ => None,
     };
-    let part = speed.trace_part();
-    let cell: &[&str] = if p.rates.len() > 1 { &[&part] } else { &[] };
-    let trace = settings.trace_for(c, cell);
-    let (db, reads) = dataset::open_counting(ds, settings.engine_options(c).trace(trace.clone()))?;
-    let rel_of = |name: &str| db.table(name).map(|t| t.rel.0 as usize);
-    let accounts_rel = rel_of(ACCOUNTS)?;
-    let history_rel = rel_of(HISTORY)?;
-    let pk_rel = db
-        .indexes()
-        .iter()
-        .find(|i| i.name == ACCOUNTS_PK)
-        .map(|i| i.rel.0 as usize)
-        .ok_or_else(|| BenchError::Data(format!("index {ACCOUNTS_PK} is missing")))?;
-    let live = LiveLatency::new();
-    let sh = Shared {
-        live: settings.measures.report_interval.map(|_| &live),
-        ..Shared::default()
-    };
-    let seed = settings.seed(SEED);
+    (rate, pace)
+}
+
+/// The lookup threads and the scan thread through the warm-up and the
+/// sampled window (and the interval reports, if asked): the window's
+/// points and hot-set samples, the intervals, every thread's latencies
+/// merged, and the residency at the window's end.
+#[allow(clippy::too_many_arguments)]
+fn window(
+    settings: &Settings,
+    db: &Database,
+    reads: &ReadCounts,
+    c: &Config,
+    speed: ScanRate,
+    p: &Params,
+    seed: u64,
+    label: &str,
+    (sh, live): (&Shared<'_>, &LiveLatency),
+) -> Result<Window> {
+    let (rate, pace) = targets(speed);
     let every = crate::common::sample_interval(settings.duration);
     let total = settings.warmup + settings.duration;
     let pb = common::progress_bar(
@@ -717,7 +808,7 @@ fn measure(
     // the window's end residency.
     let last_residency = std::cell::RefCell::new(Vec::new());
     let hot_sample = |with_point: bool| {
-        let res = dataset::residency(&db);
+        let res = dataset::residency(db);
         let hot = dataset::resident_of(&res, &[ACCOUNTS, ACCOUNTS_PK]);
         if with_point {
             *last_residency.borrow_mut() = res;
@@ -729,11 +820,11 @@ fn measure(
     let measured = harness::run_crew(
         threads,
         &|_, lookup: Option<usize>| match lookup {
-            Some(t) => traced(&db, t as u32, || {
-                lookup_worker(&db, p.accounts_rows, t, pace, &sh, seed)
+            Some(t) => traced(db, t as u32, || {
+                lookup_worker(db, p.accounts_rows, t, pace, sh, seed)
             }),
-            None => traced(&db, SCAN_THREAD_ID, || {
-                scan_worker(&db, c.ring, rate, p.history_rows, &sh)
+            None => traced(db, SCAN_THREAD_ID, || {
+                scan_worker(db, c.ring, rate, p.history_rows, sh)
             }),
         },
         || sh.stop.store(true, Ordering::Relaxed),
@@ -741,7 +832,7 @@ fn measure(
             let (window, intervals) = harness::with_intervals(
                 settings.measures.report_interval,
                 (label, "lookups"),
-                &live,
+                live,
                 || Tally::of(&db.pool_stats(), sh.lookups.load(Ordering::Relaxed)),
                 || {
                     harness::sampled_window(
@@ -754,7 +845,7 @@ fn measure(
                             // The window's first point opens the latency
                             // window, its last closes it.
                             sh.in_window.fetch_xor(true, Ordering::Relaxed);
-                            point(&db, &reads, &sh)
+                            point(db, reads, sh)
                         },
                         |p| hot_sample(p.is_some()),
                     )
@@ -765,31 +856,51 @@ fn measure(
     );
     pb.finish_and_clear();
     let ((w, intervals), threads_latencies) = measured?;
-    let (p0, p1, samples, window_start) = (w.start, w.end, w.samples, w.window_from);
     let resident_end = last_residency.take();
-    let nodes_end = crate::scenarios::tables::node_figures(&db, &db.pool_stats());
     let mut latencies = Latencies::new();
     for l in &threads_latencies {
         latencies.merge(l);
     }
-    // Read before the trace stops: the curve and a trace cover the same
-    // accesses (every worker has exited, so its last sampled batch is in).
-    let mrc = common::curve_of(&db);
-    common::note_trace(settings, trace, db.pool())?;
-    db.close()?;
-    let data_errors = sh.data_errors.load(Ordering::Relaxed);
-    if let Some(e) = sh.take_error() {
-        eprintln!("{label}: DATA ERROR: {e} ({data_errors} in all)");
-    }
+    Ok(Window {
+        sampled: w,
+        intervals,
+        latencies,
+        resident_end,
+    })
+}
+
+/// The row of one window: lookups' and scan's accesses told apart, the
+/// reads of each relation, the hot set's residency over the window.
+fn row_of(
+    c: &Config,
+    speed: ScanRate,
+    hot_set_pages: usize,
+    seed: u64,
+    rels: &Rels,
+    m: Measured,
+) -> Row {
+    let (rate, pace) = targets(speed);
+    let Window {
+        sampled,
+        intervals,
+        latencies,
+        resident_end,
+    } = m.window;
+    let (p0, p1, samples, window_start) = (
+        sampled.start,
+        sampled.end,
+        sampled.samples,
+        sampled.window_from,
+    );
     let secs = (p1.at - p0.at).as_secs_f64();
     let d = |v: &[u64], i: usize| v[i].saturating_sub(p0.reads[i]);
     let lookups = p1.lookups - p0.lookups;
     let scan_pages = p1.scan_pages - p0.scan_pages;
     let accesses = p1.accesses - p0.accesses;
     let lookup_accesses = accesses.saturating_sub(scan_pages);
-    let lookup_misses = d(&p1.reads, accounts_rel.min(p1.reads.len() - 1))
-        + d(&p1.reads, pk_rel.min(p1.reads.len() - 1));
-    let scan_misses = d(&p1.reads, history_rel.min(p1.reads.len() - 1));
+    let lookup_misses = d(&p1.reads, rels.accounts.min(p1.reads.len() - 1))
+        + d(&p1.reads, rels.accounts_pk.min(p1.reads.len() - 1));
+    let scan_misses = d(&p1.reads, rels.history.min(p1.reads.len() - 1));
     let window: Vec<usize> = samples
         .iter()
         .filter(|(t, _)| *t + 1e-9 >= window_start.as_secs_f64())
@@ -802,7 +913,7 @@ fn measure(
             1.0 - a as f64 / b as f64
         }
     };
-    Ok(Row {
+    Row {
         evictor: c.evictor.name().into(),
         ring: c.ring,
         batch: c.batch.into(),
@@ -813,7 +924,7 @@ fn measure(
         scan_speed: speed.label(),
         scan_rate_target: rate,
         pages_per_lookup_target: pace,
-        scan_used_ring: sh.scan_used_ring.load(Ordering::Relaxed),
+        scan_used_ring: m.scan_used_ring,
         window_secs: secs,
         lookups,
         lookups_per_sec: lookups as f64 / secs,
@@ -837,13 +948,13 @@ fn measure(
         residency_samples: samples,
         window_start_secs: window_start.as_secs_f64(),
         resident_end,
-        nodes_end,
+        nodes_end: m.nodes_end,
         latency: latencies.by_kind(),
-        mrc,
+        mrc: m.mrc,
         intervals,
         seed,
-        data_errors,
-    })
+        data_errors: m.data_errors,
+    }
 }
 
 fn compare(rows: &[Row]) -> Vec<Comparison> {
@@ -920,12 +1031,9 @@ impl ScanResistanceReport {
     }
 }
 
-impl Report for ScanResistanceReport {
-    fn scenario(&self) -> &str {
-        &self.scenario
-    }
-
-    fn render(&self) -> String {
+impl ScanResistanceReport {
+    /// One line per configuration and scan speed.
+    fn rows_table(&self) -> Table {
         let mut t = Table::new(&[
             "evictor",
             "ring",
@@ -979,21 +1087,12 @@ impl Report for ScanResistanceReport {
                 },
             ]);
         }
-        let mut out = format!(
-            "\n{} (pool {} buffers; hot set {} pages = {:.0}% of the pool; history {} pages = {:.1} x pool):\n{t}",
-            self.scenario,
-            self.pool_buffers,
-            self.hot_set_pages,
-            100.0 * self.hot_set_pages as f64 / self.pool_buffers as f64,
-            self.history_pages,
-            self.history_pages as f64 / self.pool_buffers as f64,
-        );
-        out += "OLTP hit%: lookup threads' hits / accesses (misses = accounts + accounts_pkey pages read; \
-                accesses = all accesses - scan pages); hot min/end/mean: hot-set pages resident in the window; \
-                acc/lookup: buffer accesses per lookup (index height + 1 if the attribution is sound); \
-                lookup p99 us: the 99th percentile of one lookup's time (all lookup threads); \
-                hc/clk misses: HOT/COOL's misses over the clock's, \"noise\" where the two miss ratios \
-                are under 0.05 points or 3 sigma of their counts apart\n";
+        t
+    }
+
+    /// One line per compared pair: clock beside HOT/COOL.
+    fn comparison_lines(&self) -> String {
+        let mut out = String::new();
         for c in &self.comparisons {
             out += &format!(
                 "  ring {:>3}, scan {:>13}: OLTP miss clock {:.3}% vs HOT/COOL {:.3}% ({}); hot set resident {} ({:.1} vs {:.1} scan pages per lookup)\n",
@@ -1013,13 +1112,19 @@ impl Report for ScanResistanceReport {
                 c.scan_pages_per_lookup_hotcool,
             );
         }
+        out
+    }
+
+    /// Per configuration: where the buffers went (and per NUMA node), the
+    /// latency table and the miss-ratio curves.
+    fn per_configuration(&self) -> String {
         let labels: Vec<String> = self.rows.iter().map(Self::label).collect();
         let ends: Vec<&[RelPages]> = self
             .rows
             .iter()
             .map(|r| r.resident_end.as_slice())
             .collect();
-        out += &format!(
+        let mut out = format!(
             "where the buffers went (pages resident at the end of each window):\n{}",
             dataset::residency_table(&labels, &ends, self.pool_buffers)
         );
@@ -1029,20 +1134,41 @@ impl Report for ScanResistanceReport {
             .map(|(l, r)| (l.clone(), r.nodes_end.clone()))
             .collect();
         out += &crate::scenarios::tables::render_nodes(&nodes);
-        let lat: Vec<(String, &ByKind)> = labels
-            .iter()
-            .cloned()
-            .zip(self.rows.iter().map(|r| &r.latency))
-            .collect();
-        out += &latency::table(&lat);
-        let curves: Vec<(String, Option<&Curve>)> = labels
+        let measured: Vec<_> = labels
             .iter()
             .zip(&self.rows)
-            .map(|(l, r)| (l.clone(), r.mrc.as_ref()))
+            .map(|(l, r)| (l.clone(), &r.latency, r.mrc.as_ref()))
             .collect();
-        out += &common::curve_table(&curves);
-        out += &self.data_check.describe();
-        out.push('\n');
+        out += &latency::tables_with_curves(&measured);
+        out
+    }
+}
+
+impl Report for ScanResistanceReport {
+    fn scenario(&self) -> &str {
+        &self.scenario
+    }
+
+    fn render(&self) -> String {
+        let t = self.rows_table();
+        let mut out = format!(
+            "\n{} (pool {} buffers; hot set {} pages = {:.0}% of the pool; history {} pages = {:.1} x pool):\n{t}",
+            self.scenario,
+            self.pool_buffers,
+            self.hot_set_pages,
+            100.0 * self.hot_set_pages as f64 / self.pool_buffers as f64,
+            self.history_pages,
+            self.history_pages as f64 / self.pool_buffers as f64,
+        );
+        out += "OLTP hit%: lookup threads' hits / accesses (misses = accounts + accounts_pkey pages read; \
+                accesses = all accesses - scan pages); hot min/end/mean: hot-set pages resident in the window; \
+                acc/lookup: buffer accesses per lookup (index height + 1 if the attribution is sound); \
+                lookup p99 us: the 99th percentile of one lookup's time (all lookup threads); \
+                hc/clk misses: HOT/COOL's misses over the clock's, \"noise\" where the two miss ratios \
+                are under 0.05 points or 3 sigma of their counts apart\n";
+        out += &self.comparison_lines();
+        out += &self.per_configuration();
+        out += &self.data_check.render();
         out
     }
 

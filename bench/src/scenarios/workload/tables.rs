@@ -18,7 +18,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use engine::{
     Column, ColumnType, Database, Options, Partitions, RelKind, RingChoice, Row, ScanOptions, Value,
@@ -28,9 +28,12 @@ use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use crate::check::TableCheck;
 use crate::common::{Config, Settings, Table, progress_bar};
 use crate::dirs::dir_bytes;
 use crate::error::{BenchError, Result};
+use crate::harness::{LiveLatency, MEASURE, Recorder};
+use crate::latency::Latencies;
 
 /// Filler bytes of accounts, tellers and branches rows (pgbench's are
 /// 84-97 chars; bench/SCENARIOS.md fixes 84).
@@ -155,7 +158,8 @@ pub fn build_options(settings: &Settings) -> Options {
 /// The engine options of one matrix cell: pool size, evictor, batch,
 /// partitions (an exact count), rings and huge pages; everything else the
 /// engine's defaults (balancing on, no floor, background writer and
-/// checkpointer running, synchronous commit, checksums on).
+/// checkpointer running, synchronous commit, checksums on); with `--mrc`,
+/// the pool's miss-ratio curve.
 pub fn options(settings: &Settings, c: &Config) -> Options {
     Options::new()
         .pool_buffers(settings.pool_buffers)
@@ -164,6 +168,12 @@ pub fn options(settings: &Settings, c: &Config) -> Options {
         .partitions(Partitions::Count(c.partitions))
         .rings(c.ring)
         .huge_pages(c.huge_pages)
+        .miss_ratio_curve(
+            settings
+                .measures
+                .mrc
+                .then(|| crate::common::mrc_config(settings.pool_buffers)),
+        )
 }
 
 /// Make sure `<data-dir>/<scenario>/<key>` holds a database built by
@@ -297,85 +307,11 @@ pub fn scan_sum(db: &Database, table: &str, col: Option<usize>) -> Result<(u64, 
     Ok((n, sum))
 }
 
-/// The end-of-run check of one table: rows counted, index violations.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TableCheck {
-    pub table: String,
-    pub rows: u64,
-    pub expected_rows: Option<u64>,
-    pub index_violations: usize,
-    pub first_violation: Option<String>,
-}
-
-impl TableCheck {
-    pub fn error(&self) -> Option<String> {
-        if let Some(e) = self.expected_rows
-            && e != self.rows
-        {
-            return Some(format!(
-                "{} has {} rows, expected {e}",
-                self.table, self.rows
-            ));
-        }
-        self.first_violation.as_ref().map(|v| {
-            format!(
-                "{}: {} index violations, first: {v}",
-                self.table, self.index_violations
-            )
-        })
-    }
-}
-
 /// Count the rows of `table` and verify its indexes against the heap.
 pub fn check_table(db: &Database, table: &str, expected: Option<u64>) -> Result<TableCheck> {
     let rows = scan_count(db, table)?;
     let violations = db.verify_indexes(table)?;
-    Ok(TableCheck {
-        table: table.into(),
-        rows,
-        expected_rows: expected,
-        index_violations: violations.len(),
-        first_violation: violations.first().map(|v| v.to_string()),
-    })
-}
-
-/// The checks of one run: every table checked, and what went wrong.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct DataCheck {
-    pub tables: Vec<TableCheck>,
-    pub ok: bool,
-    pub errors: Vec<String>,
-}
-
-impl DataCheck {
-    pub fn add(&mut self, c: TableCheck) {
-        if let Some(e) = c.error() {
-            self.errors.push(e);
-        }
-        self.tables.push(c);
-        self.ok = self.errors.is_empty();
-    }
-
-    pub fn fail(&mut self, e: String) {
-        self.errors.push(e);
-        self.ok = false;
-    }
-
-    pub fn render(&self) -> String {
-        if self.ok {
-            let t: Vec<String> = self
-                .tables
-                .iter()
-                .map(|c| format!("{} {} rows", c.table, c.rows))
-                .collect();
-            format!(
-                "data check: ok ({}; indexes verified clean)\n",
-                t.join(", ")
-            )
-        } else {
-            format!("data check: FAILED: {}\n", self.errors.join("; "))
-        }
-    }
+    Ok(TableCheck::new(table, expected, rows, &violations))
 }
 
 // ---------------------------------------------------------------------------
@@ -555,7 +491,10 @@ pub use crate::harness::STOP;
 /// key, `per_txn` per (rolled back, read-only) transaction, until `phase`
 /// reads [`STOP`]; `done` counts lookups. A row that is missing, has another
 /// aid, or (with `balance`) another balance is a data error: returns the
-/// count and the first one described.
+/// count and the first one described, and the thread's latencies
+/// ([`LOOKUP`], those that began and ended in the [`MEASURE`] phase; `live`
+/// gets every one, for `--report-interval`).
+#[allow(clippy::too_many_arguments)]
 pub fn account_lookups(
     db: &Database,
     seed: u64,
@@ -564,14 +503,21 @@ pub fn account_lookups(
     balance: Option<i64>,
     phase: &AtomicU8,
     done: &AtomicU64,
-) -> Result<(u64, Option<String>)> {
+    live: Option<&LiveLatency>,
+) -> Result<(u64, Option<String>, Latencies)> {
     let mut rng = SmallRng::seed_from_u64(seed);
+    let mut lat = Recorder::new(live, LOOKUP);
     let (mut errors, mut first) = (0u64, None);
     while phase.load(Ordering::Relaxed) != STOP {
         let txn = db.begin()?;
         for _ in 0..per_txn {
             let aid = rng.random_range(1..=n as i64);
-            match txn.get_by_key(ACCOUNTS, "aid", &Value::I64(aid))? {
+            let p = phase.load(Ordering::Relaxed);
+            let started = Instant::now();
+            let found = txn.get_by_key(ACCOUNTS, "aid", &Value::I64(aid))?;
+            let in_window = p == MEASURE && phase.load(Ordering::Relaxed) == MEASURE;
+            lat.record_if(LOOKUP, started, in_window);
+            match found {
                 Some((_, row))
                     if row[0].as_i64() == Some(aid)
                         && balance.is_none_or(|b| row[ABALANCE].as_i64() == Some(b)) => {}
@@ -584,8 +530,11 @@ pub fn account_lookups(
         txn.rollback()?;
         done.fetch_add(per_txn, Ordering::Relaxed);
     }
-    Ok((errors, first))
+    Ok((errors, first, lat.finish()))
 }
+
+/// The operation kind of [`account_lookups`]' latencies.
+pub const LOOKUP: &str = "lookup";
 
 // ---------------------------------------------------------------------------
 // Matrix defaults and windows

@@ -18,7 +18,7 @@ use super::sqlite_side::{
 };
 use super::{
     Accounts, CompareReport, Counter, DataInfo, Expect, K_INDEX, NAME, Params, Row, TABLE, Tally,
-    Workload, ZIPF_PER_TXN, ZIPF_THREADS, ZipfTruth, ratio,
+    Workload, WorkloadSet, ZIPF_PER_TXN, ZIPF_THREADS, ZipfTruth, ratio,
 };
 use crate::common::{self, CpuSample, Settings};
 use crate::dataset::median;
@@ -611,6 +611,66 @@ struct ZipfOut {
     cache_kib: i64,
 }
 
+/// Both sides probe the same first keys once, checked against the truth
+/// and against each other: the runs, counting them.
+fn zipf_sample_runs(
+    db: &Database,
+    conn: &Connection,
+    truth: &ZipfTruth,
+    probes: &[u64],
+) -> Result<Runs> {
+    let sample = &probes[..2000.min(probes.len())];
+    let e = sample_tally(truth, |stop, t| {
+        engine_zipf_probes(db, sample, ZIPF_PER_TXN, stop, t)
+    })?;
+    let s = sample_tally(truth, |stop, t| {
+        sqlite_zipf_probes(conn, sample, ZIPF_PER_TXN, stop, t)
+    })?;
+    let mut runs = Runs {
+        checked: 2 * sample.len() as u64,
+        ..Runs::default()
+    };
+    if let Some(e) = compare_samples(&e, &s) {
+        runs.error("both", e);
+    }
+    Ok(runs)
+}
+
+/// The measured rounds: each runs the probes on the engine, then on
+/// SQLite, one thread per connection, and prints both rates.
+fn zipf_rounds(
+    settings: &Settings,
+    p: &Params,
+    truth: &ZipfTruth,
+    runs: &mut Runs,
+    db: &Database,
+    conns: &mut [Connection],
+    probes: &[u64],
+) -> Result<()> {
+    for round in 0..p.rounds {
+        let (e, s) = lookup_round(
+            settings,
+            truth,
+            runs,
+            db,
+            conns,
+            probes.len(),
+            |from, stop, tally| engine_zipf_probes(db, &probes[from..], ZIPF_PER_TXN, stop, tally),
+            |c, from, stop, tally| {
+                sqlite_zipf_probes(c, &probes[from..], ZIPF_PER_TXN, stop, tally)
+            },
+        )?;
+        eprintln!(
+            "{NAME} zipf round {}/{}: engine {} probes/s, SQLite {}",
+            round + 1,
+            p.rounds,
+            common::fmt_rate(e),
+            common::fmt_rate(s)
+        );
+    }
+    Ok(())
+}
+
 fn zipf_row(settings: &Settings, p: &Params) -> Result<ZipfOut> {
     let rows = p.zipf_rows;
     let pool = p.zipf_pool_pages;
@@ -657,42 +717,17 @@ fn zipf_row(settings: &Settings, p: &Params) -> Result<ZipfOut> {
     let mut conns = (0..ZIPF_THREADS)
         .map(|_| sqlite_side::open(&spath, cache_kib))
         .collect::<Result<Vec<_>>>()?;
-    let sample = &probes[..2000.min(probes.len())];
-    let e = sample_tally(&truth, |stop, t| {
-        engine_zipf_probes(&db, sample, ZIPF_PER_TXN, stop, t)
-    })?;
-    let s = sample_tally(&truth, |stop, t| {
-        sqlite_zipf_probes(&conns[0], sample, ZIPF_PER_TXN, stop, t)
-    })?;
-    let mut runs = Runs {
-        checked: 2 * sample.len() as u64,
-        ..Runs::default()
-    };
-    if let Some(e) = compare_samples(&e, &s) {
-        runs.error("both", e);
-    }
+    let mut runs = zipf_sample_runs(&db, &conns[0], &truth, &probes)?;
     let threads = ZIPF_THREADS;
-    for round in 0..p.rounds {
-        let (e, s) = lookup_round(
-            settings,
-            &truth,
-            &mut runs,
-            &db,
-            &mut conns[..threads],
-            probes.len(),
-            |from, stop, tally| engine_zipf_probes(&db, &probes[from..], ZIPF_PER_TXN, stop, tally),
-            |c, from, stop, tally| {
-                sqlite_zipf_probes(c, &probes[from..], ZIPF_PER_TXN, stop, tally)
-            },
-        )?;
-        eprintln!(
-            "{NAME} zipf round {}/{}: engine {} probes/s, SQLite {}",
-            round + 1,
-            p.rounds,
-            common::fmt_rate(e),
-            common::fmt_rate(s)
-        );
-    }
+    zipf_rounds(
+        settings,
+        p,
+        &truth,
+        &mut runs,
+        &db,
+        &mut conns[..threads],
+        &probes,
+    )?;
     common::note_trace(settings, trace, db.pool())?;
     db.close()?;
     drop(conns);
@@ -736,169 +771,17 @@ pub fn run(settings: &Settings, p: &Params) -> Result<CompareReport> {
         common::cores()
     );
     let ws = p.workloads;
-    let wants_accounts = [
-        Workload::Lookup1,
-        Workload::Lookup100,
-        Workload::ScanCount,
-        Workload::ScanSum,
-        Workload::ScanCountOwned,
-        Workload::ScanSumOwned,
-        Workload::BulkLoad,
-    ]
-    .iter()
-    .any(|&w| ws.contains(w));
-    let wants_read = [
-        Workload::Lookup1,
-        Workload::Lookup100,
-        Workload::ScanCount,
-        Workload::ScanSum,
-        Workload::ScanCountOwned,
-        Workload::ScanSumOwned,
-    ]
-    .iter()
-    .any(|&w| ws.contains(w));
+    let (wants_accounts, wants_read) = wanted(ws);
     let mut rows = Vec::new();
     let mut accounts_data = None;
     let mut cache_kib = cache_for(n * 130);
     let data = wants_accounts.then(|| Accounts::generate(n));
     let keys = data.as_ref().map(|d| d.keys(KEYS)).unwrap_or_default();
     if let (Some(data), true) = (&data, wants_read) {
-        let mut es = settings.clone();
-        es.pool_buffers = pool;
-        let scale = serde_json::json!({ "format": CACHE_FORMAT, "rows": n });
-        let t = Instant::now();
-        let (edir, ereused) =
-            tables::ensure_db(&es, NAME, &format!("accounts-{n}"), &scale, |db, pb| {
-                db.create_table(TABLE, Accounts::columns())?;
-                db.create_index(K_INDEX, TABLE, "k", false)?;
-                tables::load_rows(db, TABLE, n, pb, data.engine_rows())
-            })?;
-        let esecs = t.elapsed().as_secs_f64();
-        let sdir = settings
-            .data_dir
-            .join(NAME)
-            .join(format!("sqlite-accounts-{n}"));
-        let (spath, sreused, ssecs) = ensure_sqlite(&sdir, "accounts.db", &scale, |path| {
-            let c = sqlite_bulk_load(path, cache_for(n * 130), data)?;
-            c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
-            Ok(())
-        })?;
-        let sbytes = fs::metadata(&spath).map_or(0, |m| m.len());
-        if settings.pool_buffers == 0 {
-            cache_kib = cache_for(sbytes);
-        } else {
-            cache_kib = (pool * bufmgr::PAGE_SIZE / 1024) as i64;
-        }
-        // One trace for every accounts workload (they share this database).
-        let trace = settings.trace_named(&["accounts"]);
-        let db = Database::open(&edir, engine_options(settings, pool).trace(trace.clone()))?;
-        let rels = [db.table(TABLE)?.rel, index_rel(&db, K_INDEX)?];
-        let pages = warm_engine(&db, &rels)?;
-        let engine_pages: u64 = pages.iter().map(|&p| u64::from(p)).sum();
-        println!(
-            "engine: table {} pages + index {} pages = {} MiB in a pool of {} MiB (all read in); \
-             SQLite: file {} MiB, cache {} MiB per connection",
-            pages[0],
-            pages[1],
-            mib(engine_pages as usize),
-            mib(pool),
-            sbytes >> 20,
-            cache_kib >> 10
-        );
-        if engine_pages as usize + 1024 > pool {
-            return Err(BenchError::Config(format!(
-                "{NAME}: the engine's pool ({pool} buffers) does not hold table + index \
-                 ({engine_pages} pages); leave --pool-mib out or raise it"
-            )));
-        }
-        let c = sqlite_side::open(&spath, cache_kib)?;
-        let counted = sqlite_side::warm_accounts(&c)?;
-        if counted != n {
-            return Err(BenchError::Data(format!(
-                "SQLite: accounts has {counted} rows, expected {n}"
-            )));
-        }
-        let mut conns = vec![c];
-        {
-            let mut a = AccountsSide {
-                db: &db,
-                conns: &mut conns,
-                data,
-                keys: &keys,
-                sqlite_path: &spath,
-                cache_kib,
-            };
-            if ws.contains(Workload::Lookup1) {
-                rows.extend(lookup_rows(settings, p, &mut a, Workload::Lookup1, 1)?);
-            }
-            if ws.contains(Workload::Lookup100) {
-                rows.extend(lookup_rows(settings, p, &mut a, Workload::Lookup100, 100)?);
-            }
-            if ws.contains(Workload::ScanCount) {
-                rows.push(scan_row(
-                    p,
-                    &a,
-                    Workload::ScanCount,
-                    "scan count(abalance = -1)",
-                    data.expected_minus_one() as i64,
-                    |db| Ok(engine_scan_count(db)? as i64),
-                    |c| Ok(sqlite_scan_count(c)? as i64),
-                )?);
-            }
-            if ws.contains(Workload::ScanSum) {
-                rows.push(scan_row(
-                    p,
-                    &a,
-                    Workload::ScanSum,
-                    "scan sum(k)",
-                    data.expected_sum_k(),
-                    engine_scan_sum,
-                    sqlite_scan_sum,
-                )?);
-            }
-            if ws.contains(Workload::ScanCountOwned) {
-                rows.push(scan_row(
-                    p,
-                    &a,
-                    Workload::ScanCountOwned,
-                    "scan count(abalance = -1), owned rows",
-                    data.expected_minus_one() as i64,
-                    |db| Ok(engine_scan_count_owned(db)? as i64),
-                    |c| Ok(sqlite_scan_count(c)? as i64),
-                )?);
-            }
-            if ws.contains(Workload::ScanSumOwned) {
-                rows.push(scan_row(
-                    p,
-                    &a,
-                    Workload::ScanSumOwned,
-                    "scan sum(k), owned rows",
-                    data.expected_sum_k(),
-                    engine_scan_sum_owned,
-                    sqlite_scan_sum,
-                )?);
-            }
-        }
-        drop(conns);
-        common::note_trace(settings, trace, db.pool())?;
-        let check = tables::check_table(&db, TABLE, Some(n))?;
-        db.close()?;
-        if let Some(e) = check.error() {
-            rows.iter_mut().for_each(|r| {
-                r.agree = false;
-                r.error.get_or_insert_with(|| e.clone());
-            });
-        }
-        accounts_data = Some(DataInfo {
-            engine_dir: edir.display().to_string(),
-            engine_pages,
-            engine_reused: ereused,
-            engine_build_secs: if ereused { 0.0 } else { esecs },
-            sqlite_file: spath.display().to_string(),
-            sqlite_bytes: sbytes,
-            sqlite_reused: sreused,
-            sqlite_build_secs: ssecs,
-        });
+        let (read_rows, info, kib) = accounts_reads(settings, p, data, &keys, pool)?;
+        rows.extend(read_rows);
+        accounts_data = Some(info);
+        cache_kib = kib;
     }
     if let (Some(data), true) = (&data, ws.contains(Workload::BulkLoad)) {
         rows.push(bulk_load_row(settings, p, data, &keys, pool, cache_kib)?);
@@ -947,4 +830,230 @@ pub fn run(settings: &Settings, p: &Params) -> Result<CompareReport> {
         errors,
         rows,
     })
+}
+
+/// Whether the selected workloads need the accounts data, and whether any
+/// of them reads it (all but bulk-load).
+fn wanted(ws: WorkloadSet) -> (bool, bool) {
+    let wants_accounts = [
+        Workload::Lookup1,
+        Workload::Lookup100,
+        Workload::ScanCount,
+        Workload::ScanSum,
+        Workload::ScanCountOwned,
+        Workload::ScanSumOwned,
+        Workload::BulkLoad,
+    ]
+    .iter()
+    .any(|&w| ws.contains(w));
+    let wants_read = [
+        Workload::Lookup1,
+        Workload::Lookup100,
+        Workload::ScanCount,
+        Workload::ScanSum,
+        Workload::ScanCountOwned,
+        Workload::ScanSumOwned,
+    ]
+    .iter()
+    .any(|&w| ws.contains(w));
+    (wants_accounts, wants_read)
+}
+
+/// The accounts data on both sides, built once per size (or reused): the
+/// engine's directory and SQLite's file.
+struct AccountsData {
+    engine_dir: PathBuf,
+    engine_reused: bool,
+    engine_build_secs: f64,
+    sqlite_path: PathBuf,
+    sqlite_reused: bool,
+    sqlite_build_secs: f64,
+    sqlite_bytes: u64,
+}
+
+/// Build (or reuse) the accounts data of `n` rows on both sides.
+fn ensure_accounts(
+    settings: &Settings,
+    data: &Accounts,
+    n: u64,
+    pool: usize,
+) -> Result<AccountsData> {
+    let mut es = settings.clone();
+    es.pool_buffers = pool;
+    let scale = serde_json::json!({ "format": CACHE_FORMAT, "rows": n });
+    let t = Instant::now();
+    let (edir, ereused) =
+        tables::ensure_db(&es, NAME, &format!("accounts-{n}"), &scale, |db, pb| {
+            db.create_table(TABLE, Accounts::columns())?;
+            db.create_index(K_INDEX, TABLE, "k", false)?;
+            tables::load_rows(db, TABLE, n, pb, data.engine_rows())
+        })?;
+    let esecs = t.elapsed().as_secs_f64();
+    let sdir = settings
+        .data_dir
+        .join(NAME)
+        .join(format!("sqlite-accounts-{n}"));
+    let (spath, sreused, ssecs) = ensure_sqlite(&sdir, "accounts.db", &scale, |path| {
+        let c = sqlite_bulk_load(path, cache_for(n * 130), data)?;
+        c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
+        Ok(())
+    })?;
+    let sbytes = fs::metadata(&spath).map_or(0, |m| m.len());
+    Ok(AccountsData {
+        engine_dir: edir,
+        engine_reused: ereused,
+        engine_build_secs: esecs,
+        sqlite_path: spath,
+        sqlite_reused: sreused,
+        sqlite_build_secs: ssecs,
+        sqlite_bytes: sbytes,
+    })
+}
+
+/// The read workloads on the accounts data: the data built or reused, the
+/// engine's pool and SQLite's cache warmed, every selected read workload
+/// run, the engine's table checked after them. Returns the rows, the
+/// data's sizes and SQLite's cache per connection (KiB).
+fn accounts_reads(
+    settings: &Settings,
+    p: &Params,
+    data: &Accounts,
+    keys: &[i64],
+    pool: usize,
+) -> Result<(Vec<Row>, DataInfo, i64)> {
+    let n = p.rows;
+    let AccountsData {
+        engine_dir: edir,
+        engine_reused: ereused,
+        engine_build_secs: esecs,
+        sqlite_path: spath,
+        sqlite_reused: sreused,
+        sqlite_build_secs: ssecs,
+        sqlite_bytes: sbytes,
+    } = ensure_accounts(settings, data, n, pool)?;
+    let cache_kib = if settings.pool_buffers == 0 {
+        cache_for(sbytes)
+    } else {
+        (pool * bufmgr::PAGE_SIZE / 1024) as i64
+    };
+    // One trace for every accounts workload (they share this database).
+    let trace = settings.trace_named(&["accounts"]);
+    let db = Database::open(&edir, engine_options(settings, pool).trace(trace.clone()))?;
+    let rels = [db.table(TABLE)?.rel, index_rel(&db, K_INDEX)?];
+    let pages = warm_engine(&db, &rels)?;
+    let engine_pages: u64 = pages.iter().map(|&p| u64::from(p)).sum();
+    println!(
+        "engine: table {} pages + index {} pages = {} MiB in a pool of {} MiB (all read in); \
+             SQLite: file {} MiB, cache {} MiB per connection",
+        pages[0],
+        pages[1],
+        mib(engine_pages as usize),
+        mib(pool),
+        sbytes >> 20,
+        cache_kib >> 10
+    );
+    if engine_pages as usize + 1024 > pool {
+        return Err(BenchError::Config(format!(
+            "{NAME}: the engine's pool ({pool} buffers) does not hold table + index \
+                 ({engine_pages} pages); leave --pool-mib out or raise it"
+        )));
+    }
+    let c = sqlite_side::open(&spath, cache_kib)?;
+    let counted = sqlite_side::warm_accounts(&c)?;
+    if counted != n {
+        return Err(BenchError::Data(format!(
+            "SQLite: accounts has {counted} rows, expected {n}"
+        )));
+    }
+    let mut conns = vec![c];
+    let mut rows = {
+        let mut a = AccountsSide {
+            db: &db,
+            conns: &mut conns,
+            data,
+            keys,
+            sqlite_path: &spath,
+            cache_kib,
+        };
+        read_rows(settings, p, &mut a)?
+    };
+    drop(conns);
+    common::note_trace(settings, trace, db.pool())?;
+    let check = tables::check_table(&db, TABLE, Some(n))?;
+    db.close()?;
+    if let Some(e) = check.error() {
+        rows.iter_mut().for_each(|r| {
+            r.agree = false;
+            r.error.get_or_insert_with(|| e.clone());
+        });
+    }
+    let info = DataInfo {
+        engine_dir: edir.display().to_string(),
+        engine_pages,
+        engine_reused: ereused,
+        engine_build_secs: if ereused { 0.0 } else { esecs },
+        sqlite_file: spath.display().to_string(),
+        sqlite_bytes: sbytes,
+        sqlite_reused: sreused,
+        sqlite_build_secs: ssecs,
+    };
+    Ok((rows, info, cache_kib))
+}
+
+/// Every selected read workload on the accounts data, in a fixed order.
+fn read_rows(settings: &Settings, p: &Params, a: &mut AccountsSide<'_>) -> Result<Vec<Row>> {
+    let ws = p.workloads;
+    let data = a.data;
+    let mut rows = Vec::new();
+    if ws.contains(Workload::Lookup1) {
+        rows.extend(lookup_rows(settings, p, a, Workload::Lookup1, 1)?);
+    }
+    if ws.contains(Workload::Lookup100) {
+        rows.extend(lookup_rows(settings, p, a, Workload::Lookup100, 100)?);
+    }
+    if ws.contains(Workload::ScanCount) {
+        rows.push(scan_row(
+            p,
+            a,
+            Workload::ScanCount,
+            "scan count(abalance = -1)",
+            data.expected_minus_one() as i64,
+            |db| Ok(engine_scan_count(db)? as i64),
+            |c| Ok(sqlite_scan_count(c)? as i64),
+        )?);
+    }
+    if ws.contains(Workload::ScanSum) {
+        rows.push(scan_row(
+            p,
+            a,
+            Workload::ScanSum,
+            "scan sum(k)",
+            data.expected_sum_k(),
+            engine_scan_sum,
+            sqlite_scan_sum,
+        )?);
+    }
+    if ws.contains(Workload::ScanCountOwned) {
+        rows.push(scan_row(
+            p,
+            a,
+            Workload::ScanCountOwned,
+            "scan count(abalance = -1), owned rows",
+            data.expected_minus_one() as i64,
+            |db| Ok(engine_scan_count_owned(db)? as i64),
+            |c| Ok(sqlite_scan_count(c)? as i64),
+        )?);
+    }
+    if ws.contains(Workload::ScanSumOwned) {
+        rows.push(scan_row(
+            p,
+            a,
+            Workload::ScanSumOwned,
+            "scan sum(k), owned rows",
+            data.expected_sum_k(),
+            engine_scan_sum_owned,
+            sqlite_scan_sum,
+        )?);
+    }
+    Ok(rows)
 }

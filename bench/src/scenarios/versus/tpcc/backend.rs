@@ -6,6 +6,7 @@
 //! behind `--features sqlite`) implements the same traits, so both run the
 //! same inputs on the same data.
 
+use super::analytic::Analyst;
 use super::checks::{CheckReport, WarehouseState};
 use super::spec::{
     DeliveryInput, Input, NewOrderInput, OrderStatusInput, PaymentInput, Scale, StockLevelInput,
@@ -60,6 +61,15 @@ pub trait Backend: Sync {
 
     /// A terminal whose home warehouse is `home` (1-based).
     fn terminal(&self, scale: &Scale, home: u32) -> Result<Box<dyn Terminal + '_>>;
+
+    /// An analytic client (the CH queries of `analytic`) with a read-only
+    /// view of its own. A database without an analytic side says so.
+    fn analyst(&self) -> Result<Box<dyn Analyst + '_>> {
+        Err(crate::error::BenchError::Config(format!(
+            "{} runs no analytic queries",
+            self.name()
+        )))
+    }
 
     /// The numbers consistency conditions 1 to 4 compare, per warehouse
     /// and district, read in one snapshot.

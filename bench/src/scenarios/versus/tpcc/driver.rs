@@ -7,15 +7,25 @@
 //! each second of the run (for the throughput plot); all are merged when
 //! the threads are joined. The first error stops every terminal and is the
 //! run's result.
+//!
+//! Analytic threads ([`drive_with_analytics`]) run the CH queries of
+//! `analytic` in rotation over the same live tables while the terminals
+//! run, each query in a read-only transaction of its own, until the last
+//! terminal stops (and at least one query each). The terminals' elapsed
+//! time, and so tpmC, ends when the last terminal does, not when the last
+//! analytic query does.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
+
+use super::analytic::{AnalyticResult, Window, analytic_loop};
 use super::backend::{Backend, Outcome};
 use super::spec::{Deck, Input, NuConstants, Scale, SpecRng, TxnKind};
 use crate::error::{BenchError, Result};
-use crate::latency::Latencies;
+use crate::latency::{Latencies, Summary};
 
 /// When the terminals stop.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -45,6 +55,8 @@ pub struct DriveResult {
     pub latencies: Latencies,
     /// Per second of the run: (New-Orders, all transactions) finished.
     pub per_second: Vec<(u64, u64)>,
+    /// The analytic threads' queries (none without analytic threads).
+    pub analytic: AnalyticResult,
 }
 
 impl DriveResult {
@@ -95,6 +107,8 @@ impl DriveResult {
 
 #[derive(Default)]
 struct ThreadOut {
+    /// When the terminal stopped, since the run's start.
+    ended: Duration,
     counts: BTreeMap<TxnKind, KindCounts>,
     latencies: Latencies,
     per_second: Vec<(u64, u64)>,
@@ -109,16 +123,37 @@ pub fn drive(
     limit: Limit,
     seed: u64,
 ) -> Result<DriveResult> {
+    drive_with_analytics(backend, scale, threads, 0, limit, seed)
+}
+
+/// [`drive`] with `analytic_threads` threads running the CH queries
+/// (`backend.analyst()`) beside the terminals, over
+/// [`Window::everything`]; their figures are the result's `analytic`.
+pub fn drive_with_analytics(
+    backend: &dyn Backend,
+    scale: &Scale,
+    threads: usize,
+    analytic_threads: usize,
+    limit: Limit,
+    seed: u64,
+) -> Result<DriveResult> {
     if threads == 0 {
         return Err(BenchError::Config("tpcc needs at least 1 thread".into()));
     }
+    // Every analyst is made before the clock starts, so a backend without
+    // an analytic side fails before any terminal runs.
+    let mut analysts = (0..analytic_threads)
+        .map(|_| backend.analyst())
+        .collect::<Result<Vec<_>>>()?;
     let constants = NuConstants::run(&NuConstants::load(), seed);
     let stop = AtomicBool::new(false);
+    let running = AtomicUsize::new(threads);
+    let window = Window::everything();
     let start = Instant::now();
-    let outs: Vec<Result<ThreadOut>> = std::thread::scope(|s| {
+    let (outs, analytic_outs) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let stop = &stop;
+                let (stop, running) = (&stop, &running);
                 s.spawn(move || {
                     let home = (t as u32 % scale.warehouses) + 1;
                     let r = terminal_loop(
@@ -127,30 +162,61 @@ pub fn drive(
                     if r.is_err() {
                         stop.store(true, Ordering::Relaxed);
                     }
+                    running.fetch_sub(1, Ordering::Relaxed);
                     r
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|p| {
-                    stop.store(true, Ordering::Relaxed);
-                    Err(BenchError::Panic(panic_message(&p)))
+        let analytic_handles: Vec<_> = analysts
+            .iter_mut()
+            .enumerate()
+            .map(|(a, analyst)| {
+                let (stop, running, window) = (&stop, &running, &window);
+                s.spawn(move || {
+                    let done =
+                        || stop.load(Ordering::Relaxed) || running.load(Ordering::Relaxed) == 0;
+                    let r = analytic_loop(analyst.as_mut(), a, window, &done);
+                    if r.is_err() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    r.map(|mut out| {
+                        out.elapsed = start.elapsed();
+                        out
+                    })
                 })
             })
-            .collect()
+            .collect();
+        let outs: Vec<Result<ThreadOut>> = handles.into_iter().map(|h| join(h, &stop)).collect();
+        let analytic_outs: Vec<Result<AnalyticResult>> = analytic_handles
+            .into_iter()
+            .map(|h| join(h, &stop))
+            .collect();
+        (outs, analytic_outs)
     });
-    let elapsed = start.elapsed();
     let mut result = DriveResult {
         threads,
-        elapsed,
         ..DriveResult::default()
     };
     for out in outs {
-        result.merge(out?);
+        let out = out?;
+        result.elapsed = result.elapsed.max(out.ended);
+        result.merge(out);
+    }
+    result.analytic.threads = analytic_threads;
+    for out in analytic_outs {
+        let out = out?;
+        result.analytic.elapsed = result.analytic.elapsed.max(out.elapsed);
+        result.analytic.merge(out);
     }
     Ok(result)
+}
+
+/// A thread's result; a panic stops the others and is the run's error.
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, Result<T>>, stop: &AtomicBool) -> Result<T> {
+    h.join().unwrap_or_else(|p| {
+        stop.store(true, Ordering::Relaxed);
+        Err(BenchError::Panic(panic_message(&p)))
+    })
 }
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
@@ -207,5 +273,16 @@ fn terminal_loop(
         out.per_second[second].1 += 1;
         n += 1;
     }
+    out.ended = start.elapsed();
     Ok(out)
+}
+
+/// One transaction type in one cell.
+#[derive(Clone, Debug, Serialize)]
+pub struct KindRow {
+    pub kind: &'static str,
+    pub done: u64,
+    pub rolled_back: u64,
+    pub retries: u64,
+    pub latency: Summary,
 }

@@ -14,16 +14,19 @@
 //! id), which `Database::transaction` can only do with an error. Reruns are
 //! counted per terminal.
 
+use std::fmt;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use engine::{Database, KeyRange, OwnedRow, RowId, TableOptions, Transaction, Value};
 use rand::RngExt;
 
+use super::analytic::{Analyst, EngineAnalyst};
 use super::backend::{Backend, Outcome, Terminal};
 use super::checks::{DistrictState, WarehouseState};
 use super::schema::{
-    self, CUSTOMER, CUSTOMER_BY_NAME, DISTRICT, HISTORY, ITEM, NEW_ORDER, ORDER_LINE, ORDERS,
-    ORDERS_BY_CUSTOMER, STOCK, WAREHOUSE,
+    self, CUSTOMER, CUSTOMER_BY_NAME, DISTRICT, HISTORY, ITEM, NEW_ORDER, ORDER_LINE,
+    ORDER_LINE_PKEY, ORDERS, ORDERS_BY_CUSTOMER, ORDERS_PKEY, STOCK, WAREHOUSE,
 };
 use super::spec::{
     CustomerSelector, DeliveryInput, NewOrderInput, OrderStatusInput, PaymentInput, Scale,
@@ -36,8 +39,6 @@ use crate::error::{BenchError, Result};
 pub const TERMINAL_ATTEMPTS: u32 = 1_000;
 
 const NEW_ORDER_PKEY: &str = "new_order_pkey";
-const ORDERS_PKEY: &str = "orders_pkey";
-const ORDER_LINE_PKEY: &str = "order_line_pkey";
 
 /// A deliberate fault for tests of the checks.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -48,16 +49,39 @@ pub enum DeliveryFault {
     SkipOldestIn(u32),
 }
 
+/// Told `(warehouse, district, order id)` of each New-Order after its
+/// commit returned: the crash check's child prints these, and the parent
+/// checks that every acknowledged order survived recovery.
+#[derive(Clone)]
+pub struct NewOrderAck(pub Arc<dyn Fn(u32, u32, i64) + Send + Sync>);
+
+impl fmt::Debug for NewOrderAck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("NewOrderAck")
+    }
+}
+
 /// The engine holding the TPC-C tables.
 #[derive(Debug)]
 pub struct EngineBackend {
     db: Database,
     fault: Option<DeliveryFault>,
+    ack: Option<NewOrderAck>,
 }
 
 impl EngineBackend {
     pub fn new(db: Database) -> EngineBackend {
-        EngineBackend { db, fault: None }
+        EngineBackend {
+            db,
+            fault: None,
+            ack: None,
+        }
+    }
+
+    /// This backend telling `ack` of every committed New-Order.
+    pub fn with_new_order_ack(mut self, ack: NewOrderAck) -> EngineBackend {
+        self.ack = Some(ack);
+        self
     }
 
     /// This backend with a broken Delivery (for the checks' tests).
@@ -120,9 +144,14 @@ impl Backend for EngineBackend {
             db: &self.db,
             scale: *scale,
             fault: self.fault,
+            ack: self.ack.clone(),
             retries: 0,
             rng: rand::make_rng(),
         }))
+    }
+
+    fn analyst(&self) -> Result<Box<dyn Analyst + '_>> {
+        Ok(Box::new(EngineAnalyst::new(&self.db)))
     }
 
     fn consistency_state(&self, scale: &Scale) -> Result<Vec<WarehouseState>> {
@@ -183,6 +212,7 @@ struct EngineTerminal<'a> {
     db: &'a Database,
     scale: Scale,
     fault: Option<DeliveryFault>,
+    ack: Option<NewOrderAck>,
     retries: u64,
     rng: rand::rngs::SmallRng,
 }
@@ -287,7 +317,7 @@ impl Terminal for EngineTerminal<'_> {
     fn new_order(&mut self, input: &NewOrderInput) -> Result<Outcome> {
         let now = now_micros();
         let all_local = i64::from(input.all_local());
-        let (_, outcome) = self.run(false, |txn, scale| {
+        let (o, outcome) = self.run(false, |txn, scale| {
             let (w, d, c) = (
                 i64::from(input.warehouse),
                 i64::from(input.district),
@@ -331,7 +361,7 @@ impl Terminal for EngineTerminal<'_> {
                     // The unused item id: the whole order rolls back
                     // (clause 2.4.2.3).
                     if line.item == scale.unused_item() {
-                        return Ok(Finish::Rollback(()));
+                        return Ok(Finish::Rollback(o));
                     }
                     return Err(missing(format!("item {i}")));
                 };
@@ -383,8 +413,11 @@ impl Terminal for EngineTerminal<'_> {
             // The total the terminal would display (clause 2.4.2.2).
             let shown = total as f64 * (1.0 - discount) * (1.0 + w_tax + d_tax);
             std::hint::black_box(shown);
-            Ok(Finish::Commit(()))
+            Ok(Finish::Commit(o))
         })?;
+        if let (Some(ack), Outcome::Committed) = (&self.ack, outcome) {
+            (ack.0)(input.warehouse, input.district, o);
+        }
         Ok(outcome)
     }
 

@@ -60,6 +60,11 @@ fn cols(names: &[&str], ty: ColumnType) -> Vec<Column> {
     names.iter().map(|n| col(n, ty)).collect()
 }
 
+/// The primary-key indexes the engine names after their tables (the
+/// analytic queries read through them too).
+pub const ORDERS_PKEY: &str = "orders_pkey";
+pub const ORDER_LINE_PKEY: &str = "order_line_pkey";
+
 /// The nine tables.
 pub fn tables() -> Vec<TableDef> {
     use ColumnType::{F64, I64, Text, Timestamp};

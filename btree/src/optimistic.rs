@@ -1,0 +1,318 @@
+//! One step of a read-only descent on an internal page read optimistically
+//! (bufmgr's `BufferPool::read_optimistic`: no pin, no content lock, the
+//! page's bytes copied out one at a time and validated by the buffer's
+//! version afterwards). See "Optimistic descents" in the crate README.
+//!
+//! [`inner_step`] makes the decisions [`TreePage`](crate::page::TreePage)
+//! makes under a shared lock (the header checks of `TreePage::parse`,
+//! `beyond_high_key_at`, `child_for_at`), reading the layout drawn in
+//! `page.rs` through the byte accessors of `OptimisticPage`. Until the read
+//! is validated the bytes may be torn, so every offset and length taken
+//! from the page is checked before use and any inconsistency is `None`
+//! (never a panic, never an error): the caller then reads the page pinned
+//! and under its shared lock, where a page that really breaks the layout is
+//! reported as `Corrupt` by `TreePage::parse`. Nothing read here is acted
+//! on before validation: the step is only a value the caller looks at once
+//! `read_optimistic` has returned it.
+
+use std::cmp::Ordering;
+
+use bufmgr::{BlockNumber, OptimisticPage, PAGE_SIZE};
+use heap::tuple::Tid;
+
+use crate::page::{
+    BTREE_MAGIC, CHILD_SIZE, HAS_HIGH_KEY, HEADER_SIZE, ITEM_FIXED, ITEM_POINTER_SIZE, LEAF,
+    MAX_KEY_SIZE, META_BLOCK, MINUS_INFINITY, NO_RIGHT, ROOT,
+};
+
+/// Flags a tree page may carry (as `page.rs`'s `KNOWN_FLAGS`).
+const KNOWN_FLAGS: u16 = LEAF | ROOT | crate::page::INCOMPLETE_SPLIT | HAS_HIGH_KEY;
+
+/// Where a descent goes from an internal page.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// The position is at or beyond the high key: the right sibling.
+    Right(BlockNumber),
+    /// The child whose range holds the position.
+    Child(BlockNumber),
+}
+
+/// What one internal page says to a descent.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Step {
+    /// The page is flagged `ROOT`.
+    pub root: bool,
+    pub next: Next,
+}
+
+/// The header fields a step needs, checked as `TreePage::parse` checks them.
+struct Header {
+    flags: u16,
+    right: BlockNumber,
+    upper: usize,
+    nitems: usize,
+}
+
+/// The step of a descent for the position (`key`, `tid`) on the internal
+/// page at `level` read through `p`; `None` if what was read is not a
+/// consistent internal page at that level (torn, or really damaged).
+pub(crate) fn inner_step(p: &OptimisticPage<'_>, key: &[u8], tid: Tid, level: u32) -> Option<Step> {
+    let h = header(p, level)?;
+    let root = h.flags & ROOT != 0;
+    let has_high_key = h.flags & HAS_HIGH_KEY != 0;
+    if has_high_key && cmp_item(p, &h, 0, key, tid)?.1 != Ordering::Greater {
+        return Some(Step {
+            root,
+            next: Next::Right(h.right),
+        });
+    }
+    let first = usize::from(has_high_key);
+    let data_len = h.nitems - first;
+    if data_len == 0 {
+        return None;
+    }
+    // Index of the first pivot > position, minus one (`child_for_at`).
+    let (mut lo, mut hi) = (0, data_len);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if cmp_item(p, &h, first + mid, key, tid)?.1 != Ordering::Greater {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    let child = cmp_item(p, &h, first + lo.saturating_sub(1), key, tid)?.0;
+    if child == META_BLOCK {
+        return None;
+    }
+    Some(Step {
+        root,
+        next: Next::Child(child),
+    })
+}
+
+/// The header of an internal page at `level`, checked.
+fn header(p: &OptimisticPage<'_>, level: u32) -> Option<Header> {
+    if p.u16_le(12)? != BTREE_MAGIC {
+        return None;
+    }
+    let flags = p.u16_le(14)?;
+    if flags & !KNOWN_FLAGS != 0 || flags & LEAF != 0 || level == 0 {
+        return None;
+    }
+    if p.u32_le(16)? != level {
+        return None;
+    }
+    let right = p.u32_le(20)?;
+    let lower = usize::from(p.u16_le(24)?);
+    let upper = usize::from(p.u16_le(26)?);
+    if lower < HEADER_SIZE
+        || lower > upper
+        || upper > PAGE_SIZE
+        || !(lower - HEADER_SIZE).is_multiple_of(ITEM_POINTER_SIZE)
+    {
+        return None;
+    }
+    let nitems = (lower - HEADER_SIZE) / ITEM_POINTER_SIZE;
+    let has_high_key = flags & HAS_HIGH_KEY != 0;
+    if (has_high_key && nitems == 0) || has_high_key == (right == NO_RIGHT) {
+        return None;
+    }
+    Some(Header {
+        flags,
+        right,
+        upper,
+        nitems,
+    })
+}
+
+/// Item `i`'s child block and its order against the position (`key`,
+/// `tid`) (`Item::cmp_at`: minus infinity is below everything, else the
+/// stored key bytes, then the TID), with `decode_item`'s checks.
+fn cmp_item(
+    p: &OptimisticPage<'_>,
+    h: &Header,
+    i: usize,
+    key: &[u8],
+    tid: Tid,
+) -> Option<(BlockNumber, Ordering)> {
+    if i >= h.nitems {
+        return None;
+    }
+    let ptr = HEADER_SIZE + i * ITEM_POINTER_SIZE;
+    let off = usize::from(p.u16_le(ptr)?);
+    let len = usize::from(p.u16_le(ptr + 2)?);
+    if off < h.upper || off + len > PAGE_SIZE || len < ITEM_FIXED {
+        return None;
+    }
+    let klen = usize::from(p.u16_le(off)?);
+    let flags = p.u16_le(off + 2)?;
+    if klen > MAX_KEY_SIZE || len != ITEM_FIXED + klen + CHILD_SIZE || flags & !MINUS_INFINITY != 0
+    {
+        return None;
+    }
+    let t = off + 4 + klen;
+    let child = p.u32_le(t + 6)?;
+    if flags & MINUS_INFINITY != 0 {
+        return Some((child, Ordering::Less));
+    }
+    let ord = cmp_key(p, off + 4, klen, key)?;
+    let item_tid = Tid::new(p.u32_le(t)?, p.u16_le(t + 4)?);
+    Some((child, ord.then(item_tid.cmp(&tid))))
+}
+
+/// The stored key of `klen` bytes at `at` against `key`, byte by byte as
+/// `page::cmp_keys` orders them (an 8-byte big-endian compare is the same
+/// order as the bytes'), read in chunks so nothing is allocated.
+fn cmp_key(p: &OptimisticPage<'_>, at: usize, klen: usize, key: &[u8]) -> Option<Ordering> {
+    const CHUNK: usize = 16;
+    let common = klen.min(key.len());
+    let mut done = 0;
+    while done < common {
+        let n = (common - done).min(CHUNK);
+        let mut buf = [0u8; CHUNK];
+        p.read(at + done, &mut buf[..n])?;
+        match buf[..n].cmp(&key[done..done + n]) {
+            Ordering::Equal => done += n,
+            other => return Some(other),
+        }
+    }
+    Some(klen.cmp(&key.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use bufmgr::{BufferPool, FileStorage, PoolConfig, RelId};
+
+    use super::*;
+    use crate::index::{Index, IndexOptions};
+    use crate::key::{Key, KeyType};
+    use crate::page::TreePage;
+
+    /// An index of `n` keys (`key(i)` for i in 0..n, TID (i, 1)) built
+    /// bottom-up in a pool that holds all of it.
+    fn built(key_type: KeyType, n: u32, key: impl Fn(u32) -> Key) -> (tempfile::TempDir, Index) {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let storage = Arc::new(FileStorage::open(dir.path()).expect("storage"));
+        let pool = Arc::new(BufferPool::new(PoolConfig::new(1024), storage).expect("pool"));
+        let index = Index::create(
+            pool,
+            None,
+            IndexOptions {
+                name: "optimistic".into(),
+                rel: RelId(3),
+                key_type,
+                unique: false,
+            },
+        )
+        .expect("create");
+        let stats = index
+            .build_sorted((0..n).map(|i| (key(i), Tid::new(i, 1))))
+            .expect("build");
+        assert!(stats.root_level >= 2, "three levels at least: {stats:?}");
+        (dir, index)
+    }
+
+    /// Every internal page, read optimistically and under its shared lock,
+    /// gives the same step for every probe position (keys present, between,
+    /// below and above, TIDs below and above).
+    fn agree(index: &Index, probes: &[(Vec<u8>, Tid)]) {
+        let rf = index.relfork();
+        let nblocks = index.pool().nblocks(rf).expect("nblocks");
+        let mut internal = 0;
+        let mut compared = 0u64;
+        for block in 1..nblocks {
+            let level = {
+                let page = index.read_shared(block).expect("read");
+                TreePage::parse(&page, index.page_id(block))
+                    .expect("parse")
+                    .level
+            };
+            if level == 0 {
+                continue;
+            }
+            internal += 1;
+            // Touch the page until a pin no longer raises its usage, so the
+            // pool does not decline the optimistic reads.
+            for _ in 0..8 {
+                drop(index.read_shared(block).expect("read"));
+            }
+            for (k, tid) in probes {
+                let pinned = {
+                    let page = index.read_shared(block).expect("read");
+                    let tp = TreePage::parse(&page, index.page_id(block)).expect("parse");
+                    Step {
+                        root: tp.is_root(),
+                        next: if tp.beyond_high_key_at(k, *tid).expect("high key") {
+                            Next::Right(tp.right)
+                        } else {
+                            Next::Child(tp.child_for_at(k, *tid).expect("child"))
+                        },
+                    }
+                };
+                let optimistic = index
+                    .pool()
+                    .read_optimistic(rf, block, |p| inner_step(p, k, *tid, level))
+                    .expect("a quiet resident page is read optimistically");
+                assert_eq!(
+                    optimistic,
+                    Some(pinned),
+                    "block {block}, key {k:?}, {tid:?}"
+                );
+                // The wrong level is refused, not answered.
+                let wrong = index
+                    .pool()
+                    .read_optimistic(rf, block, |p| inner_step(p, k, *tid, level + 1));
+                assert_eq!(wrong, Some(None));
+                compared += 1;
+            }
+        }
+        assert!(internal > 1 && compared > 0);
+    }
+
+    #[test]
+    fn the_optimistic_step_agrees_with_the_locked_page_on_i64_keys() {
+        let (_dir, index) = built(KeyType::I64, 200_000, |i| Key::I64(i64::from(i) * 2));
+        let mut probes = Vec::new();
+        for k in (-4..400_004i64).step_by(997) {
+            for tid in [
+                Tid::new(0, 0),
+                Tid::new(k.max(0) as u32 / 2, 1),
+                Tid::new(u32::MAX, u16::MAX),
+            ] {
+                probes.push((Key::I64(k).encode(), tid));
+            }
+        }
+        agree(&index, &probes);
+    }
+
+    #[test]
+    fn the_optimistic_step_agrees_with_the_locked_page_on_long_byte_keys() {
+        // Keys of 100 to 300 bytes sharing long prefixes: compares run over
+        // several chunks and stop at every length.
+        let key = |i: u32| {
+            let mut b = vec![b'k'; 100 + (i as usize % 3) * 100];
+            b.extend_from_slice(format!("{i:08}").as_bytes());
+            b
+        };
+        let mut all: Vec<Vec<u8>> = (0..6_000).map(key).collect();
+        all.sort();
+        let (_dir, index) = built(KeyType::Bytes, all.len() as u32, |i| {
+            Key::Bytes(all[i as usize].clone())
+        });
+        let mut probes = Vec::new();
+        for (i, k) in all.iter().enumerate().step_by(37) {
+            let e = Key::Bytes(k.clone()).encode();
+            probes.push((e.clone(), Tid::new(i as u32, 1)));
+            probes.push((e[..e.len() - 1].to_vec(), Tid::new(0, 0)));
+            let mut longer = e.clone();
+            longer.push(0xFF);
+            probes.push((longer, Tid::new(0, 0)));
+        }
+        probes.push((Vec::new(), Tid::new(0, 0)));
+        probes.push((vec![0xFF; 400], Tid::new(0, 0)));
+        agree(&index, &probes);
+    }
+}
