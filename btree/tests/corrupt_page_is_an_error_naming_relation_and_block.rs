@@ -87,6 +87,7 @@ fn verify_reports_a_first_pivot_that_stores_a_key() {
         let mut items = tp.all_items().unwrap();
         let first = tp.data(0).unwrap();
         items[0] = page::encode_item(
+            tp.layout(),
             &Key::I64(-7).encode(),
             Tid::new(1, 1),
             Some(first.child),
@@ -97,6 +98,7 @@ fn verify_reports_a_first_pivot_that_stores_a_key() {
             flags: tp.flags,
             level: tp.level,
             right: tp.right,
+            layout: tp.layout(),
         };
         let mut damaged = root.clone();
         page::build_page(&mut damaged, header, &refs);

@@ -1,7 +1,7 @@
 //! The data directory: its version stamp and its lock.
 //!
 //! ```text
-//!   <dir>/VERSION    "pgbuf-engine data directory\nformat 3\nchecksums on\n"
+//!   <dir>/VERSION    "pgbuf-engine data directory\nformat 2\nchecksums on\n"
 //!   <dir>/LOCK       empty; flock(LOCK_EX | LOCK_NB) held while a Database is open
 //!   <dir>/CLEAN_SHUTDOWN  present from a clean close until the next open succeeded
 //!   <dir>/control    the WAL's control file (last checkpoint), wal crate
@@ -37,11 +37,7 @@ pub const VERSION_MAGIC: &str = "pgbuf-engine data directory";
 /// The on-disk format this engine reads and writes. 2: heap tuple headers
 /// carry command ids (cmin, cmax), 32 bytes instead of 26, and WAL record
 /// headers carry the log's durable LSN at insert (35 bytes instead of 27).
-/// 3: B-tree items have no header (key length and flags; the key's length
-/// comes from the item pointer), 4 bytes less per index entry (B-tree
-/// meta page format 2). An older directory is refused
-/// (`IncompatibleVersion`): its indexes' pages would not decode.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 2;
 /// File names inside the data directory.
 pub const VERSION_FILE: &str = "VERSION";
 pub const LOCK_FILE: &str = "LOCK";

@@ -155,18 +155,6 @@ fn a_directory_of_random_files_is_refused() {
         e.to_string().contains("99") && e.to_string().contains("VERSION"),
         "{e}"
     );
-    // Format 2 (B-tree items with a 4-byte header) is refused too: its
-    // indexes' pages would not decode.
-    std::fs::write(
-        dir.path().join("VERSION"),
-        "pgbuf-engine data directory\nformat 2\nchecksums on\n",
-    )
-    .unwrap();
-    let e = Database::open(dir.path(), small_options()).unwrap_err();
-    assert!(
-        matches!(e, EngineError::IncompatibleVersion { ref found, expected: 3, .. } if found == "2"),
-        "{e}"
-    );
 }
 
 #[test]
