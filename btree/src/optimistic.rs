@@ -23,12 +23,9 @@ use bufmgr::{BlockNumber, OptimisticPage, PAGE_SIZE};
 use heap::tuple::Tid;
 
 use crate::page::{
-    BTREE_MAGIC, CHILD_SIZE, HAS_HIGH_KEY, HEADER_SIZE, ITEM_FIXED, ITEM_POINTER_SIZE, LEAF,
-    MAX_KEY_SIZE, META_BLOCK, MINUS_INFINITY, NO_RIGHT, ROOT,
+    BTREE_MAGIC, CHILD_SIZE, HAS_HIGH_KEY, HEADER_SIZE, ITEM_FIXED, ITEM_POINTER_SIZE, KNOWN_FLAGS,
+    LEAF, Layout, MAX_KEY_SIZE, META_BLOCK, MINUS_INFINITY, NO_RIGHT, ROOT,
 };
-
-/// Flags a tree page may carry (as `page.rs`'s `KNOWN_FLAGS`).
-const KNOWN_FLAGS: u16 = LEAF | ROOT | crate::page::INCOMPLETE_SPLIT | HAS_HIGH_KEY;
 
 /// Where a descent goes from an internal page.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -133,13 +130,14 @@ fn header(p: &OptimisticPage<'_>, level: u32) -> Option<Header> {
 }
 
 /// Items up to this many bytes are copied out whole in one read (an `i64`
-/// key's pivot is 22 bytes); longer ones are read field by field and their
+/// key's pivot is 18 bytes compact, 22 headed); longer ones are read field by field and their
 /// key compared in chunks.
 const SMALL_ITEM: usize = 48;
 
 /// Item `i`'s child block and its order against the position (`key`,
 /// `tid`) (`Item::cmp_at`: minus infinity is below everything, else the
-/// stored key bytes, then the TID), with `decode_item`'s checks.
+/// stored key bytes, then the TID), with `decode_item`'s checks, in the
+/// page's item layout (its `COMPACT` flag).
 fn cmp_item(
     p: &OptimisticPage<'_>,
     h: &Header,
@@ -153,45 +151,74 @@ fn cmp_item(
     let ptr: [u8; ITEM_POINTER_SIZE] = p.array(HEADER_SIZE + i * ITEM_POINTER_SIZE)?;
     let off = usize::from(u16::from_le_bytes([ptr[0], ptr[1]]));
     let len = usize::from(u16::from_le_bytes([ptr[2], ptr[3]]));
-    if off < h.upper || off + len > PAGE_SIZE || len < ITEM_FIXED {
+    let layout = Layout::of_flags(h.flags);
+    let head = layout.header_len();
+    let fixed = head + ITEM_FIXED + CHILD_SIZE;
+    if off < h.upper || off + len > PAGE_SIZE || len < fixed {
         return None;
     }
+    // A compact page's first data item is its minus-infinity pivot.
+    let compact_first = i == usize::from(h.flags & HAS_HIGH_KEY != 0);
     if len <= SMALL_ITEM {
         let mut buf = [0u8; SMALL_ITEM];
         p.read(off, &mut buf[..len])?;
-        return cmp_small_item(&buf[..len], key, tid);
+        return cmp_small_item(&buf[..len], layout, compact_first, key, tid);
     }
-    let klen = usize::from(p.u16_le(off)?);
-    let flags = p.u16_le(off + 2)?;
-    if klen > MAX_KEY_SIZE || len != ITEM_FIXED + klen + CHILD_SIZE || flags & !MINUS_INFINITY != 0
-    {
+    let klen = len - fixed;
+    let minus_infinity = match layout {
+        Layout::Compact => compact_first,
+        Layout::Headed => {
+            let flags = p.u16_le(off + 2)?;
+            if usize::from(p.u16_le(off)?) != klen || flags & !MINUS_INFINITY != 0 {
+                return None;
+            }
+            flags & MINUS_INFINITY != 0
+        }
+    };
+    if klen > MAX_KEY_SIZE {
         return None;
     }
-    let t = off + 4 + klen;
+    let t = off + head + klen;
     let child = p.u32_le(t + 6)?;
-    if flags & MINUS_INFINITY != 0 {
+    if minus_infinity {
         return Some((child, Ordering::Less));
     }
-    let ord = cmp_key(p, off + 4, klen, key)?;
+    let ord = cmp_key(p, off + head, klen, key)?;
     let item_tid = Tid::new(p.u32_le(t)?, p.u16_le(t + 4)?);
     Some((child, ord.then(item_tid.cmp(&tid))))
 }
 
-/// [`cmp_item`] on an item copied out whole (`item` is its `len` bytes).
-fn cmp_small_item(item: &[u8], key: &[u8], tid: Tid) -> Option<(BlockNumber, Ordering)> {
-    let klen = usize::from(u16::from_le_bytes([item[0], item[1]]));
-    let flags = u16::from_le_bytes([item[2], item[3]]);
-    if item.len() != ITEM_FIXED + klen + CHILD_SIZE || flags & !MINUS_INFINITY != 0 {
-        return None;
-    }
-    let t = 4 + klen;
+/// [`cmp_item`] on an item copied out whole (`item` is its `len` bytes,
+/// at least the layout's fixed part: checked by the caller).
+fn cmp_small_item(
+    item: &[u8],
+    layout: Layout,
+    compact_first: bool,
+    key: &[u8],
+    tid: Tid,
+) -> Option<(BlockNumber, Ordering)> {
+    let head = layout.header_len();
+    let klen = item.len().checked_sub(head + ITEM_FIXED + CHILD_SIZE)?;
+    let minus_infinity = match layout {
+        Layout::Compact => compact_first,
+        Layout::Headed => {
+            let flags = u16::from_le_bytes([item[2], item[3]]);
+            if usize::from(u16::from_le_bytes([item[0], item[1]])) != klen
+                || flags & !MINUS_INFINITY != 0
+            {
+                return None;
+            }
+            flags & MINUS_INFINITY != 0
+        }
+    };
+    let t = head + klen;
     let child = u32::from_le_bytes(item[t + 6..t + 10].try_into().ok()?);
-    if flags & MINUS_INFINITY != 0 {
+    if minus_infinity {
         return Some((child, Ordering::Less));
     }
     // An 8-byte key (an `i64`'s order-preserving big-endian encoding)
     // compares as one integer (`page::cmp_keys`).
-    let ord = crate::page::cmp_keys(&item[4..t], key);
+    let ord = crate::page::cmp_keys(&item[head..t], key);
     let block = u32::from_le_bytes(item[t..t + 4].try_into().ok()?);
     let item_tid = Tid::new(block, u16::from_le_bytes([item[t + 4], item[t + 5]]));
     Some((child, ord.then(item_tid.cmp(&tid))))
@@ -227,13 +254,18 @@ mod tests {
     use crate::key::{Key, KeyType};
     use crate::page::TreePage;
 
-    /// An index of `n` keys (`key(i)` for i in 0..n, TID (i, 1)) built
-    /// bottom-up in a pool that holds all of it.
-    fn built(key_type: KeyType, n: u32, key: impl Fn(u32) -> Key) -> (tempfile::TempDir, Index) {
+    /// An index of `n` keys (`key(i)` for i in 0..n, TID (i, 1)) in
+    /// `layout`, built bottom-up in a pool that holds all of it.
+    fn built(
+        key_type: KeyType,
+        layout: Layout,
+        n: u32,
+        key: impl Fn(u32) -> Key,
+    ) -> (tempfile::TempDir, Index) {
         let dir = tempfile::tempdir().expect("temporary directory");
         let storage = Arc::new(FileStorage::open(dir.path()).expect("storage"));
         let pool = Arc::new(BufferPool::new(PoolConfig::new(1024), storage).expect("pool"));
-        let index = Index::create(
+        let index = Index::create_in_layout(
             pool,
             None,
             IndexOptions {
@@ -242,6 +274,7 @@ mod tests {
                 key_type,
                 unique: false,
             },
+            layout,
         )
         .expect("create");
         let stats = index
@@ -309,8 +342,17 @@ mod tests {
     }
 
     #[test]
-    fn the_optimistic_step_agrees_with_the_locked_page_on_i64_keys() {
-        let (_dir, index) = built(KeyType::I64, 200_000, |i| Key::I64(i64::from(i) * 2));
+    fn the_optimistic_step_agrees_with_the_locked_page_on_i64_keys_in_both_layouts() {
+        for layout in [Layout::Compact, Layout::Headed] {
+            i64_keys(layout);
+        }
+    }
+
+    fn i64_keys(layout: Layout) {
+        let (_dir, index) = built(KeyType::I64, layout, 200_000, |i| {
+            Key::I64(i64::from(i) * 2)
+        });
+        assert_eq!(index.layout(), layout);
         let mut probes = Vec::new();
         for k in (-4..400_004i64).step_by(997) {
             for tid in [
@@ -326,6 +368,12 @@ mod tests {
 
     #[test]
     fn the_optimistic_step_agrees_with_the_locked_page_on_short_byte_keys_of_every_length() {
+        for layout in [Layout::Compact, Layout::Headed] {
+            short_byte_keys(layout);
+        }
+    }
+
+    fn short_byte_keys(layout: Layout) {
         // Keys of 1 to 30 bytes (items copied out whole), prefixes of one
         // another included, so the compare stops at every length, 8 too.
         let key = |i: u32| {
@@ -334,7 +382,7 @@ mod tests {
         };
         let mut all: Vec<Vec<u8>> = (0..60_000).map(key).collect();
         all.sort();
-        let (_dir, index) = built(KeyType::Bytes, all.len() as u32, |i| {
+        let (_dir, index) = built(KeyType::Bytes, layout, all.len() as u32, |i| {
             Key::Bytes(all[i as usize].clone())
         });
         let mut probes = Vec::new();
@@ -348,7 +396,13 @@ mod tests {
     }
 
     #[test]
-    fn the_optimistic_step_agrees_with_the_locked_page_on_long_byte_keys() {
+    fn the_optimistic_step_agrees_with_the_locked_page_on_long_byte_keys_in_both_layouts() {
+        for layout in [Layout::Compact, Layout::Headed] {
+            long_byte_keys(layout);
+        }
+    }
+
+    fn long_byte_keys(layout: Layout) {
         // Keys of 100 to 300 bytes sharing long prefixes: compares run over
         // several chunks and stop at every length.
         let key = |i: u32| {
@@ -358,7 +412,7 @@ mod tests {
         };
         let mut all: Vec<Vec<u8>> = (0..6_000).map(key).collect();
         all.sort();
-        let (_dir, index) = built(KeyType::Bytes, all.len() as u32, |i| {
+        let (_dir, index) = built(KeyType::Bytes, layout, all.len() as u32, |i| {
             Key::Bytes(all[i as usize].clone())
         });
         let mut probes = Vec::new();
