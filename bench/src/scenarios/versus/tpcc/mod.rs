@@ -481,6 +481,7 @@ fn measure(
         )?;
     }
     let pool_before = db.pool_stats();
+    let rels_before = db.relation_stats();
     let wal_before = db.wal_stats();
     let reads_before = reads.snapshot();
     let started = Instant::now();
@@ -494,6 +495,7 @@ fn measure(
     )?;
     let secs = started.elapsed().as_secs_f64();
     let stats = db.pool_stats().since(&pool_before);
+    let rels_after = db.relation_stats();
     let t = stats.totals();
     let wal_bytes = db.wal_stats().bytes - wal_before.bytes;
     let reads_after = reads.snapshot();
@@ -508,7 +510,18 @@ fn measure(
         .map(|s| {
             let slot = (s.rel as usize).min(reads_after.len().saturating_sub(1));
             let misses = reads_after[slot].saturating_sub(reads_before[slot]);
+            let counts_of = |v: &[engine::RelationStats]| {
+                v.iter()
+                    .find(|x| x.rel.0 == s.rel)
+                    .map(|x| x.counts.clone())
+                    .unwrap_or_default()
+            };
+            let pool = counts_of(&rels_after).minus(&counts_of(&rels_before));
             RelationRow {
+                accesses: pool.accesses,
+                hits: pool.hits,
+                hit_ratio: pool.hit_ratio(),
+                evictions: pool.evictions,
                 name: s.name.clone(),
                 kind: s.kind.clone(),
                 pages: s.pages as u64,

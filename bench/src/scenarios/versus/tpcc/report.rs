@@ -2,8 +2,9 @@
 //! second, each transaction type's count, rollbacks, conflict retries and
 //! p50 / p95 / p99 / max latency, the analytic queries per hour and each
 //! one's times, the pool's hit ratio and evictions, WAL
-//! bytes per transaction, and per table and index the pool's reads (misses)
-//! per transaction and the pages resident at the end; the table, the JSON
+//! bytes per transaction, and per table and index the pool's hit ratio,
+//! evictions and reads (misses) per transaction and the pages resident at
+//! the end; the table, the JSON
 //! (`bench/doc/json.md`) and a plot of throughput per second.
 
 use std::time::Duration;
@@ -36,6 +37,13 @@ pub struct RelationRow {
     pub pages: u64,
     /// Pages in the pool at the end of the window.
     pub resident: u64,
+    /// The pool's lookups of the relation's pages during the window, the
+    /// hits among them, hits / lookups (1.0 with no lookup), and its valid
+    /// pages evicted (`Database::relation_stats`).
+    pub accesses: u64,
+    pub hits: u64,
+    pub hit_ratio: f64,
+    pub evictions: u64,
     /// Pages read from storage (pool misses) during the window.
     pub reads: u64,
     pub reads_per_txn: f64,
@@ -317,9 +325,17 @@ impl Report for TpccReport {
             }
             out += &t.to_string();
         }
-        out +=
-            "\npool reads (misses) per transaction and pages resident at the end, per relation:\n";
-        let mut t = Table::new(&["config", "relation", "pages", "resident %", "reads/txn"]);
+        out += "\npool hit ratio, evictions and reads (misses) per transaction, and pages \
+                resident at the end, per relation:\n";
+        let mut t = Table::new(&[
+            "config",
+            "relation",
+            "pages",
+            "resident %",
+            "hit %",
+            "evictions",
+            "reads/txn",
+        ]);
         for r in &self.rows {
             for rel in &r.relations {
                 t.push(vec![
@@ -330,6 +346,8 @@ impl Report for TpccReport {
                         "{:.1}",
                         100.0 * rel.resident as f64 / rel.pages.max(1) as f64
                     ),
+                    format!("{:.2}", 100.0 * rel.hit_ratio),
+                    rel.evictions.to_string(),
                     format!("{:.3}", rel.reads_per_txn),
                 ]);
             }
