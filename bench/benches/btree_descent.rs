@@ -8,13 +8,17 @@
 //!   descent_3_levels/2threads-same-MODE      both threads look up the same keys (same pages, same moments)
 //!   descent_3_levels/2threads-disjoint-MODE  each thread its own half of the key space (shared root
 //!                                            and internal pages, leaves of its own)
+//!   descent_3_levels/1thread-headed          1thread-optimistic on the same entries in an index of
+//!                                            the headed item layout (indexes written before the
+//!                                            compact one)
 //! ```
 //!
 //! MODE is `optimistic` (internal pages read with no pin and no lock,
 //! validated by the buffer's version) or `pinned` (a pool opened with
 //! optimistic reads off: every page pinned and locked shared); the two run
 //! one after the other within each shape, so their ratio comes from one
-//! process. Each mode has its own copy of the index, built bottom-up
+//! process. Each mode has its own pool and copy of the index (the
+//! optimistic pool also holds the headed copy), built bottom-up
 //! (`build_sorted`) in a temporary directory, every page resident before
 //! timing; the setup checks that its root is at level 2. `2threads-*` report wall time per lookup of the pair (each
 //! thread does half), the inverse of the aggregate rate, so
@@ -23,6 +27,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use btree::page::Layout;
 use btree::{Index, IndexOptions, Key, KeyType};
 use bufmgr::{BufferPool, FileStorage, PoolConfig, RelId};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -36,7 +41,7 @@ mod common;
 
 /// Entries of the index: three levels at the build's fill factors.
 const ENTRIES: i64 = 1_000_000;
-/// Pool: the whole index (about 2,800 pages) resident with room to spare.
+/// Pool: both indexes (about 1,900 and 3,000 pages) resident with room to spare.
 const POOL_BUFFERS: usize = 8192;
 const REL: RelId = RelId(20);
 /// Length of each thread's key sequence.
@@ -63,21 +68,25 @@ fn lookup(index: &Index, key: i64) {
     assert_eq!(found, 1, "key {key} is in the index once");
 }
 
-/// The index of `ENTRIES` keys, built and made resident in a pool of its
-/// own (optimistic reads on or off) under `dir`.
-fn resident_index(dir: &std::path::Path, optimistic: bool) -> Index {
+/// A pool under `dir` with optimistic reads on or off.
+fn pool(dir: &std::path::Path, optimistic: bool) -> Arc<BufferPool> {
     let storage = Arc::new(FileStorage::open(dir).expect("open storage"));
     let config = PoolConfig::new(POOL_BUFFERS).optimistic_reads(optimistic);
-    let pool = Arc::new(BufferPool::new(config, storage).expect("pool"));
-    let index = Index::create(
-        pool,
+    Arc::new(BufferPool::new(config, storage).expect("pool"))
+}
+
+/// The index of `ENTRIES` keys in `layout`, built and made resident.
+fn built(pool: &Arc<BufferPool>, rel: RelId, layout: Layout) -> Index {
+    let index = Index::create_in_layout(
+        pool.clone(),
         None,
         IndexOptions {
             name: "descent".into(),
-            rel: REL,
+            rel,
             key_type: KeyType::I64,
             unique: true,
         },
+        layout,
     )
     .expect("create the index");
     let stats = index
@@ -103,10 +112,15 @@ fn descent(c: &mut Criterion) {
         tempfile::tempdir().expect("temporary directory"),
         tempfile::tempdir().expect("temporary directory"),
     ];
+    let optimistic = pool(dirs[0].path(), true);
     let indexes = [
-        ("optimistic", resident_index(dirs[0].path(), true)),
-        ("pinned", resident_index(dirs[1].path(), false)),
+        ("optimistic", built(&optimistic, REL, Layout::Compact)),
+        (
+            "pinned",
+            built(&pool(dirs[1].path(), false), REL, Layout::Compact),
+        ),
     ];
+    let headed = built(&optimistic, RelId(REL.0 + 1), Layout::Headed);
     let optimistic_hits = |index: &Index| index.pool().stats().totals().optimistic_hits;
     let same = [keys(0, ENTRIES, 31), keys(0, ENTRIES, 31)];
     let disjoint = [keys(0, ENTRIES / 2, 32), keys(ENTRIES / 2, ENTRIES, 33)];
@@ -146,6 +160,9 @@ fn descent(c: &mut Criterion) {
             }
         }
     }
+    g.bench_function("1thread-headed", |b| {
+        b.iter_custom(|iters| run(&headed, &same, 1, iters))
+    });
     g.finish();
 }
 

@@ -192,6 +192,15 @@ fn bench_tpcc_at_tiny_scale_reports_every_type_with_ring_on_and_off_and_writes_j
         let kinds = row["kinds"].as_array().unwrap();
         assert_eq!(kinds.len(), 5);
         assert!(row["wal_bytes_per_txn"].as_f64().unwrap() > 0.0);
+        // Every committed write flushes the WAL: at least one fdatasync.
+        let fsyncs = row["wal_fsyncs"].as_u64().unwrap();
+        assert!(fsyncs > 0, "{row}");
+        let per_txn = row["wal_fsyncs_per_txn"].as_f64().unwrap();
+        let txns = row["transactions"].as_u64().unwrap();
+        assert!(
+            (per_txn - fsyncs as f64 / txns as f64).abs() < 1e-9,
+            "{row}"
+        );
         assert!(!row["per_second"].as_array().unwrap().is_empty());
         let rels = row["relations"].as_array().unwrap();
         assert!(rels.len() >= 9 + 8);
@@ -810,4 +819,43 @@ fn order_status_returns_the_customer_s_last_order_and_its_lines_as_a_direct_reco
         }
     }
     assert!(with_orders > 0, "no customer had an order: a vacuous check");
+}
+
+#[test]
+fn load_only_builds_the_data_set_reports_its_load_time_and_size_and_runs_no_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = ScenarioKind::Tpcc(tpcc::Args {
+        tiny: true,
+        load_only: true,
+        ..tpcc::Args::default()
+    });
+    let mut settings = tiny_settings(kind, dir.path());
+    settings.json = Some(dir.path().join("load.json"));
+    let report = kind.run(&settings).unwrap();
+    assert!(report.failures().is_empty(), "{:?}", report.failures());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("load.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["load_only"], true);
+    assert_eq!(json["data_reused"], false);
+    assert!(json["load_secs"].as_f64().unwrap() > 0.0, "{json}");
+    let bytes = json["data_bytes"].as_u64().unwrap();
+    assert!(
+        bytes >= json["data_pages"].as_u64().unwrap() * 8192,
+        "{json}"
+    );
+    assert!(
+        json["rows"].as_array().unwrap().is_empty(),
+        "no matrix cell ran"
+    );
+    // No terminal ran on the data: the loaded state, untouched.
+    assert!(!dir.path().join("tpcc").join("run").exists());
+    // A second run reuses the cached set, so it has no load time to report.
+    let report = kind.run(&settings).unwrap();
+    assert!(report.render().contains("reused"), "{}", report.render());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("load.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["data_reused"], true);
+    assert_eq!(json["load_secs"].as_f64().unwrap(), 0.0);
 }
