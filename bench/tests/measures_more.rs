@@ -57,18 +57,23 @@ fn assert_latency(row: &serde_json::Value, kind: &str) {
     assert!(f("p999_us") <= f("max_us"), "{l}");
 }
 
-/// One entry per interval of a window of `window`: as many as it holds
-/// (the last may be short), in time order, each of at most about one
-/// interval; the busy ones with a p99.
-fn assert_intervals(row: &serde_json::Value, window: Duration) {
+/// One entry per interval of a run of at least `at_least` (and at most
+/// `at_most`, when the run's length is known): as many as it holds (the
+/// last may be short), in time order, each of at most about one interval;
+/// the busy ones with a p99. On a loaded machine the reporter may wake late
+/// once (a long interval, one entry fewer), so the bounds allow it.
+fn assert_intervals(row: &serde_json::Value, at_least: Duration, at_most: Option<Duration>) {
     let series = row["intervals"]
         .as_array()
         .unwrap_or_else(|| panic!("{row}"));
     let every = INTERVAL.as_secs_f64();
-    let full = (window.as_secs_f64() / every).floor() as usize;
+    let full = (at_least.as_secs_f64() / every).floor() as usize;
+    let most = at_most.map_or(usize::MAX, |d| {
+        (d.as_secs_f64() / every).floor() as usize + 2
+    });
     assert!(
-        series.len() >= full && series.len() <= full + 2,
-        "{} intervals over {window:?} at {every} s: {row}",
+        series.len() + 1 >= full && series.len() <= most,
+        "{} intervals over {at_least:?}..{at_most:?} at {every} s: {row}",
         series.len()
     );
     let mut last = 0.0;
@@ -76,7 +81,7 @@ fn assert_intervals(row: &serde_json::Value, window: Duration) {
         let t = i["t_secs"].as_f64().unwrap();
         assert!(t > last, "{series:?}");
         last = t;
-        assert!(i["secs"].as_f64().unwrap() <= every * 1.5 + 0.05, "{i}");
+        assert!(i["secs"].as_f64().unwrap() <= every * 2.5, "{i}");
         assert!(i["ops_per_sec"].as_f64().is_some(), "{i}");
         if i["ops"].as_u64().unwrap() > 0 {
             assert!(i["p99_us"].as_f64().unwrap() > 0.0, "{i}");
@@ -104,10 +109,65 @@ fn wal_commit_rows_carry_commit_latencies_one_interval_per_interval_and_the_seed
         assert_latency(row, wal_commit::COMMIT);
         // Every commit was timed, and every one counted in an interval.
         assert_eq!(row["latency"][wal_commit::COMMIT]["count"], r.commits);
-        assert_intervals(row, window);
+        assert_intervals(row, window, Some(window));
         let counted: u64 = r.series.intervals.iter().map(|i| i.ops).sum();
         assert_eq!(counted, r.commits, "{row}");
         assert!(row["intervals"][0]["hit_ratio"].is_null(), "no pool: {row}");
+        assert_eq!(row["seed"], 7);
+    }
+}
+
+#[test]
+fn seqscan_partitions_rows_carry_page_and_scan_latencies_intervals_curve_and_seed() {
+    use bench::scenarios::seqscan_partitions::{self, Args};
+    let dir = tempfile::tempdir().unwrap();
+    let window = Duration::from_millis(600);
+    let settings = Settings {
+        measures: Measures {
+            mrc: true,
+            ..tiny(dir.path(), 0, vec![], window).measures
+        },
+        ..tiny(dir.path(), 512, vec![1], window)
+    };
+    let args = Args {
+        balancing: Some(bench::common::Toggle::On),
+        floor: Some(bench::common::Toggle::Off),
+        table_pct: None,
+    };
+    let report = bench::common::finish(
+        seqscan_partitions::run(&settings, &args).unwrap(),
+        &settings,
+    )
+    .unwrap();
+    assert!(report.data_check.ok, "{:?}", report.data_check);
+    let text = bench::common::Report::render(&report);
+    assert!(text.contains("latency per operation"), "{text}");
+    let v = json(&settings);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    for (row, r) in rows.iter().zip(&report.rows) {
+        assert_latency(row, seqscan_partitions::SCAN_PAGE);
+        assert_latency(row, seqscan_partitions::SCAN);
+        // Pages timed in the window: about the pages the pool served in it
+        // (the window's flag and the pool's counters are read a few pages
+        // apart at each end).
+        let timed = row["latency"][seqscan_partitions::SCAN_PAGE]["count"]
+            .as_u64()
+            .unwrap();
+        assert!(
+            timed.abs_diff(r.pages) <= r.pages / 100 + 8,
+            "{timed} vs {}",
+            r.pages
+        );
+        // A full scan takes at least as long as its slowest page.
+        let scan = &row["latency"][seqscan_partitions::SCAN];
+        let page = &row["latency"][seqscan_partitions::SCAN_PAGE];
+        assert!(scan["max_us"].as_f64() >= page["p50_us"].as_f64(), "{row}");
+        // The series runs from the cold scan through the warm-up and the
+        // window (the warm-up lasts until enough scans were done: no upper
+        // bound).
+        assert_intervals(row, settings.warmup + window, None);
+        assert!(row["mrc"]["points"].as_array().is_some(), "{row}");
         assert_eq!(row["seed"], 7);
     }
 }
