@@ -171,3 +171,68 @@ fn seqscan_partitions_rows_carry_page_and_scan_latencies_intervals_curve_and_see
         assert_eq!(row["seed"], 7);
     }
 }
+
+#[test]
+fn hint_bits_rows_carry_one_scan_latency_per_repetition_and_the_seed_keys_the_index_template() {
+    use bench::scenarios::hint_bits::{self, Params};
+    use heap::HintMode;
+    let dir = tempfile::tempdir().unwrap();
+    let settings = tiny(dir.path(), 256, vec![1], Duration::from_millis(100));
+    let params = Params {
+        rows: 2_000,
+        reps: 2,
+        modes: vec![HintMode::Never, HintMode::PerPage],
+        checksums: vec![false],
+        logged: vec![false],
+        load_batch: 1_000,
+        wal_segment_size: 1 << 20,
+        seed: settings.seed(hint_bits::PERMUTATION_SEED),
+    };
+    assert_eq!(params.seed, 7);
+    let report =
+        bench::common::finish(hint_bits::run(&settings, &params).unwrap(), &settings).unwrap();
+    assert!(
+        bench::common::Report::failures(&report).is_empty(),
+        "{:?}",
+        bench::common::Report::failures(&report)
+    );
+    let text = bench::common::Report::render(&report);
+    assert!(text.contains("latency per operation"), "{text}");
+    let v = json(&settings);
+    let rows: Vec<&serde_json::Value> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(v["index_rows"].as_array().unwrap())
+        .collect();
+    assert_eq!(rows.len(), 4);
+    for row in rows {
+        assert_latency(row, hint_bits::SCAN);
+        assert_eq!(row["latency"][hint_bits::SCAN]["count"], 2, "{row}");
+        // The slowest scan is the row's slowest repetition.
+        let max_ms = row["scan_ms_max"].as_f64().unwrap();
+        let max_us = row["latency"][hint_bits::SCAN]["max_us"].as_f64().unwrap();
+        assert!((max_us / 1e3 - max_ms).abs() <= max_ms * 0.002, "{row}");
+        assert_eq!(row["seed"], 7);
+        assert_eq!(row["intervals"].as_array().map(Vec::len), Some(0));
+    }
+    // The index template was built for seed 7, under a name of its own.
+    let templates: Vec<String> = std::fs::read_dir(dir.path().join("hint-bits"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with("-index"))
+        .collect();
+    assert_eq!(templates.len(), 1, "{templates:?}");
+    assert!(templates[0].contains("-seed-7-"), "{templates:?}");
+}
+
+#[test]
+fn the_seed_fixes_hint_bits_key_permutation() {
+    use bench::scenarios::hint_bits::permutation;
+    let a = permutation(1_000, 7);
+    assert_eq!(a, permutation(1_000, 7));
+    assert_ne!(a, permutation(1_000, 8));
+    let mut sorted = a.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..1_000).collect::<Vec<i64>>());
+}
