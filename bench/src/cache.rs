@@ -50,7 +50,9 @@ pub fn read_stamp(dir: &Path, stamp_file: &str) -> Option<serde_json::Value> {
 }
 
 /// Make sure `spec.dir` holds the data set `spec.key` names: reuse it if
-/// its stamp equals the key; else empty the directory, create a database
+/// its stamp equals the key and this engine reads its data directory
+/// format (the `VERSION` file: a data set built before a format change is
+/// rebuilt, not refused at open); else empty the directory, create a database
 /// there with `spec.options`, run `build` and then `settle` (which sets the
 /// hint bits and checks what was built), checkpoint, close, and write the
 /// stamp last (through a temporary file, so a half-written stamp never
@@ -61,7 +63,8 @@ pub fn ensure(
     settle: impl FnOnce(&Database) -> Result<()>,
 ) -> Result<Cached> {
     let dir = spec.dir;
-    if read_stamp(dir, spec.stamp_file).as_ref() == Some(&spec.key) {
+    let readable = engine::datadir::read_stamp(&dir.join(engine::datadir::VERSION_FILE)).is_ok();
+    if readable && read_stamp(dir, spec.stamp_file).as_ref() == Some(&spec.key) {
         return Ok(Cached {
             dir: dir.to_path_buf(),
             reused: true,
@@ -130,6 +133,30 @@ mod tests {
         assert!(!other.reused && other.replaced);
         assert_eq!(builds.get(), 2);
         assert_eq!(read_stamp(&dir, "STAMP.json"), Some(key(false)));
+    }
+
+    #[test]
+    fn a_data_set_of_an_older_data_directory_format_is_rebuilt() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("set");
+        let builds = Cell::new(0);
+        let build = |_: &Database| {
+            builds.set(builds.get() + 1);
+            Ok(())
+        };
+        let key = serde_json::json!({ "format": 1 });
+        ensure(&spec(&dir, key.clone()), build, |_| Ok(())).unwrap();
+        let version = dir.join(engine::datadir::VERSION_FILE);
+        let text = std::fs::read_to_string(&version).unwrap();
+        let current = format!("format {}", engine::datadir::FORMAT_VERSION);
+        let older = format!("format {}", engine::datadir::FORMAT_VERSION - 1);
+        assert!(text.contains(&current), "{text}");
+        std::fs::write(&version, text.replace(&current, &older)).unwrap();
+        let again = ensure(&spec(&dir, key), build, |_| Ok(())).unwrap();
+        assert!(!again.reused && again.replaced);
+        assert_eq!(builds.get(), 2);
+        let text = std::fs::read_to_string(&version).unwrap();
+        assert!(text.contains(&current), "{text}");
     }
 
     #[test]

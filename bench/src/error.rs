@@ -62,3 +62,12 @@ impl From<rusqlite::Error> for BenchError {
 }
 
 pub type Result<T, E = BenchError> = std::result::Result<T, E>;
+
+/// A conflict inside a bench closure run by the engine's retrying
+/// transaction is retried like the engine's own error; the bench's errors
+/// are not.
+impl engine::RetryableError for BenchError {
+    fn is_retryable(&self) -> bool {
+        matches!(self, BenchError::Engine(e) if e.is_retryable())
+    }
+}

@@ -415,6 +415,26 @@ impl Tally {
     }
 }
 
+/// What every scenario row carries beside its own figures, flattened into
+/// the row's JSON (`#[serde(flatten)]`: the four fields sit in the row
+/// itself, `latency`, `mrc`, `intervals`, `seed`, as they did before they
+/// were gathered here).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RowSeries {
+    /// Latency per operation kind (each scenario's row says which kinds).
+    #[serde(default)]
+    pub latency: crate::latency::ByKind,
+    /// The pool's live miss-ratio curve at the window's end (`--mrc`).
+    #[serde(default)]
+    pub mrc: Option<crate::common::Curve>,
+    /// One entry per `--report-interval`.
+    #[serde(default)]
+    pub intervals: Vec<Interval>,
+    /// The seed the workload was drawn from (`--seed`).
+    #[serde(default)]
+    pub seed: u64,
+}
+
 /// One interval of `--report-interval`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Interval {
@@ -527,6 +547,90 @@ pub fn with_intervals<T>(
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicU64;
+
+    /// A row as the five engine scenarios wrote it before `RowSeries`: the
+    /// four fields inline, between fields of its own.
+    #[derive(Serialize, Deserialize)]
+    struct InlineRow {
+        before: u64,
+        latency: crate::latency::ByKind,
+        mrc: Option<crate::common::Curve>,
+        intervals: Vec<Interval>,
+        seed: u64,
+        after: u64,
+    }
+
+    /// The same row with the four gathered and flattened.
+    #[derive(Serialize, Deserialize)]
+    struct FlatRow {
+        before: u64,
+        #[serde(flatten)]
+        series: RowSeries,
+        after: u64,
+    }
+
+    #[test]
+    fn a_flattened_row_series_writes_and_reads_the_json_of_the_inline_fields() {
+        let summary = crate::latency::Summary {
+            count: 3,
+            p50_us: 1.5,
+            p95_us: 2.0,
+            p99_us: 2.5,
+            p999_us: 3.0,
+            max_us: 4.0,
+        };
+        let series = RowSeries {
+            latency: [("lookup".to_string(), summary)].into_iter().collect(),
+            mrc: Some(crate::common::Curve {
+                pool_pages: 64,
+                points: vec![crate::common::CurvePoint {
+                    multiple: 1.0,
+                    pages: 64,
+                    hit_ratio: 0.5,
+                }],
+                sampled_accesses: 10,
+                sampled_pages: 4,
+                sample_rate: 1.0,
+                pool_hit_ratio: Some(0.4),
+                exact_lru: None,
+                error_points: None,
+            }),
+            intervals: vec![Interval {
+                t_secs: 1.0,
+                secs: 1.0,
+                ops: 7,
+                ops_per_sec: 7.0,
+                hit_ratio: Some(0.9),
+                evictions: 2,
+                evictions_per_sec: 2.0,
+                p99_us: None,
+            }],
+            seed: 42,
+        };
+        let inline = InlineRow {
+            before: 1,
+            latency: series.latency.clone(),
+            mrc: series.mrc.clone(),
+            intervals: series.intervals.clone(),
+            seed: series.seed,
+            after: 2,
+        };
+        let flat = FlatRow {
+            before: 1,
+            series,
+            after: 2,
+        };
+        let inline_json = serde_json::to_string(&inline).unwrap();
+        // The same names, in the same order, with the same values.
+        assert_eq!(serde_json::to_string(&flat).unwrap(), inline_json);
+        assert!(!inline_json.contains("series"), "{inline_json}");
+        // And a file written before reads back into the flattened row.
+        let back: FlatRow = serde_json::from_str(&inline_json).unwrap();
+        assert_eq!(back.series, flat.series);
+        // A row written before the four existed still reads (defaults).
+        let old: FlatRow = serde_json::from_str(r#"{"before":1,"after":2}"#).unwrap();
+        assert_eq!(old.series, RowSeries::default());
+    }
 
     #[test]
     fn alternation_reverses_the_group_on_every_other_run() {

@@ -324,7 +324,7 @@ fn bulkload_rows_carry_the_lookups_latencies_during_the_load() {
     assert_rows(&s, tables::LOOKUP, 7);
     for r in &report.rows {
         // Only lookups made during the load are in the latencies.
-        let counted = r.latency[tables::LOOKUP].count;
+        let counted = r.series.latency[tables::LOOKUP].count;
         assert!(
             counted > 0 && counted <= r.lookups + 2 * 1000,
             "{counted} vs {}",

@@ -5,17 +5,26 @@
 use bench::ScenarioKind;
 use bench::common::{CommonArgs, EvictorChoice};
 use bench::scenarios::tpcc;
-use bench::scenarios::versus::tpcc::backend::{Backend, Outcome};
+use bench::scenarios::versus::tpcc::backend::{
+    Backend, LastOrder, OrderStatusLine, OrderStatusResult, Outcome,
+};
 use bench::scenarios::versus::tpcc::driver::{Limit, drive};
-use bench::scenarios::versus::tpcc::engine_side::{DeliveryFault, EngineBackend};
+use bench::scenarios::versus::tpcc::engine_side::{
+    DeliveryFault, EngineBackend, TERMINAL_ATTEMPTS,
+};
 use bench::scenarios::versus::tpcc::spec::{
-    self, CustomerSelector, DeliveryInput, NewOrderInput, OrderLineInput, PaymentInput, Scale,
-    TxnKind,
+    self, CustomerSelector, DeliveryInput, NewOrderInput, OrderLineInput, OrderStatusInput,
+    PaymentInput, Scale, StockLevelInput, TxnKind,
 };
 use engine::{Database, Options, Value};
 
 fn loaded(scale: &Scale) -> EngineBackend {
-    let db = Database::open_temporary(Options::new().pool_buffers(512)).unwrap();
+    let db = Database::open_temporary(
+        Options::new()
+            .pool_buffers(512)
+            .transaction_attempts(TERMINAL_ATTEMPTS),
+    )
+    .unwrap();
     let backend = EngineBackend::new(db);
     backend.load(scale, &mut |_, _| {}).unwrap();
     backend
@@ -104,7 +113,12 @@ fn a_new_order_naming_the_unused_item_rolls_back_everything_it_did() {
 #[test]
 fn a_delivery_that_skips_a_district_s_oldest_order_fails_condition_3() {
     let scale = Scale::tiny();
-    let db = Database::open_temporary(Options::new().pool_buffers(512)).unwrap();
+    let db = Database::open_temporary(
+        Options::new()
+            .pool_buffers(512)
+            .transaction_attempts(TERMINAL_ATTEMPTS),
+    )
+    .unwrap();
     let backend = EngineBackend::new(db).with_fault(DeliveryFault::SkipOldestIn(2));
     backend.load(&scale, &mut |_, _| {}).unwrap();
     let mut t = backend.terminal(&scale, 1).unwrap();
@@ -178,8 +192,48 @@ fn bench_tpcc_at_tiny_scale_reports_every_type_with_ring_on_and_off_and_writes_j
         let kinds = row["kinds"].as_array().unwrap();
         assert_eq!(kinds.len(), 5);
         assert!(row["wal_bytes_per_txn"].as_f64().unwrap() > 0.0);
+        // Every committed write flushes the WAL: at least one fdatasync.
+        let fsyncs = row["wal_fsyncs"].as_u64().unwrap();
+        assert!(fsyncs > 0, "{row}");
+        let per_txn = row["wal_fsyncs_per_txn"].as_f64().unwrap();
+        let txns = row["transactions"].as_u64().unwrap();
+        assert!(
+            (per_txn - fsyncs as f64 / txns as f64).abs() < 1e-9,
+            "{row}"
+        );
         assert!(!row["per_second"].as_array().unwrap().is_empty());
-        assert!(row["relations"].as_array().unwrap().len() >= 9 + 8);
+        let rels = row["relations"].as_array().unwrap();
+        assert!(rels.len() >= 9 + 8);
+        // Per table and index: the pool's lookups, hits and hit ratio.
+        let mut looked_up = 0;
+        for rel in rels {
+            let (acc, hits) = (
+                rel["accesses"].as_u64().unwrap(),
+                rel["hits"].as_u64().unwrap(),
+            );
+            let ratio = rel["hit_ratio"].as_f64().unwrap();
+            assert!(hits <= acc, "{rel}");
+            if acc > 0 {
+                assert!((ratio - hits as f64 / acc as f64).abs() < 1e-9, "{rel}");
+            } else {
+                assert_eq!(ratio, 1.0, "{rel}");
+            }
+            assert!(rel["evictions"].as_u64().is_some(), "{rel}");
+            looked_up += acc;
+        }
+        assert!(looked_up <= row["accesses"].as_u64().unwrap());
+        let named = |name: &str| {
+            rels.iter()
+                .find(|r| r["name"] == name)
+                .unwrap_or_else(|| panic!("no relation {name} in {row}"))
+        };
+        // Every New-Order and Stock-Level reads stock and order_line, every
+        // New-Order and Order-Status their primary keys.
+        for name in ["stock", "order_line", "stock_pkey", "order_line_pkey"] {
+            assert!(named(name)["accesses"].as_u64().unwrap() > 0, "{name}");
+        }
+        assert_eq!(named("stock")["kind"], "table");
+        assert_eq!(named("stock_pkey")["kind"], "index");
     }
     // The pool was sized by the default fraction: a quarter of the data.
     let (pool, data) = (
@@ -518,9 +572,20 @@ fn eight_terminals_on_one_warehouse_conflict_yet_every_transaction_finishes_and_
     let scale = Scale::tiny();
     let backend = loaded(&scale);
     let before = next_order_ids(&backend, &scale);
+    let engine_retries = backend.database().txn_stats().retries;
     let r = drive(&backend, &scale, 8, Limit::Transactions(40), 11).unwrap();
     // Every transaction of every terminal finished: none gave up.
     assert_eq!(r.total(), 8 * 40);
+    // The terminals' reruns are the engine's retries, each counted once.
+    let retries: u64 = TxnKind::ALL.iter().map(|&k| r.of(k).retries).sum();
+    assert!(
+        retries > 0,
+        "eight terminals on one warehouse never conflicted"
+    );
+    assert_eq!(
+        retries,
+        backend.database().txn_stats().retries - engine_retries
+    );
     let no = r.of(TxnKind::NewOrder);
     assert_eq!(
         next_order_ids(&backend, &scale) - before,
@@ -578,4 +643,219 @@ fn each_condition_fails_when_the_database_itself_breaks_it() {
         assert_eq!(report.violations.len(), 1, "{}", report.describe());
         assert_eq!(report.violations[0].district, district);
     }
+}
+
+#[test]
+fn a_terminal_on_a_database_allowing_too_few_attempts_is_refused_naming_the_option() {
+    let db = Database::open_temporary(Options::new().pool_buffers(512)).unwrap();
+    let backend = EngineBackend::new(db);
+    let e = backend
+        .terminal(&Scale::tiny(), 1)
+        .err()
+        .expect("a terminal with 10 attempts")
+        .to_string();
+    assert!(e.contains("transaction_attempts"), "{e}");
+}
+
+/// Stock-Level's count recomputed through the public API without the
+/// order-line index: the items of the district's last 20 orders from a
+/// scan of ORDER-LINE, each one's stock read by key.
+fn recount_low_stock(backend: &EngineBackend, d: i64, threshold: i64) -> (u32, Vec<i64>) {
+    let txn = backend.database().read().unwrap();
+    let (_, district) = txn
+        .get_by_primary_key("district", (1i64, d))
+        .unwrap()
+        .unwrap();
+    let next = district.i64("d_next_o_id").unwrap();
+    let mut items = std::collections::BTreeSet::new();
+    for r in txn.scan("order_line").unwrap() {
+        let (_, l) = r.unwrap();
+        let o = l.i64("ol_o_id").unwrap();
+        if l.i64("ol_w_id").unwrap() == 1
+            && l.i64("ol_d_id").unwrap() == d
+            && o >= next - 20
+            && o < next
+        {
+            items.insert(l.i64("ol_i_id").unwrap());
+        }
+    }
+    let mut low = 0;
+    for &i in &items {
+        let (_, s) = txn.get_by_primary_key("stock", (1i64, i)).unwrap().unwrap();
+        low += u32::from(s.i64("s_quantity").unwrap() < threshold);
+    }
+    (low, items.into_iter().collect())
+}
+
+#[test]
+fn stock_level_returns_the_low_stock_count_a_direct_recount_gives() {
+    let scale = Scale::tiny();
+    let backend = loaded(&scale);
+    // Some orders of the run's own, so the last 20 are not only loaded ones.
+    drive(&backend, &scale, 1, Limit::Transactions(60), 5).unwrap();
+    let mut t = backend.terminal(&scale, 1).unwrap();
+    let mut counted = 0;
+    for d in 1..=scale.districts {
+        for threshold in [10, 15, 20] {
+            let got = t
+                .stock_level(&StockLevelInput {
+                    warehouse: 1,
+                    district: d,
+                    threshold,
+                })
+                .unwrap();
+            let (want, _) = recount_low_stock(&backend, i64::from(d), i64::from(threshold));
+            assert_eq!(got, want, "district {d} threshold {threshold}");
+            counted += got;
+        }
+    }
+    // One more item under the threshold: the count follows.
+    let (before, items) = recount_low_stock(&backend, 1, 10);
+    let db = backend.database();
+    let raised = db
+        .transaction(|txn| {
+            for &i in &items {
+                let (id, s) = txn.get_by_primary_key("stock", (1i64, i))?.unwrap();
+                if s.i64("s_quantity")? >= 10 {
+                    let mut v = s.values().to_vec();
+                    v[s.table().column_index("s_quantity")?] = Value::I64(3);
+                    txn.update("stock", id, v)?;
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        })
+        .unwrap();
+    assert!(raised, "every item of district 1 was already low");
+    let input = StockLevelInput {
+        warehouse: 1,
+        district: 1,
+        threshold: 10,
+    };
+    assert_eq!(t.stock_level(&input).unwrap(), before + 1);
+    assert!(
+        counted + before > 0,
+        "no low stock anywhere: a vacuous check"
+    );
+}
+
+#[test]
+fn order_status_returns_the_customer_s_last_order_and_its_lines_as_a_direct_recount_gives() {
+    let scale = Scale::tiny();
+    let backend = loaded(&scale);
+    drive(&backend, &scale, 1, Limit::Transactions(60), 9).unwrap();
+    let mut t = backend.terminal(&scale, 1).unwrap();
+    let txn = backend.database().read().unwrap();
+    let orders: Vec<_> = txn.scan("orders").unwrap().map(|r| r.unwrap().1).collect();
+    let lines: Vec<_> = txn
+        .scan("order_line")
+        .unwrap()
+        .map(|r| r.unwrap().1)
+        .collect();
+    drop(txn);
+    let mut with_orders = 0;
+    for d in 1..=scale.districts {
+        for c in [1, 2, 17, scale.customers] {
+            let (wi, di, ci) = (1i64, i64::from(d), i64::from(c));
+            let got = t
+                .order_status(&OrderStatusInput {
+                    warehouse: 1,
+                    district: d,
+                    customer: CustomerSelector::Id(c),
+                })
+                .unwrap();
+            let txn = backend.database().read().unwrap();
+            let (_, cust) = txn
+                .get_by_primary_key("customer", (wi, di, ci))
+                .unwrap()
+                .unwrap();
+            drop(txn);
+            let newest = orders
+                .iter()
+                .filter(|o| {
+                    (
+                        o.i64("o_w_id").unwrap(),
+                        o.i64("o_d_id").unwrap(),
+                        o.i64("o_c_id").unwrap(),
+                    ) == (wi, di, ci)
+                })
+                .map(|o| o.i64("o_id").unwrap())
+                .max();
+            let last_order = newest.map(|o| {
+                let mut ls: Vec<_> = lines
+                    .iter()
+                    .filter(|l| {
+                        (
+                            l.i64("ol_w_id").unwrap(),
+                            l.i64("ol_d_id").unwrap(),
+                            l.i64("ol_o_id").unwrap(),
+                        ) == (wi, di, o)
+                    })
+                    .map(|l| {
+                        (
+                            l.i64("ol_number").unwrap(),
+                            OrderStatusLine {
+                                item: l.i64("ol_i_id").unwrap(),
+                                supply_warehouse: l.i64("ol_supply_w_id").unwrap(),
+                                quantity: l.i64("ol_quantity").unwrap(),
+                                amount: l.i64("ol_amount").unwrap(),
+                            },
+                        )
+                    })
+                    .collect();
+                ls.sort_by_key(|(n, _)| *n);
+                LastOrder {
+                    id: o,
+                    lines: ls.into_iter().map(|(_, l)| l).collect(),
+                }
+            });
+            with_orders += usize::from(last_order.is_some());
+            let want = OrderStatusResult {
+                customer: ci,
+                balance: cust.i64("c_balance").unwrap(),
+                last_order,
+            };
+            assert_eq!(got, want, "customer ({wi}, {di}, {ci})");
+        }
+    }
+    assert!(with_orders > 0, "no customer had an order: a vacuous check");
+}
+
+#[test]
+fn load_only_builds_the_data_set_reports_its_load_time_and_size_and_runs_no_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = ScenarioKind::Tpcc(tpcc::Args {
+        tiny: true,
+        load_only: true,
+        ..tpcc::Args::default()
+    });
+    let mut settings = tiny_settings(kind, dir.path());
+    settings.json = Some(dir.path().join("load.json"));
+    let report = kind.run(&settings).unwrap();
+    assert!(report.failures().is_empty(), "{:?}", report.failures());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("load.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["load_only"], true);
+    assert_eq!(json["data_reused"], false);
+    assert!(json["load_secs"].as_f64().unwrap() > 0.0, "{json}");
+    let bytes = json["data_bytes"].as_u64().unwrap();
+    assert!(
+        bytes >= json["data_pages"].as_u64().unwrap() * 8192,
+        "{json}"
+    );
+    assert!(
+        json["rows"].as_array().unwrap().is_empty(),
+        "no matrix cell ran"
+    );
+    // No terminal ran on the data: the loaded state, untouched.
+    assert!(!dir.path().join("tpcc").join("run").exists());
+    // A second run reuses the cached set, so it has no load time to report.
+    let report = kind.run(&settings).unwrap();
+    assert!(report.render().contains("reused"), "{}", report.render());
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("load.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["data_reused"], true);
+    assert_eq!(json["load_secs"].as_f64().unwrap(), 0.0);
 }

@@ -9,12 +9,17 @@ use std::collections::BTreeMap;
 use bench::scenarios::versus::tpcc::analytic::{Answer, Q1Row, Q12Row, Query, Window};
 use bench::scenarios::versus::tpcc::backend::Backend;
 use bench::scenarios::versus::tpcc::driver::{Limit, drive, drive_with_analytics};
-use bench::scenarios::versus::tpcc::engine_side::{EngineBackend, now_micros};
+use bench::scenarios::versus::tpcc::engine_side::{EngineBackend, TERMINAL_ATTEMPTS, now_micros};
 use bench::scenarios::versus::tpcc::spec::Scale;
 use engine::{Database, Options, OwnedRow};
 
 fn loaded(scale: &Scale) -> EngineBackend {
-    let db = Database::open_temporary(Options::new().pool_buffers(512)).unwrap();
+    let db = Database::open_temporary(
+        Options::new()
+            .pool_buffers(512)
+            .transaction_attempts(TERMINAL_ATTEMPTS),
+    )
+    .unwrap();
     let backend = EngineBackend::new(db);
     backend.load(scale, &mut |_, _| {}).unwrap();
     backend

@@ -7,7 +7,7 @@
 use bench::scenarios::versus::tpcc::analytic::{Answer, Query, Window};
 use bench::scenarios::versus::tpcc::backend::{Backend, Outcome};
 use bench::scenarios::versus::tpcc::driver::{Limit, drive, drive_with_analytics};
-use bench::scenarios::versus::tpcc::engine_side::EngineBackend;
+use bench::scenarios::versus::tpcc::engine_side::{EngineBackend, TERMINAL_ATTEMPTS};
 use bench::scenarios::versus::tpcc::spec::{NewOrderInput, OrderLineInput, Scale, TxnKind};
 use bench::scenarios::versus::tpcc::sqlite_side::SqliteBackend;
 use engine::{Database, Options};
@@ -19,7 +19,12 @@ fn sqlite(dir: &tempfile::TempDir, scale: &Scale) -> SqliteBackend {
 }
 
 fn engine(scale: &Scale) -> EngineBackend {
-    let db = Database::open_temporary(Options::new().pool_buffers(512)).unwrap();
+    let db = Database::open_temporary(
+        Options::new()
+            .pool_buffers(512)
+            .transaction_attempts(TERMINAL_ATTEMPTS),
+    )
+    .unwrap();
     let backend = EngineBackend::new(db);
     backend.load(scale, &mut |_, _| {}).unwrap();
     backend

@@ -45,6 +45,7 @@ use crate::error::{BtreeError, Result};
 use crate::index::Index;
 use crate::insert::{LEAF_FILLFACTOR, NONLEAF_FILLFACTOR};
 use crate::key::{Key, TID_MIN};
+use crate::page::Layout;
 use crate::page::{
     self, HAS_HIGH_KEY, Header, ITEM_POINTER_SIZE, LEAF, META_BLOCK, Meta, NO_RIGHT, POOL_HEADER,
     ROOT, TreePage, build_page, encode_item,
@@ -90,7 +91,7 @@ struct Builder<'p> {
     stats: BuildStats,
 }
 
-fn fresh_page(level: u32) -> Vec<u8> {
+fn fresh_page(level: u32, layout: Layout) -> Vec<u8> {
     let mut buf = vec![0u8; PAGE_SIZE];
     build_page(
         &mut buf,
@@ -98,6 +99,7 @@ fn fresh_page(level: u32) -> Vec<u8> {
             flags: if level == 0 { LEAF } else { 0 },
             level,
             right: NO_RIGHT,
+            layout,
         },
         &[],
     );
@@ -124,7 +126,8 @@ impl<'p> Builder<'p> {
         tid: Tid,
         child: Option<BlockNumber>,
     ) -> Result<()> {
-        let need = page::item_len(key.len(), child.is_some()) + ITEM_POINTER_SIZE;
+        let need =
+            page::item_len(self.index.layout, key.len(), child.is_some()) + ITEM_POINTER_SIZE;
         let st = &self.levels[level];
         let free = page::free_bytes(&st.buf);
         if free < need || (free < reserve(level) && st.items >= 2) {
@@ -153,14 +156,20 @@ impl<'p> Builder<'p> {
         let id = index.page_id(st.block);
         let last_raw = page::pop_last_item(&mut st.buf)
             .ok_or_else(|| id.corrupt("sorted build: no last item to move"))?;
-        let last = page::decode_item(&last_raw, internal, id)?;
-        let hk = encode_item(last.key, last.tid, internal.then_some(0), false);
+        let last = page::decode_item(&last_raw, internal, index.layout, id)?;
+        let hk = encode_item(
+            index.layout,
+            last.key,
+            last.tid,
+            internal.then_some(0),
+            false,
+        );
         page::insert_item(&mut st.buf, 0, &hk);
         let flags = page::flags_of(&st.buf);
         page::set_flags(&mut st.buf, flags | HAS_HIGH_KEY);
         page::set_right(&mut st.buf, right_block);
 
-        let mut buf = fresh_page(level as u32);
+        let mut buf = fresh_page(level as u32, index.layout);
         if internal {
             page::append_item(&mut buf, &[], TID_MIN, Some(last.child), true);
         } else {
@@ -197,7 +206,7 @@ impl<'p> Builder<'p> {
                         .corrupt("sorted build: a second first page on one level"));
                 }
                 let dest = self.index.pool.extend(self.index.relfork(), None)?;
-                let mut buf = fresh_page(level as u32 + 1);
+                let mut buf = fresh_page(level as u32 + 1, self.index.layout);
                 page::append_item(&mut buf, &[], TID_MIN, Some(block), true);
                 self.levels.push(Level {
                     buf,
@@ -320,7 +329,7 @@ impl Index {
         let mut b = Builder {
             index: self,
             levels: vec![Level {
-                buf: fresh_page(0),
+                buf: fresh_page(0, self.layout),
                 block: root_block,
                 dest: None,
                 items: 0,

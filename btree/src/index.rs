@@ -48,7 +48,8 @@ use heap::tuple::Tid;
 use crate::key::{Key, KeyType, SearchKey, TID_MIN};
 use crate::optimistic::{self, Next, Step};
 use crate::page::{
-    Header, LEAF, MAX_KEY_SIZE, META_BLOCK, Meta, NO_RIGHT, PageId, ROOT, TreePage, build_page,
+    Header, LEAF, Layout, MAX_KEY_SIZE, META_BLOCK, Meta, NO_RIGHT, PageId, ROOT, TreePage,
+    build_page,
 };
 use crate::record;
 
@@ -71,6 +72,8 @@ pub struct Index {
     pub(crate) rel: RelId,
     pub(crate) key_type: KeyType,
     pub(crate) unique: bool,
+    /// The item layout of the index's pages (from the meta page).
+    pub(crate) layout: Layout,
     pub(crate) pool: Arc<BufferPool>,
     /// `None`: changes are not WAL-logged (tests, unlogged use).
     pub(crate) wal: Option<Arc<Wal>>,
@@ -112,10 +115,23 @@ enum Descent<'p> {
 impl Index {
     /// Create an index in the empty relation `options.rel`: the meta page
     /// (block 0) and an empty root leaf (block 1), logged as one record.
+    /// Its pages use the compact item layout.
     pub fn create(
         pool: Arc<BufferPool>,
         wal: Option<Arc<Wal>>,
         options: IndexOptions,
+    ) -> Result<Index> {
+        Index::create_in_layout(pool, wal, options, Layout::Compact)
+    }
+
+    /// [`Index::create`] with the item layout chosen: `Layout::Headed`
+    /// writes an index as the previous format did, to test that such
+    /// indexes keep working.
+    pub fn create_in_layout(
+        pool: Arc<BufferPool>,
+        wal: Option<Arc<Wal>>,
+        options: IndexOptions,
+        layout: Layout,
     ) -> Result<Index> {
         let rf = RelFork::main(options.rel);
         pool.create_fork(rf)?;
@@ -142,6 +158,7 @@ impl Index {
                     flags: LEAF | ROOT,
                     level: 0,
                     right: NO_RIGHT,
+                    layout,
                 },
                 &[],
             );
@@ -150,6 +167,7 @@ impl Index {
                 root_level: 0,
                 key_type: options.key_type,
                 unique: options.unique,
+                layout,
             }
             .write(&mut meta);
             record::log(
@@ -176,6 +194,7 @@ impl Index {
             rel,
             key_type: meta.key_type,
             unique: meta.unique,
+            layout: meta.layout,
             pool,
             wal,
             root_cache: AtomicU64::new(pack(meta.root, meta.root_level)),
@@ -193,6 +212,10 @@ impl Index {
     }
     pub fn is_unique(&self) -> bool {
         self.unique
+    }
+    /// The item layout of the index's pages.
+    pub fn layout(&self) -> Layout {
+        self.layout
     }
     pub fn pool(&self) -> &Arc<BufferPool> {
         &self.pool

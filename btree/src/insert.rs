@@ -137,7 +137,7 @@ impl Index {
     pub fn insert(&self, key: &Key, tid: Tid, heap: &dyn HeapVisibility) -> Result<()> {
         let kb = self.encode_key(key)?;
         let target = SearchKey::new(kb.clone(), tid);
-        let item = encode_item(&kb, tid, None, false);
+        let item = encode_item(self.layout, &kb, tid, None, false);
         // A key with a NULL part is distinct from every other (SQL's rule).
         if !self.unique || key.has_null() {
             let (leaf, stack) = self.descend(&target, 0, None)?;
@@ -249,7 +249,14 @@ impl Index {
             self.finish_split(&mut page, stack)?;
         }
         let tp = TreePage::parse(&page, id)?;
-        let decoded = page::decode_item(&item, !tp.is_leaf(), id)?;
+        if tp.layout() != self.layout {
+            return Err(id.corrupt(format!(
+                "a page in the {:?} item layout in an index of the {:?} layout",
+                tp.layout(),
+                self.layout
+            )));
+        }
+        let decoded = page::decode_item(&item, !tp.is_leaf(), self.layout, id)?;
         let pos = tp.lower_bound(&decoded.search_key())?;
         if pos < tp.data_len() {
             let there = tp.data(pos)?;
@@ -301,6 +308,7 @@ impl Index {
         let id = self.page_id(left.block());
         let tp = TreePage::parse(&left, id)?;
         let internal = !tp.is_leaf();
+        let layout = tp.layout();
         let mut items: Vec<Vec<u8>> = (0..tp.data_len())
             .map(|j| tp.data(j).map(|it| it.raw.to_vec()))
             .collect::<Result<_>>()?;
@@ -321,8 +329,8 @@ impl Index {
         let mut left_items_space = 0;
         for k in 1..n {
             left_items_space += items[k - 1].len() + ITEM_POINTER_SIZE;
-            let first_right = page::decode_item(&items[k], internal, id)?;
-            let hk_len = high_key_from(&first_right, internal).len() + ITEM_POINTER_SIZE;
+            let first_right = page::decode_item(&items[k], internal, layout, id)?;
+            let hk_len = high_key_from(layout, &first_right, internal).len() + ITEM_POINTER_SIZE;
             let left_space = left_items_space + hk_len;
             let mut right_space = total - left_items_space + old_hk_space;
             if internal {
@@ -347,14 +355,20 @@ impl Index {
         };
 
         // Step 2: build both halves.
-        let first_right = page::decode_item(&items[k], internal, id)?;
-        let left_hk = high_key_from(&first_right, internal);
+        let first_right = page::decode_item(&items[k], internal, layout, id)?;
+        let left_hk = high_key_from(layout, &first_right, internal);
         let mut right_items: Vec<Vec<u8>> = Vec::with_capacity(n - k + 1);
         if let Some(h) = &old_hk {
             right_items.push(h.clone());
         }
         if internal {
-            right_items.push(encode_item(&[], TID_MIN, Some(first_right.child), true));
+            right_items.push(encode_item(
+                layout,
+                &[],
+                TID_MIN,
+                Some(first_right.child),
+                true,
+            ));
             right_items.extend(items[k + 1..].iter().cloned());
         } else {
             right_items.extend(items[k..].iter().cloned());
@@ -371,6 +385,7 @@ impl Index {
                 flags: right_flags,
                 level,
                 right: old_right,
+                layout,
             },
             &refs,
         );
@@ -381,6 +396,7 @@ impl Index {
                 flags: left_flags,
                 level,
                 right: right.block(),
+                layout,
             },
             &left_items,
         );
@@ -434,7 +450,7 @@ impl Index {
             return self.new_root(left, &mut right);
         }
         let sep = hk.search_key();
-        let downlink = encode_item(hk.key, hk.tid, Some(right_block), false);
+        let downlink = encode_item(self.layout, hk.key, hk.tid, Some(right_block), false);
         let parent_level = tp.level + 1;
         let hint = stack
             .iter()
@@ -461,8 +477,9 @@ impl Index {
             .high_key()?
             .ok_or_else(|| lid.corrupt("a split root without a high key"))?;
         let level = ltp.level + 1;
-        let first = encode_item(&[], TID_MIN, Some(left.block()), true);
-        let second = encode_item(hk.key, hk.tid, Some(right.block()), false);
+        let layout = ltp.layout();
+        let first = encode_item(layout, &[], TID_MIN, Some(left.block()), true);
+        let second = encode_item(layout, hk.key, hk.tid, Some(right.block()), false);
         let left_flags = ltp.flags & !(ROOT | INCOMPLETE_SPLIT);
         let mut root = self.pool.extend(self.relfork(), None)?;
         build_page(
@@ -471,6 +488,7 @@ impl Index {
                 flags: ROOT,
                 level,
                 right: NO_RIGHT,
+                layout,
             },
             &[&first, &second],
         );

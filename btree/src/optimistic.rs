@@ -21,12 +21,9 @@ use bufmgr::{BlockNumber, OptimisticPage, PAGE_SIZE};
 use heap::tuple::Tid;
 
 use crate::page::{
-    BTREE_MAGIC, CHILD_SIZE, HAS_HIGH_KEY, HEADER_SIZE, ITEM_FIXED, ITEM_POINTER_SIZE, LEAF,
-    MAX_KEY_SIZE, META_BLOCK, MINUS_INFINITY, NO_RIGHT, ROOT,
+    BTREE_MAGIC, CHILD_SIZE, HAS_HIGH_KEY, HEADER_SIZE, ITEM_FIXED, ITEM_POINTER_SIZE, KNOWN_FLAGS,
+    LEAF, Layout, MAX_KEY_SIZE, META_BLOCK, MINUS_INFINITY, NO_RIGHT, ROOT,
 };
-
-/// Flags a tree page may carry (as `page.rs`'s `KNOWN_FLAGS`).
-const KNOWN_FLAGS: u16 = LEAF | ROOT | crate::page::INCOMPLETE_SPLIT | HAS_HIGH_KEY;
 
 /// Where a descent goes from an internal page.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -128,7 +125,8 @@ fn header(p: &OptimisticPage<'_>, level: u32) -> Option<Header> {
 
 /// Item `i`'s child block and its order against the position (`key`,
 /// `tid`) (`Item::cmp_at`: minus infinity is below everything, else the
-/// stored key bytes, then the TID), with `decode_item`'s checks.
+/// stored key bytes, then the TID), with `decode_item`'s checks, in the
+/// page's item layout (its `COMPACT` flag).
 fn cmp_item(
     p: &OptimisticPage<'_>,
     h: &Header,
@@ -142,21 +140,32 @@ fn cmp_item(
     let ptr = HEADER_SIZE + i * ITEM_POINTER_SIZE;
     let off = usize::from(p.u16_le(ptr)?);
     let len = usize::from(p.u16_le(ptr + 2)?);
-    if off < h.upper || off + len > PAGE_SIZE || len < ITEM_FIXED {
+    let layout = Layout::of_flags(h.flags);
+    let head = layout.header_len();
+    let fixed = head + ITEM_FIXED + CHILD_SIZE;
+    if off < h.upper || off + len > PAGE_SIZE || len < fixed {
         return None;
     }
-    let klen = usize::from(p.u16_le(off)?);
-    let flags = p.u16_le(off + 2)?;
-    if klen > MAX_KEY_SIZE || len != ITEM_FIXED + klen + CHILD_SIZE || flags & !MINUS_INFINITY != 0
-    {
+    let klen = len - fixed;
+    let minus_infinity = match layout {
+        Layout::Compact => i == usize::from(h.flags & HAS_HIGH_KEY != 0),
+        Layout::Headed => {
+            let flags = p.u16_le(off + 2)?;
+            if usize::from(p.u16_le(off)?) != klen || flags & !MINUS_INFINITY != 0 {
+                return None;
+            }
+            flags & MINUS_INFINITY != 0
+        }
+    };
+    if klen > MAX_KEY_SIZE {
         return None;
     }
-    let t = off + 4 + klen;
+    let t = off + head + klen;
     let child = p.u32_le(t + 6)?;
-    if flags & MINUS_INFINITY != 0 {
+    if minus_infinity {
         return Some((child, Ordering::Less));
     }
-    let ord = cmp_key(p, off + 4, klen, key)?;
+    let ord = cmp_key(p, off + head, klen, key)?;
     let item_tid = Tid::new(p.u32_le(t)?, p.u16_le(t + 4)?);
     Some((child, ord.then(item_tid.cmp(&tid))))
 }
@@ -191,13 +200,18 @@ mod tests {
     use crate::key::{Key, KeyType};
     use crate::page::TreePage;
 
-    /// An index of `n` keys (`key(i)` for i in 0..n, TID (i, 1)) built
-    /// bottom-up in a pool that holds all of it.
-    fn built(key_type: KeyType, n: u32, key: impl Fn(u32) -> Key) -> (tempfile::TempDir, Index) {
+    /// An index of `n` keys (`key(i)` for i in 0..n, TID (i, 1)) in
+    /// `layout`, built bottom-up in a pool that holds all of it.
+    fn built(
+        key_type: KeyType,
+        layout: Layout,
+        n: u32,
+        key: impl Fn(u32) -> Key,
+    ) -> (tempfile::TempDir, Index) {
         let dir = tempfile::tempdir().expect("temporary directory");
         let storage = Arc::new(FileStorage::open(dir.path()).expect("storage"));
         let pool = Arc::new(BufferPool::new(PoolConfig::new(1024), storage).expect("pool"));
-        let index = Index::create(
+        let index = Index::create_in_layout(
             pool,
             None,
             IndexOptions {
@@ -206,6 +220,7 @@ mod tests {
                 key_type,
                 unique: false,
             },
+            layout,
         )
         .expect("create");
         let stats = index
@@ -273,8 +288,17 @@ mod tests {
     }
 
     #[test]
-    fn the_optimistic_step_agrees_with_the_locked_page_on_i64_keys() {
-        let (_dir, index) = built(KeyType::I64, 200_000, |i| Key::I64(i64::from(i) * 2));
+    fn the_optimistic_step_agrees_with_the_locked_page_on_i64_keys_in_both_layouts() {
+        for layout in [Layout::Compact, Layout::Headed] {
+            i64_keys(layout);
+        }
+    }
+
+    fn i64_keys(layout: Layout) {
+        let (_dir, index) = built(KeyType::I64, layout, 200_000, |i| {
+            Key::I64(i64::from(i) * 2)
+        });
+        assert_eq!(index.layout(), layout);
         let mut probes = Vec::new();
         for k in (-4..400_004i64).step_by(997) {
             for tid in [
@@ -289,7 +313,13 @@ mod tests {
     }
 
     #[test]
-    fn the_optimistic_step_agrees_with_the_locked_page_on_long_byte_keys() {
+    fn the_optimistic_step_agrees_with_the_locked_page_on_long_byte_keys_in_both_layouts() {
+        for layout in [Layout::Compact, Layout::Headed] {
+            long_byte_keys(layout);
+        }
+    }
+
+    fn long_byte_keys(layout: Layout) {
         // Keys of 100 to 300 bytes sharing long prefixes: compares run over
         // several chunks and stop at every length.
         let key = |i: u32| {
@@ -299,7 +329,7 @@ mod tests {
         };
         let mut all: Vec<Vec<u8>> = (0..6_000).map(key).collect();
         all.sort();
-        let (_dir, index) = built(KeyType::Bytes, all.len() as u32, |i| {
+        let (_dir, index) = built(KeyType::Bytes, layout, all.len() as u32, |i| {
             Key::Bytes(all[i as usize].clone())
         });
         let mut probes = Vec::new();

@@ -10,7 +10,7 @@
 //!   8  .. 12  checksum            (pool)
 //!   12 .. 14  magic 0xB7EE        (as on tree pages: identifies a B-tree page)
 //!   14 .. 16  flags = META
-//!   16 .. 20  format version (1)
+//!   16 .. 20  format version: the index's item layout (1 headed, 2 compact)
 //!   20 .. 24  root block
 //!   24 .. 28  root level          (0 while the root is a leaf)
 //!   28        key type            (1 I64, 2 Bytes, 3 Tuple)
@@ -22,7 +22,8 @@
 //! tree page (leaf or internal)
 //!   0  .. 12  pool's LSN and checksum
 //!   12 .. 14  magic 0xB7EE
-//!   14 .. 16  flags: LEAF 0x1, ROOT 0x2, INCOMPLETE_SPLIT 0x4, HAS_HIGH_KEY 0x8
+//!   14 .. 16  flags: LEAF 0x1, ROOT 0x2, INCOMPLETE_SPLIT 0x4, HAS_HIGH_KEY 0x8,
+//!             COMPACT 0x20 (the item layout)
 //!   16 .. 20  level               (0 = leaf)
 //!   20 .. 24  right link          (0 = none: block 0 is the meta page)
 //!   24 .. 26  lower               (end of the item pointer array)
@@ -31,13 +32,30 @@
 //!   lower .. upper   free space (the hole a full-page image leaves out)
 //!   upper .. 8192    items, packed towards the end of the page
 //!
-//! item
+//! item on a COMPACT page (no header: the pointer's length gives the
+//! key's, k = length - 6 on a leaf, length - 10 on an internal page)
+//!   0  .. k      key, in its order-preserving form (see `key`)
+//!   k  .. k+6    heap TID: block u32, offset u16
+//!   k+6 .. k+10  child block u32 (internal pages only, high key included)
+//!
+//! item on a page without COMPACT (the headed layout, format 1)
 //!   0  .. 2      key length k
 //!   2  .. 4      item flags: MINUS_INFINITY 0x1
-//!   4  .. 4+k    key, in its order-preserving form (see `key`)
-//!   4+k .. 10+k  heap TID: block u32, offset u16
-//!   10+k .. 14+k child block u32 (internal pages only, high key included)
+//!   4  .. 4+k    key
+//!   4+k .. 10+k  heap TID
+//!   10+k .. 14+k child block (internal pages only)
 //! ```
+//!
+//! The layout is a property of the page (its `COMPACT` flag), so every
+//! decoder, redo and the optimistic descent read any page by itself; all
+//! pages of one index share it, and its meta page records it as the format
+//! version (1 headed, 2 compact), from which new pages take it. Indexes are
+//! created compact; an index written in the headed layout stays headed,
+//! readable and writable. An `i64` entry takes 14 bytes and its pointer 4
+//! compact: 18 bytes on a leaf, against 22 headed. Compact pages have no
+//! item flags: minus infinity is positional, the first data item of an
+//! internal page; both layouts store it with an empty key and the smallest
+//! TID (and the headed one also flags it).
 //!
 //! Invariants of a tree page (checked by `verify`):
 //!
@@ -49,8 +67,9 @@
 //! 3. On an internal page every data item is a *pivot*: a separator (key,
 //!    TID) and a child block; the child holds the entries from its separator
 //!    up to the next one (the last: up to the page's high key). The first data
-//!    item's separator is minus infinity (`MINUS_INFINITY`, empty key): its
-//!    lower bound is the page's own lower bound, as in PostgreSQL.
+//!    item's separator is minus infinity (by its position; stored with an
+//!    empty key and the smallest TID): its lower bound is the page's own
+//!    lower bound, as in PostgreSQL.
 //! 4. `INCOMPLETE_SPLIT` on a page means its right sibling has no downlink in
 //!    the parent level yet.
 //!
@@ -65,8 +84,6 @@ use crate::key::{KeyType, SearchKey};
 
 /// Identifies both kinds of B-tree page (bytes 12..14).
 pub const BTREE_MAGIC: u16 = 0xB7EE;
-/// Version of the meta page layout.
-pub const FORMAT_VERSION: u32 = 1;
 /// Block of the meta page.
 pub const META_BLOCK: BlockNumber = 0;
 /// A right link of 0 means "no right sibling" (block 0 is the meta page,
@@ -79,8 +96,11 @@ pub const POOL_HEADER: usize = 12;
 pub const HEADER_SIZE: usize = 28;
 /// Size of one item pointer.
 pub const ITEM_POINTER_SIZE: usize = 4;
-/// Bytes of an item besides its key: length, flags, TID.
-pub const ITEM_FIXED: usize = 2 + 2 + 6;
+/// Bytes of a compact item besides its key (and its child on internal
+/// pages): the TID. A headed item has [`HEADED_ITEM_HEADER`] more.
+pub const ITEM_FIXED: usize = 6;
+/// The headed layout's item header: key length and flags.
+pub const HEADED_ITEM_HEADER: usize = 4;
 /// The child block on internal pages.
 pub const CHILD_SIZE: usize = 4;
 /// Room for item pointers and items on a tree page.
@@ -91,13 +111,16 @@ pub const META_END: usize = 31 + crate::key::MAX_KEY_COLUMNS;
 /// The largest key, in bytes of its stored form. A page must hold three of
 /// the largest items with their pointers (two entries and a high key), so
 /// that splitting a full page into balanced halves always leaves room for
-/// the new entry and each half's high key: `3 * (MAX_KEY_SIZE + ITEM_FIXED
-/// + CHILD_SIZE + ITEM_POINTER_SIZE) <= PAGE_CAPACITY`. That is 2703 bytes;
-/// we keep 100 bytes spare. PostgreSQL's limit is the same third of a page
-/// (2704 bytes for `BTMaxItemSize`).
+/// the new entry and each half's high key: `3 * (MAX_KEY_SIZE +
+/// HEADED_ITEM_HEADER + ITEM_FIXED + CHILD_SIZE + ITEM_POINTER_SIZE) <=
+/// PAGE_CAPACITY` in the larger, headed layout. That is 2703 bytes; we keep
+/// 100 bytes spare. PostgreSQL's limit is the same third of a page (2704
+/// bytes for `BTMaxItemSize`).
 pub const MAX_KEY_SIZE: usize = 2600;
-const _: () =
-    assert!(3 * (MAX_KEY_SIZE + ITEM_FIXED + CHILD_SIZE + ITEM_POINTER_SIZE) <= PAGE_CAPACITY);
+const _: () = assert!(
+    3 * (MAX_KEY_SIZE + HEADED_ITEM_HEADER + ITEM_FIXED + CHILD_SIZE + ITEM_POINTER_SIZE)
+        <= PAGE_CAPACITY
+);
 
 // Page flags.
 pub const LEAF: u16 = 0x1;
@@ -105,10 +128,61 @@ pub const ROOT: u16 = 0x2;
 pub const INCOMPLETE_SPLIT: u16 = 0x4;
 pub const HAS_HIGH_KEY: u16 = 0x8;
 pub const META: u16 = 0x10;
-const KNOWN_FLAGS: u16 = LEAF | ROOT | INCOMPLETE_SPLIT | HAS_HIGH_KEY;
+/// The page's items are in the compact layout (see the module docs).
+pub const COMPACT: u16 = 0x20;
+pub const KNOWN_FLAGS: u16 = LEAF | ROOT | INCOMPLETE_SPLIT | HAS_HIGH_KEY | COMPACT;
 
-// Item flags.
+// Item flags of the headed layout.
 pub const MINUS_INFINITY: u16 = 0x1;
+
+/// How a tree page stores its items: a property of the page (its
+/// [`COMPACT`] flag) shared by every page of an index and recorded on the
+/// index's meta page as the format version.
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum Layout {
+    /// Format 1: each item begins with its key length (u16) and flags (u16).
+    Headed,
+    /// Format 2: no item header; the item pointer's length gives the key's.
+    Compact,
+}
+
+impl Layout {
+    /// The layout of a page with these flags.
+    #[inline]
+    pub fn of_flags(flags: u16) -> Layout {
+        if flags & COMPACT != 0 {
+            Layout::Compact
+        } else {
+            Layout::Headed
+        }
+    }
+
+    /// The page flag that says this layout.
+    #[inline]
+    pub fn flag(self) -> u16 {
+        match self {
+            Layout::Headed => 0,
+            Layout::Compact => COMPACT,
+        }
+    }
+
+    /// The meta page's format version for an index in this layout.
+    pub fn format_version(self) -> u32 {
+        match self {
+            Layout::Headed => 1,
+            Layout::Compact => 2,
+        }
+    }
+
+    /// Bytes before an item's key.
+    #[inline]
+    pub fn header_len(self) -> usize {
+        match self {
+            Layout::Headed => HEADED_ITEM_HEADER,
+            Layout::Compact => 0,
+        }
+    }
+}
 
 #[inline]
 fn u16_at(p: &[u8], off: usize) -> u16 {
@@ -180,6 +254,8 @@ pub struct Meta {
     pub root_level: u32,
     pub key_type: KeyType,
     pub unique: bool,
+    /// The item layout of every tree page of the index.
+    pub layout: Layout,
 }
 
 impl Meta {
@@ -191,11 +267,15 @@ impl Meta {
             return Err(id.corrupt("not a B-tree meta page (bad magic or flags)"));
         }
         let version = u32_at(page, 16);
-        if version != FORMAT_VERSION {
-            return Err(id.corrupt(format!(
-                "meta page format version {version}, expected {FORMAT_VERSION}"
-            )));
-        }
+        let layout = match version {
+            1 => Layout::Headed,
+            2 => Layout::Compact,
+            _ => {
+                return Err(id.corrupt(format!(
+                    "meta page format version {version}, this engine reads 1 and 2"
+                )));
+            }
+        };
         let key_type = KeyType::from_code(page[28], &page[30..META_END]).ok_or_else(|| {
             id.corrupt(format!(
                 "unknown key type code {} (column list {:?})",
@@ -217,6 +297,7 @@ impl Meta {
             root_level: u32_at(page, 24),
             key_type,
             unique,
+            layout,
         })
     }
 
@@ -224,7 +305,7 @@ impl Meta {
         page[POOL_HEADER..].fill(0);
         put_u16(page, 12, BTREE_MAGIC);
         put_u16(page, 14, META);
-        put_u32(page, 16, FORMAT_VERSION);
+        put_u32(page, 16, self.layout.format_version());
         put_u32(page, 20, self.root);
         put_u32(page, 24, self.root_level);
         page[28] = self.key_type.code();
@@ -245,6 +326,7 @@ impl Meta {
 pub struct Item<'a> {
     pub key: &'a [u8],
     pub tid: Tid,
+    /// Minus infinity: the first data item of an internal page.
     pub minus_infinity: bool,
     /// The child block (internal pages; 0 on leaves and in high keys).
     pub child: BlockNumber,
@@ -285,16 +367,23 @@ pub fn cmp_keys(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     }
 }
 
-/// Encode an item. `child` is `Some` exactly on internal pages.
+/// Encode an item in `layout`. `child` is `Some` exactly on internal
+/// pages. A `minus_infinity` pivot is stored with an empty key whatever
+/// `key` is (what it means comes from its place, the first data item; the
+/// headed layout also flags it).
 pub fn encode_item(
+    layout: Layout,
     key: &[u8],
     tid: Tid,
     child: Option<BlockNumber>,
     minus_infinity: bool,
 ) -> Vec<u8> {
-    let mut v = Vec::with_capacity(ITEM_FIXED + key.len() + CHILD_SIZE);
-    v.extend_from_slice(&(key.len() as u16).to_le_bytes());
-    v.extend_from_slice(&(if minus_infinity { MINUS_INFINITY } else { 0 }).to_le_bytes());
+    let key = if minus_infinity { &[][..] } else { key };
+    let mut v = Vec::with_capacity(item_len(layout, key.len(), true));
+    if layout == Layout::Headed {
+        v.extend_from_slice(&(key.len() as u16).to_le_bytes());
+        v.extend_from_slice(&(if minus_infinity { MINUS_INFINITY } else { 0 }).to_le_bytes());
+    }
     v.extend_from_slice(key);
     v.extend_from_slice(&tid.block.to_le_bytes());
     v.extend_from_slice(&tid.offset.to_le_bytes());
@@ -304,43 +393,60 @@ pub fn encode_item(
     v
 }
 
-/// Decode an item's bytes; `internal` says whether a child block follows.
+/// Decode an item's bytes in `layout`; `internal` says whether a child
+/// block follows. A compact item is not minus infinity: that depends on its
+/// place on a page ([`TreePage::item`] says); a headed one says it in its
+/// flags.
 #[inline]
-pub fn decode_item(raw: &[u8], internal: bool, id: PageId) -> Result<Item<'_>> {
-    if raw.len() < ITEM_FIXED {
+pub fn decode_item(raw: &[u8], internal: bool, layout: Layout, id: PageId) -> Result<Item<'_>> {
+    let head = layout.header_len();
+    let fixed = head + ITEM_FIXED + if internal { CHILD_SIZE } else { 0 };
+    if raw.len() < fixed {
         return Err(id.corrupt(format!(
-            "item of {} bytes is shorter than its fixed part",
+            "item of {} bytes is shorter than its fixed part ({fixed} bytes)",
             raw.len()
         )));
     }
-    let klen = u16_at(raw, 0) as usize;
-    let flags = u16_at(raw, 2);
-    let want = ITEM_FIXED + klen + if internal { CHILD_SIZE } else { 0 };
-    if raw.len() != want {
+    let klen = raw.len() - fixed;
+    if klen > MAX_KEY_SIZE {
         return Err(id.corrupt(format!(
-            "item of {} bytes, but its key length {klen} makes {want}",
+            "item of {} bytes holds a {klen}-byte key, over the limit of {MAX_KEY_SIZE}",
             raw.len()
         )));
     }
-    if flags & !MINUS_INFINITY != 0 {
-        return Err(id.corrupt(format!("unknown item flags {flags:#x}")));
+    let mut minus_infinity = false;
+    if layout == Layout::Headed {
+        let stored = u16_at(raw, 0) as usize;
+        if stored != klen {
+            return Err(id.corrupt(format!(
+                "item of {} bytes, but its key length {stored} makes {}",
+                raw.len(),
+                stored + fixed
+            )));
+        }
+        let flags = u16_at(raw, 2);
+        if flags & !MINUS_INFINITY != 0 {
+            return Err(id.corrupt(format!("unknown item flags {flags:#x}")));
+        }
+        minus_infinity = flags & MINUS_INFINITY != 0;
     }
-    let key = &raw[4..4 + klen];
-    let t = 4 + klen;
+    let key = &raw[head..head + klen];
+    let t = head + klen;
     let tid = Tid::new(u32_at(raw, t), u16_at(raw, t + 4));
     let child = if internal { u32_at(raw, t + 6) } else { 0 };
     Ok(Item {
         key,
         tid,
-        minus_infinity: flags & MINUS_INFINITY != 0,
+        minus_infinity,
         child,
         raw,
     })
 }
 
-/// The high key made from an item: its key and TID (child 0 on internal pages).
-pub fn high_key_from(item: &Item<'_>, internal: bool) -> Vec<u8> {
-    encode_item(item.key, item.tid, internal.then_some(0), false)
+/// The high key made from an item: its key and TID (child 0 on internal
+/// pages), in `layout`.
+pub fn high_key_from(layout: Layout, item: &Item<'_>, internal: bool) -> Vec<u8> {
+    encode_item(layout, item.key, item.tid, internal.then_some(0), false)
 }
 
 // ---------------------------------------------------------------- tree pages
@@ -429,6 +535,11 @@ impl<'a> TreePage<'a> {
     pub fn right_link(&self) -> Option<BlockNumber> {
         (self.right != NO_RIGHT).then_some(self.right)
     }
+    /// The page's item layout (its `COMPACT` flag).
+    #[inline]
+    pub fn layout(&self) -> Layout {
+        Layout::of_flags(self.flags)
+    }
 
     /// Raw item `i` (0-based over all items, high key included).
     #[inline]
@@ -446,7 +557,12 @@ impl<'a> TreePage<'a> {
                 self.upper
             )));
         }
-        decode_item(&self.page[off..off + len], !self.is_leaf(), self.id)
+        let layout = self.layout();
+        let mut it = decode_item(&self.page[off..off + len], !self.is_leaf(), layout, self.id)?;
+        if layout == Layout::Compact {
+            it.minus_infinity = !self.is_leaf() && i == self.first_data();
+        }
+        Ok(it)
     }
 
     /// The high key, if the page has one.
@@ -557,9 +673,12 @@ impl<'a> TreePage<'a> {
 /// Header fields of a tree page being written.
 #[derive(Copy, Clone, Debug)]
 pub struct Header {
+    /// Flags besides `COMPACT`, which `layout` sets or clears.
     pub flags: u16,
     pub level: u32,
     pub right: BlockNumber,
+    /// The layout of `items` (the index's).
+    pub layout: Layout,
 }
 
 /// Lay out a tree page from scratch with `items` (high key first if
@@ -567,7 +686,7 @@ pub struct Header {
 pub fn build_page(page: &mut [u8], h: Header, items: &[&[u8]]) {
     page[POOL_HEADER..].fill(0);
     put_u16(page, 12, BTREE_MAGIC);
-    put_u16(page, 14, h.flags);
+    put_u16(page, 14, (h.flags & !COMPACT) | h.layout.flag());
     put_u32(page, 16, h.level);
     put_u32(page, 20, h.right);
     let mut upper = PAGE_SIZE;
@@ -611,14 +730,16 @@ pub fn free_bytes(page: &[u8]) -> usize {
     (u16_at(page, 26) as usize).saturating_sub(u16_at(page, 24) as usize)
 }
 
-/// Bytes an item with a key of `key_len` bytes takes, without its pointer.
-pub fn item_len(key_len: usize, internal: bool) -> usize {
-    ITEM_FIXED + key_len + if internal { CHILD_SIZE } else { 0 }
+/// Bytes an item with a key of `key_len` bytes takes in `layout`, without
+/// its pointer.
+pub fn item_len(layout: Layout, key_len: usize, internal: bool) -> usize {
+    layout.header_len() + ITEM_FIXED + key_len + if internal { CHILD_SIZE } else { 0 }
 }
 
 /// Append an item after the last one of a page being filled in order (the
-/// sorted build), writing it in place: the same bytes as [`encode_item`].
-/// The caller has checked that it fits (`free_bytes`).
+/// sorted build), writing it in place in the page's layout (its flags, set
+/// by [`build_page`]): the same bytes as [`encode_item`]. The caller has
+/// checked that it fits (`free_bytes`).
 pub fn append_item(
     page: &mut [u8],
     key: &[u8],
@@ -628,16 +749,21 @@ pub fn append_item(
 ) {
     let lower = u16_at(page, 24) as usize;
     let upper = u16_at(page, 26) as usize;
-    let len = item_len(key.len(), child.is_some());
+    let key = if minus_infinity { &[][..] } else { key };
+    let layout = Layout::of_flags(u16_at(page, 14));
+    let len = item_len(layout, key.len(), child.is_some());
     let at = upper - len;
-    put_u16(page, at, key.len() as u16);
-    put_u16(
-        page,
-        at + 2,
-        if minus_infinity { MINUS_INFINITY } else { 0 },
-    );
-    page[at + 4..at + 4 + key.len()].copy_from_slice(key);
-    let t = at + 4 + key.len();
+    let k = at + layout.header_len();
+    if layout == Layout::Headed {
+        put_u16(page, at, key.len() as u16);
+        put_u16(
+            page,
+            at + 2,
+            if minus_infinity { MINUS_INFINITY } else { 0 },
+        );
+    }
+    page[k..k + key.len()].copy_from_slice(key);
+    let t = k + key.len();
     put_u32(page, t, tid.block);
     put_u16(page, t + 4, tid.offset);
     if let Some(c) = child {
@@ -699,18 +825,37 @@ mod tests {
     #[test]
     fn build_then_insert_keeps_order_and_decodes() {
         let mut page = vec![0u8; PAGE_SIZE];
-        let a = encode_item(&Key::I64(1).encode(), Tid::new(1, 1), None, false);
-        let c = encode_item(&Key::I64(3).encode(), Tid::new(1, 3), None, false);
+        let a = encode_item(
+            Layout::Compact,
+            &Key::I64(1).encode(),
+            Tid::new(1, 1),
+            None,
+            false,
+        );
+        let c = encode_item(
+            Layout::Compact,
+            &Key::I64(3).encode(),
+            Tid::new(1, 3),
+            None,
+            false,
+        );
         build_page(
             &mut page,
             Header {
                 flags: LEAF,
                 level: 0,
                 right: NO_RIGHT,
+                layout: Layout::Compact,
             },
             &[&a, &c],
         );
-        let b = encode_item(&Key::I64(2).encode(), Tid::new(1, 2), None, false);
+        let b = encode_item(
+            Layout::Compact,
+            &Key::I64(2).encode(),
+            Tid::new(1, 2),
+            None,
+            false,
+        );
         let tp = TreePage::parse(&page, ID).unwrap();
         let pos = tp
             .lower_bound(&SearchKey::new(Key::I64(2).encode(), Tid::new(1, 2)))
@@ -732,15 +877,209 @@ mod tests {
     }
 
     #[test]
+    fn an_i64_leaf_entry_takes_18_bytes_with_its_pointer() {
+        let item = encode_item(
+            Layout::Compact,
+            &Key::I64(-5).encode(),
+            Tid::new(7, 3),
+            None,
+            false,
+        );
+        assert_eq!(space_for([item.as_slice()]), 18);
+        let it = decode_item(&item, false, Layout::Compact, ID).unwrap();
+        assert_eq!(it.key, Key::I64(-5).encode().as_slice());
+        assert_eq!(it.tid, Tid::new(7, 3));
+        let pivot = encode_item(
+            Layout::Compact,
+            &Key::I64(-5).encode(),
+            Tid::new(7, 3),
+            Some(11),
+            false,
+        );
+        assert_eq!(pivot.len(), 18);
+        assert_eq!(
+            decode_item(&pivot, true, Layout::Compact, ID)
+                .unwrap()
+                .child,
+            11
+        );
+        // Shorter than a TID (and a child) is an error naming the block.
+        let err = decode_item(&pivot[..9], true, Layout::Compact, ID)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("relation 9 block 3") && err.contains("shorter"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn minus_infinity_is_the_first_pivot_of_an_internal_page_and_only_it() {
+        let mut page = vec![0u8; PAGE_SIZE];
+        let first = encode_item(Layout::Compact, b"ignored", Tid::new(5, 5), Some(2), true);
+        assert_eq!(
+            first.len(),
+            ITEM_FIXED + CHILD_SIZE,
+            "stored without its key"
+        );
+        let second = encode_item(
+            Layout::Compact,
+            &Key::I64(9).encode(),
+            Tid::new(1, 1),
+            Some(3),
+            false,
+        );
+        build_page(
+            &mut page,
+            Header {
+                flags: ROOT,
+                level: 1,
+                right: NO_RIGHT,
+                layout: Layout::Compact,
+            },
+            &[&first, &second],
+        );
+        let tp = TreePage::parse(&page, ID).unwrap();
+        let (a, b) = (tp.data(0).unwrap(), tp.data(1).unwrap());
+        assert!(a.minus_infinity && !b.minus_infinity);
+        assert_eq!((a.child, b.child), (2, 3));
+        let probe = Key::I64(i64::MIN).encode();
+        assert_eq!(tp.child_for_at(&probe, Tid::new(0, 0)).unwrap(), 2);
+        assert_eq!(
+            tp.child_for_at(&Key::I64(9).encode(), Tid::new(1, 1))
+                .unwrap(),
+            3
+        );
+    }
+
+    #[test]
+    fn the_meta_page_records_the_layout_as_format_1_or_2_and_refuses_others() {
+        let mut page = vec![0u8; PAGE_SIZE];
+        for (layout, version) in [(Layout::Headed, 1), (Layout::Compact, 2)] {
+            let meta = Meta {
+                root: 1,
+                root_level: 0,
+                key_type: KeyType::I64,
+                unique: false,
+                layout,
+            };
+            meta.write(&mut page);
+            assert_eq!(u32_at(&page, 16), version);
+            assert_eq!(Meta::read(&page, ID).unwrap(), meta);
+        }
+        for version in [0, 3] {
+            put_u32(&mut page, 16, version);
+            let err = Meta::read(&page, ID).unwrap_err().to_string();
+            assert!(
+                err.contains("relation 9 block 3")
+                    && err.contains(&format!("version {version}, this engine reads 1 and 2")),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_headed_page_decodes_its_items_and_flagged_minus_infinity() {
+        let item = encode_item(
+            Layout::Headed,
+            &Key::I64(-5).encode(),
+            Tid::new(7, 3),
+            None,
+            false,
+        );
+        assert_eq!(
+            space_for([item.as_slice()]),
+            22,
+            "4 bytes more than compact"
+        );
+        let it = decode_item(&item, false, Layout::Headed, ID).unwrap();
+        assert_eq!(
+            (it.key, it.tid),
+            (Key::I64(-5).encode().as_slice(), Tid::new(7, 3))
+        );
+        // The same bytes read as compact are a different (longer) key: the
+        // layout must come from the page.
+        assert_eq!(
+            decode_item(&item, false, Layout::Compact, ID)
+                .unwrap()
+                .key
+                .len(),
+            12
+        );
+        let mut page = vec![0u8; PAGE_SIZE];
+        let first = encode_item(Layout::Headed, &[], Tid::new(0, 0), Some(2), true);
+        let second = encode_item(
+            Layout::Headed,
+            &Key::I64(9).encode(),
+            Tid::new(1, 1),
+            Some(3),
+            false,
+        );
+        build_page(
+            &mut page,
+            Header {
+                flags: ROOT | COMPACT,
+                level: 1,
+                right: NO_RIGHT,
+                layout: Layout::Headed,
+            },
+            &[&first, &second],
+        );
+        let tp = TreePage::parse(&page, ID).unwrap();
+        assert_eq!(
+            tp.layout(),
+            Layout::Headed,
+            "the layout overrides a COMPACT in flags"
+        );
+        let (a, b) = (tp.data(0).unwrap(), tp.data(1).unwrap());
+        assert!(a.minus_infinity && !b.minus_infinity);
+        assert_eq!((a.child, b.child), (2, 3));
+        assert_eq!(
+            tp.child_for_at(&Key::I64(9).encode(), Tid::new(1, 1))
+                .unwrap(),
+            3
+        );
+        // A key length that disagrees with the item's is an error.
+        let mut bad = second.clone();
+        bad[0] = 7;
+        let err = decode_item(&bad, true, Layout::Headed, ID)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("key length 7"), "{err}");
+        // Appending in place writes what encode_item writes.
+        let mut appended = vec![0u8; PAGE_SIZE];
+        build_page(
+            &mut appended,
+            Header {
+                flags: ROOT,
+                level: 1,
+                right: NO_RIGHT,
+                layout: Layout::Headed,
+            },
+            &[],
+        );
+        append_item(&mut appended, &[], Tid::new(0, 0), Some(2), true);
+        append_item(
+            &mut appended,
+            &Key::I64(9).encode(),
+            Tid::new(1, 1),
+            Some(3),
+            false,
+        );
+        assert_eq!(appended, page);
+    }
+
+    #[test]
     fn corrupt_pointer_is_an_error_naming_the_block() {
         let mut page = vec![0u8; PAGE_SIZE];
-        let a = encode_item(b"abc", Tid::new(1, 1), None, false);
+        let a = encode_item(Layout::Compact, b"abc", Tid::new(1, 1), None, false);
         build_page(
             &mut page,
             Header {
                 flags: LEAF,
                 level: 0,
                 right: NO_RIGHT,
+                layout: Layout::Compact,
             },
             &[&a],
         );

@@ -170,7 +170,7 @@ fn apply(info: u8, i: usize, payload: &[u8], page: &mut PageWrite<'_>, id: PageI
     let tp = TreePage::parse(page, id)?;
     match (info, i) {
         (INSERT_LEAF, 0) | (INSERT_DOWNLINK, 0) => {
-            let item = decode_item(payload, !tp.is_leaf(), id)?;
+            let item = decode_item(payload, !tp.is_leaf(), tp.layout(), id)?;
             let pos = tp.lower_bound(&item.search_key())?;
             if tp.free_space() < payload.len() + ITEM_POINTER_SIZE {
                 return Err(id.corrupt("redo: no room for a logged insert"));
@@ -198,6 +198,7 @@ fn apply(info: u8, i: usize, payload: &[u8], page: &mut PageWrite<'_>, id: PageI
                 flags: tp.flags,
                 level: tp.level,
                 right: tp.right,
+                layout: tp.layout(),
             };
             let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
             build_page(page, h, &refs);

@@ -78,6 +78,7 @@ impl Index {
                 flags: tp.flags,
                 level: tp.level,
                 right: tp.right,
+                layout: tp.layout(),
             };
             let refs: Vec<&[u8]> = keep.iter().map(Vec::as_slice).collect();
             build_page(&mut page, h, &refs);

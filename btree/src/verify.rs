@@ -240,15 +240,30 @@ impl Index {
         if tp.is_incomplete_split() {
             bad("incomplete split left behind (right sibling has no downlink)".into());
         }
+        if tp.layout() != self.layout {
+            bad(format!(
+                "items in the {:?} layout, but the meta page says the index's are {:?}",
+                tp.layout(),
+                self.layout
+            ));
+        }
         let high = tp.high_key()?.map(|h| h.search_key());
         let mut prev: Option<SearchKey> = None;
         let mut downlinks = Vec::new();
         for j in 0..tp.data_len() {
             let it = tp.data(j)?;
+            if it.minus_infinity != (j == 0 && !tp.is_leaf()) {
+                bad(format!(
+                    "item {j}: minus infinity must be the first pivot of an internal page and only it"
+                ));
+            }
             if !tp.is_leaf() {
-                if it.minus_infinity != (j == 0) {
+                if it.minus_infinity && (!it.key.is_empty() || it.tid != crate::key::TID_MIN) {
                     bad(format!(
-                        "pivot {j}: minus infinity must be the first pivot and only it"
+                        "pivot {j}: the first pivot (minus infinity) stores a key of {} bytes \
+                         and TID {:?}, not the empty key and the smallest TID",
+                        it.key.len(),
+                        it.tid
                     ));
                 }
                 downlinks.push((it.child, (!it.minus_infinity).then(|| it.search_key())));

@@ -1,6 +1,8 @@
 //! A leaf whose item pointer runs off the page (with a valid checksum, so
 //! the pool accepts it) makes lookups fail with `BtreeError::Corrupt` naming
-//! relation and block, never a panic, and `verify` reports it.
+//! relation and block, never a panic, and `verify` reports it; `verify`
+//! also reports an internal page whose first pivot (minus infinity) stores
+//! a key.
 
 mod common;
 
@@ -45,5 +47,74 @@ fn corrupt_leaf_is_reported_not_panicked() {
         assert!(msg.contains("relation 40 block 1"), "{msg}");
         let v = index.verify(None).unwrap();
         assert!(v.iter().any(|v| v.block == Some(1)), "{v:?}");
+    });
+}
+
+#[test]
+fn verify_reports_a_first_pivot_that_stores_a_key() {
+    within(Duration::from_secs(30), || {
+        use btree::page::{self, Header, Meta, PageId, TreePage};
+        let db = db(64, false);
+        let index = create(&db, KeyType::I64, false);
+        for i in 0..2000i64 {
+            index
+                .insert(
+                    &Key::I64(i),
+                    Tid::new(1 + i as u32 / 100, 1 + (i % 100) as u16),
+                    &AssumeLive,
+                )
+                .unwrap();
+        }
+        let rf = RelFork::main(REL);
+        let read = |block| {
+            db.pool
+                .read_buffer(rf, block, None)
+                .unwrap()
+                .lock_shared()
+                .to_vec()
+        };
+        let meta = Meta::read(&read(0), PageId { rel: REL, block: 0 }).unwrap();
+        assert!(meta.root_level >= 1, "{meta:?}");
+        let root = read(meta.root);
+        let id = PageId {
+            rel: REL,
+            block: meta.root,
+        };
+        let tp = TreePage::parse(&root, id).unwrap();
+        assert!(tp.data(0).unwrap().minus_infinity);
+        // Rewrite the root with a real separator stored in its first pivot:
+        // still minus infinity by its place, but not what any writer stores.
+        let mut items = tp.all_items().unwrap();
+        let first = tp.data(0).unwrap();
+        items[0] = page::encode_item(
+            tp.layout(),
+            &Key::I64(-7).encode(),
+            Tid::new(1, 1),
+            Some(first.child),
+            false,
+        );
+        let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+        let header = Header {
+            flags: tp.flags,
+            level: tp.level,
+            right: tp.right,
+            layout: tp.layout(),
+        };
+        let mut damaged = root.clone();
+        page::build_page(&mut damaged, header, &refs);
+        db.pool.flush_all(true).unwrap();
+        db.pool.evict_all().unwrap();
+        bufmgr::page::set_checksum(&mut damaged, meta.root);
+        db.pool
+            .storage()
+            .write(BufferTag::new(rf, meta.root), &damaged)
+            .unwrap();
+
+        let v = index.verify(None).unwrap();
+        assert!(
+            v.iter()
+                .any(|v| v.block == Some(meta.root) && v.what.contains("first pivot")),
+            "{v:?}"
+        );
     });
 }

@@ -3,15 +3,19 @@
 //! are read optimistically as well as under their shared lock: every lookup
 //! routed through the damaged page fails with `Corrupt` naming relation and
 //! block, every other lookup answers right, nothing panics, and nothing
-//! loops forever (a watchdog fails the test).
+//! loops forever (a watchdog fails the test). Pages of both item layouts:
+//! the headed layout stores each key's length twice (pointer and item
+//! header), so a pointer length that disagrees is detected; the compact
+//! layout stores it once, so only lengths too short for an item are.
 
 mod common;
 
 use std::time::Duration;
 
+use btree::page::Layout;
 use btree::{AssumeLive, ErrorKind, Key, KeyType};
 use bufmgr::RelFork;
-use common::{Db, REL, create, db, within};
+use common::{Db, REL, create, create_in, db, within};
 use heap::tuple::Tid;
 
 const KEYS: usize = 3_000;
@@ -52,9 +56,14 @@ fn inner_page_with_right_sibling(db: &Db) -> u32 {
 /// key up three times. Returns how many lookups failed; panics on a wrong
 /// answer or an error that is not `Corrupt` for the damaged block.
 fn damage_and_look_up(damage: fn(&mut [u8], u32)) -> usize {
+    damage_and_look_up_in(Layout::Compact, damage)
+}
+
+/// [`damage_and_look_up`] on an index in `layout`.
+fn damage_and_look_up_in(layout: Layout, damage: fn(&mut [u8], u32)) -> usize {
     within(Duration::from_secs(120), move || {
         let db = db(512, false);
-        let index = create(&db, KeyType::Bytes, false);
+        let index = create_in(&db, KeyType::Bytes, false, layout);
         for k in 0..KEYS {
             index.insert(&key(k), tid_of(k), &AssumeLive).unwrap();
         }
@@ -104,12 +113,23 @@ fn item_pointers_running_off_the_page_make_lookups_through_it_corrupt() {
 }
 
 #[test]
-fn pivot_lengths_that_disagree_with_their_keys_make_lookups_through_it_corrupt() {
-    let failed = damage_and_look_up(|p, _| {
+fn headed_pivot_lengths_that_disagree_with_their_keys_make_lookups_through_it_corrupt() {
+    let failed = damage_and_look_up_in(Layout::Headed, |p, _| {
         let lower = usize::from(u16_at(p, 24));
         for ptr in (28..lower).step_by(4) {
             let len = u16_at(p, ptr + 2);
             p[ptr + 2..ptr + 4].copy_from_slice(&(len - 1).to_le_bytes());
+        }
+    });
+    assert!(failed > 0, "no lookup went through the damaged page");
+}
+
+#[test]
+fn compact_pivot_lengths_too_short_for_a_tid_and_child_make_lookups_through_it_corrupt() {
+    let failed = damage_and_look_up(|p, _| {
+        let lower = usize::from(u16_at(p, 24));
+        for ptr in (28..lower).step_by(4) {
+            p[ptr + 2..ptr + 4].copy_from_slice(&9u16.to_le_bytes());
         }
     });
     assert!(failed > 0, "no lookup went through the damaged page");

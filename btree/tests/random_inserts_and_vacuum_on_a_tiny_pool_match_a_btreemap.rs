@@ -11,10 +11,11 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::time::Duration;
 
+use btree::page::Layout;
 use btree::{
     AssumeLive, ColumnKind, Direction, HeapRow, Index, Key, KeyBounds, KeyPart, KeyType, TupleType,
 };
-use common::{assert_clean, create, db, within};
+use common::{assert_clean, create_in, db, within};
 use heap::tuple::Tid;
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
@@ -106,8 +107,12 @@ enum Order {
 }
 
 fn run(key_type: KeyType, order: Order, seed: u64) {
+    run_in(key_type, order, seed, Layout::Compact);
+}
+
+fn run_in(key_type: KeyType, order: Order, seed: u64, layout: Layout) {
     let db = db(16, true);
-    let index = create(&db, key_type, false);
+    let index = create_in(&db, key_type, false, layout);
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut model = Model::new();
     let mut n: u32 = 0;
@@ -205,6 +210,20 @@ fn descending_i64_keys() {
 fn random_i64_keys() {
     within(Duration::from_secs(60), || {
         run(KeyType::I64, Order::Random, 3)
+    });
+}
+
+#[test]
+fn random_i64_keys_in_the_headed_layout_of_older_indexes() {
+    within(Duration::from_secs(60), || {
+        run_in(KeyType::I64, Order::Random, 6, Layout::Headed)
+    });
+}
+
+#[test]
+fn random_byte_string_keys_in_the_headed_layout_of_older_indexes() {
+    within(Duration::from_secs(60), || {
+        run_in(KeyType::Bytes, Order::Random, 7, Layout::Headed)
     });
 }
 

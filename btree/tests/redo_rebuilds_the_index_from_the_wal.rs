@@ -12,8 +12,9 @@ mod common;
 use std::ops::Bound;
 use std::time::Duration;
 
+use btree::page::Layout;
 use btree::{AssumeLive, Index, Key, KeyType, record};
-use common::{REL, assert_clean, create, db, pool_over, replay, within};
+use common::{REL, assert_clean, create, create_in, db, pool_over, replay, within};
 use heap::tuple::Tid;
 use wal::{Lsn, MIN_SEGMENT_SIZE, RmgrKind, WalReader};
 
@@ -32,9 +33,18 @@ fn key(i: u32) -> Key {
 
 #[test]
 fn replay_into_empty_files_gives_the_same_tree() {
-    within(Duration::from_secs(60), || {
+    replay_gives_the_same_tree(Layout::Compact);
+}
+
+#[test]
+fn replay_of_an_index_in_the_headed_layout_gives_the_same_tree() {
+    replay_gives_the_same_tree(Layout::Headed);
+}
+
+fn replay_gives_the_same_tree(layout: Layout) {
+    within(Duration::from_secs(60), move || {
         let db = db(32, true);
-        let index = create(&db, KeyType::I64, false);
+        let index = create_in(&db, KeyType::I64, false, layout);
         for i in 0..20_000u32 {
             index
                 .insert(&key(i), Tid::new(i + 1, 1), &AssumeLive)
@@ -51,6 +61,7 @@ fn replay_into_empty_files_gives_the_same_tree() {
         let n = replay(db.dir.path(), &pool);
         assert!(n > 20_000, "only {n} B-tree records replayed");
         let rebuilt = Index::open(pool.clone(), None, "replayed", REL).unwrap();
+        assert_eq!(rebuilt.layout(), layout);
         assert_clean(rebuilt.verify(None).unwrap());
         assert!(
             all(&rebuilt) == before,

@@ -146,6 +146,33 @@ fn build_sorted_of_random_i64_keys_equals_inserting_them_one_by_one() {
 }
 
 #[test]
+fn a_sorted_build_packs_at_least_400_i64_entries_per_leaf() {
+    within(Duration::from_secs(120), || {
+        // 18 bytes per entry with its pointer: about 408 fit the 90% of a
+        // leaf a build fills (format 1's 22 bytes fit about 334).
+        let db = db(1024, false);
+        let index = index_on(&db.pool, &db, 43, KeyType::I64);
+        let n = 100_000u32;
+        let entries = (0..n).map(|i| {
+            (
+                Key::I64(i64::from(i) * 3 - 150_000),
+                Tid::new(i / 50 + 1, (i % 50) as u16 + 1),
+            )
+        });
+        let stats = index.build_sorted(entries).unwrap();
+        assert_eq!(stats.entries, u64::from(n));
+        assert!(
+            stats.leaf_pages * 400 <= u64::from(n),
+            "{} leaves for {n} entries",
+            stats.leaf_pages
+        );
+        assert_eq!(index.lookup(&Key::I64(-150_000)).unwrap(), [Tid::new(1, 1)]);
+        assert_eq!(index.lookup(&Key::I64(-149_999)).unwrap(), []);
+        assert_clean(index.verify(None).unwrap());
+    });
+}
+
+#[test]
 fn build_sorted_of_random_byte_keys_equals_inserting_them_one_by_one() {
     within(Duration::from_secs(120), || {
         check_equal_to_inserts(KeyType::Bytes, 8_000, 2)

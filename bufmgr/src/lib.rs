@@ -41,7 +41,8 @@ pub use mrc::{MissRatioCurve, MrcConfig, MrcPoint};
 pub use pool::{BufferPool, OptimisticPage, ReadStream, StreamConfig};
 pub use ring::{Ring, RingKind};
 pub use stats::{
-    BufferCacheSummary, BufferRow, EvictCounts, PartitionStats, PoolStats, TicksHistogram,
+    BufferCacheSummary, BufferRow, EvictCounts, PartitionStats, PoolStats, RELATION_SLOTS,
+    RelationStats, TicksHistogram,
 };
 pub use tag::{BlockNumber, BufferTag, Fork, PAGE_SIZE, RelFork, RelId};
 pub use topology::Topology;

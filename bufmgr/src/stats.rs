@@ -10,12 +10,13 @@
 //! The buffercache snapshot ([`BufferRow`]) is pg_buffercache: one row per
 //! buffer, each read under that buffer's header lock, no global snapshot.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::arena::HugePageStatus;
 use crate::desc::BufferId;
 use crate::replacement::evictor::Evictor;
-use crate::tag::BufferTag;
+use crate::tag::{BufferTag, RelId};
 
 /// Buckets of the ticks-per-victim histogram: exact for 1..64 ticks, then one
 /// bucket per power of two.
@@ -69,6 +70,125 @@ pub(crate) struct Counters {
     pub optimistic_hits: AtomicU64,
 }
 
+/// Relations one thread's block tracks by name; accesses to further
+/// relations count in the block's overflow slot
+/// ([`PoolStats::relations_untracked`]).
+pub const RELATION_SLOTS: usize = 128;
+const RELATION_SLOT_BITS: u32 = RELATION_SLOTS.trailing_zeros();
+/// Key of the overflow slot (a slot key is the relation number plus one,
+/// 0 when free; relation numbers are `u32`, so this is none of them).
+const OVERFLOW_KEY: u64 = u64::MAX;
+
+/// One thread's counters for one relation (all its forks).
+#[derive(Debug, Default)]
+pub(crate) struct RelCounters {
+    /// The relation number plus one; 0 while the slot is free. Set once,
+    /// by compare-and-swap, and never changed after.
+    key: AtomicU64,
+    pub accesses: AtomicU64,
+    pub hits: AtomicU64,
+    pub evictions: AtomicU64,
+}
+
+/// A thread's per-relation counters: a fixed open-addressed table keyed by
+/// relation number (linear probing), [`RELATION_SLOTS`] slots and one
+/// overflow slot. Fixed, so a snapshot reads it while its thread writes,
+/// with no lock; the owner finds its slot with a multiply, a shift and a
+/// compare on the hit path.
+#[derive(Debug)]
+pub(crate) struct RelTable {
+    slots: Box<[RelCounters]>,
+}
+
+impl RelTable {
+    fn new() -> RelTable {
+        let slots: Box<[RelCounters]> = (0..=RELATION_SLOTS)
+            .map(|_| RelCounters::default())
+            .collect();
+        slots[RELATION_SLOTS]
+            .key
+            .store(OVERFLOW_KEY, Ordering::Relaxed);
+        RelTable { slots }
+    }
+
+    #[inline(always)]
+    fn home(key: u64) -> usize {
+        (((key as u32).wrapping_mul(0x9E37_79B1)) >> (32 - RELATION_SLOT_BITS)) as usize
+    }
+
+    /// The counters of `rel`: its home slot when it is there (the common
+    /// case, inline), else the probe.
+    #[inline(always)]
+    pub fn get(&self, rel: RelId) -> &RelCounters {
+        let key = u64::from(rel.0) + 1;
+        let s = &self.slots[Self::home(key)];
+        if s.key.load(Ordering::Relaxed) == key {
+            return s;
+        }
+        self.probe(key)
+    }
+
+    /// Find or claim the slot of `key`. A claim is a compare-and-swap, so
+    /// two threads sharing a block (the fallback block, the retired block)
+    /// never file one relation's counts under another's key.
+    #[cold]
+    #[inline(never)]
+    fn probe(&self, key: u64) -> &RelCounters {
+        let mut i = Self::home(key);
+        for _ in 0..RELATION_SLOTS {
+            let s = &self.slots[i];
+            let k = s.key.load(Ordering::Relaxed);
+            if k == key {
+                return s;
+            }
+            if k == 0 {
+                match s
+                    .key
+                    .compare_exchange(0, key, Ordering::Relaxed, Ordering::Relaxed)
+                {
+                    Ok(_) => return s,
+                    Err(k) if k == key => return s,
+                    Err(_) => {}
+                }
+            }
+            i = (i + 1) % RELATION_SLOTS;
+        }
+        &self.slots[RELATION_SLOTS]
+    }
+
+    fn merge_into(&self, into: &RelTable) {
+        let add = |a: &AtomicU64, b: &AtomicU64| {
+            b.fetch_add(a.load(Ordering::Relaxed), Ordering::Relaxed);
+        };
+        for s in self.slots.iter() {
+            let k = s.key.load(Ordering::Relaxed);
+            let to = match k {
+                0 => continue,
+                OVERFLOW_KEY => &into.slots[RELATION_SLOTS],
+                k => into.probe(k),
+            };
+            add(&s.accesses, &to.accesses);
+            add(&s.hits, &to.hits);
+            add(&s.evictions, &to.evictions);
+        }
+    }
+
+    /// Add every used slot into `named` (by relation) or `untracked`.
+    fn sum_into(&self, named: &mut BTreeMap<RelId, RelationStats>, untracked: &mut RelationStats) {
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        for s in self.slots.iter() {
+            let out = match s.key.load(Ordering::Relaxed) {
+                0 => continue,
+                OVERFLOW_KEY => &mut *untracked,
+                k => named.entry(RelId((k - 1) as u32)).or_default(),
+            };
+            out.accesses += l(&s.accesses);
+            out.hits += l(&s.hits);
+            out.evictions += l(&s.evictions);
+        }
+    }
+}
+
 /// Everything one thread counts, one cache-line-aligned block per thread.
 #[derive(Debug)]
 #[repr(align(128))]
@@ -77,6 +197,8 @@ pub(crate) struct ThreadStats {
     pub ticks: Box<[AtomicU64]>,
     pub ticks_sum: AtomicU64,
     pub ticks_max: AtomicU64,
+    /// Accesses, hits and evictions per relation.
+    pub rels: RelTable,
 }
 
 impl ThreadStats {
@@ -86,6 +208,7 @@ impl ThreadStats {
             ticks: (0..TICK_BUCKETS).map(|_| AtomicU64::new(0)).collect(),
             ticks_sum: AtomicU64::new(0),
             ticks_max: AtomicU64::new(0),
+            rels: RelTable::new(),
         }
     }
 
@@ -116,6 +239,7 @@ impl ThreadStats {
         add(&self.ticks_sum, &into.ticks_sum);
         into.ticks_max
             .fetch_max(self.ticks_max.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.rels.merge_into(&into.rels);
     }
 
     /// Record one victim found after `ticks` ticks.
@@ -230,6 +354,45 @@ impl PartitionStats {
     }
 }
 
+/// Counters of one relation (all its forks), summed over threads: what
+/// `pg_statio_all_tables` shows per table and index.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RelationStats {
+    /// Buffer lookups of the relation's pages (hits + misses), optimistic
+    /// hits included.
+    pub accesses: u64,
+    /// Lookups that found the page in the pool.
+    pub hits: u64,
+    /// Valid pages of the relation evicted to make room for another page.
+    pub evictions: u64,
+}
+
+impl RelationStats {
+    /// Lookups that did not find the page valid in the pool
+    /// (`accesses - hits`): read from storage by this lookup.
+    pub fn misses(&self) -> u64 {
+        self.accesses.saturating_sub(self.hits)
+    }
+
+    /// hits / accesses (1.0 when there were no accesses).
+    pub fn hit_ratio(&self) -> f64 {
+        if self.accesses == 0 {
+            1.0
+        } else {
+            self.hits as f64 / self.accesses as f64
+        }
+    }
+
+    /// These counters minus earlier ones: the activity in between.
+    pub fn minus(&self, o: &RelationStats) -> RelationStats {
+        RelationStats {
+            accesses: self.accesses.saturating_sub(o.accesses),
+            hits: self.hits.saturating_sub(o.hits),
+            evictions: self.evictions.saturating_sub(o.evictions),
+        }
+    }
+}
+
 /// Distribution of clock ticks per victim.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TicksHistogram {
@@ -340,6 +503,12 @@ pub struct PoolStats {
     pub hint_fpis: u64,
     pub bgwriter_rounds: u64,
     pub huge_pages: HugePageStatus,
+    /// Per relation: accesses, hits, evictions. Each thread tracks up to
+    /// [`RELATION_SLOTS`] relations by name; the rest are summed in
+    /// `relations_untracked`.
+    pub relations: BTreeMap<RelId, RelationStats>,
+    /// Counters of relations a thread had no slot left for.
+    pub relations_untracked: RelationStats,
 }
 
 impl PoolStats {
@@ -350,6 +519,11 @@ impl PoolStats {
             t.merge(p);
         }
         t
+    }
+
+    /// The counters of `rel` (all zero if it was never accessed).
+    pub fn relation(&self, rel: RelId) -> RelationStats {
+        self.relations.get(&rel).cloned().unwrap_or_default()
     }
 
     /// This snapshot minus an earlier one: the activity in between.
@@ -377,6 +551,12 @@ impl PoolStats {
             hints_refused: self.hints_refused.saturating_sub(earlier.hints_refused),
             hint_fpis: self.hint_fpis.saturating_sub(earlier.hint_fpis),
             bgwriter_rounds: self.bgwriter_rounds.saturating_sub(earlier.bgwriter_rounds),
+            relations: self
+                .relations
+                .iter()
+                .map(|(rel, r)| (*rel, r.minus(&earlier.relation(*rel))))
+                .collect(),
+            relations_untracked: self.relations_untracked.minus(&earlier.relations_untracked),
             ..self.clone()
         }
     }
@@ -392,7 +572,10 @@ impl PoolStats {
     ) -> PoolStats {
         let mut partitions = vec![PartitionStats::default(); nparts];
         let mut ticks = TicksHistogram::default();
+        let mut relations = BTreeMap::new();
+        let mut relations_untracked = RelationStats::default();
         for t in threads {
+            t.rels.sum_into(&mut relations, &mut relations_untracked);
             for (p, c) in partitions.iter_mut().zip(t.parts.iter()) {
                 p.add(c);
             }
@@ -419,6 +602,8 @@ impl PoolStats {
             hint_fpis: l(&pool.hint_fpis),
             bgwriter_rounds: l(&pool.bgwriter_rounds),
             huge_pages,
+            relations,
+            relations_untracked,
         }
     }
 }

@@ -143,6 +143,24 @@ pub struct ResidentPages {
     pub pages: usize,
 }
 
+/// The buffer pool's counters of one relation (all its forks), named: one
+/// row of [`Database::relation_stats`] (PostgreSQL's `pg_statio_all_tables`
+/// and `pg_statio_all_indexes`, as counts of buffer lookups).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RelationStats {
+    /// The relation.
+    pub rel: RelId,
+    /// Table or index name, `"clog"`, `"catalog"`, or `"relation N"`
+    /// (a relation dropped since, or not known to the catalog).
+    pub name: String,
+    /// What the relation is.
+    pub kind: RelKind,
+    /// For an index, its table's name.
+    pub table: Option<String>,
+    /// Buffer lookups, hits and evictions of its pages since open.
+    pub counts: bufmgr::RelationStats,
+}
+
 /// How a table is created ([`Database::create_table_with`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TableOptions {
@@ -1124,6 +1142,32 @@ impl Database {
     /// The buffer pool's counters since open (accesses, hits, reads, writes by writer, evictions).
     pub fn pool_stats(&self) -> PoolStats {
         self.core().pool.stats()
+    }
+
+    /// The pool's counters per relation since open, named, ordered by
+    /// relation number: every relation whose pages were looked up, tables
+    /// and indexes separately (an index row names its table). Subtract two
+    /// snapshots' `counts` for a window. Lookups of relations a thread had
+    /// no counter slot for are in
+    /// [`pool_stats`](Self::pool_stats)`().relations_untracked`.
+    pub fn relation_stats(&self) -> Vec<RelationStats> {
+        let c = self.core();
+        let names = c.rel_names();
+        c.pool
+            .stats()
+            .relations
+            .into_iter()
+            .map(|(rel, counts)| {
+                let (name, kind, table) = c.name_rel(&names, rel);
+                RelationStats {
+                    rel,
+                    name,
+                    kind,
+                    table,
+                    counts,
+                }
+            })
+            .collect()
     }
 
     /// The WAL's counters since open (records, bytes, flushes, fsyncs).

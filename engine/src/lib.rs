@@ -43,7 +43,9 @@ pub use backup::{BackupProgress, REREADS as BACKUP_REREADS};
 pub use backup_label::BACKUP_LABEL_FILE;
 pub use bulk::BulkProgress;
 pub use catalog::{IndexInfo, MAX_COLUMNS, MAX_NAME_LEN, RelKind};
-pub use database::{BufferInfo, Database, IndexViolation, ResidentPages, TableOptions};
+pub use database::{
+    BufferInfo, Database, IndexViolation, RelationStats, ResidentPages, TableOptions,
+};
 pub use error::{EngineError, ErrorKind, Result};
 pub use handle::{Index, IndexRef, Table, TableRef};
 pub use keys::{IntoKey, KeyRange};
@@ -51,6 +53,7 @@ pub use options::{DEFAULT_RING_KIB, Options, Partitions, StorageWrapper, parse_e
 pub use owned_row::OwnedRow;
 pub use recovery::{RecoveryStats, recover, recover_from};
 pub use reserved::{CATALOG_REL, CLOG_REL, FIRST_USER_REL};
+pub use retry::{Decision, RetryableError};
 pub use row::{RowId, RowRef};
 pub use table_def::{Col, RowColumn, TableInfo};
 pub use transaction::{IndexRange, RowIter, ScanSummary, Transaction};

@@ -23,6 +23,13 @@
 //! counted in [`TxnStats::retries`](crate::TxnStats) (and calls whose last
 //! attempt still failed retryably in `retries_exhausted`).
 //!
+//! A transaction that must end in a rollback as one of its normal outcomes
+//! (a business rule says no, as TPC-C's New-Order naming an unused item)
+//! uses [`Database::transaction_or_rollback`]: its closure returns
+//! [`Decision::Commit`] or [`Decision::Rollback`], both successes, and an
+//! error of any type that implements [`RetryableError`] (the caller's own
+//! error type, holding engine errors), so only errors are retried.
+//!
 //! [`Options::transaction_backoff`]: crate::Options::transaction_backoff
 //! [`Options::transaction_attempts`]: crate::Options::transaction_attempts
 
@@ -33,6 +40,46 @@ use rand::RngExt;
 use crate::database::Database;
 use crate::error::{EngineError, Result};
 use crate::transaction::Transaction;
+
+/// How a transaction run by [`Database::transaction_or_rollback`] ends:
+/// both are successes, each carrying the closure's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use]
+pub enum Decision<T> {
+    /// Commit the transaction, then return the value.
+    Commit(T),
+    /// Roll the transaction back (none of its writes stays), then return
+    /// the value. Not retried: a rollback asked for is an outcome.
+    Rollback(T),
+}
+
+impl<T> Decision<T> {
+    /// The value, however the transaction ended.
+    pub fn into_inner(self) -> T {
+        match self {
+            Decision::Commit(v) | Decision::Rollback(v) => v,
+        }
+    }
+
+    /// Whether the transaction committed.
+    pub fn is_commit(&self) -> bool {
+        matches!(self, Decision::Commit(_))
+    }
+}
+
+/// An error type a retrying transaction can return: it holds the engine's
+/// errors (`From<EngineError>`) and says which of its values are worth a
+/// rerun (normally: an engine error that [`EngineError::is_retryable`]).
+pub trait RetryableError: From<EngineError> {
+    /// Whether rolling back and running the transaction again may succeed.
+    fn is_retryable(&self) -> bool;
+}
+
+impl RetryableError for EngineError {
+    fn is_retryable(&self) -> bool {
+        EngineError::is_retryable(self)
+    }
+}
 
 impl Database {
     /// Run `f` in a transaction and commit it, running it again on a
@@ -69,22 +116,74 @@ impl Database {
     /// # let _ = row_id;
     /// # Ok::<(), engine::EngineError>(())
     /// ```
-    pub fn transaction<T>(&self, f: impl FnMut(&Transaction) -> Result<T>) -> Result<T> {
-        self.run_retrying(false, f)
+    pub fn transaction<T>(&self, mut f: impl FnMut(&Transaction) -> Result<T>) -> Result<T> {
+        self.run_retrying(false, |txn| f(txn).map(Decision::Commit))
+            .map(Decision::into_inner)
     }
 
     /// [`transaction`](Self::transaction) for read-only work: each attempt
     /// is a read-only transaction ([`Database::read`]), so a write in `f` is
     /// [`EngineError::ReadOnlyTransaction`] (not retried).
-    pub fn read_transaction<T>(&self, f: impl FnMut(&Transaction) -> Result<T>) -> Result<T> {
+    pub fn read_transaction<T>(&self, mut f: impl FnMut(&Transaction) -> Result<T>) -> Result<T> {
+        self.run_retrying(true, |txn| f(txn).map(Decision::Commit))
+            .map(Decision::into_inner)
+    }
+
+    /// [`transaction`](Self::transaction) for a transaction that may end in
+    /// a rollback on purpose, with an error type of the caller's own.
+    ///
+    /// `f` returns `Ok(Decision::Commit(v))` to commit or
+    /// `Ok(Decision::Rollback(v))` to roll back; either way the call returns
+    /// that decision, with `v`, once the commit or the rollback is done. A
+    /// rollback asked for is an outcome, not a failure: it is not retried
+    /// (it counts as an abort in [`TxnStats`](crate::TxnStats), not as a
+    /// retry). An error from `f`, or from the commit, rolls the attempt back
+    /// and is retried exactly as `transaction` retries, if
+    /// [`RetryableError::is_retryable`] says so; any other error is
+    /// returned as it is. `E` is any error type holding engine errors:
+    /// [`EngineError`] itself, or the caller's (implement
+    /// [`RetryableError`] for it).
+    ///
+    /// ```
+    /// # use engine::{Column, ColumnType, Database, Decision, Options, Value};
+    /// # let db = Database::open_temporary(Options::new().pool_buffers(64))?;
+    /// # db.create_table("orders", vec![Column::new("qty", ColumnType::I64)])?;
+    /// let qty = 0;
+    /// let d = db.transaction_or_rollback(|txn| {
+    ///     txn.insert("orders", vec![Value::I64(qty)])?;
+    ///     if qty <= 0 {
+    ///         // A business rule refuses the order: undo the insert.
+    ///         return Ok(Decision::Rollback("refused"));
+    ///     }
+    ///     Ok::<_, engine::EngineError>(Decision::Commit("placed"))
+    /// })?;
+    /// assert_eq!(d, Decision::Rollback("refused"));
+    /// assert_eq!(db.read()?.scan("orders")?.count(), 0);
+    /// # Ok::<(), engine::EngineError>(())
+    /// ```
+    pub fn transaction_or_rollback<T, E: RetryableError>(
+        &self,
+        f: impl FnMut(&Transaction) -> std::result::Result<Decision<T>, E>,
+    ) -> std::result::Result<Decision<T>, E> {
+        self.run_retrying(false, f)
+    }
+
+    /// [`transaction_or_rollback`](Self::transaction_or_rollback) for
+    /// read-only work ([`Database::read`]): for a caller's error type on a
+    /// transaction that writes nothing (`Decision::Rollback` and
+    /// `Decision::Commit` then differ only in the value's label).
+    pub fn read_transaction_or_rollback<T, E: RetryableError>(
+        &self,
+        f: impl FnMut(&Transaction) -> std::result::Result<Decision<T>, E>,
+    ) -> std::result::Result<Decision<T>, E> {
         self.run_retrying(true, f)
     }
 
-    fn run_retrying<T>(
+    fn run_retrying<T, E: RetryableError>(
         &self,
         read_only: bool,
-        mut f: impl FnMut(&Transaction) -> Result<T>,
-    ) -> Result<T> {
+        mut f: impl FnMut(&Transaction) -> std::result::Result<Decision<T>, E>,
+    ) -> std::result::Result<Decision<T>, E> {
         let opts = self.options();
         let attempts = opts.transaction_attempts.max(1);
         let (first, max) = (opts.transaction_backoff, opts.transaction_backoff_max);
@@ -112,14 +211,15 @@ impl Database {
 /// One attempt: begin, run, commit; on an error the transaction is rolled
 /// back (a rollback that fails is returned instead: the state of the
 /// transaction is then unknown, and retrying would hide that).
-fn attempt_once<T>(
+fn attempt_once<T, E: RetryableError>(
     db: &Database,
     read_only: bool,
-    f: &mut impl FnMut(&Transaction) -> Result<T>,
-) -> Result<T> {
+    f: &mut impl FnMut(&Transaction) -> std::result::Result<Decision<T>, E>,
+) -> std::result::Result<Decision<T>, E> {
     let txn = if read_only { db.read()? } else { db.begin()? };
     match f(&txn) {
-        Ok(v) => txn.commit().map(|_| v),
+        Ok(Decision::Commit(v)) => Ok(txn.commit().map(|_| Decision::Commit(v))?),
+        Ok(Decision::Rollback(v)) => Ok(txn.rollback().map(|()| Decision::Rollback(v))?),
         Err(e) => match txn.rollback() {
             Ok(()) => Err(e),
             Err(rb) => Err(rollback_failed(e, rb)),
@@ -129,8 +229,8 @@ fn attempt_once<T>(
 
 /// The error to return when the rollback after `e` failed with `rb`: the
 /// rollback's, unless it is retryable itself (then `e` stands).
-fn rollback_failed(e: EngineError, rb: EngineError) -> EngineError {
-    if rb.is_retryable() { e } else { rb }
+fn rollback_failed<E: RetryableError>(e: E, rb: EngineError) -> E {
+    if rb.is_retryable() { e } else { E::from(rb) }
 }
 
 /// The sleep before retry `retry` (1 for the first): uniform in

@@ -56,56 +56,79 @@ pub fn key(i: i64) -> Vec<u8> {
     ((i as u64) ^ (1 << 63)).to_be_bytes().to_vec()
 }
 
-pub fn valid_btree_pages() -> &'static [Vec<u8>; 3] {
-    static PAGES: OnceLock<[Vec<u8>; 3]> = OnceLock::new();
+/// Valid B-tree pages to damage: a compact leaf with a high key, a compact
+/// internal root, the meta page, then the same leaf and root in the headed
+/// layout (indexes written by the previous format).
+pub fn valid_btree_pages() -> &'static [Vec<u8>; 5] {
+    static PAGES: OnceLock<[Vec<u8>; 5]> = OnceLock::new();
     PAGES.get_or_init(|| {
-        use btree::page::{
-            HAS_HIGH_KEY, Header, LEAF, MINUS_INFINITY, ROOT, build_page, encode_item,
-        };
+        use btree::page::{HAS_HIGH_KEY, Header, LEAF, Layout, ROOT, build_page, encode_item};
         let tid = |i: u16| Tid {
             block: u32::from(i),
             offset: i + 1,
         };
-        // A leaf with a high key.
-        let mut items = vec![encode_item(&key(1000), tid(99), None, false)];
-        items.extend((0..40).map(|i| encode_item(&key(i * 7), tid(i as u16), None, false)));
-        let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
-        let mut leaf = vec![0u8; PAGE_SIZE];
-        build_page(
-            &mut leaf,
-            Header {
-                flags: LEAF | HAS_HIGH_KEY,
-                level: 0,
-                right: 7,
-            },
-            &refs,
-        );
-        // An internal root: a minus-infinity first item, then separators.
-        let mut items = vec![encode_item(&[], tid(0), Some(1), true)];
-        items.extend(
-            (1..30).map(|i| encode_item(&key(i * 50), tid(i as u16), Some(i as u32 + 1), false)),
-        );
-        let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
-        let mut internal = vec![0u8; PAGE_SIZE];
-        build_page(
-            &mut internal,
-            Header {
-                flags: ROOT,
-                level: 1,
-                right: btree::page::NO_RIGHT,
-            },
-            &refs,
-        );
-        let _ = MINUS_INFINITY;
+        let leaf = |layout: Layout| {
+            // A leaf with a high key.
+            let mut items = vec![encode_item(layout, &key(1000), tid(99), None, false)];
+            items.extend(
+                (0..40).map(|i| encode_item(layout, &key(i * 7), tid(i as u16), None, false)),
+            );
+            let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+            let mut leaf = vec![0u8; PAGE_SIZE];
+            build_page(
+                &mut leaf,
+                Header {
+                    flags: LEAF | HAS_HIGH_KEY,
+                    level: 0,
+                    right: 7,
+                    layout,
+                },
+                &refs,
+            );
+            leaf
+        };
+        let internal = |layout: Layout| {
+            // An internal root: a minus-infinity first item, then separators.
+            let mut items = vec![encode_item(layout, &[], tid(0), Some(1), true)];
+            items.extend((1..30).map(|i| {
+                encode_item(
+                    layout,
+                    &key(i * 50),
+                    tid(i as u16),
+                    Some(i as u32 + 1),
+                    false,
+                )
+            }));
+            let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+            let mut internal = vec![0u8; PAGE_SIZE];
+            build_page(
+                &mut internal,
+                Header {
+                    flags: ROOT,
+                    level: 1,
+                    right: btree::page::NO_RIGHT,
+                    layout,
+                },
+                &refs,
+            );
+            internal
+        };
         let mut meta = vec![0u8; PAGE_SIZE];
         btree::page::Meta {
             root: 3,
             root_level: 1,
             key_type: btree::KeyType::I64,
             unique: true,
+            layout: Layout::Compact,
         }
         .write(&mut meta);
-        [leaf, internal, meta]
+        [
+            leaf(Layout::Compact),
+            internal(Layout::Compact),
+            meta,
+            leaf(Layout::Headed),
+            internal(Layout::Headed),
+        ]
     })
 }
 
@@ -280,7 +303,7 @@ pub fn redo_pool() -> (tempfile::TempDir, bufmgr::BufferPool) {
     }
     let index_rf = RelFork::main(RelId(16385));
     storage.create(index_rf).unwrap();
-    let [leaf, internal, meta] = valid_btree_pages();
+    let [leaf, internal, meta, ..] = valid_btree_pages();
     for (block, page) in [(0, meta), (1, internal), (2, leaf)] {
         let mut page = page.clone();
         bufmgr::page::set_checksum(&mut page, block);
@@ -341,11 +364,11 @@ pub fn btree_payload(info_choice: usize) -> (u8, Vec<u8>) {
     match info_choice % 3 {
         0 => (
             INSERT_LEAF,
-            btree::page::encode_item(&key(15), tid, None, false),
+            btree::page::encode_item(btree::page::Layout::Compact, &key(15), tid, None, false),
         ),
         1 => (
             INSERT_DOWNLINK,
-            btree::page::encode_item(&key(777), tid, Some(9), false),
+            btree::page::encode_item(btree::page::Layout::Compact, &key(777), tid, Some(9), false),
         ),
         _ => (
             VACUUM,

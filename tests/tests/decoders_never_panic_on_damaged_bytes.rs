@@ -173,15 +173,16 @@ proptest! {
     }
 
     #[test]
-    fn btree_pages(which in 0usize..3, ms in mutations(false)) {
+    fn btree_pages(which in 0usize..5, ms in mutations(false)) {
         let mut page = valid_btree_pages()[which].clone();
         damage(&mut page, &ms, 0);
         exercise_btree_page(&page);
     }
 
     #[test]
-    fn btree_item(bytes in prop::collection::vec(any::<u8>(), 0..64), internal in any::<bool>()) {
-        let _ = btree::page::decode_item(&bytes, internal, btree_id());
+    fn btree_item(bytes in prop::collection::vec(any::<u8>(), 0..64), internal in any::<bool>(), compact in any::<bool>()) {
+        let layout = if compact { btree::page::Layout::Compact } else { btree::page::Layout::Headed };
+        let _ = btree::page::decode_item(&bytes, internal, layout, btree_id());
     }
 
     #[test]
@@ -254,12 +255,17 @@ fn every_seed_decodes_before_damage() {
     let view = heap::page::HeapPage::parse(&page, heap_id()).unwrap();
     assert_eq!(view.item_count(), 12);
     assert_eq!(view.tuples().filter(|t| t.is_ok()).count(), 12);
-    let [leaf, internal, meta] = valid_btree_pages();
-    let leaf = btree::page::TreePage::parse(leaf, btree_id()).unwrap();
-    assert!(leaf.is_leaf() && leaf.has_high_key());
-    assert_eq!(leaf.data_len(), 40);
-    let internal = btree::page::TreePage::parse(internal, btree_id()).unwrap();
-    assert!(!internal.is_leaf());
+    let [leaf, internal, meta, headed_leaf, headed_internal] = valid_btree_pages();
+    for (leaf, internal) in [(leaf, internal), (headed_leaf, headed_internal)] {
+        let leaf = btree::page::TreePage::parse(leaf, btree_id()).unwrap();
+        assert!(leaf.is_leaf() && leaf.has_high_key());
+        assert_eq!(leaf.data_len(), 40);
+        assert_eq!(leaf.data(5).unwrap().key, key(35).as_slice());
+        let internal = btree::page::TreePage::parse(internal, btree_id()).unwrap();
+        assert!(!internal.is_leaf());
+        assert!(internal.data(0).unwrap().minus_infinity);
+        assert_eq!(internal.data(3).unwrap().child, 4);
+    }
     assert_eq!(btree::page::Meta::read(meta, btree_id()).unwrap().root, 3);
     for bytes in wal_records() {
         wal::decode(bytes).unwrap();

@@ -7,6 +7,7 @@ use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::Duration;
 
+use btree::page::Layout;
 use btree::{Index, IndexOptions, KeyType, Violation};
 use bufmgr::{BufferPool, FileStorage, PoolConfig, RelId};
 use tempfile::TempDir;
@@ -68,7 +69,13 @@ pub fn db(buffers: usize, with_wal: bool) -> Db {
 }
 
 pub fn create(db: &Db, key_type: KeyType, unique: bool) -> Index {
-    Index::create(
+    create_in(db, key_type, unique, Layout::Compact)
+}
+
+/// [`create`] with the pages' item layout chosen (`Headed`: as indexes
+/// written by the previous format).
+pub fn create_in(db: &Db, key_type: KeyType, unique: bool, layout: Layout) -> Index {
+    let index = Index::create_in_layout(
         db.pool.clone(),
         db.wal.clone(),
         IndexOptions {
@@ -77,8 +84,11 @@ pub fn create(db: &Db, key_type: KeyType, unique: bool) -> Index {
             key_type,
             unique,
         },
+        layout,
     )
-    .unwrap()
+    .unwrap();
+    assert_eq!(index.layout(), layout);
+    index
 }
 
 /// Replay every B-tree record of the WAL in `dir` from its start into `pool`.

@@ -123,6 +123,9 @@ impl BufferPool {
             bump(&c.accesses, 1);
             bump(&c.hits, 1);
             bump(&c.optimistic_hits, 1);
+            let r = local.stats.rels.get(tag.rel);
+            bump(&r.accesses, 1);
+            bump(&r.hits, 1);
             if local.trace.is_some() {
                 super::read::trace_access(local, tag, id, true, None);
             }

@@ -311,9 +311,12 @@ impl PoolShared {
         {
             self.mrc_filter(local, ht.hash, tag);
             let c = &local.stats.parts[self.desc(id).partition()];
+            let r = local.stats.rels.get(tag.rel);
             bump(&c.accesses, 1);
+            bump(&r.accesses, 1);
             if state & VALID != 0 {
                 bump(&c.hits, 1);
+                bump(&r.hits, 1);
                 if local.trace.is_some() {
                     trace_access(local, tag, id, true, ring.as_deref());
                 }
@@ -362,6 +365,7 @@ impl PoolShared {
             Ok(read_by_us) => {
                 if !read_by_us {
                     bump(&local.stats.parts[self.desc(id).partition()].hits, 1);
+                    bump(&local.stats.rels.get(tag.rel).hits, 1);
                 }
                 Ok(id)
             }
@@ -429,9 +433,12 @@ impl PoolShared {
             }
             self.mrc_filter(local, ht.hash, tag);
             let c = &local.stats.parts[self.desc(id).partition()];
+            let r = local.stats.rels.get(tag.rel);
             bump(&c.accesses, 1);
+            bump(&r.accesses, 1);
             if state & VALID != 0 {
                 bump(&c.hits, 1);
+                bump(&r.hits, 1);
                 return Ok(Started::Hit(id));
             }
             return Ok(Started::NotValid(id));
@@ -508,6 +515,7 @@ impl PoolShared {
         self.mrc_filter(local, ht.hash, tag);
         let c = &local.stats.parts[self.desc(victim).partition()];
         bump(&c.accesses, 1);
+        bump(&local.stats.rels.get(tag.rel).accesses, 1);
         if let Some(t) = local.trace.as_mut() {
             t.access(tag, victim, false, ring_kind);
         }
@@ -528,12 +536,15 @@ impl PoolShared {
         let tag = ht.tag;
         self.mrc_filter(local, ht.hash, tag);
         let c = &local.stats.parts[self.desc(id).partition()];
+        let r = local.stats.rels.get(tag.rel);
         bump(&c.accesses, 1);
+        bump(&r.accesses, 1);
         if let Some(t) = local.trace.as_mut() {
             t.access(tag, id, state & VALID != 0, ring);
         }
         if state & VALID != 0 {
             bump(&c.hits, 1);
+            bump(&r.hits, 1);
             Started::Hit(id)
         } else {
             Started::NotValid(id)

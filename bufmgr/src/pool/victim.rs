@@ -71,7 +71,8 @@ impl PoolShared {
                     return Err(e);
                 }
             }
-            let old_tag = if local.trace.is_some() { d.tag() } else { None };
+            // The evicted page's tag, for its relation's count (and the trace).
+            let old_tag = if s & VALID != 0 { d.tag() } else { None };
             if s & TAG_VALID != 0 && !self.invalidate_victim(id, from_probation) {
                 d.unpin();
                 continue;
@@ -82,6 +83,9 @@ impl PoolShared {
             }
             if s & VALID != 0 {
                 bump(&c.evictions, 1);
+                if let Some(old) = old_tag {
+                    bump(&local.stats.rels.get(old.rel).evictions, 1);
+                }
                 if let (Some(t), Some(old)) = (local.trace.as_mut(), old_tag) {
                     let ring_kind = ring.as_deref().filter(|_| from_ring).map(Ring::kind);
                     let ticks = if from_ring { 0 } else { local.last_sweep_ticks };

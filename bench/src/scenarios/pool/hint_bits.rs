@@ -702,8 +702,10 @@ fn index_columns() -> Vec<Column> {
 
 /// Engine options for the index part: the pool of `cell`'s configuration
 /// with `buffers` pages, no background writer and no checkpointer (nothing
-/// runs beside the timed scan), the hint mode of the cell.
+/// runs beside the timed scan), the hint mode of the cell, `--io` and
+/// `--direct`.
 fn engine_options(
+    settings: &Settings,
     pool: &Config,
     buffers: usize,
     params: &Params,
@@ -722,6 +724,8 @@ fn engine_options(
         .bgwriter(None)
         .checkpointer(false)
         .wal_segment_size(params.wal_segment_size)
+        .io(settings.io)
+        .direct_io(settings.direct_io)
 }
 
 /// The checks every index scan makes on the rows it is handed: keys
@@ -998,7 +1002,14 @@ fn measure_index_once(
     remove_dir(run)?;
     copy_dir(template, run, &[MARKER])?;
     let trace = cell.trace_file(settings, "index", rep);
-    let opts = engine_options(&cell.pool, buffers, params, cell.checksums, cell.mode);
+    let opts = engine_options(
+        settings,
+        &cell.pool,
+        buffers,
+        params,
+        cell.checksums,
+        cell.mode,
+    );
     let db = Database::open(run, opts.trace(trace.clone()))?;
     let pool = db.pool().clone();
     let table = RelId(info.table_rel);
@@ -1868,6 +1879,22 @@ mod tests {
             scan_ms_min: 1.04,
             apart,
         }
+    }
+
+    #[test]
+    fn the_index_part_opens_with_the_io_backend_and_direct_io_asked_for() {
+        let args = crate::common::CommonArgs {
+            io: Some(bufmgr::IoMode::IoUring),
+            direct: true,
+            ..Default::default()
+        };
+        let settings = args
+            .resolve(&crate::scenarios::ScenarioKind::HintBits(HintBitsArgs::default()).defaults())
+            .unwrap();
+        let params = Params::resolve(&HintBitsArgs::default(), &settings).unwrap();
+        let pool = settings.configs()[0];
+        let o = engine_options(&settings, &pool, 64, &params, true, HintMode::PerPage);
+        assert_eq!((o.io, o.direct_io), (bufmgr::IoMode::IoUring, true));
     }
 
     #[test]

@@ -95,9 +95,10 @@ pub const TICKS: Workload = Workload {
     access: Access::Zipf { theta: 0.99 },
 };
 
-/// Seed of the block draws and of the zipfian permutation: fixed, so two runs
-/// (and the two evictors) see the same sequence.
-const SEED: u64 = 0x5EED_0000;
+/// Seed of the block draws and of the zipfian permutation without
+/// `--seed`: fixed, so two runs (and the two evictors) see the same
+/// sequence; `--seed` draws another, the same for the same seed.
+pub const SEED: u64 = 0x5EED_0000;
 
 /// Block numbers drawn per scenario: about 128 per block of the relation
 /// rounded up to a power of two, at least 64 Ki and at most 4 Mi (16 MiB). A
@@ -213,6 +214,9 @@ pub struct SweepReport {
     /// thread count of the matrix (`raw_pread`).
     #[serde(default)]
     pub pread_baselines: Vec<PreadBaseline>,
+    /// The seed the block draws came from (`--seed`).
+    #[serde(default)]
+    pub seed: u64,
     pub data_check: DataCheck,
 }
 
@@ -257,7 +261,8 @@ pub fn run(w: &Workload, settings: &Settings) -> Result<SweepReport> {
         settings.pool_buffers,
         settings.progress,
     )?;
-    let keys = draw_keys(w.access, nblocks)?;
+    let seed = settings.seed(SEED);
+    let keys = draw_keys(w.access, nblocks, seed)?;
     let configs = settings.configs();
     let mut rows = Vec::with_capacity(configs.len());
     for (i, c) in configs.iter().enumerate() {
@@ -299,6 +304,7 @@ pub fn run(w: &Workload, settings: &Settings) -> Result<SweepReport> {
         rows,
         ratios,
         pread_baselines,
+        seed,
         data_check,
     })
 }
@@ -350,12 +356,13 @@ fn add_pread_ratios(rows: &mut [Row], baselines: &[PreadBaseline]) {
     }
 }
 
-/// The block numbers every configuration's threads read, drawn once.
-fn draw_keys(access: Access, nblocks: BlockNumber) -> Result<Vec<BlockNumber>> {
+/// The block numbers every configuration's threads read, drawn once from
+/// `seed`.
+pub fn draw_keys(access: Access, nblocks: BlockNumber, seed: u64) -> Result<Vec<BlockNumber>> {
     let len = (nblocks as usize * KEYS_PER_BLOCK)
         .next_power_of_two()
         .clamp(MIN_KEYS, MAX_KEYS);
-    let mut rng = SmallRng::seed_from_u64(SEED);
+    let mut rng = SmallRng::seed_from_u64(seed);
     Ok(match access {
         Access::Uniform => (0..len).map(|_| rng.random_range(0..nblocks)).collect(),
         Access::Zipf { theta } => {
@@ -906,7 +913,7 @@ mod tests {
 
     #[test]
     fn zipf_keys_are_skewed_and_in_range() {
-        let keys = draw_keys(Access::Zipf { theta: 0.99 }, 1000).unwrap();
+        let keys = draw_keys(Access::Zipf { theta: 0.99 }, 1000, SEED).unwrap();
         assert!(keys.iter().all(|&k| k < 1000));
         let mut counts = vec![0usize; 1000];
         for &k in &keys {
@@ -918,6 +925,16 @@ mod tests {
             top10 * 4 > keys.len(),
             "the 10 hottest of 1000 blocks get over a quarter of accesses"
         );
+    }
+
+    #[test]
+    fn the_seed_fixes_the_blocks_sweep_and_ticks_draw_and_another_seed_draws_others() {
+        for access in [Access::Uniform, Access::Zipf { theta: 0.99 }] {
+            let first = |seed| draw_keys(access, 10_000, seed).unwrap()[..64].to_vec();
+            assert_eq!(first(SEED), first(SEED), "{access:?}: the same seed");
+            assert_eq!(first(7), first(7), "{access:?}: the same seed");
+            assert_ne!(first(SEED), first(7), "{access:?}: another seed");
+        }
     }
 
     #[test]

@@ -152,21 +152,17 @@ pub struct Row {
     /// window's accesses and reads of the partitions on each node.
     #[serde(default)]
     pub nodes: Vec<tables::NodeFigures>,
-    /// Latency per operation kind during the load: `lookup` (one
+    /// Flattened into the row (the JSON fields `latency`, `mrc`,
+    /// `intervals` and `seed`, as before they were gathered):
+    /// `latency`: per operation kind during the load: `lookup` (one
     /// `get_by_key` of the lookup threads).
-    #[serde(default)]
-    pub latency: ByKind,
-    /// The pool's live miss-ratio curve at the load's end (`--mrc`).
-    #[serde(default)]
-    pub mrc: Option<Curve>,
-    /// One entry per `--report-interval` (warm-up and calibration
+    /// `mrc`: the pool's live miss-ratio curve at the load's end (`--mrc`).
+    /// `intervals`: one entry per `--report-interval` (warm-up and calibration
     /// included; throughput in lookups).
-    #[serde(default)]
-    pub intervals: Vec<Interval>,
-    /// The seed of lookup thread 0's keys (thread `t` draws from
+    /// `seed`: the seed of lookup thread 0's keys (thread `t` draws from
     /// `seed + t`; `--seed`).
-    #[serde(default)]
-    pub seed: u64,
+    #[serde(flatten)]
+    pub series: RowSeries,
 }
 
 /// Lookup thread 0's seed without `--seed` (thread `t` uses `SEED + t`).
@@ -186,9 +182,8 @@ pub struct BulkloadReport {
     pub data_check: DataCheck,
 }
 
-use crate::common::Curve;
-use crate::harness::{self, Interval, LiveLatency, MEASURE, Phases, STOP, Tally, WARMUP};
-use crate::latency::{self, ByKind, Latencies};
+use crate::harness::{self, LiveLatency, MEASURE, Phases, RowSeries, STOP, Tally, WARMUP};
+use crate::latency::{self, Latencies};
 
 /// The loading thread's id in a `--trace` (the lookup threads are 0, 1, ...).
 pub const LOADER_THREAD_ID: u32 = 1000;
@@ -331,10 +326,12 @@ fn measure(
     db.close()?;
     crate::dirs::remove_dir(run_dir)?;
     Ok(Row {
-        latency: latencies.by_kind(),
-        mrc,
-        intervals,
-        seed,
+        series: RowSeries {
+            latency: latencies.by_kind(),
+            mrc,
+            intervals,
+            seed,
+        },
         ..load_row(c, w, hot_set_pages, resident, nodes)
     })
 }
@@ -561,10 +558,7 @@ fn load_row(
         samples,
         resident,
         nodes,
-        latency: ByKind::new(),
-        mrc: None,
-        intervals: Vec::new(),
-        seed: 0,
+        series: RowSeries::default(),
     }
 }
 
@@ -732,7 +726,7 @@ impl Report for BulkloadReport {
         let measured: Vec<_> = res
             .iter()
             .zip(&self.rows)
-            .map(|((label, _), r)| (label.clone(), &r.latency, r.mrc.as_ref()))
+            .map(|((label, _), r)| (label.clone(), &r.series.latency, r.series.mrc.as_ref()))
             .collect();
         out += &latency::tables_with_curves(&measured);
         if self.data_check.ok {

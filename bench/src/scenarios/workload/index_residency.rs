@@ -44,8 +44,8 @@ use crate::check::DataCheck;
 use crate::common::{self, BatchField, Config, Curve, Report, Settings, SvgPlot, Table, fmt_rate};
 use crate::dataset::{self, Dataset, RelPages, Stamp};
 use crate::error::{BenchError, Result};
-use crate::harness::{self, Interval, LiveLatency, Recorder, Tally};
-use crate::latency::{self, ByKind, Latencies};
+use crate::harness::{self, Interval, LiveLatency, Recorder, RowSeries, Tally};
+use crate::latency::{self, Latencies};
 
 pub const NAME: &str = "index-residency";
 pub const TABLE: &str = "t";
@@ -127,22 +127,18 @@ pub struct Row {
     /// the pool opened.
     #[serde(default)]
     pub nodes_end: Vec<crate::scenarios::tables::NodeFigures>,
-    /// Latency per operation kind in the window: `lookup` (one probe
+    /// Flattened into the row (the JSON fields `latency`, `mrc`,
+    /// `intervals` and `seed`, as before they were gathered):
+    /// `latency`: per operation kind in the window: `lookup` (one probe
     /// through an index to its heap row, checked). A median row carries
     /// the typical run's (as its samples).
-    #[serde(default)]
-    pub latency: ByKind,
-    /// The pool's live miss-ratio curve at the window's end (`--mrc`), with
+    /// `mrc`: the pool's live miss-ratio curve at the window's end (`--mrc`), with
     /// the exact LRU replay of the run's trace beside it under `--trace`.
-    #[serde(default)]
-    pub mrc: Option<Curve>,
-    /// One entry per `--report-interval` (warm-up included; throughput in
+    /// `intervals`: one entry per `--report-interval` (warm-up included; throughput in
     /// probes).
-    #[serde(default)]
-    pub intervals: Vec<Interval>,
-    /// The seed the probes were drawn from (`--seed`).
-    #[serde(default)]
-    pub seed: u64,
+    /// `seed`: the seed the probes were drawn from (`--seed`).
+    #[serde(flatten)]
+    pub series: RowSeries,
     pub data_errors: u64,
 }
 
@@ -737,10 +733,12 @@ fn row_of(c: &Config, (run, seed): (usize, u64), m: Measured) -> Row {
         residency_samples: samples,
         resident_end: p1.resident,
         nodes_end: m.nodes_end,
-        latency: m.latencies.by_kind(),
-        mrc: m.mrc,
-        intervals: m.intervals,
-        seed,
+        series: RowSeries {
+            latency: m.latencies.by_kind(),
+            mrc: m.mrc,
+            intervals: m.intervals,
+            seed,
+        },
         data_errors: m.data_errors,
     }
 }
@@ -793,10 +791,7 @@ fn median_row(runs: &[Row], c: &Config) -> Row {
             residency_samples: Vec::new(),
             resident_end: Vec::new(),
             nodes_end: Vec::new(),
-            latency: Default::default(),
-            mrc: None,
-            intervals: Vec::new(),
-            seed: 0,
+            series: RowSeries::default(),
             data_errors: 0,
         };
     };
@@ -1029,7 +1024,7 @@ impl IndexResidencyReport {
         let measured: Vec<_> = labels
             .iter()
             .zip(&self.rows)
-            .map(|(l, r)| (l.clone(), &r.latency, r.mrc.as_ref()))
+            .map(|(l, r)| (l.clone(), &r.series.latency, r.series.mrc.as_ref()))
             .collect();
         latency::tables_with_curves(&measured)
     }

@@ -249,21 +249,17 @@ pub struct Row {
     /// window's accesses and reads of the partitions on each node.
     #[serde(default)]
     pub nodes: Vec<tables::NodeFigures>,
-    /// Latency per operation kind in the window: `transaction` (one
+    /// Flattened into the row (the JSON fields `latency`, `mrc`,
+    /// `intervals` and `seed`, as before they were gathered):
+    /// `latency`: per operation kind in the window: `transaction` (one
     /// pgbench transaction, retries included, as `latency_*_ms`).
-    #[serde(default)]
-    pub latency: ByKind,
-    /// The pool's live miss-ratio curve at the window's end (`--mrc`).
-    #[serde(default)]
-    pub mrc: Option<Curve>,
-    /// One entry per `--report-interval` (warm-up included; throughput in
+    /// `mrc`: the pool's live miss-ratio curve at the window's end (`--mrc`).
+    /// `intervals`: one entry per `--report-interval` (warm-up included; throughput in
     /// transactions).
-    #[serde(default)]
-    pub intervals: Vec<Interval>,
-    /// The seed of client 0's keys (client `t` draws from `seed + t`;
+    /// `seed`: the seed of client 0's keys (client `t` draws from `seed + t`;
     /// `--seed`).
-    #[serde(default)]
-    pub seed: u64,
+    #[serde(flatten)]
+    pub series: RowSeries,
     /// The balance sums at the end: accounts, tellers, branches, history.
     pub sums: [i64; 4],
     pub data_errors: u64,
@@ -329,9 +325,10 @@ struct ClientOut {
     first_error: Option<String>,
 }
 
-use crate::common::Curve;
-use crate::harness::{self, Interval, LiveLatency, MEASURE, Phases, Recorder, STOP, Tally};
-use crate::latency::{self, ByKind, Latencies};
+use crate::harness::{
+    self, Interval, LiveLatency, MEASURE, Phases, Recorder, RowSeries, STOP, Tally,
+};
+use crate::latency::{self, Latencies};
 
 /// Add `delta` to i64 column `col` of the row `key` of `table` (through
 /// the unique index on `column`); returns the new value.
@@ -507,12 +504,11 @@ fn measure(
         settings, db, opts, run_dir, cell, scale, commits, label, data,
     )?;
     crate::dirs::remove_dir(run_dir)?;
-    Ok(Row {
-        mrc,
-        intervals,
-        seed: settings.seed(SEED),
-        ..tally(cell, (&before, &after), &outs, resident, nodes, checked)
-    })
+    let mut row = tally(cell, (&before, &after), &outs, resident, nodes, checked);
+    row.series.mrc = mrc;
+    row.series.intervals = intervals;
+    row.series.seed = settings.seed(SEED);
+    Ok(row)
 }
 
 /// A fresh copy of the cached database in `run_dir`, opened with the
@@ -728,10 +724,10 @@ fn tally(
         autovacuums: checked.autovacuum.vacuums,
         autovacuum_tuples_removed: checked.autovacuum.tuples_removed,
         nodes,
-        latency: latencies.by_kind(),
-        mrc: None,
-        intervals: Vec::new(),
-        seed: 0,
+        series: RowSeries {
+            latency: latencies.by_kind(),
+            ..RowSeries::default()
+        },
         sums: checked.sums,
         data_errors,
     }
@@ -970,7 +966,7 @@ impl OltpReport {
         let measured: Vec<_> = res
             .iter()
             .zip(&self.rows)
-            .map(|((label, _), r)| (label.clone(), &r.latency, r.mrc.as_ref()))
+            .map(|((label, _), r)| (label.clone(), &r.series.latency, r.series.mrc.as_ref()))
             .collect();
         out += &latency::tables_with_curves(&measured);
         out

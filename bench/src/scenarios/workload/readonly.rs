@@ -92,21 +92,17 @@ pub struct Row {
     /// window's accesses and reads of the partitions on each node.
     #[serde(default)]
     pub nodes: Vec<tables::NodeFigures>,
-    /// Latency per operation kind in the window: `lookup` (one
+    /// Flattened into the row (the JSON fields `latency`, `mrc`,
+    /// `intervals` and `seed`, as before they were gathered):
+    /// `latency`: per operation kind in the window: `lookup` (one
     /// `get_by_key`, checked).
-    #[serde(default)]
-    pub latency: ByKind,
-    /// The pool's live miss-ratio curve at the window's end (`--mrc`).
-    #[serde(default)]
-    pub mrc: Option<Curve>,
-    /// One entry per `--report-interval` (warm-up included; throughput in
+    /// `mrc`: the pool's live miss-ratio curve at the window's end (`--mrc`).
+    /// `intervals`: one entry per `--report-interval` (warm-up included; throughput in
     /// lookups).
-    #[serde(default)]
-    pub intervals: Vec<Interval>,
-    /// The seed of worker 0's keys (worker `t` draws from `seed + t`;
+    /// `seed`: the seed of worker 0's keys (worker `t` draws from `seed + t`;
     /// `--seed`).
-    #[serde(default)]
-    pub seed: u64,
+    #[serde(flatten)]
+    pub series: RowSeries,
     /// Lookups that found no row or a wrong one.
     pub data_errors: u64,
 }
@@ -130,9 +126,8 @@ pub struct ReadonlyReport {
     pub data_check: DataCheck,
 }
 
-use crate::common::Curve;
-use crate::harness::{self, Interval, LiveLatency, Phases, STOP, Tally};
-use crate::latency::{self, ByKind, Latencies};
+use crate::harness::{self, LiveLatency, Phases, RowSeries, STOP, Tally};
+use crate::latency::{self, Latencies};
 
 type Snap = (PoolStats, Option<CpuSample>, Instant, u64);
 
@@ -248,10 +243,12 @@ fn measure(
         other_cores_used: cpu.map(|c| c.1),
         resident,
         nodes,
-        latency: latencies.by_kind(),
-        mrc,
-        intervals,
-        seed,
+        series: RowSeries {
+            latency: latencies.by_kind(),
+            mrc,
+            intervals,
+            seed,
+        },
         data_errors: errors.0,
     })
 }
@@ -410,7 +407,7 @@ impl Report for ReadonlyReport {
         let measured: Vec<_> = labels
             .iter()
             .zip(&self.rows)
-            .map(|(l, r)| (l.clone(), &r.latency, r.mrc.as_ref()))
+            .map(|(l, r)| (l.clone(), &r.series.latency, r.series.mrc.as_ref()))
             .collect();
         out += &latency::tables_with_curves(&measured);
         out += &self.data_check.render();

@@ -49,8 +49,8 @@ use crate::common::{
 };
 use crate::dataset::{self, Dataset, ReadCounts, RelPages, Stamp};
 use crate::error::{BenchError, Result};
-use crate::harness::{self, Interval, LiveLatency, Recorder, Tally};
-use crate::latency::{self, ByKind, Latencies};
+use crate::harness::{self, Interval, LiveLatency, Recorder, RowSeries, Tally};
+use crate::latency::{self, Latencies};
 use crate::plot;
 
 pub const NAME: &str = "scan-resistance";
@@ -238,21 +238,17 @@ pub struct Row {
     /// the pool opened.
     #[serde(default)]
     pub nodes_end: Vec<crate::scenarios::tables::NodeFigures>,
-    /// Latency per operation kind in the window: `lookup` (one
+    /// Flattened into the row (the JSON fields `latency`, `mrc`,
+    /// `intervals` and `seed`, as before they were gathered):
+    /// `latency`: per operation kind in the window: `lookup` (one
     /// `get_by_key`, checked), `scan_page` (from one history page's first
     /// row to the next page's).
-    #[serde(default)]
-    pub latency: ByKind,
-    /// The pool's live miss-ratio curve at the window's end (`--mrc`).
-    #[serde(default)]
-    pub mrc: Option<Curve>,
-    /// One entry per `--report-interval` (warm-up included; throughput in
+    /// `mrc`: the pool's live miss-ratio curve at the window's end (`--mrc`).
+    /// `intervals`: one entry per `--report-interval` (warm-up included; throughput in
     /// lookups).
-    #[serde(default)]
-    pub intervals: Vec<Interval>,
-    /// The seed the lookup threads' keys were drawn from (`--seed`).
-    #[serde(default)]
-    pub seed: u64,
+    /// `seed`: the seed the lookup threads' keys were drawn from (`--seed`).
+    #[serde(flatten)]
+    pub series: RowSeries,
     pub data_errors: u64,
 }
 
@@ -949,10 +945,12 @@ fn row_of(
         window_start_secs: window_start.as_secs_f64(),
         resident_end,
         nodes_end: m.nodes_end,
-        latency: latencies.by_kind(),
-        mrc: m.mrc,
-        intervals,
-        seed,
+        series: RowSeries {
+            latency: latencies.by_kind(),
+            mrc: m.mrc,
+            intervals,
+            seed,
+        },
         data_errors: m.data_errors,
     }
 }
@@ -1076,7 +1074,8 @@ impl ScanResistanceReport {
                 ),
                 r.scans_completed.to_string(),
                 format!("{:.2}", r.accesses_per_lookup),
-                r.latency
+                r.series
+                    .latency
                     .get(LOOKUP)
                     .map_or("-".into(), |l| format!("{:.1}", l.p99_us)),
                 match cmp {
@@ -1137,7 +1136,7 @@ impl ScanResistanceReport {
         let measured: Vec<_> = labels
             .iter()
             .zip(&self.rows)
-            .map(|(l, r)| (l.clone(), &r.latency, r.mrc.as_ref()))
+            .map(|(l, r)| (l.clone(), &r.series.latency, r.series.mrc.as_ref()))
             .collect();
         out += &latency::tables_with_curves(&measured);
         out

@@ -155,25 +155,13 @@ pub fn build_options(settings: &Settings) -> Options {
         .partitions(Partitions::Count(1))
 }
 
-/// The engine options of one matrix cell: pool size, evictor, batch,
-/// partitions (an exact count), rings and huge pages; everything else the
-/// engine's defaults (balancing on, no floor, background writer and
-/// checkpointer running, synchronous commit, checksums on); with `--mrc`,
-/// the pool's miss-ratio curve.
+/// The engine options of one matrix cell: [`Settings::engine_options`]
+/// (pool size, evictor, batch, partitions, rings, huge pages, `--io`,
+/// `--direct` and, with `--mrc`, the pool's miss-ratio curve); everything
+/// else the engine's defaults (balancing on, no floor, background writer
+/// and checkpointer running, synchronous commit, checksums on).
 pub fn options(settings: &Settings, c: &Config) -> Options {
-    Options::new()
-        .pool_buffers(settings.pool_buffers)
-        .evictor(c.evictor)
-        .sweep_batch(c.batch)
-        .partitions(Partitions::Count(c.partitions))
-        .rings(c.ring)
-        .huge_pages(c.huge_pages)
-        .miss_ratio_curve(
-            settings
-                .measures
-                .mrc
-                .then(|| crate::common::mrc_config(settings.pool_buffers)),
-        )
+    settings.engine_options(c)
 }
 
 /// Make sure `<data-dir>/<scenario>/<key>` holds a database built by
@@ -595,6 +583,18 @@ mod tests {
         assert_eq!(percentile(&[], 99.0), 0.0);
         assert_eq!(ratio(1.0, 0.0), None);
         assert_eq!(ratio(1.0, 2.0), Some(0.5));
+    }
+
+    #[test]
+    fn the_workload_tables_open_with_the_io_backend_and_direct_io_asked_for() {
+        let args = crate::common::CommonArgs {
+            io: Some(bufmgr::IoMode::IoUring),
+            direct: true,
+            ..Default::default()
+        };
+        let s = args.resolve(&crate::scenarios::oltp::defaults()).unwrap();
+        let o = options(&s, &s.configs()[0]);
+        assert_eq!((o.io, o.direct_io), (bufmgr::IoMode::IoUring, true));
     }
 
     #[test]

@@ -284,8 +284,8 @@ impl Runs {
     }
 }
 
-/// The engine's options: its defaults except the pool and the partition
-/// count (`--partitions`, default 1). With the default topology (4
+/// The engine's options: its defaults except the pool, `--io`, `--direct`
+/// and the partition count (`--partitions`, default 1). With the default topology (4
 /// partitions here) a table read in by one thread does not end up spread
 /// over the partitions, and lookups then keep missing in a pool 1.7 x the
 /// data (916 pages read in 4 s of lookups, measured): one partition holds
@@ -296,6 +296,8 @@ fn engine_options(settings: &Settings, pool: usize) -> Options {
         .partitions(engine::Partitions::Count(
             settings.partitions.first().copied().unwrap_or(1),
         ))
+        .io(settings.io)
+        .direct_io(settings.direct_io)
 }
 
 /// One timed round of a lookup workload into `runs`: the engine's window,
@@ -1056,4 +1058,21 @@ fn read_rows(settings: &Settings, p: &Params, a: &mut AccountsSide<'_>) -> Resul
         )?);
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_engine_side_opens_with_the_io_backend_and_direct_io_asked_for() {
+        let args = crate::common::CommonArgs {
+            io: Some(bufmgr::IoMode::IoUring),
+            direct: true,
+            ..Default::default()
+        };
+        let settings = args.resolve(&super::super::defaults()).unwrap();
+        let o = engine_options(&settings, 64);
+        assert_eq!((o.io, o.direct_io), (bufmgr::IoMode::IoUring, true));
+    }
 }

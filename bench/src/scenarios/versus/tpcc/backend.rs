@@ -23,29 +23,89 @@ pub enum Outcome {
     RolledBack,
 }
 
+/// What Order-Status returns (clause 2.6.3.4, the fields this
+/// implementation reads): the customer, its balance, and its newest order
+/// with that order's lines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OrderStatusResult {
+    /// `C_ID` of the customer the selector named.
+    pub customer: i64,
+    /// `C_BALANCE`, in cents.
+    pub balance: i64,
+    /// The customer's order with the highest `O_ID`, if it has any.
+    pub last_order: Option<LastOrder>,
+}
+
+/// A customer's newest order, as Order-Status returns it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LastOrder {
+    /// `O_ID`.
+    pub id: i64,
+    /// Its lines in `OL_NUMBER` order (as many as `O_OL_CNT` says: checked).
+    pub lines: Vec<OrderStatusLine>,
+}
+
+/// One line of [`LastOrder`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OrderStatusLine {
+    /// `OL_I_ID`.
+    pub item: i64,
+    /// `OL_SUPPLY_W_ID`.
+    pub supply_warehouse: i64,
+    /// `OL_QUANTITY`.
+    pub quantity: i64,
+    /// `OL_AMOUNT`, in cents.
+    pub amount: i64,
+}
+
+/// What a finished transaction hands back to the driver: the output of
+/// the two read-only transactions, nothing for the three that write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    Nothing,
+    OrderStatus(OrderStatusResult),
+    /// Stock-Level's count of distinct items below the threshold
+    /// (clause 2.8.2.2).
+    StockLevel {
+        low_stock: u32,
+    },
+}
+
 /// One client of the database, bound to a home warehouse. Errors are
 /// failures of the run (a conflict the retries did not get past
 /// included); a rollback the spec asks for is [`Outcome::RolledBack`].
 pub trait Terminal: Send {
     fn new_order(&mut self, input: &NewOrderInput) -> Result<Outcome>;
     fn payment(&mut self, input: &PaymentInput) -> Result<Outcome>;
-    fn order_status(&mut self, input: &OrderStatusInput) -> Result<Outcome>;
+    /// Order-Status, read-only: it always commits.
+    fn order_status(&mut self, input: &OrderStatusInput) -> Result<OrderStatusResult>;
     fn delivery(&mut self, input: &DeliveryInput) -> Result<Outcome>;
-    fn stock_level(&mut self, input: &StockLevelInput) -> Result<Outcome>;
+    /// Stock-Level, read-only: the number of distinct items of the
+    /// district's last 20 orders whose stock is below the threshold.
+    fn stock_level(&mut self, input: &StockLevelInput) -> Result<u32>;
 
     /// Reruns after retryable conflicts since the last call (so the driver
     /// can count them per transaction type).
     fn take_retries(&mut self) -> u64;
 
-    /// Run whichever transaction `input` is.
-    fn run(&mut self, input: &Input) -> Result<Outcome> {
-        match input {
-            Input::NewOrder(i) => self.new_order(i),
-            Input::Payment(i) => self.payment(i),
-            Input::OrderStatus(i) => self.order_status(i),
-            Input::Delivery(i) => self.delivery(i),
-            Input::StockLevel(i) => self.stock_level(i),
-        }
+    /// Run whichever transaction `input` is: how it ended and what it
+    /// returned.
+    fn run(&mut self, input: &Input) -> Result<(Outcome, Reply)> {
+        Ok(match input {
+            Input::NewOrder(i) => (self.new_order(i)?, Reply::Nothing),
+            Input::Payment(i) => (self.payment(i)?, Reply::Nothing),
+            Input::OrderStatus(i) => (
+                Outcome::Committed,
+                Reply::OrderStatus(self.order_status(i)?),
+            ),
+            Input::Delivery(i) => (self.delivery(i)?, Reply::Nothing),
+            Input::StockLevel(i) => (
+                Outcome::Committed,
+                Reply::StockLevel {
+                    low_stock: self.stock_level(i)?,
+                },
+            ),
+        })
     }
 }
 

@@ -3,26 +3,28 @@
 //! the five transactions as the spec's clauses 2.4 to 2.8 describe them,
 //! each in one engine transaction.
 //!
-//! Conflicts (the engine's first-updater-wins `WriteConflict`, a running
+//! Each transaction runs in the engine's retrying transaction
+//! (`Database::transaction_or_rollback`, `read_transaction_or_rollback`):
+//! conflicts (the engine's first-updater-wins `WriteConflict`, a running
 //! holder's `UniqueConflict`) roll the attempt back and run it again after
-//! the engine's own jittered backoff (`Options::transaction_backoff`), as
-//! `Database::transaction` does, but up to [`TERMINAL_ATTEMPTS`] runs rather
-//! than the engine's default 10: with no lock waits, a terminal's only way
-//! past a hot district or warehouse row is to run again, and a run that
-//! gave up would be an error of the benchmark. The terminal runs that loop
-//! itself because New-Order must also roll back on purpose (an unused item
-//! id), which `Database::transaction` can only do with an error. Reruns are
-//! counted per terminal.
+//! the engine's jittered backoff (`Options::transaction_backoff`), and
+//! New-Order's rollback on an unused item id is a `Decision::Rollback`, an
+//! outcome rather than an error. The database must allow at least
+//! [`TERMINAL_ATTEMPTS`] runs (`Options::transaction_attempts`, checked
+//! when a terminal is made) rather than the engine's default 10: with no
+//! lock waits, a terminal's only way past a hot district or warehouse row
+//! is to run again, and a run that gave up would be an error of the
+//! benchmark. Reruns (runs of the closure beyond the first) are counted
+//! per terminal.
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use engine::{Database, KeyRange, OwnedRow, RowId, TableOptions, Transaction, Value};
-use rand::RngExt;
+use engine::{Database, Decision, KeyRange, OwnedRow, RowId, TableOptions, Transaction, Value};
 
 use super::analytic::{Analyst, EngineAnalyst};
-use super::backend::{Backend, Outcome, Terminal};
+use super::backend::{Backend, LastOrder, OrderStatusLine, OrderStatusResult, Outcome, Terminal};
 use super::checks::{DistrictState, WarehouseState};
 use super::schema::{
     self, CUSTOMER, CUSTOMER_BY_NAME, DISTRICT, HISTORY, ITEM, NEW_ORDER, ORDER_LINE,
@@ -34,8 +36,8 @@ use super::spec::{
 };
 use crate::error::{BenchError, Result};
 
-/// Runs of one transaction before a conflict is an error (the larger of
-/// this and `Options::transaction_attempts`).
+/// Runs of one transaction before a conflict is an error: the least
+/// `Options::transaction_attempts` a database needs for terminals.
 pub const TERMINAL_ATTEMPTS: u32 = 1_000;
 
 const NEW_ORDER_PKEY: &str = "new_order_pkey";
@@ -140,13 +142,20 @@ impl Backend for EngineBackend {
                 scale.warehouses
             )));
         }
+        let attempts = self.db.options().transaction_attempts;
+        if attempts < TERMINAL_ATTEMPTS {
+            return Err(BenchError::Config(format!(
+                "TPC-C terminals need a database opened with transaction_attempts >= \
+                 {TERMINAL_ATTEMPTS} (this one allows {attempts}): with no lock waits a hot \
+                 row is only passed by running again"
+            )));
+        }
         Ok(Box::new(EngineTerminal {
             db: &self.db,
             scale: *scale,
             fault: self.fault,
             ack: self.ack.clone(),
             retries: 0,
-            rng: rand::make_rng(),
         }))
     }
 
@@ -202,23 +211,12 @@ impl Backend for EngineBackend {
     }
 }
 
-/// What an attempt asks for at its end.
-enum Finish<T> {
-    Commit(T),
-    Rollback(T),
-}
-
 struct EngineTerminal<'a> {
     db: &'a Database,
     scale: Scale,
     fault: Option<DeliveryFault>,
     ack: Option<NewOrderAck>,
     retries: u64,
-    rng: rand::rngs::SmallRng,
-}
-
-fn is_retryable(e: &BenchError) -> bool {
-    matches!(e, BenchError::Engine(e) if e.is_retryable())
 }
 
 /// Set column `name` of `row`'s values.
@@ -232,56 +230,31 @@ fn missing(what: String) -> BenchError {
 }
 
 impl EngineTerminal<'_> {
-    /// Run `f` in a transaction until it commits, rolls back on purpose, or
-    /// fails with an error that is not a conflict (or conflicts on its last
-    /// allowed attempt).
+    /// Run `f` in the engine's retrying transaction until it commits, rolls
+    /// back on purpose, or fails with an error that is not a conflict (or
+    /// conflicts on its last allowed run). Runs beyond the first are
+    /// counted in `retries`.
     fn run<T>(
         &mut self,
         read_only: bool,
-        mut f: impl FnMut(&Transaction, &Scale) -> Result<Finish<T>>,
+        mut f: impl FnMut(&Transaction, &Scale) -> Result<Decision<T>>,
     ) -> Result<(T, Outcome)> {
-        let options = self.db.options();
-        let attempts = options.transaction_attempts.max(TERMINAL_ATTEMPTS);
-        let (first, max) = (options.transaction_backoff, options.transaction_backoff_max);
-        let mut attempt = 1;
-        loop {
-            let txn = if read_only {
-                self.db.read()?
-            } else {
-                self.db.begin()?
-            };
-            let result = match f(&txn, &self.scale) {
-                Ok(Finish::Commit(v)) => txn
-                    .commit()
-                    .map(|_| (v, Outcome::Committed))
-                    .map_err(BenchError::from),
-                Ok(Finish::Rollback(v)) => txn
-                    .rollback()
-                    .map(|_| (v, Outcome::RolledBack))
-                    .map_err(BenchError::from),
-                Err(e) => {
-                    // The attempt's error is the one that counts; a failed
-                    // rollback is reported only if it is not a conflict.
-                    match txn.rollback() {
-                        Err(rb) if !rb.is_retryable() => Err(BenchError::from(rb)),
-                        _ => Err(e),
-                    }
-                }
-            };
-            match result {
-                Err(e) if is_retryable(&e) && attempt < attempts => {
-                    let shift = (attempt - 1).min(31);
-                    let cap = first.checked_mul(1u32 << shift).map_or(max, |d| d.min(max));
-                    let nanos = u64::try_from(cap.as_nanos()).unwrap_or(u64::MAX);
-                    if nanos > 0 {
-                        std::thread::sleep(Duration::from_nanos(self.rng.random_range(0..=nanos)));
-                    }
-                    self.retries += 1;
-                    attempt += 1;
-                }
-                other => return other,
-            }
-        }
+        let scale = self.scale;
+        let mut runs = 0u64;
+        let attempt = |txn: &Transaction| {
+            runs += 1;
+            f(txn, &scale)
+        };
+        let r = if read_only {
+            self.db.read_transaction_or_rollback(attempt)
+        } else {
+            self.db.transaction_or_rollback(attempt)
+        };
+        self.retries += runs.saturating_sub(1);
+        Ok(match r? {
+            Decision::Commit(v) => (v, Outcome::Committed),
+            Decision::Rollback(v) => (v, Outcome::RolledBack),
+        })
     }
 }
 
@@ -361,7 +334,7 @@ impl Terminal for EngineTerminal<'_> {
                     // The unused item id: the whole order rolls back
                     // (clause 2.4.2.3).
                     if line.item == scale.unused_item() {
-                        return Ok(Finish::Rollback(o));
+                        return Ok(Decision::Rollback(o));
                     }
                     return Err(missing(format!("item {i}")));
                 };
@@ -413,7 +386,7 @@ impl Terminal for EngineTerminal<'_> {
             // The total the terminal would display (clause 2.4.2.2).
             let shown = total as f64 * (1.0 - discount) * (1.0 + w_tax + d_tax);
             std::hint::black_box(shown);
-            Ok(Finish::Commit(o))
+            Ok(Decision::Commit(o))
         })?;
         if let (Some(ack), Outcome::Committed) = (&self.ack, outcome) {
             (ack.0)(input.warehouse, input.district, o);
@@ -497,17 +470,21 @@ impl Terminal for EngineTerminal<'_> {
                     Value::Text(format!("{w_name}    {d_name}")),
                 ],
             )?;
-            Ok(Finish::Commit(()))
+            Ok(Decision::Commit(()))
         })?;
         Ok(outcome)
     }
 
-    fn order_status(&mut self, input: &OrderStatusInput) -> Result<Outcome> {
-        let (_, outcome) = self.run(true, |txn, _| {
+    fn order_status(&mut self, input: &OrderStatusInput) -> Result<OrderStatusResult> {
+        let (result, _) = self.run(true, |txn, _| {
             let (w, d) = (i64::from(input.warehouse), i64::from(input.district));
             let (_, crow) = find_customer(txn, w, d, &input.customer)?;
             let c = crow.i64("c_id")?;
-            std::hint::black_box(crow.i64("c_balance")?);
+            let mut result = OrderStatusResult {
+                customer: c,
+                balance: crow.i64("c_balance")?,
+                last_order: None,
+            };
             let newest = txn
                 .range(
                     ORDERS_BY_CUSTOMER,
@@ -517,27 +494,28 @@ impl Terminal for EngineTerminal<'_> {
                 .transpose()?;
             if let Some((_, order)) = newest {
                 let o = order.i64("o_id")?;
-                let mut lines = 0;
+                let mut lines = Vec::new();
                 txn.range_each(ORDER_LINE_PKEY, KeyRange::prefix((w, d, o)), |l| {
-                    std::hint::black_box((
-                        l.i64("ol_i_id")?,
-                        l.i64("ol_supply_w_id")?,
-                        l.i64("ol_quantity")?,
-                        l.i64("ol_amount")?,
-                    ));
-                    lines += 1;
+                    lines.push(OrderStatusLine {
+                        item: l.i64("ol_i_id")?,
+                        supply_warehouse: l.i64("ol_supply_w_id")?,
+                        quantity: l.i64("ol_quantity")?,
+                        amount: l.i64("ol_amount")?,
+                    });
                     Ok(())
                 })?;
-                if lines != order.i64("o_ol_cnt")? {
+                let lines_n = lines.len() as i64;
+                if lines_n != order.i64("o_ol_cnt")? {
                     return Err(BenchError::Data(format!(
-                        "TPC-C: order ({w}, {d}, {o}) has {lines} lines, O_OL_CNT says {}",
+                        "TPC-C: order ({w}, {d}, {o}) has {lines_n} lines, O_OL_CNT says {}",
                         order.i64("o_ol_cnt")?
                     )));
                 }
+                result.last_order = Some(LastOrder { id: o, lines });
             }
-            Ok(Finish::Commit(()))
+            Ok(Decision::Commit(result))
         })?;
-        Ok(outcome)
+        Ok(result)
     }
 
     fn delivery(&mut self, input: &DeliveryInput) -> Result<Outcome> {
@@ -599,13 +577,13 @@ impl Terminal for EngineTerminal<'_> {
                 )?;
                 txn.update(CUSTOMER, cid, cv)?;
             }
-            Ok(Finish::Commit(()))
+            Ok(Decision::Commit(()))
         })?;
         Ok(outcome)
     }
 
-    fn stock_level(&mut self, input: &StockLevelInput) -> Result<Outcome> {
-        let (_, outcome) = self.run(true, |txn, _| {
+    fn stock_level(&mut self, input: &StockLevelInput) -> Result<u32> {
+        let (low, _) = self.run(true, |txn, _| {
             let (w, d) = (i64::from(input.warehouse), i64::from(input.district));
             let (_, drow) = txn
                 .get_by_primary_key(DISTRICT, (w, d))?
@@ -631,10 +609,9 @@ impl Terminal for EngineTerminal<'_> {
                     .ok_or_else(|| missing(format!("stock ({w}, {i})")))?;
                 low += u32::from(s.i64("s_quantity")? < threshold);
             }
-            std::hint::black_box(low);
-            Ok(Finish::Commit(()))
+            Ok(Decision::Commit(low))
         })?;
-        Ok(outcome)
+        Ok(low)
     }
 
     fn take_retries(&mut self) -> u64 {

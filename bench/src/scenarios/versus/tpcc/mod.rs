@@ -185,6 +185,11 @@ pub struct Args {
     /// with SIGKILL, and conditions 1-4 are checked after recovery
     #[arg(long)]
     pub crash: bool,
+    /// Only build (or reuse) the data set and report its load time and
+    /// size on disk: no terminals. A load is timed only when the data set
+    /// is not cached yet
+    #[arg(long, conflicts_with_all = ["versus_sqlite", "crash", "analytic_threads"])]
+    pub load_only: bool,
 }
 
 /// Defaults: clock, HOT/COOL and probation, ring on and off, 2 terminals
@@ -274,6 +279,8 @@ pub struct CachedData {
     pub data_pages: u64,
     pub reused: bool,
     pub load_secs: f64,
+    /// Bytes of the data set's directory (tables, indexes, WAL, catalog).
+    pub bytes: u64,
 }
 
 /// The database options a data set is built with (and must be opened
@@ -330,11 +337,13 @@ pub fn ensure_data(data_dir: &Path, scale: &Scale, progress: bool) -> Result<Cac
         },
     )?;
     let data_pages = crate::dirs::dir_bytes(&dir.join("base")) / 8192;
+    let bytes = crate::dirs::dir_bytes(&dir);
     Ok(CachedData {
         dir,
         data_pages,
         reused: cached.reused,
         load_secs: cached.build_secs,
+        bytes,
     })
 }
 
@@ -362,6 +371,23 @@ pub fn run(settings: &Settings, args: &Args) -> Result<TpccReport> {
     ));
     let run_dir = settings.data_dir.join(NAME).join("run");
     let mut rows = Vec::new();
+    if args.load_only {
+        return Ok(TpccReport {
+            crash: None,
+            scale: params.scale,
+            seed: params.seed,
+            pool_buffers,
+            data_pages: data.data_pages,
+            data_bytes: data.bytes,
+            load_secs: data.load_secs,
+            reused: data.reused,
+            load_only: true,
+            duration: settings.duration,
+            warmup: settings.warmup,
+            rows,
+            versus: Vec::new(),
+        });
+    }
     let versus = if args.versus_sqlite {
         versus::run(settings, &params, &data)?
     } else {
@@ -415,8 +441,10 @@ pub fn run(settings: &Settings, args: &Args) -> Result<TpccReport> {
         seed: params.seed,
         pool_buffers,
         data_pages: data.data_pages,
+        data_bytes: data.bytes,
         load_secs: data.load_secs,
         reused: data.reused,
+        load_only: false,
         duration: settings.duration,
         warmup: settings.warmup,
         rows,
@@ -481,6 +509,7 @@ fn measure(
         )?;
     }
     let pool_before = db.pool_stats();
+    let rels_before = db.relation_stats();
     let wal_before = db.wal_stats();
     let reads_before = reads.snapshot();
     let started = Instant::now();
@@ -494,8 +523,11 @@ fn measure(
     )?;
     let secs = started.elapsed().as_secs_f64();
     let stats = db.pool_stats().since(&pool_before);
+    let rels_after = db.relation_stats();
     let t = stats.totals();
-    let wal_bytes = db.wal_stats().bytes - wal_before.bytes;
+    let wal_after = db.wal_stats();
+    let wal_bytes = wal_after.bytes - wal_before.bytes;
+    let wal_fsyncs = wal_after.fsyncs - wal_before.fsyncs;
     let reads_after = reads.snapshot();
     // What the window left in the pool, before the check's scans change it.
     let resident = dataset::residency(&db);
@@ -508,7 +540,18 @@ fn measure(
         .map(|s| {
             let slot = (s.rel as usize).min(reads_after.len().saturating_sub(1));
             let misses = reads_after[slot].saturating_sub(reads_before[slot]);
+            let counts_of = |v: &[engine::RelationStats]| {
+                v.iter()
+                    .find(|x| x.rel.0 == s.rel)
+                    .map(|x| x.counts.clone())
+                    .unwrap_or_default()
+            };
+            let pool = counts_of(&rels_after).minus(&counts_of(&rels_before));
             RelationRow {
+                accesses: pool.accesses,
+                hits: pool.hits,
+                hit_ratio: pool.hit_ratio(),
+                evictions: pool.evictions,
                 name: s.name.clone(),
                 kind: s.kind.clone(),
                 pages: s.pages as u64,
@@ -565,6 +608,12 @@ fn measure(
             0.0
         } else {
             wal_bytes as f64 / txns as f64
+        },
+        wal_fsyncs,
+        wal_fsyncs_per_txn: if txns == 0 {
+            0.0
+        } else {
+            wal_fsyncs as f64 / txns as f64
         },
         analytic_queries: r.analytic.total(),
         analytic_per_hour: r.analytic.queries_per_hour(),

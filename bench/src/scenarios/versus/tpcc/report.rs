@@ -2,8 +2,9 @@
 //! second, each transaction type's count, rollbacks, conflict retries and
 //! p50 / p95 / p99 / max latency, the analytic queries per hour and each
 //! one's times, the pool's hit ratio and evictions, WAL
-//! bytes per transaction, and per table and index the pool's reads (misses)
-//! per transaction and the pages resident at the end; the table, the JSON
+//! bytes per transaction, and per table and index the pool's hit ratio,
+//! evictions and reads (misses) per transaction and the pages resident at
+//! the end; the table, the JSON
 //! (`bench/doc/json.md`) and a plot of throughput per second.
 
 use std::time::Duration;
@@ -36,6 +37,13 @@ pub struct RelationRow {
     pub pages: u64,
     /// Pages in the pool at the end of the window.
     pub resident: u64,
+    /// The pool's lookups of the relation's pages during the window, the
+    /// hits among them, hits / lookups (1.0 with no lookup), and its valid
+    /// pages evicted (`Database::relation_stats`).
+    pub accesses: u64,
+    pub hits: u64,
+    pub hit_ratio: f64,
+    pub evictions: u64,
     /// Pages read from storage (pool misses) during the window.
     pub reads: u64,
     pub reads_per_txn: f64,
@@ -60,6 +68,10 @@ pub struct Row {
     pub evictions: u64,
     pub wal_bytes: u64,
     pub wal_bytes_per_txn: f64,
+    /// fdatasync calls the WAL made to flush (group commit: one may cover
+    /// several commits), and per finished transaction.
+    pub wal_fsyncs: u64,
+    pub wal_fsyncs_per_txn: f64,
     /// Analytic queries finished (0 without analytic threads), all four
     /// together, and per hour of the analytic threads' time.
     pub analytic_queries: u64,
@@ -97,8 +109,12 @@ pub struct TpccReport {
     pub seed: u64,
     pub pool_buffers: usize,
     pub data_pages: u64,
+    /// Bytes of the data set's directory on disk.
+    pub data_bytes: u64,
     pub load_secs: f64,
     pub reused: bool,
+    /// `--load-only`: the data set only, no matrix.
+    pub load_only: bool,
     pub duration: Duration,
     pub warmup: Duration,
     pub rows: Vec<Row>,
@@ -229,6 +245,19 @@ impl Report for TpccReport {
             self.pool_buffers,
             100.0 * self.pool_buffers as f64 / self.data_pages.max(1) as f64,
         );
+        if self.load_only {
+            out += &format!(
+                "data set: {} bytes on disk ({:.1} MiB), {}\n",
+                self.data_bytes,
+                self.data_bytes as f64 / (1024.0 * 1024.0),
+                if self.reused {
+                    "reused from the cache (not loaded: no load time)".to_string()
+                } else {
+                    format!("loaded in {:.1} s", self.load_secs)
+                }
+            );
+            return out;
+        }
         if !self.versus.is_empty() {
             out += &render_versus(&self.versus);
             out += &self.crash_line();
@@ -242,6 +271,7 @@ impl Report for TpccReport {
             "hit %",
             "evictions",
             "WAL B/txn",
+            "fsync/txn",
             "retries",
             "rollbacks",
             "analytic q/h",
@@ -257,6 +287,7 @@ impl Report for TpccReport {
                 format!("{:.2}", 100.0 * r.hit_ratio),
                 r.evictions.to_string(),
                 format!("{:.0}", r.wal_bytes_per_txn),
+                format!("{:.2}", r.wal_fsyncs_per_txn),
                 r.kinds.iter().map(|k| k.retries).sum::<u64>().to_string(),
                 r.kinds
                     .iter()
@@ -317,9 +348,17 @@ impl Report for TpccReport {
             }
             out += &t.to_string();
         }
-        out +=
-            "\npool reads (misses) per transaction and pages resident at the end, per relation:\n";
-        let mut t = Table::new(&["config", "relation", "pages", "resident %", "reads/txn"]);
+        out += "\npool hit ratio, evictions and reads (misses) per transaction, and pages \
+                resident at the end, per relation:\n";
+        let mut t = Table::new(&[
+            "config",
+            "relation",
+            "pages",
+            "resident %",
+            "hit %",
+            "evictions",
+            "reads/txn",
+        ]);
         for r in &self.rows {
             for rel in &r.relations {
                 t.push(vec![
@@ -330,6 +369,8 @@ impl Report for TpccReport {
                         "{:.1}",
                         100.0 * rel.resident as f64 / rel.pages.max(1) as f64
                     ),
+                    format!("{:.2}", 100.0 * rel.hit_ratio),
+                    rel.evictions.to_string(),
                     format!("{:.3}", rel.reads_per_txn),
                 ]);
             }
@@ -357,6 +398,8 @@ impl Report for TpccReport {
             "seed": self.seed,
             "pool_buffers": self.pool_buffers,
             "data_pages": self.data_pages,
+            "data_bytes": self.data_bytes,
+            "load_only": self.load_only,
             "load_secs": self.load_secs,
             "data_reused": self.reused,
             "duration_secs": self.duration.as_secs_f64(),

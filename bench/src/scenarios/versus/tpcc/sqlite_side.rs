@@ -27,7 +27,7 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use super::analytic::{Analyst, Answer, Q1Row, Q12Row, Query, Window};
-use super::backend::{Backend, Outcome, Terminal};
+use super::backend::{Backend, LastOrder, OrderStatusLine, OrderStatusResult, Outcome, Terminal};
 use super::checks::{DistrictState, WarehouseState};
 use super::engine_side::{TERMINAL_ATTEMPTS, now_micros};
 use super::schema::{self, HISTORY, ITEM, NEW_ORDER, ORDER_LINE, ORDERS};
@@ -613,8 +613,9 @@ impl Terminal for SqliteTerminal {
         })
     }
 
-    fn order_status(&mut self, input: &OrderStatusInput) -> Result<Outcome> {
+    fn order_status(&mut self, input: &OrderStatusInput) -> Result<OrderStatusResult> {
         let (w, d) = (i64::from(input.warehouse), i64::from(input.district));
+        let mut result = None;
         transaction(&self.c, "BEGIN", &mut self.retries, |c| {
             let cu = find_customer(c, w, d, &input.customer)?;
             let balance: i64 = c
@@ -625,7 +626,11 @@ impl Terminal for SqliteTerminal {
                 .query_row([w, d, cu], |r| r.get(0))
                 .optional()?
                 .ok_or_else(|| missing(format!("customer ({w}, {d}, {cu})")))?;
-            std::hint::black_box(balance);
+            let mut status = OrderStatusResult {
+                customer: cu,
+                balance,
+                last_order: None,
+            };
             let newest: Option<(i64, i64)> = c
                 .prepare_cached(
                     "SELECT o_id, o_ol_cnt FROM orders \
@@ -637,27 +642,32 @@ impl Terminal for SqliteTerminal {
             if let Some((o, ol_cnt)) = newest {
                 let mut stmt = c.prepare_cached(
                     "SELECT ol_i_id, ol_supply_w_id, ol_quantity, ol_amount FROM order_line \
-                     WHERE ol_w_id = ?1 AND ol_d_id = ?2 AND ol_o_id = ?3",
+                     WHERE ol_w_id = ?1 AND ol_d_id = ?2 AND ol_o_id = ?3 ORDER BY ol_number",
                 )?;
                 let mut rows = stmt.query([w, d, o])?;
-                let mut lines = 0;
+                let mut lines = Vec::new();
                 while let Some(r) = rows.next()? {
-                    std::hint::black_box((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, i64>(2)?,
-                        r.get::<_, i64>(3)?,
-                    ));
-                    lines += 1;
+                    lines.push(OrderStatusLine {
+                        item: r.get(0)?,
+                        supply_warehouse: r.get(1)?,
+                        quantity: r.get(2)?,
+                        amount: r.get(3)?,
+                    });
                 }
-                if lines != ol_cnt {
+                let n = lines.len() as i64;
+                if n != ol_cnt {
                     return Err(TxError::Bench(BenchError::Data(format!(
-                        "TPC-C on SQLite: order ({w}, {d}, {o}) has {lines} lines, \
+                        "TPC-C on SQLite: order ({w}, {d}, {o}) has {n} lines, \
                          O_OL_CNT says {ol_cnt}"
                     ))));
                 }
+                status.last_order = Some(LastOrder { id: o, lines });
             }
+            result = Some(status);
             Ok(Finish::Commit)
+        })?;
+        result.ok_or_else(|| {
+            BenchError::Data("TPC-C on SQLite: Order-Status committed without a result".into())
         })
     }
 
@@ -718,9 +728,10 @@ impl Terminal for SqliteTerminal {
         })
     }
 
-    fn stock_level(&mut self, input: &StockLevelInput) -> Result<Outcome> {
+    fn stock_level(&mut self, input: &StockLevelInput) -> Result<u32> {
         let (w, d) = (i64::from(input.warehouse), i64::from(input.district));
         let threshold = i64::from(input.threshold);
+        let mut result = None;
         transaction(&self.c, "BEGIN", &mut self.retries, |c| {
             let next: i64 = c
                 .prepare_cached("SELECT d_next_o_id FROM district WHERE d_w_id = ?1 AND d_id = ?2")?
@@ -735,9 +746,14 @@ impl Terminal for SqliteTerminal {
                      AND s_w_id = ?1 AND s_i_id = ol_i_id AND s_quantity < ?5",
                 )?
                 .query_row([w, d, next, (next - 20).max(1), threshold], |r| r.get(0))?;
-            std::hint::black_box(low);
+            result = Some(low);
             Ok(Finish::Commit)
-        })
+        })?;
+        let low = result.ok_or_else(|| {
+            BenchError::Data("TPC-C on SQLite: Stock-Level committed without a result".into())
+        })?;
+        u32::try_from(low)
+            .map_err(|_| BenchError::Data(format!("TPC-C on SQLite: Stock-Level counted {low}")))
     }
 
     fn take_retries(&mut self) -> u64 {
