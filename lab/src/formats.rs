@@ -176,6 +176,9 @@ fn open(path: &Path) -> Result<Box<dyn BufRead + Send>> {
     }
 }
 
+/// A record's page ids, first to last.
+type Pages = std::ops::RangeInclusive<u64>;
+
 /// A streaming reader of a public-format trace: an iterator of accesses.
 pub struct Reader {
     path: PathBuf,
@@ -183,8 +186,9 @@ pub struct Reader {
     kind: Kind,
     /// Byte offset (binary) or line number (text) of the next record.
     pos: u64,
-    /// The accesses left of the current text record (lis, csv ranges).
-    pending: std::ops::Range<u64>,
+    /// The accesses left of the current text record (lis, csv ranges);
+    /// inclusive, so that a record may name page `u64::MAX`.
+    pending: Pages,
     line: String,
     done: bool,
 }
@@ -260,7 +264,7 @@ impl Reader {
             input,
             kind,
             pos: line_no,
-            pending: 0..0,
+            pending: Pages::new(1, 0),
             line: String::new(),
             done: false,
         })
@@ -357,7 +361,7 @@ impl Reader {
     }
 
     /// The next record's range of page ids (lis, csv).
-    fn next_range(&mut self) -> Result<Option<std::ops::Range<u64>>> {
+    fn next_range(&mut self) -> Result<Option<Pages>> {
         loop {
             if self.next_line()?.is_none() {
                 return Ok(None);
@@ -368,12 +372,19 @@ impl Reader {
                     let mut f = self.line.split_whitespace();
                     let start = self.number("start block", f.next())?;
                     let count = self.number("block count", f.next())?;
-                    start..start.checked_add(count).ok_or_else(|| {
+                    if count == 0 {
+                        return Err(self.bad(
+                            format!("line {line}"),
+                            "block count 0: a record reads at least one block".into(),
+                        ));
+                    }
+                    let last = start.checked_add(count - 1).ok_or_else(|| {
                         self.bad(
                             format!("line {line}"),
-                            format!("block {start} + {count} overflows"),
+                            format!("block {start} + count {count} is past the last block id"),
                         )
-                    })?
+                    })?;
+                    start..=last
                 }
                 Kind::Csv(c) => {
                     let fields: Vec<&str> = self.line.trim_end().split(',').collect();
@@ -396,7 +407,7 @@ impl Reader {
                     }
                     if let Some(i) = c.object {
                         let o = self.number("object", get(Some(i)))?;
-                        o..o + 1
+                        o..=o
                     } else {
                         let page = c.page_size;
                         let off = self.number("offset", get(c.offset))?;
@@ -410,7 +421,7 @@ impl Reader {
                                 format!("offset {off} + size {size} overflows"),
                             )
                         })?;
-                        off / page..end / page + 1
+                        off / page..=end / page
                     }
                 }
                 // The oracle format's records are read by `next_oracle`.

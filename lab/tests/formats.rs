@@ -332,3 +332,52 @@ fn opt_over_a_format_without_next_uses_must_be_given_them() {
     );
     std::fs::remove_dir_all(&d).ok();
 }
+
+// Object ids at the top of the u64 range are ids like any other: a CSV
+// row and a .lis record naming page u64::MAX read as one access to it
+// (a range ending past it used to overflow: a panic, or in a release
+// build an empty range and the row silently dropped).
+#[test]
+fn text_records_naming_the_largest_object_id_read_as_one_access_each() {
+    let d = dir("max-id");
+    let p = d.join("max.csv");
+    std::fs::write(&p, format!("object\n{m}\n7\n{m}\n", m = u64::MAX)).unwrap();
+    let want = vec![(u64::MAX, NEVER), (7, NEVER), (u64::MAX, NEVER)];
+    assert_eq!(read(&p, &opts(Format::Csv)).unwrap(), want);
+    let l = d.join("max.lis");
+    std::fs::write(&l, format!("{} 2 0 0\n{} 1 0 1\n", u64::MAX - 1, u64::MAX)).unwrap();
+    let want: Vec<(u64, u64)> = [u64::MAX - 1, u64::MAX, u64::MAX]
+        .iter()
+        .map(|&b| (b, NEVER))
+        .collect();
+    assert_eq!(read(&l, &opts(Format::Lis)).unwrap(), want);
+    std::fs::write(&l, format!("{} 2 0 0\n", u64::MAX)).unwrap();
+    let e = read(&l, &opts(Format::Lis)).unwrap_err().to_string();
+    assert!(
+        e.contains("max.lis, line 1") && e.contains("past the last"),
+        "{e}"
+    );
+    // Byte ranges ending in the last page of the id space.
+    let b = d.join("bytes.csv");
+    std::fs::write(&b, format!("offset,size\n{},1\n", u64::MAX)).unwrap();
+    let o = ReadOptions {
+        page_size: 1,
+        ..opts(Format::Csv)
+    };
+    assert_eq!(read(&b, &o).unwrap(), vec![(u64::MAX, NEVER)]);
+    std::fs::remove_dir_all(&d).ok();
+}
+
+// A .lis record reading no blocks is a damaged record, not one to skip.
+#[test]
+fn a_lis_record_with_a_block_count_of_zero_is_an_error_naming_its_line() {
+    let d = dir("lis-zero");
+    let p = d.join("zero.lis");
+    std::fs::write(&p, "5 1 0 0\n9 0 0 1\n").unwrap();
+    let e = read(&p, &opts(Format::Lis)).unwrap_err().to_string();
+    assert!(
+        e.contains("zero.lis, line 2") && e.contains("count 0"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&d).ok();
+}
