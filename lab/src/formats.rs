@@ -241,13 +241,11 @@ impl Reader {
                     Some(c) => c.clone(),
                     None => {
                         let mut header = String::new();
-                        input
-                            .read_line(&mut header)
-                            .map_err(|source| FormatError::Io {
-                                op: "read",
-                                path: path.to_path_buf(),
-                                source,
-                            })?;
+                        input.read_line(&mut header).map_err(|e| FormatError::Bad {
+                            path: path.to_path_buf(),
+                            at: "line 1 (the header)".into(),
+                            detail: format!("read: {e}"),
+                        })?;
                         line_no = 1;
                         header
                             .trim_end()
@@ -291,12 +289,9 @@ impl Reader {
                 Ok(0) => break,
                 Ok(n) => got += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(source) => {
-                    return Err(FormatError::Io {
-                        op: "read",
-                        path: self.path.clone(),
-                        source,
-                    });
+                // A damaged or cut zstd frame fails here: name the record.
+                Err(e) => {
+                    return Err(self.bad(format!("byte offset {}", self.pos), format!("read: {e}")));
                 }
             }
         }
@@ -313,9 +308,20 @@ impl Reader {
         self.pos += ORACLE_RECORD as u64;
         let obj = u64::from_le_bytes(rec[4..12].try_into().expect("8 bytes"));
         let next = i64::from_le_bytes(rec[16..24].try_into().expect("8 bytes"));
+        // The record's request number; its next request must come after it.
+        let request = at / ORACLE_RECORD as u64;
         let next = match next {
             -1 => NEVER,
-            n if n >= 0 => n as u64,
+            n if n >= 0 && n as u64 > request => n as u64,
+            n if n >= 0 => {
+                return Err(self.bad(
+                    format!("byte offset {at}"),
+                    format!(
+                        "next access {n} is not after this record (request {request}): OPT would \
+                         replay a future that cannot be"
+                    ),
+                ));
+            }
             n => {
                 return Err(self.bad(
                     format!("byte offset {at}"),
@@ -330,14 +336,10 @@ impl Reader {
     fn next_line(&mut self) -> Result<Option<()>> {
         loop {
             self.line.clear();
-            let n = self
-                .input
-                .read_line(&mut self.line)
-                .map_err(|source| FormatError::Io {
-                    op: "read",
-                    path: self.path.clone(),
-                    source,
-                })?;
+            let n = self.input.read_line(&mut self.line).map_err(|e| {
+                // A damaged or cut zstd frame fails here: name the line.
+                self.bad(format!("line {}", self.pos + 1), format!("read: {e}"))
+            })?;
             if n == 0 {
                 return Ok(None);
             }

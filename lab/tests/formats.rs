@@ -381,3 +381,75 @@ fn a_lis_record_with_a_block_count_of_zero_is_an_error_naming_its_line() {
     );
     std::fs::remove_dir_all(&d).ok();
 }
+
+// OPT trusts an oracleGeneral record's next access; one that points at or
+// before its own record is damaged and would replay an impossible future.
+#[test]
+fn an_oracle_next_access_not_after_its_own_record_is_an_error_naming_the_offset() {
+    let d = dir("oracle-next");
+    let p = d.join("backwards.bin");
+    std::fs::write(
+        &p,
+        oracle(&[(1, 7, 4096, 2), (1, 9, 4096, 1), (1, 7, 4096, -1)]),
+    )
+    .unwrap();
+    let e = read(&p, &opts(Format::OracleGeneral))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("backwards.bin, byte offset 24") && e.contains("next access 1"),
+        "{e}"
+    );
+    // i64::MAX, libCacheSim's other "never again", reads as a request
+    // number past every record.
+    std::fs::write(&p, oracle(&[(1, 7, 4096, i64::MAX)])).unwrap();
+    assert_eq!(
+        read(&p, &opts(Format::OracleGeneral)).unwrap(),
+        vec![(7, i64::MAX as u64)]
+    );
+    std::fs::remove_dir_all(&d).ok();
+}
+
+// A zstd frame cut short or damaged is an error naming the file and the
+// record it stopped at, in every format, never a quiet early end.
+#[test]
+fn a_cut_or_damaged_zstd_frame_is_an_error_naming_the_file_and_record() {
+    let d = dir("zstd-bad");
+    let recs: Vec<(u32, u64, u32, i64)> = (0..5000u64).map(|i| (1, i % 97, 4096, -1)).collect();
+    let og = d.join("t.bin");
+    std::fs::write(&og, oracle(&recs)).unwrap();
+    let lis = d.join("t.lis");
+    let text: String = (0..5000u64)
+        .map(|i| format!("{} 1 0 {i}\n", i % 97))
+        .collect();
+    std::fs::write(&lis, &text).unwrap();
+    let csv = d.join("t.csv");
+    let text: String = std::iter::once("object\n".to_string())
+        .chain((0..5000u64).map(|i| format!("{}\n", i % 97)))
+        .collect();
+    std::fs::write(&csv, &text).unwrap();
+    for (plain, format, at) in [
+        (&og, Format::OracleGeneral, "byte offset"),
+        (&lis, Format::Lis, "line"),
+        (&csv, Format::Csv, "line"),
+    ] {
+        let z = zst(plain);
+        let whole = std::fs::read(&z).unwrap();
+        let cut = d.join("cut.zst");
+        std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+        let e = read(&cut, &opts(format)).unwrap_err().to_string();
+        assert!(e.contains("cut.zst, ") && e.contains(at), "{format}: {e}");
+        // The frame's checksum (its last 4 bytes) no longer matches.
+        let mut bad = whole.clone();
+        let n = bad.len();
+        bad[n - 2] ^= 0xff;
+        let damaged = d.join("damaged.zst");
+        std::fs::write(&damaged, &bad).unwrap();
+        let e = read(&damaged, &opts(format)).unwrap_err().to_string();
+        assert!(
+            e.contains("damaged.zst, ") && e.contains(at),
+            "{format}: {e}"
+        );
+    }
+    std::fs::remove_dir_all(&d).ok();
+}
