@@ -349,14 +349,7 @@ fn replay_public(a: &ReplayArgs) -> Result<(ReplayResult, String, Vec<usize>)> {
     } else {
         None
     };
-    let result = lab::replay::run_stream(
-        &a.trace,
-        &o,
-        fp.accesses,
-        &policies(a),
-        &sizes,
-        next.as_deref(),
-    )?;
+    let result = lab::replay::run_stream(&a.trace, &o, fp, &policies(a), &sizes, next.as_deref())?;
     println!(
         "{} ({}): {} accesses to {} distinct pages",
         a.trace.display(),

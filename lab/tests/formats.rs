@@ -14,7 +14,7 @@ use lab::formats::{
     object_id, tag_of,
 };
 use lab::policy::NEVER;
-use lab::replay::{Policy, footprint, next_uses_of, replay_stream, run_replay};
+use lab::replay::{Policy, footprint, next_uses_of, replay_stream, run_replay, run_stream};
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("lab-formats-{name}-{}", std::process::id()));
@@ -452,4 +452,69 @@ fn a_cut_or_damaged_zstd_frame_is_an_error_naming_the_file_and_record() {
         );
     }
     std::fs::remove_dir_all(&d).ok();
+}
+
+// The engine's evictors replay through a pool that holds a state word per
+// buffer: a pool far larger than the trace (usize::MAX, 2^40) made it
+// allocate that many and fail (a capacity-overflow panic, or an abort).
+// Everything fits in such a pool, so every policy misses each distinct
+// page once; an engine trace with ring reads replays as it does in a pool
+// that is merely larger than the trace.
+#[test]
+fn a_pool_far_larger_than_the_trace_replays_as_everything_fits_in_every_policy() {
+    let d = dir("huge-pool");
+    let p = d.join("t.bin");
+    let objs: Vec<u64> = (0..300u64).map(|i| (i * i * 7919) % 41).collect();
+    let recs: Vec<(u32, u64, u32, i64)> = objs
+        .iter()
+        .enumerate()
+        .map(|(i, &o)| {
+            let next = objs[i + 1..]
+                .iter()
+                .position(|&x| x == o)
+                .map_or(-1, |k| (i + 1 + k) as i64);
+            (1, o, 4096, next)
+        })
+        .collect();
+    std::fs::write(&p, oracle(&recs)).unwrap();
+    let o = opts(Format::OracleGeneral);
+    let fp = footprint(&p, &o).unwrap();
+    let r = run_stream(&p, &o, fp, &Policy::ALL, &[usize::MAX, 1 << 40], None).unwrap();
+    assert_eq!(r.rows.len(), 2 * Policy::ALL.len());
+    for row in &r.rows {
+        assert_eq!(row.hits, fp.accesses - fp.objects, "{row:?}");
+    }
+    // An engine trace with bulk-read ring accesses (which evict through
+    // their ring even in a big pool).
+    let mut trace = random_trace(3000, 11);
+    for (i, e) in trace.events.iter_mut().enumerate() {
+        if let TraceEvent::Access(a) = e
+            && i % 3 == 0
+        {
+            a.ring = Some(bufmgr::ring::RingKind::BulkRead);
+        }
+    }
+    let huge = run_replay(&trace, &Policy::ALL, &[usize::MAX], |_| true);
+    let refs: Vec<lab::replay::Ref> = trace
+        .accesses_by_time()
+        .iter()
+        .map(|a| lab::replay::Ref::from(*a))
+        .collect();
+    for e in bufmgr::evictor::Evictor::ALL {
+        // A whole pool of 2^16 buffers, built as asked, uncapped.
+        let mut pool = lab::replay::ReplayPool::new(e, 1 << 16, RingSizes::default());
+        let hits = refs.iter().filter(|r| pool.access(r)).count() as u64;
+        let row = huge.find(Policy::Engine(e), usize::MAX).unwrap();
+        assert_eq!(row.hits, hits, "{e}");
+        assert!(hits < fp_of(&refs), "{e}: the rings evicted nothing");
+    }
+    std::fs::remove_dir_all(&d).ok();
+}
+
+/// Accesses minus distinct pages: the hits of a pool nothing is evicted from.
+fn fp_of(refs: &[lab::replay::Ref]) -> u64 {
+    let mut tags: Vec<_> = refs.iter().map(|r| r.tag).collect();
+    tags.sort_unstable_by_key(|t| (t.rel.0, t.fork as u8, t.block));
+    tags.dedup();
+    (refs.len() - tags.len()) as u64
 }
