@@ -308,6 +308,25 @@ fn secs(what: &str, s: f64) -> Result<Duration> {
     }
 }
 
+/// `--report-interval SECS`: positive, and no shorter than
+/// [`crate::harness::LIVE_FLUSH`], how often the workers hand their
+/// latencies to the reporter: a shorter interval could not have a p99 of
+/// its own, and one of nanoseconds would print lines as fast as the
+/// reporter can loop.
+fn report_interval(s: f64) -> Result<Duration> {
+    let d = secs("report-interval", s)?;
+    let min = crate::harness::LIVE_FLUSH;
+    if d < min {
+        return Err(BenchError::Config(format!(
+            "--report-interval {s}: at least {} s (the workers hand their latencies to the \
+             reporter every {} s)",
+            min.as_secs_f64(),
+            min.as_secs_f64()
+        )));
+    }
+    Ok(d)
+}
+
 fn non_empty<T>(what: &str, v: Vec<T>) -> Result<Vec<T>> {
     if v.is_empty() {
         Err(BenchError::Config(format!(
@@ -384,10 +403,7 @@ impl CommonArgs {
             measures: Measures {
                 seed: self.seed,
                 mrc: self.mrc,
-                report_interval: self
-                    .report_interval
-                    .map(|s| secs("report-interval", s))
-                    .transpose()?,
+                report_interval: self.report_interval.map(report_interval).transpose()?,
             },
         })
     }
@@ -1244,6 +1260,32 @@ mod tests {
             quick_pool_mib: QUICK_POOL_MIB,
             quick_threads: QUICK_THREADS.to_vec(),
         }
+    }
+
+    // A report interval of 0, NaN or nanoseconds is refused by name; one
+    // of the workers' hand-over period or more is kept as given.
+    #[test]
+    fn a_report_interval_below_the_latency_hand_over_is_refused() {
+        let with = |s: f64| {
+            CommonArgs {
+                report_interval: Some(s),
+                ..Default::default()
+            }
+            .resolve(&defaults())
+        };
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e-9, 0.001] {
+            let e = with(bad).unwrap_err().to_string();
+            assert!(e.contains("--report-interval"), "{bad}: {e}");
+        }
+        let ok = with(crate::harness::LIVE_FLUSH.as_secs_f64()).unwrap();
+        assert_eq!(
+            ok.measures.report_interval,
+            Some(crate::harness::LIVE_FLUSH)
+        );
+        assert_eq!(
+            with(1.5).unwrap().measures.report_interval,
+            Some(Duration::from_millis(1500))
+        );
     }
 
     /// `--quick --threads 1,2` is what the user asked for, even where the

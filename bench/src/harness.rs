@@ -296,7 +296,7 @@ pub fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
 
 /// How often a worker hands its interval histogram to [`LiveLatency`]: the
 /// interval reporter's p99 lags the clock by at most this much.
-const LIVE_FLUSH: Duration = Duration::from_millis(20);
+pub const LIVE_FLUSH: Duration = Duration::from_millis(20);
 
 /// The latencies of the current interval of `--report-interval`, fed by the
 /// workers' [`Recorder`]s and emptied by the reporter at each interval's end.
@@ -529,7 +529,11 @@ pub fn with_intervals<T>(
                 eprintln!("{}", i.line(label, unit));
                 series.push(i);
                 last = (at, now_tally);
-                next += every;
+                // From this interval's end, not the planned one: a reporter
+                // that woke late (a busy machine) would otherwise owe the
+                // missed ends and report them at once, intervals of
+                // microseconds with absurd rates.
+                next = at + every;
                 if done.load(Ordering::Relaxed) {
                     stop = true;
                 }
@@ -819,6 +823,36 @@ mod tests {
                 assert!(p99 >= 1_000.0, "a 1 ms sleep is at least 1000 us: {p99}");
             }
             assert_eq!(i.hit_ratio, None, "no pool access, no ratio");
+        }
+    }
+
+    // The reporter is held up for 2.5 intervals once (its tally is slow):
+    // the next interval spans the delay, and none after it is shorter
+    // than the interval asked for (only the run's last may be).
+    #[test]
+    fn a_late_reporter_reports_no_interval_shorter_than_asked() {
+        let live = LiveLatency::new();
+        let every = Duration::from_millis(100);
+        let calls = AtomicU64::new(0);
+        let (_, series) = with_intervals(
+            Some(every),
+            ("test", "ops"),
+            &live,
+            || {
+                if calls.fetch_add(1, Ordering::Relaxed) == 1 {
+                    std::thread::sleep(Duration::from_millis(250));
+                }
+                Tally::default()
+            },
+            || std::thread::sleep(Duration::from_millis(700)),
+        );
+        assert!(series.len() >= 3, "{series:?}");
+        for i in &series[..series.len() - 1] {
+            assert!(
+                i.secs >= every.as_secs_f64(),
+                "an interval of {} s: {series:?}",
+                i.secs
+            );
         }
     }
 

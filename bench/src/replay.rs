@@ -213,9 +213,12 @@ pub fn to_json(trace: &str, r: &ReplayResult) -> serde_json::Value {
 }
 
 /// Pool sizes from `--pool-pages`, else `--pool` fractions of
-/// `footprint`, else `default` (an error if there is none).
+/// `footprint`, else `default` (an error if there is none); ascending, each
+/// once (a size given twice, or two fractions rounding to one size, would
+/// be replayed twice, listed twice in the table and drawn back and forth
+/// in the curve).
 fn pool_sizes(a: &ReplayArgs, footprint: u64, default: Option<usize>) -> Result<Vec<usize>> {
-    let sizes = match (&a.pool_pages, &a.pool) {
+    let mut sizes = match (&a.pool_pages, &a.pool) {
         (Some(p), _) => p.clone(),
         (None, Some(f)) => f
             .iter()
@@ -239,7 +242,20 @@ fn pool_sizes(a: &ReplayArgs, footprint: u64, default: Option<usize>) -> Result<
     if sizes.contains(&0) {
         return Err(BenchError::Config("--pool-pages must be at least 1".into()));
     }
+    sizes.sort_unstable();
+    sizes.dedup();
     Ok(sizes)
+}
+
+/// `--policy` with each policy once, in the order given.
+fn policies(a: &ReplayArgs) -> Vec<Policy> {
+    let mut v: Vec<Policy> = Vec::new();
+    for &p in &a.policy {
+        if !v.contains(&p) {
+            v.push(p);
+        }
+    }
+    v
 }
 
 /// An engine trace, read whole: threads merged by time, the subset, the
@@ -281,7 +297,7 @@ fn replay_engine(a: &ReplayArgs) -> Result<(ReplayResult, String, Vec<usize>)> {
             parts.join(", ")
         }
     };
-    let result = run_replay(&trace, &a.policy, &sizes, |acc| {
+    let result = run_replay(&trace, &policies(a), &sizes, |acc| {
         rels.as_ref().is_none_or(|r| r.contains(&acc.tag.rel.0))
             && threads.as_ref().is_none_or(|t| t.contains(&acc.thread))
     });
@@ -321,7 +337,7 @@ fn replay_public(a: &ReplayArgs) -> Result<(ReplayResult, String, Vec<usize>)> {
     };
     let fp = lab::replay::footprint(&a.trace, &o)?;
     let sizes = pool_sizes(a, fp.objects, None)?;
-    let next = if a.policy.contains(&Policy::Opt) && a.format != Format::OracleGeneral {
+    let next = if policies(a).contains(&Policy::Opt) && a.format != Format::OracleGeneral {
         eprintln!(
             "note: OPT over a {} trace: each access's next use is computed first, keeping 12 \
              bytes per access in memory ({} accesses: {:.1} MiB); oracleGeneral traces carry it",
@@ -333,14 +349,7 @@ fn replay_public(a: &ReplayArgs) -> Result<(ReplayResult, String, Vec<usize>)> {
     } else {
         None
     };
-    let result = lab::replay::run_stream(
-        &a.trace,
-        &o,
-        fp.accesses,
-        &a.policy,
-        &sizes,
-        next.as_deref(),
-    )?;
+    let result = lab::replay::run_stream(&a.trace, &o, fp, &policies(a), &sizes, next.as_deref())?;
     println!(
         "{} ({}): {} accesses to {} distinct pages",
         a.trace.display(),
@@ -369,7 +378,7 @@ pub fn main(a: &ReplayArgs) -> Result<()> {
                 "--svg draws a curve over pool sizes: give --pool-pages at least two".into(),
             ));
         }
-        let svg = miss_ratio_curve(&result, &a.policy, &subset_name)?;
+        let svg = miss_ratio_curve(&result, &policies(a), &subset_name)?;
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
         let file = path
             .file_name()
@@ -448,6 +457,43 @@ mod tests {
             pool_buffers: 2,
             events,
         }
+    }
+
+    fn args(line: &[&str]) -> ReplayArgs {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            a: ReplayArgs,
+        }
+        let mut v = vec!["replay", "t.bin"];
+        v.extend_from_slice(line);
+        <Cli as clap::Parser>::try_parse_from(v).unwrap().a
+    }
+
+    // A size or policy named twice is replayed once: the table and the JSON
+    // had each of its rows twice, and the curve went back and forth.
+    #[test]
+    fn pool_sizes_are_replayed_ascending_once_each_and_policies_once_each() {
+        let a = args(&["--pool-pages", "3,1,3", "--policy", "lru,opt,lru"]);
+        assert_eq!(pool_sizes(&a, 0, None).unwrap(), [1, 3]);
+        assert_eq!(policies(&a), [Policy::Lru, Policy::Opt]);
+        // 0.5 and 0.52 of 10 pages are both 5 pages.
+        let f = args(&["--pool", "0.52,0.1,0.5"]);
+        assert_eq!(pool_sizes(&f, 10, None).unwrap(), [1, 5]);
+        let r = run_replay(
+            &trace(),
+            &policies(&a),
+            &pool_sizes(&a, 0, None).unwrap(),
+            |_| true,
+        );
+        let rows = to_json("t", &r)["rows"].as_array().unwrap().len();
+        assert_eq!(rows, 4);
+        let text = table(&r).to_string();
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("lru ")).count(),
+            2,
+            "{text}"
+        );
     }
 
     #[test]

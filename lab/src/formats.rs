@@ -176,6 +176,9 @@ fn open(path: &Path) -> Result<Box<dyn BufRead + Send>> {
     }
 }
 
+/// A record's page ids, first to last.
+type Pages = std::ops::RangeInclusive<u64>;
+
 /// A streaming reader of a public-format trace: an iterator of accesses.
 pub struct Reader {
     path: PathBuf,
@@ -183,8 +186,9 @@ pub struct Reader {
     kind: Kind,
     /// Byte offset (binary) or line number (text) of the next record.
     pos: u64,
-    /// The accesses left of the current text record (lis, csv ranges).
-    pending: std::ops::Range<u64>,
+    /// The accesses left of the current text record (lis, csv ranges);
+    /// inclusive, so that a record may name page `u64::MAX`.
+    pending: Pages,
     line: String,
     done: bool,
 }
@@ -237,13 +241,11 @@ impl Reader {
                     Some(c) => c.clone(),
                     None => {
                         let mut header = String::new();
-                        input
-                            .read_line(&mut header)
-                            .map_err(|source| FormatError::Io {
-                                op: "read",
-                                path: path.to_path_buf(),
-                                source,
-                            })?;
+                        input.read_line(&mut header).map_err(|e| FormatError::Bad {
+                            path: path.to_path_buf(),
+                            at: "line 1 (the header)".into(),
+                            detail: format!("read: {e}"),
+                        })?;
                         line_no = 1;
                         header
                             .trim_end()
@@ -260,7 +262,7 @@ impl Reader {
             input,
             kind,
             pos: line_no,
-            pending: 0..0,
+            pending: Pages::new(1, 0),
             line: String::new(),
             done: false,
         })
@@ -287,12 +289,9 @@ impl Reader {
                 Ok(0) => break,
                 Ok(n) => got += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(source) => {
-                    return Err(FormatError::Io {
-                        op: "read",
-                        path: self.path.clone(),
-                        source,
-                    });
+                // A damaged or cut zstd frame fails here: name the record.
+                Err(e) => {
+                    return Err(self.bad(format!("byte offset {}", self.pos), format!("read: {e}")));
                 }
             }
         }
@@ -309,9 +308,20 @@ impl Reader {
         self.pos += ORACLE_RECORD as u64;
         let obj = u64::from_le_bytes(rec[4..12].try_into().expect("8 bytes"));
         let next = i64::from_le_bytes(rec[16..24].try_into().expect("8 bytes"));
+        // The record's request number; its next request must come after it.
+        let request = at / ORACLE_RECORD as u64;
         let next = match next {
             -1 => NEVER,
-            n if n >= 0 => n as u64,
+            n if n >= 0 && n as u64 > request => n as u64,
+            n if n >= 0 => {
+                return Err(self.bad(
+                    format!("byte offset {at}"),
+                    format!(
+                        "next access {n} is not after this record (request {request}): OPT would \
+                         replay a future that cannot be"
+                    ),
+                ));
+            }
             n => {
                 return Err(self.bad(
                     format!("byte offset {at}"),
@@ -326,14 +336,10 @@ impl Reader {
     fn next_line(&mut self) -> Result<Option<()>> {
         loop {
             self.line.clear();
-            let n = self
-                .input
-                .read_line(&mut self.line)
-                .map_err(|source| FormatError::Io {
-                    op: "read",
-                    path: self.path.clone(),
-                    source,
-                })?;
+            let n = self.input.read_line(&mut self.line).map_err(|e| {
+                // A damaged or cut zstd frame fails here: name the line.
+                self.bad(format!("line {}", self.pos + 1), format!("read: {e}"))
+            })?;
             if n == 0 {
                 return Ok(None);
             }
@@ -357,7 +363,7 @@ impl Reader {
     }
 
     /// The next record's range of page ids (lis, csv).
-    fn next_range(&mut self) -> Result<Option<std::ops::Range<u64>>> {
+    fn next_range(&mut self) -> Result<Option<Pages>> {
         loop {
             if self.next_line()?.is_none() {
                 return Ok(None);
@@ -368,12 +374,19 @@ impl Reader {
                     let mut f = self.line.split_whitespace();
                     let start = self.number("start block", f.next())?;
                     let count = self.number("block count", f.next())?;
-                    start..start.checked_add(count).ok_or_else(|| {
+                    if count == 0 {
+                        return Err(self.bad(
+                            format!("line {line}"),
+                            "block count 0: a record reads at least one block".into(),
+                        ));
+                    }
+                    let last = start.checked_add(count - 1).ok_or_else(|| {
                         self.bad(
                             format!("line {line}"),
-                            format!("block {start} + {count} overflows"),
+                            format!("block {start} + count {count} is past the last block id"),
                         )
-                    })?
+                    })?;
+                    start..=last
                 }
                 Kind::Csv(c) => {
                     let fields: Vec<&str> = self.line.trim_end().split(',').collect();
@@ -396,7 +409,7 @@ impl Reader {
                     }
                     if let Some(i) = c.object {
                         let o = self.number("object", get(Some(i)))?;
-                        o..o + 1
+                        o..=o
                     } else {
                         let page = c.page_size;
                         let off = self.number("offset", get(c.offset))?;
@@ -410,7 +423,7 @@ impl Reader {
                                 format!("offset {off} + size {size} overflows"),
                             )
                         })?;
-                        off / page..end / page + 1
+                        off / page..=end / page
                     }
                 }
                 // The oracle format's records are read by `next_oracle`.

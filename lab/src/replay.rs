@@ -207,6 +207,7 @@ fn replay_keyed(
     let pages = pages.max(1);
     match policy {
         Policy::Engine(e) => {
+            let pages = engine_pool_pages(pages, refs.len() as u64, rings);
             let mut pool = ReplayPool::new(e, pages, *rings);
             for (i, (r, &k)) in refs.iter().zip(keys).enumerate() {
                 each(i, pool.access_keyed(r, k));
@@ -222,6 +223,36 @@ fn replay_keyed(
             run(policy::Opt::new(pages), keys, Some(next), &mut each)
         }
     }
+}
+
+/// The buffers a [`ReplayPool`] needs to replay `accesses` accesses as a
+/// pool of `pages` would: `pages`, or fewer when that many could never all
+/// be used. The replay pool holds a state word, a tag and a key per
+/// buffer (and probation's ghost sets grow with it), so a pool far larger
+/// than the trace (a sweep's top size, `usize::MAX`) would fail to
+/// allocate; the textbook policies only count against `pages` and need no
+/// such cap.
+///
+/// Exact: in a pool of `n` buffers every miss that sweeps takes the empty
+/// buffer the hand reaches first (state 0 is the bottom step), the hand
+/// moving one buffer per miss, so while fewer than `n` misses have swept
+/// nothing is evicted by the hand and the probation queue is never popped
+/// (it waits for the hand's first lap). A trace of `accesses` accesses
+/// sweeps at most that often, so any `n >= accesses` makes the same
+/// decisions, provided `n` also leaves each ring its full size (rings are
+/// capped at `n / 8`): hence at least 8 times the largest ring.
+pub fn engine_pool_pages(pages: usize, accesses: u64, rings: &RingSizes) -> usize {
+    let largest_ring = [rings.bulk_read_kib, rings.bulk_write_kib, rings.vacuum_kib]
+        .into_iter()
+        .max()
+        .unwrap_or(0)
+        .saturating_mul(1024)
+        / PAGE_SIZE;
+    let enough = usize::try_from(accesses)
+        .unwrap_or(usize::MAX)
+        .max(largest_ring.saturating_mul(8))
+        .max(1);
+    pages.min(enough)
 }
 
 /// A textbook policy's cache of `pages`; `Err(evictor)` for the engine's
@@ -958,12 +989,17 @@ pub fn replay_stream(
 
 /// Replay a streamed trace through each policy at each size (sizes outer,
 /// policies inner; one thread per core, each job reading the file anew).
-/// `next` as in [`replay_stream`]. Every access is in the subset (the
-/// public formats have no threads or relations); there is no recorded row.
+/// `fp` is the trace's [`footprint`]; `next` as in [`replay_stream`].
+/// Every access is in the subset (the public formats have no threads or
+/// relations); there is no recorded row. The engine's evictors replay a
+/// pool larger than the footprint as one of the footprint's size: a
+/// public-format stream has no rings, so its misses that sweep are its
+/// distinct pages at most, and [`engine_pool_pages`]'s argument applies
+/// with the footprint in place of the accesses.
 pub fn run_stream(
     path: &Path,
     o: &ReadOptions,
-    accesses: u64,
+    fp: Footprint,
     policies: &[Policy],
     sizes: &[usize],
     next: Option<&[u64]>,
@@ -984,7 +1020,18 @@ pub fn run_stream(
                         break;
                     };
                     let t = std::time::Instant::now();
-                    let r = replay_stream(path, o, policy, pages, next).map(|h| ReplayRow {
+                    let replayed = match policy {
+                        Policy::Engine(_) => {
+                            let no_rings = RingSizes {
+                                bulk_read_kib: 0,
+                                bulk_write_kib: 0,
+                                vacuum_kib: 0,
+                            };
+                            engine_pool_pages(pages, fp.objects, &no_rings)
+                        }
+                        _ => pages,
+                    };
+                    let r = replay_stream(path, o, policy, replayed, next).map(|h| ReplayRow {
                         policy,
                         pages,
                         hits: h,
@@ -999,8 +1046,8 @@ pub fn run_stream(
     let mut rows = rows.into_inner().expect("no panics hold it");
     rows.sort_by_key(|r| r.0);
     Ok(ReplayResult {
-        accesses,
-        subset_accesses: accesses,
+        accesses: fp.accesses,
+        subset_accesses: fp.accesses,
         recorded_hits: 0,
         recorded_subset_hits: 0,
         recorded_pages: 0,

@@ -14,7 +14,7 @@ use lab::formats::{
     object_id, tag_of,
 };
 use lab::policy::NEVER;
-use lab::replay::{Policy, footprint, next_uses_of, replay_stream, run_replay};
+use lab::replay::{Policy, footprint, next_uses_of, replay_stream, run_replay, run_stream};
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("lab-formats-{name}-{}", std::process::id()));
@@ -331,4 +331,190 @@ fn opt_over_a_format_without_next_uses_must_be_given_them() {
         1
     );
     std::fs::remove_dir_all(&d).ok();
+}
+
+// Object ids at the top of the u64 range are ids like any other: a CSV
+// row and a .lis record naming page u64::MAX read as one access to it
+// (a range ending past it used to overflow: a panic, or in a release
+// build an empty range and the row silently dropped).
+#[test]
+fn text_records_naming_the_largest_object_id_read_as_one_access_each() {
+    let d = dir("max-id");
+    let p = d.join("max.csv");
+    std::fs::write(&p, format!("object\n{m}\n7\n{m}\n", m = u64::MAX)).unwrap();
+    let want = vec![(u64::MAX, NEVER), (7, NEVER), (u64::MAX, NEVER)];
+    assert_eq!(read(&p, &opts(Format::Csv)).unwrap(), want);
+    let l = d.join("max.lis");
+    std::fs::write(&l, format!("{} 2 0 0\n{} 1 0 1\n", u64::MAX - 1, u64::MAX)).unwrap();
+    let want: Vec<(u64, u64)> = [u64::MAX - 1, u64::MAX, u64::MAX]
+        .iter()
+        .map(|&b| (b, NEVER))
+        .collect();
+    assert_eq!(read(&l, &opts(Format::Lis)).unwrap(), want);
+    std::fs::write(&l, format!("{} 2 0 0\n", u64::MAX)).unwrap();
+    let e = read(&l, &opts(Format::Lis)).unwrap_err().to_string();
+    assert!(
+        e.contains("max.lis, line 1") && e.contains("past the last"),
+        "{e}"
+    );
+    // Byte ranges ending in the last page of the id space.
+    let b = d.join("bytes.csv");
+    std::fs::write(&b, format!("offset,size\n{},1\n", u64::MAX)).unwrap();
+    let o = ReadOptions {
+        page_size: 1,
+        ..opts(Format::Csv)
+    };
+    assert_eq!(read(&b, &o).unwrap(), vec![(u64::MAX, NEVER)]);
+    std::fs::remove_dir_all(&d).ok();
+}
+
+// A .lis record reading no blocks is a damaged record, not one to skip.
+#[test]
+fn a_lis_record_with_a_block_count_of_zero_is_an_error_naming_its_line() {
+    let d = dir("lis-zero");
+    let p = d.join("zero.lis");
+    std::fs::write(&p, "5 1 0 0\n9 0 0 1\n").unwrap();
+    let e = read(&p, &opts(Format::Lis)).unwrap_err().to_string();
+    assert!(
+        e.contains("zero.lis, line 2") && e.contains("count 0"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&d).ok();
+}
+
+// OPT trusts an oracleGeneral record's next access; one that points at or
+// before its own record is damaged and would replay an impossible future.
+#[test]
+fn an_oracle_next_access_not_after_its_own_record_is_an_error_naming_the_offset() {
+    let d = dir("oracle-next");
+    let p = d.join("backwards.bin");
+    std::fs::write(
+        &p,
+        oracle(&[(1, 7, 4096, 2), (1, 9, 4096, 1), (1, 7, 4096, -1)]),
+    )
+    .unwrap();
+    let e = read(&p, &opts(Format::OracleGeneral))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("backwards.bin, byte offset 24") && e.contains("next access 1"),
+        "{e}"
+    );
+    // i64::MAX, libCacheSim's other "never again", reads as a request
+    // number past every record.
+    std::fs::write(&p, oracle(&[(1, 7, 4096, i64::MAX)])).unwrap();
+    assert_eq!(
+        read(&p, &opts(Format::OracleGeneral)).unwrap(),
+        vec![(7, i64::MAX as u64)]
+    );
+    std::fs::remove_dir_all(&d).ok();
+}
+
+// A zstd frame cut short or damaged is an error naming the file and the
+// record it stopped at, in every format, never a quiet early end.
+#[test]
+fn a_cut_or_damaged_zstd_frame_is_an_error_naming_the_file_and_record() {
+    let d = dir("zstd-bad");
+    let recs: Vec<(u32, u64, u32, i64)> = (0..5000u64).map(|i| (1, i % 97, 4096, -1)).collect();
+    let og = d.join("t.bin");
+    std::fs::write(&og, oracle(&recs)).unwrap();
+    let lis = d.join("t.lis");
+    let text: String = (0..5000u64)
+        .map(|i| format!("{} 1 0 {i}\n", i % 97))
+        .collect();
+    std::fs::write(&lis, &text).unwrap();
+    let csv = d.join("t.csv");
+    let text: String = std::iter::once("object\n".to_string())
+        .chain((0..5000u64).map(|i| format!("{}\n", i % 97)))
+        .collect();
+    std::fs::write(&csv, &text).unwrap();
+    for (plain, format, at) in [
+        (&og, Format::OracleGeneral, "byte offset"),
+        (&lis, Format::Lis, "line"),
+        (&csv, Format::Csv, "line"),
+    ] {
+        let z = zst(plain);
+        let whole = std::fs::read(&z).unwrap();
+        let cut = d.join("cut.zst");
+        std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+        let e = read(&cut, &opts(format)).unwrap_err().to_string();
+        assert!(e.contains("cut.zst, ") && e.contains(at), "{format}: {e}");
+        // The frame's checksum (its last 4 bytes) no longer matches.
+        let mut bad = whole.clone();
+        let n = bad.len();
+        bad[n - 2] ^= 0xff;
+        let damaged = d.join("damaged.zst");
+        std::fs::write(&damaged, &bad).unwrap();
+        let e = read(&damaged, &opts(format)).unwrap_err().to_string();
+        assert!(
+            e.contains("damaged.zst, ") && e.contains(at),
+            "{format}: {e}"
+        );
+    }
+    std::fs::remove_dir_all(&d).ok();
+}
+
+// The engine's evictors replay through a pool that holds a state word per
+// buffer: a pool far larger than the trace (usize::MAX, 2^40) made it
+// allocate that many and fail (a capacity-overflow panic, or an abort).
+// Everything fits in such a pool, so every policy misses each distinct
+// page once; an engine trace with ring reads replays as it does in a pool
+// that is merely larger than the trace.
+#[test]
+fn a_pool_far_larger_than_the_trace_replays_as_everything_fits_in_every_policy() {
+    let d = dir("huge-pool");
+    let p = d.join("t.bin");
+    let objs: Vec<u64> = (0..300u64).map(|i| (i * i * 7919) % 41).collect();
+    let recs: Vec<(u32, u64, u32, i64)> = objs
+        .iter()
+        .enumerate()
+        .map(|(i, &o)| {
+            let next = objs[i + 1..]
+                .iter()
+                .position(|&x| x == o)
+                .map_or(-1, |k| (i + 1 + k) as i64);
+            (1, o, 4096, next)
+        })
+        .collect();
+    std::fs::write(&p, oracle(&recs)).unwrap();
+    let o = opts(Format::OracleGeneral);
+    let fp = footprint(&p, &o).unwrap();
+    let r = run_stream(&p, &o, fp, &Policy::ALL, &[usize::MAX, 1 << 40], None).unwrap();
+    assert_eq!(r.rows.len(), 2 * Policy::ALL.len());
+    for row in &r.rows {
+        assert_eq!(row.hits, fp.accesses - fp.objects, "{row:?}");
+    }
+    // An engine trace with bulk-read ring accesses (which evict through
+    // their ring even in a big pool).
+    let mut trace = random_trace(3000, 11);
+    for (i, e) in trace.events.iter_mut().enumerate() {
+        if let TraceEvent::Access(a) = e
+            && i % 3 == 0
+        {
+            a.ring = Some(bufmgr::ring::RingKind::BulkRead);
+        }
+    }
+    let huge = run_replay(&trace, &Policy::ALL, &[usize::MAX], |_| true);
+    let refs: Vec<lab::replay::Ref> = trace
+        .accesses_by_time()
+        .iter()
+        .map(|a| lab::replay::Ref::from(*a))
+        .collect();
+    for e in bufmgr::evictor::Evictor::ALL {
+        // A whole pool of 2^16 buffers, built as asked, uncapped.
+        let mut pool = lab::replay::ReplayPool::new(e, 1 << 16, RingSizes::default());
+        let hits = refs.iter().filter(|r| pool.access(r)).count() as u64;
+        let row = huge.find(Policy::Engine(e), usize::MAX).unwrap();
+        assert_eq!(row.hits, hits, "{e}");
+        assert!(hits < fp_of(&refs), "{e}: the rings evicted nothing");
+    }
+    std::fs::remove_dir_all(&d).ok();
+}
+
+/// Accesses minus distinct pages: the hits of a pool nothing is evicted from.
+fn fp_of(refs: &[lab::replay::Ref]) -> u64 {
+    let mut tags: Vec<_> = refs.iter().map(|r| r.tag).collect();
+    tags.sort_unstable_by_key(|t| (t.rel.0, t.fork as u8, t.block));
+    tags.dedup();
+    (refs.len() - tags.len()) as u64
 }
