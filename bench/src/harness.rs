@@ -499,11 +499,16 @@ pub fn with_intervals<T>(
                 let now = Instant::now();
                 if now < next {
                     std::thread::sleep((next - now).min(SAMPLED_POLL));
-                    if !done.load(Ordering::Relaxed) {
+                    if !done.load(Ordering::Acquire) {
                         continue;
                     }
                     stop = true;
                 }
+                // Whether `f` had returned is read before the tally: a last
+                // interval then counts everything `f` did (were it read
+                // after, work finished between the two would be in no
+                // interval).
+                let finished = done.load(Ordering::Acquire);
                 let at = Instant::now();
                 let now_tally = tally();
                 let lat = live.take();
@@ -534,14 +539,14 @@ pub fn with_intervals<T>(
                 // missed ends and report them at once, intervals of
                 // microseconds with absurd rates.
                 next = at + every;
-                if done.load(Ordering::Relaxed) {
+                if finished {
                     stop = true;
                 }
             }
             series
         });
         let out = f();
-        done.store(true, Ordering::Relaxed);
+        done.store(true, Ordering::Release);
         let series = reporter.join().unwrap_or_default();
         (out, series)
     })
@@ -854,6 +859,41 @@ mod tests {
                 i.secs
             );
         }
+    }
+
+    // Work `f` finishes while the reporter is between its tally and its
+    // check whether `f` has returned still lands in an interval: the
+    // series' ops sum to everything done.
+    #[test]
+    fn work_finished_during_the_last_tally_is_in_the_series() {
+        let live = LiveLatency::new();
+        let ops = AtomicU64::new(0);
+        let calls = AtomicU64::new(0);
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let (_, series) = with_intervals(
+            Some(Duration::from_millis(20)),
+            ("test", "ops"),
+            &live,
+            || {
+                let done = ops.load(Ordering::SeqCst);
+                // The first interval's tally: let `f` do its one op and
+                // return while this tally is already taken.
+                if calls.fetch_add(1, Ordering::SeqCst) == 1 {
+                    go.send(()).unwrap();
+                    std::thread::sleep(Duration::from_millis(150));
+                }
+                Tally {
+                    ops: done,
+                    ..Tally::default()
+                }
+            },
+            || {
+                wait.recv().unwrap();
+                ops.fetch_add(1, Ordering::SeqCst);
+            },
+        );
+        let counted: u64 = series.iter().map(|i| i.ops).sum();
+        assert_eq!(counted, 1, "{series:?}");
     }
 
     #[test]
