@@ -129,8 +129,8 @@ impl RelTable {
     }
 
     /// Find or claim the slot of `key`. A claim is a compare-and-swap, so
-    /// two threads sharing a block (the fallback block, the retired block)
-    /// never file one relation's counts under another's key.
+    /// two threads sharing a block (the fallback block) never file one
+    /// relation's counts under another's key.
     #[cold]
     #[inline(never)]
     fn probe(&self, key: u64) -> &RelCounters {
@@ -156,25 +156,12 @@ impl RelTable {
         &self.slots[RELATION_SLOTS]
     }
 
-    fn merge_into(&self, into: &RelTable) {
-        let add = |a: &AtomicU64, b: &AtomicU64| {
-            b.fetch_add(a.load(Ordering::Relaxed), Ordering::Relaxed);
-        };
-        for s in self.slots.iter() {
-            let k = s.key.load(Ordering::Relaxed);
-            let to = match k {
-                0 => continue,
-                OVERFLOW_KEY => &into.slots[RELATION_SLOTS],
-                k => into.probe(k),
-            };
-            add(&s.accesses, &to.accesses);
-            add(&s.hits, &to.hits);
-            add(&s.evictions, &to.evictions);
-        }
-    }
-
     /// Add every used slot into `named` (by relation) or `untracked`.
-    fn sum_into(&self, named: &mut BTreeMap<RelId, RelationStats>, untracked: &mut RelationStats) {
+    pub(crate) fn sum_into(
+        &self,
+        named: &mut BTreeMap<RelId, RelationStats>,
+        untracked: &mut RelationStats,
+    ) {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         for s in self.slots.iter() {
             let out = match s.key.load(Ordering::Relaxed) {
@@ -186,6 +173,22 @@ impl RelTable {
             out.hits += l(&s.hits);
             out.evictions += l(&s.evictions);
         }
+    }
+}
+
+/// Per-relation counters of threads that have exited, by relation (no slot
+/// limit: folding in is off the hot path, under the pool's registry lock),
+/// and what those threads had counted as untracked.
+#[derive(Debug, Default)]
+pub(crate) struct RetiredRelations {
+    pub named: BTreeMap<RelId, RelationStats>,
+    pub untracked: RelationStats,
+}
+
+impl RetiredRelations {
+    /// Fold in an exiting thread's table.
+    pub fn absorb(&mut self, t: &ThreadStats) {
+        t.rels.sum_into(&mut self.named, &mut self.untracked);
     }
 }
 
@@ -212,8 +215,11 @@ impl ThreadStats {
         }
     }
 
-    /// Add every counter of `self` into `into` (atomically: `into` may be
-    /// shared), for a thread that exits.
+    /// Add every counter of `self` but the per-relation ones into `into`
+    /// (atomically: `into` may be shared), for a thread that exits. Its
+    /// per-relation counters go to [`RetiredRelations`], which has no slot
+    /// limit: the relations of all exited threads together may be many more
+    /// than one table's slots.
     pub fn merge_into(&self, into: &ThreadStats) {
         let add = |a: &AtomicU64, b: &AtomicU64| {
             b.fetch_add(a.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -239,7 +245,6 @@ impl ThreadStats {
         add(&self.ticks_sum, &into.ticks_sum);
         into.ticks_max
             .fetch_max(self.ticks_max.load(Ordering::Relaxed), Ordering::Relaxed);
-        self.rels.merge_into(&into.rels);
     }
 
     /// Record one victim found after `ticks` ticks.
@@ -561,8 +566,10 @@ impl PoolStats {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn collect<'a>(
         threads: impl Iterator<Item = &'a ThreadStats>,
+        retired: &RetiredRelations,
         nparts: usize,
         pool: &PoolCounters,
         evictor: Evictor,
@@ -572,8 +579,8 @@ impl PoolStats {
     ) -> PoolStats {
         let mut partitions = vec![PartitionStats::default(); nparts];
         let mut ticks = TicksHistogram::default();
-        let mut relations = BTreeMap::new();
-        let mut relations_untracked = RelationStats::default();
+        let mut relations = retired.named.clone();
+        let mut relations_untracked = retired.untracked.clone();
         for t in threads {
             t.rels.sum_into(&mut relations, &mut relations_untracked);
             for (p, c) in partitions.iter_mut().zip(t.parts.iter()) {
@@ -718,6 +725,7 @@ mod tests {
         }
         let s = PoolStats::collect(
             [&t].into_iter(),
+            &RetiredRelations::default(),
             1,
             &PoolCounters::default(),
             Evictor::Clock,

@@ -104,3 +104,39 @@ fn relations_beyond_a_threads_slots_are_summed_as_untracked_and_none_is_lost() {
         assert_eq!(s.totals().accesses, u64::from(n));
     });
 }
+
+/// Threads that exit are folded into one retired block; the relations they
+/// read keep their names however many there are across all of them (each
+/// thread read fewer relations than it has slots, so none is untracked).
+#[test]
+fn relations_of_threads_that_exited_keep_their_names_beyond_one_threads_slots() {
+    with_timeout(60, || {
+        let db = TestDb::new();
+        let per_thread = RELATION_SLOTS as u32 - 28;
+        let n = per_thread * 2;
+        for r in 1..=n {
+            db.create_rel(rel(r), 1);
+        }
+        let pool = db.pool(small_config(16));
+        let pool = std::sync::Arc::new(pool);
+        for first in [1, per_thread + 1] {
+            let pool = pool.clone();
+            // A joined thread has run its thread-local destructors: it has
+            // retired its counters.
+            std::thread::spawn(move || {
+                for r in first..first + per_thread {
+                    read_version(&pool, rel(r), 0);
+                }
+            })
+            .join()
+            .unwrap();
+        }
+        let s = pool.stats();
+        assert_eq!(s.relations_untracked, RelationStats::default());
+        assert_eq!(s.relations.len(), n as usize);
+        for r in 1..=n {
+            let c = s.relation(rel(r).rel);
+            assert_eq!((c.accesses, c.hits), (1, 0), "relation {r}");
+        }
+    });
+}

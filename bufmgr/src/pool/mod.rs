@@ -58,7 +58,7 @@ use crate::replacement::evictor::{Evictor, PROBATION_DIVISOR};
 use crate::replacement::probation::ProbationQueue;
 use crate::replacement::ring::{Ring, RingKind};
 use crate::replacement::sweep::ClockHand;
-use crate::stats::{PoolCounters, PoolStats, ThreadStats};
+use crate::stats::{PoolCounters, PoolStats, RetiredRelations, ThreadStats};
 use crate::table::BufTable;
 use crate::tag::{BlockNumber, BufferTag, PAGE_SIZE, RelFork, RelId};
 use crate::wal_hook::{NoWal, WalSink};
@@ -122,6 +122,9 @@ pub(crate) struct PoolShared {
     pub fallback_stats: Arc<ThreadStats>,
     /// Counters of threads that have exited (merged in when they do).
     retired_stats: ThreadStats,
+    /// Per-relation counters of threads that have exited (locked only
+    /// while `thread_stats` is).
+    retired_rels: Mutex<RetiredRelations>,
     pub counters: PoolCounters,
     /// Threads that ever registered (for round-robin homes) and that are alive.
     pub registered_threads: AtomicUsize,
@@ -252,6 +255,7 @@ impl BufferPool {
             thread_stats: Mutex::new(Vec::new()),
             fallback_stats: Arc::new(ThreadStats::new(nparts)),
             retired_stats: ThreadStats::new(nparts),
+            retired_rels: Mutex::new(RetiredRelations::default()),
             counters: PoolCounters::default(),
             registered_threads: AtomicUsize::new(0),
             active_threads: AtomicUsize::new(0),
@@ -422,11 +426,13 @@ impl BufferPool {
     pub(crate) fn stats_of(s: &PoolShared) -> PoolStats {
         // Under the registry lock, so a thread retiring meanwhile is counted once.
         let threads = s.thread_stats.lock();
+        let retired = s.retired_rels.lock();
         PoolStats::collect(
             threads
                 .iter()
                 .map(|t| &**t)
                 .chain([&*s.fallback_stats, &s.retired_stats]),
+            &retired,
             s.parts.len(),
             &s.counters,
             s.evictor,
@@ -555,6 +561,7 @@ impl PoolShared {
         let mut threads = self.thread_stats.lock();
         threads.retain(|t| !Arc::ptr_eq(t, stats));
         stats.merge_into(&self.retired_stats);
+        self.retired_rels.lock().absorb(stats);
     }
 
     /// Register a thread's stats block.
