@@ -379,13 +379,10 @@ impl RelationStats {
         self.accesses.saturating_sub(self.hits)
     }
 
-    /// hits / accesses (1.0 when there were no accesses).
-    pub fn hit_ratio(&self) -> f64 {
-        if self.accesses == 0 {
-            1.0
-        } else {
-            self.hits as f64 / self.accesses as f64
-        }
+    /// hits / accesses; `None` when there were no accesses (a relation
+    /// never looked up has no hit ratio, not a perfect one).
+    pub fn hit_ratio(&self) -> Option<f64> {
+        (self.accesses > 0).then(|| self.hits as f64 / self.accesses as f64)
     }
 
     /// These counters minus earlier ones: the activity in between.

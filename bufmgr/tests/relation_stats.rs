@@ -38,7 +38,12 @@ fn a_scripted_sequence_counts_hits_and_misses_per_relation_exactly() {
         assert_eq!(s.relation(a.rel), counts(8, 4, 0));
         assert_eq!(s.relation(b.rel), counts(2, 0, 0));
         assert_eq!(s.relation(a.rel).misses(), 4);
-        assert_eq!(s.relation(a.rel).hit_ratio(), 0.5);
+        assert_eq!(s.relation(a.rel).hit_ratio(), Some(0.5));
+        assert_eq!(
+            s.relation(RelId(99)).hit_ratio(),
+            None,
+            "a relation never looked up has no hit ratio"
+        );
         assert_eq!(s.relation(RelId(99)), counts(0, 0, 0));
         assert_eq!(s.relations.len(), 2);
 
