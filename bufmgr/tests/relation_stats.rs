@@ -145,3 +145,44 @@ fn relations_of_threads_that_exited_keep_their_names_beyond_one_threads_slots() 
         }
     });
 }
+
+/// A thread whose slots are all taken frees the slots of relations dropped
+/// since: relations it reads next are counted by name, the dropped ones
+/// keep their counts, and nothing is counted twice or lost.
+#[test]
+fn a_full_threads_slots_of_dropped_relations_are_given_to_new_relations() {
+    with_timeout(60, || {
+        let db = TestDb::new();
+        let n = RELATION_SLOTS as u32;
+        for r in 1..=n + 20 {
+            db.create_rel(rel(r), 1);
+        }
+        let pool = db.pool(small_config(16));
+        for r in 1..=n {
+            read_version(&pool, rel(r), 0);
+        }
+        // Full: one more relation is untracked.
+        read_version(&pool, rel(n + 1), 0);
+        assert_eq!(pool.stats().relations_untracked.accesses, 1);
+        // More dropped than read next: an eviction may also claim a freed
+        // slot for the untracked relation's page it evicts.
+        for r in 1..=20 {
+            pool.drop_relation(rel(r).rel).unwrap();
+        }
+        for r in n + 2..=n + 11 {
+            read_version(&pool, rel(r), 0);
+        }
+        let s = pool.stats();
+        for r in (1..=n).chain(n + 2..=n + 11) {
+            assert_eq!(s.relation(rel(r).rel).accesses, 1, "relation {r}");
+        }
+        assert!(s.relations_untracked.accesses <= 1);
+        let named: u64 = s.relations.values().map(|r| r.accesses).sum();
+        assert_eq!(named + s.relations_untracked.accesses, s.totals().accesses);
+        let evicted: u64 = s.relations.values().map(|r| r.evictions).sum();
+        assert_eq!(
+            evicted + s.relations_untracked.evictions,
+            s.totals().evictions
+        );
+    });
+}
