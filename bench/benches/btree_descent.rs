@@ -8,6 +8,8 @@
 //!   descent_3_levels/2threads-same      both threads look up the same keys (same pages, same moments)
 //!   descent_3_levels/2threads-disjoint  each thread its own half of the key space (shared root
 //!                                       and internal pages, leaves of its own)
+//!   descent_3_levels/1thread-headed     1thread on the same entries in an index of the headed
+//!                                       item layout (indexes written before the compact one)
 //! ```
 //!
 //! The index is built bottom-up (`build_sorted`) in a temporary directory,
@@ -19,6 +21,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use btree::page::Layout;
 use btree::{Index, IndexOptions, Key, KeyType};
 use bufmgr::{BufferPool, FileStorage, PoolConfig, RelId};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -32,7 +35,7 @@ mod common;
 
 /// Entries of the index: three levels at the build's fill factors.
 const ENTRIES: i64 = 1_000_000;
-/// Pool: the whole index (about 2,800 pages) resident with room to spare.
+/// Pool: both indexes (about 1,900 and 3,000 pages) resident with room to spare.
 const POOL_BUFFERS: usize = 8192;
 const REL: RelId = RelId(20);
 /// Length of each thread's key sequence.
@@ -59,19 +62,18 @@ fn lookup(index: &Index, key: i64) {
     assert_eq!(found, 1, "key {key} is in the index once");
 }
 
-fn descent(c: &mut Criterion) {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let storage = Arc::new(FileStorage::open(dir.path()).expect("open storage"));
-    let pool = Arc::new(BufferPool::new(PoolConfig::new(POOL_BUFFERS), storage).expect("pool"));
-    let index = Index::create(
-        pool,
+/// The index of `ENTRIES` keys in `layout`, built and made resident.
+fn built(pool: &Arc<BufferPool>, rel: RelId, layout: Layout) -> Index {
+    let index = Index::create_in_layout(
+        pool.clone(),
         None,
         IndexOptions {
             name: "descent".into(),
-            rel: REL,
+            rel,
             key_type: KeyType::I64,
             unique: true,
         },
+        layout,
     )
     .expect("create the index");
     let stats = index
@@ -85,6 +87,15 @@ fn descent(c: &mut Criterion) {
     for k in (0..ENTRIES).step_by(100) {
         lookup(&index, k);
     }
+    index
+}
+
+fn descent(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let storage = Arc::new(FileStorage::open(dir.path()).expect("open storage"));
+    let pool = Arc::new(BufferPool::new(PoolConfig::new(POOL_BUFFERS), storage).expect("pool"));
+    let index = built(&pool, REL, Layout::Compact);
+    let headed = built(&pool, RelId(REL.0 + 1), Layout::Headed);
 
     let same = [keys(0, ENTRIES, 31), keys(0, ENTRIES, 31)];
     let disjoint = [keys(0, ENTRIES / 2, 32), keys(ENTRIES / 2, ENTRIES, 33)];
@@ -110,6 +121,18 @@ fn descent(c: &mut Criterion) {
     });
     g.bench_function("2threads-disjoint", |b| {
         b.iter_custom(|iters| run(&disjoint, 2, iters))
+    });
+    g.bench_function("1thread-headed", |b| {
+        b.iter_custom(|iters| {
+            common::timed_threads(
+                &same,
+                1,
+                iters,
+                "descent thread",
+                |order| lookup(&headed, order[0]),
+                |order, i| lookup(&headed, order[i % SEQ]),
+            )
+        })
     });
     g.finish();
 }

@@ -91,12 +91,18 @@ struct Builder<'p> {
     stats: BuildStats,
 }
 
-fn fresh_page(level: u32, layout: Layout) -> Vec<u8> {
+/// An empty page of `level`; a leaf is `FIXED` if `fixed` (an `i64`
+/// index in the compact layout).
+fn fresh_page(level: u32, layout: Layout, fixed: bool) -> Vec<u8> {
     let mut buf = vec![0u8; PAGE_SIZE];
     build_page(
         &mut buf,
         Header {
-            flags: if level == 0 { LEAF } else { 0 },
+            flags: match (level, fixed) {
+                (0, true) => LEAF | page::FIXED,
+                (0, false) => LEAF,
+                _ => 0,
+            },
             level,
             right: NO_RIGHT,
             layout,
@@ -126,8 +132,13 @@ impl<'p> Builder<'p> {
         tid: Tid,
         child: Option<BlockNumber>,
     ) -> Result<()> {
-        let need =
-            page::item_len(self.index.layout, key.len(), child.is_some()) + ITEM_POINTER_SIZE;
+        let len = page::item_len(self.index.layout, key.len(), child.is_some());
+        if page::slot_len(page::flags_of(&self.levels[level].buf), len).is_none() {
+            // Not an item for a FIXED leaf (no I64 index has one).
+            page::unfix(&mut self.levels[level].buf);
+        }
+        let need = page::slot_len(page::flags_of(&self.levels[level].buf), len)
+            .unwrap_or(len + ITEM_POINTER_SIZE);
         let st = &self.levels[level];
         let free = page::free_bytes(&st.buf);
         if free < need || (free < reserve(level) && st.items >= 2) {
@@ -169,7 +180,7 @@ impl<'p> Builder<'p> {
         page::set_flags(&mut st.buf, flags | HAS_HIGH_KEY);
         page::set_right(&mut st.buf, right_block);
 
-        let mut buf = fresh_page(level as u32, index.layout);
+        let mut buf = fresh_page(level as u32, index.layout, index.fixed_leaves());
         if internal {
             page::append_item(&mut buf, &[], TID_MIN, Some(last.child), true);
         } else {
@@ -206,7 +217,7 @@ impl<'p> Builder<'p> {
                         .corrupt("sorted build: a second first page on one level"));
                 }
                 let dest = self.index.pool.extend(self.index.relfork(), None)?;
-                let mut buf = fresh_page(level as u32 + 1, self.index.layout);
+                let mut buf = fresh_page(level as u32 + 1, self.index.layout, false);
                 page::append_item(&mut buf, &[], TID_MIN, Some(block), true);
                 self.levels.push(Level {
                     buf,
@@ -329,7 +340,7 @@ impl Index {
         let mut b = Builder {
             index: self,
             levels: vec![Level {
-                buf: fresh_page(0, self.layout),
+                buf: fresh_page(0, self.layout, self.fixed_leaves()),
                 block: root_block,
                 dest: None,
                 items: 0,

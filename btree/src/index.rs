@@ -48,7 +48,7 @@ use heap::tuple::Tid;
 use crate::key::{Key, KeyType, SearchKey, TID_MIN};
 use crate::optimistic::{self, Next, Step};
 use crate::page::{
-    Header, LEAF, Layout, MAX_KEY_SIZE, META_BLOCK, Meta, NO_RIGHT, PageId, ROOT, TreePage,
+    FIXED, Header, LEAF, Layout, MAX_KEY_SIZE, META_BLOCK, Meta, NO_RIGHT, PageId, ROOT, TreePage,
     build_page,
 };
 use crate::record;
@@ -142,6 +142,7 @@ impl Index {
                 detail: format!("relation {} already has {n} blocks", options.rel.0),
             });
         }
+        let fixed = layout == Layout::Compact && options.key_type == KeyType::I64;
         {
             let mut meta = pool.extend(rf, None)?;
             let mut root = pool.extend(rf, None)?;
@@ -155,7 +156,7 @@ impl Index {
             build_page(
                 &mut root,
                 Header {
-                    flags: LEAF | ROOT,
+                    flags: LEAF | ROOT | if fixed { FIXED } else { 0 },
                     level: 0,
                     right: NO_RIGHT,
                     layout,
@@ -216,6 +217,12 @@ impl Index {
     /// The item layout of the index's pages.
     pub fn layout(&self) -> Layout {
         self.layout
+    }
+
+    /// Whether new leaves are `FIXED` (an `i64` index in the compact
+    /// layout: every leaf item is an 8-byte key and a TID).
+    pub(crate) fn fixed_leaves(&self) -> bool {
+        self.layout == Layout::Compact && self.key_type == KeyType::I64
     }
     pub fn pool(&self) -> &Arc<BufferPool> {
         &self.pool

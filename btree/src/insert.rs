@@ -52,9 +52,8 @@ use crate::error::{BtreeError, Result};
 use crate::index::{Index, Locked, StackEntry};
 use crate::key::{Key, SearchKey, TID_MIN};
 use crate::page::{
-    self, HAS_HIGH_KEY, Header, INCOMPLETE_SPLIT, ITEM_POINTER_SIZE, LEAF, META_BLOCK, Meta,
+    self, FIXED, HAS_HIGH_KEY, Header, INCOMPLETE_SPLIT, ITEM_POINTER_SIZE, LEAF, META_BLOCK, Meta,
     NO_RIGHT, PAGE_CAPACITY, ROOT, TreePage, build_page, encode_item, high_key_from, insert_item,
-    space_for,
 };
 use crate::record;
 use bufmgr::PageWrite;
@@ -269,7 +268,10 @@ impl Index {
                 return Err(id.corrupt("a downlink with this separator exists already"));
             }
         }
-        if tp.free_space() >= item.len() + ITEM_POINTER_SIZE {
+        if tp
+            .slot_len(item.len())
+            .is_some_and(|slot| tp.free_space() >= slot)
+        {
             let index = pos + usize::from(tp.has_high_key());
             insert_item(&mut page, index, &item);
             return match child {
@@ -315,11 +317,19 @@ impl Index {
         items.insert(pos, item);
         let old_hk = tp.high_key()?.map(|h| h.raw.to_vec());
         let (flags, level, old_right) = (tp.flags, tp.level, tp.right);
+        // Bytes of an item's pointer on the halves: none if they stay
+        // FIXED (every item, high keys included, of the fixed length).
+        let fixed_len = |i: &Vec<u8>| i.len() == page::FIXED_ITEM_LEN;
+        let ptr = if tp.is_fixed() && items.iter().all(fixed_len) && old_hk.iter().all(fixed_len) {
+            0
+        } else {
+            ITEM_POINTER_SIZE
+        };
 
         // Step 1: the most balanced split point where both halves fit.
         let n = items.len();
-        let total: usize = space_for(items.iter().map(Vec::as_slice));
-        let old_hk_space = old_hk.as_ref().map_or(0, |h| h.len() + ITEM_POINTER_SIZE);
+        let total: usize = items.iter().map(|i| i.len() + ptr).sum();
+        let old_hk_space = old_hk.as_ref().map_or(0, |h| h.len() + ptr);
         // Appending to the rightmost page (ascending keys): leave the left
         // page 90% full (a leaf) or 70% (an internal page) instead of half
         // full, as PostgreSQL's nbtsplitloc does for the rightmost page.
@@ -328,9 +338,9 @@ impl Index {
         let mut best: Option<(usize, usize)> = None;
         let mut left_items_space = 0;
         for k in 1..n {
-            left_items_space += items[k - 1].len() + ITEM_POINTER_SIZE;
+            left_items_space += items[k - 1].len() + ptr;
             let first_right = page::decode_item(&items[k], internal, layout, id)?;
-            let hk_len = high_key_from(layout, &first_right, internal).len() + ITEM_POINTER_SIZE;
+            let hk_len = high_key_from(layout, &first_right, internal).len() + ptr;
             let left_space = left_items_space + hk_len;
             let mut right_space = total - left_items_space + old_hk_space;
             if internal {
@@ -377,7 +387,8 @@ impl Index {
         left_items.extend(items[..k].iter().map(Vec::as_slice));
 
         let mut right = self.pool.extend(self.relfork(), None)?;
-        let right_flags = (flags & LEAF) | if old_hk.is_some() { HAS_HIGH_KEY } else { 0 };
+        let right_flags =
+            (flags & (LEAF | FIXED)) | if old_hk.is_some() { HAS_HIGH_KEY } else { 0 };
         let refs: Vec<&[u8]> = right_items.iter().map(Vec::as_slice).collect();
         build_page(
             &mut right,

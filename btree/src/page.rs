@@ -23,7 +23,7 @@
 //!   0  .. 12  pool's LSN and checksum
 //!   12 .. 14  magic 0xB7EE
 //!   14 .. 16  flags: LEAF 0x1, ROOT 0x2, INCOMPLETE_SPLIT 0x4, HAS_HIGH_KEY 0x8,
-//!             COMPACT 0x20 (the item layout)
+//!             COMPACT 0x20 (the item layout), FIXED 0x40 (see below)
 //!   16 .. 20  level               (0 = leaf)
 //!   20 .. 24  right link          (0 = none: block 0 is the meta page)
 //!   24 .. 26  lower               (end of the item pointer array)
@@ -31,6 +31,12 @@
 //!   28 ..     item pointers, 4 bytes each: offset u16, length u16
 //!   lower .. upper   free space (the hole a full-page image leaves out)
 //!   upper .. 8192    items, packed towards the end of the page
+//!
+//! a FIXED page (a COMPACT leaf whose items, high key included, are all
+//! FIXED_ITEM_LEN = 14 bytes: an 8-byte key and a TID, as every entry of
+//! an `i64` index): no item pointers; the items are a sorted array
+//!   28 + 14 i .. 28 + 14 (i+1)   item i
+//!   lower = 28 + 14 n, upper = 8192 (the free space is lower .. 8192)
 //!
 //! item on a COMPACT page (no header: the pointer's length gives the
 //! key's, k = length - 6 on a leaf, length - 10 on an internal page)
@@ -52,7 +58,9 @@
 //! version (1 headed, 2 compact), from which new pages take it. Indexes are
 //! created compact; an index written in the headed layout stays headed,
 //! readable and writable. An `i64` entry takes 14 bytes and its pointer 4
-//! compact: 18 bytes on a leaf, against 22 headed. Compact pages have no
+//! compact: 18 bytes on a leaf, against 22 headed, and 14 on a FIXED leaf
+//! (an `i64` index's leaves), whose binary search also reads one
+//! contiguous array instead of following pointers. Compact pages have no
 //! item flags: minus infinity is positional, the first data item of an
 //! internal page; both layouts store it with an empty key and the smallest
 //! TID (and the headed one also flags it).
@@ -130,7 +138,11 @@ pub const HAS_HIGH_KEY: u16 = 0x8;
 pub const META: u16 = 0x10;
 /// The page's items are in the compact layout (see the module docs).
 pub const COMPACT: u16 = 0x20;
-pub const KNOWN_FLAGS: u16 = LEAF | ROOT | INCOMPLETE_SPLIT | HAS_HIGH_KEY | COMPACT;
+/// A compact leaf of [`FIXED_ITEM_LEN`]-byte items without item pointers.
+pub const FIXED: u16 = 0x40;
+pub const KNOWN_FLAGS: u16 = LEAF | ROOT | INCOMPLETE_SPLIT | HAS_HIGH_KEY | COMPACT | FIXED;
+/// The length of every item of a [`FIXED`] page: an 8-byte key and a TID.
+pub const FIXED_ITEM_LEN: usize = 8 + ITEM_FIXED;
 
 // Item flags of the headed layout.
 pub const MINUS_INFINITY: u16 = 0x1;
@@ -490,10 +502,23 @@ impl<'a> TreePage<'a> {
         if lower < HEADER_SIZE || lower > upper || upper > PAGE_SIZE {
             return Err(id.corrupt(format!("bad lower {lower} / upper {upper}")));
         }
-        if !(lower - HEADER_SIZE).is_multiple_of(ITEM_POINTER_SIZE) {
-            return Err(id.corrupt(format!("lower {lower} is not at an item pointer boundary")));
+        let slot = if flags & FIXED != 0 {
+            if flags & (LEAF | COMPACT) != LEAF | COMPACT {
+                return Err(id.corrupt(format!(
+                    "FIXED on a page that is not a compact leaf (flags {flags:#x})"
+                )));
+            }
+            if upper != PAGE_SIZE {
+                return Err(id.corrupt(format!("upper {upper} on a FIXED page")));
+            }
+            FIXED_ITEM_LEN
+        } else {
+            ITEM_POINTER_SIZE
+        };
+        if !(lower - HEADER_SIZE).is_multiple_of(slot) {
+            return Err(id.corrupt(format!("lower {lower} is not at an item boundary")));
         }
-        let nitems = (lower - HEADER_SIZE) / ITEM_POINTER_SIZE;
+        let nitems = (lower - HEADER_SIZE) / slot;
         let tp = TreePage {
             page,
             id,
@@ -540,6 +565,18 @@ impl<'a> TreePage<'a> {
     pub fn layout(&self) -> Layout {
         Layout::of_flags(self.flags)
     }
+    /// A leaf of fixed-length items without pointers (`FIXED`).
+    #[inline]
+    pub fn is_fixed(&self) -> bool {
+        self.flags & FIXED != 0
+    }
+    /// Bytes an item of `len` bytes takes on this page, its pointer
+    /// included; `None` if it cannot go on this page at all (an item of
+    /// another length on a `FIXED` page).
+    #[inline]
+    pub fn slot_len(&self, len: usize) -> Option<usize> {
+        slot_len(self.flags, len)
+    }
 
     /// Raw item `i` (0-based over all items, high key included).
     #[inline]
@@ -547,10 +584,16 @@ impl<'a> TreePage<'a> {
         if i >= self.nitems {
             return Err(self.id.corrupt(format!("item {i} of {}", self.nitems)));
         }
-        let p = HEADER_SIZE + i * ITEM_POINTER_SIZE;
-        let off = u16_at(self.page, p) as usize;
-        let len = u16_at(self.page, p + 2) as usize;
-        if off < self.upper || off + len > PAGE_SIZE {
+        let (off, len) = if self.is_fixed() {
+            (HEADER_SIZE + i * FIXED_ITEM_LEN, FIXED_ITEM_LEN)
+        } else {
+            let p = HEADER_SIZE + i * ITEM_POINTER_SIZE;
+            (
+                u16_at(self.page, p) as usize,
+                u16_at(self.page, p + 2) as usize,
+            )
+        };
+        if !self.is_fixed() && off < self.upper || off + len > PAGE_SIZE {
             return Err(self.id.corrupt(format!(
                 "item {i} at {off}..{} lies outside the item area {}..{PAGE_SIZE}",
                 off + len,
@@ -682,13 +725,32 @@ pub struct Header {
 }
 
 /// Lay out a tree page from scratch with `items` (high key first if
-/// `HAS_HIGH_KEY`). The caller has checked that they fit (`fits`).
+/// `HAS_HIGH_KEY`). The caller has checked that they fit. `FIXED` in
+/// `h.flags` is kept only on a compact leaf whose items are all
+/// [`FIXED_ITEM_LEN`] bytes (the same items give the same page, as redo
+/// needs).
 pub fn build_page(page: &mut [u8], h: Header, items: &[&[u8]]) {
     page[POOL_HEADER..].fill(0);
+    let mut flags = (h.flags & !COMPACT) | h.layout.flag();
+    if flags & (FIXED | LEAF | COMPACT) != FIXED | LEAF | COMPACT
+        || items.iter().any(|it| it.len() != FIXED_ITEM_LEN)
+    {
+        flags &= !FIXED;
+    }
     put_u16(page, 12, BTREE_MAGIC);
-    put_u16(page, 14, (h.flags & !COMPACT) | h.layout.flag());
+    put_u16(page, 14, flags);
     put_u32(page, 16, h.level);
     put_u32(page, 20, h.right);
+    if flags & FIXED != 0 {
+        let mut at = HEADER_SIZE;
+        for it in items {
+            page[at..at + FIXED_ITEM_LEN].copy_from_slice(it);
+            at += FIXED_ITEM_LEN;
+        }
+        put_u16(page, 24, at as u16);
+        put_u16(page, 26, PAGE_SIZE as u16);
+        return;
+    }
     let mut upper = PAGE_SIZE;
     for (i, it) in items.iter().enumerate() {
         upper -= it.len();
@@ -708,6 +770,40 @@ pub fn build_page(page: &mut [u8], h: Header, items: &[&[u8]]) {
 /// Bytes `items` take on a page, pointers included.
 pub fn space_for<'i>(items: impl IntoIterator<Item = &'i [u8]>) -> usize {
     items.into_iter().map(|i| i.len() + ITEM_POINTER_SIZE).sum()
+}
+
+/// Rewrite a `FIXED` page with item pointers (the same items), so that an
+/// item of another length can go on it; nothing for another page.
+pub fn unfix(page: &mut [u8]) {
+    let flags = u16_at(page, 14);
+    if flags & FIXED == 0 {
+        return;
+    }
+    let lower = (u16_at(page, 24) as usize).clamp(HEADER_SIZE, PAGE_SIZE);
+    let items: Vec<Vec<u8>> = page[HEADER_SIZE..lower]
+        .chunks_exact(FIXED_ITEM_LEN)
+        .map(<[u8]>::to_vec)
+        .collect();
+    let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+    let h = Header {
+        flags: flags & !FIXED,
+        level: u32_at(page, 16),
+        right: u32_at(page, 20),
+        layout: Layout::of_flags(flags),
+    };
+    build_page(page, h, &refs);
+}
+
+/// Bytes an item of `len` bytes takes on a page with `flags`, its pointer
+/// included: `len` on a `FIXED` page (no pointers), `len` plus a pointer
+/// elsewhere; `None` for an item of another length than a `FIXED` page's.
+#[inline]
+pub fn slot_len(flags: u16, len: usize) -> Option<usize> {
+    if flags & FIXED == 0 {
+        Some(len + ITEM_POINTER_SIZE)
+    } else {
+        (len == FIXED_ITEM_LEN).then_some(len)
+    }
 }
 
 /// Set a tree page's flags (bytes 14..16).
@@ -750,8 +846,22 @@ pub fn append_item(
     let lower = u16_at(page, 24) as usize;
     let upper = u16_at(page, 26) as usize;
     let key = if minus_infinity { &[][..] } else { key };
-    let layout = Layout::of_flags(u16_at(page, 14));
+    let flags = u16_at(page, 14);
+    let layout = Layout::of_flags(flags);
     let len = item_len(layout, key.len(), child.is_some());
+    if flags & FIXED != 0 && (len != FIXED_ITEM_LEN || child.is_some()) {
+        unfix(page);
+        return append_item(page, key, tid, child, minus_infinity);
+    }
+    if flags & FIXED != 0 {
+        let mut item = Vec::with_capacity(len);
+        item.extend_from_slice(key);
+        item.extend_from_slice(&tid.block.to_le_bytes());
+        item.extend_from_slice(&tid.offset.to_le_bytes());
+        let n = (lower - HEADER_SIZE) / FIXED_ITEM_LEN;
+        insert_item(page, n, &item);
+        return;
+    }
     let at = upper - len;
     let k = at + layout.header_len();
     if layout == Layout::Headed {
@@ -781,6 +891,16 @@ pub fn append_item(
 pub fn pop_last_item(page: &mut [u8]) -> Option<Vec<u8>> {
     let lower = u16_at(page, 24) as usize;
     let upper = u16_at(page, 26) as usize;
+    if u16_at(page, 14) & FIXED != 0 {
+        if !(HEADER_SIZE + FIXED_ITEM_LEN..=PAGE_SIZE).contains(&lower) {
+            return None;
+        }
+        let at = lower - FIXED_ITEM_LEN;
+        let item = page[at..lower].to_vec();
+        page[at..lower].fill(0);
+        put_u16(page, 24, at as u16);
+        return Some(item);
+    }
     if lower < HEADER_SIZE + ITEM_POINTER_SIZE {
         return None;
     }
@@ -799,9 +919,20 @@ pub fn pop_last_item(page: &mut [u8]) -> Option<Vec<u8>> {
 }
 
 /// Insert `item` as item number `index` (high key counted) of a parsed page
-/// with room for it (`free_space() >= item.len() + ITEM_POINTER_SIZE`).
+/// with room for it (`free_space() >= slot_len(item.len())`; on a `FIXED`
+/// page the item is [`FIXED_ITEM_LEN`] bytes).
 pub fn insert_item(page: &mut [u8], index: usize, item: &[u8]) {
+    if u16_at(page, 14) & FIXED != 0 && item.len() != FIXED_ITEM_LEN {
+        unfix(page);
+    }
     let lower = u16_at(page, 24) as usize;
+    if u16_at(page, 14) & FIXED != 0 {
+        let at = HEADER_SIZE + index * FIXED_ITEM_LEN;
+        page.copy_within(at..lower, at + FIXED_ITEM_LEN);
+        page[at..at + FIXED_ITEM_LEN].copy_from_slice(item);
+        put_u16(page, 24, (lower + FIXED_ITEM_LEN) as u16);
+        return;
+    }
     let upper = u16_at(page, 26) as usize - item.len();
     page[upper..upper + item.len()].copy_from_slice(item);
     let at = HEADER_SIZE + index * ITEM_POINTER_SIZE;
@@ -815,7 +946,7 @@ pub fn insert_item(page: &mut [u8], index: usize, item: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::Key;
+    use crate::key::{Key, TID_MIN};
 
     const ID: PageId = PageId {
         rel: RelId(9),
@@ -1067,6 +1198,89 @@ mod tests {
             false,
         );
         assert_eq!(appended, page);
+    }
+
+    #[test]
+    fn a_fixed_leaf_holds_14_byte_items_without_pointers_and_stays_readable() {
+        let item = |k: i64| {
+            encode_item(
+                Layout::Compact,
+                &Key::I64(k).encode(),
+                Tid::new(1, k as u16),
+                None,
+                false,
+            )
+        };
+        let (a, c, hk) = (item(1), item(3), item(9));
+        let mut page = vec![0u8; PAGE_SIZE];
+        let header = Header {
+            flags: LEAF | FIXED | HAS_HIGH_KEY,
+            level: 0,
+            right: 5,
+            layout: Layout::Compact,
+        };
+        build_page(&mut page, header, &[&hk, &a, &c]);
+        let tp = TreePage::parse(&page, ID).unwrap();
+        assert!(tp.is_fixed());
+        assert_eq!(
+            tp.lower,
+            HEADER_SIZE + 3 * 14,
+            "no pointers: 14 bytes an entry"
+        );
+        assert_eq!(tp.slot_len(14), Some(14));
+        assert_eq!(tp.slot_len(15), None);
+        assert_eq!(tp.high_key().unwrap().unwrap().tid, Tid::new(1, 9));
+        let pos = tp
+            .lower_bound(&SearchKey::new(Key::I64(2).encode(), TID_MIN))
+            .unwrap();
+        assert_eq!(pos, 1);
+        insert_item(&mut page, pos + 1, &item(2));
+        let tids = |page: &[u8]| {
+            let tp = TreePage::parse(page, ID).unwrap();
+            (0..tp.data_len())
+                .map(|j| tp.data(j).unwrap().tid.offset)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(tids(&page), [1, 2, 3]);
+        assert_eq!(pop_last_item(&mut page), Some(c.clone()));
+        append_item(
+            &mut page,
+            &Key::I64(3).encode(),
+            Tid::new(1, 3),
+            None,
+            false,
+        );
+        assert_eq!(tids(&page), [1, 2, 3]);
+        // An item of another length turns the page into a pointer page
+        // holding the same items.
+        let long = encode_item(Layout::Compact, b"longer key", Tid::new(1, 4), None, false);
+        insert_item(&mut page, 4, &long);
+        let tp = TreePage::parse(&page, ID).unwrap();
+        assert!(!tp.is_fixed());
+        assert_eq!(tids(&page), [1, 2, 3, 4]);
+        // Items of other lengths, or a page that is not a compact leaf,
+        // are built with pointers whatever the flags ask.
+        build_page(&mut page, header, &[&hk, &long]);
+        assert!(!TreePage::parse(&page, ID).unwrap().is_fixed());
+        build_page(
+            &mut page,
+            Header {
+                layout: Layout::Headed,
+                ..header
+            },
+            &[&a],
+        );
+        assert!(!TreePage::parse(&page, ID).unwrap().is_fixed());
+        // FIXED with a lower between items, or on an internal page, is corrupt.
+        build_page(&mut page, header, &[&hk, &a]);
+        put_u16(&mut page, 24, (HEADER_SIZE + 20) as u16);
+        let err = TreePage::parse(&page, ID).unwrap_err().to_string();
+        assert!(err.contains("item boundary"), "{err}");
+        build_page(&mut page, header, &[&hk, &a]);
+        put_u16(&mut page, 14, FIXED | COMPACT | HAS_HIGH_KEY);
+        put_u32(&mut page, 16, 1);
+        let err = TreePage::parse(&page, ID).unwrap_err().to_string();
+        assert!(err.contains("not a compact leaf"), "{err}");
     }
 
     #[test]

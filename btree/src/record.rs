@@ -37,8 +37,7 @@ use wal::{BlockRef, Hole, Lsn, Record, RmgrKind, Wal};
 
 use crate::error::{BtreeError, Result};
 use crate::page::{
-    self, INCOMPLETE_SPLIT, ITEM_POINTER_SIZE, META_END, PageId, TreePage, build_page, decode_item,
-    insert_item,
+    self, INCOMPLETE_SPLIT, META_END, PageId, TreePage, build_page, decode_item, insert_item,
 };
 
 pub const CREATE: u8 = 0x10;
@@ -172,7 +171,10 @@ fn apply(info: u8, i: usize, payload: &[u8], page: &mut PageWrite<'_>, id: PageI
         (INSERT_LEAF, 0) | (INSERT_DOWNLINK, 0) => {
             let item = decode_item(payload, !tp.is_leaf(), tp.layout(), id)?;
             let pos = tp.lower_bound(&item.search_key())?;
-            if tp.free_space() < payload.len() + ITEM_POINTER_SIZE {
+            if tp
+                .slot_len(payload.len())
+                .is_none_or(|slot| tp.free_space() < slot)
+            {
                 return Err(id.corrupt("redo: no room for a logged insert"));
             }
             let index = pos + usize::from(tp.has_high_key());

@@ -86,7 +86,7 @@ fn a_crash_between_split_and_downlink_leaves_a_searchable_tree_the_next_insert_r
     within(Duration::from_secs(60), || {
         let db = db(32, true);
         let index = create(&db, KeyType::I64, false);
-        let total = 8000u32;
+        let total = 12_000u32;
         for i in 0..total {
             index
                 .insert(&key(i), Tid::new(i + 1, 1), &AssumeLive)

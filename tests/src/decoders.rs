@@ -57,17 +57,20 @@ pub fn key(i: i64) -> Vec<u8> {
 }
 
 /// Valid B-tree pages to damage: a compact leaf with a high key, a compact
-/// internal root, the meta page, then the same leaf and root in the headed
-/// layout (indexes written by the previous format).
-pub fn valid_btree_pages() -> &'static [Vec<u8>; 5] {
-    static PAGES: OnceLock<[Vec<u8>; 5]> = OnceLock::new();
+/// internal root, the meta page, the same leaf and root in the headed
+/// layout (indexes written by the previous format), and the leaf `FIXED`
+/// (no item pointers).
+pub fn valid_btree_pages() -> &'static [Vec<u8>; 6] {
+    static PAGES: OnceLock<[Vec<u8>; 6]> = OnceLock::new();
     PAGES.get_or_init(|| {
-        use btree::page::{HAS_HIGH_KEY, Header, LEAF, Layout, ROOT, build_page, encode_item};
+        use btree::page::{
+            FIXED, HAS_HIGH_KEY, Header, LEAF, Layout, ROOT, build_page, encode_item,
+        };
         let tid = |i: u16| Tid {
             block: u32::from(i),
             offset: i + 1,
         };
-        let leaf = |layout: Layout| {
+        let leaf = |layout: Layout, fixed: u16| {
             // A leaf with a high key.
             let mut items = vec![encode_item(layout, &key(1000), tid(99), None, false)];
             items.extend(
@@ -78,7 +81,7 @@ pub fn valid_btree_pages() -> &'static [Vec<u8>; 5] {
             build_page(
                 &mut leaf,
                 Header {
-                    flags: LEAF | HAS_HIGH_KEY,
+                    flags: LEAF | HAS_HIGH_KEY | fixed,
                     level: 0,
                     right: 7,
                     layout,
@@ -123,11 +126,12 @@ pub fn valid_btree_pages() -> &'static [Vec<u8>; 5] {
         }
         .write(&mut meta);
         [
-            leaf(Layout::Compact),
+            leaf(Layout::Compact, 0),
             internal(Layout::Compact),
             meta,
-            leaf(Layout::Headed),
+            leaf(Layout::Headed, 0),
             internal(Layout::Headed),
+            leaf(Layout::Compact, FIXED),
         ]
     })
 }

@@ -173,7 +173,7 @@ proptest! {
     }
 
     #[test]
-    fn btree_pages(which in 0usize..5, ms in mutations(false)) {
+    fn btree_pages(which in 0usize..6, ms in mutations(false)) {
         let mut page = valid_btree_pages()[which].clone();
         damage(&mut page, &ms, 0);
         exercise_btree_page(&page);
@@ -255,9 +255,20 @@ fn every_seed_decodes_before_damage() {
     let view = heap::page::HeapPage::parse(&page, heap_id()).unwrap();
     assert_eq!(view.item_count(), 12);
     assert_eq!(view.tuples().filter(|t| t.is_ok()).count(), 12);
-    let [leaf, internal, meta, headed_leaf, headed_internal] = valid_btree_pages();
+    let [
+        leaf,
+        internal,
+        meta,
+        headed_leaf,
+        headed_internal,
+        fixed_leaf,
+    ] = valid_btree_pages();
+    let fixed = btree::page::TreePage::parse(fixed_leaf, btree_id()).unwrap();
+    assert!(fixed.is_fixed() && fixed.data_len() == 40);
+    assert_eq!(fixed.data(5).unwrap().key, key(35).as_slice());
     for (leaf, internal) in [(leaf, internal), (headed_leaf, headed_internal)] {
         let leaf = btree::page::TreePage::parse(leaf, btree_id()).unwrap();
+        assert!(!leaf.is_fixed());
         assert!(leaf.is_leaf() && leaf.has_high_key());
         assert_eq!(leaf.data_len(), 40);
         assert_eq!(leaf.data(5).unwrap().key, key(35).as_slice());
