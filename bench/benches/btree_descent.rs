@@ -4,17 +4,23 @@
 //! thread and from two.
 //!
 //! ```text
-//!   descent_3_levels/1thread            lookups of random keys
-//!   descent_3_levels/2threads-same      both threads look up the same keys (same pages, same moments)
-//!   descent_3_levels/2threads-disjoint  each thread its own half of the key space (shared root
-//!                                       and internal pages, leaves of its own)
-//!   descent_3_levels/1thread-headed     1thread on the same entries in an index of the headed
-//!                                       item layout (indexes written before the compact one)
+//!   descent_3_levels/1thread-MODE            lookups of random keys
+//!   descent_3_levels/2threads-same-MODE      both threads look up the same keys (same pages, same moments)
+//!   descent_3_levels/2threads-disjoint-MODE  each thread its own half of the key space (shared root
+//!                                            and internal pages, leaves of its own)
+//!   descent_3_levels/1thread-headed          1thread-optimistic on the same entries in an index of
+//!                                            the headed item layout (indexes written before the
+//!                                            compact one)
 //! ```
 //!
-//! The index is built bottom-up (`build_sorted`) in a temporary directory,
-//! every page resident before timing; the setup checks that its root is at
-//! level 2. `2threads-*` report wall time per lookup of the pair (each
+//! MODE is `optimistic` (internal pages read with no pin and no lock,
+//! validated by the buffer's version) or `pinned` (a pool opened with
+//! optimistic reads off: every page pinned and locked shared); the two run
+//! one after the other within each shape, so their ratio comes from one
+//! process. Each mode has its own pool and copy of the index (the
+//! optimistic pool also holds the headed copy), built bottom-up
+//! (`build_sorted`) in a temporary directory, every page resident before
+//! timing; the setup checks that its root is at level 2. `2threads-*` report wall time per lookup of the pair (each
 //! thread does half), the inverse of the aggregate rate, so
 //! time(1thread) / time(2threads-*) is the scaling.
 
@@ -62,6 +68,13 @@ fn lookup(index: &Index, key: i64) {
     assert_eq!(found, 1, "key {key} is in the index once");
 }
 
+/// A pool under `dir` with optimistic reads on or off.
+fn pool(dir: &std::path::Path, optimistic: bool) -> Arc<BufferPool> {
+    let storage = Arc::new(FileStorage::open(dir).expect("open storage"));
+    let config = PoolConfig::new(POOL_BUFFERS).optimistic_reads(optimistic);
+    Arc::new(BufferPool::new(config, storage).expect("pool"))
+}
+
 /// The index of `ENTRIES` keys in `layout`, built and made resident.
 fn built(pool: &Arc<BufferPool>, rel: RelId, layout: Layout) -> Index {
     let index = Index::create_in_layout(
@@ -83,31 +96,43 @@ fn built(pool: &Arc<BufferPool>, rel: RelId, layout: Layout) -> Index {
         }))
         .expect("build the index");
     assert_eq!(stats.root_level, 2, "the index has three levels: {stats:?}");
-    // Every page resident: one lookup per leaf's worth of keys.
-    for k in (0..ENTRIES).step_by(100) {
-        lookup(&index, k);
+    // Every page resident, and touched often enough that a pin no longer
+    // raises the usage of the internal pages (else the pool declines the
+    // optimistic reads): a few lookups per leaf's worth of keys.
+    for _ in 0..6 {
+        for k in (0..ENTRIES).step_by(100) {
+            lookup(&index, k);
+        }
     }
     index
 }
 
 fn descent(c: &mut Criterion) {
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let storage = Arc::new(FileStorage::open(dir.path()).expect("open storage"));
-    let pool = Arc::new(BufferPool::new(PoolConfig::new(POOL_BUFFERS), storage).expect("pool"));
-    let index = built(&pool, REL, Layout::Compact);
-    let headed = built(&pool, RelId(REL.0 + 1), Layout::Headed);
-
+    let dirs = [
+        tempfile::tempdir().expect("temporary directory"),
+        tempfile::tempdir().expect("temporary directory"),
+    ];
+    let optimistic = pool(dirs[0].path(), true);
+    let indexes = [
+        ("optimistic", built(&optimistic, REL, Layout::Compact)),
+        (
+            "pinned",
+            built(&pool(dirs[1].path(), false), REL, Layout::Compact),
+        ),
+    ];
+    let headed = built(&optimistic, RelId(REL.0 + 1), Layout::Headed);
+    let optimistic_hits = |index: &Index| index.pool().stats().totals().optimistic_hits;
     let same = [keys(0, ENTRIES, 31), keys(0, ENTRIES, 31)];
     let disjoint = [keys(0, ENTRIES / 2, 32), keys(ENTRIES / 2, ENTRIES, 33)];
     // Each thread times itself (see `common::timed_threads`).
-    let run = |orders: &[Vec<i64>; 2], threads: usize, iters: u64| -> Duration {
+    let run = |index: &Index, orders: &[Vec<i64>; 2], threads: usize, iters: u64| -> Duration {
         common::timed_threads(
             orders,
             threads,
             iters,
             "descent thread",
-            |order| lookup(&index, order[0]),
-            |order, i| lookup(&index, order[i % SEQ]),
+            |order| lookup(index, order[0]),
+            |order, i| lookup(index, order[i % SEQ]),
         )
     };
     let mut g = c.benchmark_group("descent_3_levels");
@@ -115,24 +140,28 @@ fn descent(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1))
         .sample_size(20)
         .throughput(Throughput::Elements(1));
-    g.bench_function("1thread", |b| b.iter_custom(|iters| run(&same, 1, iters)));
-    g.bench_function("2threads-same", |b| {
-        b.iter_custom(|iters| run(&same, 2, iters))
-    });
-    g.bench_function("2threads-disjoint", |b| {
-        b.iter_custom(|iters| run(&disjoint, 2, iters))
-    });
+    // The two modes alternate within each shape, so their ratio is measured
+    // in one process at nearly the same moment.
+    for (shape, orders, threads) in [
+        ("1thread", &same, 1),
+        ("2threads-same", &same, 2),
+        ("2threads-disjoint", &disjoint, 2),
+    ] {
+        for (mode, index) in &indexes {
+            let before = optimistic_hits(index);
+            g.bench_function(format!("{shape}-{mode}"), |b| {
+                b.iter_custom(|iters| run(index, orders, threads, iters))
+            });
+            // The mode really is what its name says.
+            let read = optimistic_hits(index) - before;
+            match *mode {
+                "optimistic" => assert!(read > 0, "{shape}: no optimistic read"),
+                _ => assert_eq!(read, 0, "{shape}: optimistic reads with them off"),
+            }
+        }
+    }
     g.bench_function("1thread-headed", |b| {
-        b.iter_custom(|iters| {
-            common::timed_threads(
-                &same,
-                1,
-                iters,
-                "descent thread",
-                |order| lookup(&headed, order[0]),
-                |order, i| lookup(&headed, order[i % SEQ]),
-            )
-        })
+        b.iter_custom(|iters| run(&headed, &same, 1, iters))
     });
     g.finish();
 }

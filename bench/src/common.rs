@@ -132,6 +132,9 @@ pub struct CommonArgs {
     /// Storage backend: sync pread/pwrite, io_uring, or auto (io_uring if it works here, else sync) [default: sync]
     #[arg(long, global = true, value_name = "sync|io_uring|auto")]
     pub io: Option<IoMode>,
+    /// Index descents read internal pages optimistically (no pin, no lock, validated after the read) [default: on]
+    #[arg(long, global = true, value_enum, value_name = "on|off")]
+    pub optimistic: Option<Toggle>,
     /// Open relation files with O_DIRECT (reads and writes bypass the page cache)
     #[arg(long, global = true)]
     pub direct: bool,
@@ -255,6 +258,8 @@ pub struct Settings {
     pub io: IoMode,
     /// `--direct`: relation files opened with `O_DIRECT`.
     pub direct_io: bool,
+    /// `--optimistic`: pools read B-tree internal pages optimistically.
+    pub optimistic: bool,
     pub data_dir: PathBuf,
     pub json: Option<PathBuf>,
     pub progress: bool,
@@ -345,6 +350,15 @@ impl CommonArgs {
         if partitions.contains(&0) {
             return Err(BenchError::Config("--partitions must be at least 1".into()));
         }
+        let optimistic = match self.optimistic {
+            None | Some(Toggle::On) => true,
+            Some(Toggle::Off) => false,
+            Some(Toggle::Both) => {
+                return Err(BenchError::Config(
+                    "--optimistic takes on or off, not both (run twice to compare)".into(),
+                ));
+            }
+        };
         Ok(Settings {
             pool_buffers,
             duration,
@@ -360,6 +374,7 @@ impl CommonArgs {
             huge_pages: self.huge_pages.unwrap_or(d.huge_pages).values(),
             io: self.io.unwrap_or_default(),
             direct_io: self.direct,
+            optimistic,
             data_dir: self.data_dir.clone(),
             json: self.json.clone(),
             // `--watch` draws the screen: bars would scribble over it.
@@ -580,6 +595,7 @@ impl Settings {
             .huge_pages(c.huge_pages)
             .io(self.io)
             .direct_io(self.direct_io)
+            .optimistic_reads(self.optimistic)
             .miss_ratio_curve(self.measures.mrc.then(|| mrc_config(self.pool_buffers)))
     }
 
@@ -657,6 +673,7 @@ impl Settings {
             .rings(c.ring)
             .io(self.io)
             .direct_io(self.direct_io)
+            .optimistic_reads(self.optimistic)
             .mrc(self.measures.mrc.then(|| mrc_config(self.pool_buffers)))
     }
 
@@ -679,6 +696,7 @@ impl Settings {
             ("io", serde_json::Value::from(self.io.to_string())),
             ("io_backend", self.io_backend().to_string().into()),
             ("direct_io", self.direct_io.into()),
+            ("optimistic_reads", self.optimistic.into()),
         ];
         let mut tag = |v: &mut serde_json::Value| {
             if let Some(o) = v.as_object_mut() {
@@ -1307,6 +1325,29 @@ mod tests {
             assert!(["sync", "io_uring"].contains(&row["io_backend"].as_str().unwrap()));
         }
         assert_eq!(json["io"], "auto");
+    }
+
+    #[test]
+    fn the_optimistic_option_reaches_the_engine_the_pool_and_the_json_rows() {
+        let s = CommonArgs::default().resolve(&defaults()).unwrap();
+        assert!(s.optimistic, "on by default");
+        let args = CommonArgs {
+            optimistic: Some(Toggle::Off),
+            ..Default::default()
+        };
+        let s = args.resolve(&defaults()).unwrap();
+        assert!(!s.optimistic);
+        assert!(!s.engine_options(&s.configs()[0]).optimistic_reads);
+        assert!(!s.pool_config(&s.configs()[0]).optimistic_reads);
+        let mut json = serde_json::json!({"scenario": "x", "rows": [{"a": 1}]});
+        s.tag_io(&mut json);
+        assert_eq!(json["rows"][0]["optimistic_reads"], false);
+        let both = CommonArgs {
+            optimistic: Some(Toggle::Both),
+            ..Default::default()
+        };
+        let e = both.resolve(&defaults()).unwrap_err();
+        assert!(e.to_string().contains("--optimistic"), "{e}");
     }
 
     #[test]

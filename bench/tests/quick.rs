@@ -21,6 +21,7 @@ fn tiny(dir: &Path, json: &str) -> Settings {
         huge_pages: vec![false],
         io: bufmgr::IoMode::Sync,
         direct_io: false,
+        optimistic: true,
         data_dir: dir.to_path_buf(),
         json: Some(dir.join(json)),
         progress: false,
@@ -179,6 +180,7 @@ fn hint_bits_modes_dirty_pages_and_log_images_as_documented() {
         logged: vec![false, true],
         load_batch: 1_000,
         wal_segment_size: 1 << 20,
+        seed: hint_bits::PERMUTATION_SEED,
     };
     let report = hint_bits::run(&settings, &params).unwrap();
     bench::common::finish(report.clone(), &settings).unwrap();
@@ -310,6 +312,7 @@ fn hint_bits_index_scan_counts_rows_and_never_dirties_nothing() {
         logged: vec![false, true],
         load_batch: 1_000,
         wal_segment_size: 1 << 20,
+        seed: hint_bits::PERMUTATION_SEED,
     };
     let report = hint_bits::run(&settings, &params).unwrap();
     bench::common::finish(report.clone(), &settings).unwrap();

@@ -165,6 +165,11 @@ pub struct PoolConfig {
     /// (see [`crate::mrc`]); `None`: off, the hit path's filter never
     /// samples.
     pub mrc: Option<crate::mrc::MrcConfig>,
+    /// Optimistic reads (rule 10): `false` makes every
+    /// [`read_optimistic`](crate::BufferPool::read_optimistic) decline, so a
+    /// B-tree descent reads its internal pages pinned and under their shared
+    /// lock. On by default.
+    pub optimistic_reads: bool,
 }
 
 impl PoolConfig {
@@ -189,7 +194,14 @@ impl PoolConfig {
             direct_io: false,
             trace: None,
             mrc: None,
+            optimistic_reads: true,
         }
+    }
+
+    /// Optimistic reads on or off (rule 10; off: `read_optimistic` always declines).
+    pub fn optimistic_reads(mut self, on: bool) -> Self {
+        self.optimistic_reads = on;
+        self
     }
 
     /// Sample the accesses for a live miss-ratio curve (`None`: off).

@@ -11,6 +11,7 @@
 //! | `--partitions` | `partitions` (`Partitions::Count(n)` or `Topology`), `balancing`, `partition_floor` | topology, balancing on, no floor |
 //! | `--ring` | `rings`, `ring_sizes` | on; 256 KiB / 16 MiB / 2 MiB, each capped at pool / 8 |
 //! | huge pages (ticks) | `huge_pages` | off |
+//! | `--optimistic` | `optimistic_reads` (B-tree internal pages read with no pin or lock, validated by the buffer's version) | on |
 //! | checksums (hint-bits) | `checksums` | on |
 //! | reading a damaged page | `zero_damaged_pages` (PostgreSQL's setting) | off: an error naming relation and block |
 //! | commit (oltp) | `commit_mode`, `async_flush_interval` | synchronous; 200 ms |
@@ -124,6 +125,10 @@ pub struct Options {
     pub ring_sizes: Option<RingSizes>,
     /// Back the pool with huge pages (2 MiB) where the system has them.
     pub huge_pages: bool,
+    /// Index descents read internal pages optimistically (no pin, no
+    /// content lock, validated by the buffer's version; bufmgr rule 10).
+    /// Off: every page of a descent is pinned and locked shared.
+    pub optimistic_reads: bool,
     /// Page checksums (fixed when the directory is created).
     pub checksums: bool,
     /// PostgreSQL's `zero_damaged_pages`. Off (the default), a page whose
@@ -212,6 +217,7 @@ impl fmt::Debug for Options {
             .field("rings", &self.rings)
             .field("ring_sizes", &self.ring_sizes)
             .field("huge_pages", &self.huge_pages)
+            .field("optimistic_reads", &self.optimistic_reads)
             .field("checksums", &self.checksums)
             .field("zero_damaged_pages", &self.zero_damaged_pages)
             .field("full_page_writes", &self.full_page_writes)
@@ -253,6 +259,7 @@ impl Default for Options {
             rings: true,
             ring_sizes: None,
             huge_pages: false,
+            optimistic_reads: true,
             checksums: true,
             zero_damaged_pages: false,
             full_page_writes: true,
@@ -362,6 +369,11 @@ impl Options {
     /// Back the pool with huge pages.
     pub fn huge_pages(mut self, on: bool) -> Self {
         self.huge_pages = on;
+        self
+    }
+    /// Read index internal pages optimistically (on by default).
+    pub fn optimistic_reads(mut self, on: bool) -> Self {
+        self.optimistic_reads = on;
         self
     }
     /// Page checksums (must match the setting the directory was created with).
@@ -519,7 +531,7 @@ impl Options {
     /// it. Keys: `pool_mib`, `pool_buffers`, `evictor`, `sweep_batch`,
     /// `partitions` (`topology` or N), `balancing`, `partition_floor` (`off` or
     /// N), `rings`, `bulk_read_ring_kib`, `bulk_write_ring_kib`,
-    /// `vacuum_ring_kib`, `huge_pages`, `checksums`, `zero_damaged_pages`, `full_page_writes`,
+    /// `vacuum_ring_kib`, `huge_pages`, `optimistic_reads`, `checksums`, `zero_damaged_pages`, `full_page_writes`,
     /// `commit` (`sync`/`async`), `async_flush_ms` (`off` or ms), `hint_mode`,
     /// `bgwriter`, `checkpointer`, `checkpoint_interval_ms`,
     /// `checkpoint_max_wal_bytes`, `wal_segment_size`, `io`
@@ -565,6 +577,9 @@ impl Options {
                     parse_num("vacuum_ring_kib", v)?
             }
             "huge_pages" => self.huge_pages = parse_bool("huge_pages", v)?,
+            "optimistic_reads" | "optimistic" => {
+                self.optimistic_reads = parse_bool("optimistic_reads", v)?
+            }
             "checksums" => self.checksums = parse_bool("checksums", v)?,
             "zero_damaged_pages" => self.zero_damaged_pages = parse_bool("zero_damaged_pages", v)?,
             "full_page_writes" => self.full_page_writes = parse_bool("full_page_writes", v)?,
@@ -796,6 +811,7 @@ impl Options {
             .rings(self.rings)
             .ring_sizes(self.ring_sizes.unwrap_or_default())
             .huge_pages(self.huge_pages)
+            .optimistic_reads(self.optimistic_reads)
             .checksums(self.checksums)
             .zero_damaged_pages(self.zero_damaged_pages)
             .bgwriter(self.bgwriter)

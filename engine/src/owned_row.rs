@@ -74,11 +74,15 @@ enum Repr {
     Scanned {
         page: Arc<PageCopy>,
         id: RowId,
-        start: usize,
-        end: usize,
+        start: u32,
+        end: u32,
         values: OnceLock<Row>,
     },
 }
+
+/// A copy of one page's tuples is shorter than a page, so its offsets fit
+/// the `u32`s a scanned row keeps (half the room of `usize`s).
+const _: () = assert!(bufmgr::PAGE_SIZE <= u32::MAX as usize);
 
 /// The tuples a scan kept from one page, copied once under the page's
 /// lock and shared (reference-counted) by the rows made of them, with the
@@ -119,7 +123,7 @@ impl PageCopy {
     /// whole as a full decode checks it: its range in the copy, or
     /// [`EngineError::CorruptRow`] naming the table and the row (then
     /// nothing is appended).
-    pub fn push(&mut self, id: RowId, tuple: &[u8]) -> Result<(usize, usize)> {
+    pub fn push(&mut self, id: RowId, tuple: &[u8]) -> Result<(u32, u32)> {
         let table = self.shape.table();
         check_row(&table.columns, tuple, |detail| EngineError::CorruptRow {
             table: table.name.clone(),
@@ -128,7 +132,9 @@ impl PageCopy {
         })?;
         let start = self.data.len();
         self.data.extend_from_slice(tuple);
-        Ok((start, self.data.len()))
+        // The copy holds tuples of one page: its length fits a `u32` (the
+        // assertion above `PageCopy`).
+        Ok((start as u32, self.data.len() as u32))
     }
 
     /// The copy, shared by the rows to be made of it. The spare room of a
@@ -145,8 +151,8 @@ impl PageCopy {
 
 /// The values of row `id`, bytes `start..end` of `page` (the projected
 /// ones if projected).
-fn decode(page: &PageCopy, id: RowId, start: usize, end: usize) -> Row {
-    let data = &page.data[start..end];
+fn decode(page: &PageCopy, id: RowId, start: u32, end: u32) -> Row {
+    let data = &page.data[start as usize..end as usize];
     let whole = match RowRef::over(id, data, &page.shape).to_row() {
         Ok(whole) => whole,
         // `PageCopy::push` ran `check_row` on these bytes, which accepts
@@ -170,7 +176,7 @@ impl OwnedRow {
     /// Row `id` of a scan: bytes `start..end` of `page` (pushed there by
     /// [`PageCopy::push`], which checked them).
     #[inline]
-    pub(crate) fn scanned(page: Arc<PageCopy>, id: RowId, start: usize, end: usize) -> OwnedRow {
+    pub(crate) fn scanned(page: Arc<PageCopy>, id: RowId, start: u32, end: u32) -> OwnedRow {
         OwnedRow {
             repr: Repr::Scanned {
                 page,
@@ -228,10 +234,20 @@ impl OwnedRow {
         }
     }
 
-    /// A scanned row as a `RowRef` over its tuple, and `col` resolved for
-    /// it (the projection checked); `None` for a row made of values.
-    #[inline]
-    fn view(&self, col: &impl RowColumn) -> Result<Option<(RowRef<'_>, Resolved)>> {
+    /// Column `col`: read straight from the tuple by `read` (a `RowRef`
+    /// accessor, the projection checked first) if the row was scanned,
+    /// from the values by `values` otherwise. Inlined whole into each
+    /// accessor, itself small enough to be inlined into its caller's loop,
+    /// where the row view and the resolved column stay in registers: a
+    /// larger accessor, called, copied its whole `Result` (an
+    /// `EngineError`'s size) through memory on every read.
+    #[inline(always)]
+    fn column<'a, C: RowColumn, T>(
+        &'a self,
+        col: C,
+        read: impl FnOnce(&RowRef<'a>, Resolved) -> Result<T>,
+        values: impl FnOnce(C) -> Result<T>,
+    ) -> Result<T> {
         let Repr::Scanned {
             page,
             id,
@@ -240,16 +256,17 @@ impl OwnedRow {
             ..
         } = &self.repr
         else {
-            return Ok(None);
+            return values(col);
         };
-        let c = col.col(&page.shape.table)?;
-        if let Some(p) = &page.shape.positions
+        let shape = &page.shape;
+        let c = col.col(&shape.table)?;
+        if let Some(p) = &shape.positions
             && !p.contains(&c.index())
         {
-            return Err(self.wrong(c.index(), "is not among the row's projected columns"));
+            return Err(self.not_projected(c.index()));
         }
-        let row = RowRef::over(*id, &page.data[*start..*end], &page.shape);
-        Ok(Some((row, Resolved(c))))
+        let row = RowRef::over(*id, &page.data[*start as usize..*end as usize], shape);
+        read(&row, Resolved(c))
     }
 
     /// The definition of the row's table (as the row was read).
@@ -265,101 +282,126 @@ impl OwnedRow {
     }
 
     /// The non-NULL `I64` column `col`.
+    #[inline]
     pub fn i64(&self, col: impl RowColumn) -> Result<i64> {
-        if let Some((r, c)) = self.view(&col)? {
-            return r.i64(c);
-        }
-        self.typed(col, ColumnType::I64, "i64", Value::as_i64)
+        self.column(
+            col,
+            |r, c| r.i64(c),
+            |col| self.typed(col, ColumnType::I64, "i64", Value::as_i64),
+        )
     }
 
     /// The `I64` column `col`, `None` if NULL.
+    #[inline]
     pub fn i64_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
-        if let Some((r, c)) = self.view(&col)? {
-            return r.i64_opt(c);
-        }
-        self.typed_opt(col, ColumnType::I64, Value::as_i64)
+        self.column(
+            col,
+            |r, c| r.i64_opt(c),
+            |col| self.typed_opt(col, ColumnType::I64, Value::as_i64),
+        )
     }
 
     /// The non-NULL `F64` column `col`.
+    #[inline]
     pub fn f64(&self, col: impl RowColumn) -> Result<f64> {
-        if let Some((r, c)) = self.view(&col)? {
-            return r.f64(c);
-        }
-        self.typed(col, ColumnType::F64, "f64", Value::as_f64)
+        self.column(
+            col,
+            |r, c| r.f64(c),
+            |col| self.typed(col, ColumnType::F64, "f64", Value::as_f64),
+        )
     }
 
     /// The `F64` column `col`, `None` if NULL.
+    #[inline]
     pub fn f64_opt(&self, col: impl RowColumn) -> Result<Option<f64>> {
-        if let Some((r, c)) = self.view(&col)? {
-            return r.f64_opt(c);
-        }
-        self.typed_opt(col, ColumnType::F64, Value::as_f64)
+        self.column(
+            col,
+            |r, c| r.f64_opt(c),
+            |col| self.typed_opt(col, ColumnType::F64, Value::as_f64),
+        )
     }
 
     /// The non-NULL `Timestamp` column `col` (microseconds since the epoch).
+    #[inline]
     pub fn timestamp(&self, col: impl RowColumn) -> Result<i64> {
-        if let Some((r, c)) = self.view(&col)? {
-            return r.timestamp(c);
-        }
-        self.typed(col, ColumnType::Timestamp, "timestamp", Value::as_timestamp)
+        self.column(
+            col,
+            |r, c| r.timestamp(c),
+            |col| self.typed(col, ColumnType::Timestamp, "timestamp", Value::as_timestamp),
+        )
     }
 
     /// The `Timestamp` column `col`, `None` if NULL.
+    #[inline]
     pub fn timestamp_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
-        if let Some((r, c)) = self.view(&col)? {
-            return r.timestamp_opt(c);
-        }
-        self.typed_opt(col, ColumnType::Timestamp, Value::as_timestamp)
+        self.column(
+            col,
+            |r, c| r.timestamp_opt(c),
+            |col| self.typed_opt(col, ColumnType::Timestamp, Value::as_timestamp),
+        )
     }
 
     /// The non-NULL `Bool` column `col`.
+    #[inline]
     pub fn bool(&self, col: impl RowColumn) -> Result<bool> {
-        if let Some((r, c)) = self.view(&col)? {
-            return r.bool(c);
-        }
-        self.typed(col, ColumnType::Bool, "bool", Value::as_bool)
+        self.column(
+            col,
+            |r, c| r.bool(c),
+            |col| self.typed(col, ColumnType::Bool, "bool", Value::as_bool),
+        )
     }
 
     /// The `Bool` column `col`, `None` if NULL.
+    #[inline]
     pub fn bool_opt(&self, col: impl RowColumn) -> Result<Option<bool>> {
-        if let Some((r, c)) = self.view(&col)? {
-            return r.bool_opt(c);
-        }
-        self.typed_opt(col, ColumnType::Bool, Value::as_bool)
+        self.column(
+            col,
+            |r, c| r.bool_opt(c),
+            |col| self.typed_opt(col, ColumnType::Bool, Value::as_bool),
+        )
     }
 
     /// The non-NULL `Text` column `col`.
+    #[inline]
     pub fn text(&self, col: impl RowColumn) -> Result<&str> {
-        if let Some((r, c)) = self.view(&col)? {
-            return r.text(c);
-        }
-        self.typed(col, ColumnType::Text, "text", Value::as_text)
+        self.column(
+            col,
+            |r, c| r.text(c),
+            |col| self.typed(col, ColumnType::Text, "text", Value::as_text),
+        )
     }
 
     /// The `Text` column `col`, `None` if NULL.
+    #[inline]
     pub fn text_opt(&self, col: impl RowColumn) -> Result<Option<&str>> {
-        if let Some((r, c)) = self.view(&col)? {
-            return r.text_opt(c);
-        }
-        self.typed_opt(col, ColumnType::Text, Value::as_text)
+        self.column(
+            col,
+            |r, c| r.text_opt(c),
+            |col| self.typed_opt(col, ColumnType::Text, Value::as_text),
+        )
     }
 
     /// The non-NULL `Bytes` column `col`.
+    #[inline]
     pub fn bytes(&self, col: impl RowColumn) -> Result<&[u8]> {
-        if let Some((r, c)) = self.view(&col)? {
-            return r.bytes(c);
-        }
-        self.typed(col, ColumnType::Bytes, "bytes", Value::as_bytes)
+        self.column(
+            col,
+            |r, c| r.bytes(c),
+            |col| self.typed(col, ColumnType::Bytes, "bytes", Value::as_bytes),
+        )
     }
 
     /// The `Bytes` column `col`, `None` if NULL.
+    #[inline]
     pub fn bytes_opt(&self, col: impl RowColumn) -> Result<Option<&[u8]>> {
-        if let Some((r, c)) = self.view(&col)? {
-            return r.bytes_opt(c);
-        }
-        self.typed_opt(col, ColumnType::Bytes, Value::as_bytes)
+        self.column(
+            col,
+            |r, c| r.bytes_opt(c),
+            |col| self.typed_opt(col, ColumnType::Bytes, Value::as_bytes),
+        )
     }
 
+    #[inline(never)]
     fn typed<'a, T>(
         &'a self,
         col: impl RowColumn,
@@ -376,6 +418,7 @@ impl OwnedRow {
         })
     }
 
+    #[inline(never)]
     fn typed_opt<'a, T>(
         &'a self,
         col: impl RowColumn,
@@ -430,7 +473,7 @@ impl OwnedRow {
         };
         match i {
             Some(i) if i < self.materialised().len() => Ok(i),
-            _ => Err(self.wrong(pos, "is not among the row's projected columns")),
+            _ => Err(self.not_projected(pos)),
         }
     }
 
@@ -439,6 +482,14 @@ impl OwnedRow {
         self.shape().positions.as_ref().map_or(i, |p| p[i])
     }
 
+    /// Table column `pos` read from a row projected without it.
+    #[cold]
+    #[inline(never)]
+    fn not_projected(&self, pos: usize) -> EngineError {
+        self.wrong(pos, "is not among the row's projected columns")
+    }
+
+    #[cold]
     fn wrong(&self, pos: usize, what: &str) -> EngineError {
         let table = &self.shape().table;
         let name = table.columns.get(pos).map_or("?", |c| c.name.as_str());

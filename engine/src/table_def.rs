@@ -163,14 +163,7 @@ impl RowColumn for Col {
     #[inline]
     fn col(&self, table: &TableInfo) -> Result<Col> {
         if self.rel != table.rel || self.index() >= table.columns.len() {
-            return Err(EngineError::WrongColumn {
-                table: table.name.clone(),
-                detail: format!(
-                    "column handle {} belongs to another table ({})",
-                    self.index(),
-                    self.rel
-                ),
-            });
+            return Err(self.of_another_table(table));
         }
         // Relation ids are unique within a database only: a handle resolved
         // in another database may name a table with this one's id. It must
@@ -183,18 +176,42 @@ impl RowColumn for Col {
             || c.nullable != self.nullable
             || (self.fixed.is_some() && col_of(table, self.index()).fixed != self.fixed)
         {
-            return Err(EngineError::WrongColumn {
-                table: table.name.clone(),
-                detail: format!(
-                    "column handle {} (a {} column) does not describe column {:?} (a {} \
-                     column) of this table: it was resolved in another database",
-                    self.index(),
-                    self.ty.name(),
-                    c.name,
-                    c.ty.name()
-                ),
-            });
+            return Err(self.of_another_database(table));
         }
         Ok(*self)
+    }
+}
+
+/// The errors of [`Col::col`], out of line: the check itself is inlined
+/// into every read of a column.
+impl Col {
+    #[cold]
+    #[inline(never)]
+    fn of_another_table(&self, table: &TableInfo) -> EngineError {
+        EngineError::WrongColumn {
+            table: table.name.clone(),
+            detail: format!(
+                "column handle {} belongs to another table ({})",
+                self.index(),
+                self.rel
+            ),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn of_another_database(&self, table: &TableInfo) -> EngineError {
+        let c = &table.columns[self.index()];
+        EngineError::WrongColumn {
+            table: table.name.clone(),
+            detail: format!(
+                "column handle {} (a {} column) does not describe column {:?} (a {} \
+                 column) of this table: it was resolved in another database",
+                self.index(),
+                self.ty.name(),
+                c.name,
+                c.ty.name()
+            ),
+        }
     }
 }

@@ -1075,7 +1075,7 @@ impl std::fmt::Debug for FilterBox {
 /// deletes undone, by the snapshot's `xmax` alone (no hint bit needed).
 /// Returns whether the snapshot changed.
 fn forget_rolled_back(snap: &mut Snapshot, rolled_back: &AtomicBool) -> bool {
-    if snap.own == heap::txn::INVALID_XID || !rolled_back.load(Ordering::Acquire) {
+    if !rolled_back_under(snap, rolled_back) {
         return false;
     }
     snap.own = heap::txn::INVALID_XID;
@@ -1212,7 +1212,7 @@ impl RowIter {
 #[derive(Debug)]
 enum Kept {
     /// Row `id`, bytes `start..end` of the page's copy.
-    Row { id: RowId, start: usize, end: usize },
+    Row { id: RowId, start: u32, end: u32 },
     /// The error its filter returned, or its tuple's corruption.
     Failed(Box<EngineError>),
 }
@@ -1259,7 +1259,36 @@ fn keep_row(
 impl Iterator for RowIter {
     type Item = Result<(RowId, OwnedRow)>;
 
+    /// The next row of the page in hand, here (small enough to be inlined
+    /// into the caller's loop); anything else (the next page, an error, a
+    /// rollback to look at) in [`RowIter::next_slow`].
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
+        if let Some(Kept::Row { id, start, end }) = self.kept.front()
+            && !self.failed
+            && !rolled_back_under(&self.snapshot, &self.rolled_back)
+        {
+            let (id, start, end) = (*id, *start, *end);
+            self.kept.pop_front();
+            self.last = Some(id);
+            let page = self.page.clone();
+            return Some(Ok((id, OwnedRow::scanned(page, id, start, end))));
+        }
+        self.next_slow()
+    }
+}
+
+/// Has the transaction whose own snapshot is `snap` ended without
+/// committing, so that [`forget_rolled_back`] has to change `snap`?
+#[inline]
+fn rolled_back_under(snap: &Snapshot, rolled_back: &AtomicBool) -> bool {
+    snap.own != heap::txn::INVALID_XID && rolled_back.load(Ordering::Acquire)
+}
+
+impl RowIter {
+    /// [`Iterator::next`] beyond the page in hand's rows.
+    #[inline(never)]
+    fn next_slow(&mut self) -> Option<Result<(RowId, OwnedRow)>> {
         if self.failed {
             return None;
         }

@@ -150,6 +150,8 @@ fn strings_parse_with_clear_errors() {
         .unwrap()
         .set("rings", "off")
         .unwrap()
+        .set("optimistic", "off")
+        .unwrap()
         .set("commit", "async")
         .unwrap()
         .set("hint_mode", "per-tuple")
@@ -160,6 +162,8 @@ fn strings_parse_with_clear_errors() {
     assert_eq!(o.sweep_batch, SweepBatch::Fixed(16));
     assert_eq!(o.partitions, Partitions::Count(2));
     assert!(!o.rings);
+    assert!(!o.optimistic_reads);
+    assert!(Options::new().optimistic_reads, "on by default");
     assert_eq!(o.commit_mode, engine::CommitMode::Asynchronous);
     assert_eq!(o.hint_mode, engine::HintMode::PerTuple);
     assert_eq!(o.pool_buffers, 128);
@@ -174,6 +178,7 @@ fn strings_parse_with_clear_errors() {
         ("evictor", "lru", "unknown evictor"),
         ("sweep_batch", "x", "sweep batch"),
         ("rings", "maybe", "on/off"),
+        ("optimistic_reads", "sometimes", "on/off"),
         ("commit", "later", "sync or async"),
         ("hint_mode", "sometimes", "unknown hint mode"),
         ("pool_mib", "-1", "whole number"),
@@ -182,5 +187,15 @@ fn strings_parse_with_clear_errors() {
     ] {
         let e = Options::new().set(k, v).unwrap_err();
         assert!(e.to_string().contains(needle), "{k}={v}: {e}");
+    }
+}
+
+#[test]
+fn the_optimistic_reads_option_reaches_the_pool() {
+    for on in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = common::small_options().optimistic_reads(on);
+        let db = Database::open(dir.path(), o).unwrap();
+        assert_eq!(db.pool().config().optimistic_reads, on);
     }
 }

@@ -167,35 +167,110 @@ pub fn insert_rate(parent: &Path, threads: usize, inserts: u64) -> Result<Insert
 /// Group commit: `threads` threads each inserting a record and flushing to
 /// its end, for `window`.
 pub fn commit_rate(parent: &Path, threads: usize, window: Duration) -> Result<CommitRate> {
-    let dir = scratch(parent, "wal-commit")?;
-    let wal = Arc::new(Wal::open(&dir, WalConfig::default())?);
-    // Create the first segment (zero-filled, synced) before timing.
-    let (_, end) = wal.insert(&record(0))?;
-    wal.flush(end)?;
-    let before = wal.stats();
-    let started = Instant::now();
-    let commits = on_threads(&wal, threads, |wal, t| {
-        let mut n = 0u64;
-        while started.elapsed() < window {
-            let (_, end) = wal.insert(&record(t << 32 | n))?;
-            wal.flush(end)?;
-            n += 1;
-        }
-        Ok(n)
-    })?;
-    let secs = started.elapsed().as_secs_f64();
-    let fsyncs = wal.stats().fsyncs - before.fsyncs;
-    drop(wal);
-    // Read the log back: every flushed record must be there.
-    let records_read_back = Wal::open(&dir, WalConfig::default())?.startup().records;
-    remove(&dir)?;
-    Ok(CommitRate {
-        threads,
-        secs,
-        commits,
-        fsyncs,
-        records_read_back,
-    })
+    let log = CommitLog::open(parent)?;
+    let (window, _) = log.commit_window(threads, window, |_| (), |_, _| ())?;
+    log.finish(window)
+}
+
+/// [`commit_rate`] in its three steps, for a caller that watches the window
+/// itself: [`open`](Self::open) a fresh log, run
+/// [`commit_window`](Self::commit_window), then [`finish`](Self::finish)
+/// (reopen the log, count its records, remove it).
+#[derive(Debug)]
+pub struct CommitLog {
+    dir: PathBuf,
+    wal: Wal,
+}
+
+/// What [`CommitLog::commit_window`] measured; [`CommitLog::finish`] turns
+/// it into a [`CommitRate`].
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct CommitWindow {
+    pub threads: usize,
+    pub secs: f64,
+    pub commits: u64,
+    pub fsyncs: u64,
+}
+
+impl CommitLog {
+    /// A fresh log in a new directory under `parent`, its first segment
+    /// created (zero-filled, synced) by one flushed record, so the window
+    /// does not pay for it.
+    pub fn open(parent: &Path) -> Result<CommitLog> {
+        let dir = scratch(parent, "wal-commit")?;
+        let wal = Wal::open(&dir, WalConfig::default())?;
+        let (_, end) = wal.insert(&record(0))?;
+        wal.flush(end)?;
+        Ok(CommitLog { dir, wal })
+    }
+
+    /// `threads` threads each inserting a record and flushing to its end,
+    /// for `window`; each thread also keeps a state made by `init(thread)`
+    /// and calls `each(state, began)` after every commit (`began`: when its
+    /// insert started, so a caller can time the commit). Returns the states
+    /// in thread order.
+    pub fn commit_window<S: Send>(
+        &self,
+        threads: usize,
+        window: Duration,
+        init: impl Fn(usize) -> S + Sync,
+        each: impl Fn(&mut S, Instant) + Sync,
+    ) -> Result<(CommitWindow, Vec<S>)> {
+        let wal = &self.wal;
+        let before = wal.stats();
+        let started = Instant::now();
+        let outs: Vec<(u64, S)> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (init, each) = (&init, &each);
+                    s.spawn(move || -> Result<(u64, S)> {
+                        let mut state = init(t);
+                        let mut n = 0u64;
+                        while started.elapsed() < window {
+                            let began = Instant::now();
+                            let (_, end) = wal.insert(&record((t as u64) << 32 | n))?;
+                            wal.flush(end)?;
+                            each(&mut state, began);
+                            n += 1;
+                        }
+                        Ok((n, state))
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .map(|h| h.join().expect("a measuring thread panicked"))
+                .collect::<Result<Vec<_>>>()
+        })?;
+        let secs = started.elapsed().as_secs_f64();
+        let fsyncs = wal.stats().fsyncs - before.fsyncs;
+        let commits = outs.iter().map(|(n, _)| n).sum();
+        let states = outs.into_iter().map(|(_, s)| s).collect();
+        Ok((
+            CommitWindow {
+                threads,
+                secs,
+                commits,
+                fsyncs,
+            },
+            states,
+        ))
+    }
+
+    /// Close the log, reopen it and count its valid records (every flushed
+    /// record must be there), remove it; `window`'s figures with that count.
+    pub fn finish(self, window: CommitWindow) -> Result<CommitRate> {
+        let CommitLog { dir, wal } = self;
+        drop(wal);
+        let records_read_back = Wal::open(&dir, WalConfig::default())?.startup().records;
+        remove(&dir)?;
+        Ok(CommitRate {
+            threads: window.threads,
+            secs: window.secs,
+            commits: window.commits,
+            fsyncs: window.fsyncs,
+            records_read_back,
+        })
+    }
 }
 
 /// The raw rate: overwrite [`PAYLOAD`] bytes of a preallocated file and
@@ -249,6 +324,14 @@ mod tests {
             c.fsyncs <= c.commits,
             "one fdatasync per commit at most: {c:?}"
         );
+        assert_eq!(c.records_read_back, c.commits + 1, "{c:?}");
+        let log = CommitLog::open(dir.path()).unwrap();
+        let (window, seen) = log
+            .commit_window(2, w, |t| (t, 0u64), |s, _| s.1 += 1)
+            .unwrap();
+        assert_eq!(seen.iter().map(|s| s.0).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(seen.iter().map(|s| s.1).sum::<u64>(), window.commits);
+        let c = log.finish(window).unwrap();
         assert_eq!(c.records_read_back, c.commits + 1, "{c:?}");
         let r = raw_fdatasync_rate(dir.path(), w).unwrap();
         assert!(r.fdatasyncs > 0, "{r:?}");

@@ -7,7 +7,7 @@
 //!   read index -> buffer B holding the tag?   (no pin: a guess)
 //!   v = B.version, even; B VALID, TAG_VALID, tag = ours     else decline
 //!   a pin now would raise B's usage?                        then decline
-//!   f(&OptimisticPage)   relaxed atomic byte loads, every range checked
+//!   f(&OptimisticPage)   relaxed atomic loads (words where aligned), every range checked
 //!   fence; B.version == v, still VALID with our tag?        else decline
 //!   count the access and the hit; Some(f's result)
 //! ```
@@ -83,7 +83,9 @@ impl BufferPool {
     /// evicted or retagged). `None` (nothing counted, nothing written) when
     /// the page is not in the pool, is being changed, changed during the
     /// read, or would have its usage raised by a pin (the caller's pinned
-    /// read then records that touch): the caller reads it the pinned way.
+    /// read then records that touch), and always when the pool was opened
+    /// with optimistic reads off (`PoolConfig::optimistic_reads`): the
+    /// caller reads it the pinned way.
     ///
     /// A validated result is what `f` would have returned on the page under
     /// a shared content lock at one moment between the start and the end of
@@ -97,6 +99,9 @@ impl BufferPool {
         f: impl FnOnce(&OptimisticPage<'_>) -> T,
     ) -> Option<T> {
         let shared = &*self.shared;
+        if !shared.config.optimistic_reads {
+            return None;
+        }
         let tag = BufferTag::new(rf, block);
         let ht = HashedTag::new(tag);
         let (id, version) = shared.table.find_unlocked(&ht, |id| {
@@ -223,6 +228,26 @@ mod tests {
             drop(pool.read_buffer(REL, 0, None).expect("read"));
         }
         assert_eq!(first_byte(&pool, 0), Some(0));
+    }
+
+    #[test]
+    fn a_pool_opened_with_optimistic_reads_off_declines_every_optimistic_read() {
+        let (_on_dir, on) = pool(16);
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let storage = Arc::new(FileStorage::open(dir.path()).expect("storage"));
+        let off =
+            BufferPool::new(PoolConfig::new(16).optimistic_reads(false), storage).expect("pool");
+        for p in [&on, &off] {
+            fill(p, 1);
+            for _ in 0..5 {
+                drop(p.read_buffer(REL, 0, None).expect("read"));
+            }
+        }
+        assert_eq!(first_byte(&on, 0), Some(0), "on: the page is read");
+        let mut ran = false;
+        assert_eq!(off.read_optimistic(REL, 0, |_| ran = true), None);
+        assert!(!ran, "off: the closure never runs");
+        assert_eq!(off.stats().totals().optimistic_hits, 0);
     }
 
     #[test]

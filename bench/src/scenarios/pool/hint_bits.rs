@@ -78,6 +78,9 @@ use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
+
+use crate::harness::RowSeries;
+use crate::latency::{self, Latencies};
 use wal::{DEFAULT_SEGMENT_SIZE, Lsn, Record, RmgrKind, Wal, WalConfig};
 
 use crate::check::DataCheck;
@@ -163,6 +166,9 @@ pub struct Params {
     pub load_batch: u64,
     /// WAL segment size (tests use small ones: every run copies the WAL).
     pub wal_segment_size: u64,
+    /// Seed of the index part's key permutation (`--seed`, else
+    /// [`PERMUTATION_SEED`]); part of its cached template's key.
+    pub seed: u64,
 }
 
 impl Params {
@@ -185,6 +191,7 @@ impl Params {
             logged: args.logged.unwrap_or(Toggle::Both).values(),
             load_batch: LOAD_BATCH,
             wal_segment_size: DEFAULT_SEGMENT_SIZE,
+            seed: settings.seed(PERMUTATION_SEED),
         };
         p.validate()?;
         Ok(p)
@@ -647,7 +654,7 @@ fn measure_once(
 pub const INDEX_TABLE: &str = "hb";
 /// The non-unique B-tree on `hb.k`: key order is a random walk over the heap.
 pub const INDEX_NAME: &str = "hb_k";
-/// Seed of the permutation held in `k`.
+/// Seed of the permutation held in `k` without `--seed`.
 pub const PERMUTATION_SEED: u64 = 0x5eed_0003;
 const INDEX_TEMPLATE_FORMAT: u32 = 1;
 /// Pool pages the index part leaves free beyond table + index (catalog,
@@ -677,18 +684,26 @@ fn index_template_dir(
     logged: bool,
     checksums: bool,
 ) -> PathBuf {
+    // The seed is part of the key, so a run with another `--seed` builds
+    // its own template beside the default one instead of replacing it (the
+    // default keeps the name it had before the seed could change).
+    let seed = if params.seed == PERMUTATION_SEED {
+        String::new()
+    } else {
+        format!("-seed-{}", params.seed)
+    };
     settings.data_dir.join("hint-bits").join(format!(
-        "{}-rows-{}-checksums-{}-index",
+        "{}-rows-{}-checksums-{}{seed}-index",
         params.rows,
         logged_name(logged),
         on_off(checksums)
     ))
 }
 
-/// `0..rows` shuffled with [`PERMUTATION_SEED`].
-fn permutation(rows: u64) -> Vec<i64> {
+/// `0..rows` shuffled with `seed`.
+pub fn permutation(rows: u64, seed: u64) -> Vec<i64> {
     let mut p: Vec<i64> = (0..rows as i64).collect();
-    p.shuffle(&mut SmallRng::seed_from_u64(PERMUTATION_SEED));
+    p.shuffle(&mut SmallRng::seed_from_u64(seed));
     p
 }
 
@@ -799,7 +814,7 @@ fn usable_index_template(
         logged,
         checksums,
         wal_segment_size: params.wal_segment_size,
-        seed: PERMUTATION_SEED,
+        seed: params.seed,
         ..info.clone()
     };
     let storage = FileStorage::open(dir).ok()?;
@@ -871,7 +886,7 @@ fn ensure_index_template(
         logged,
         checksums,
         wal_segment_size: params.wal_segment_size,
-        seed: PERMUTATION_SEED,
+        seed: params.seed,
         table_rel: table_rel.0,
         index_rel: index_rel.0,
         table_pages,
@@ -916,7 +931,7 @@ fn load_index_template(
         },
     )?;
     db.create_index(INDEX_NAME, INDEX_TABLE, "k", false)?;
-    let perm = permutation(params.rows);
+    let perm = permutation(params.rows, params.seed);
     let rows = perm.iter().enumerate().map(|(id, &k)| {
         vec![
             Value::I64(id as i64),
@@ -1198,7 +1213,7 @@ fn run_index_part(settings: &Settings, params: &Params, cells: &[Cell]) -> Resul
         .zip(&errors)
         .map(|((c, s), e)| Row {
             scan: "index".into(),
-            ..make_row(c, s, params.rows, *e)
+            ..make_row(c, s, params, *e)
         })
         .collect();
     let ratios = compare(cells, &mut rows);
@@ -1268,7 +1283,16 @@ pub struct Row {
     pub vs_checksums_off: Option<f64>,
     /// Scans that saw the wrong number of tuples, or a hinted copy.
     pub data_errors: u64,
+    /// Flattened into the row: `latency` (`scan`: the timed scans of the
+    /// row, one per repetition), `seed` (the index part's permutation
+    /// seed, `--seed`; the seq part draws nothing), `intervals` (always
+    /// empty: see [`run`]) and `mrc` (`null`).
+    #[serde(flatten, default)]
+    pub series: RowSeries,
 }
+
+/// The operation kind of the latency table: one timed scan.
+pub const SCAN: &str = "scan";
 
 fn seq_scan() -> String {
     "seq".into()
@@ -1368,8 +1392,13 @@ fn sample_error(s: &Sample, rows: u64) -> Option<String> {
     }
 }
 
-fn make_row(cell: &Cell, samples: &[Sample], rows: u64, errors: u64) -> Row {
+fn make_row(cell: &Cell, samples: &[Sample], params: &Params, errors: u64) -> Row {
+    let rows = params.rows;
     let times: Vec<f64> = samples.iter().map(|s| s.scan_ms).collect();
+    let mut latency = Latencies::new();
+    for &ms in &times {
+        latency.record(SCAN, std::time::Duration::from_secs_f64(ms / 1e3));
+    }
     let med = median(&times);
     let m = |f: fn(&Sample) -> u64| median_u64(samples.iter().map(f));
     Row {
@@ -1410,6 +1439,11 @@ fn make_row(cell: &Cell, samples: &[Sample], rows: u64, errors: u64) -> Row {
         vs_per_page: None,
         vs_checksums_off: None,
         data_errors: errors,
+        series: RowSeries {
+            latency: latency.by_kind(),
+            seed: params.seed,
+            ..RowSeries::default()
+        },
     }
 }
 
@@ -1467,8 +1501,18 @@ fn compare(cells: &[Cell], rows: &mut [Row]) -> Vec<Ratio> {
 }
 
 /// Build or reuse the tables, measure every cell `reps` times, report.
+///
+/// `--report-interval` does not apply: each measured scan is one scan of
+/// milliseconds between two directory copies, the configurations taken in
+/// turn, so an interval would hold at most a scan or two of different
+/// configurations; a line on stderr says it is not followed.
 pub fn run(settings: &Settings, params: &Params) -> Result<HintBitsReport> {
     params.validate()?;
+    if settings.measures.report_interval.is_some() {
+        eprintln!(
+            "hint-bits: --report-interval does not apply (each measurement is one scan of              milliseconds on a fresh copy); no interval series"
+        );
+    }
     let cells = cells(settings, params);
     println!(
         "== hint-bits: the first seq scan of an unhinted table of {} rows x {ROW_LEN} bytes; \
@@ -1532,7 +1576,7 @@ pub fn run(settings: &Settings, params: &Params) -> Result<HintBitsReport> {
         .iter()
         .zip(&samples)
         .zip(&errors)
-        .map(|((c, s), e)| make_row(c, s, params.rows, *e))
+        .map(|((c, s), e)| make_row(c, s, params, *e))
         .collect();
     let ratios = compare(&cells, &mut rows);
     let data_check = DataCheck::scans(total as u64, params.rows, first_error);
@@ -1810,6 +1854,24 @@ impl Report for HintBitsReport {
             None => out += &self.data_check.render(),
         }
         out += &self.render_index_part(several_pools);
+        let lat: Vec<(String, &latency::ByKind)> = self
+            .rows
+            .iter()
+            .chain(&self.index_rows)
+            .map(|r| {
+                (
+                    format!(
+                        "{} {} cks={} {}",
+                        r.scan,
+                        r.mode,
+                        on_off(r.checksums),
+                        logged_name(r.logged)
+                    ),
+                    &r.series.latency,
+                )
+            })
+            .collect();
+        out += &latency::table(&lat);
         out
     }
 

@@ -22,6 +22,13 @@
 //! Balancing spreads its allocations over every partition; the floor (a
 //! minimum partition size, here the table's pages) lowers the partition
 //! count until one partition holds the table (bufmgr partition rule 3).
+//!
+//! Each row also carries the latency of each heap page the scanner went
+//! through (`scan_page`: from a page's first row to the next page's) and of
+//! each full scan (`scan`), over the window; `--report-interval` prints a
+//! line per interval (pages/s, hit ratio, evictions, `scan_page` p99) from
+//! the cold scan on. The scan draws nothing at random: `--seed` is reported,
+//! not used.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -36,6 +43,8 @@ use crate::common::{
     fmt_rate, fmt_ratio,
 };
 use crate::error::{BenchError, Result};
+use crate::harness::{self, LiveLatency, Recorder, RowSeries, Tally};
+use crate::latency::{self, Latencies};
 use crate::scenarios::tables::{self, ACCOUNTS, Residency};
 
 pub const NAME: &str = "seqscan-partitions";
@@ -43,6 +52,12 @@ pub const NAME: &str = "seqscan-partitions";
 pub const PARTITIONS: [usize; 4] = [1, 2, 4, 6];
 /// Table heap size in percent of the pool.
 pub const TABLE_PCT: u64 = 60;
+/// Operation kinds of the latency table: one heap page of a scan (from its
+/// first row to the next page's first row), and one full scan.
+pub const SCAN_PAGE: &str = "scan_page";
+pub const SCAN: &str = "scan";
+/// The seed a row reports without `--seed` (nothing is drawn from it).
+pub const SEED: u64 = 0;
 
 /// The options of `seqscan-partitions` (after the scenario name).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::Args)]
@@ -167,6 +182,11 @@ pub struct Row {
     /// window's accesses and reads of the partitions on each node.
     #[serde(default)]
     pub nodes: Vec<tables::NodeFigures>,
+    /// Flattened into the row: `latency` (`scan_page`, `scan`, over the
+    /// window), `intervals` (`--report-interval`, from the cold scan on;
+    /// `ops`: heap pages), `seed` (reported, not used) and `mrc` (`--mrc`).
+    #[serde(flatten)]
+    pub series: RowSeries,
 }
 
 /// A finished `seqscan-partitions` run.
@@ -191,16 +211,32 @@ pub fn table_rows(pool: usize, pct: u64) -> u64 {
     tables::accounts_for_pages(pool as u64 * pct / 100)
 }
 
-/// Scan `table` with no ring until `stop`; counts rows, and full scans in
-/// `scans`. Raises `first` after the first full scan.
-fn scanner(
-    db: &Database,
-    table: &str,
-    stop: &AtomicBool,
-    first: &AtomicBool,
-    rows: &AtomicU64,
-    scans: &AtomicU64,
-) -> Result<()> {
+/// The scanner's counters, shared with the thread watching it.
+#[derive(Debug, Default)]
+struct Counters {
+    stop: AtomicBool,
+    /// Raised after the first full scan.
+    first: AtomicBool,
+    /// Raised for the measured window (latencies recorded only inside it).
+    in_window: AtomicBool,
+    rows: AtomicU64,
+    /// Full scans finished.
+    scans: AtomicU64,
+    /// Heap pages begun.
+    pages: AtomicU64,
+}
+
+/// Scan `table` with no ring until `c.stop`, timing each page and each full
+/// scan into `rec`; counts rows, pages and full scans in `c`.
+fn scanner(db: &Database, table: &str, c: &Counters, mut rec: Recorder<'_>) -> Result<Latencies> {
+    let Counters {
+        stop,
+        first,
+        rows,
+        scans,
+        pages,
+        ..
+    } = c;
     let opts = ScanOptions {
         ring: RingChoice::Never,
         hint_mode: db.options().hint_mode,
@@ -209,8 +245,19 @@ fn scanner(
         let txn = db.begin()?;
         let mut n = 0u64;
         let mut cut = false;
+        let scan_started = Instant::now();
+        let mut page_started = scan_started;
+        let mut last_block = None;
         for r in txn.scan_with(table, opts)? {
-            r?;
+            let (rid, _) = r?;
+            if last_block != Some(rid.block) {
+                if last_block.is_some() {
+                    rec.record(SCAN_PAGE, page_started);
+                }
+                page_started = Instant::now();
+                last_block = Some(rid.block);
+                pages.fetch_add(1, Ordering::Relaxed);
+            }
             n += 1;
             if n.is_multiple_of(1024) {
                 rows.fetch_add(1024, Ordering::Relaxed);
@@ -223,11 +270,15 @@ fn scanner(
         rows.fetch_add(n % 1024, Ordering::Relaxed);
         txn.rollback()?;
         if !cut {
+            if last_block.is_some() {
+                rec.record(SCAN_PAGE, page_started);
+            }
+            rec.record(SCAN, scan_started);
             scans.fetch_add(1, Ordering::Relaxed);
             first.store(true, Ordering::Release);
         }
     }
-    Ok(())
+    Ok(rec.finish())
 }
 
 /// Scans of a `table_pages` table whose allocations (at most one per page)
@@ -240,24 +291,57 @@ fn warmup_scans(table_pages: u64) -> u64 {
 /// window's start or end.
 type Point = (PoolStats, u64, u64, Option<CpuSample>, Instant);
 
+/// What [`scan_window`] measured: the points at the window's start and
+/// end, the scanner's latencies over the window, the interval series.
+type Measured = (Point, Point, Latencies, Vec<harness::Interval>);
+
 /// One scanner thread over accounts: its cold scan, the warm-up (long
-/// enough for two balancing rounds), then the measured window. Returns the
-/// points at the window's start and end.
+/// enough for two balancing rounds), then the measured window, under the
+/// `--report-interval` reporter.
 fn scan_window(
     settings: &Settings,
     db: &Database,
     pb: &indicatif::ProgressBar,
     table_pages: u64,
-) -> Result<(Point, Point)> {
-    let (stop, first) = (AtomicBool::new(false), AtomicBool::new(false));
-    let (rows, scans) = (AtomicU64::new(0), AtomicU64::new(0));
+    label: &str,
+) -> Result<Measured> {
+    let c = Counters::default();
+    let live = LiveLatency::new();
+    let live_ref = settings.measures.report_interval.map(|_| &live);
+    let (measured, intervals) = harness::with_intervals(
+        settings.measures.report_interval,
+        (&format!("{NAME} {label}"), "pages"),
+        &live,
+        || Tally::of(&db.pool_stats(), c.pages.load(Ordering::Relaxed)),
+        || scan_crew(settings, db, pb, table_pages, &c, live_ref),
+    );
+    let (before, after, lat) = measured?;
+    Ok((before, after, lat, intervals))
+}
+
+/// The scanner thread and the watch over it, for [`scan_window`].
+fn scan_crew(
+    settings: &Settings,
+    db: &Database,
+    pb: &indicatif::ProgressBar,
+    table_pages: u64,
+    c: &Counters,
+    live: Option<&LiveLatency>,
+) -> Result<(Point, Point, Latencies)> {
+    let Counters {
+        stop,
+        first,
+        in_window,
+        rows,
+        scans,
+        ..
+    } = c;
     std::thread::scope(|s| -> Result<_> {
         let h = s.spawn(|| {
             crate::common::pin_worker(0);
+            let rec = Recorder::new(live, SCAN_PAGE).window(in_window);
             // The one scanner is trace thread 0.
-            common::traced(db, 0, || {
-                scanner(db, ACCOUNTS, &stop, &first, &rows, &scans)
-            })
+            common::traced(db, 0, || scanner(db, ACCOUNTS, c, rec))
         });
         // The first (cold) scan, then the warm-up.
         while !first.load(Ordering::Acquire) && !h.is_finished() {
@@ -279,6 +363,7 @@ fn scan_window(
         {
             std::thread::sleep(Duration::from_millis(10));
         }
+        in_window.store(true, Ordering::Relaxed);
         let before: Point = (
             db.pool_stats(),
             rows.load(Ordering::Relaxed),
@@ -287,6 +372,7 @@ fn scan_window(
             Instant::now(),
         );
         tables::run_window(pb, settings.duration, |_| !h.is_finished());
+        in_window.store(false, Ordering::Relaxed);
         let after = (
             db.pool_stats(),
             rows.load(Ordering::Relaxed),
@@ -295,9 +381,10 @@ fn scan_window(
             Instant::now(),
         );
         stop.store(true, Ordering::Relaxed);
-        h.join()
+        let lat = h
+            .join()
             .map_err(|p| BenchError::Panic(tables::panic_text(p)))??;
-        Ok((before, after))
+        Ok((before, after, lat))
     })
 }
 
@@ -325,15 +412,16 @@ fn measure(
         settings.warmup + settings.duration,
         &format!("{NAME} {label}"),
     );
-    let measured = scan_window(settings, &db, &pb, table_pages)?;
+    let measured = scan_window(settings, &db, &pb, table_pages, label);
     pb.finish_and_clear();
-    let (before, after) = measured;
+    let (before, after, lat, intervals) = measured?;
     let secs = after.4.duration_since(before.4).as_secs_f64();
     let stats = after.0.since(&before.0);
     let t = stats.totals();
     let cpu = before.3.zip(after.3).map(|(a, b)| b.cores_since(&a, secs));
     let resident = tables::residency(&db);
     let nodes = tables::node_figures(&db, &stats);
+    let mrc = common::curve_of(&db);
     common::note_trace(settings, trace, db.pool())?;
     db.close()?;
     let rows_n = after.1 - before.1;
@@ -362,6 +450,12 @@ fn measure(
         other_cores_used: cpu.map(|c| c.1),
         resident,
         nodes,
+        series: RowSeries {
+            latency: lat.by_kind(),
+            mrc,
+            intervals,
+            seed: settings.seed(SEED),
+        },
     })
 }
 
@@ -543,6 +637,12 @@ impl Report for SeqscanReport {
                 )
             })
             .collect();
+        let measured: Vec<(String, &latency::ByKind, Option<&common::Curve>)> = res
+            .iter()
+            .zip(&self.rows)
+            .map(|((label, _), r)| (label.clone(), &r.series.latency, r.series.mrc.as_ref()))
+            .collect();
+        out += &latency::tables_with_curves(&measured);
         out += &tables::render_residency(self.pool_buffers, &res);
         let nodes: Vec<(String, Vec<tables::NodeFigures>)> = res
             .iter()

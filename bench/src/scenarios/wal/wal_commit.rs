@@ -11,7 +11,8 @@
 //!
 //! One row per T: commits/s, WAL fdatasyncs/s, commits per fdatasync (how
 //! many committers one leader's fdatasync served), and commits/s over the
-//! raw rate measured just before it. The raw rate is measured again for
+//! raw rate measured just before it, and each commit's latency (insert to
+//! durable, `latency.commit`). The raw rate is measured again for
 //! every row because a shared virtual disk drifts (the development
 //! machine's fdatasync went from ~0.3 ms to ~3 ms and back within one
 //! run): a ratio is only honest between neighbours. One committer can at best match
@@ -20,19 +21,33 @@
 //! (shared with `wal/examples/wal_rates.rs`). The end-of-run check: every
 //! reopened log holds exactly the commits made plus the one record written
 //! before the window.
+//!
+//! `--report-interval SECS` prints a line per interval of each row's commit
+//! window (commits/s and the interval's commit p99; no pool, so no hit ratio
+//! or evictions) and keeps the series in the row. The workload draws
+//! nothing at random (every record is the same 100 bytes), so `--seed`
+//! changes nothing; the row still carries it, as every row does.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::common::{Defaults, EvictorChoice, Report, Settings, Table, fmt_rate};
 use crate::error::{BenchError, Result};
+use crate::harness::{self, LiveLatency, Recorder, RowSeries, Tally};
+use crate::latency::{self, Latencies};
 
 pub const NAME: &str = "wal-commit";
 /// The thread counts of the full run.
 pub const THREADS: [usize; 6] = [1, 2, 4, 8, 16, 32];
 /// The thread counts under `--quick` (its generic 1,2 shows no grouping).
 pub const QUICK_THREADS: [usize; 2] = [1, 8];
+/// The operation kind of the latency table: one commit (insert a record,
+/// flush the log to its end).
+pub const COMMIT: &str = "commit";
+/// The seed a row reports without `--seed` (nothing is drawn from it).
+pub const SEED: u64 = 0;
 
 /// Defaults: threads 1..32, 3 s per row; pool options do not apply.
 pub fn defaults() -> Defaults {
@@ -59,6 +74,12 @@ pub struct Row {
     pub vs_raw: f64,
     /// Records found when the log was reopened (commits + 1 if none lost).
     pub records_read_back: u64,
+    /// Flattened into the row: `latency` (`commit`: from the record's
+    /// insert to its flush returning, every thread merged), `intervals`
+    /// (`--report-interval`, over the commit window), `seed` (`--seed`,
+    /// which draws nothing here) and `mrc` (always `null`: no pool).
+    #[serde(flatten)]
+    pub series: RowSeries,
 }
 
 /// A finished `wal-commit` run.
@@ -90,19 +111,19 @@ pub fn run(settings: &Settings) -> Result<WalCommitReport> {
     let mut measured = Vec::new();
     for &t in &threads {
         let raw = wal::rates::raw_fdatasync_rate(&dir, window)?.per_sec();
-        let c = wal::rates::commit_rate(&dir, t, window)?;
+        let (c, series) = commit_window(settings, &dir, t)?;
         eprintln!(
             "{t} thread(s): {} commits/s, {:.1} commits per fdatasync; raw fdatasync {}/s",
             fmt_rate(c.commits_per_sec()),
             c.commits_per_fsync(),
             fmt_rate(raw)
         );
-        measured.push((raw, c));
+        measured.push((raw, c, series));
     }
     let mut errors = Vec::new();
     let rows = measured
         .into_iter()
-        .map(|(raw, c)| {
+        .map(|(raw, c, series)| {
             if c.records_read_back != c.commits + 1 {
                 errors.push(format!(
                     "{} threads: {} commits made but the reopened log holds {} records \
@@ -127,6 +148,7 @@ pub fn run(settings: &Settings) -> Result<WalCommitReport> {
                 raw_fdatasync_per_sec: raw,
                 vs_raw: c.commits_per_sec() / raw,
                 records_read_back: c.records_read_back,
+                series,
             }
         })
         .collect();
@@ -137,6 +159,59 @@ pub fn run(settings: &Settings) -> Result<WalCommitReport> {
         rows,
         errors,
     })
+}
+
+/// One thread count's commit window, timing every commit, with the
+/// `--report-interval` series over it.
+fn commit_window(
+    settings: &Settings,
+    dir: &std::path::Path,
+    threads: usize,
+) -> Result<(wal::rates::CommitRate, RowSeries)> {
+    let live = LiveLatency::new();
+    let live_ref = settings.measures.report_interval.map(|_| &live);
+    let commits = AtomicU64::new(0);
+    // The log is created before the series starts and read back after it
+    // ends: the intervals cover the commit window only.
+    let log = wal::rates::CommitLog::open(dir)?;
+    let label = format!("{NAME} {threads} thread(s)");
+    let (measured, intervals) = harness::with_intervals(
+        settings.measures.report_interval,
+        (&label, "commits"),
+        &live,
+        || Tally {
+            ops: commits.load(Ordering::Relaxed),
+            ..Tally::default()
+        },
+        || {
+            let (window, recorders) = log.commit_window(
+                threads,
+                settings.duration,
+                |_| Recorder::new(live_ref, COMMIT),
+                |rec, began| {
+                    rec.record(COMMIT, began);
+                    commits.fetch_add(1, Ordering::Relaxed);
+                },
+            )?;
+            // Hand the last values to the interval reporter before it ends.
+            let mut all = Latencies::new();
+            for rec in recorders {
+                all.merge(&rec.finish());
+            }
+            Ok::<_, BenchError>((window, all))
+        },
+    );
+    let (window, all) = measured?;
+    let rate = log.finish(window)?;
+    Ok((
+        rate,
+        RowSeries {
+            latency: all.by_kind(),
+            mrc: None,
+            intervals,
+            seed: settings.seed(SEED),
+        },
+    ))
 }
 
 impl Report for WalCommitReport {
@@ -168,6 +243,12 @@ impl Report for WalCommitReport {
             self.duration_secs, self.dir
         );
         out += &t.to_string();
+        let lat: Vec<(String, &latency::ByKind)> = self
+            .rows
+            .iter()
+            .map(|r| (format!("{} threads", r.threads), &r.series.latency))
+            .collect();
+        out += &latency::table(&lat);
         out += "commits/fsync: commits one WAL fdatasync served (group commit); vs raw: \
                 commits/s over the raw fdatasync rate measured just before the row\n";
         out += &if self.errors.is_empty() {

@@ -284,8 +284,8 @@ impl Runs {
     }
 }
 
-/// The engine's options: its defaults except the pool, `--io`, `--direct`
-/// and the partition count (`--partitions`, default 1). With the default topology (4
+/// The engine's options: its defaults except the pool, `--io`, `--direct`,
+/// `--optimistic` and the partition count (`--partitions`, default 1). With the default topology (4
 /// partitions here) a table read in by one thread does not end up spread
 /// over the partitions, and lookups then keep missing in a pool 1.7 x the
 /// data (916 pages read in 4 s of lookups, measured): one partition holds
@@ -293,6 +293,7 @@ impl Runs {
 fn engine_options(settings: &Settings, pool: usize) -> Options {
     Options::new()
         .pool_buffers(pool)
+        .optimistic_reads(settings.optimistic)
         .partitions(engine::Partitions::Count(
             settings.partitions.first().copied().unwrap_or(1),
         ))
