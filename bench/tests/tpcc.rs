@@ -211,12 +211,12 @@ fn bench_tpcc_at_tiny_scale_reports_every_type_with_ring_on_and_off_and_writes_j
                 rel["accesses"].as_u64().unwrap(),
                 rel["hits"].as_u64().unwrap(),
             );
-            let ratio = rel["hit_ratio"].as_f64().unwrap();
             assert!(hits <= acc, "{rel}");
             if acc > 0 {
+                let ratio = rel["hit_ratio"].as_f64().unwrap();
                 assert!((ratio - hits as f64 / acc as f64).abs() < 1e-9, "{rel}");
             } else {
-                assert_eq!(ratio, 1.0, "{rel}");
+                assert!(rel["hit_ratio"].is_null(), "no lookup, no ratio: {rel}");
             }
             assert!(rel["evictions"].as_u64().is_some(), "{rel}");
             looked_up += acc;
@@ -858,4 +858,34 @@ fn load_only_builds_the_data_set_reports_its_load_time_and_size_and_runs_no_term
             .unwrap();
     assert_eq!(json["data_reused"], true);
     assert_eq!(json["load_secs"].as_f64().unwrap(), 0.0);
+}
+
+/// `--pool-pages` below the engine's minimum pool is refused before the data
+/// set is loaded, `--load-only` included (it reported the pool it could not
+/// open, and a run failed only after the load).
+#[test]
+fn a_pool_below_the_engine_minimum_is_refused_before_any_load() {
+    for load_only in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let kind = ScenarioKind::Tpcc(tpcc::Args {
+            tiny: true,
+            load_only,
+            ..tpcc::Args::default()
+        });
+        let args = CommonArgs {
+            pool_pages: Some(1),
+            data_dir: dir.path().to_path_buf(),
+            no_progress: true,
+            ..CommonArgs::default()
+        };
+        let e = kind
+            .run(&kind.settings(&args).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--pool-pages") && e.contains("minimum"), "{e}");
+        assert!(
+            !dir.path().join("tpcc").exists(),
+            "nothing was loaded (load_only {load_only})"
+        );
+    }
 }

@@ -10,8 +10,11 @@
 //! The buffercache snapshot ([`BufferRow`]) is pg_buffercache: one row per
 //! buffer, each read under that buffer's header lock, no global snapshot.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::{Mutex, RwLock};
 
 use crate::arena::HugePageStatus;
 use crate::desc::BufferId;
@@ -90,25 +93,92 @@ pub(crate) struct RelCounters {
     pub evictions: AtomicU64,
 }
 
+/// Relations dropped from a pool (`BufferPool::drop_relation`), so that a
+/// thread whose counter table is full can give their slots back.
+#[derive(Debug, Default)]
+pub(crate) struct DroppedRelations {
+    /// Relation numbers plus one (slot keys).
+    keys: RwLock<HashSet<u64>>,
+    /// Bumped on every drop: a full table rescans only after a new one.
+    epoch: AtomicU64,
+}
+
+impl DroppedRelations {
+    pub fn note(&self, rel: RelId) {
+        self.keys.write().insert(u64::from(rel.0) + 1);
+        self.epoch.fetch_add(1, Ordering::Release);
+    }
+}
+
 /// A thread's per-relation counters: a fixed open-addressed table keyed by
 /// relation number (linear probing), [`RELATION_SLOTS`] slots and one
 /// overflow slot. Fixed, so a snapshot reads it while its thread writes,
 /// with no lock; the owner finds its slot with a multiply, a shift and a
 /// compare on the hit path.
+///
+/// A slot, once claimed, is its relation's for the thread's life, except
+/// that when the table is full and relations were dropped since the last
+/// look, the owner moves the dropped relations' counts into `reclaimed`
+/// (still theirs, by relation) and frees their slots: a long-lived thread
+/// that creates and drops many relations keeps counting new ones by name.
 #[derive(Debug)]
 pub(crate) struct RelTable {
     slots: Box<[RelCounters]>,
+    /// Set for a block only its owner writes (a registered thread's), where
+    /// freeing a slot races with no other writer.
+    dropped: Option<Arc<DroppedRelations>>,
+    /// The `dropped` epoch of the last rescan.
+    seen_epoch: AtomicU64,
+    /// Counts moved out of freed slots; locked by the rescan and by
+    /// snapshots, so a snapshot sees a count in its slot or here, once.
+    reclaimed: Mutex<BTreeMap<RelId, RelationStats>>,
 }
 
 impl RelTable {
-    fn new() -> RelTable {
+    fn new(dropped: Option<Arc<DroppedRelations>>) -> RelTable {
         let slots: Box<[RelCounters]> = (0..=RELATION_SLOTS)
             .map(|_| RelCounters::default())
             .collect();
         slots[RELATION_SLOTS]
             .key
             .store(OVERFLOW_KEY, Ordering::Relaxed);
-        RelTable { slots }
+        RelTable {
+            slots,
+            dropped,
+            seen_epoch: AtomicU64::new(0),
+            reclaimed: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Free the slots of dropped relations, moving their counts into
+    /// `reclaimed`. Only the owner calls this (from `probe`), so no bump
+    /// of a freed slot is in flight. Returns whether a slot was freed.
+    #[cold]
+    fn reclaim_dropped(&self) -> bool {
+        let Some(dropped) = &self.dropped else {
+            return false;
+        };
+        let epoch = dropped.epoch.load(Ordering::Acquire);
+        if epoch == self.seen_epoch.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.seen_epoch.store(epoch, Ordering::Relaxed);
+        let keys = dropped.keys.read();
+        let mut reclaimed = self.reclaimed.lock();
+        let mut freed = false;
+        for s in &self.slots[..RELATION_SLOTS] {
+            let k = s.key.load(Ordering::Relaxed);
+            if k == 0 || !keys.contains(&k) {
+                continue;
+            }
+            let out = reclaimed.entry(RelId((k - 1) as u32)).or_default();
+            out.accesses += s.accesses.swap(0, Ordering::Relaxed);
+            out.hits += s.hits.swap(0, Ordering::Relaxed);
+            out.evictions += s.evictions.swap(0, Ordering::Relaxed);
+            s.key.store(0, Ordering::Relaxed);
+            freed = true;
+        }
+        freed
     }
 
     #[inline(always)]
@@ -129,8 +199,8 @@ impl RelTable {
     }
 
     /// Find or claim the slot of `key`. A claim is a compare-and-swap, so
-    /// two threads sharing a block (the fallback block, the retired block)
-    /// never file one relation's counts under another's key.
+    /// two threads sharing a block (the fallback block) never file one
+    /// relation's counts under another's key.
     #[cold]
     #[inline(never)]
     fn probe(&self, key: u64) -> &RelCounters {
@@ -153,29 +223,26 @@ impl RelTable {
             }
             i = (i + 1) % RELATION_SLOTS;
         }
+        if self.reclaim_dropped() {
+            return self.probe(key);
+        }
         &self.slots[RELATION_SLOTS]
     }
 
-    fn merge_into(&self, into: &RelTable) {
-        let add = |a: &AtomicU64, b: &AtomicU64| {
-            b.fetch_add(a.load(Ordering::Relaxed), Ordering::Relaxed);
-        };
-        for s in self.slots.iter() {
-            let k = s.key.load(Ordering::Relaxed);
-            let to = match k {
-                0 => continue,
-                OVERFLOW_KEY => &into.slots[RELATION_SLOTS],
-                k => into.probe(k),
-            };
-            add(&s.accesses, &to.accesses);
-            add(&s.hits, &to.hits);
-            add(&s.evictions, &to.evictions);
-        }
-    }
-
     /// Add every used slot into `named` (by relation) or `untracked`.
-    fn sum_into(&self, named: &mut BTreeMap<RelId, RelationStats>, untracked: &mut RelationStats) {
+    pub(crate) fn sum_into(
+        &self,
+        named: &mut BTreeMap<RelId, RelationStats>,
+        untracked: &mut RelationStats,
+    ) {
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let reclaimed = self.reclaimed.lock();
+        for (rel, r) in reclaimed.iter() {
+            let out = named.entry(*rel).or_default();
+            out.accesses += r.accesses;
+            out.hits += r.hits;
+            out.evictions += r.evictions;
+        }
         for s in self.slots.iter() {
             let out = match s.key.load(Ordering::Relaxed) {
                 0 => continue,
@@ -186,6 +253,22 @@ impl RelTable {
             out.hits += l(&s.hits);
             out.evictions += l(&s.evictions);
         }
+    }
+}
+
+/// Per-relation counters of threads that have exited, by relation (no slot
+/// limit: folding in is off the hot path, under the pool's registry lock),
+/// and what those threads had counted as untracked.
+#[derive(Debug, Default)]
+pub(crate) struct RetiredRelations {
+    pub named: BTreeMap<RelId, RelationStats>,
+    pub untracked: RelationStats,
+}
+
+impl RetiredRelations {
+    /// Fold in an exiting thread's table.
+    pub fn absorb(&mut self, t: &ThreadStats) {
+        t.rels.sum_into(&mut self.named, &mut self.untracked);
     }
 }
 
@@ -202,18 +285,23 @@ pub(crate) struct ThreadStats {
 }
 
 impl ThreadStats {
-    pub fn new(partitions: usize) -> ThreadStats {
+    /// A block; `dropped` for a block only its owner thread writes (see
+    /// [`RelTable`]).
+    pub fn new(partitions: usize, dropped: Option<Arc<DroppedRelations>>) -> ThreadStats {
         ThreadStats {
             parts: (0..partitions).map(|_| Counters::default()).collect(),
             ticks: (0..TICK_BUCKETS).map(|_| AtomicU64::new(0)).collect(),
             ticks_sum: AtomicU64::new(0),
             ticks_max: AtomicU64::new(0),
-            rels: RelTable::new(),
+            rels: RelTable::new(dropped),
         }
     }
 
-    /// Add every counter of `self` into `into` (atomically: `into` may be
-    /// shared), for a thread that exits.
+    /// Add every counter of `self` but the per-relation ones into `into`
+    /// (atomically: `into` may be shared), for a thread that exits. Its
+    /// per-relation counters go to [`RetiredRelations`], which has no slot
+    /// limit: the relations of all exited threads together may be many more
+    /// than one table's slots.
     pub fn merge_into(&self, into: &ThreadStats) {
         let add = |a: &AtomicU64, b: &AtomicU64| {
             b.fetch_add(a.load(Ordering::Relaxed), Ordering::Relaxed);
@@ -239,7 +327,6 @@ impl ThreadStats {
         add(&self.ticks_sum, &into.ticks_sum);
         into.ticks_max
             .fetch_max(self.ticks_max.load(Ordering::Relaxed), Ordering::Relaxed);
-        self.rels.merge_into(&into.rels);
     }
 
     /// Record one victim found after `ticks` ticks.
@@ -374,13 +461,10 @@ impl RelationStats {
         self.accesses.saturating_sub(self.hits)
     }
 
-    /// hits / accesses (1.0 when there were no accesses).
-    pub fn hit_ratio(&self) -> f64 {
-        if self.accesses == 0 {
-            1.0
-        } else {
-            self.hits as f64 / self.accesses as f64
-        }
+    /// hits / accesses; `None` when there were no accesses (a relation
+    /// never looked up has no hit ratio, not a perfect one).
+    pub fn hit_ratio(&self) -> Option<f64> {
+        (self.accesses > 0).then(|| self.hits as f64 / self.accesses as f64)
     }
 
     /// These counters minus earlier ones: the activity in between.
@@ -561,8 +645,10 @@ impl PoolStats {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn collect<'a>(
         threads: impl Iterator<Item = &'a ThreadStats>,
+        retired: &RetiredRelations,
         nparts: usize,
         pool: &PoolCounters,
         evictor: Evictor,
@@ -572,8 +658,8 @@ impl PoolStats {
     ) -> PoolStats {
         let mut partitions = vec![PartitionStats::default(); nparts];
         let mut ticks = TicksHistogram::default();
-        let mut relations = BTreeMap::new();
-        let mut relations_untracked = RelationStats::default();
+        let mut relations = retired.named.clone();
+        let mut relations_untracked = retired.untracked.clone();
         for t in threads {
             t.rels.sum_into(&mut relations, &mut relations_untracked);
             for (p, c) in partitions.iter_mut().zip(t.parts.iter()) {
@@ -712,12 +798,13 @@ mod tests {
 
     #[test]
     fn histogram_mean_percentile_max() {
-        let t = ThreadStats::new(1);
+        let t = ThreadStats::new(1, None);
         for ticks in [1, 1, 1, 2, 2, 3, 10, 200] {
             t.record_victim(ticks);
         }
         let s = PoolStats::collect(
             [&t].into_iter(),
+            &RetiredRelations::default(),
             1,
             &PoolCounters::default(),
             Evictor::Clock,

@@ -38,7 +38,12 @@ fn a_scripted_sequence_counts_hits_and_misses_per_relation_exactly() {
         assert_eq!(s.relation(a.rel), counts(8, 4, 0));
         assert_eq!(s.relation(b.rel), counts(2, 0, 0));
         assert_eq!(s.relation(a.rel).misses(), 4);
-        assert_eq!(s.relation(a.rel).hit_ratio(), 0.5);
+        assert_eq!(s.relation(a.rel).hit_ratio(), Some(0.5));
+        assert_eq!(
+            s.relation(RelId(99)).hit_ratio(),
+            None,
+            "a relation never looked up has no hit ratio"
+        );
         assert_eq!(s.relation(RelId(99)), counts(0, 0, 0));
         assert_eq!(s.relations.len(), 2);
 
@@ -102,5 +107,82 @@ fn relations_beyond_a_threads_slots_are_summed_as_untracked_and_none_is_lost() {
         let named: u64 = s.relations.values().map(|r| r.accesses).sum();
         assert_eq!(named + s.relations_untracked.accesses, u64::from(n));
         assert_eq!(s.totals().accesses, u64::from(n));
+    });
+}
+
+/// Threads that exit are folded into one retired block; the relations they
+/// read keep their names however many there are across all of them (each
+/// thread read fewer relations than it has slots, so none is untracked).
+#[test]
+fn relations_of_threads_that_exited_keep_their_names_beyond_one_threads_slots() {
+    with_timeout(60, || {
+        let db = TestDb::new();
+        let per_thread = RELATION_SLOTS as u32 - 28;
+        let n = per_thread * 2;
+        for r in 1..=n {
+            db.create_rel(rel(r), 1);
+        }
+        let pool = db.pool(small_config(16));
+        let pool = std::sync::Arc::new(pool);
+        for first in [1, per_thread + 1] {
+            let pool = pool.clone();
+            // A joined thread has run its thread-local destructors: it has
+            // retired its counters.
+            std::thread::spawn(move || {
+                for r in first..first + per_thread {
+                    read_version(&pool, rel(r), 0);
+                }
+            })
+            .join()
+            .unwrap();
+        }
+        let s = pool.stats();
+        assert_eq!(s.relations_untracked, RelationStats::default());
+        assert_eq!(s.relations.len(), n as usize);
+        for r in 1..=n {
+            let c = s.relation(rel(r).rel);
+            assert_eq!((c.accesses, c.hits), (1, 0), "relation {r}");
+        }
+    });
+}
+
+/// A thread whose slots are all taken frees the slots of relations dropped
+/// since: relations it reads next are counted by name, the dropped ones
+/// keep their counts, and nothing is counted twice or lost.
+#[test]
+fn a_full_threads_slots_of_dropped_relations_are_given_to_new_relations() {
+    with_timeout(60, || {
+        let db = TestDb::new();
+        let n = RELATION_SLOTS as u32;
+        for r in 1..=n + 20 {
+            db.create_rel(rel(r), 1);
+        }
+        let pool = db.pool(small_config(16));
+        for r in 1..=n {
+            read_version(&pool, rel(r), 0);
+        }
+        // Full: one more relation is untracked.
+        read_version(&pool, rel(n + 1), 0);
+        assert_eq!(pool.stats().relations_untracked.accesses, 1);
+        // More dropped than read next: an eviction may also claim a freed
+        // slot for the untracked relation's page it evicts.
+        for r in 1..=20 {
+            pool.drop_relation(rel(r).rel).unwrap();
+        }
+        for r in n + 2..=n + 11 {
+            read_version(&pool, rel(r), 0);
+        }
+        let s = pool.stats();
+        for r in (1..=n).chain(n + 2..=n + 11) {
+            assert_eq!(s.relation(rel(r).rel).accesses, 1, "relation {r}");
+        }
+        assert!(s.relations_untracked.accesses <= 1);
+        let named: u64 = s.relations.values().map(|r| r.accesses).sum();
+        assert_eq!(named + s.relations_untracked.accesses, s.totals().accesses);
+        let evicted: u64 = s.relations.values().map(|r| r.evictions).sum();
+        assert_eq!(
+            evicted + s.relations_untracked.evictions,
+            s.totals().evictions
+        );
     });
 }

@@ -49,7 +49,9 @@ pub use database::{
 pub use error::{EngineError, ErrorKind, Result};
 pub use handle::{Index, IndexRef, Table, TableRef};
 pub use keys::{IntoKey, KeyRange};
-pub use options::{DEFAULT_RING_KIB, Options, Partitions, StorageWrapper, parse_evictor};
+pub use options::{
+    DEFAULT_RING_KIB, MIN_POOL_BUFFERS, Options, Partitions, StorageWrapper, parse_evictor,
+};
 pub use owned_row::OwnedRow;
 pub use recovery::{RecoveryStats, recover, recover_from};
 pub use reserved::{CATALOG_REL, CLOG_REL, FIRST_USER_REL};

@@ -75,3 +75,59 @@ fn relation_stats_name_tables_and_indexes_and_add_up_to_the_pool_totals() {
         assert_eq!(u.hits - u_before.hits, u.accesses - u_before.accesses);
     })
 }
+
+/// A long-lived thread that creates, fills and drops tables over and over
+/// (more than a thread's counter slots) still counts the table it creates
+/// next under that table's name: the slots of dropped relations are not
+/// held forever, and the dropped tables' counts are kept ("relation N").
+#[test]
+fn a_thread_that_dropped_many_tables_still_counts_a_new_table_by_name() {
+    watchdog(Duration::from_secs(120), || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), small_options()).unwrap();
+        let rounds = bufmgr::RELATION_SLOTS + 8;
+        for i in 0..rounds {
+            let name = format!("tmp{i}");
+            db.create_table(&name, two_columns()).unwrap();
+            db.transaction(|txn| txn.insert(&name, row(1, "x")).map(|_| ()))
+                .unwrap();
+            let scanned = db
+                .read_transaction(|txn| Ok(txn.scan(&name)?.count()))
+                .unwrap();
+            assert_eq!(scanned, 1);
+            db.drop_table(&name).unwrap();
+        }
+        db.create_table("last", two_columns()).unwrap();
+        db.transaction(|txn| txn.insert("last", row(1, "x")).map(|_| ()))
+            .unwrap();
+        let before = db
+            .relation_stats()
+            .into_iter()
+            .find(|r| r.name == "last")
+            .map(|r| r.counts)
+            .unwrap_or_default();
+        let scanned = db
+            .read_transaction(|txn| Ok(txn.scan("last")?.count()))
+            .unwrap();
+        assert_eq!(scanned, 1);
+        let stats = db.relation_stats();
+        let last = stats.iter().find(|r| r.name == "last").unwrap_or_else(|| {
+            let untracked = db.pool_stats().relations_untracked;
+            panic!(
+                "no row for last ({} rows, untracked {untracked:?})",
+                stats.len()
+            )
+        });
+        assert!(
+            last.counts.accesses > before.accesses,
+            "the scan of last is counted under its name: {last:?}"
+        );
+        // Every lookup is filed somewhere, exactly once.
+        let pool = db.pool_stats();
+        let named: u64 = stats.iter().map(|r| r.counts.accesses).sum();
+        assert_eq!(
+            named + pool.relations_untracked.accesses,
+            pool.totals().accesses
+        );
+    })
+}

@@ -58,7 +58,7 @@ use crate::replacement::evictor::{Evictor, PROBATION_DIVISOR};
 use crate::replacement::probation::ProbationQueue;
 use crate::replacement::ring::{Ring, RingKind};
 use crate::replacement::sweep::ClockHand;
-use crate::stats::{PoolCounters, PoolStats, ThreadStats};
+use crate::stats::{DroppedRelations, PoolCounters, PoolStats, RetiredRelations, ThreadStats};
 use crate::table::BufTable;
 use crate::tag::{BlockNumber, BufferTag, PAGE_SIZE, RelFork, RelId};
 use crate::wal_hook::{NoWal, WalSink};
@@ -122,6 +122,11 @@ pub(crate) struct PoolShared {
     pub fallback_stats: Arc<ThreadStats>,
     /// Counters of threads that have exited (merged in when they do).
     retired_stats: ThreadStats,
+    /// Per-relation counters of threads that have exited (locked only
+    /// while `thread_stats` is).
+    retired_rels: Mutex<RetiredRelations>,
+    /// Relations dropped, for threads' full counter tables to free.
+    pub(crate) dropped_rels: Arc<DroppedRelations>,
     pub counters: PoolCounters,
     /// Threads that ever registered (for round-robin homes) and that are alive.
     pub registered_threads: AtomicUsize,
@@ -250,8 +255,10 @@ impl BufferPool {
             write_failure: Mutex::new(None),
             write_failed: AtomicBool::new(false),
             thread_stats: Mutex::new(Vec::new()),
-            fallback_stats: Arc::new(ThreadStats::new(nparts)),
-            retired_stats: ThreadStats::new(nparts),
+            fallback_stats: Arc::new(ThreadStats::new(nparts, None)),
+            retired_stats: ThreadStats::new(nparts, None),
+            retired_rels: Mutex::new(RetiredRelations::default()),
+            dropped_rels: Arc::new(DroppedRelations::default()),
             counters: PoolCounters::default(),
             registered_threads: AtomicUsize::new(0),
             active_threads: AtomicUsize::new(0),
@@ -422,11 +429,13 @@ impl BufferPool {
     pub(crate) fn stats_of(s: &PoolShared) -> PoolStats {
         // Under the registry lock, so a thread retiring meanwhile is counted once.
         let threads = s.thread_stats.lock();
+        let retired = s.retired_rels.lock();
         PoolStats::collect(
             threads
                 .iter()
                 .map(|t| &**t)
                 .chain([&*s.fallback_stats, &s.retired_stats]),
+            &retired,
             s.parts.len(),
             &s.counters,
             s.evictor,
@@ -555,13 +564,17 @@ impl PoolShared {
         let mut threads = self.thread_stats.lock();
         threads.retain(|t| !Arc::ptr_eq(t, stats));
         stats.merge_into(&self.retired_stats);
+        self.retired_rels.lock().absorb(stats);
     }
 
     /// Register a thread's stats block.
     pub(crate) fn register_thread(self: &Arc<Self>) -> (usize, Arc<ThreadStats>) {
         let ordinal = self.registered_threads.fetch_add(1, Ordering::Relaxed);
         self.active_threads.fetch_add(1, Ordering::Relaxed);
-        let stats = Arc::new(ThreadStats::new(self.parts.len()));
+        let stats = Arc::new(ThreadStats::new(
+            self.parts.len(),
+            Some(self.dropped_rels.clone()),
+        ));
         self.thread_stats.lock().push(stats.clone());
         (ordinal, stats)
     }

@@ -46,6 +46,7 @@ impl BufferPool {
         }
         self.shared.unlogged.write().remove(&rel);
         self.shared.forget_durable(rel);
+        self.shared.dropped_rels.note(rel);
         Ok(())
     }
 

@@ -248,6 +248,16 @@ impl Params {
                 "--pool-fraction and --pool-mib/--pool-pages both size the pool: give one".into(),
             ));
         }
+        // Checked before the data set is loaded: a run would fail only after
+        // the load, and `--load-only` would report a pool no run can open.
+        if settings.pool_buffers != 0 && settings.pool_buffers < engine::MIN_POOL_BUFFERS {
+            return Err(BenchError::Config(format!(
+                "--pool-pages/--pool-mib: a pool of {} buffers is below the engine's \
+                 minimum of {}",
+                settings.pool_buffers,
+                engine::MIN_POOL_BUFFERS
+            )));
+        }
         let analytic = args
             .analytic_threads
             .map_or_else(|| vec![0], |t| t.as_slice().to_vec());

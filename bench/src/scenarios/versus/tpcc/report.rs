@@ -38,11 +38,11 @@ pub struct RelationRow {
     /// Pages in the pool at the end of the window.
     pub resident: u64,
     /// The pool's lookups of the relation's pages during the window, the
-    /// hits among them, hits / lookups (1.0 with no lookup), and its valid
-    /// pages evicted (`Database::relation_stats`).
+    /// hits among them, hits / lookups (`None`, JSON `null`, with no
+    /// lookup), and its valid pages evicted (`Database::relation_stats`).
     pub accesses: u64,
     pub hits: u64,
-    pub hit_ratio: f64,
+    pub hit_ratio: Option<f64>,
     pub evictions: u64,
     /// Pages read from storage (pool misses) during the window.
     pub reads: u64,
@@ -369,7 +369,8 @@ impl Report for TpccReport {
                         "{:.1}",
                         100.0 * rel.resident as f64 / rel.pages.max(1) as f64
                     ),
-                    format!("{:.2}", 100.0 * rel.hit_ratio),
+                    rel.hit_ratio
+                        .map_or("-".into(), |h| format!("{:.2}", 100.0 * h)),
                     rel.evictions.to_string(),
                     format!("{:.3}", rel.reads_per_txn),
                 ]);
