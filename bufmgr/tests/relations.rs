@@ -157,6 +157,61 @@ fn a_failed_read_of_a_dropped_relation_does_not_block_its_recreation() {
     });
 }
 
+/// A reader of the block an extension is adding, arriving once the write
+/// has made it part of the file (a scan up to the new length), finds the
+/// extender's buffer and waits for it: it neither reads the blank page into
+/// a second buffer nor makes the extension fail with "already in the buffer
+/// pool". Both get the page, the extender first.
+#[test]
+fn a_read_of_the_block_being_added_waits_for_the_extension() {
+    with_timeout(60, || {
+        let db = TestDb::new();
+        db.create_rel(rel(A), 2);
+        let pool = db.pool(small_config(16));
+        db.storage.arm(common::GateOn::AfterWrite(tag(A, 2)));
+        std::thread::scope(|s| {
+            let extender = s.spawn(|| {
+                let mut g = pool.extend(rel(A), None)?;
+                assert_eq!(g.block(), 2);
+                common::fill_page(&mut g, 2, 5);
+                g.mark_dirty();
+                Ok::<_, bufmgr::Error>(())
+            });
+            assert!(
+                db.storage.wait_at_gate(Duration::from_secs(20)),
+                "the extension never wrote block 2"
+            );
+            assert_eq!(pool.nblocks(rel(A)).unwrap(), 3);
+            let (done_tx, done_rx) = std::sync::mpsc::channel();
+            let pool = &pool;
+            let reader = s.spawn(move || {
+                let r = pool
+                    .read_buffer(rel(A), 2, None)
+                    .map(|b| check_page(&b.lock_shared(), 2));
+                done_tx.send(()).unwrap();
+                r
+            });
+            // The reader may not finish while the extension is held; if it
+            // does (the bug), let it finish before the extension goes on.
+            let finished_early = done_rx.recv_timeout(Duration::from_secs(2)).is_ok();
+            db.storage.open_gate();
+            extender
+                .join()
+                .unwrap()
+                .unwrap_or_else(|e| panic!("extension with a reader of its block: {e}"));
+            let seen = reader.join().unwrap().unwrap();
+            assert!(!finished_early, "the reader did not wait for the extension");
+            assert_eq!(
+                seen,
+                Ok(5),
+                "the reader saw the page before the extender filled it"
+            );
+        });
+        assert_eq!(pool.pinned_buffers(), 0);
+        assert_eq!(read_version(&pool, rel(A), 2), 5);
+    });
+}
+
 #[test]
 fn truncate_relation_forgets_pages_beyond_the_cut() {
     with_timeout(30, || {

@@ -105,6 +105,33 @@ fn extension_after_a_failed_write_is_refused() {
     });
 }
 
+/// The write that reserves an extension's block fails: the extension fails
+/// with the I/O error, the file keeps its length, and nothing of the block
+/// stays in the pool (no pin, no tag): a read of it finds no such block.
+#[test]
+fn a_failed_extension_write_leaves_no_trace_of_the_block() {
+    with_timeout(30, || {
+        let db = TestDb::new();
+        db.create_rel(rel(REL), 4);
+        let pool = db.pool(small_config(8));
+        db.faulty.fail_writes_after(0);
+        let e = pool.extend(rel(REL), None).unwrap_err();
+        assert_io_naming_path(&e, &db);
+        assert_eq!(pool.nblocks(rel(REL)).unwrap(), 4);
+        assert_eq!(pool.pinned_buffers(), 0, "the extension's pin leaked");
+        assert!(
+            row_of(&pool, tag(REL, 4)).is_none(),
+            "block 4 left in the pool"
+        );
+        db.faulty.clear();
+        let e = pool.read_buffer(rel(REL), 4, None).unwrap_err();
+        assert!(
+            matches!(e, bufmgr::Error::BlockOutOfRange { block: 4, .. }),
+            "{e:?}"
+        );
+    });
+}
+
 /// A write failing while a reader evicts a dirty victim: the read fails with
 /// the I/O error, no pin is leaked, every dirty page stays in the pool.
 #[test]

@@ -207,15 +207,13 @@ impl PoolShared {
         } else {
             blank.fill(0);
         }
-        // Reserve the block on disk first: a failure leaves nothing behind.
-        // SAFETY: as above.
-        if let Err(e) = self.storage.write(tag, unsafe { self.arena.page(victim) }) {
-            // SAFETY: we hold it exclusively, from `lock_content_exclusive`.
-            unsafe { d.unlock_content_exclusive(mark) };
-            d.unpin();
-            return Err(e);
-        }
-        self.pending_sync.lock().insert(rf);
+        // Claim the block's tag in the mapping before the file grows: from
+        // the moment the write below makes the block part of the file, a
+        // reader may look it up (a scan up to the new length), and it must
+        // find this buffer, not read the blank page into a second one (which
+        // would leave the tag taken and fail this extension). Tagged with
+        // `IO_IN_PROGRESS` (read path step 6), a reader that finds it waits
+        // for the write's outcome.
         let ht = HashedTag::new(tag);
         let mut map = self.table.write(ht.partition());
         if let Some(&stale) = map.get(&ht)
@@ -246,11 +244,25 @@ impl PoolShared {
         };
         let admit = self.admit(&mut map, &ht, s);
         d.unlock_header(
-            TAG_VALID | VALID | perm | admit,
-            USAGE_MASK | FLAG_MASK & !(TAG_VALID | VALID | PERMANENT),
+            TAG_VALID | IO_IN_PROGRESS | perm | admit,
+            USAGE_MASK | FLAG_MASK & !(TAG_VALID | IO_IN_PROGRESS | PERMANENT),
         );
         self.admitted(victim, s, admit);
         drop(map);
+        // Reserve the block on disk: on a failure the block stays outside
+        // the file and the buffer is given up as after a failed read (a
+        // reader waiting on it retries the read and finds no such block).
+        // SAFETY: arena rule 2: IO_IN_PROGRESS is ours and the page is not
+        // VALID, so nobody else reads these bytes while we write them out.
+        if let Err(e) = self.storage.write(tag, unsafe { self.arena.page(victim) }) {
+            self.terminate_io(victim, IO_ERROR, 0);
+            // SAFETY: we hold it exclusively, from `lock_content_exclusive`.
+            unsafe { d.unlock_content_exclusive(mark) };
+            self.release_failed(victim);
+            return Err(e);
+        }
+        self.pending_sync.lock().insert(rf);
+        self.terminate_io(victim, VALID, IO_ERROR);
         Ok((victim, mark))
     }
 

@@ -303,6 +303,8 @@ pub struct WriteRecord {
 pub enum GateOn {
     /// Writes of this block.
     Write(BufferTag),
+    /// Writes of this block, held once the page has reached the files.
+    AfterWrite(BufferTag),
     /// `sync` of any fork.
     Sync,
 }
@@ -446,6 +448,7 @@ impl StorageBackend for TestStorage {
         let wal_flushed = self.wal.lock().unwrap().as_ref().map_or(0, |w| w.flushed());
         let result = self.inner.write(tag, page);
         if result.is_ok() {
+            self.gate(GateOn::AfterWrite(tag));
             self.writes.lock().unwrap().push(WriteRecord {
                 tag,
                 page_lsn: page::page_lsn(page),
