@@ -84,12 +84,19 @@ fn assert_intervals(row: &serde_json::Value, at_least: Duration, at_most: Option
         last = t;
         assert!(i["secs"].as_f64().unwrap() <= every * 2.5, "{i}");
         assert!(i["ops_per_sec"].as_f64().is_some(), "{i}");
-        if i["ops"].as_u64().unwrap() > 0 {
-            assert!(i["p99_us"].as_f64().unwrap() > 0.0, "{i}");
+        // A worker hands its latencies over every few milliseconds, so an
+        // interval's p99 may lag its ops (an interval with ops but no
+        // latency yet is possible on a busy machine); a p99 given is real.
+        if let Some(p99) = i["p99_us"].as_f64() {
+            assert!(p99 > 0.0, "{i}");
         }
     }
     assert!(
         series.iter().any(|i| i["ops"].as_u64().unwrap() > 0),
+        "{row}"
+    );
+    assert!(
+        series.iter().any(|i| i["p99_us"].as_f64().is_some()),
         "{row}"
     );
 }
