@@ -1261,7 +1261,7 @@ impl Iterator for RowIter {
 
     /// The next row of the page in hand, here (small enough to be inlined
     /// into the caller's loop); anything else (the next page, an error, a
-    /// rollback to look at) in [`RowIter::next_slow`].
+    /// rollback to look at) in `RowIter::next_slow`.
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if let Some(Kept::Row { id, start, end }) = self.kept.front()
