@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::{row, small_options, two_columns, watchdog};
-use engine::{Database, Decision, EngineError, Options, RetryableError, Value};
+use engine::{Database, Decision, EngineError, Options, RetryableError, Transaction, Value};
 
 fn options() -> Options {
     small_options().transaction_backoff(Duration::from_micros(100), Duration::from_millis(2))
@@ -22,6 +22,18 @@ fn db_with_row(dir: &std::path::Path) -> Database {
     db.transaction(|txn| txn.insert("t", row(1, "0")).map(|_| ()))
         .unwrap();
     db
+}
+
+/// A transaction that has updated row 1 (to "held") and not ended: every
+/// other writer of that row meets a conflict while it lives.
+fn hold_row_one(db: &Database) -> Transaction {
+    let holder = db.begin().unwrap();
+    let (rid, _) = holder
+        .get_by_key("t", "id", &Value::I64(1))
+        .unwrap()
+        .unwrap();
+    holder.update("t", rid, row(1, "held")).unwrap();
+    holder
 }
 
 fn name_of(db: &Database, id: i64) -> Option<String> {
@@ -93,12 +105,7 @@ fn a_conflict_is_still_retried_and_counted_before_a_rollback_decision() {
     watchdog(Duration::from_secs(60), || {
         let dir = tempfile::tempdir().unwrap();
         let db = db_with_row(dir.path());
-        let holder = db.begin().unwrap();
-        let (rid, _) = holder
-            .get_by_key("t", "id", &Value::I64(1))
-            .unwrap()
-            .unwrap();
-        holder.update("t", rid, row(1, "held")).unwrap();
+        let holder = hold_row_one(&db);
         let mut holder = Some(holder);
         let before = db.txn_stats();
         let mut runs = 0;
@@ -273,12 +280,7 @@ fn a_rollback_decided_after_a_caught_conflict_is_returned_not_retried() {
     watchdog(Duration::from_secs(60), || {
         let dir = tempfile::tempdir().unwrap();
         let db = db_with_row(dir.path());
-        let holder = db.begin().unwrap();
-        let (rid, _) = holder
-            .get_by_key("t", "id", &Value::I64(1))
-            .unwrap()
-            .unwrap();
-        holder.update("t", rid, row(1, "held")).unwrap();
+        let holder = hold_row_one(&db);
         let before = db.txn_stats();
         let mut runs = 0;
         let d = db
