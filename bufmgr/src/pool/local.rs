@@ -133,21 +133,42 @@ thread_local! {
 }
 
 /// Run `f` with this thread's state for `pool`, creating it on first use.
-#[inline]
+///
+/// The pool this thread used last is kept first in the list, so the common
+/// case is one compare; everything else (another pool, a first use, a call
+/// that re-enters the pool) is out of line, which keeps this small enough to
+/// inline into the hit path with the thread-local access itself.
+#[inline(always)]
 pub(crate) fn with_local<R>(pool: &Arc<PoolShared>, f: impl FnOnce(&mut Local) -> R) -> R {
     LOCALS.with(|cell| {
         let Ok(mut locals) = cell.try_borrow_mut() else {
-            return f(&mut Local::temporary(pool));
+            return with_temporary(pool, f);
         };
-        // Fast path: the pool this thread used last is first.
-        let idx = match locals.iter().position(|l| l.pool_id == pool.id) {
-            Some(i) => i,
-            None => {
-                locals.retain(|l| l.pool.strong_count() > 0);
-                locals.insert(0, Local::new(pool));
-                0
-            }
-        };
-        f(&mut locals[idx])
+        if locals.first().is_none_or(|l| l.pool_id != pool.id) {
+            bring_to_front(&mut locals, pool);
+        }
+        f(&mut locals[0])
     })
+}
+
+/// `f` with a temporary state: the thread's list is borrowed by a call
+/// further up (a callback that re-enters the pool).
+#[cold]
+#[inline(never)]
+fn with_temporary<R>(pool: &Arc<PoolShared>, f: impl FnOnce(&mut Local) -> R) -> R {
+    f(&mut Local::temporary(pool))
+}
+
+/// Put this thread's state for `pool` first in `locals`: moved there if the
+/// thread has one, else created (after pruning the states of dropped pools).
+#[cold]
+#[inline(never)]
+fn bring_to_front(locals: &mut Vec<Local>, pool: &Arc<PoolShared>) {
+    match locals.iter().position(|l| l.pool_id == pool.id) {
+        Some(i) => locals[..=i].rotate_right(1),
+        None => {
+            locals.retain(|l| l.pool.strong_count() > 0);
+            locals.insert(0, Local::new(pool));
+        }
+    }
 }

@@ -857,4 +857,47 @@ mod tests {
         let t = pool.stats().totals();
         assert_eq!(t.hits + t.reads, t.accesses);
     }
+
+    #[test]
+    fn a_thread_alternating_between_pools_counts_each_hit_in_its_own_pool() {
+        let (_d1, a) = pool_with(16, 4);
+        let (_d2, b) = pool_with(16, 4);
+        let (_d3, c) = pool_with(16, 4);
+        let before = [&a, &b, &c].map(|p| p.stats().totals());
+        // The thread's state for the pool it used last is kept first: this
+        // order moves each pool to the front and back again many times.
+        for round in 0..30u32 {
+            drop(a.read_buffer(REL, round % 4, None).unwrap());
+            drop(b.read_buffer(REL, round % 4, None).unwrap());
+            drop(b.read_buffer(REL, round % 4, None).unwrap());
+            if round % 3 == 0 {
+                drop(c.read_buffer(REL, round % 4, None).unwrap());
+            }
+        }
+        let hits = [&a, &b, &c].map(|p| p.stats().totals());
+        let got: Vec<(u64, u64)> = (0..3)
+            .map(|i| {
+                (
+                    hits[i].accesses - before[i].accesses,
+                    hits[i].hits - before[i].hits,
+                )
+            })
+            .collect();
+        assert_eq!(got, vec![(30, 30), (60, 60), (10, 10)]);
+    }
+
+    #[test]
+    fn a_read_from_inside_a_read_of_the_same_thread_is_counted() {
+        // A callback that reads while the thread's state is borrowed gets a
+        // temporary state; its access still reaches the pool's statistics.
+        let (_dir, pool) = pool_with(16, 4);
+        let shared = pool.shared.clone();
+        let before = pool.stats().totals();
+        local::with_local(&shared, |_outer| {
+            drop(pool.read_buffer(REL, 1, None).unwrap());
+        });
+        let after = pool.stats().totals();
+        assert_eq!(after.accesses - before.accesses, 1);
+        assert_eq!(after.hits - before.hits, 1);
+    }
 }
