@@ -314,3 +314,44 @@ fn ticks_rows_carry_sampled_page_access_latencies_intervals_summing_to_the_run_a
     assert_eq!(report.seed, 7);
     assert_pool_scenario_rows(&report, &settings);
 }
+
+#[test]
+fn crash_soak_times_every_acknowledged_unit_and_its_intervals_sum_to_them() {
+    use bench::scenarios::crash_soak;
+    let dir = tempfile::tempdir().unwrap();
+    let settings = tiny(dir.path(), 64, vec![1], Duration::from_millis(300));
+    let args = crash_soak::Args { cycles: Some(3) };
+    let report = bench::common::finish(
+        crash_soak::run_with(&settings, &args, Path::new(env!("CARGO_BIN_EXE_bench"))).unwrap(),
+        &settings,
+    )
+    .unwrap();
+    assert_eq!(report.failure, None);
+    let text = bench::common::Report::render(&report);
+    assert!(text.contains("latency per operation"), "{text}");
+    let v = json(&settings);
+    let row = &v["rows"][0];
+    let r = &report.rows[0];
+    // Every OK the parent read was one timed unit: the commits verified
+    // but for those found committed without an OK.
+    assert_eq!(r.acknowledged, r.commits_verified - r.in_doubt_committed);
+    assert!(r.acknowledged > 0, "{row}");
+    assert_latency(row, crash_soak::COMMIT);
+    let count = |kind: &str| row["latency"][kind]["count"].as_u64().unwrap_or(0);
+    assert_eq!(
+        count(crash_soak::COMMIT) + count(crash_soak::STATEMENT),
+        r.acknowledged,
+        "{row}"
+    );
+    if count(crash_soak::STATEMENT) > 0 {
+        assert_latency(row, crash_soak::STATEMENT);
+    }
+    // The series covers the whole run, cycles and checks.
+    let wall = Duration::from_secs_f64(r.wall_secs);
+    assert_intervals(row, wall.saturating_sub(INTERVAL), Some(wall + INTERVAL));
+    let counted: u64 = r.series.intervals.iter().map(|i| i.ops).sum();
+    assert_eq!(counted, r.acknowledged, "{row}");
+    assert!(row["intervals"][0]["hit_ratio"].is_null(), "{row}");
+    assert_eq!(row["seed"], 7);
+    assert_eq!(report.seed, 7);
+}
