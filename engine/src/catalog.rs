@@ -47,6 +47,7 @@ use bufmgr::RelId;
 use heap::{Heap, Tid};
 use parking_lot::{Mutex, RwLock};
 
+use crate::drop_lock::DropLock;
 use crate::error::{EngineError, Result, cut};
 use crate::schema::Schema;
 use crate::table_def::TableInfo;
@@ -113,7 +114,9 @@ pub(crate) struct TableHandle {
     /// dropped table's heap is never touched again. CREATE / DROP INDEX take
     /// it exclusively too (PostgreSQL's ShareLock for CREATE INDEX, coarser:
     /// readers wait as well), so every operation sees one set of indexes.
-    pub dropped: RwLock<bool>,
+    /// Sharded by thread (`crate::drop_lock`): a read writes no cache line
+    /// that another thread's reads write.
+    pub dropped: DropLock,
     /// The table's indexes; changed only under `dropped`'s write lock.
     pub indexes: RwLock<Vec<Arc<IndexHandle>>>,
     /// One vacuum of the table at a time (PostgreSQL's

@@ -35,6 +35,7 @@ use crate::catalog::{
     TableHandle, check_name, check_table,
 };
 use crate::datadir::{self, DirLock, Recorded, RecordedKind};
+use crate::drop_lock::DropLock;
 use crate::error::{EngineError, Result};
 use crate::index::{self, map_btree};
 use crate::invalid_pages::{InvalidPages, log_drop};
@@ -646,7 +647,7 @@ impl Database {
         let handle = TableHandle {
             info: Schema::new(info.clone(), catalog_tid),
             heap,
-            dropped: RwLock::new(false),
+            dropped: DropLock::new(),
             indexes: RwLock::new(Vec::new()),
             vacuum: Mutex::new(()),
             counters: TableCounters::default(),

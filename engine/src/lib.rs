@@ -14,6 +14,7 @@ mod database;
 /// damaged bytes; not part of the API.
 #[doc(hidden)]
 pub mod datadir;
+mod drop_lock;
 mod durable;
 mod error;
 mod handle;

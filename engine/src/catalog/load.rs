@@ -10,6 +10,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::catalog::{CatalogEntry, CatalogState, InvalidIndex, TableHandle};
 use crate::database::Core;
 use crate::datadir::{self, Recorded};
+use crate::drop_lock::DropLock;
 use crate::error::{EngineError, ErrorKind, Result};
 use crate::reserved::{CATALOG_REL, FIRST_USER_REL};
 use crate::schema::Schema;
@@ -89,7 +90,7 @@ impl Core {
             let t = Arc::new(TableHandle {
                 info: Schema::new(info, catalog_tid),
                 heap,
-                dropped: RwLock::new(false),
+                dropped: DropLock::new(),
                 indexes: RwLock::new(Vec::new()),
                 vacuum: Mutex::new(()),
                 counters: TableCounters::default(),
