@@ -179,6 +179,28 @@ fn open(path: &Path) -> Result<Box<dyn BufRead + Send>> {
 /// A record's page ids, first to last.
 type Pages = std::ops::RangeInclusive<u64>;
 
+/// One oracleGeneral record at byte offset `at`; the error's detail if its
+/// next access cannot be.
+#[inline]
+fn decode_oracle(rec: &[u8; ORACLE_RECORD], at: u64) -> std::result::Result<Req, String> {
+    let obj = u64::from_le_bytes(rec[4..12].try_into().expect("8 bytes"));
+    let next = i64::from_le_bytes(rec[16..24].try_into().expect("8 bytes"));
+    // The record's request number; its next request must come after it.
+    let request = at / ORACLE_RECORD as u64;
+    let next = match next {
+        -1 => NEVER,
+        n if n >= 0 && n as u64 > request => n as u64,
+        n if n >= 0 => {
+            return Err(format!(
+                "next access {n} is not after this record (request {request}): OPT would \
+                 replay a future that cannot be"
+            ));
+        }
+        n => return Err(format!("next access {n}: neither a request number nor -1")),
+    };
+    Ok(Req { obj, next })
+}
+
 /// A streaming reader of a public-format trace: an iterator of accesses.
 pub struct Reader {
     path: PathBuf,
@@ -281,6 +303,66 @@ impl Reader {
         }
     }
 
+    /// Replace `out` with the next accesses, at most `max` (at least 1):
+    /// empty at the end of the trace. oracleGeneral records are decoded
+    /// straight from the input's buffer, many per call, rather than one
+    /// read per record; the text formats go access by access. The same
+    /// accesses, in the same order, as the iterator, and the same errors.
+    pub fn next_batch(&mut self, out: &mut Vec<Req>, max: usize) -> Result<()> {
+        out.clear();
+        let max = max.max(1);
+        if matches!(self.kind, Kind::Oracle) {
+            while out.len() < max && !self.done {
+                let take = {
+                    let (path, pos) = (&self.path, self.pos);
+                    let buf = self.input.fill_buf().map_err(|e| FormatError::Bad {
+                        path: path.clone(),
+                        at: format!("byte offset {pos}"),
+                        detail: format!("read: {e}"),
+                    })?;
+                    let whole = buf.len() / ORACLE_RECORD;
+                    if whole == 0 {
+                        // The end, or a record cut across the buffer's
+                        // end: one record the careful way.
+                        match self.next_oracle()? {
+                            Some(q) => out.push(q),
+                            None => self.done = true,
+                        }
+                        continue;
+                    }
+                    let n = whole.min(max - out.len());
+                    for rec in buf[..n * ORACLE_RECORD].chunks_exact(ORACLE_RECORD) {
+                        let rec: &[u8; ORACLE_RECORD] = rec.try_into().expect("a whole record");
+                        // Read from `buf` while `self` is borrowed: errors
+                        // are built after the borrow ends.
+                        match decode_oracle(rec, self.pos) {
+                            Ok(q) => out.push(q),
+                            Err(detail) => {
+                                let at = format!("byte offset {}", self.pos);
+                                return Err(FormatError::Bad {
+                                    path: self.path.clone(),
+                                    at,
+                                    detail,
+                                });
+                            }
+                        }
+                        self.pos += ORACLE_RECORD as u64;
+                    }
+                    n * ORACLE_RECORD
+                };
+                self.input.consume(take);
+            }
+            return Ok(());
+        }
+        while out.len() < max {
+            match self.next() {
+                Some(q) => out.push(q?),
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
     fn next_oracle(&mut self) -> Result<Option<Req>> {
         let mut rec = [0u8; ORACLE_RECORD];
         let mut got = 0;
@@ -305,31 +387,9 @@ impl Reader {
                 format!("a truncated record: {got} of {ORACLE_RECORD} bytes"),
             ));
         }
+        let q = decode_oracle(&rec, at).map_err(|d| self.bad(format!("byte offset {at}"), d))?;
         self.pos += ORACLE_RECORD as u64;
-        let obj = u64::from_le_bytes(rec[4..12].try_into().expect("8 bytes"));
-        let next = i64::from_le_bytes(rec[16..24].try_into().expect("8 bytes"));
-        // The record's request number; its next request must come after it.
-        let request = at / ORACLE_RECORD as u64;
-        let next = match next {
-            -1 => NEVER,
-            n if n >= 0 && n as u64 > request => n as u64,
-            n if n >= 0 => {
-                return Err(self.bad(
-                    format!("byte offset {at}"),
-                    format!(
-                        "next access {n} is not after this record (request {request}): OPT would \
-                         replay a future that cannot be"
-                    ),
-                ));
-            }
-            n => {
-                return Err(self.bad(
-                    format!("byte offset {at}"),
-                    format!("next access {n}: neither a request number nor -1"),
-                ));
-            }
-        };
-        Ok(Some(Req { obj, next }))
+        Ok(Some(q))
     }
 
     /// The next line's fields, or `None` at the end; blank lines skipped.

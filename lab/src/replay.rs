@@ -53,7 +53,7 @@ use bufmgr::evictor::{Evictor, PROBATION_DIVISOR, Tick};
 use bufmgr::probation::Ghost;
 use bufmgr::ring::RingKind;
 use bufmgr::table::{HashedTag, NUM_MAPPING_PARTITIONS};
-use bufmgr::tag::{BufferTag, PAGE_SIZE};
+use bufmgr::tag::{BufferTag, PAGE_SIZE, RelFork};
 use bufmgr::trace::{Access, Trace};
 
 use crate::formats::{self, FormatError, ReadOptions, Reader};
@@ -269,13 +269,62 @@ pub fn textbook(policy: Policy, pages: usize) -> Result<Box<dyn Cache + Send>, E
     })
 }
 
-/// Dense keys 0..n for the tags of `refs`, in access order.
+/// Blocks of one relation fork [`intern`] keys through an array: past
+/// this block number (a relation of over 32 GiB), a hash map.
+const DENSE_BLOCKS: usize = 1 << 22;
+
+/// [`intern`]'s array slot of a block not seen yet.
+const UNSEEN: u32 = u32::MAX;
+
+/// Dense keys 0..n for the tags of `refs`, in access order (a tag's key is
+/// the number of distinct tags before its first access).
+///
+/// An engine trace's tags are the blocks of a few relation forks, each
+/// numbered from 0 up: each fork gets an array indexed by block number
+/// (grown to the largest block seen), found through a small map of forks
+/// with the last one kept at hand (accesses run in one relation for a
+/// while). Only blocks past [`DENSE_BLOCKS`] go through a map of tags.
 fn intern(refs: &[Ref]) -> Vec<u32> {
-    let mut ids = FastMap::default();
+    let mut forks: FastMap<RelFork, usize> = FastMap::default();
+    let mut dense: Vec<Vec<u32>> = Vec::new();
+    let mut sparse: FastMap<BufferTag, u32> = FastMap::default();
+    let mut n: u32 = 0;
+    let mut last: Option<(RelFork, usize)> = None;
+    let mut fresh = || {
+        let k = n;
+        n += 1;
+        k
+    };
     refs.iter()
         .map(|r| {
-            let n = ids.len() as u32;
-            *ids.entry(r.tag).or_insert(n)
+            let tag = r.tag;
+            let block = tag.block as usize;
+            if block >= DENSE_BLOCKS {
+                return *sparse.entry(tag).or_insert_with(&mut fresh);
+            }
+            let rf = RelFork {
+                rel: tag.rel,
+                fork: tag.fork,
+            };
+            let f = match last {
+                Some((l, f)) if l == rf => f,
+                _ => {
+                    let f = *forks.entry(rf).or_insert_with(|| {
+                        dense.push(Vec::new());
+                        dense.len() - 1
+                    });
+                    last = Some((rf, f));
+                    f
+                }
+            };
+            let blocks = &mut dense[f];
+            if block >= blocks.len() {
+                blocks.resize((block + 1).next_power_of_two().min(DENSE_BLOCKS), UNSEEN);
+            }
+            if blocks[block] == UNSEEN {
+                blocks[block] = fresh();
+            }
+            blocks[block]
         })
         .collect()
 }
@@ -952,39 +1001,109 @@ pub fn replay_stream(
             o.format
         )));
     }
-    let mut hits = 0u64;
-    match textbook(policy, pages) {
-        Err(e) => {
+    let mut stream = Stream {
+        path,
+        reader,
+        batch: Vec::with_capacity(STREAM_BATCH),
+        keyed: Vec::with_capacity(STREAM_BATCH),
+        keys: Interner::default(),
+        next,
+        done: 0,
+    };
+    match policy {
+        Policy::Engine(e) => {
             let mut pool = ReplayPool::new(e, pages, RingSizes::default());
-            let mut keys = Interner::default();
-            for r in reader {
-                let obj = r?.obj;
-                let r = Ref {
-                    tag: formats::tag_of(obj),
-                    thread: 0,
-                    ring: None,
-                };
-                hits += u64::from(pool.access_keyed(&r, keys.key(obj)?));
+            let mut hits = 0u64;
+            loop {
+                let reqs = stream.batch()?;
+                if reqs.is_empty() {
+                    break;
+                }
+                for q in reqs {
+                    let r = Ref {
+                        tag: formats::tag_of(q.obj),
+                        thread: 0,
+                        ring: None,
+                    };
+                    hits += u64::from(pool.access_keyed(&r, q.key));
+                }
             }
+            Ok(hits)
         }
-        Ok(mut cache) => {
-            let mut keys = Interner::default();
-            for (i, r) in reader.enumerate() {
-                let r = r?;
-                let n = match next {
-                    Some(v) => *v.get(i).ok_or_else(|| {
-                        FormatError::Usage(format!(
-                            "{}: longer than when its next uses were computed",
-                            path.display()
-                        ))
-                    })?,
-                    None => r.next,
-                };
-                hits += u64::from(cache.access(keys.key(r.obj)?, n));
+        Policy::Lru => stream.replay(policy::Lru::new(pages)),
+        Policy::Arc => stream.replay(policy::Arc::new(pages)),
+        Policy::S3Fifo => stream.replay(policy::S3Fifo::new(pages)),
+        Policy::Sieve => stream.replay(policy::Sieve::new(pages)),
+        Policy::TwoQ => stream.replay(policy::TwoQ::new(pages)),
+        Policy::Opt => stream.replay(policy::Opt::new(pages)),
+    }
+}
+
+/// Accesses decoded per call of [`Reader::next_batch`] in a streamed
+/// replay: 64 Ki (1.5 MiB of oracleGeneral records).
+const STREAM_BATCH: usize = 1 << 16;
+
+/// One access of a streamed replay: its object, dense key and next use.
+#[derive(Copy, Clone, Debug)]
+struct Keyed {
+    obj: u64,
+    key: u32,
+    next: u64,
+}
+
+/// A streamed trace read a batch at a time, each access given its dense
+/// key and next use (from the records, or from `next`).
+struct Stream<'a> {
+    path: &'a Path,
+    reader: Reader,
+    batch: Vec<formats::Req>,
+    keyed: Vec<Keyed>,
+    keys: Interner,
+    next: Option<&'a [u64]>,
+    /// Accesses handed out so far.
+    done: usize,
+}
+
+impl Stream<'_> {
+    /// The next batch of keyed accesses; empty at the end.
+    fn batch(&mut self) -> formats::Result<&[Keyed]> {
+        let first = self.done;
+        self.reader.next_batch(&mut self.batch, STREAM_BATCH)?;
+        self.keyed.clear();
+        for (i, q) in self.batch.iter().enumerate() {
+            let next = match self.next {
+                Some(v) => *v.get(first + i).ok_or_else(|| {
+                    FormatError::Usage(format!(
+                        "{}: longer than when its next uses were computed",
+                        self.path.display()
+                    ))
+                })?,
+                None => q.next,
+            };
+            self.keyed.push(Keyed {
+                obj: q.obj,
+                key: self.keys.key(q.obj)?,
+                next,
+            });
+        }
+        self.done += self.keyed.len();
+        Ok(&self.keyed)
+    }
+
+    /// Replay the stream through `cache` (its concrete type: the
+    /// per-access call is inlined); the hits.
+    fn replay<C: Cache>(mut self, mut cache: C) -> formats::Result<u64> {
+        let mut hits = 0u64;
+        loop {
+            let reqs = self.batch()?;
+            if reqs.is_empty() {
+                return Ok(hits);
+            }
+            for q in reqs {
+                hits += u64::from(cache.access(q.key, q.next));
             }
         }
     }
-    Ok(hits)
 }
 
 /// Replay a streamed trace through each policy at each size (sizes outer,
@@ -1073,6 +1192,49 @@ mod tests {
                 ring: None,
             })
             .collect()
+    }
+
+    // The per-fork arrays give every tag the key a map of tags gives it
+    // (its first appearance's rank), across forks, far blocks and an array
+    // grown many times.
+    #[test]
+    fn interned_keys_are_first_appearance_ranks_across_forks_and_far_blocks() {
+        let fork = |rel, fsm: bool| RelFork {
+            rel: RelId(rel),
+            fork: if fsm {
+                bufmgr::tag::Fork::FreeSpace
+            } else {
+                bufmgr::tag::Fork::Main
+            },
+        };
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let refs: Vec<Ref> = (0..20_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let block = match x % 10 {
+                    0 => DENSE_BLOCKS as u32 + (x >> 50) as u32 % 5,
+                    1 => u32::MAX - (x >> 60) as u32,
+                    _ => ((x >> 20) % 5_000) as u32,
+                };
+                Ref {
+                    tag: BufferTag::new(fork(1 + (x >> 40) as u32 % 3, x.is_multiple_of(7)), block),
+                    thread: 0,
+                    ring: None,
+                }
+            })
+            .collect();
+        let mut naive: HashMap<BufferTag, u32> = HashMap::new();
+        let want: Vec<u32> = refs
+            .iter()
+            .map(|r| {
+                let n = naive.len() as u32;
+                *naive.entry(r.tag).or_insert(n)
+            })
+            .collect();
+        assert_eq!(intern(&refs), want);
+        assert!(naive.len() > 1_000, "{} distinct tags", naive.len());
     }
 
     fn hits(p: Policy, s: &str, pages: usize) -> usize {

@@ -518,3 +518,79 @@ fn fp_of(refs: &[lab::replay::Ref]) -> u64 {
     tags.dedup();
     (refs.len() - tags.len()) as u64
 }
+
+/// Every access [`Reader::next_batch`] hands out, `max` at a time.
+fn read_batches(path: &Path, o: &ReadOptions, max: usize) -> Result<Vec<(u64, u64)>, FormatError> {
+    let mut r = Reader::open(path, o)?;
+    let mut batch = Vec::new();
+    let mut out = Vec::new();
+    loop {
+        r.next_batch(&mut batch, max)?;
+        if batch.is_empty() {
+            return Ok(out);
+        }
+        assert!(batch.len() <= max.max(1));
+        out.extend(batch.iter().map(|q| (q.obj, q.next)));
+    }
+}
+
+// oracleGeneral records are decoded many at a time from the input's
+// buffer; 24-byte records straddle its 64 KiB edges. Batches of any size
+// hold the iterator's accesses in its order, plain and compressed, and
+// the text formats' too.
+#[test]
+fn batches_hold_the_iterators_accesses_in_order_across_buffer_edges() {
+    let d = dir("batches");
+    let records: Vec<(u32, u64, u32, i64)> = (0..10_000u64)
+        .map(|i| {
+            let next = if i % 3 == 0 { -1 } else { i as i64 + 5 };
+            (i as u32, (i * 7919) % 1013, 8192, next)
+        })
+        .collect();
+    let og = d.join("t.oracleGeneral.bin");
+    std::fs::write(&og, oracle(&records)).unwrap();
+    let og_zst = zst(&og);
+    let lis = d.join("t.lis");
+    std::fs::write(&lis, "5 3 0 0\n100 1 0 0\n7 2 0 0\n").unwrap();
+    for (path, format) in [
+        (&og, Format::OracleGeneral),
+        (&og_zst, Format::OracleGeneral),
+        (&lis, Format::Lis),
+    ] {
+        let o = opts(format);
+        let want = read(path, &o).unwrap();
+        assert!(!want.is_empty());
+        for max in [0, 1, 7, 2731, 1 << 16] {
+            assert_eq!(
+                read_batches(path, &o, max).unwrap(),
+                want,
+                "{} in batches of {max}",
+                path.display()
+            );
+        }
+    }
+    assert_eq!(
+        read(&og, &opts(Format::OracleGeneral)).unwrap().len(),
+        10_000
+    );
+    std::fs::remove_dir_all(&d).ok();
+}
+
+// A bad record read in a batch is the same error, at the same offset, as
+// read one at a time.
+#[test]
+fn a_bad_oracle_record_in_a_batch_is_an_error_naming_its_offset() {
+    let d = dir("batch-bad");
+    let p = d.join("backwards.bin");
+    std::fs::write(
+        &p,
+        oracle(&[(1, 7, 4096, 2), (1, 9, 4096, 1), (1, 7, 4096, -1)]),
+    )
+    .unwrap();
+    let o = opts(Format::OracleGeneral);
+    let one = read(&p, &o).unwrap_err().to_string();
+    let batched = read_batches(&p, &o, 64).unwrap_err().to_string();
+    assert_eq!(batched, one);
+    assert!(batched.contains("byte offset 24"), "{batched}");
+    std::fs::remove_dir_all(&d).ok();
+}
