@@ -34,7 +34,7 @@ use bufmgr::{
     BlockNumber, BufferPool, Evictor, FileStorage, PAGE_SIZE, PoolConfig, RelFork, RelId,
     StorageBackend,
 };
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
@@ -64,10 +64,15 @@ fn miss_path(c: &mut Criterion<ThreadCpu>) {
     let rf = RelFork::main(REL);
     let order = order();
     let mut g = c.benchmark_group("miss_path");
+    // Flat sampling: every sample runs the same number of iterations, about
+    // half a second of CPU, many scheduler ticks (the CPU-time count moves
+    // only at ticks and switches; criterion's default first samples are a
+    // few milliseconds, which a loaded machine can make read as zero).
     g.throughput(Throughput::Elements(1))
-        .sample_size(20)
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
+        .measurement_time(Duration::from_secs(5));
 
     for (name, checksums) in [("pool_miss", true), ("pool_miss_no_checksum", false)] {
         let pool = BufferPool::new(

@@ -13,7 +13,8 @@
 //!    takes the partition lock shared and pins before releasing it. An index
 //!    probe that finds nothing, or whose candidate fails validation, falls
 //!    back to the locked lookup: the index may miss or be stale, never wrong
-//!    after validation.
+//!    after validation. (A miss may take that locked lookup as the
+//!    exclusive one of its insert, see "Whether the index holds everything".)
 //! 2. Changing a buffer's identity (insert or delete an entry) needs the
 //!    partition lock exclusive, plus the buffer's header lock. Only holders of
 //!    the exclusive lock write the partition's index ([`PartitionWrite`]
@@ -38,11 +39,24 @@
 //! tombstones before it back into empty slots; when tombstones reach 1/4 of
 //! the array it is rebuilt. A reader racing a rebuild may miss; it then takes
 //! the lock.
+//!
+//! # Whether the index holds everything
+//! Beside each partition's lock, on its cache line, a flag says whether
+//! every entry of the partition's map is in its read index (no entry left
+//! out by a full array): [`BufTable::all_indexed`]. The exclusive holder
+//! sets it after each change. A miss reads it (relaxed, no lock) after its
+//! probe found nothing: while it is set, a probe that found nothing missed
+//! only if it raced a change or a rebuild of the index, and the miss skips
+//! the shared lookup under the lock, since it looks again under the
+//! exclusive lock before it inserts (rule 1 holds: the locked map still
+//! decides). The flag is a hint for speed only: read stale, it costs a
+//! locked lookup, or a victim taken for a page that was resident after all
+//! (given back clean as the race of two misses on one page gives it back).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{MappedRwLockReadGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -128,10 +142,19 @@ pub struct Part {
     ghost: Ghost,
 }
 
+/// A partition's lock and, on the same cache line, whether its read index
+/// holds every entry of its map (module docs: written only by the holder of
+/// the exclusive lock, read without it).
+#[derive(Debug)]
+struct PartLock {
+    lock: RwLock<Part>,
+    all_indexed: AtomicBool,
+}
+
 /// The mapping table.
 #[derive(Debug)]
 pub struct BufTable {
-    parts: Box<[CachePadded<RwLock<Part>>]>,
+    parts: Box<[CachePadded<PartLock>]>,
     /// Every partition's index slots: partition `p` owns chunks
     /// `p * chunks_per_part ..`, so two partitions never share a cache line.
     slots: Box<[Chunk]>,
@@ -290,6 +313,7 @@ impl Part {
 pub struct PartitionWrite<'a> {
     guard: RwLockWriteGuard<'a, Part>,
     slots: Slots<'a>,
+    all_indexed: &'a AtomicBool,
 }
 
 impl PartitionWrite<'_> {
@@ -311,7 +335,18 @@ impl PartitionWrite<'_> {
             part.index_remove(self.slots, ht.hash, old);
         }
         part.index_insert(self.slots, ht.hash, id);
+        self.note_indexed();
         old
+    }
+
+    /// Set the partition's flag (module docs) from the map and the index,
+    /// after a change under this lock.
+    #[inline]
+    fn note_indexed(&self) {
+        let all = self.guard.map.len() == self.guard.live;
+        if self.all_indexed.load(Ordering::Relaxed) != all {
+            self.all_indexed.store(all, Ordering::Relaxed);
+        }
     }
 
     /// Forget `ht`; returns the buffer it mapped to.
@@ -325,6 +360,7 @@ impl PartitionWrite<'_> {
             if part.map.len() > part.live && part.live + part.dead < self.slots.limit() / 2 {
                 part.rebuild(self.slots);
             }
+            self.note_indexed();
         }
         old
     }
@@ -361,6 +397,7 @@ impl PartitionWrite<'_> {
     pub fn rebuild_index(&mut self) {
         let part = &mut *self.guard;
         part.rebuild(self.slots);
+        self.note_indexed();
     }
 }
 
@@ -381,12 +418,16 @@ impl BufTable {
         BufTable {
             parts: (0..NUM_MAPPING_PARTITIONS)
                 .map(|_| {
-                    CachePadded(RwLock::new(Part {
-                        map: Map::with_capacity_and_hasher(per_part, Default::default()),
-                        live: 0,
-                        dead: 0,
-                        ghost: Ghost::new(ghost_per_part),
-                    }))
+                    CachePadded(PartLock {
+                        lock: RwLock::new(Part {
+                            map: Map::with_capacity_and_hasher(per_part, Default::default()),
+                            live: 0,
+                            dead: 0,
+                            ghost: Ghost::new(ghost_per_part),
+                        }),
+                        // Empty: nothing left out.
+                        all_indexed: AtomicBool::new(true),
+                    })
                 })
                 .collect(),
             slots: (0..chunks)
@@ -426,21 +467,31 @@ impl BufTable {
     /// Lock a partition shared (rule 1).
     #[inline]
     pub fn read(&self, partition: usize) -> MappedRwLockReadGuard<'_, Map> {
-        RwLockReadGuard::map(self.parts[partition].read(), |p| &p.map)
+        RwLockReadGuard::map(self.parts[partition].lock.read(), |p| &p.map)
     }
 
     /// Lock a partition exclusive (rule 2).
     #[inline]
     pub fn write(&self, partition: usize) -> PartitionWrite<'_> {
+        let part = &self.parts[partition];
         PartitionWrite {
-            guard: self.parts[partition].write(),
+            guard: part.lock.write(),
             slots: self.slots(partition),
+            all_indexed: &part.all_indexed,
         }
+    }
+
+    /// Whether `partition`'s read index held every entry of its map at its
+    /// last change (module docs): a relaxed load, no lock, for a miss
+    /// deciding whether a probe that found nothing is worth a locked lookup.
+    #[inline]
+    pub fn all_indexed(&self, partition: usize) -> bool {
+        self.parts[partition].all_indexed.load(Ordering::Relaxed)
     }
 
     /// Number of entries (takes every lock in turn, in ascending order).
     pub fn len(&self) -> usize {
-        self.parts.iter().map(|p| p.read().map.len()).sum()
+        self.parts.iter().map(|p| p.lock.read().map.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -633,6 +684,46 @@ mod tests {
         for (i, h) in tags.iter().enumerate().skip(len / 2 + len / 8) {
             assert!(indexed(&t, h, i as BufferId), "{i} not back in the index");
         }
+    }
+
+    #[test]
+    fn all_indexed_is_cleared_while_a_full_index_leaves_an_entry_out() {
+        let t = BufTable::new(1024);
+        let len = t.index_len();
+        let p = 5;
+        let tags = tags_in_partition(p, len);
+        assert!(t.all_indexed(p), "an empty partition leaves nothing out");
+        let mut w = t.write(p);
+        for (i, h) in tags.iter().enumerate().take(len / 4 * 3) {
+            w.insert(*h, i as BufferId);
+        }
+        drop(w);
+        assert!(t.all_indexed(p), "3/4 of the array: every entry indexed");
+        let mut w = t.write(p);
+        w.insert(tags[len / 4 * 3], (len / 4 * 3) as BufferId);
+        drop(w);
+        assert!(!t.all_indexed(p), "one entry past the limit is left out");
+        assert!(
+            (0..NUM_MAPPING_PARTITIONS)
+                .filter(|&q| q != p)
+                .all(|q| t.all_indexed(q)),
+            "the other partitions keep their flags"
+        );
+        // Removing the left-out entry itself gives back a complete index.
+        let mut w = t.write(p);
+        w.remove(&tags[len / 4 * 3]);
+        drop(w);
+        assert!(t.all_indexed(p));
+        // Left out again, then back in by a rebuild after removals.
+        let mut w = t.write(p);
+        w.insert(tags[len / 4 * 3], (len / 4 * 3) as BufferId);
+        assert!(!t.all_indexed(p));
+        for h in &tags[..len / 2] {
+            w.remove(h);
+        }
+        drop(w);
+        assert!(t.all_indexed(p), "the rebuild indexed the left-out entry");
+        assert!(candidates(&t, &tags[len / 4 * 3]).contains(&((len / 4 * 3) as BufferId)));
     }
 
     #[test]

@@ -6,8 +6,11 @@
 //!    buffer it names (the evictor's pin rule) and validate it: pinned, it
 //!    must be `TAG_VALID` with our tag (`PoolShared::pin_if_tagged`). If
 //!    the index has nothing or the candidate fails, look up under the mapping
-//!    partition's shared lock and pin before releasing it. On a hit, done
-//!    (waiting for the read if it is still in progress).
+//!    partition's shared lock and pin before releasing it; but not when the
+//!    partition's index holds every entry of its map (`BufTable::all_indexed`):
+//!    the page is then all but surely not resident, and step 5's exclusive
+//!    lookup decides. On a hit, done (waiting for the read if it is still
+//!    in progress).
 //! 2. Otherwise get a victim without holding any mapping lock: from the ring if
 //!    the caller has one and its current slot is reusable, else from the clock
 //!    sweep of the partition chosen for this thread. The victim comes back
@@ -512,14 +515,21 @@ impl PoolShared {
         let tag = ht.tag;
         let use_ring = ring.is_some();
         let ring_kind = ring.as_deref().map(Ring::kind);
-        // 1. The index had nothing (or only stale candidates): the map.
-        let hit = {
-            let map = self.table.read(ht.partition());
-            map.get(&ht).map(|&id| (id, self.pin(id, use_ring)))
-        };
-        if let Some((id, state)) = hit {
-            let state = state.ok_or_else(|| Self::too_many_pins(tag))?;
-            return Ok(self.count_hit(local, id, state, &ht, ring_kind));
+        // 1. The index had nothing (or only stale candidates): the map,
+        // unless the partition's index holds every entry of it (table,
+        // "Whether the index holds everything"): then the page is all but
+        // surely not resident, and step 5 looks again under the exclusive
+        // lock before inserting, so a shared lookup now would only repeat
+        // the probe at the price of a lock round trip.
+        if !self.table.all_indexed(ht.partition()) {
+            let hit = {
+                let map = self.table.read(ht.partition());
+                map.get(&ht).map(|&id| (id, self.pin(id, use_ring)))
+            };
+            if let Some((id, state)) = hit {
+                let state = state.ok_or_else(|| Self::too_many_pins(tag))?;
+                return Ok(self.count_hit(local, id, state, &ht, ring_kind));
+            }
         }
 
         // 2-4. A clean, tagless victim, pinned by us.
