@@ -109,7 +109,7 @@ impl<'a> RowRef<'a> {
         let col = col.col(self.table)?;
         match self.slot(col, ColumnType::I64)? {
             Slot::Null => Ok(None),
-            Slot::At(p) => Ok(Some(self.word(p)? as i64)),
+            Slot::At(p) => Ok(Some(i64::from_le_bytes(self.fixed(p)?))),
             Slot::Missing(v) => self.missing(col, v, Value::as_i64),
         }
     }
@@ -127,7 +127,7 @@ impl<'a> RowRef<'a> {
         let col = col.col(self.table)?;
         match self.slot(col, ColumnType::F64)? {
             Slot::Null => Ok(None),
-            Slot::At(p) => Ok(Some(f64::from_bits(self.word(p)?))),
+            Slot::At(p) => Ok(Some(f64::from_bits(u64::from_le_bytes(self.fixed(p)?)))),
             Slot::Missing(v) => self.missing(col, v, Value::as_f64),
         }
     }
@@ -145,7 +145,7 @@ impl<'a> RowRef<'a> {
         let col = col.col(self.table)?;
         match self.slot(col, ColumnType::Timestamp)? {
             Slot::Null => Ok(None),
-            Slot::At(p) => Ok(Some(self.word(p)? as i64)),
+            Slot::At(p) => Ok(Some(i64::from_le_bytes(self.fixed(p)?))),
             Slot::Missing(v) => self.missing(col, v, Value::as_timestamp),
         }
     }
@@ -326,34 +326,13 @@ impl<'a> RowRef<'a> {
         let b = start
             .checked_add(N)
             .and_then(|end| self.data.get(start..end))
-            .ok_or_else(|| self.past_end(N, start))?;
+            .ok_or_else(|| {
+                self.corrupt(format!(
+                    "a {N}-byte value at byte {start} runs past the row's {} bytes",
+                    self.data.len()
+                ))
+            })?;
         Ok(b.try_into().expect("N bytes"))
-    }
-
-    /// The 8-byte value at `start` (an `I64`, `F64` or `Timestamp`), checked
-    /// to lie inside the row. A `u64`, not the `[u8; 8]` of
-    /// [`fixed`](Self::fixed): a `Result` of a byte array holds it at an
-    /// odd offset, which the compiled accessor wrote byte by byte and read
-    /// back whole, stalling on every read.
-    #[inline]
-    fn word(&self, start: usize) -> Result<u64> {
-        match start
-            .checked_add(8)
-            .and_then(|end| self.data.get(start..end))
-        {
-            Some(b) => Ok(u64::from_le_bytes(b.try_into().expect("8 bytes"))),
-            None => Err(self.past_end(8, start)),
-        }
-    }
-
-    /// A value of `n` bytes at `start` runs past the row.
-    #[cold]
-    #[inline(never)]
-    fn past_end(&self, n: usize, start: usize) -> EngineError {
-        self.corrupt(format!(
-            "a {n}-byte value at byte {start} runs past the row's {} bytes",
-            self.data.len()
-        ))
     }
 
     /// A length-prefixed value at `start`: (length, offset of the bytes),
