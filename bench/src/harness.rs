@@ -366,8 +366,20 @@ impl<'a> Recorder<'a> {
     /// interval reporter gets it either way.
     #[inline]
     pub fn record_if(&mut self, kind: &'static str, started: Instant, in_window: bool) {
-        let now = Instant::now();
-        let d = now.duration_since(started);
+        self.record_span(kind, started, Instant::now(), in_window);
+    }
+
+    /// [`record_if`](Self::record_if) of an operation that ended at `now`
+    /// (an end seen by another thread: a line read from a pipe).
+    #[inline]
+    pub fn record_span(
+        &mut self,
+        kind: &'static str,
+        started: Instant,
+        now: Instant,
+        in_window: bool,
+    ) {
+        let d = now.saturating_duration_since(started);
         if in_window {
             self.total.record(kind, d);
         }
@@ -375,7 +387,7 @@ impl<'a> Recorder<'a> {
             && *k == kind
         {
             l.record(d);
-            if now.duration_since(*flushed) >= LIVE_FLUSH {
+            if now.saturating_duration_since(*flushed) >= LIVE_FLUSH {
                 live.absorb(l);
                 *flushed = now;
             }

@@ -165,3 +165,87 @@ fn compare_sqlite_quick_reports_every_workload_and_both_sides_agree() {
     assert_eq!(v["accounts_data"]["engine_reused"], true, "{v}");
     assert_eq!(v["accounts_data"]["sqlite_reused"], true, "{v}");
 }
+
+/// A row's latency of `kind` counts `count` operations (or about as many,
+/// within `slack`) with percentiles in order.
+fn assert_latency(row: &serde_json::Value, kind: &str, count: u64, slack: u64) {
+    let l = &row["latency"][kind];
+    let f = |k: &str| {
+        l[k].as_f64()
+            .unwrap_or_else(|| panic!("{kind}.{k} in {row}"))
+    };
+    let n = l["count"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{kind} in {row}"));
+    assert!(
+        n.abs_diff(count) <= slack,
+        "{kind}: {n} timed, {count} done: {row}"
+    );
+    assert!(n > 0 && f("p50_us") > 0.0, "{kind}: {l}");
+    assert!(f("p50_us") <= f("p95_us"), "{l}");
+    assert!(f("p95_us") <= f("p99_us"), "{l}");
+    assert!(f("p99_us") <= f("p999_us"), "{l}");
+    assert!(f("p999_us") <= f("max_us"), "{l}");
+}
+
+#[test]
+fn compare_sqlite_rows_carry_both_sides_latency_per_lookup_scan_and_load_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = 5_000u64;
+    let args = compare_sqlite::Args {
+        rows: Some(rows),
+        zipf_rows: Some(8_000),
+        ..Default::default()
+    };
+    let (v, _) = run(dir.path(), args, "lat.json", None);
+    let rounds = v["rounds"].as_u64().unwrap();
+    let every = compare_sqlite::LOAD_ROW_EVERY;
+    let mut kinds_seen = 0;
+    for row in v["rows"].as_array().unwrap() {
+        let threads = row["threads"].as_u64().unwrap();
+        match row["unit"].as_str().unwrap() {
+            "lookups" => {
+                // Every lookup ending inside a window is timed; the window's
+                // count is read a lookup or two per thread from its flag.
+                for (kind, ops) in [
+                    (compare_sqlite::ENGINE_LOOKUP, "engine_window_ops"),
+                    (compare_sqlite::SQLITE_LOOKUP, "sqlite_window_ops"),
+                ] {
+                    let done = row[ops].as_u64().unwrap();
+                    assert!(done > 0, "{row}");
+                    assert_latency(row, kind, done, 4 * threads * rounds + done / 100);
+                }
+                kinds_seen |= 1;
+            }
+            _ if row["workload"] == "bulk-load" => {
+                // SQLite times inserts 0, 16, 32, ...; the engine the same
+                // rows, each when the load asks for the row after it.
+                let sqlite = rows.div_ceil(every);
+                let engine = (0..rows - 1).filter(|i| i % every == 0).count() as u64;
+                assert_latency(row, compare_sqlite::SQLITE_LOAD_ROW, rounds * sqlite, 0);
+                assert_latency(row, compare_sqlite::ENGINE_LOAD_ROW, rounds * engine, 0);
+                kinds_seen |= 2;
+            }
+            _ => {
+                // One scan per run and side; the slowest is the run of the
+                // lowest rate.
+                for (kind, min) in [
+                    (compare_sqlite::ENGINE_SCAN, "engine_min"),
+                    (compare_sqlite::SQLITE_SCAN, "sqlite_min"),
+                ] {
+                    assert_latency(row, kind, rounds, 0);
+                    let slowest_us = rows as f64 / row[min].as_f64().unwrap() * 1e6;
+                    let max_us = row["latency"][kind]["max_us"].as_f64().unwrap();
+                    assert!(
+                        (max_us - slowest_us).abs() <= slowest_us * 0.002 + 0.01,
+                        "{kind}: max {max_us} us, slowest run {slowest_us} us: {row}"
+                    );
+                }
+                kinds_seen |= 4;
+            }
+        }
+        assert!(row["seed"].as_u64().is_some(), "{row}");
+        assert_eq!(row["intervals"].as_array().map(Vec::len), Some(0));
+    }
+    assert_eq!(kinds_seen, 7, "lookup, load and scan rows all ran");
+}

@@ -244,3 +244,114 @@ fn the_seed_fixes_hint_bits_key_permutation() {
     sorted.sort_unstable();
     assert_eq!(sorted, (0..1_000).collect::<Vec<i64>>());
 }
+
+/// `sweep` and `ticks` at a tiny scale: each row's page-access latency
+/// holds one timed access in `latency_every` of those the workers made in
+/// the window, and the interval series sums to every access of the run.
+fn assert_pool_scenario_rows(report: &bench::scenarios::sweep::SweepReport, settings: &Settings) {
+    use bench::scenarios::sweep;
+    let text = bench::common::Report::render(report);
+    assert!(text.contains("latency per operation"), "{text}");
+    assert!(text.contains("one page access in 16 timed"), "{text}");
+    let v = json(settings);
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), report.rows.len());
+    assert!(!rows.is_empty());
+    for (row, r) in rows.iter().zip(&report.rows) {
+        assert_latency(row, sweep::PAGE_ACCESS);
+        assert_eq!(r.latency_every, sweep::LATENCY_EVERY);
+        assert_eq!(row["latency_every"], sweep::LATENCY_EVERY);
+        let every = r.latency_every;
+        let timed = row["latency"][sweep::PAGE_ACCESS]["count"]
+            .as_u64()
+            .unwrap();
+        // Each thread times its accesses 0, 16, 32, ...: over a run of n
+        // window accesses it timed n / 16 of them, give or take one.
+        let threads = r.threads as u64;
+        assert!(
+            (timed * every).abs_diff(r.operations) <= every * threads,
+            "{timed} timed of {} accesses: {row}",
+            r.operations
+        );
+        // The workers' own count of window accesses is the pool's (the
+        // window's flag and the pool's counters are read a few accesses
+        // apart at each end).
+        assert!(
+            r.operations.abs_diff(r.accesses) <= r.accesses / 100 + 64 * threads,
+            "{} counted by the workers, {} by the pool",
+            r.operations,
+            r.accesses
+        );
+        assert!(r.operations_with_warmup >= r.operations);
+        assert_intervals(row, settings.warmup + settings.duration, None);
+        let counted: u64 = r.series.intervals.iter().map(|i| i.ops).sum();
+        assert_eq!(counted, r.operations_with_warmup, "{row}");
+        assert!(
+            r.series.intervals.iter().any(|i| i.hit_ratio.is_some()),
+            "the pool's hit ratio per interval: {row}"
+        );
+        assert_eq!(row["seed"], 7);
+        assert!(row["mrc"].is_null(), "{row}");
+    }
+}
+
+#[test]
+fn sweep_rows_carry_sampled_page_access_latencies_intervals_summing_to_the_run_and_the_seed() {
+    use bench::scenarios::sweep;
+    let dir = tempfile::tempdir().unwrap();
+    let settings = tiny(dir.path(), 64, vec![1, 2], Duration::from_millis(600));
+    let report = sweep::sweep(&settings).unwrap();
+    assert_eq!(report.seed, 7);
+    assert_pool_scenario_rows(&report, &settings);
+}
+
+#[test]
+fn ticks_rows_carry_sampled_page_access_latencies_intervals_summing_to_the_run_and_the_seed() {
+    use bench::scenarios::sweep;
+    let dir = tempfile::tempdir().unwrap();
+    let settings = tiny(dir.path(), 64, vec![2], Duration::from_millis(600));
+    let report = sweep::ticks(&settings).unwrap();
+    assert_eq!(report.seed, 7);
+    assert_pool_scenario_rows(&report, &settings);
+}
+
+#[test]
+fn crash_soak_times_every_acknowledged_unit_and_its_intervals_sum_to_them() {
+    use bench::scenarios::crash_soak;
+    let dir = tempfile::tempdir().unwrap();
+    let settings = tiny(dir.path(), 64, vec![1], Duration::from_millis(300));
+    let args = crash_soak::Args { cycles: Some(3) };
+    let report = bench::common::finish(
+        crash_soak::run_with(&settings, &args, Path::new(env!("CARGO_BIN_EXE_bench"))).unwrap(),
+        &settings,
+    )
+    .unwrap();
+    assert_eq!(report.failure, None);
+    let text = bench::common::Report::render(&report);
+    assert!(text.contains("latency per operation"), "{text}");
+    let v = json(&settings);
+    let row = &v["rows"][0];
+    let r = &report.rows[0];
+    // Every OK the parent read was one timed unit: the commits verified
+    // but for those found committed without an OK.
+    assert_eq!(r.acknowledged, r.commits_verified - r.in_doubt_committed);
+    assert!(r.acknowledged > 0, "{row}");
+    assert_latency(row, crash_soak::COMMIT);
+    let count = |kind: &str| row["latency"][kind]["count"].as_u64().unwrap_or(0);
+    assert_eq!(
+        count(crash_soak::COMMIT) + count(crash_soak::STATEMENT),
+        r.acknowledged,
+        "{row}"
+    );
+    if count(crash_soak::STATEMENT) > 0 {
+        assert_latency(row, crash_soak::STATEMENT);
+    }
+    // The series covers the whole run, cycles and checks.
+    let wall = Duration::from_secs_f64(r.wall_secs);
+    assert_intervals(row, wall.saturating_sub(INTERVAL), Some(wall + INTERVAL));
+    let counted: u64 = r.series.intervals.iter().map(|i| i.ops).sum();
+    assert_eq!(counted, r.acknowledged, "{row}");
+    assert!(row["intervals"][0]["hit_ratio"].is_null(), "{row}");
+    assert_eq!(row["seed"], 7);
+    assert_eq!(report.seed, 7);
+}

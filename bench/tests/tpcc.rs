@@ -829,8 +829,14 @@ fn load_only_builds_the_data_set_reports_its_load_time_and_size_and_runs_no_term
         load_only: true,
         ..tpcc::Args::default()
     });
-    let mut settings = tiny_settings(kind, dir.path());
-    settings.json = Some(dir.path().join("load.json"));
+    // No run options: `--load-only` refuses them.
+    let args = CommonArgs {
+        data_dir: dir.path().to_path_buf(),
+        no_progress: true,
+        json: Some(dir.path().join("load.json")),
+        ..CommonArgs::default()
+    };
+    let settings = kind.settings(&args).unwrap();
     let report = kind.run(&settings).unwrap();
     assert!(report.failures().is_empty(), "{:?}", report.failures());
     let json: serde_json::Value =
@@ -888,4 +894,67 @@ fn a_pool_below_the_engine_minimum_is_refused_before_any_load() {
             "nothing was loaded (load_only {load_only})"
         );
     }
+}
+
+/// `--load-only` runs no terminal, so options that shape only the run are
+/// refused, each named, before anything is loaded (they were accepted and
+/// silently did nothing); the pool, I/O and output options stay allowed.
+#[test]
+fn load_only_refuses_the_options_of_a_run_naming_each_before_any_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = ScenarioKind::Tpcc(tpcc::Args {
+        tiny: true,
+        load_only: true,
+        ..tpcc::Args::default()
+    });
+    let args = CommonArgs {
+        duration: Some(3.0),
+        evictor: Some(EvictorChoice::Clock),
+        report_interval: Some(0.5),
+        data_dir: dir.path().to_path_buf(),
+        no_progress: true,
+        ..CommonArgs::default()
+    };
+    let e = kind.settings(&args).unwrap_err().to_string();
+    for name in [
+        "--duration",
+        "--evictor",
+        "--report-interval",
+        "--load-only",
+    ] {
+        assert!(e.contains(name), "{name} not named: {e}");
+    }
+    assert!(
+        !e.contains("--threads"),
+        "an option not given is named: {e}"
+    );
+    assert!(!dir.path().join("tpcc").exists(), "nothing was loaded");
+
+    // The same through the command line, where the options are parsed.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_bench"))
+        .args([
+            "tpcc",
+            "--tiny",
+            "--load-only",
+            "--warmup",
+            "1",
+            "--no-progress",
+        ])
+        .arg("--data-dir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "accepted: {stderr}");
+    assert!(stderr.contains("--warmup"), "{stderr}");
+    assert!(!dir.path().join("tpcc").exists(), "nothing was loaded");
+
+    // Options a load uses are still accepted.
+    let allowed = CommonArgs {
+        pool_pages: Some(256),
+        data_dir: dir.path().to_path_buf(),
+        no_progress: true,
+        ..CommonArgs::default()
+    };
+    kind.settings(&allowed).unwrap();
 }

@@ -561,28 +561,43 @@ pub fn run_child(dir: &Path, seed: u64, deadline: Duration, out: &mut impl Write
 /// Spawn `child` (which must run [`run_child`] and print to its stdout),
 /// wait for `READY`, let it run for `run`, SIGKILL it, and return every
 /// line it printed.
-pub fn run_and_kill(mut child: Command, run: Duration) -> Result<Vec<String>, String> {
+pub fn run_and_kill(child: Command, run: Duration) -> Result<Vec<String>, String> {
+    run_and_kill_seen(child, run, |_, _| {})
+}
+
+/// [`run_and_kill`], calling `seen(line, at)` for every line as it comes
+/// (`at`: when the pipe's reader got it), in order: the lines before
+/// `READY` and the last ones read after the kill included.
+pub fn run_and_kill_seen(
+    mut child: Command,
+    run: Duration,
+    mut seen: impl FnMut(&str, Instant),
+) -> Result<Vec<String>, String> {
     let mut child = child
         .stdout(Stdio::piped())
         .spawn()
         .map_err(|e| format!("spawn the child: {e}"))?;
     let stdout = child.stdout.take().expect("piped");
-    let (tx, rx) = channel::<String>();
+    let (tx, rx) = channel::<(String, Instant)>();
     let reader = std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
+            if tx.send((line, Instant::now())).is_err() {
                 break;
             }
         }
     });
     let mut lines = Vec::new();
+    let mut take = |(l, at): (String, Instant), lines: &mut Vec<String>| {
+        seen(&l, at);
+        lines.push(l);
+    };
     let ready_by = Instant::now() + READY_TIMEOUT;
     let outcome = loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(l) => {
-                let ready = l == "READY";
-                lines.push(l);
+                let ready = l.0 == "READY";
+                take(l, &mut lines);
                 if ready {
                     break Ok(());
                 }
@@ -601,13 +616,32 @@ pub fn run_and_kill(mut child: Command, run: Duration) -> Result<Vec<String>, St
         }
     };
     if outcome.is_ok() {
-        std::thread::sleep(run);
+        // The child's run, taking its lines as they come.
+        let kill_at = Instant::now() + run;
+        loop {
+            let left = kill_at.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match rx.recv_timeout(left) {
+                Ok(l) => take(l, &mut lines),
+                Err(RecvTimeoutError::Timeout) => break,
+                // The child closed its stdout (it died): wait out the run
+                // as before, so the check below sees it.
+                Err(RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(kill_at.saturating_duration_since(Instant::now()));
+                    break;
+                }
+            }
+        }
     }
     let died = child.try_wait().ok().flatten();
     let _ = child.kill(); // SIGKILL
     let _ = child.wait();
     let _ = reader.join();
-    lines.extend(rx.try_iter());
+    for l in rx.try_iter() {
+        take(l, &mut lines);
+    }
     outcome?;
     if let Some(status) = died {
         return Err(format!(

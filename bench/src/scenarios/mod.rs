@@ -323,7 +323,10 @@ impl ScenarioKind {
                 s.rings = vec![false, true];
             }
             ScenarioKind::CompareSqlite(_) => compare_sqlite::adjust_settings(args, &mut s),
-            ScenarioKind::Tpcc(_) => tpcc::adjust_settings(args, &mut s),
+            ScenarioKind::Tpcc(t) => {
+                tpcc::refuse_run_options_with_load_only(args, &t)?;
+                tpcc::adjust_settings(args, &mut s)
+            }
             ScenarioKind::WalCommit if args.threads.is_none() && s.quick => {
                 s.threads = wal_commit::QUICK_THREADS.to_vec();
             }

@@ -28,7 +28,7 @@
 //! (exact below 64 ticks).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bufmgr::stats::{TICK_BUCKETS, TicksHistogram, bucket_floor};
@@ -49,7 +49,8 @@ use crate::common::{
 };
 use crate::data;
 use crate::error::{BenchError, Result};
-use crate::harness;
+use crate::harness::{self, LiveLatency, Recorder, RowSeries, Tally};
+use crate::latency::{self, Latencies};
 
 /// How the threads pick blocks.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -115,6 +116,22 @@ const KEYS_PER_BLOCK: usize = 128;
 const MIN_KEYS: usize = 1 << 16;
 const MAX_KEYS: usize = 1 << 22;
 
+/// The operation kind of the latency table: one page access
+/// (`read_buffer`, shared lock, block check, unpin).
+pub const PAGE_ACCESS: &str = "page access";
+
+/// Every how many page accesses a worker times one. A page access that
+/// hits costs a few tens of nanoseconds, about what a pair of
+/// `Instant::now()` calls costs: timing every one would slow the loop it
+/// measures (bench/SCENARIOS.md has the figures), so each worker times its
+/// 1st, 17th, 33rd, ... access and the row says so (`latency_every`).
+pub const LATENCY_EVERY: u64 = 16;
+
+/// How many page accesses a worker does before adding them to the shared
+/// count the interval reporter reads (one shared counter bumped per access
+/// would bounce its cache line between the workers on the measured path).
+const COUNT_EVERY: u64 = 64;
+
 /// How often the driving thread wakes to update the progress bar and look
 /// for a worker that failed.
 const POLL: Duration = Duration::from_millis(50);
@@ -173,6 +190,27 @@ pub struct Row {
     /// trailing empty buckets left out.
     #[serde(default)]
     pub ticks_histogram: Vec<u64>,
+    /// Page accesses the workers made in the measured window (the
+    /// population the latencies were sampled from; the pool's `accesses`
+    /// counts the same accesses between its two snapshots).
+    #[serde(default)]
+    pub operations: u64,
+    /// Page accesses from the workers' start to their stop, warm-up
+    /// included: what the `--report-interval` series sums to.
+    #[serde(default)]
+    pub operations_with_warmup: u64,
+    /// One page access in this many was timed ([`LATENCY_EVERY`]): the
+    /// latency's `count` is about `operations / latency_every`.
+    #[serde(default)]
+    pub latency_every: u64,
+    /// Flattened into the row: `latency` (`page access`: one access in
+    /// `latency_every`, measured window only, every thread merged),
+    /// `intervals` (`--report-interval`, over the warm-up and the window:
+    /// page accesses/s, the pool's hit ratio and evictions, the p99 of the
+    /// timed accesses), `seed` (`--seed`, the block draws) and `mrc`
+    /// (always `null`: the pool has no live curve here).
+    #[serde(flatten)]
+    pub series: RowSeries,
 }
 
 /// One evictor relative to another for one (batch, partitions, threads, huge
@@ -388,25 +426,50 @@ pub fn draw_keys(access: Access, nblocks: BlockNumber, seed: u64) -> Result<Vec<
 struct WorkerOutcome {
     data_errors: u64,
     first_error: Option<String>,
+    /// Its timed accesses in the measured window.
+    latencies: Latencies,
+    /// Its accesses in the measured window.
+    window_ops: u64,
 }
 
-/// One thread's loop: read, lock shared, check the block number, drop.
+/// What the workers share with the driver and the interval reporter.
+#[derive(Debug, Default)]
+struct Shared {
+    stop: AtomicBool,
+    /// Raised for the measured window.
+    in_window: AtomicBool,
+    /// Page accesses so far, added in steps of [`COUNT_EVERY`] (and the
+    /// rest when a worker returns).
+    ops: AtomicU64,
+}
+
+/// One thread's loop: read, lock shared, check the block number, drop;
+/// one access in [`LATENCY_EVERY`] timed into `rec`.
 /// `keys.len()` is a power of two; thread `t` walks it with stride `2t + 1`.
 fn worker(
     pool: &BufferPool,
     rf: RelFork,
     keys: &[BlockNumber],
     t: usize,
-    stop: &AtomicBool,
+    shared: &Shared,
+    mut rec: Recorder<'_>,
 ) -> Result<WorkerOutcome> {
     debug_assert!(keys.len().is_power_of_two());
+    let Shared {
+        stop,
+        in_window,
+        ops,
+    } = shared;
     let mut out = WorkerOutcome::default();
     let mask = keys.len() - 1;
     let stride = 2 * t + 1;
     let mut i = (t * keys.len() / 2) & mask;
+    let mut done = 0u64;
     while !stop.load(Ordering::Relaxed) {
         let block = keys[i];
         i = (i + stride) & mask;
+        let timed = done.is_multiple_of(LATENCY_EVERY);
+        let started = timed.then(Instant::now);
         let page = match pool.read_buffer(rf, block, None) {
             Ok(pin) => pin.lock_shared(),
             Err(e) => {
@@ -416,12 +479,23 @@ fn worker(
         };
         let found = data::page_block(&page);
         drop(page);
+        let window = in_window.load(Ordering::Relaxed);
+        if let Some(started) = started {
+            rec.record_if(PAGE_ACCESS, started, window);
+        }
+        out.window_ops += u64::from(window);
+        done += 1;
+        if done.is_multiple_of(COUNT_EVERY) {
+            ops.fetch_add(COUNT_EVERY, Ordering::Relaxed);
+        }
         if found != block {
             out.data_errors += 1;
             out.first_error
                 .get_or_insert_with(|| format!("read block {block}, got a page of block {found}"));
         }
     }
+    ops.fetch_add(done % COUNT_EVERY, Ordering::Relaxed);
+    out.latencies = rec.finish();
     Ok(out)
 }
 
@@ -503,33 +577,52 @@ fn measure(
         storage.clone(),
     )?;
     let rf = RelFork::main(rel);
-    let stop = AtomicBool::new(false);
+    let shared = Shared::default();
+    let stop = &shared.stop;
+    let live = LiveLatency::new();
+    let live_ref = settings.measures.report_interval.map(|_| &live);
     let pb = progress_bar(
         (settings.warmup + settings.duration).as_millis() as u64,
         settings.progress,
         &format!("{label}: warm-up"),
     );
-    let measured = harness::run_crew(
-        0..c.threads,
-        // Trace thread id = worker number.
-        &|t, _| common::traced_pool(&pool, t as u32, || worker(&pool, rf, keys, t, &stop)),
-        || stop.store(true, Ordering::Relaxed),
-        |_| {
-            // A worker that failed stops the others and leaves no window.
-            if !wait(settings.warmup, &pb, Duration::ZERO, &stop) {
-                return Ok(None);
-            }
-            pb.set_message(format!("{label}: measuring"));
-            let (s0, c0, t0) = snapshot(&pool);
-            if !(wait(settings.duration, &pb, settings.warmup, &stop)
-                && wait_for_evictions(&pool, &s0, &stop))
-            {
-                return Ok(None);
-            }
-            let (s1, c1, t1) = snapshot(&pool);
-            let secs = (t1 - t0).as_secs_f64();
-            let cores = c0.zip(c1).map(|(c0, c1)| c1.cores_since(&c0, secs));
-            Ok(Some((s1.since(&s0), secs, cores)))
+    let (measured, intervals) = harness::with_intervals(
+        settings.measures.report_interval,
+        (label, "accesses"),
+        &live,
+        || Tally::of(&pool.stats(), shared.ops.load(Ordering::Relaxed)),
+        || {
+            harness::run_crew(
+                0..c.threads,
+                // Trace thread id = worker number.
+                &|t, _| {
+                    let rec = Recorder::new(live_ref, PAGE_ACCESS);
+                    common::traced_pool(&pool, t as u32, || {
+                        worker(&pool, rf, keys, t, &shared, rec)
+                    })
+                },
+                || stop.store(true, Ordering::Relaxed),
+                |_| {
+                    // A worker that failed stops the others and leaves no
+                    // window.
+                    if !wait(settings.warmup, &pb, Duration::ZERO, stop) {
+                        return Ok(None);
+                    }
+                    pb.set_message(format!("{label}: measuring"));
+                    shared.in_window.store(true, Ordering::Relaxed);
+                    let (s0, c0, t0) = snapshot(&pool);
+                    if !(wait(settings.duration, &pb, settings.warmup, stop)
+                        && wait_for_evictions(&pool, &s0, stop))
+                    {
+                        return Ok(None);
+                    }
+                    let (s1, c1, t1) = snapshot(&pool);
+                    shared.in_window.store(false, Ordering::Relaxed);
+                    let secs = (t1 - t0).as_secs_f64();
+                    let cores = c0.zip(c1).map(|(c0, c1)| c1.cores_since(&c0, secs));
+                    Ok(Some((s1.since(&s0), secs, cores)))
+                },
+            )
         },
     );
     pb.finish_and_clear();
@@ -537,9 +630,13 @@ fn measure(
     let (window, outcomes) = measured?;
     let mut data_errors = 0;
     let mut first_error = None;
+    let mut latencies = Latencies::new();
+    let mut operations = 0;
     for o in outcomes {
         data_errors += o.data_errors;
         first_error = first_error.or(o.first_error);
+        latencies.merge(&o.latencies);
+        operations += o.window_ops;
     }
     if let Some(e) = first_error {
         eprintln!("{label}: DATA ERROR: {e} ({data_errors} in all)");
@@ -586,6 +683,15 @@ fn measure(
         ticks_histogram: {
             let top = h.buckets.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
             h.buckets[..top].to_vec()
+        },
+        operations,
+        operations_with_warmup: shared.ops.load(Ordering::Relaxed),
+        latency_every: LATENCY_EVERY,
+        series: RowSeries {
+            latency: latencies.by_kind(),
+            mrc: None,
+            intervals,
+            seed: settings.seed(SEED),
         },
     })
 }
@@ -732,6 +838,24 @@ impl Report for SweepReport {
             ]);
         }
         let mut out = format!("\n{} ({} reads):\n{t}", self.scenario, self.access);
+        let lat: Vec<(String, &latency::ByKind)> = self
+            .rows
+            .iter()
+            .map(|r| {
+                (
+                    format!("{} b{} t{}", r.evictor, r.batch, r.threads),
+                    &r.series.latency,
+                )
+            })
+            .collect();
+        out += &latency::table(&lat);
+        if let Some(r) = self.rows.first() {
+            out += &format!(
+                "latency: one page access in {} timed per thread (timing every one \
+                 would slow the loop measured)\n",
+                r.latency_every
+            );
+        }
         for b in &self.pread_baselines {
             out += &format!(
                 "raw pread, {} threads: {} reads/s, {} per thread, {} per CPU-second, \
@@ -974,6 +1098,10 @@ mod tests {
             evictions_per_thread_vs_pread: None,
             evictions_per_cpu_sec_vs_pread: None,
             ticks_histogram: h,
+            operations: 0,
+            operations_with_warmup: 0,
+            latency_every: LATENCY_EVERY,
+            series: RowSeries::default(),
         };
         let (labels, panels) = ticks_panels(&[&row]);
         assert_eq!(labels.last().unwrap(), "128-255");

@@ -25,16 +25,32 @@
 //! cycle's check, which stops the soak, names the cycle and what differed,
 //! keeps the data directory, and makes `bench` exit non-zero. The workload and checks are `engine::soak`, the same code as the
 //! crash-loop test of the engine crate.
+//!
+//! Latency (`latency`): every acknowledged unit, from the child's `TXN`
+//! line to its `OK` line as the parent's pipe reader got them. For a
+//! transaction (`commit`) that is its commit: the child prints `TXN` after
+//! the transaction's lookups and writes, just before `commit`. For an
+//! auto-committed statement (`statement`: a bulk load, CREATE TABLE,
+//! CREATE INDEX, DROP TABLE) it is the whole statement. Both include the
+//! pipe's hand-over (microseconds). A unit cut by the kill (`TXN`, no `OK`)
+//! is not timed. `--report-interval SECS` prints a line per interval of the
+//! whole run (the children's runs, the recoveries and checks between them:
+//! those intervals acknowledge nothing) with the acknowledged units/s and
+//! the interval's commit p99; the pool is the child's, so no hit ratio or
+//! evictions. `--seed` draws the kill times and the children's workloads.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use engine::soak::{Rng, Soak, run_and_kill, run_child};
+use engine::soak::{Rng, Soak, run_and_kill_seen, run_child};
 use serde::{Deserialize, Serialize};
 
 use crate::common::{Defaults, EvictorChoice, Report, Settings, Table};
 use crate::error::{BenchError, Result};
+use crate::harness::{self, LiveLatency, Recorder, RowSeries, Tally};
+use crate::latency::{self, Latencies};
 
 pub const NAME: &str = "crash-soak";
 /// Cycles when `--cycles` is not given.
@@ -49,6 +65,12 @@ pub const CHILD_DIR: &str = "BENCH_CRASH_SOAK_CHILD_DIR";
 pub const CHILD_SEED: &str = "BENCH_CRASH_SOAK_CHILD_SEED";
 /// A child that is never killed stops by itself after this long.
 const CHILD_DEADLINE: Duration = Duration::from_secs(600);
+
+/// The operation kinds of the latency table: a transaction's commit, and
+/// an auto-committed statement (bulk load or DDL), each from its `TXN` line
+/// to its `OK` line.
+pub const COMMIT: &str = "commit";
+pub const STATEMENT: &str = "statement";
 
 /// The seed of the kill times and the children's workloads without `--seed`.
 pub const SEED: u64 = 0x5eed_c0de;
@@ -107,6 +129,17 @@ pub struct Row {
     pub recovery_ms_p99: f64,
     pub recovery_ms_max: f64,
     pub wall_secs: f64,
+    /// Units the children acknowledged (`OK` lines: commits and
+    /// statements), every cycle: what the latencies and the interval
+    /// series count.
+    #[serde(default)]
+    pub acknowledged: u64,
+    /// Flattened into the row: `latency` (`commit`, `statement`),
+    /// `intervals` (`--report-interval`, over the whole run), `seed` (the
+    /// kill times and the workloads) and `mrc` (always `null`: the pool is
+    /// the child's).
+    #[serde(flatten)]
+    pub series: RowSeries,
 }
 
 /// A finished `crash-soak` run.
@@ -177,16 +210,54 @@ struct Cycles {
     failure: Option<String>,
 }
 
-/// Run `cycles` children in `dir`, each killed at a random time, and
-/// check the database after each crash.
+/// Times the children's units from their lines: `TXN n ops` starts one,
+/// `OK n` ends it.
+struct Timer<'a> {
+    rec: Recorder<'a>,
+    /// The unit in flight: its number, kind and when its `TXN` came.
+    pending: Option<(u64, &'static str, Instant)>,
+    /// Units acknowledged so far, read by the interval reporter.
+    acknowledged: &'a AtomicU64,
+}
+
+impl Timer<'_> {
+    fn seen(&mut self, line: &str, at: Instant) {
+        let mut w = line.split_whitespace();
+        match w.next() {
+            Some("TXN") => {
+                let n = w.next().and_then(|n| n.parse().ok());
+                let kind = match w.next().and_then(|op| op.split(':').next()) {
+                    Some("I" | "U" | "D") => COMMIT,
+                    _ => STATEMENT,
+                };
+                self.pending = n.map(|n| (n, kind, at));
+            }
+            Some("OK") => {
+                let n: Option<u64> = w.next().and_then(|n| n.parse().ok());
+                // A malformed pair is the cycle's check to report; it is
+                // not timed.
+                if let Some((p, kind, started)) = self.pending.take()
+                    && Some(p) == n
+                {
+                    self.rec.record_span(kind, started, at, true);
+                    self.acknowledged.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Run `cycles` children of `exe` in `dir`, each killed at a random time,
+/// and check the database after each crash; `timer` times their lines.
 fn run_cycles(
     settings: &Settings,
-    exe: &Path,
-    dir: &Path,
+    (exe, dir): (&Path, &Path),
     cycles: u64,
     rng: &mut Rng,
     soak: &mut Soak,
     started: Instant,
+    timer: &mut Timer<'_>,
 ) -> Cycles {
     let mut c = Cycles::default();
     for cycle in 0..cycles {
@@ -196,7 +267,9 @@ fn run_cycles(
             .env(CHILD_SEED, rng.next_u64().to_string());
         let run =
             Duration::from_millis(RUN_MS.start() + rng.below(RUN_MS.end() - RUN_MS.start() + 1));
-        let outcome = run_and_kill(child, run)
+        // A unit in flight at the kill is not timed.
+        timer.pending = None;
+        let outcome = run_and_kill_seen(child, run, |l, at| timer.seen(l, at))
             .map_err(|e| format!("cycle {cycle}: {e}"))
             .and_then(|lines| soak.check_after_crash(cycle, dir, &lines));
         match outcome {
@@ -246,15 +319,49 @@ pub fn run_with(settings: &Settings, args: &Args, exe: &Path) -> Result<CrashSoa
     let mut rng = Rng::new(seed);
     let mut soak = Soak::new();
     let started = Instant::now();
-    let Cycles {
-        verified,
-        in_doubt,
-        blocks,
-        loads_killed,
-        next_xid,
-        recovery_ms,
-        failure,
-    } = run_cycles(settings, exe, &dir, cycles, &mut rng, &mut soak, started);
+    let live = LiveLatency::new();
+    let acknowledged = AtomicU64::new(0);
+    let mut timer = Timer {
+        rec: Recorder::new(settings.measures.report_interval.map(|_| &live), COMMIT),
+        pending: None,
+        acknowledged: &acknowledged,
+    };
+    let (cycles_seen, intervals) = harness::with_intervals(
+        settings.measures.report_interval,
+        (NAME, "acknowledged"),
+        &live,
+        || Tally {
+            ops: acknowledged.load(Ordering::Relaxed),
+            ..Tally::default()
+        },
+        || {
+            let c = run_cycles(
+                settings,
+                (exe, &dir),
+                cycles,
+                &mut rng,
+                &mut soak,
+                started,
+                &mut timer,
+            );
+            // Hand the last values to the interval reporter before it ends.
+            let lat: Latencies =
+                std::mem::replace(&mut timer.rec, Recorder::new(None, COMMIT)).finish();
+            (c, lat)
+        },
+    );
+    let (
+        Cycles {
+            verified,
+            in_doubt,
+            blocks,
+            loads_killed,
+            next_xid,
+            recovery_ms,
+            failure,
+        },
+        lat,
+    ) = cycles_seen;
     let kept_dir = if failure.is_some() {
         Some(dir.display().to_string())
     } else {
@@ -288,6 +395,13 @@ pub fn run_with(settings: &Settings, args: &Args, exe: &Path) -> Result<CrashSoa
             recovery_ms_p99: percentile(&sorted, 0.99),
             recovery_ms_max: sorted.last().copied().unwrap_or(0.0),
             wall_secs: started.elapsed().as_secs_f64(),
+            acknowledged: acknowledged.load(Ordering::Relaxed),
+            series: RowSeries {
+                latency: lat.by_kind(),
+                mrc: None,
+                intervals,
+                seed,
+            },
         }],
         recovery_ms,
         failure,
@@ -332,6 +446,14 @@ impl Report for CrashSoakReport {
             self.rows[0].cycles, self.cycles_asked, self.seed
         );
         out += &t.to_string();
+        let lat: Vec<(String, &latency::ByKind)> = self
+            .rows
+            .iter()
+            .map(|r| (format!("{} cycles", r.cycles), &r.series.latency))
+            .collect();
+        out += &latency::table(&lat);
+        out += "commit: a transaction's commit, statement: a bulk load or DDL, each from \
+                the child's TXN line to its OK line as the pipe delivered them\n";
         out += "recovery: Database::open after the kill (WAL replay included); every cycle \
                 checks every acknowledged commit, no phantoms, indexes and checksums\n";
         out += &match (&self.failure, &self.kept_dir) {

@@ -24,7 +24,8 @@ use crate::common::{self, CpuSample, Settings};
 use crate::dataset::median;
 use crate::dirs::{self, io_error};
 use crate::error::{BenchError, Result};
-use crate::harness;
+use crate::harness::{self, RowSeries};
+use crate::latency::Latencies;
 use crate::scenarios::{index_residency, tables};
 
 /// Bump when the cached layout changes (engine and SQLite caches).
@@ -122,16 +123,21 @@ struct Window {
     errors: u64,
     first_error: Option<String>,
     others: Option<f64>,
+    /// Every lookup of the window, timed (the threads merged).
+    latencies: Latencies,
+    /// Lookups in the window (what `per_sec` counts).
+    window_ops: u64,
 }
 
 /// Run `work(thread, state, stop, tally)` on one thread per state: a
 /// warm-up, then the window between two reads of the lookup counters; then
-/// `stop`. Every lookup is checked by its tally against `expect`.
+/// `stop`. Every lookup is checked by its tally against `expect`, and
+/// timed as `kind` inside the window.
 fn window<S, F>(
     states: &mut [S],
-    warmup: Duration,
-    duration: Duration,
+    (warmup, duration): (Duration, Duration),
     expect: &dyn Expect,
+    kind: &'static str,
     work: F,
 ) -> Result<Window>
 where
@@ -140,17 +146,19 @@ where
 {
     let counters: Vec<Counter> = states.iter().map(|_| Counter::default()).collect();
     let stop = AtomicBool::new(false);
+    let in_window = AtomicBool::new(false);
     let count = || -> u64 { counters.iter().map(|c| c.0.load(Ordering::Relaxed)).sum() };
     let ((c0, t0, cpu0, c1, t1, cpu1, early), outs) = harness::run_crew(
         states.iter_mut(),
-        &|t, state: &mut S| -> Result<(u64, u64, Option<String>)> {
-            let mut tally = Tally::new(expect, &counters[t]);
+        &|t, state: &mut S| -> Result<(u64, u64, Option<String>, Latencies)> {
+            let mut tally = Tally::timed(expect, &counters[t], kind, &in_window);
             let r = work(t, state, &stop, &mut tally);
             // Whatever happened, let the others stop too.
             if r.is_err() {
                 stop.store(true, Ordering::Relaxed);
             }
-            r.map(|()| (tally.lookups, tally.errors, tally.first_error))
+            let lat = tally.latencies();
+            r.map(|()| (tally.lookups, tally.errors, tally.first_error, lat))
         },
         || stop.store(true, Ordering::Relaxed),
         |crew| {
@@ -161,9 +169,11 @@ where
                 }
             };
             sleep(warmup);
+            in_window.store(true, Ordering::Relaxed);
             let (c0, t0, cpu0) = (count(), Instant::now(), CpuSample::now());
             sleep(duration);
             let (c1, t1, cpu1) = (count(), Instant::now(), CpuSample::now());
+            in_window.store(false, Ordering::Relaxed);
             Ok((c0, t0, cpu0, c1, t1, cpu1, !crew.alive()))
         },
     )?;
@@ -173,9 +183,11 @@ where
         ));
     }
     let (mut lookups, mut errors, mut first_error) = (0, 0, None);
-    for (l, e, f) in outs {
+    let mut latencies = Latencies::new();
+    for (l, e, f, lat) in outs {
         lookups += l;
         errors += e;
+        latencies.merge(&lat);
         if first_error.is_none() {
             first_error = f;
         }
@@ -187,6 +199,8 @@ where
         errors,
         first_error,
         others: cpu0.zip(cpu1).map(|(a, b)| b.cores_since(&a, secs).1),
+        latencies,
+        window_ops: c1 - c0,
     })
 }
 
@@ -221,6 +235,10 @@ struct Runs {
     checked: u64,
     engine_result: Option<i64>,
     sqlite_result: Option<i64>,
+    /// Both sides' latencies, by kind.
+    latencies: Latencies,
+    engine_window_ops: u64,
+    sqlite_window_ops: u64,
 }
 
 impl Runs {
@@ -230,6 +248,12 @@ impl Runs {
 
     fn window(&mut self, side: &str, w: &Window) {
         self.checked += w.lookups;
+        self.latencies.merge(&w.latencies);
+        if side == "engine" {
+            self.engine_window_ops += w.window_ops;
+        } else {
+            self.sqlite_window_ops += w.window_ops;
+        }
         if let Some(o) = w.others {
             self.others.push(o);
         }
@@ -280,6 +304,16 @@ impl Runs {
             error: (!agree).then(|| self.errors.join("; ")),
             other_cores_used: (!self.others.is_empty())
                 .then(|| self.others.iter().sum::<f64>() / self.others.len() as f64),
+            engine_window_ops: self.engine_window_ops,
+            sqlite_window_ops: self.sqlite_window_ops,
+            series: RowSeries {
+                latency: self.latencies.by_kind(),
+                mrc: None,
+                intervals: Vec::new(),
+                // The accounts' keys come from the scenario's fixed seed
+                // (the zipf row sets its own).
+                seed: super::SEED,
+            },
         }
     }
 }
@@ -321,9 +355,9 @@ fn lookup_round(
     let mut states = vec![(); threads];
     let ew = window(
         &mut states,
-        settings.warmup,
-        settings.duration,
+        (settings.warmup, settings.duration),
         truth,
+        super::ENGINE_LOOKUP,
         // Trace thread id = lookup thread number.
         |t, _, stop, tally| {
             common::traced(db, t as u32, || {
@@ -336,9 +370,9 @@ fn lookup_round(
     runs.window("engine", &ew);
     let sw = window(
         conns,
-        settings.warmup,
-        settings.duration,
+        (settings.warmup, settings.duration),
         truth,
+        super::SQLITE_LOOKUP,
         |t, c, stop, tally| cycle(len, t, threads, stop, |from| sqlite(c, from, stop, tally)),
     )?;
     runs.sqlite.push(sw.per_sec);
@@ -470,11 +504,15 @@ fn scan_row(
         let r0 = reads(a.db);
         let t = Instant::now();
         let ev = engine(a.db)?;
-        let es = t.elapsed().as_secs_f64();
+        let ed = t.elapsed();
+        let es = ed.as_secs_f64();
         runs.engine_reads += reads(a.db) - r0;
         let t = Instant::now();
         let sv = sqlite(&a.conns[0])?;
-        let ss = t.elapsed().as_secs_f64();
+        let sd = t.elapsed();
+        let ss = sd.as_secs_f64();
+        runs.latencies.record(super::ENGINE_SCAN, ed);
+        runs.latencies.record(super::SQLITE_SCAN, sd);
         runs.engine.push(rows / es);
         runs.sqlite.push(rows / ss);
         runs.checked += 2 * a.data.rows();
@@ -564,6 +602,7 @@ fn bulk_load_row(
             &edir,
             engine_options(settings, pool).trace(trace.clone()),
             data,
+            &mut runs.latencies,
         )?;
         let es = t.elapsed().as_secs_f64();
         // The checks below stay out of the trace.
@@ -577,7 +616,7 @@ fn bulk_load_row(
         dirs::remove_dir(&edir)?;
         // SQLite: a fresh file, timed from open to COMMIT.
         let t = Instant::now();
-        let c = sqlite_bulk_load(&spath, cache_kib, data)?;
+        let c = sqlite_bulk_load(&spath, cache_kib, data, &mut runs.latencies)?;
         let ss = t.elapsed().as_secs_f64();
         let cpu1 = CpuSample::now();
         let (count, sum) = (sqlite_scan_count(&c)?, sqlite_scan_sum(&c)?);
@@ -734,13 +773,14 @@ fn zipf_row(settings: &Settings, p: &Params) -> Result<ZipfOut> {
     common::note_trace(settings, trace, db.pool())?;
     db.close()?;
     drop(conns);
-    let row = runs.row(
+    let mut row = runs.row(
         Workload::Zipf,
         "zipf probes, 3 indexes",
         threads,
         Some(ZIPF_PER_TXN),
         "lookups",
     );
+    row.series.seed = settings.seed(index_residency::SEED);
     Ok(ZipfOut {
         row,
         info: DataInfo {
@@ -897,7 +937,8 @@ fn ensure_accounts(
         .join(NAME)
         .join(format!("sqlite-accounts-{n}"));
     let (spath, sreused, ssecs) = ensure_sqlite(&sdir, "accounts.db", &scale, |path| {
-        let c = sqlite_bulk_load(path, cache_for(n * 130), data)?;
+        // The cached file's build is not a timed load.
+        let c = sqlite_bulk_load(path, cache_for(n * 130), data, &mut Latencies::new())?;
         c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
         Ok(())
     })?;

@@ -12,11 +12,13 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use engine::{Database, Options, Value};
 
-use super::{ABALANCE, AID, Accounts, K, K_INDEX, TABLE, Tally};
+use super::{ABALANCE, AID, Accounts, ENGINE_LOAD_ROW, K, K_INDEX, LOAD_ROW_EVERY, TABLE, Tally};
 use crate::error::{BenchError, Result};
+use crate::latency::Latencies;
 use crate::scenarios::index_residency::INDEXES as ZIPF_INDEXES;
 
 /// Workloads 1-3: look up `keys` by k, `per_txn` per transaction
@@ -44,6 +46,7 @@ pub fn engine_lookups(
         for &key in chunk {
             aids.clear();
             let mut wrong = None;
+            tally.start();
             txn.lookup_each(&by_k, &Value::I64(key), |row| {
                 if row.i64(k)? != key {
                     wrong.get_or_insert(row.to_row()?);
@@ -125,11 +128,32 @@ pub fn engine_scan_sum_owned(db: &Database) -> Result<i64> {
 /// (into the empty table: pages written whole through the bulk-write ring,
 /// the index built bottom-up from its sorted entries). Returns the open
 /// database (the caller checks it, then closes it).
-pub fn engine_bulk_load(dir: &Path, options: Options, data: &Accounts) -> Result<Database> {
+///
+/// One row in [`LOAD_ROW_EVERY`] is timed into `latencies` as
+/// [`ENGINE_LOAD_ROW`]: from `bulk_load` taking the row to its asking for
+/// the next (the row's share of the load; the index's bottom-up build
+/// after the last row is in none).
+pub fn engine_bulk_load(
+    dir: &Path,
+    options: Options,
+    data: &Accounts,
+    latencies: &mut Latencies,
+) -> Result<Database> {
     let db = Database::open(dir, options)?;
     db.create_table(TABLE, Accounts::columns())?;
     db.create_index(K_INDEX, TABLE, "k", false)?;
-    let p = db.bulk_load(TABLE, data.engine_rows(), |_| {})?;
+    let mut handed: u64 = 0;
+    let mut timed_from: Option<Instant> = None;
+    let rows = data.engine_rows().inspect(|_| {
+        if let Some(t) = timed_from.take() {
+            latencies.record(ENGINE_LOAD_ROW, t.elapsed());
+        }
+        if handed.is_multiple_of(LOAD_ROW_EVERY) {
+            timed_from = Some(Instant::now());
+        }
+        handed += 1;
+    });
+    let p = db.bulk_load(TABLE, rows, |_| {})?;
     if p.rows != data.rows() {
         return Err(BenchError::Data(format!(
             "engine: bulk load reported {} rows, expected {}",
@@ -168,6 +192,7 @@ pub fn engine_zipf_probes(
             let key = (probe & 0xFFFF_FFFF) as i64;
             ids.clear();
             let mut wrong = None;
+            tally.start();
             txn.lookup_each(&indexes[j], &Value::I64(key), |row| {
                 if row.i64(cols[1 + j])? != key {
                     wrong.get_or_insert(row.to_row()?);

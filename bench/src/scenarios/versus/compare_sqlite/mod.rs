@@ -30,7 +30,7 @@
 //! (built with `--features sqlite` only); the driver here times them.
 //! Without the feature, [`run`] fails with a message naming it.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use engine::{Column, ColumnType, Row as EngineRow, Value};
@@ -38,6 +38,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::common::{self, CommonArgs, Defaults, EvictorChoice, Report, Settings, Table};
 use crate::error::{BenchError, Result};
+use crate::latency::{self, Latencies};
 
 #[cfg(feature = "sqlite")]
 mod driver;
@@ -447,11 +448,35 @@ impl Expect for ZipfTruth {
 #[repr(align(128))]
 pub struct Counter(pub AtomicU64);
 
+/// The latency kinds of the report, one per side and operation: one lookup
+/// (or zipf probe), one full scan, one row of a bulk load.
+pub const ENGINE_LOOKUP: &str = "engine lookup";
+pub const SQLITE_LOOKUP: &str = "sqlite lookup";
+pub const ENGINE_SCAN: &str = "engine scan";
+pub const SQLITE_SCAN: &str = "sqlite scan";
+pub const ENGINE_LOAD_ROW: &str = "engine load row";
+pub const SQLITE_LOAD_ROW: &str = "sqlite load row";
+
+/// Every how many rows of a bulk load one is timed: a row takes a
+/// microsecond or two, and an `Instant::now()` pair on every one would
+/// slow the load it measures (as in sweep and ticks).
+pub const LOAD_ROW_EVERY: u64 = 16;
+
+/// A tally's lookup timing: `kind`, recorded into `latencies` while
+/// `in_window` is raised, from [`Tally::start`] to [`Tally::lookup`].
+struct Timing<'a> {
+    kind: &'static str,
+    in_window: &'a AtomicBool,
+    started: Option<std::time::Instant>,
+    latencies: Latencies,
+}
+
 /// What one thread's lookups returned: counted, hashed, and each lookup
 /// checked against the data ([`Expect`]).
 pub struct Tally<'a> {
     expect: &'a dyn Expect,
     done: &'a Counter,
+    timing: Option<Timing<'a>>,
     pub lookups: u64,
     pub rows: u64,
     /// Wrapping sum of [`pair_hash`] over every returned row.
@@ -477,6 +502,7 @@ impl<'a> Tally<'a> {
         Tally {
             expect,
             done,
+            timing: None,
             lookups: 0,
             rows: 0,
             hash: 0,
@@ -485,8 +511,48 @@ impl<'a> Tally<'a> {
         }
     }
 
+    /// A tally that also times each lookup, from [`start`](Self::start)
+    /// to [`lookup`](Self::lookup), as `kind`, while `in_window` is raised.
+    pub fn timed(
+        expect: &'a dyn Expect,
+        done: &'a Counter,
+        kind: &'static str,
+        in_window: &'a AtomicBool,
+    ) -> Tally<'a> {
+        Tally {
+            timing: Some(Timing {
+                kind,
+                in_window,
+                started: None,
+                latencies: Latencies::new(),
+            }),
+            ..Tally::new(expect, done)
+        }
+    }
+
+    /// A lookup begins (timed if the tally is).
+    #[inline]
+    pub fn start(&mut self) {
+        if let Some(t) = &mut self.timing {
+            t.started = Some(std::time::Instant::now());
+        }
+    }
+
+    /// The lookups timed in the window (empty for an untimed tally).
+    pub fn latencies(&self) -> Latencies {
+        self.timing
+            .as_ref()
+            .map_or_else(Latencies::new, |t| t.latencies.clone())
+    }
+
     /// One lookup of `key` returned the rows with these ids.
     pub fn lookup(&mut self, key: u64, ids: impl IntoIterator<Item = i64>) {
+        if let Some(t) = &mut self.timing
+            && let Some(started) = t.started.take()
+            && t.in_window.load(Ordering::Relaxed)
+        {
+            t.latencies.record(t.kind, started.elapsed());
+        }
         let (mut n, mut h) = (0u64, 0u64);
         for id in ids {
             n += 1;
@@ -557,6 +623,20 @@ pub struct Row {
     pub agree: bool,
     pub error: Option<String>,
     pub other_cores_used: Option<f64>,
+    /// Lookups (or probes) both sides made inside their measured windows,
+    /// every run: what their `latency` counts (0 for scans and loads).
+    #[serde(default)]
+    pub engine_window_ops: u64,
+    #[serde(default)]
+    pub sqlite_window_ops: u64,
+    /// Flattened into the row: `latency`, both sides side by side
+    /// (`engine lookup` / `sqlite lookup`: every lookup or probe of the
+    /// measured windows; `engine scan` / `sqlite scan`: every timed scan;
+    /// `engine load row` / `sqlite load row`: one row in
+    /// [`LOAD_ROW_EVERY`] of every timed load), `seed` (the probes' seed),
+    /// `intervals` (empty: no `--report-interval` here) and `mrc` (`null`).
+    #[serde(flatten)]
+    pub series: crate::harness::RowSeries,
 }
 
 /// Sizes and build times of the data.
@@ -665,6 +745,18 @@ impl Report for CompareReport {
             self.sqlite_settings,
         );
         out += &t.to_string();
+        let lat: Vec<(String, &latency::ByKind)> = self
+            .rows
+            .iter()
+            .map(|r| (format!("{} t{}", r.workload, r.threads), &r.series.latency))
+            .collect();
+        out += &latency::table(&lat);
+        out += &format!(
+            "latency: lookup = one lookup or probe (every one in the windows); scan = one \
+             timed full scan; load row = one row in {LOAD_ROW_EVERY} of each timed load \
+             (engine: from handing bulk_load a row to its asking for the next; SQLite: one \
+             INSERT)\n"
+        );
         out += "lookups/s count lookups, not transactions; min-max: the spread over the runs; \
                 eng reads: pages the engine read from storage in its timed runs; check: \
                 lookups or rows checked (both sides, every timed lookup against the generated \

@@ -15,10 +15,13 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use std::time::Instant;
+
 use rusqlite::{Connection, OpenFlags, Statement};
 
-use super::{Accounts, Tally};
+use super::{Accounts, LOAD_ROW_EVERY, SQLITE_LOAD_ROW, Tally};
 use crate::error::{BenchError, Result};
+use crate::latency::Latencies;
 
 /// The settings [`open`] applies, for the report.
 pub const SETTINGS: &str = "journal_mode=WAL, synchronous=FULL (WAL synced at every commit, \
@@ -115,6 +118,7 @@ pub fn sqlite_lookups(
         begin.execute([])?;
         for &key in chunk {
             aids.clear();
+            tally.start();
             let mut rows = stmt.query([key])?;
             while let Some(r) = rows.next()? {
                 let (aid, k): (i64, i64) = (r.get(0)?, r.get(1)?);
@@ -159,7 +163,15 @@ pub fn sqlite_scan_sum(c: &Connection) -> Result<i64> {
 /// transaction the table, every row through one prepared INSERT, then the
 /// index on k (SQLite builds an index over existing rows by sorting, its
 /// fastest way); COMMIT. Returns the connection.
-pub fn sqlite_bulk_load(path: &Path, cache_kib: i64, data: &Accounts) -> Result<Connection> {
+///
+/// One INSERT in [`LOAD_ROW_EVERY`] is timed into `latencies` as
+/// [`SQLITE_LOAD_ROW`].
+pub fn sqlite_bulk_load(
+    path: &Path,
+    cache_kib: i64,
+    data: &Accounts,
+    latencies: &mut Latencies,
+) -> Result<Connection> {
     remove(path);
     let c = open(path, cache_kib)?;
     c.execute_batch(
@@ -171,8 +183,14 @@ pub fn sqlite_bulk_load(path: &Path, cache_kib: i64, data: &Accounts) -> Result<
         let filler = Accounts::filler();
         let mut ins =
             c.prepare("INSERT INTO accounts(aid, k, abalance, filler) VALUES (?1, ?2, ?3, ?4)")?;
-        for (aid, k, ab) in data.tuples() {
-            ins.execute((aid, k, ab, &filler[..]))?;
+        for (i, (aid, k, ab)) in data.tuples().enumerate() {
+            if (i as u64).is_multiple_of(LOAD_ROW_EVERY) {
+                let t = Instant::now();
+                ins.execute((aid, k, ab, &filler[..]))?;
+                latencies.record(SQLITE_LOAD_ROW, t.elapsed());
+            } else {
+                ins.execute((aid, k, ab, &filler[..]))?;
+            }
         }
     }
     c.execute_batch("CREATE INDEX accounts_k ON accounts(k); COMMIT;")?;
@@ -239,6 +257,7 @@ pub fn sqlite_zipf_probes(
             let j = (probe >> 32) as usize;
             let key = (probe & 0xFFFF_FFFF) as i64;
             ids.clear();
+            tally.start();
             let mut rows = stmts[j].query([key])?;
             while let Some(r) = rows.next()? {
                 let id: i64 = r.get(0)?;

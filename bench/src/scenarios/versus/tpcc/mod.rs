@@ -217,6 +217,48 @@ pub fn adjust_settings(args: &common::CommonArgs, s: &mut Settings) {
     }
 }
 
+/// `--load-only` runs no terminal, so an option that shapes only the run
+/// would be accepted and do nothing: refused instead, naming the options.
+/// The pool options stay allowed (the report names the pool a run would
+/// open), as do `--io` and `--direct` (the load opens the database with
+/// them) and the output options.
+pub fn refuse_run_options_with_load_only(common: &common::CommonArgs, args: &Args) -> Result<()> {
+    if !args.load_only {
+        return Ok(());
+    }
+    let given = [
+        ("--duration", common.duration.is_some()),
+        ("--warmup", common.warmup.is_some()),
+        ("--threads", common.threads.is_some()),
+        ("--evictor", common.evictor.is_some()),
+        ("--batch", common.batch.is_some()),
+        ("--partitions", common.partitions.is_some()),
+        ("--ring", common.ring.is_some()),
+        ("--huge-pages", common.huge_pages.is_some()),
+        ("--optimistic", common.optimistic.is_some()),
+        ("--trace", common.trace.is_some()),
+        ("--watch", common.watch),
+        ("--mrc", common.mrc),
+        ("--report-interval", common.report_interval.is_some()),
+        ("--pin-threads", common.pin_threads),
+        ("--seed", args.seed.is_some() || common.seed.is_some()),
+    ];
+    let named: Vec<&str> = given
+        .iter()
+        .filter(|(_, on)| *on)
+        .map(|(name, _)| *name)
+        .collect();
+    if named.is_empty() {
+        Ok(())
+    } else {
+        Err(BenchError::Config(format!(
+            "--load-only runs no terminal, so {} would do nothing: leave {} out",
+            named.join(", "),
+            if named.len() == 1 { "it" } else { "them" }
+        )))
+    }
+}
+
 /// Everything one run needs, resolved from the options.
 #[derive(Clone, Debug)]
 pub struct Params {

@@ -1,0 +1,131 @@
+//! The pool's miss path beside the bare `pread` of the same blocks, in one
+//! criterion group so that their ratio comes from one run
+//! (`cargo bench -p bench --bench miss_path`).
+//!
+//! ```text
+//!   miss_path/pool_miss          read_buffer + drop, every access a miss: a
+//!                                victim off the clock sweep, the mapping table,
+//!                                the pread into the victim's page, the checksum
+//!   miss_path/pool_miss_no_checksum  the same with checksums off
+//!   miss_path/raw_pread          pread of the same block into one 8 KiB buffer
+//!   miss_path/raw_pread_spread   pread of the same block into the next page of
+//!                                a pool-sized buffer (8 MiB), as the clock
+//!                                hands a miss the next victim's page: the same
+//!                                copy destinations as the pool's
+//! ```
+//!
+//! A 1,024-buffer pool (8 MiB) over a relation of 16 x that (128 MiB),
+//! built through the pool in a temporary directory, so its pages sit in the
+//! OS page cache: every read is a page-cache copy, no device. The blocks
+//! are read in a fixed random order that brings each back only after 16 x
+//! pool accesses, so every pool access misses (checked after the run).
+//!
+//! Timed in the benchmarking thread's CPU time (`common/cpu.rs`), user and
+//! system alike: the `pread`'s kernel time counts, another process's time
+//! does not.
+
+use std::fs::File;
+use std::hint::black_box;
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bufmgr::{
+    BlockNumber, BufferPool, Evictor, FileStorage, PAGE_SIZE, PoolConfig, RelFork, RelId,
+    StorageBackend,
+};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use rand::SeedableRng;
+use rand::rngs::SmallRng;
+use rand::seq::SliceRandom;
+
+#[path = "common/cpu.rs"]
+mod cpu;
+use cpu::ThreadCpu;
+
+/// The pool: 8 MiB.
+const POOL_BUFFERS: usize = 1024;
+/// The relation: 16 x the pool (128 MiB).
+const REL: RelId = RelId(11);
+const BLOCKS: BlockNumber = 16 * POOL_BUFFERS as BlockNumber;
+
+/// Every block of the relation once, in a fixed random order.
+fn order() -> Vec<BlockNumber> {
+    let mut order: Vec<BlockNumber> = (0..BLOCKS).collect();
+    order.shuffle(&mut SmallRng::seed_from_u64(11));
+    order
+}
+
+fn miss_path(c: &mut Criterion<ThreadCpu>) {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let storage = Arc::new(FileStorage::open(dir.path()).expect("open storage"));
+    bench::data::ensure_relation(&storage, REL, BLOCKS, POOL_BUFFERS, false)
+        .expect("build the relation");
+    let rf = RelFork::main(REL);
+    let order = order();
+    let mut g = c.benchmark_group("miss_path");
+    g.throughput(Throughput::Elements(1))
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+
+    for (name, checksums) in [("pool_miss", true), ("pool_miss_no_checksum", false)] {
+        let pool = BufferPool::new(
+            PoolConfig::new(POOL_BUFFERS)
+                .evictor(Evictor::Clock)
+                .checksums(checksums),
+            storage.clone(),
+        )
+        .expect("pool");
+        let mut i = 0usize;
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let pin = pool
+                    .read_buffer(rf, order[i % order.len()], None)
+                    .expect("read");
+                black_box(pin.id());
+                i += 1;
+            })
+        });
+        let s = pool.stats().totals();
+        assert!(
+            s.hits * 100 <= s.accesses,
+            "{name}: the miss benchmark hit {} of {} accesses",
+            s.hits,
+            s.accesses
+        );
+    }
+
+    let file = File::open(storage.path(rf)).expect("open relation file");
+    let offset = |block: BlockNumber| u64::from(block) * PAGE_SIZE as u64;
+    let mut page = vec![0u8; PAGE_SIZE];
+    let mut i = 0usize;
+    g.bench_function("raw_pread", |b| {
+        b.iter(|| {
+            file.read_exact_at(&mut page, offset(order[i % order.len()]))
+                .expect("pread");
+            black_box(&page);
+            i += 1;
+        })
+    });
+    let mut pages = vec![0u8; POOL_BUFFERS * PAGE_SIZE];
+    let mut i = 0usize;
+    g.bench_function("raw_pread_spread", |b| {
+        b.iter(|| {
+            let slot = i % POOL_BUFFERS * PAGE_SIZE;
+            let dest = &mut pages[slot..slot + PAGE_SIZE];
+            file.read_exact_at(dest, offset(order[i % order.len()]))
+                .expect("pread");
+            black_box(dest);
+            i += 1;
+        })
+    });
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().with_measurement(ThreadCpu);
+    targets = miss_path
+}
+criterion_main!(benches);
