@@ -10,27 +10,31 @@
 //! A row of a table scan ([`crate::RowIter`]) is not decoded when it is
 //! read: the scan copies the tuples it keeps from a page, under the page's
 //! lock, into one buffer (reused for the next page when no row holds it
-//! any more), checks each tuple whole as a full decode would, and each row
-//! holds a reference-counted handle on that copy and its tuple's range. A
-//! typed accessor decodes just its column from those bytes, as `RowRef`
-//! does, without allocating. The values are built, once, only when asked
-//! for: `row[i]`, `values()`, `value()`, `into_values()`, comparing,
-//! hashing, printing, or changing the row in place (after which the values
-//! are the row). A scanned row outlives its transaction, its iterator and
-//! its page's eviction: the copy is its own.
+//! any more) with an entry per row (its id and its tuple's range), checks
+//! each tuple whole as a full decode would, and each row is a
+//! reference-counted handle on that copy and its entry's number: two
+//! words, moved out of `next` and dropped without a check of anything but
+//! the count. A typed accessor decodes just its column from those bytes,
+//! as `RowRef` does, without allocating. The values are built, once, only
+//! when asked for: `row[i]`, `values()`, `value()`, `into_values()`,
+//! comparing, hashing, printing, or changing the row in place (after which
+//! the values are the row). They are kept in the copy beside the entry, so
+//! a row's clones share them. A scanned row outlives its transaction, its
+//! iterator and its page's eviction: the copy is its own.
 //!
 //! The copy is freed with the last row of its page: a row kept after the
 //! scan holds its page's whole copy (up to a page, 8 KiB, however small the
-//! row). To keep a few rows of many pages for long, keep their values
-//! (`into_values()`, or a change in place), which hold no copy.
+//! row), and the values built for any row of that page. To keep a few rows
+//! of many pages for long, keep their values (`into_values()`, or a change
+//! in place), which hold no copy.
 //!
 //! ```text
 //!   OwnedRow ─┬─ Values:  values [Value; n]  (n = the table's columns, or the projected ones)
 //!             │           shape: Arc ── the table's definition (the version the row was read with)
 //!             │                      └─ positions: the table column of each value, if projected
 //!             └─ Scanned: page: Arc ── PageCopy: the kept tuples of one page, and the shape
-//!                         id, start..end: the row's tuple in the copy
-//!                         values: built from the tuple when first needed
+//!                         slot: u32       rows[slot]: id, start..end (the row's tuple in the copy)
+//!                                         values[slot]: built from the tuple when first needed
 //! ```
 //!
 //! Rules:
@@ -68,30 +72,40 @@ enum Repr {
     /// Its values (the reads other than a scan, and a scanned row once it
     /// has been changed in place).
     Values { values: Row, shape: Arc<Shape> },
-    /// A scanned row: its tuple, bytes `start..end` of its page's shared
-    /// copy (checked whole when the page was read), and its values, built
-    /// from the tuple the first time something needs them.
-    Scanned {
-        page: Arc<PageCopy>,
-        id: RowId,
-        start: u32,
-        end: u32,
-        values: OnceLock<Row>,
-    },
+    /// A scanned row: entry `slot` of its page's shared copy (its id, its
+    /// tuple, checked whole when the page was read, and its values once
+    /// built). Two words: a scan hands out a row by moving just these.
+    Scanned { page: Arc<PageCopy>, slot: u32 },
 }
 
 /// A copy of one page's tuples is shorter than a page, so its offsets fit
-/// the `u32`s a scanned row keeps (half the room of `usize`s).
+/// the `u32`s its entries keep, and it holds fewer than `u32::MAX` rows.
 const _: () = assert!(bufmgr::PAGE_SIZE <= u32::MAX as usize);
 
 /// The tuples a scan kept from one page, copied once under the page's
-/// lock and shared (reference-counted) by the rows made of them, with the
-/// shape of those rows. One reference count per row: a `bytes::Bytes`
-/// slice per row would be a second one beside the shape's.
+/// lock and shared (reference-counted) by the rows made of them, with an
+/// entry per row and the shape of those rows. One reference count per row:
+/// a `bytes::Bytes` slice per row would be a second one beside the shape's.
 #[derive(Debug)]
 pub(crate) struct PageCopy {
     data: Vec<u8>,
+    rows: Vec<Entry>,
+    /// The values of each row, built from its tuple the first time
+    /// something needs them (kept here, not in the row, so that the row
+    /// handed out per `next` is two words; clones of a row share them).
+    /// Apart from `rows`, whose entries are written once per tuple under
+    /// the page's lock: filled when the copy is shared.
+    values: Vec<OnceLock<Row>>,
     shape: Arc<Shape>,
+}
+
+/// One row of a [`PageCopy`]: its id and its tuple, bytes `start..end` of
+/// the copy.
+#[derive(Copy, Clone, Debug)]
+struct Entry {
+    id: RowId,
+    start: u32,
+    end: u32,
 }
 
 impl PageCopy {
@@ -100,41 +114,68 @@ impl PageCopy {
     pub fn empty(shape: Arc<Shape>) -> Arc<PageCopy> {
         Arc::new(PageCopy {
             data: Vec::new(),
+            rows: Vec::new(),
+            values: Vec::new(),
             shape,
         })
     }
 
-    /// An empty copy for rows of `shape`, in `prev`'s buffer if no row
+    /// An empty copy for rows of `shape`, in `prev`'s buffers if no row
     /// holds `prev` any more (the common case of a loop that reads each row
-    /// and drops it), in a new one otherwise.
+    /// and drops it), in new ones otherwise.
     pub fn after(prev: &mut Arc<PageCopy>, shape: Arc<Shape>) -> PageCopy {
-        let data = match Arc::get_mut(prev) {
+        match Arc::get_mut(prev) {
             Some(p) if p.data.capacity() > 0 => {
                 let mut data = std::mem::take(&mut p.data);
+                let mut rows = std::mem::take(&mut p.rows);
+                let mut values = std::mem::take(&mut p.values);
                 data.clear();
-                data
+                rows.clear();
+                values.clear();
+                PageCopy {
+                    data,
+                    rows,
+                    values,
+                    shape,
+                }
             }
-            _ => Vec::with_capacity(bufmgr::PAGE_SIZE),
-        };
-        PageCopy { data, shape }
+            _ => PageCopy {
+                data: Vec::with_capacity(bufmgr::PAGE_SIZE),
+                rows: Vec::new(),
+                values: Vec::new(),
+                shape,
+            },
+        }
     }
 
     /// Append the encoded tuple of row `id` of the copy's table, checked
-    /// whole as a full decode checks it: its range in the copy, or
-    /// [`EngineError::CorruptRow`] naming the table and the row (then
-    /// nothing is appended).
-    pub fn push(&mut self, id: RowId, tuple: &[u8]) -> Result<(u32, u32)> {
-        let table = self.shape.table();
-        check_row(&table.columns, tuple, |detail| EngineError::CorruptRow {
-            table: table.name.clone(),
-            row_id: id,
-            detail,
-        })?;
+    /// whole as a full decode checks it: its entry's number in the copy,
+    /// or [`EngineError::CorruptRow`] naming the table and the row (then
+    /// nothing is appended). The common row (every column stored, no NULL)
+    /// is checked by the table's [`RowPlan`](crate::value::RowPlan); any
+    /// other, or one the plan does not accept, by `check_row`.
+    #[inline]
+    pub fn push(&mut self, id: RowId, tuple: &[u8]) -> Result<u32> {
+        let shape = &self.shape;
+        if !shape.plan.accepts(tuple) {
+            let table = shape.table();
+            check_row(&table.columns, tuple, |detail| EngineError::CorruptRow {
+                table: table.name.clone(),
+                row_id: id,
+                detail,
+            })?;
+        }
         let start = self.data.len();
         self.data.extend_from_slice(tuple);
-        // The copy holds tuples of one page: its length fits a `u32` (the
-        // assertion above `PageCopy`).
-        Ok((start as u32, self.data.len() as u32))
+        let slot = self.rows.len();
+        // The copy holds tuples of one page: its length and its number of
+        // rows fit a `u32` (the assertion above `PageCopy`).
+        self.rows.push(Entry {
+            id,
+            start: start as u32,
+            end: self.data.len() as u32,
+        });
+        Ok(slot as u32)
     }
 
     /// The copy, shared by the rows to be made of it. The spare room of a
@@ -144,25 +185,34 @@ impl PageCopy {
     pub fn share(mut self) -> Arc<PageCopy> {
         if self.data.len() < self.data.capacity() / 4 {
             self.data.shrink_to_fit();
+            self.rows.shrink_to_fit();
+            self.values.shrink_to_fit();
         }
+        self.values.resize_with(self.rows.len(), OnceLock::new);
         Arc::new(self)
     }
-}
 
-/// The values of row `id`, bytes `start..end` of `page` (the projected
-/// ones if projected).
-fn decode(page: &PageCopy, id: RowId, start: u32, end: u32) -> Row {
-    let data = &page.data[start as usize..end as usize];
-    let whole = match RowRef::over(id, data, &page.shape).to_row() {
-        Ok(whole) => whole,
-        // `PageCopy::push` ran `check_row` on these bytes, which accepts
-        // exactly the bytes `decode_row` accepts (its unit test), and the
-        // copy is never written once shared.
-        Err(e) => unreachable!("a scanned row's tuple was checked when it was read: {e}"),
-    };
-    match &page.shape.positions {
-        None => whole,
-        Some(p) => p.iter().map(|&i| whole[i].clone()).collect(),
+    /// The tuple of row `slot`.
+    #[inline]
+    fn tuple(&self, slot: u32) -> (RowId, &[u8]) {
+        let e = &self.rows[slot as usize];
+        (e.id, &self.data[e.start as usize..e.end as usize])
+    }
+
+    /// The values of row `slot` (the projected ones if projected).
+    fn decode(&self, slot: u32) -> Row {
+        let (id, data) = self.tuple(slot);
+        let whole = match RowRef::over(id, data, &self.shape).to_row() {
+            Ok(whole) => whole,
+            // `PageCopy::push` checked these bytes as `check_row` does, which
+            // accepts exactly the bytes `decode_row` accepts (its unit test),
+            // and the copy is never written once shared.
+            Err(e) => unreachable!("a scanned row's tuple was checked when it was read: {e}"),
+        };
+        match &self.shape.positions {
+            None => whole,
+            Some(p) => p.iter().map(|&i| whole[i].clone()).collect(),
+        }
     }
 }
 
@@ -173,18 +223,12 @@ impl OwnedRow {
         }
     }
 
-    /// Row `id` of a scan: bytes `start..end` of `page` (pushed there by
-    /// [`PageCopy::push`], which checked them).
+    /// Row `slot` of a scan's `page` (pushed there by [`PageCopy::push`],
+    /// which checked it).
     #[inline]
-    pub(crate) fn scanned(page: Arc<PageCopy>, id: RowId, start: u32, end: u32) -> OwnedRow {
+    pub(crate) fn scanned(page: Arc<PageCopy>, slot: u32) -> OwnedRow {
         OwnedRow {
-            repr: Repr::Scanned {
-                page,
-                id,
-                start,
-                end,
-                values: OnceLock::new(),
-            },
+            repr: Repr::Scanned { page, slot },
         }
     }
 
@@ -206,15 +250,10 @@ impl OwnedRow {
     pub fn into_values(self) -> Row {
         match self.repr {
             Repr::Values { values, .. } => values,
-            Repr::Scanned {
-                page,
-                id,
-                start,
-                end,
-                mut values,
-            } => match values.take() {
-                Some(v) => v,
-                None => decode(&page, id, start, end),
+            // Shared with the row's clones (if any): copied, not taken.
+            Repr::Scanned { page, slot } => match page.values[slot as usize].get() {
+                Some(v) => v.clone(),
+                None => page.decode(slot),
             },
         }
     }
@@ -224,13 +263,9 @@ impl OwnedRow {
     fn materialised(&self) -> &Row {
         match &self.repr {
             Repr::Values { values, .. } => values,
-            Repr::Scanned {
-                page,
-                id,
-                start,
-                end,
-                values,
-            } => values.get_or_init(|| decode(page, *id, *start, *end)),
+            Repr::Scanned { page, slot } => {
+                page.values[*slot as usize].get_or_init(|| page.decode(*slot))
+            }
         }
     }
 
@@ -248,14 +283,7 @@ impl OwnedRow {
         read: impl FnOnce(&RowRef<'a>, Resolved) -> Result<T>,
         values: impl FnOnce(C) -> Result<T>,
     ) -> Result<T> {
-        let Repr::Scanned {
-            page,
-            id,
-            start,
-            end,
-            ..
-        } = &self.repr
-        else {
+        let Repr::Scanned { page, slot } = &self.repr else {
             return values(col);
         };
         let shape = &page.shape;
@@ -265,7 +293,8 @@ impl OwnedRow {
         {
             return Err(self.not_projected(c.index()));
         }
-        let row = RowRef::over(*id, &page.data[*start as usize..*end as usize], shape);
+        let (id, data) = page.tuple(*slot);
+        let row = RowRef::over(id, data, shape);
         read(&row, Resolved(c))
     }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use bufmgr::RelId;
 
 use crate::error::{EngineError, Result};
-use crate::value::{Column, ColumnType};
+use crate::value::{Column, ColumnType, RowPlan};
 
 /// A table as the catalog knows it.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -99,12 +99,15 @@ pub(crate) struct Shape {
     pub(crate) table: Arc<TableInfo>,
     /// The table column of each value; `None`: every column, in order.
     pub(crate) positions: Option<Vec<usize>>,
+    /// How the table's full rows are checked fast (a scan's copies).
+    pub(crate) plan: RowPlan,
 }
 
 impl Shape {
     /// Every column of `table`, in order.
     pub fn whole(table: Arc<TableInfo>) -> Arc<Shape> {
         Arc::new(Shape {
+            plan: RowPlan::new(&table.columns),
             table,
             positions: None,
         })
@@ -124,6 +127,7 @@ impl Shape {
     /// The columns `cols` of `table`, in that order.
     pub fn projected(table: Arc<TableInfo>, cols: &[Col]) -> Arc<Shape> {
         Arc::new(Shape {
+            plan: RowPlan::new(&table.columns),
             table,
             positions: Some(cols.iter().map(Col::index).collect()),
         })

@@ -1211,8 +1211,8 @@ impl RowIter {
 /// A row of the page in hand, not yet handed out.
 #[derive(Debug)]
 enum Kept {
-    /// Row `id`, bytes `start..end` of the page's copy.
-    Row { id: RowId, start: u32, end: u32 },
+    /// Row `id`, entry `slot` of the page's copy.
+    Row { id: RowId, slot: u32 },
     /// The error its filter returned, or its tuple's corruption.
     Failed(Box<EngineError>),
 }
@@ -1251,7 +1251,7 @@ fn keep_row(
     });
     match out {
         Ok(None) => {}
-        Ok(Some((start, end))) => kept.push_back(Kept::Row { id, start, end }),
+        Ok(Some(slot)) => kept.push_back(Kept::Row { id, slot }),
         Err(e) => kept.push_back(Kept::Failed(Box::new(e))),
     }
 }
@@ -1264,15 +1264,15 @@ impl Iterator for RowIter {
     /// rollback to look at) in `RowIter::next_slow`.
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(Kept::Row { id, start, end }) = self.kept.front()
+        if let Some(Kept::Row { id, slot }) = self.kept.front()
             && !self.failed
             && !rolled_back_under(&self.snapshot, &self.rolled_back)
         {
-            let (id, start, end) = (*id, *start, *end);
+            let (id, slot) = (*id, *slot);
             self.kept.pop_front();
             self.last = Some(id);
             let page = self.page.clone();
-            return Some(Ok((id, OwnedRow::scanned(page, id, start, end))));
+            return Some(Ok((id, OwnedRow::scanned(page, slot))));
         }
         self.next_slow()
     }
@@ -1299,10 +1299,10 @@ impl RowIter {
         }
         loop {
             match self.kept.pop_front() {
-                Some(Kept::Row { id, start, end }) => {
+                Some(Kept::Row { id, slot }) => {
                     self.last = Some(id);
                     let page = self.page.clone();
-                    return Some(Ok((id, OwnedRow::scanned(page, id, start, end))));
+                    return Some(Ok((id, OwnedRow::scanned(page, slot))));
                 }
                 Some(Kept::Failed(e)) => return Some(Err(*e)),
                 None => {}

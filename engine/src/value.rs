@@ -575,6 +575,105 @@ pub fn check_row(
     Ok(())
 }
 
+/// [`check_row`]'s verdict on the common row, read off a plan made once
+/// per table definition: a row storing every column and no NULL is checked
+/// by walking its variable-length values only (the fixed-width runs
+/// between them are skipped whole, their bounds following from the next
+/// length read or the row's end), with no message built along the way.
+///
+/// [`RowPlan::accepts`] is `true` only for bytes `check_row` accepts; its
+/// `false` means "ask `check_row`" (a NULL, a row stored before a column
+/// was added, or bad bytes, whose error `check_row` then words).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RowPlan {
+    /// The table's column count, as a full row stores it.
+    count: usize,
+    /// Bytes before the first value: the count and the null bitmap.
+    head: usize,
+    /// The values, in order.
+    steps: Vec<Step>,
+}
+
+/// One stretch of a row's values, for [`RowPlan`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Step {
+    /// Fixed-width values of this many bytes in all, any bytes valid.
+    Skip(usize),
+    /// A bool: one byte, 0 or 1.
+    Bool,
+    /// A length-prefixed value; UTF-8 if `text`.
+    Prefixed { text: bool },
+}
+
+impl RowPlan {
+    /// The plan of full rows of `columns`.
+    pub fn new(columns: &[Column]) -> RowPlan {
+        let mut steps = Vec::new();
+        for c in columns {
+            let step = match c.ty {
+                ColumnType::Bool => Step::Bool,
+                ColumnType::Bytes => Step::Prefixed { text: false },
+                ColumnType::Text => Step::Prefixed { text: true },
+                ColumnType::I64 | ColumnType::F64 | ColumnType::Timestamp => Step::Skip(8),
+            };
+            match (steps.last_mut(), step) {
+                (Some(Step::Skip(run)), Step::Skip(w)) => *run += w,
+                _ => steps.push(step),
+            }
+        }
+        RowPlan {
+            count: columns.len(),
+            head: COUNT_LEN + bitmap_len(columns.len()),
+            steps,
+        }
+    }
+
+    /// Whether `bytes` are a full row without NULLs that [`check_row`]
+    /// accepts (`false`: not known; ask `check_row`).
+    #[inline]
+    pub fn accepts(&self, bytes: &[u8]) -> bool {
+        let Some(head) = bytes.get(..self.head) else {
+            return false;
+        };
+        // No null bit set: no NOT NULL column holds NULL, no bit is set
+        // past the last column, and every column's bytes are there.
+        if usize::from(u16::from_le_bytes([head[0], head[1]])) != self.count
+            || head[COUNT_LEN..].iter().any(|&b| b != 0)
+        {
+            return false;
+        }
+        // Every value ends at or after the one before it, so a position
+        // within the row at a read (and at the end) puts every value
+        // skipped before it within the row too.
+        let mut pos = self.head;
+        for step in &self.steps {
+            pos = match *step {
+                Step::Skip(w) => pos + w,
+                Step::Bool => match bytes.get(pos) {
+                    Some(0 | 1) => pos + 1,
+                    _ => return false,
+                },
+                Step::Prefixed { text } => {
+                    let Some(len) = bytes.get(pos..pos + LEN_PREFIX) else {
+                        return false;
+                    };
+                    let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+                    let body = pos + LEN_PREFIX;
+                    let Some(value) = body.checked_add(len).and_then(|end| bytes.get(body..end))
+                    else {
+                        return false;
+                    };
+                    if text && std::str::from_utf8(value).is_err() {
+                        return false;
+                    }
+                    body + len
+                }
+            };
+        }
+        pos == bytes.len()
+    }
+}
+
 struct Reader<'a> {
     bytes: &'a [u8],
     pos: usize,
@@ -662,6 +761,79 @@ mod tests {
                 decode_row(&columns, &good[..i], bad),
             );
             assert_eq!(c.is_ok(), d.is_ok(), "truncated to {i}: {c:?} / {d:?}");
+        }
+        assert!(
+            accepted > 0 && refused > 0,
+            "{accepted} accepted, {refused} refused"
+        );
+    }
+
+    #[test]
+    fn row_plan_accepts_only_rows_check_row_accepts_and_every_full_row_without_nulls() {
+        let columns = vec![
+            Column::new("id", ColumnType::I64),
+            Column::new("at", ColumnType::Timestamp),
+            Column::nullable("name", ColumnType::Text),
+            Column::new("ok", ColumnType::Bool),
+            Column::new("f", ColumnType::F64),
+            Column::nullable("b", ColumnType::Bytes),
+            Column::new("n", ColumnType::I64),
+        ];
+        let plan = RowPlan::new(&columns);
+        let full = vec![
+            Value::I64(-7),
+            Value::Timestamp(3),
+            Value::text("h\u{e9}llo"),
+            Value::Bool(true),
+            Value::F64(2.5),
+            Value::Bytes(vec![9; 20]),
+            Value::I64(1),
+        ];
+        let mut with_nulls = full.clone();
+        with_nulls[2] = Value::Null;
+        with_nulls[5] = Value::Null;
+        let good = encode_row("t", &columns, &full).unwrap();
+        assert!(plan.accepts(&good), "a full row without NULLs is accepted");
+        let nulls = encode_row("t", &columns, &with_nulls).unwrap();
+        assert!(check_row(&columns, &nulls, bad).is_ok());
+        assert!(
+            !plan.accepts(&nulls),
+            "a row with NULLs is left to check_row"
+        );
+        // A row stored before the last column was added.
+        let old = encode_row("t", &columns[..6], &full[..6]).unwrap();
+        assert!(check_row(&columns, &old, bad).is_ok());
+        assert!(
+            !plan.accepts(&old),
+            "a row of fewer columns is left to check_row"
+        );
+        let (mut accepted, mut refused) = (0, 0);
+        for row in [&good, &nulls] {
+            // Every single-byte change and every truncation of the encoding.
+            for i in 0..row.len() {
+                let mut changed: Vec<Vec<u8>> = [0u8, 1, 2, 0x80, 0xC3, 0xFF]
+                    .into_iter()
+                    .map(|x| {
+                        let mut b = row.clone();
+                        b[i] = x;
+                        b
+                    })
+                    .collect();
+                changed.push(row[..i].to_vec());
+                for b in changed {
+                    let fast = plan.accepts(&b);
+                    let full_check = check_row(&columns, &b, bad);
+                    assert!(
+                        !fast || full_check.is_ok(),
+                        "byte {i}: the plan accepts what check_row refuses: {full_check:?}"
+                    );
+                    if fast {
+                        accepted += 1;
+                    } else if full_check.is_err() {
+                        refused += 1;
+                    }
+                }
+            }
         }
         assert!(
             accepted > 0 && refused > 0,

@@ -426,6 +426,132 @@ fn a_damaged_length_pointing_past_the_tuple_is_a_corrupt_row_for_the_scan_and_it
 }
 
 #[test]
+fn bad_text_or_bool_bytes_in_a_row_without_nulls_are_a_corrupt_row_naming_table_and_row() {
+    watchdog(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        // Without checksums the damaged page is read as it is.
+        let options = || small_options().checksums(false);
+        let text_marker = "MARKER-utf8-71c2";
+        let bool_marker = "MARKER-bool-0d4e";
+        let (rel, rids) = {
+            let db = Database::open(dir.path(), options()).unwrap();
+            let info = db
+                .create_table(
+                    "flags",
+                    vec![
+                        Column::new("id", ColumnType::I64),
+                        Column::new("body", ColumnType::Text),
+                        Column::new("ok", ColumnType::Bool),
+                    ],
+                )
+                .unwrap();
+            let t = db.begin().unwrap();
+            let rids: Vec<_> = [
+                (1, "first"),
+                (2, text_marker),
+                (3, bool_marker),
+                (4, "last"),
+            ]
+            .into_iter()
+            .map(|(i, body)| {
+                t.insert(
+                    "flags",
+                    vec![Value::I64(i), Value::text(body), Value::Bool(true)],
+                )
+                .unwrap()
+            })
+            .collect();
+            t.commit().unwrap();
+            db.checkpoint().unwrap();
+            db.close().unwrap();
+            (info.rel, rids)
+        };
+        let file = dir.path().join("base").join(rel.0.to_string());
+        let mut bytes = std::fs::read(&file).unwrap();
+        let find = |bytes: &[u8], m: &str| {
+            bytes
+                .windows(m.len())
+                .position(|w| w == m.as_bytes())
+                .expect("the text is on the page")
+        };
+        // A byte that never starts a UTF-8 character, inside the text.
+        let at = find(&bytes, text_marker);
+        bytes[at] = 0xFF;
+        // The bool after the text: neither 0 nor 1.
+        let at = find(&bytes, bool_marker) + bool_marker.len();
+        assert_eq!(bytes[at], 1, "the bool follows the text");
+        bytes[at] = 7;
+        std::fs::write(&file, &bytes).unwrap();
+
+        let db = Database::open(dir.path(), options()).unwrap();
+        let t = db.read().unwrap();
+        let out: Vec<_> = t.scan("flags").unwrap().collect();
+        assert_eq!(out.len(), 4, "{out:?}");
+        for (n, what) in [(1, "UTF-8"), (2, "bool")] {
+            let e = out[n].as_ref().unwrap_err();
+            assert!(matches!(e, EngineError::CorruptRow { .. }), "{e}");
+            let msg = e.to_string();
+            assert!(
+                msg.contains("flags") && msg.contains(&rids[n].to_string()) && msg.contains(what),
+                "{msg}"
+            );
+        }
+        let (rid, row) = out[3].as_ref().unwrap();
+        assert_eq!(*rid, rids[3]);
+        assert_eq!(row.text("body").unwrap(), "last");
+        assert_eq!(
+            *row,
+            vec![Value::I64(4), Value::text("last"), Value::Bool(true)]
+        );
+    });
+}
+
+#[test]
+fn a_scanned_row_and_its_clones_read_the_same_values_after_the_scan_moved_past_its_page() {
+    watchdog(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), small_options().pool_buffers(16)).unwrap();
+        db.create_table("all", every_type()).unwrap();
+        let t = db.begin().unwrap();
+        for i in 0..600 {
+            t.insert("all", values(i)).unwrap();
+        }
+        t.commit().unwrap();
+        let r = db.read().unwrap();
+        let mut it = r.scan("all").unwrap();
+        let (_, first) = it.next().unwrap().unwrap();
+        let i = first.i64("id").unwrap();
+        // A clone made before the values are built, one after.
+        let early = first.clone();
+        assert_eq!(first.values(), values(i).as_slice());
+        let late = first.clone();
+        // Read the rest of the table: other pages' copies, the first one's
+        // other rows handed out and dropped.
+        let mut rest = 0;
+        for r in it {
+            r.unwrap();
+            rest += 1;
+        }
+        assert!(rest > 500, "{rest} rows after the first");
+        drop(r);
+        db.close().unwrap();
+        for row in [&first, &early, &late] {
+            assert_eq!(row.i64("id").unwrap(), i);
+            assert_eq!(*row, values(i));
+        }
+        // Changing one in place changes neither the others nor what they
+        // read; taking the values out of one leaves the others whole.
+        let mut changed = early.clone();
+        changed[0] = Value::I64(-1);
+        assert_eq!(changed.i64("id").unwrap(), -1);
+        assert_eq!(early.i64("id").unwrap(), i);
+        assert_eq!(late.clone().into_values(), values(i));
+        assert_eq!(early.into_values(), values(i));
+        assert_eq!(*late, values(i));
+    });
+}
+
+#[test]
 fn scans_beside_an_updater_see_whole_rows_and_every_row_once() {
     watchdog(Duration::from_secs(120), || {
         let dir = tempfile::tempdir().unwrap();
