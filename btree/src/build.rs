@@ -43,7 +43,7 @@ use heap::tuple::Tid;
 
 use crate::error::{BtreeError, Result};
 use crate::index::Index;
-use crate::insert::{LEAF_FILLFACTOR, NONLEAF_FILLFACTOR};
+use crate::insert::{DEDUP_MIN_FREE, LEAF_FILLFACTOR, NONLEAF_FILLFACTOR};
 use crate::key::{Key, TID_MIN};
 use crate::page::Layout;
 use crate::page::{
@@ -89,6 +89,9 @@ struct Builder<'p> {
     /// The leftmost leaf's finished bytes, kept for the last record.
     first_leaf: Option<Vec<u8>>,
     stats: BuildStats,
+    /// The leaf being filled holds posting lists (a deduplicating index
+    /// whose full leaf was worth deduplicating; see `make_room`).
+    leaf_dedup: bool,
 }
 
 /// An empty page of `level`; a leaf is `FIXED` if `fixed` (an `i64`
@@ -161,20 +164,70 @@ impl<'p> Builder<'p> {
     /// Finish the page being filled on `level` if an item of `len` bytes
     /// does not fit on it or it is full (step 1).
     fn make_room(&mut self, level: usize, len: usize) -> Result<()> {
-        let need = page::slot_len(page::flags_of(&self.levels[level].buf), len)
-            .unwrap_or(len + ITEM_POINTER_SIZE);
+        let full = |st: &Level<'_>| {
+            let need =
+                page::slot_len(page::flags_of(&st.buf), len).unwrap_or(len + ITEM_POINTER_SIZE);
+            let free = page::free_bytes(&st.buf);
+            free < need || (free < reserve(level) && st.items >= 2)
+        };
+        if level == 0
+            && self.index.dedup
+            && !self.leaf_dedup
+            && full(&self.levels[0])
+            && self.dedup_leaf()?
+            && !full(&self.levels[0])
+        {
+            return Ok(());
+        }
         let st = &self.levels[level];
-        let free = page::free_bytes(&st.buf);
-        if free < need || (free < reserve(level) && st.items >= 2) {
+        if full(st) {
             if st.items < 2 {
                 return Err(self.index.page_id(st.block).corrupt(format!(
-                    "sorted build: an item of {need} bytes does not fit a page with {} items (a bug: MAX_KEY_SIZE should prevent this)",
+                    "sorted build: an item of {len} bytes does not fit a page with {} items (a bug: MAX_KEY_SIZE should prevent this)",
                     st.items
                 )));
             }
             self.next_page(level)?;
         }
         Ok(())
+    }
+
+    /// A deduplicating index's leaf is filled with plain items (`FIXED` for
+    /// `i64` keys) until it is full; then its runs of equal keys are merged
+    /// into posting lists, as the dedup pass of an insert does, and the
+    /// page goes on filling with posting lists if that left at least
+    /// `DEDUP_MIN_FREE` more than the fillfactor's reserve. Otherwise (few
+    /// equal keys, where posting lists and item pointers would take more
+    /// room than the fixed items) the page is finished as it is, so an
+    /// index of nearly unique keys is built exactly as without
+    /// deduplication. Returns whether the page was deduplicated.
+    fn dedup_leaf(&mut self) -> Result<bool> {
+        let index = self.index;
+        let st = &mut self.levels[0];
+        let id = index.page_id(st.block);
+        let items = TreePage::parse(&st.buf, id)?.all_items()?;
+        let merged = crate::insert::dedup_items(&items, index.layout, id)?;
+        let bytes = page::space_for(merged.iter().map(Vec::as_slice));
+        if merged.len() == items.len()
+            || bytes + DEDUP_MIN_FREE + reserve(0) > crate::page::PAGE_CAPACITY
+        {
+            return Ok(false);
+        }
+        let flags = page::flags_of(&st.buf) & !page::FIXED;
+        let refs: Vec<&[u8]> = merged.iter().map(Vec::as_slice).collect();
+        build_page(
+            &mut st.buf,
+            Header {
+                flags,
+                level: 0,
+                right: NO_RIGHT,
+                layout: index.layout,
+            },
+            &refs,
+        );
+        st.items = merged.len();
+        self.leaf_dedup = true;
+        Ok(true)
     }
 
     /// Step 2: move the last item of `level`'s full page to a new right
@@ -212,6 +265,7 @@ impl<'p> Builder<'p> {
         } else {
             // The item's own bytes: a posting list moves whole.
             page::insert_item(&mut buf, 0, &last_raw);
+            self.leaf_dedup = index.dedup && page::is_posting_raw(&last_raw);
         }
         let next = Level {
             buf,
@@ -375,6 +429,7 @@ impl Index {
             }],
             first_leaf: None,
             stats: BuildStats::default(),
+            leaf_dedup: false,
         };
         let mut prev_key: Vec<u8> = Vec::new();
         let mut prev_tid = TID_MIN;
@@ -382,9 +437,16 @@ impl Index {
         // added yet (a run becomes posting lists).
         let mut run: Vec<Tid> = Vec::new();
         let mut postings: Vec<Vec<u8>> = Vec::new();
+        // A run goes in as plain entries until the leaf holds posting
+        // lists (`Builder::dedup_leaf`), the rest of it as posting lists.
         let mut flush = |b: &mut Builder<'_>, key: &[u8], run: &mut Vec<Tid>| -> Result<()> {
+            let mut i = 0;
+            while i < run.len() && !b.leaf_dedup {
+                b.add_leaf_raw(&encode_item(b.index.layout, key, run[i], None, false))?;
+                i += 1;
+            }
             postings.clear();
-            page::encode_postings(key, run, &mut postings);
+            page::encode_postings(key, &run[i..], &mut postings);
             for item in &postings {
                 b.add_leaf_raw(item)?;
             }

@@ -112,10 +112,15 @@ pub const LEAF_FILLFACTOR: usize = 90;
 /// split below adds a downlink to them.
 pub const NONLEAF_FILLFACTOR: usize = 70;
 
-/// Free bytes a dedup pass must leave on a leaf to be kept instead of a
-/// split: a sixteenth of a page (about 28 more `i64` entries before the
-/// next pass), so that passes stay rare on pages full of posting lists.
+/// Room the sorted build wants left, beyond the fillfactor's reserve, on
+/// a leaf it deduplicates: a sixteenth of a page (about 28 `i64` entries).
 pub const DEDUP_MIN_FREE: usize = PAGE_CAPACITY / 16;
+
+/// Bytes a dedup pass must free on a leaf to be kept instead of a split: a
+/// sixty-fourth of a page (the room of 7 plain `i64` entries), so that a
+/// page full of posting lists splits instead of running a pass (and
+/// logging its image) at nearly every insert.
+pub const DEDUP_MIN_SAVING: usize = PAGE_CAPACITY / 64;
 
 /// How many bytes of `PAGE_CAPACITY` the left page of a rightmost split
 /// keeps (items, pointers and its new high key).
@@ -349,7 +354,7 @@ impl Index {
         page::encode_postings(it.key, &tids, &mut new);
         let mut items = data_items(&tp)?;
         let growth = page::space_for(new.iter().map(Vec::as_slice))
-            - page::space_for([items[pos].as_slice()]);
+            .saturating_sub(page::space_for([items[pos].as_slice()]));
         if tp.free_space() >= growth && !tp.is_fixed() {
             let payload = record::encode_rewrite(&[], &[(pos as u16, new.clone())]);
             items.splice(pos..=pos, new);
@@ -370,8 +375,10 @@ impl Index {
     /// The locked leaf `page` must take `items` (its data items with the
     /// change made) and they do not fit: merge runs of equal keys into
     /// posting lists first (PostgreSQL 13's dedup pass, `_bt_dedup_pass`)
-    /// and keep the page if the result fits, logged as one `DEDUP` image;
-    /// split only if merging frees too little.
+    /// and keep the page if the result fits and merging freed at least
+    /// [`DEDUP_MIN_SAVING`] bytes, logged as one `DEDUP` image. Otherwise
+    /// split: with the runs merged if they fit but freed too little, as
+    /// they were if even merged they do not fit.
     fn dedup_or_split<'p>(
         &'p self,
         mut page: PageWrite<'p>,
@@ -384,20 +391,28 @@ impl Index {
         let merged = dedup_items(&items, self.layout, id)?;
         let hk = tp.high_key()?.map(|h| h.raw.to_vec());
         let need = page::space_for(hk.iter().chain(merged.iter()).map(Vec::as_slice));
-        // Too little room left would mean a pass at nearly every insert
-        // (each rewriting the page and logging its image): split instead.
-        if merged.len() < items.len() && need + DEDUP_MIN_FREE <= PAGE_CAPACITY {
-            let frame = leaf_frame(&tp)?;
-            rebuild_leaf(&mut page, frame, &merged);
-            return record::log(
-                self.wal.as_deref(),
-                record::DEDUP,
-                &mut [&mut page],
-                &[],
-                true,
-            );
+        if merged.len() == items.len() || need > PAGE_CAPACITY {
+            // Merging does not make room: split the items as they were
+            // (merged ones would only cost a `FIXED` leaf its fixed items).
+            return self.split(page, items, rightmost_append, stack, None);
         }
-        self.split(page, merged, rightmost_append, stack, None)
+        let before = page::space_for(items.iter().map(Vec::as_slice));
+        let merged_space = page::space_for(merged.iter().map(Vec::as_slice));
+        if before.saturating_sub(merged_space) < DEDUP_MIN_SAVING {
+            // Merging frees too little: a pass at nearly every insert
+            // (each rewriting the page and logging its image) would
+            // follow. Split, with the runs merged.
+            return self.split(page, merged, rightmost_append, stack, None);
+        }
+        let frame = leaf_frame(&tp)?;
+        rebuild_leaf(&mut page, frame, &merged);
+        record::log(
+            self.wal.as_deref(),
+            record::DEDUP,
+            &mut [&mut page],
+            &[],
+            true,
+        )
     }
 
     /// Split `page`, whose data items become `items` (its own with the new
@@ -705,11 +720,22 @@ pub(crate) fn dedup_items(
         {
             j += 1;
         }
-        if j == i + 1 {
-            out.push(items[i].clone());
+        // Posting lists leading the run stay as they are but the last, which
+        // takes the entries after it (a pass on a page of long runs then
+        // re-encodes little): their TIDs are below everything after them.
+        let mut keep = i;
+        while keep + 1 < j
+            && page::is_posting_raw(&items[keep])
+            && page::is_posting_raw(&items[keep + 1])
+        {
+            keep += 1;
+        }
+        out.extend(items[i..keep].iter().cloned());
+        if j == keep + 1 {
+            out.push(items[keep].clone());
         } else {
             let mut tids = Vec::new();
-            for raw in &items[i..j] {
+            for raw in &items[keep..j] {
                 let it = page::decode_item_on(raw, false, layout, true, id)?;
                 tids.extend(it.tids(id)?);
             }
