@@ -43,7 +43,7 @@ use heap::tuple::Tid;
 
 use crate::error::{BtreeError, Result};
 use crate::index::Index;
-use crate::insert::{LEAF_FILLFACTOR, NONLEAF_FILLFACTOR};
+use crate::insert::{DEDUP_MIN_FREE, LEAF_FILLFACTOR, NONLEAF_FILLFACTOR};
 use crate::key::{Key, TID_MIN};
 use crate::page::Layout;
 use crate::page::{
@@ -89,11 +89,14 @@ struct Builder<'p> {
     /// The leftmost leaf's finished bytes, kept for the last record.
     first_leaf: Option<Vec<u8>>,
     stats: BuildStats,
+    /// The leaf being filled holds posting lists (a deduplicating index
+    /// whose full leaf was worth deduplicating; see `make_room`).
+    leaf_dedup: bool,
 }
 
 /// An empty page of `level`; a leaf is `FIXED` if `fixed` (an `i64`
 /// index in the compact layout).
-fn fresh_page(level: u32, layout: Layout, fixed: bool) -> Vec<u8> {
+fn fresh_page(level: u32, layout: Layout, fixed: bool, dedup: bool) -> Vec<u8> {
     let mut buf = vec![0u8; PAGE_SIZE];
     build_page(
         &mut buf,
@@ -102,7 +105,7 @@ fn fresh_page(level: u32, layout: Layout, fixed: bool) -> Vec<u8> {
                 (0, true) => LEAF | page::FIXED,
                 (0, false) => LEAF,
                 _ => 0,
-            },
+            } | if level == 0 && dedup { page::DEDUP } else { 0 },
             level,
             right: NO_RIGHT,
             layout,
@@ -137,23 +140,94 @@ impl<'p> Builder<'p> {
             // Not an item for a FIXED leaf (no I64 index has one).
             page::unfix(&mut self.levels[level].buf);
         }
-        let need = page::slot_len(page::flags_of(&self.levels[level].buf), len)
-            .unwrap_or(len + ITEM_POINTER_SIZE);
+        self.make_room(level, len)?;
+        let st = &mut self.levels[level];
+        page::append_item(&mut st.buf, key, tid, child, false);
+        st.items += 1;
+        Ok(())
+    }
+
+    /// Append a leaf item given by its bytes (a posting list, or a plain
+    /// entry) to the leaf being filled, finishing it first if it is full.
+    fn add_leaf_raw(&mut self, item: &[u8]) -> Result<()> {
+        if page::is_posting_raw(item) {
+            // Posting lists need item pointers.
+            page::unfix(&mut self.levels[0].buf);
+        }
+        self.make_room(0, item.len())?;
+        let st = &mut self.levels[0];
+        page::insert_item(&mut st.buf, st.items, item);
+        st.items += 1;
+        Ok(())
+    }
+
+    /// Finish the page being filled on `level` if an item of `len` bytes
+    /// does not fit on it or it is full (step 1).
+    fn make_room(&mut self, level: usize, len: usize) -> Result<()> {
+        let full = |st: &Level<'_>| {
+            let need =
+                page::slot_len(page::flags_of(&st.buf), len).unwrap_or(len + ITEM_POINTER_SIZE);
+            let free = page::free_bytes(&st.buf);
+            free < need || (free < reserve(level) && st.items >= 2)
+        };
+        if level == 0
+            && self.index.dedup
+            && !self.leaf_dedup
+            && full(&self.levels[0])
+            && self.dedup_leaf()?
+            && !full(&self.levels[0])
+        {
+            return Ok(());
+        }
         let st = &self.levels[level];
-        let free = page::free_bytes(&st.buf);
-        if free < need || (free < reserve(level) && st.items >= 2) {
+        if full(st) {
             if st.items < 2 {
                 return Err(self.index.page_id(st.block).corrupt(format!(
-                    "sorted build: an item of {need} bytes does not fit a page with {} items (a bug: MAX_KEY_SIZE should prevent this)",
+                    "sorted build: an item of {len} bytes does not fit a page with {} items (a bug: MAX_KEY_SIZE should prevent this)",
                     st.items
                 )));
             }
             self.next_page(level)?;
         }
-        let st = &mut self.levels[level];
-        page::append_item(&mut st.buf, key, tid, child, false);
-        st.items += 1;
         Ok(())
+    }
+
+    /// A deduplicating index's leaf is filled with plain items (`FIXED` for
+    /// `i64` keys) until it is full; then its runs of equal keys are merged
+    /// into posting lists, as the dedup pass of an insert does, and the
+    /// page goes on filling with posting lists if that left at least
+    /// `DEDUP_MIN_FREE` more than the fillfactor's reserve. Otherwise (few
+    /// equal keys, where posting lists and item pointers would take more
+    /// room than the fixed items) the page is finished as it is, so an
+    /// index of nearly unique keys is built exactly as without
+    /// deduplication. Returns whether the page was deduplicated.
+    fn dedup_leaf(&mut self) -> Result<bool> {
+        let index = self.index;
+        let st = &mut self.levels[0];
+        let id = index.page_id(st.block);
+        let items = TreePage::parse(&st.buf, id)?.all_items()?;
+        let merged = crate::insert::dedup_items(&items, index.layout, id)?;
+        let bytes = page::space_for(merged.iter().map(Vec::as_slice));
+        if merged.len() == items.len()
+            || bytes + DEDUP_MIN_FREE + reserve(0) > crate::page::PAGE_CAPACITY
+        {
+            return Ok(false);
+        }
+        let flags = page::flags_of(&st.buf) & !page::FIXED;
+        let refs: Vec<&[u8]> = merged.iter().map(Vec::as_slice).collect();
+        build_page(
+            &mut st.buf,
+            Header {
+                flags,
+                level: 0,
+                right: NO_RIGHT,
+                layout: index.layout,
+            },
+            &refs,
+        );
+        st.items = merged.len();
+        self.leaf_dedup = true;
+        Ok(true)
     }
 
     /// Step 2: move the last item of `level`'s full page to a new right
@@ -167,7 +241,7 @@ impl<'p> Builder<'p> {
         let id = index.page_id(st.block);
         let last_raw = page::pop_last_item(&mut st.buf)
             .ok_or_else(|| id.corrupt("sorted build: no last item to move"))?;
-        let last = page::decode_item(&last_raw, internal, index.layout, id)?;
+        let last = page::decode_item_on(&last_raw, internal, index.layout, index.dedup, id)?;
         let hk = encode_item(
             index.layout,
             last.key,
@@ -180,11 +254,18 @@ impl<'p> Builder<'p> {
         page::set_flags(&mut st.buf, flags | HAS_HIGH_KEY);
         page::set_right(&mut st.buf, right_block);
 
-        let mut buf = fresh_page(level as u32, index.layout, index.fixed_leaves());
+        let mut buf = fresh_page(
+            level as u32,
+            index.layout,
+            index.fixed_leaves(),
+            index.dedup,
+        );
         if internal {
             page::append_item(&mut buf, &[], TID_MIN, Some(last.child), true);
         } else {
-            page::append_item(&mut buf, last.key, last.tid, None, false);
+            // The item's own bytes: a posting list moves whole.
+            page::insert_item(&mut buf, 0, &last_raw);
+            self.leaf_dedup = index.dedup && page::is_posting_raw(&last_raw);
         }
         let next = Level {
             buf,
@@ -217,7 +298,7 @@ impl<'p> Builder<'p> {
                         .corrupt("sorted build: a second first page on one level"));
                 }
                 let dest = self.index.pool.extend(self.index.relfork(), None)?;
-                let mut buf = fresh_page(level as u32 + 1, self.index.layout, false);
+                let mut buf = fresh_page(level as u32 + 1, self.index.layout, false, false);
                 page::append_item(&mut buf, &[], TID_MIN, Some(block), true);
                 self.levels.push(Level {
                     buf,
@@ -340,7 +421,7 @@ impl Index {
         let mut b = Builder {
             index: self,
             levels: vec![Level {
-                buf: fresh_page(0, self.layout, self.fixed_leaves()),
+                buf: fresh_page(0, self.layout, self.fixed_leaves(), self.dedup),
                 block: root_block,
                 dest: None,
                 items: 0,
@@ -348,9 +429,30 @@ impl Index {
             }],
             first_leaf: None,
             stats: BuildStats::default(),
+            leaf_dedup: false,
         };
         let mut prev_key: Vec<u8> = Vec::new();
         let mut prev_tid = TID_MIN;
+        // A deduplicating index: the TIDs of the run of `prev_key` not
+        // added yet (a run becomes posting lists).
+        let mut run: Vec<Tid> = Vec::new();
+        let mut postings: Vec<Vec<u8>> = Vec::new();
+        // A run goes in as plain entries until the leaf holds posting
+        // lists (`Builder::dedup_leaf`), the rest of it as posting lists.
+        let mut flush = |b: &mut Builder<'_>, key: &[u8], run: &mut Vec<Tid>| -> Result<()> {
+            let mut i = 0;
+            while i < run.len() && !b.leaf_dedup {
+                b.add_leaf_raw(&encode_item(b.index.layout, key, run[i], None, false))?;
+                i += 1;
+            }
+            postings.clear();
+            page::encode_postings(key, &run[i..], &mut postings);
+            for item in &postings {
+                b.add_leaf_raw(item)?;
+            }
+            run.clear();
+            Ok(())
+        };
         for (position, (key, tid)) in entries.into_iter().enumerate() {
             self.check_key(&key)?;
             let inline;
@@ -385,11 +487,27 @@ impl Index {
                     });
                 }
             }
-            b.add(0, kb, tid, None)?;
+            if self.dedup {
+                if tid.offset == page::POSTING_MARK {
+                    return Err(BtreeError::BadTid {
+                        index: self.name.clone(),
+                        tid,
+                    });
+                }
+                if !run.is_empty() && kb != prev_key.as_slice() {
+                    flush(&mut b, &prev_key, &mut run)?;
+                }
+                run.push(tid);
+            } else {
+                b.add(0, kb, tid, None)?;
+            }
             b.stats.entries += 1;
             prev_key.clear();
             prev_key.extend_from_slice(kb);
             prev_tid = tid;
+        }
+        if !run.is_empty() {
+            flush(&mut b, &prev_key, &mut run)?;
         }
         if b.stats.entries == 0 {
             return Ok(BuildStats::default());

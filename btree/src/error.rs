@@ -2,7 +2,7 @@
 //!
 //! | kind | variants | what the caller does |
 //! |---|---|---|
-//! | bad input | `KeyTooLarge`, `WrongKeyType`, `BadOptions`, `UnsortedBuild` | fix the call |
+//! | bad input | `KeyTooLarge`, `WrongKeyType`, `BadOptions`, `UnsortedBuild`, `BadTid` | fix the call |
 //! | conflict | `UniqueViolation`, `UniqueInProgress` | abort, or wait for the other transaction and retry |
 //! | corrupt data | `Corrupt`, `BadRecord` | stop; the message names relation and block |
 //! | I/O | `Buffer`, `Wal`, `HeapCheck` | the environment failed (or the heap callback did) |
@@ -69,6 +69,15 @@ pub enum BtreeError {
         detail: String,
     },
 
+    /// A heap TID with offset 65535 given to an index with posting lists,
+    /// where that offset marks a posting list (no heap page has that many
+    /// line pointers).
+    #[error("index \"{index}\": heap TID {tid} has offset 65535, which no heap tuple has")]
+    BadTid {
+        index: String,
+        tid: heap::tuple::Tid,
+    },
+
     // ---- conflict ----
     /// A live entry with the same key exists in a unique index.
     #[error("duplicate key value violates unique index \"{index}\": key {key} already exists")]
@@ -117,7 +126,8 @@ impl BtreeError {
             BtreeError::KeyTooLarge { .. }
             | BtreeError::WrongKeyType { .. }
             | BtreeError::BadOptions { .. }
-            | BtreeError::UnsortedBuild { .. } => ErrorKind::BadInput,
+            | BtreeError::UnsortedBuild { .. }
+            | BtreeError::BadTid { .. } => ErrorKind::BadInput,
             BtreeError::UniqueViolation { .. } | BtreeError::UniqueInProgress { .. } => {
                 ErrorKind::Conflict
             }

@@ -48,8 +48,8 @@ use heap::tuple::Tid;
 use crate::key::{Key, KeyType, SearchKey, TID_MIN};
 use crate::optimistic::{self, Next, Step};
 use crate::page::{
-    FIXED, Header, LEAF, Layout, MAX_KEY_SIZE, META_BLOCK, Meta, NO_RIGHT, PageId, ROOT, TreePage,
-    build_page,
+    DEDUP, FIXED, Header, LEAF, Layout, MAX_KEY_SIZE, META_BLOCK, Meta, NO_RIGHT, PageId, ROOT,
+    TreePage, build_page,
 };
 use crate::record;
 
@@ -74,6 +74,8 @@ pub struct Index {
     pub(crate) unique: bool,
     /// The item layout of the index's pages (from the meta page).
     pub(crate) layout: Layout,
+    /// Leaves merge equal keys into posting lists (meta format 3).
+    pub(crate) dedup: bool,
     pub(crate) pool: Arc<BufferPool>,
     /// `None`: changes are not WAL-logged (tests, unlogged use).
     pub(crate) wal: Option<Arc<Wal>>,
@@ -115,7 +117,8 @@ enum Descent<'p> {
 impl Index {
     /// Create an index in the empty relation `options.rel`: the meta page
     /// (block 0) and an empty root leaf (block 1), logged as one record.
-    /// Its pages use the compact item layout.
+    /// Its pages use the compact item layout, and a non-unique index
+    /// deduplicates equal keys into posting lists (meta format 3).
     pub fn create(
         pool: Arc<BufferPool>,
         wal: Option<Arc<Wal>>,
@@ -126,13 +129,31 @@ impl Index {
 
     /// [`Index::create`] with the item layout chosen: `Layout::Headed`
     /// writes an index as the previous format did, to test that such
-    /// indexes keep working.
+    /// indexes keep working. A compact non-unique index deduplicates.
     pub fn create_in_layout(
         pool: Arc<BufferPool>,
         wal: Option<Arc<Wal>>,
         options: IndexOptions,
         layout: Layout,
     ) -> Result<Index> {
+        let dedup = layout == Layout::Compact;
+        Index::create_in_format(pool, wal, options, layout, dedup)
+    }
+
+    /// [`Index::create`] with the layout and deduplication chosen. `dedup`
+    /// asks for posting lists (meta format 3); it is ignored (no posting
+    /// lists) for a unique index, whose keys are never equal among live
+    /// entries, and for the headed layout, which predates posting lists.
+    /// An index created with `dedup` off (format 2) stores one item per
+    /// entry, as indexes did before deduplication.
+    pub fn create_in_format(
+        pool: Arc<BufferPool>,
+        wal: Option<Arc<Wal>>,
+        options: IndexOptions,
+        layout: Layout,
+        dedup: bool,
+    ) -> Result<Index> {
+        let dedup = dedup && layout == Layout::Compact && !options.unique;
         let rf = RelFork::main(options.rel);
         pool.create_fork(rf)?;
         let n = pool.nblocks(rf)?;
@@ -156,7 +177,10 @@ impl Index {
             build_page(
                 &mut root,
                 Header {
-                    flags: LEAF | ROOT | if fixed { FIXED } else { 0 },
+                    flags: LEAF
+                        | ROOT
+                        | if fixed { FIXED } else { 0 }
+                        | if dedup { DEDUP } else { 0 },
                     level: 0,
                     right: NO_RIGHT,
                     layout,
@@ -169,6 +193,7 @@ impl Index {
                 key_type: options.key_type,
                 unique: options.unique,
                 layout,
+                dedup,
             }
             .write(&mut meta);
             record::log(
@@ -196,6 +221,7 @@ impl Index {
             key_type: meta.key_type,
             unique: meta.unique,
             layout: meta.layout,
+            dedup: meta.dedup,
             pool,
             wal,
             root_cache: AtomicU64::new(pack(meta.root, meta.root_level)),
@@ -217,6 +243,10 @@ impl Index {
     /// The item layout of the index's pages.
     pub fn layout(&self) -> Layout {
         self.layout
+    }
+    /// Whether leaves merge equal keys into posting lists.
+    pub fn deduplicates(&self) -> bool {
+        self.dedup
     }
 
     /// Whether new leaves are `FIXED` (an `i64` index in the compact

@@ -52,8 +52,9 @@ use crate::error::{BtreeError, Result};
 use crate::index::{Index, Locked, StackEntry};
 use crate::key::{Key, SearchKey, TID_MIN};
 use crate::page::{
-    self, FIXED, HAS_HIGH_KEY, Header, INCOMPLETE_SPLIT, ITEM_POINTER_SIZE, LEAF, META_BLOCK, Meta,
-    NO_RIGHT, PAGE_CAPACITY, ROOT, TreePage, build_page, encode_item, high_key_from, insert_item,
+    self, DEDUP, FIXED, HAS_HIGH_KEY, Header, INCOMPLETE_SPLIT, ITEM_POINTER_SIZE, LEAF,
+    META_BLOCK, Meta, NO_RIGHT, PAGE_CAPACITY, ROOT, TreePage, build_page, encode_item,
+    high_key_from, insert_item,
 };
 use crate::record;
 use bufmgr::PageWrite;
@@ -111,6 +112,16 @@ pub const LEAF_FILLFACTOR: usize = 90;
 /// split below adds a downlink to them.
 pub const NONLEAF_FILLFACTOR: usize = 70;
 
+/// Room the sorted build wants left, beyond the fillfactor's reserve, on
+/// a leaf it deduplicates: a sixteenth of a page (about 28 `i64` entries).
+pub const DEDUP_MIN_FREE: usize = PAGE_CAPACITY / 16;
+
+/// Bytes a dedup pass must free on a leaf to be kept instead of a split: a
+/// sixty-fourth of a page (the room of 7 plain `i64` entries), so that a
+/// page full of posting lists splits instead of running a pass (and
+/// logging its image) at nearly every insert.
+pub const DEDUP_MIN_SAVING: usize = PAGE_CAPACITY / 64;
+
 /// How many bytes of `PAGE_CAPACITY` the left page of a rightmost split
 /// keeps (items, pointers and its new high key).
 fn rightmost_fill(leaf: bool) -> usize {
@@ -135,6 +146,12 @@ impl Index {
     /// about existing entries with the same key (see the module docs).
     pub fn insert(&self, key: &Key, tid: Tid, heap: &dyn HeapVisibility) -> Result<()> {
         let kb = self.encode_key(key)?;
+        if self.dedup && tid.offset == page::POSTING_MARK {
+            return Err(BtreeError::BadTid {
+                index: self.name.clone(),
+                tid,
+            });
+        }
         let target = SearchKey::new(kb.clone(), tid);
         let item = encode_item(self.layout, &kb, tid, None, false);
         // A key with a NULL part is distinct from every other (SQL's rule).
@@ -259,7 +276,14 @@ impl Index {
         let pos = tp.lower_bound(&decoded.search_key())?;
         if pos < tp.data_len() {
             let there = tp.data(pos)?;
-            if !there.minus_infinity && there.key == decoded.key && there.tid == decoded.tid {
+            if there.is_posting() && child.is_none() && there.key == decoded.key {
+                if there.tid <= decoded.tid {
+                    // Within the posting list's TIDs (the binary search
+                    // compares with its last): the TID goes into it.
+                    return self.insert_into_posting(page, pos, decoded.tid, stack);
+                }
+            } else if !there.minus_infinity && there.key == decoded.key && there.tid == decoded.tid
+            {
                 // The very entry is present already (an insert repeated by
                 // the caller): nothing to do.
                 if child.is_none() {
@@ -295,15 +319,110 @@ impl Index {
                 }
             };
         }
-        self.split(page, pos, item, stack, child)
+        let rightmost_append = !tp.has_high_key() && pos == tp.data_len();
+        let mut items = data_items(&tp)?;
+        items.insert(pos, item);
+        if tp.is_dedup() && child.is_none() {
+            return self.dedup_or_split(page, items, rightmost_append, stack);
+        }
+        self.split(page, items, rightmost_append, stack, child)
     }
 
-    /// Split `page` while adding `item` at data position `pos` (steps 1-5).
+    /// Add `tid` to the posting list at data position `pos` of the locked
+    /// leaf `page`, whose TIDs it lies between. The list is rewritten with
+    /// the TID in its place; one that grows past
+    /// [`page::MAX_POSTING_ITEM`] is cut in two (the posting split of
+    /// PostgreSQL's `_bt_swap_posting`, which keeps every item within its
+    /// limit). If the page has no room for the result, a dedup pass or a
+    /// split follows, as for any insert.
+    fn insert_into_posting<'p>(
+        &'p self,
+        mut page: PageWrite<'p>,
+        pos: usize,
+        tid: heap::tuple::Tid,
+        stack: &[StackEntry],
+    ) -> Result<()> {
+        let id = self.page_id(page.block());
+        let tp = TreePage::parse(&page, id)?;
+        let it = tp.data(pos)?;
+        let mut tids: Vec<heap::tuple::Tid> = it.tids(id)?.collect();
+        match tids.binary_search(&tid) {
+            Ok(_) => return Ok(()),
+            Err(i) => tids.insert(i, tid),
+        }
+        let mut new = Vec::new();
+        page::encode_postings(it.key, &tids, &mut new);
+        let mut items = data_items(&tp)?;
+        let growth = page::space_for(new.iter().map(Vec::as_slice))
+            .saturating_sub(page::space_for([items[pos].as_slice()]));
+        if tp.free_space() >= growth && !tp.is_fixed() {
+            let payload = record::encode_rewrite(&[], &[(pos as u16, new.clone())]);
+            items.splice(pos..=pos, new);
+            let frame = leaf_frame(&tp)?;
+            rebuild_leaf(&mut page, frame, &items);
+            return record::log(
+                self.wal.as_deref(),
+                record::REWRITE_LEAF,
+                &mut [&mut page],
+                &payload,
+                false,
+            );
+        }
+        items.splice(pos..=pos, new);
+        self.dedup_or_split(page, items, false, stack)
+    }
+
+    /// The locked leaf `page` must take `items` (its data items with the
+    /// change made) and they do not fit: merge runs of equal keys into
+    /// posting lists first (PostgreSQL 13's dedup pass, `_bt_dedup_pass`)
+    /// and keep the page if the result fits and merging freed at least
+    /// [`DEDUP_MIN_SAVING`] bytes, logged as one `DEDUP` image. Otherwise
+    /// split: with the runs merged if they fit but freed too little, as
+    /// they were if even merged they do not fit.
+    fn dedup_or_split<'p>(
+        &'p self,
+        mut page: PageWrite<'p>,
+        items: Vec<Vec<u8>>,
+        rightmost_append: bool,
+        stack: &[StackEntry],
+    ) -> Result<()> {
+        let id = self.page_id(page.block());
+        let tp = TreePage::parse(&page, id)?;
+        let merged = dedup_items(&items, self.layout, id)?;
+        let hk = tp.high_key()?.map(|h| h.raw.to_vec());
+        let need = page::space_for(hk.iter().chain(merged.iter()).map(Vec::as_slice));
+        if merged.len() == items.len() || need > PAGE_CAPACITY {
+            // Merging does not make room: split the items as they were
+            // (merged ones would only cost a `FIXED` leaf its fixed items).
+            return self.split(page, items, rightmost_append, stack, None);
+        }
+        let before = page::space_for(items.iter().map(Vec::as_slice));
+        let merged_space = page::space_for(merged.iter().map(Vec::as_slice));
+        if before.saturating_sub(merged_space) < DEDUP_MIN_SAVING {
+            // Merging frees too little: a pass at nearly every insert
+            // (each rewriting the page and logging its image) would
+            // follow. Split, with the runs merged.
+            return self.split(page, merged, rightmost_append, stack, None);
+        }
+        let frame = leaf_frame(&tp)?;
+        rebuild_leaf(&mut page, frame, &merged);
+        record::log(
+            self.wal.as_deref(),
+            record::DEDUP,
+            &mut [&mut page],
+            &[],
+            true,
+        )
+    }
+
+    /// Split `page`, whose data items become `items` (its own with the new
+    /// one added; `rightmost_append`: at the end of the rightmost page),
+    /// steps 1-5.
     fn split<'p>(
         &'p self,
         mut left: PageWrite<'p>,
-        pos: usize,
-        item: Vec<u8>,
+        items: Vec<Vec<u8>>,
+        rightmost_append: bool,
         stack: &[StackEntry],
         child: Option<&mut PageWrite<'p>>,
     ) -> Result<()> {
@@ -311,16 +430,17 @@ impl Index {
         let tp = TreePage::parse(&left, id)?;
         let internal = !tp.is_leaf();
         let layout = tp.layout();
-        let mut items: Vec<Vec<u8>> = (0..tp.data_len())
-            .map(|j| tp.data(j).map(|it| it.raw.to_vec()))
-            .collect::<Result<_>>()?;
-        items.insert(pos, item);
+        let postings = tp.is_dedup();
         let old_hk = tp.high_key()?.map(|h| h.raw.to_vec());
         let (flags, level, old_right) = (tp.flags, tp.level, tp.right);
         // Bytes of an item's pointer on the halves: none if they stay
         // FIXED (every item, high keys included, of the fixed length).
         let fixed_len = |i: &Vec<u8>| i.len() == page::FIXED_ITEM_LEN;
-        let ptr = if tp.is_fixed() && items.iter().all(fixed_len) && old_hk.iter().all(fixed_len) {
+        let ptr = if tp.is_fixed()
+            && items.iter().all(fixed_len)
+            && old_hk.iter().all(fixed_len)
+            && !(postings && items.iter().any(|i| page::is_posting_raw(i)))
+        {
             0
         } else {
             ITEM_POINTER_SIZE
@@ -333,13 +453,13 @@ impl Index {
         // Appending to the rightmost page (ascending keys): leave the left
         // page 90% full (a leaf) or 70% (an internal page) instead of half
         // full, as PostgreSQL's nbtsplitloc does for the rightmost page.
-        let rightmost_append = old_hk.is_none() && pos == n - 1;
+        let rightmost_append = rightmost_append && old_hk.is_none();
         let fill = rightmost_fill(!internal);
         let mut best: Option<(usize, usize)> = None;
         let mut left_items_space = 0;
         for k in 1..n {
             left_items_space += items[k - 1].len() + ptr;
-            let first_right = page::decode_item(&items[k], internal, layout, id)?;
+            let first_right = page::decode_item_on(&items[k], internal, layout, postings, id)?;
             let hk_len = high_key_from(layout, &first_right, internal).len() + ptr;
             let left_space = left_items_space + hk_len;
             let mut right_space = total - left_items_space + old_hk_space;
@@ -365,7 +485,7 @@ impl Index {
         };
 
         // Step 2: build both halves.
-        let first_right = page::decode_item(&items[k], internal, layout, id)?;
+        let first_right = page::decode_item_on(&items[k], internal, layout, postings, id)?;
         let left_hk = high_key_from(layout, &first_right, internal);
         let mut right_items: Vec<Vec<u8>> = Vec::with_capacity(n - k + 1);
         if let Some(h) = &old_hk {
@@ -388,7 +508,7 @@ impl Index {
 
         let mut right = self.pool.extend(self.relfork(), None)?;
         let right_flags =
-            (flags & (LEAF | FIXED)) | if old_hk.is_some() { HAS_HIGH_KEY } else { 0 };
+            (flags & (LEAF | FIXED | DEDUP)) | if old_hk.is_some() { HAS_HIGH_KEY } else { 0 };
         let refs: Vec<&[u8]> = right_items.iter().map(Vec::as_slice).collect();
         build_page(
             &mut right,
@@ -550,4 +670,81 @@ impl Index {
             return Ok(finished);
         }
     }
+}
+
+/// The raw data items of a page (high key not included).
+fn data_items(tp: &TreePage<'_>) -> Result<Vec<Vec<u8>>> {
+    (0..tp.data_len())
+        .map(|j| tp.data(j).map(|it| it.raw.to_vec()))
+        .collect()
+}
+
+/// Rewrite the leaf `page` (viewed by `tp`) with its high key, flags and
+/// right link and the data items `items`, which fit.
+pub(crate) fn rebuild_leaf(page: &mut [u8], frame: LeafFrame, items: &[Vec<u8>]) {
+    let (h, hk) = frame;
+    let refs: Vec<&[u8]> = hk.iter().chain(items.iter()).map(Vec::as_slice).collect();
+    build_page(page, h, &refs);
+}
+
+/// What a leaf keeps when its items are rewritten: header and high key.
+pub(crate) type LeafFrame = (Header, Option<Vec<u8>>);
+
+/// The [`LeafFrame`] of a page.
+pub(crate) fn leaf_frame(tp: &TreePage<'_>) -> Result<LeafFrame> {
+    let hk = tp.high_key()?.map(|h| h.raw.to_vec());
+    let h = Header {
+        flags: tp.flags,
+        level: tp.level,
+        right: tp.right,
+        layout: tp.layout(),
+    };
+    Ok((h, hk))
+}
+
+/// Merge every run of items with equal keys among `items` (data items of
+/// a `DEDUP` leaf, in order) into posting lists of at most
+/// [`page::MAX_POSTING_ITEM`] bytes; other items stay as they are.
+pub(crate) fn dedup_items(
+    items: &[Vec<u8>],
+    layout: page::Layout,
+    id: page::PageId,
+) -> Result<Vec<Vec<u8>>> {
+    let mut out = Vec::with_capacity(items.len());
+    let mut i = 0;
+    while i < items.len() {
+        let first = page::decode_item_on(&items[i], false, layout, true, id)?;
+        let mut j = i + 1;
+        while j < items.len()
+            && page::decode_item_on(&items[j], false, layout, true, id)?.key == first.key
+        {
+            j += 1;
+        }
+        // Posting lists leading the run stay as they are but the last, which
+        // takes the entries after it (a pass on a page of long runs then
+        // re-encodes little): their TIDs are below everything after them.
+        let mut keep = i;
+        while keep + 1 < j
+            && page::is_posting_raw(&items[keep])
+            && page::is_posting_raw(&items[keep + 1])
+        {
+            keep += 1;
+        }
+        out.extend(items[i..keep].iter().cloned());
+        if j == keep + 1 {
+            out.push(items[keep].clone());
+        } else {
+            let mut tids = Vec::new();
+            for raw in &items[keep..j] {
+                let it = page::decode_item_on(raw, false, layout, true, id)?;
+                tids.extend(it.tids(id)?);
+            }
+            if tids.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(id.corrupt("equal keys whose TIDs are not ascending"));
+            }
+            page::encode_postings(first.key, &tids, &mut out);
+        }
+        i = j;
+    }
+    Ok(out)
 }

@@ -10,7 +10,8 @@
 //!   8  .. 12  checksum            (pool)
 //!   12 .. 14  magic 0xB7EE        (as on tree pages: identifies a B-tree page)
 //!   14 .. 16  flags = META
-//!   16 .. 20  format version: the index's item layout (1 headed, 2 compact)
+//!   16 .. 20  format version: the index's item layout (1 headed, 2 compact,
+//!             3 compact with deduplicated leaves: posting lists)
 //!   20 .. 24  root block
 //!   24 .. 28  root level          (0 while the root is a leaf)
 //!   28        key type            (1 I64, 2 Bytes, 3 Tuple)
@@ -23,7 +24,8 @@
 //!   0  .. 12  pool's LSN and checksum
 //!   12 .. 14  magic 0xB7EE
 //!   14 .. 16  flags: LEAF 0x1, ROOT 0x2, INCOMPLETE_SPLIT 0x4, HAS_HIGH_KEY 0x8,
-//!             COMPACT 0x20 (the item layout), FIXED 0x40 (see below)
+//!             COMPACT 0x20 (the item layout), FIXED 0x40 (see below),
+//!             DEDUP 0x80 (a compact leaf whose items may be posting lists)
 //!   16 .. 20  level               (0 = leaf)
 //!   20 .. 24  right link          (0 = none: block 0 is the meta page)
 //!   24 .. 26  lower               (end of the item pointer array)
@@ -43,6 +45,19 @@
 //!   0  .. k      key, in its order-preserving form (see `key`)
 //!   k  .. k+6    heap TID: block u32, offset u16
 //!   k+6 .. k+10  child block u32 (internal pages only, high key included)
+//!
+//! posting list on a DEDUP leaf (one key, two or more heap TIDs, ascending)
+//!   0  .. k        key
+//!   k  .. k+6      the last (largest) TID: block u32, offset u16
+//!   k+6 .. len-6   every TID in ascending order: the first as varint block,
+//!                  varint offset; each next one as varint (block - previous
+//!                  block), then varint (offset - previous offset) if that
+//!                  was 0, else varint offset (LEB128 varints)
+//!   len-6 .. len   k u16, TID count u16, 0xFFFF u16 (POSTING_MARK)
+//!   A plain item ends with its TID, whose offset is never 0xFFFF (a heap
+//!   page holds at most 2041 line pointers, and inserts into a DEDUP
+//!   index refuse that offset), so the last two bytes tell the kinds apart;
+//!   pages without DEDUP are never read for posting lists at all.
 //!
 //! item on a page without COMPACT (the headed layout, format 1)
 //!   0  .. 2      key length k
@@ -140,7 +155,24 @@ pub const META: u16 = 0x10;
 pub const COMPACT: u16 = 0x20;
 /// A compact leaf of [`FIXED_ITEM_LEN`]-byte items without item pointers.
 pub const FIXED: u16 = 0x40;
-pub const KNOWN_FLAGS: u16 = LEAF | ROOT | INCOMPLETE_SPLIT | HAS_HIGH_KEY | COMPACT | FIXED;
+/// A compact leaf of an index with deduplication: its items may be
+/// posting lists (see the module docs).
+pub const DEDUP: u16 = 0x80;
+pub const KNOWN_FLAGS: u16 =
+    LEAF | ROOT | INCOMPLETE_SPLIT | HAS_HIGH_KEY | COMPACT | FIXED | DEDUP;
+/// The last two bytes of a posting-list item (where a plain item has its
+/// TID's offset, which is never 0xFFFF).
+pub const POSTING_MARK: u16 = 0xFFFF;
+/// Bytes of a posting list besides its key and its TID stream: the last
+/// TID and the trailer (key length, count, mark).
+pub const POSTING_OVERHEAD: usize = 12;
+/// The largest posting-list item, in bytes: a sixth of a page, as
+/// PostgreSQL's dedup pass caps posting lists at half of `BTMaxItemSize`.
+/// Runs of equal keys longer than that become several posting lists.
+/// Below [`MAX_KEY_SIZE`], so every split rule that holds for the largest
+/// plain item holds for a posting list.
+pub const MAX_POSTING_ITEM: usize = PAGE_CAPACITY / 6;
+const _: () = assert!(MAX_POSTING_ITEM < MAX_KEY_SIZE);
 /// The length of every item of a [`FIXED`] page: an 8-byte key and a TID.
 pub const FIXED_ITEM_LEN: usize = 8 + ITEM_FIXED;
 
@@ -268,6 +300,9 @@ pub struct Meta {
     pub unique: bool,
     /// The item layout of every tree page of the index.
     pub layout: Layout,
+    /// Leaves deduplicate equal keys into posting lists (format 3; only
+    /// with the compact layout).
+    pub dedup: bool,
 }
 
 impl Meta {
@@ -279,12 +314,13 @@ impl Meta {
             return Err(id.corrupt("not a B-tree meta page (bad magic or flags)"));
         }
         let version = u32_at(page, 16);
-        let layout = match version {
-            1 => Layout::Headed,
-            2 => Layout::Compact,
+        let (layout, dedup) = match version {
+            1 => (Layout::Headed, false),
+            2 => (Layout::Compact, false),
+            3 => (Layout::Compact, true),
             _ => {
                 return Err(id.corrupt(format!(
-                    "meta page format version {version}, this engine reads 1 and 2"
+                    "meta page format version {version}, this engine reads 1, 2 and 3"
                 )));
             }
         };
@@ -310,6 +346,7 @@ impl Meta {
             key_type,
             unique,
             layout,
+            dedup,
         })
     }
 
@@ -317,7 +354,12 @@ impl Meta {
         page[POOL_HEADER..].fill(0);
         put_u16(page, 12, BTREE_MAGIC);
         put_u16(page, 14, META);
-        put_u32(page, 16, self.layout.format_version());
+        let version = if self.dedup {
+            3
+        } else {
+            self.layout.format_version()
+        };
+        put_u32(page, 16, version);
         put_u32(page, 20, self.root);
         put_u32(page, 24, self.root_level);
         page[28] = self.key_type.code();
@@ -344,9 +386,14 @@ pub struct Item<'a> {
     pub child: BlockNumber,
     /// The item's bytes as stored.
     pub raw: &'a [u8],
+    /// The largest TID of the item: `tid` for a plain item, the last of
+    /// a posting list's.
+    pub last: Tid,
+    /// A posting list's TID stream and count (`tid` is its first TID).
+    pub posting: Option<(&'a [u8], u16)>,
 }
 
-impl Item<'_> {
+impl<'a> Item<'a> {
     /// Compare this item with a search key; minus infinity is below everything.
     pub fn cmp_search(&self, skey: &SearchKey) -> std::cmp::Ordering {
         self.cmp_at(&skey.key, skey.tid)
@@ -354,18 +401,257 @@ impl Item<'_> {
 
     /// Compare this item with the position (`key`, `tid`) given by borrowed
     /// stored key bytes: the same order as [`Item::cmp_search`], without a
-    /// [`SearchKey`] (nothing allocated).
+    /// [`SearchKey`] (nothing allocated). A posting list compares by its
+    /// last TID, so a binary search for a position finds the item holding
+    /// it (or the first entry after it).
     #[inline]
     pub fn cmp_at(&self, key: &[u8], tid: Tid) -> std::cmp::Ordering {
         if self.minus_infinity {
             std::cmp::Ordering::Less
         } else {
-            cmp_keys(self.key, key).then(self.tid.cmp(&tid))
+            cmp_keys(self.key, key).then(self.last.cmp(&tid))
         }
+    }
+
+    /// Is this item a posting list?
+    #[inline]
+    pub fn is_posting(&self) -> bool {
+        self.posting.is_some()
+    }
+
+    /// Number of heap TIDs the item holds (1 for a plain item).
+    #[inline]
+    pub fn tid_count(&self) -> usize {
+        self.posting.map_or(1, |(_, n)| usize::from(n))
+    }
+
+    /// The item's heap TIDs in ascending order, after checking a posting
+    /// list's whole stream (sorted, its count and last TID as stored); a
+    /// damaged one is `Corrupt` naming the page.
+    pub fn tids(&self, id: PageId) -> Result<Tids<'a>> {
+        let Some((stream, n)) = self.posting else {
+            return Ok(Tids {
+                single: Some(self.tid),
+                stream: &[],
+                left: 0,
+                prev: None,
+            });
+        };
+        let mut it = Tids {
+            single: None,
+            stream,
+            left: usize::from(n),
+            prev: None,
+        };
+        let mut count = 0usize;
+        let mut prev: Option<Tid> = None;
+        loop {
+            match it.step() {
+                Step::Done => break,
+                Step::Bad(what) => {
+                    return Err(id.corrupt(format!("posting list: {what}")));
+                }
+                Step::Tid(t) => {
+                    if prev.is_some_and(|p| p >= t) {
+                        return Err(id.corrupt("posting list TIDs not ascending"));
+                    }
+                    prev = Some(t);
+                    count += 1;
+                }
+            }
+        }
+        if !it.stream.is_empty() {
+            return Err(id.corrupt(format!(
+                "posting list has {} bytes after its {n} TIDs",
+                it.stream.len()
+            )));
+        }
+        if count != usize::from(n) || prev != Some(self.last) {
+            return Err(id.corrupt(format!(
+                "posting list of {count} TIDs ending at {prev:?}, but it says {n} ending at {}",
+                self.last
+            )));
+        }
+        Ok(Tids {
+            single: None,
+            stream,
+            left: usize::from(n),
+            prev: None,
+        })
     }
 
     pub fn search_key(&self) -> SearchKey {
         SearchKey::new(self.key.to_vec(), self.tid)
+    }
+}
+
+/// The heap TIDs of an item, ascending (see [`Item::tids`]).
+#[derive(Clone, Debug)]
+pub struct Tids<'a> {
+    single: Option<Tid>,
+    stream: &'a [u8],
+    left: usize,
+    prev: Option<Tid>,
+}
+
+enum Step {
+    Tid(Tid),
+    Done,
+    Bad(&'static str),
+}
+
+fn read_varint(s: &mut &[u8]) -> Option<u32> {
+    let mut v: u64 = 0;
+    for i in 0..5 {
+        let (&b, rest) = s.split_first()?;
+        *s = rest;
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return u32::try_from(v).ok();
+        }
+    }
+    None
+}
+
+fn put_varint(v: &mut Vec<u8>, mut x: u32) {
+    while x >= 0x80 {
+        v.push((x as u8) | 0x80);
+        x >>= 7;
+    }
+    v.push(x as u8);
+}
+
+impl Tids<'_> {
+    fn step(&mut self) -> Step {
+        if self.left == 0 {
+            return Step::Done;
+        }
+        let (Some(a), Some(b)) = (read_varint(&mut self.stream), read_varint(&mut self.stream))
+        else {
+            return Step::Bad("a TID runs off the item or overflows");
+        };
+        let t = match self.prev {
+            None => match u16::try_from(b) {
+                Ok(o) => Tid::new(a, o),
+                Err(_) => return Step::Bad("an offset over 65535"),
+            },
+            Some(p) => {
+                let Some(block) = p.block.checked_add(a) else {
+                    return Step::Bad("a block past the largest");
+                };
+                let off = if a == 0 { u32::from(p.offset) + b } else { b };
+                match u16::try_from(off) {
+                    Ok(o) => Tid::new(block, o),
+                    Err(_) => return Step::Bad("an offset over 65535"),
+                }
+            }
+        };
+        self.left -= 1;
+        self.prev = Some(t);
+        Step::Tid(t)
+    }
+}
+
+impl Iterator for Tids<'_> {
+    type Item = Tid;
+
+    fn next(&mut self) -> Option<Tid> {
+        if let Some(t) = self.single.take() {
+            return Some(t);
+        }
+        match self.step() {
+            Step::Tid(t) => Some(t),
+            // Checked by `Item::tids` before the iterator was handed out.
+            Step::Done | Step::Bad(_) => None,
+        }
+    }
+}
+
+/// Encode a leaf entry for `tids` (ascending, at least one) of `key` in
+/// the compact layout: a plain item for one TID, a posting list (see the
+/// module docs) for more.
+pub fn encode_posting(key: &[u8], tids: &[Tid]) -> Vec<u8> {
+    match tids {
+        [] | [_] => encode_item(
+            Layout::Compact,
+            key,
+            tids.first().copied().unwrap_or(Tid::new(0, 0)),
+            None,
+            false,
+        ),
+        [.., last] => {
+            let mut v = Vec::with_capacity(key.len() + POSTING_OVERHEAD + 3 * tids.len());
+            v.extend_from_slice(key);
+            v.extend_from_slice(&last.block.to_le_bytes());
+            v.extend_from_slice(&last.offset.to_le_bytes());
+            let mut prev: Option<Tid> = None;
+            for &t in tids {
+                match prev {
+                    None => {
+                        put_varint(&mut v, t.block);
+                        put_varint(&mut v, u32::from(t.offset));
+                    }
+                    Some(p) => {
+                        let db = t.block - p.block;
+                        put_varint(&mut v, db);
+                        put_varint(
+                            &mut v,
+                            if db == 0 {
+                                u32::from(t.offset - p.offset)
+                            } else {
+                                u32::from(t.offset)
+                            },
+                        );
+                    }
+                }
+                prev = Some(t);
+            }
+            v.extend_from_slice(&(key.len() as u16).to_le_bytes());
+            v.extend_from_slice(&(tids.len() as u16).to_le_bytes());
+            v.extend_from_slice(&POSTING_MARK.to_le_bytes());
+            v
+        }
+    }
+}
+
+/// Encode the entries (`key`, `tids`) as leaf items of at most
+/// [`MAX_POSTING_ITEM`] bytes each where a posting list is made: runs cut
+/// into consecutive posting lists (a single TID stays a plain item).
+pub fn encode_postings(key: &[u8], tids: &[Tid], out: &mut Vec<Vec<u8>>) {
+    let varint_len = |x: u32| match x {
+        0..0x80 => 1,
+        0x80..0x4000 => 2,
+        0x4000..0x20_0000 => 3,
+        0x20_0000..0x1000_0000 => 4,
+        _ => 5,
+    };
+    let mut start = 0;
+    while start < tids.len() {
+        // Grow the run while the posting list stays within the limit,
+        // counting each TID's varints as `encode_posting` writes them.
+        let first = tids[start];
+        let mut len = key.len()
+            + POSTING_OVERHEAD
+            + varint_len(first.block)
+            + varint_len(first.offset.into());
+        let mut end = start + 1;
+        while end < tids.len() {
+            let (p, t) = (tids[end - 1], tids[end]);
+            let db = t.block.wrapping_sub(p.block);
+            let off = if db == 0 {
+                u32::from(t.offset.wrapping_sub(p.offset))
+            } else {
+                u32::from(t.offset)
+            };
+            let next = len + varint_len(db) + varint_len(off);
+            if next > MAX_POSTING_ITEM {
+                break;
+            }
+            len = next;
+            end += 1;
+        }
+        out.push(encode_posting(key, &tids[start..end]));
+        start = end;
     }
 }
 
@@ -411,6 +697,22 @@ pub fn encode_item(
 /// flags.
 #[inline]
 pub fn decode_item(raw: &[u8], internal: bool, layout: Layout, id: PageId) -> Result<Item<'_>> {
+    decode_item_on(raw, internal, layout, false, id)
+}
+
+/// [`decode_item`] on a page whose flags may allow posting lists
+/// (`postings`: a `DEDUP` leaf).
+#[inline]
+pub fn decode_item_on(
+    raw: &[u8],
+    internal: bool,
+    layout: Layout,
+    postings: bool,
+    id: PageId,
+) -> Result<Item<'_>> {
+    if postings && raw.len() >= 2 && u16_at(raw, raw.len() - 2) == POSTING_MARK {
+        return decode_posting(raw, id);
+    }
     let head = layout.header_len();
     let fixed = head + ITEM_FIXED + if internal { CHILD_SIZE } else { 0 };
     if raw.len() < fixed {
@@ -452,7 +754,51 @@ pub fn decode_item(raw: &[u8], internal: bool, layout: Layout, id: PageId) -> Re
         minus_infinity,
         child,
         raw,
+        last: tid,
+        posting: None,
     })
+}
+
+/// Decode a posting list (its header fields; the stream is checked by
+/// [`Item::tids`]).
+fn decode_posting(raw: &[u8], id: PageId) -> Result<Item<'_>> {
+    let len = raw.len();
+    if !(POSTING_OVERHEAD + 2..=MAX_POSTING_ITEM).contains(&len) {
+        return Err(id.corrupt(format!(
+            "posting list of {len} bytes (a posting list takes {} to {MAX_POSTING_ITEM})",
+            POSTING_OVERHEAD + 2
+        )));
+    }
+    let klen = u16_at(raw, len - 6) as usize;
+    let n = u16_at(raw, len - 4);
+    if klen + POSTING_OVERHEAD + 2 > len || n < 2 {
+        return Err(id.corrupt(format!(
+            "posting list of {len} bytes says its key takes {klen} and it holds {n} TIDs"
+        )));
+    }
+    let key = &raw[..klen];
+    let last = Tid::new(u32_at(raw, klen), u16_at(raw, klen + 4));
+    let mut stream = &raw[klen + 6..len - 6];
+    let first = match (read_varint(&mut stream), read_varint(&mut stream)) {
+        (Some(b), Some(o)) => u16::try_from(o).ok().map(|o| Tid::new(b, o)),
+        _ => None,
+    }
+    .ok_or_else(|| id.corrupt("posting list: its first TID is damaged"))?;
+    Ok(Item {
+        key,
+        tid: first,
+        minus_infinity: false,
+        child: 0,
+        raw,
+        last,
+        posting: Some((&raw[klen + 6..len - 6], n)),
+    })
+}
+
+/// Does this raw leaf item, from a `DEDUP` page, hold a posting list?
+#[inline]
+pub fn is_posting_raw(raw: &[u8]) -> bool {
+    raw.len() >= 2 && u16_at(raw, raw.len() - 2) == POSTING_MARK
 }
 
 /// The high key made from an item: its key and TID (child 0 on internal
@@ -501,6 +847,11 @@ impl<'a> TreePage<'a> {
         let upper = u16_at(page, 26) as usize;
         if lower < HEADER_SIZE || lower > upper || upper > PAGE_SIZE {
             return Err(id.corrupt(format!("bad lower {lower} / upper {upper}")));
+        }
+        if flags & DEDUP != 0 && flags & (LEAF | COMPACT) != LEAF | COMPACT {
+            return Err(id.corrupt(format!(
+                "DEDUP on a page that is not a compact leaf (flags {flags:#x})"
+            )));
         }
         let slot = if flags & FIXED != 0 {
             if flags & (LEAF | COMPACT) != LEAF | COMPACT {
@@ -570,6 +921,11 @@ impl<'a> TreePage<'a> {
     pub fn is_fixed(&self) -> bool {
         self.flags & FIXED != 0
     }
+    /// A leaf whose items may be posting lists (`DEDUP`).
+    #[inline]
+    pub fn is_dedup(&self) -> bool {
+        self.flags & DEDUP != 0
+    }
     /// Bytes an item of `len` bytes takes on this page, its pointer
     /// included; `None` if it cannot go on this page at all (an item of
     /// another length on a `FIXED` page).
@@ -601,7 +957,13 @@ impl<'a> TreePage<'a> {
             )));
         }
         let layout = self.layout();
-        let mut it = decode_item(&self.page[off..off + len], !self.is_leaf(), layout, self.id)?;
+        let mut it = decode_item_on(
+            &self.page[off..off + len],
+            !self.is_leaf(),
+            layout,
+            self.is_dedup(),
+            self.id,
+        )?;
         if layout == Layout::Compact {
             it.minus_infinity = !self.is_leaf() && i == self.first_data();
         }
@@ -734,6 +1096,7 @@ pub fn build_page(page: &mut [u8], h: Header, items: &[&[u8]]) {
     let mut flags = (h.flags & !COMPACT) | h.layout.flag();
     if flags & (FIXED | LEAF | COMPACT) != FIXED | LEAF | COMPACT
         || items.iter().any(|it| it.len() != FIXED_ITEM_LEN)
+        || (flags & DEDUP != 0 && items.iter().any(|it| is_posting_raw(it)))
     {
         flags &= !FIXED;
     }
@@ -922,7 +1285,10 @@ pub fn pop_last_item(page: &mut [u8]) -> Option<Vec<u8>> {
 /// with room for it (`free_space() >= slot_len(item.len())`; on a `FIXED`
 /// page the item is [`FIXED_ITEM_LEN`] bytes).
 pub fn insert_item(page: &mut [u8], index: usize, item: &[u8]) {
-    if u16_at(page, 14) & FIXED != 0 && item.len() != FIXED_ITEM_LEN {
+    let flags = u16_at(page, 14);
+    if flags & FIXED != 0
+        && (item.len() != FIXED_ITEM_LEN || (flags & DEDUP != 0 && is_posting_raw(item)))
+    {
         unfix(page);
     }
     let lower = u16_at(page, 24) as usize;
@@ -1093,17 +1459,29 @@ mod tests {
                 key_type: KeyType::I64,
                 unique: false,
                 layout,
+                dedup: false,
             };
             meta.write(&mut page);
             assert_eq!(u32_at(&page, 16), version);
             assert_eq!(Meta::read(&page, ID).unwrap(), meta);
         }
-        for version in [0, 3] {
+        let meta = Meta {
+            root: 1,
+            root_level: 0,
+            key_type: KeyType::I64,
+            unique: false,
+            layout: Layout::Compact,
+            dedup: true,
+        };
+        meta.write(&mut page);
+        assert_eq!(u32_at(&page, 16), 3);
+        assert_eq!(Meta::read(&page, ID).unwrap(), meta);
+        for version in [0, 4] {
             put_u32(&mut page, 16, version);
             let err = Meta::read(&page, ID).unwrap_err().to_string();
             assert!(
                 err.contains("relation 9 block 3")
-                    && err.contains(&format!("version {version}, this engine reads 1 and 2")),
+                    && err.contains(&format!("version {version}, this engine reads 1, 2 and 3")),
                 "{err}"
             );
         }
@@ -1281,6 +1659,34 @@ mod tests {
         put_u32(&mut page, 16, 1);
         let err = TreePage::parse(&page, ID).unwrap_err().to_string();
         assert!(err.contains("not a compact leaf"), "{err}");
+    }
+
+    #[test]
+    fn runs_encode_as_posting_lists_within_the_limit_that_decode_to_the_same_tids() {
+        let tids: Vec<Tid> = (0..5000u32)
+            .map(|i| Tid::new(i * 37 / 10, (i % 10) as u16 * 300 + 1))
+            .collect();
+        for key in [Key::I64(7).encode(), vec![b'x'; 1000], vec![b'y'; 2000]] {
+            let mut items = Vec::new();
+            encode_postings(&key, &tids, &mut items);
+            let mut back = Vec::new();
+            for raw in &items {
+                assert!(raw.len() <= MAX_POSTING_ITEM.max(key.len() + ITEM_FIXED));
+                let it = decode_item_on(raw, false, Layout::Compact, true, ID).unwrap();
+                assert_eq!(it.key, key.as_slice());
+                back.extend(it.tids(ID).unwrap());
+            }
+            assert_eq!(back, tids);
+            if key.len() > MAX_POSTING_ITEM {
+                assert_eq!(items.len(), tids.len(), "a long key makes plain items");
+            } else {
+                assert!(items.len() < tids.len() / 10, "{} items", items.len());
+            }
+        }
+        // The i64 posting list of 10 TIDs a few hundred blocks apart takes
+        // under half of 10 fixed items.
+        let ten: Vec<Tid> = (0..10u32).map(|i| Tid::new(i * 500 + 3, 17)).collect();
+        assert!(encode_posting(&Key::I64(7).encode(), &ten).len() + ITEM_POINTER_SIZE < 70);
     }
 
     #[test]

@@ -127,7 +127,7 @@ impl Index {
         high: Option<&Item<'_>>,
     ) -> Result<()> {
         if let Some(p) = prev
-            && (p.key, p.tid) >= (it.key, it.tid)
+            && (p.key, p.last) >= (it.key, it.tid)
         {
             return Err(self
                 .page_id(block)
@@ -181,10 +181,17 @@ impl Index {
                 if !bounds.below_upper(it.key) {
                     return Ok(false);
                 }
-                f(it.key, it.tid);
-                n += 1;
-                if n == max {
-                    return Ok(true);
+                for t in it.tids(self.page_id(block))? {
+                    // Only the first item can hold entries before the
+                    // start (a posting list holding it).
+                    if (it.key, t) < (key, tid) {
+                        continue;
+                    }
+                    f(it.key, t);
+                    n += 1;
+                    if n == max {
+                        return Ok(true);
+                    }
                 }
             }
             let next = match tp.high_key()? {
@@ -228,8 +235,11 @@ impl Index {
                     .page_id(block)
                     .corrupt("a backward descent ends at an internal page"));
             }
+            // Items before `end` lie below the position; the item at it
+            // (a posting list compares by its last TID) may hold some
+            // entries below it too.
             let end = match pos {
-                Some((k, t)) => tp.lower_bound_at(k, t)?,
+                Some((k, t)) => (tp.lower_bound_at(k, t)? + 1).min(tp.data_len()),
                 None => tp.data_len(),
             };
             let high = tp.high_key()?;
@@ -247,9 +257,25 @@ impl Index {
                 if !bounds.below_upper(it.key) {
                     continue;
                 }
-                f(it.key, it.tid);
-                n += 1;
-                if n == max {
+                let mut tids = it.tids(self.page_id(block))?;
+                let mut step = |t: Tid| {
+                    if pos.is_some_and(|(k, pt)| (it.key, t) >= (k, pt)) {
+                        return false;
+                    }
+                    f(it.key, t);
+                    n += 1;
+                    n == max
+                };
+                if it.is_posting() {
+                    let all: Vec<Tid> = tids.collect();
+                    for &t in all.iter().rev() {
+                        if step(t) {
+                            return Ok(true);
+                        }
+                    }
+                } else if let Some(t) = tids.next()
+                    && step(t)
+                {
                     return Ok(true);
                 }
             }

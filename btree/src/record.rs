@@ -17,6 +17,8 @@
 //! | 0x50 `NEWROOT` | a new root above a split root | new root, old root, meta | none | restore the images |
 //! | 0x60 `VACUUM` | entries removed from a leaf | leaf | u16 count, u16 item numbers | remove those items |
 //! | 0x70 `NEWPAGES` | pages written by the sorted build (one finished page; at the end the leftmost leaf and the meta page together) | 1 or more | none | restore the images |
+//! | 0x80 `REWRITE_LEAF` | items of a leaf removed or replaced: a TID added to a posting list (which may become two), a vacuum that removes TIDs from posting lists | leaf | u16 count, u16 item numbers removed; u16 count, per replaced item: u16 item number, u16 count, per new item u16 length and bytes | rebuild the leaf with those changes |
+//! | 0x90 `DEDUP` | a leaf whose runs of equal keys were merged into posting lists (a dedup pass instead of a split) | leaf | none | restore the image |
 //!
 //! Splits, new roots and index creation are logged with **full images of every
 //! page they change**: the simplest record that is certainly enough to rebuild
@@ -48,6 +50,10 @@ pub const NEWROOT: u8 = 0x50;
 pub const VACUUM: u8 = 0x60;
 /// Full images of pages written by the sorted build (`Index::build_sorted`).
 pub const NEWPAGES: u8 = 0x70;
+/// Leaf items removed or replaced (posting lists changed).
+pub const REWRITE_LEAF: u8 = 0x80;
+/// A leaf's dedup pass, as a full image.
+pub const DEDUP: u8 = 0x90;
 
 /// The hole of a B-tree page's image: the free space of a tree page, the
 /// tail of the meta page, none for anything else.
@@ -122,7 +128,7 @@ pub fn redo(record: &Record, end_lsn: Lsn, pool: &BufferPool) -> Result<()> {
     let nblocks = record.blocks().len();
     let expected = match info {
         CREATE => 2..=2,
-        INSERT_LEAF | VACUUM => 1..=1,
+        INSERT_LEAF | VACUUM | REWRITE_LEAF | DEDUP => 1..=1,
         INSERT_DOWNLINK => 2..=2,
         SPLIT => 2..=3,
         NEWROOT => 3..=3,
@@ -141,7 +147,7 @@ pub fn redo(record: &Record, end_lsn: Lsn, pool: &BufferPool) -> Result<()> {
     for (i, bref) in record.blocks().iter().enumerate() {
         let tag = bref.tag();
         let image = record.restore_page(i);
-        if matches!(info, CREATE | SPLIT | NEWROOT | NEWPAGES) && image.is_none() {
+        if matches!(info, CREATE | SPLIT | NEWROOT | NEWPAGES | DEDUP) && image.is_none() {
             return Err(BtreeError::BadRecord(format!(
                 "record {info:#x} block {i} ({tag}) has no image"
             )));
@@ -205,6 +211,43 @@ fn apply(info: u8, i: usize, payload: &[u8], page: &mut PageWrite<'_>, id: PageI
             let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
             build_page(page, h, &refs);
         }
+        (REWRITE_LEAF, 0) => {
+            let (dead, repl) = decode_rewrite(payload)?;
+            if !tp.is_leaf() {
+                return Err(id.corrupt("redo: a leaf rewrite on an internal page"));
+            }
+            let old: Vec<Vec<u8>> = (0..tp.data_len())
+                .map(|j| tp.data(j).map(|it| it.raw.to_vec()))
+                .collect::<Result<_>>()?;
+            if let Some(&d) = dead
+                .iter()
+                .chain(repl.iter().map(|(j, _)| j))
+                .find(|&&d| usize::from(d) >= old.len())
+            {
+                return Err(id.corrupt(format!(
+                    "redo: rewrite of item {d} of {} on the page",
+                    old.len()
+                )));
+            }
+            let mut items = Vec::with_capacity(old.len());
+            for (j, raw) in old.into_iter().enumerate() {
+                if dead.binary_search(&(j as u16)).is_ok() {
+                    continue;
+                }
+                match repl.iter().find(|(r, _)| usize::from(*r) == j) {
+                    Some((_, new)) => items.extend(new.iter().cloned()),
+                    None => items.push(raw),
+                }
+            }
+            let hk = tp.high_key()?.map(|h| h.raw.to_vec());
+            if page::space_for(hk.iter().chain(items.iter()).map(Vec::as_slice))
+                > page::PAGE_CAPACITY
+            {
+                return Err(id.corrupt("redo: no room for a logged leaf rewrite"));
+            }
+            let frame = crate::insert::leaf_frame(&tp)?;
+            crate::insert::rebuild_leaf(page, frame, &items);
+        }
         _ => {
             return Err(BtreeError::BadRecord(format!(
                 "record {info:#x} has no block {i}"
@@ -212,6 +255,67 @@ fn apply(info: u8, i: usize, payload: &[u8], page: &mut PageWrite<'_>, id: PageI
         }
     }
     Ok(())
+}
+
+/// A data item number and the items that replace it.
+pub(crate) type Replacement = (u16, Vec<Vec<u8>>);
+
+/// Payload of a `REWRITE_LEAF` record: data item numbers removed
+/// (ascending), then replaced items (ascending item numbers) with their
+/// new items.
+pub(crate) fn encode_rewrite(dead: &[u16], repl: &[Replacement]) -> Vec<u8> {
+    let mut v = encode_vacuum(dead);
+    v.extend_from_slice(&(repl.len() as u16).to_le_bytes());
+    for (j, items) in repl {
+        v.extend_from_slice(&j.to_le_bytes());
+        v.extend_from_slice(&(items.len() as u16).to_le_bytes());
+        for it in items {
+            v.extend_from_slice(&(it.len() as u16).to_le_bytes());
+            v.extend_from_slice(it);
+        }
+    }
+    v
+}
+
+fn decode_rewrite(p: &[u8]) -> Result<(Vec<u16>, Vec<Replacement>)> {
+    let bad = |what: &str| BtreeError::BadRecord(format!("leaf rewrite payload: {what}"));
+    let u16_at = |at: usize| -> Result<u16> {
+        p.get(at..at + 2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .ok_or_else(|| bad("shorter than its counts say"))
+    };
+    let ndead = usize::from(u16_at(0)?);
+    let mut at = 2 + 2 * ndead;
+    let dead = decode_vacuum(p.get(..at).ok_or_else(|| bad("dead list cut short"))?)?;
+    let nrepl = usize::from(u16_at(at)?);
+    at += 2;
+    let mut repl: Vec<Replacement> = Vec::with_capacity(nrepl.min(1024));
+    for _ in 0..nrepl {
+        let j = u16_at(at)?;
+        let m = usize::from(u16_at(at + 2)?);
+        at += 4;
+        if m == 0 {
+            return Err(bad("a replacement by no item"));
+        }
+        if repl.last().is_some_and(|(r, _)| *r >= j) || dead.binary_search(&j).is_ok() {
+            return Err(bad("replaced item numbers not ascending or also removed"));
+        }
+        let mut items = Vec::with_capacity(m.min(16));
+        for _ in 0..m {
+            let len = usize::from(u16_at(at)?);
+            at += 2;
+            let it = p
+                .get(at..at + len)
+                .ok_or_else(|| bad("an item runs past the end"))?;
+            items.push(it.to_vec());
+            at += len;
+        }
+        repl.push((j, items));
+    }
+    if at != p.len() {
+        return Err(bad("bytes after the last replacement"));
+    }
+    Ok((dead, repl))
 }
 
 /// Payload of a `VACUUM` record: the data item numbers removed, ascending.
@@ -255,5 +359,22 @@ mod tests {
         assert_eq!(decode_vacuum(&p).unwrap(), vec![1, 4, 9]);
         assert!(decode_vacuum(&p[..3]).is_err());
         assert!(decode_vacuum(&encode_vacuum(&[4, 1])).is_err());
+    }
+
+    #[test]
+    fn rewrite_payload_round_trips_and_rejects_garbage() {
+        let repl = vec![
+            (2u16, vec![vec![1u8, 2, 3], vec![4u8]]),
+            (5, vec![vec![9u8]]),
+        ];
+        let p = encode_rewrite(&[1, 3], &repl);
+        assert_eq!(decode_rewrite(&p).unwrap(), (vec![1, 3], repl.clone()));
+        for cut in 0..p.len() {
+            assert!(decode_rewrite(&p[..cut]).is_err(), "cut at {cut}");
+        }
+        assert!(decode_rewrite(&encode_rewrite(&[2], &repl)).is_err());
+        let mut long = p.clone();
+        long.push(0);
+        assert!(decode_rewrite(&long).is_err());
     }
 }

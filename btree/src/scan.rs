@@ -129,17 +129,35 @@ impl Index {
                     .page_id(block)
                     .corrupt("the leaf chain leads to an internal page"));
             }
+            // The item holding `from` or the first after it (a posting
+            // list compares by its last TID).
             let mut j = tp.lower_bound_at(key, from)?;
             let mut n = 0;
             let mut key_ends = false;
-            while n < LOOKUP_BATCH && j < tp.data_len() {
+            'items: while j < tp.data_len() {
                 let it = tp.data(j)?;
                 if it.key != key {
                     key_ends = true;
                     break;
                 }
-                batch[n] = it.tid;
-                n += 1;
+                if !it.is_posting() {
+                    if n == LOOKUP_BATCH {
+                        break;
+                    }
+                    batch[n] = it.tid;
+                    n += 1;
+                } else {
+                    for t in it.tids(self.page_id(block))? {
+                        if t < from {
+                            continue;
+                        }
+                        if n == LOOKUP_BATCH {
+                            break 'items;
+                        }
+                        batch[n] = t;
+                        n += 1;
+                    }
+                }
                 j += 1;
             }
             // Where to go on after this batch, if anywhere.
@@ -216,8 +234,10 @@ impl Scan<'_> {
                 self.next = None;
                 return Ok(());
             }
-            self.buffered
-                .push_back((index.decode_key(it.key, block)?, it.tid));
+            let key = index.decode_key(it.key, block)?;
+            for t in it.tids(index.page_id(block))? {
+                self.buffered.push_back((key.clone(), t));
+            }
         }
         self.next = match tp.high_key()? {
             Some(hk) if self.below_upper(hk.key) => tp.right_link(),

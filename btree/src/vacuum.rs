@@ -4,7 +4,10 @@
 //! pool's vacuum ring (so a vacuum of a large index does not flood the pool),
 //! one exclusively locked page at a time. On each leaf, ask `is_dead` about
 //! every entry's TID, rebuild the page without the dead ones and log a
-//! `VACUUM` record with their item numbers.
+//! `VACUUM` record with their item numbers. A posting list loses its dead
+//! TIDs (a rewritten list, or a plain item for the one TID left) and goes
+//! as a whole when all are dead; a page where that happened is logged as
+//! `REWRITE_LEAF` (removed item numbers and rewritten items) instead.
 //!
 //! A page split while vacuum runs moves entries only to the right, onto a
 //! page between the one just cleaned and the saved right link: those entries
@@ -20,7 +23,7 @@ use heap::tuple::Tid;
 
 use crate::error::Result;
 use crate::index::Index;
-use crate::page::{Header, TreePage, build_page};
+use crate::page::{self, Header, TreePage, build_page};
 use crate::record;
 
 /// What a vacuum did.
@@ -56,21 +59,38 @@ impl Index {
             stats.pages += 1;
             block = tp.right_link();
             let mut dead: Vec<u16> = Vec::new();
+            let mut repl: Vec<record::Replacement> = Vec::new();
             let mut keep: Vec<Vec<u8>> = Vec::new();
             if let Some(hk) = tp.high_key()? {
                 keep.push(hk.raw.to_vec());
             }
+            let id = self.page_id(b);
             for j in 0..tp.data_len() {
                 let it = tp.data(j)?;
-                if is_dead(it.tid) {
+                if it.is_posting() {
+                    let (gone, live): (Vec<Tid>, Vec<Tid>) =
+                        it.tids(id)?.partition(|&t| is_dead(t));
+                    stats.removed += gone.len() as u64;
+                    stats.remaining += live.len() as u64;
+                    if live.is_empty() {
+                        dead.push(j as u16);
+                    } else if gone.is_empty() {
+                        keep.push(it.raw.to_vec());
+                    } else {
+                        let mut new = Vec::new();
+                        page::encode_postings(it.key, &live, &mut new);
+                        keep.extend(new.iter().cloned());
+                        repl.push((j as u16, new));
+                    }
+                } else if is_dead(it.tid) {
+                    stats.removed += 1;
                     dead.push(j as u16);
                 } else {
+                    stats.remaining += 1;
                     keep.push(it.raw.to_vec());
                 }
             }
-            stats.removed += dead.len() as u64;
-            stats.remaining += (tp.data_len() - dead.len()) as u64;
-            if dead.is_empty() {
+            if dead.is_empty() && repl.is_empty() {
                 continue;
             }
             stats.pages_changed += 1;
@@ -82,13 +102,12 @@ impl Index {
             };
             let refs: Vec<&[u8]> = keep.iter().map(Vec::as_slice).collect();
             build_page(&mut page, h, &refs);
-            record::log(
-                self.wal.as_deref(),
-                record::VACUUM,
-                &mut [&mut page],
-                &record::encode_vacuum(&dead),
-                false,
-            )?;
+            let (info, payload) = if repl.is_empty() {
+                (record::VACUUM, record::encode_vacuum(&dead))
+            } else {
+                (record::REWRITE_LEAF, record::encode_rewrite(&dead, &repl))
+            };
+            record::log(self.wal.as_deref(), info, &mut [&mut page], &payload, false)?;
         }
         Ok(stats)
     }

@@ -247,6 +247,13 @@ impl Index {
                 self.layout
             ));
         }
+        if tp.is_leaf() && tp.is_dedup() != self.dedup {
+            bad(format!(
+                "DEDUP flag {} on a leaf, but the meta page says deduplication is {}",
+                tp.is_dedup(),
+                if self.dedup { "on" } else { "off" }
+            ));
+        }
         let high = tp.high_key()?.map(|h| h.search_key());
         let mut prev: Option<SearchKey> = None;
         let mut downlinks = Vec::new();
@@ -287,6 +294,22 @@ impl Index {
                 bad(format!(
                     "item {j} is below the page's lower bound (the left page's high key)"
                 ));
+            }
+            if tp.is_leaf() && it.is_posting() {
+                // Sorted, no TID twice, count and last TID as stored (all
+                // checked by `tids`), within its size limit.
+                match it.tids(tp.id) {
+                    Ok(tids) => entries.extend(tids.map(|t| (it.key.to_vec(), t))),
+                    Err(e) => bad(format!("entry {j}: {e}")),
+                }
+                let last = SearchKey::new(it.key.to_vec(), it.last);
+                if high.as_ref().is_some_and(|h| last >= *h) {
+                    bad(format!(
+                        "posting list {j}: its last TID is not below the high key"
+                    ));
+                }
+                prev = Some(last);
+                continue;
             }
             if tp.is_leaf() {
                 entries.push((it.key.to_vec(), it.tid));

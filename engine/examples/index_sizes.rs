@@ -4,7 +4,14 @@
 //! load (the sorted bottom-up build), then 100,000 more rows inserted one
 //! by one, which the indexes take by inserts and splits. Prints each
 //! index's pages (meta page included) and MiB after the build and after
-//! the inserts.
+//! the inserts. A second table `u` takes ROWS / 5 rows one by one (in
+//! transactions of 1000) into an index created before them (built by
+//! random inserts and splits): its `h` holds each of ROWS / 50 values on
+//! exactly 10 rows, in a random order.
+//!
+//! Everything runs twice: with `Options::index_deduplication` on (the
+//! default: the non-unique indexes store each value once with its rows'
+//! TIDs, as posting lists) and off (one item per row, as before).
 //!
 //! `cargo run --release -p engine --example index_sizes [ROWS]`
 
@@ -26,11 +33,12 @@ fn row(i: u64, rows: u64, groups: u64) -> Vec<Value> {
     ]
 }
 
-fn sizes(db: &Database, when: &str) -> Result<(), Box<dyn std::error::Error>> {
+fn sizes(db: &Database, when: &str, dedup: bool) -> Result<(), Box<dyn std::error::Error>> {
     for ix in db.indexes() {
         let pages = db.pool().nblocks(bufmgr::RelFork::main(ix.rel))? as usize;
         println!(
-            "{when}: index {}: {pages} pages, {:.1} MiB",
+            "dedup {}: {when}: index {}: {pages} pages, {:.1} MiB",
+            if dedup { "on" } else { "off" },
             ix.name,
             (pages * bufmgr::PAGE_SIZE) as f64 / f64::from(1 << 20)
         );
@@ -43,8 +51,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(s) => s.parse().map_err(|e| format!("ROWS {s:?}: {e}"))?,
         None => 1_000_000,
     };
+    for dedup in [true, false] {
+        run(rows, dedup)?;
+    }
+    Ok(())
+}
+
+fn run(rows: u64, dedup: bool) -> Result<(), Box<dyn std::error::Error>> {
     let groups = (rows / 10).max(1);
-    let db = Database::open_temporary(Options::new().pool_mib(256))?;
+    let db = Database::open_temporary(Options::new().pool_mib(256).index_deduplication(dedup))?;
     db.create_table(
         "t",
         vec![
@@ -55,7 +70,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     db.bulk_load("t", (0..rows).map(|i| row(i, rows, groups)), |_| {})?;
     db.create_index("t_k", "t", "k", false)?;
     db.create_index("t_g", "t", "g", false)?;
-    sizes(&db, "built")?;
+    sizes(&db, "built", dedup)?;
     let more = rows / 10;
     for chunk in (rows..rows + more).collect::<Vec<_>>().chunks(1000) {
         db.transaction(|t| {
@@ -65,7 +80,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Ok(())
         })?;
     }
-    sizes(&db, &format!("after {more} inserts"))?;
+    sizes(&db, &format!("after {more} inserts"), dedup)?;
+    // Table `u`: its index takes every row by an insert, in random key order.
+    let urows = (rows / 5).max(10) / 10 * 10;
+    db.create_table("u", vec![Column::new("h", ColumnType::I64)])?;
+    db.create_index("u_h", "u", "h", false)?;
+    // i -> i * P mod urows is a permutation (P is a prime that divides no
+    // urows here): each h = perm / 10 is on exactly 10 rows.
+    const P: u64 = 1_000_003;
+    for chunk in (0..urows).collect::<Vec<_>>().chunks(1000) {
+        db.transaction(|t| {
+            for &i in chunk {
+                let h = (i * P % urows / 10) as i64;
+                t.insert("u", vec![Value::I64(h)])?;
+            }
+            Ok(())
+        })?;
+    }
+    let ix = db
+        .indexes()
+        .into_iter()
+        .find(|ix| ix.name == "u_h")
+        .ok_or("index u_h is missing")?;
+    let pages = db.pool().nblocks(bufmgr::RelFork::main(ix.rel))? as usize;
+    println!(
+        "dedup {}: {urows} rows inserted one by one: index u_h: {pages} pages, {:.1} MiB",
+        if dedup { "on" } else { "off" },
+        (pages * bufmgr::PAGE_SIZE) as f64 / f64::from(1 << 20)
+    );
     db.close()?;
     Ok(())
 }

@@ -1374,7 +1374,7 @@ impl Core {
         let wal = t.info.logged.then(|| self.wal.clone());
         self.pool.set_unlogged(info.rel, !t.info.logged);
         let opened = if create {
-            btree::Index::create(
+            btree::Index::create_in_format(
                 self.pool.clone(),
                 wal,
                 IndexOptions {
@@ -1383,6 +1383,8 @@ impl Core {
                     key_type,
                     unique: info.unique,
                 },
+                btree::page::Layout::Compact,
+                self.options.index_deduplication,
             )
         } else {
             btree::Index::open(self.pool.clone(), wal, &name, info.rel)

@@ -12,6 +12,7 @@
 //! | `--ring` | `rings`, `ring_sizes` | on; 256 KiB / 16 MiB / 2 MiB, each capped at pool / 8 |
 //! | huge pages (ticks) | `huge_pages` | off |
 //! | `--optimistic` | `optimistic_reads` (B-tree internal pages read with no pin or lock, validated by the buffer's version) | on |
+//! | index size (index_sizes) | `index_deduplication` (non-unique B-tree indexes created from now on store equal keys once, as posting lists) | on |
 //! | checksums (hint-bits) | `checksums` | on |
 //! | reading a damaged page | `zero_damaged_pages` (PostgreSQL's setting) | off: an error naming relation and block |
 //! | commit (oltp) | `commit_mode`, `async_flush_interval` | synchronous; 200 ms |
@@ -129,6 +130,15 @@ pub struct Options {
     /// content lock, validated by the buffer's version; bufmgr rule 10).
     /// Off: every page of a descent is pinned and locked shared.
     pub optimistic_reads: bool,
+    /// Non-unique B-tree indexes created while this is on store a key
+    /// once with the heap TIDs of all its rows (posting lists, as
+    /// PostgreSQL 13's deduplication), so indexes over repeated values
+    /// take far less room. Off: such indexes store one item per row, as
+    /// indexes did before. The choice is recorded in each index (its meta
+    /// page's format) when it is created; opening a directory with another
+    /// setting changes nothing for existing indexes. Unique indexes never
+    /// deduplicate.
+    pub index_deduplication: bool,
     /// Page checksums (fixed when the directory is created).
     pub checksums: bool,
     /// PostgreSQL's `zero_damaged_pages`. Off (the default), a page whose
@@ -218,6 +228,7 @@ impl fmt::Debug for Options {
             .field("ring_sizes", &self.ring_sizes)
             .field("huge_pages", &self.huge_pages)
             .field("optimistic_reads", &self.optimistic_reads)
+            .field("index_deduplication", &self.index_deduplication)
             .field("checksums", &self.checksums)
             .field("zero_damaged_pages", &self.zero_damaged_pages)
             .field("full_page_writes", &self.full_page_writes)
@@ -260,6 +271,7 @@ impl Default for Options {
             ring_sizes: None,
             huge_pages: false,
             optimistic_reads: true,
+            index_deduplication: true,
             checksums: true,
             zero_damaged_pages: false,
             full_page_writes: true,
@@ -374,6 +386,12 @@ impl Options {
     /// Read index internal pages optimistically (on by default).
     pub fn optimistic_reads(mut self, on: bool) -> Self {
         self.optimistic_reads = on;
+        self
+    }
+    /// Deduplicate non-unique indexes created from now on (on by default;
+    /// see [`Options::index_deduplication`](Options#structfield.index_deduplication)).
+    pub fn index_deduplication(mut self, on: bool) -> Self {
+        self.index_deduplication = on;
         self
     }
     /// Page checksums (must match the setting the directory was created with).
@@ -531,7 +549,7 @@ impl Options {
     /// it. Keys: `pool_mib`, `pool_buffers`, `evictor`, `sweep_batch`,
     /// `partitions` (`topology` or N), `balancing`, `partition_floor` (`off` or
     /// N), `rings`, `bulk_read_ring_kib`, `bulk_write_ring_kib`,
-    /// `vacuum_ring_kib`, `huge_pages`, `optimistic_reads`, `checksums`, `zero_damaged_pages`, `full_page_writes`,
+    /// `vacuum_ring_kib`, `huge_pages`, `optimistic_reads`, `index_deduplication`, `checksums`, `zero_damaged_pages`, `full_page_writes`,
     /// `commit` (`sync`/`async`), `async_flush_ms` (`off` or ms), `hint_mode`,
     /// `bgwriter`, `checkpointer`, `checkpoint_interval_ms`,
     /// `checkpoint_max_wal_bytes`, `wal_segment_size`, `io`
@@ -579,6 +597,9 @@ impl Options {
             "huge_pages" => self.huge_pages = parse_bool("huge_pages", v)?,
             "optimistic_reads" | "optimistic" => {
                 self.optimistic_reads = parse_bool("optimistic_reads", v)?
+            }
+            "index_deduplication" | "dedup" => {
+                self.index_deduplication = parse_bool("index_deduplication", v)?
             }
             "checksums" => self.checksums = parse_bool("checksums", v)?,
             "zero_damaged_pages" => self.zero_damaged_pages = parse_bool("zero_damaged_pages", v)?,

@@ -59,12 +59,13 @@ pub fn key(i: i64) -> Vec<u8> {
 /// Valid B-tree pages to damage: a compact leaf with a high key, a compact
 /// internal root, the meta page, the same leaf and root in the headed
 /// layout (indexes written by the previous format), and the leaf `FIXED`
-/// (no item pointers).
-pub fn valid_btree_pages() -> &'static [Vec<u8>; 6] {
-    static PAGES: OnceLock<[Vec<u8>; 6]> = OnceLock::new();
+/// (no item pointers), and a `DEDUP` leaf of posting lists.
+pub fn valid_btree_pages() -> &'static [Vec<u8>; 7] {
+    static PAGES: OnceLock<[Vec<u8>; 7]> = OnceLock::new();
     PAGES.get_or_init(|| {
         use btree::page::{
-            FIXED, HAS_HIGH_KEY, Header, LEAF, Layout, ROOT, build_page, encode_item,
+            DEDUP, FIXED, HAS_HIGH_KEY, Header, LEAF, Layout, ROOT, build_page, encode_item,
+            encode_posting,
         };
         let tid = |i: u16| Tid {
             block: u32::from(i),
@@ -123,8 +124,40 @@ pub fn valid_btree_pages() -> &'static [Vec<u8>; 6] {
             key_type: btree::KeyType::I64,
             unique: true,
             layout: Layout::Compact,
+            dedup: false,
         }
         .write(&mut meta);
+        // Posting lists of 2 to 21 TIDs (blocks and offsets of every
+        // varint width) between plain items, under a high key.
+        let mut items = vec![encode_item(
+            Layout::Compact,
+            &key(1000),
+            tid(99),
+            None,
+            false,
+        )];
+        for i in 0..30u16 {
+            let n = 1 + i % 21;
+            let tids: Vec<Tid> = (0..n)
+                .map(|t| Tid {
+                    block: u32::from(t) * 300 + u32::from(i),
+                    offset: 1 + t * 13,
+                })
+                .collect();
+            items.push(encode_posting(&key(i64::from(i) * 7), &tids));
+        }
+        let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+        let mut dedup_leaf = vec![0u8; PAGE_SIZE];
+        build_page(
+            &mut dedup_leaf,
+            Header {
+                flags: LEAF | HAS_HIGH_KEY | DEDUP,
+                level: 0,
+                right: 7,
+                layout: Layout::Compact,
+            },
+            &refs,
+        );
         [
             leaf(Layout::Compact, 0),
             internal(Layout::Compact),
@@ -132,6 +165,7 @@ pub fn valid_btree_pages() -> &'static [Vec<u8>; 6] {
             leaf(Layout::Headed, 0),
             internal(Layout::Headed),
             leaf(Layout::Compact, FIXED),
+            dedup_leaf,
         ]
     })
 }
@@ -267,7 +301,11 @@ pub fn exercise_btree_page(page: &[u8]) {
     let _ = (view.has_high_key(), view.right_link(), view.free_space());
     let n = view.data_len();
     for j in 0..=n {
-        let _ = view.data(j);
+        if let Ok(it) = view.data(j)
+            && let Ok(tids) = it.tids(id)
+        {
+            let _ = tids.count();
+        }
         let _ = view.item(j);
     }
     let _ = view.high_key();
@@ -360,12 +398,12 @@ pub fn heap_payloads() -> Vec<(u8, Vec<u8>)> {
 }
 
 pub fn btree_payload(info_choice: usize) -> (u8, Vec<u8>) {
-    use btree::record::{INSERT_DOWNLINK, INSERT_LEAF, VACUUM};
+    use btree::record::{INSERT_DOWNLINK, INSERT_LEAF, REWRITE_LEAF, VACUUM};
     let tid = Tid {
         block: 8,
         offset: 2,
     };
-    match info_choice % 3 {
+    match info_choice % 4 {
         0 => (
             INSERT_LEAF,
             btree::page::encode_item(btree::page::Layout::Compact, &key(15), tid, None, false),
@@ -374,10 +412,22 @@ pub fn btree_payload(info_choice: usize) -> (u8, Vec<u8>) {
             INSERT_DOWNLINK,
             btree::page::encode_item(btree::page::Layout::Compact, &key(777), tid, Some(9), false),
         ),
-        _ => (
+        2 => (
             VACUUM,
             [2u16, 1, 3].iter().flat_map(|v| v.to_le_bytes()).collect(),
         ),
+        _ => {
+            // Item 1 removed, item 3 replaced by one item of 20 bytes
+            // (the same key and another TID).
+            let item =
+                btree::page::encode_item(btree::page::Layout::Compact, &key(21), tid, None, false);
+            let mut p: Vec<u8> = [1u16, 1, 1, 3, 1, item.len() as u16]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect();
+            p.extend_from_slice(&item);
+            (REWRITE_LEAF, p)
+        }
     }
 }
 

@@ -173,7 +173,7 @@ proptest! {
     }
 
     #[test]
-    fn btree_pages(which in 0usize..6, ms in mutations(false)) {
+    fn btree_pages(which in 0usize..7, ms in mutations(false)) {
         let mut page = valid_btree_pages()[which].clone();
         damage(&mut page, &ms, 0);
         exercise_btree_page(&page);
@@ -262,7 +262,17 @@ fn every_seed_decodes_before_damage() {
         headed_leaf,
         headed_internal,
         fixed_leaf,
+        dedup_leaf,
     ] = valid_btree_pages();
+    let dedup = btree::page::TreePage::parse(dedup_leaf, btree_id()).unwrap();
+    assert!(dedup.is_dedup() && dedup.data_len() == 30);
+    let posting = dedup.data(20).unwrap();
+    assert!(posting.is_posting());
+    let tids: Vec<heap::tuple::Tid> = posting.tids(btree_id()).unwrap().collect();
+    assert_eq!(
+        (tids.len(), tids[20].block, tids[20].offset),
+        (21, 6020, 261)
+    );
     let fixed = btree::page::TreePage::parse(fixed_leaf, btree_id()).unwrap();
     assert!(fixed.is_fixed() && fixed.data_len() == 40);
     assert_eq!(fixed.data(5).unwrap().key, key(35).as_slice());
@@ -308,7 +318,7 @@ proptest! {
     }
 
     #[test]
-    fn btree_redo(which in 0usize..3, ms in mutations(true), info in prop::option::of(any::<u8>()), blocks in 1u32..4) {
+    fn btree_redo(which in 0usize..4, ms in mutations(true), info in prop::option::of(any::<u8>()), blocks in 1u32..4) {
         let (info0, mut payload) = btree_payload(which);
         damage(&mut payload, &ms, 0);
         exercise_btree_redo(info.unwrap_or(info0), &payload, blocks);
@@ -339,7 +349,7 @@ fn every_redo_seed_replays_before_damage() {
             result.unwrap_or_else(|e| panic!("heap seed {i}: {e}"));
         }
     }
-    for which in 0..3 {
+    for which in 0..4 {
         let (info, payload) = btree_payload(which);
         let (_dir, pool) = redo_pool();
         let blocks: &[u32] = match which {
@@ -403,7 +413,7 @@ fn write_fuzz_seed_corpus() {
             &[[info, two].as_slice(), &payload].concat(),
         );
     }
-    for which in 0..3 {
+    for which in 0..4 {
         let (info, payload) = btree_payload(which);
         let blocks = u8::from(which == 1);
         put(
