@@ -28,16 +28,31 @@
 //!    writes (take and release) stay in its own shard, where one shared
 //!    `RwLock` made every lookup of every thread bounce one line.
 //! 4. Writers lock the shards in index order, so two writers cannot
-//!    deadlock on each other. As with one `RwLock`, a thread must not take
-//!    the lock again while it holds it (the bulk loader's own reads are
-//!    refused before they get here: `crate::loading`).
+//!    deadlock on each other. A thread must not take the lock exclusively
+//!    while it holds it (the bulk loader's own reads are refused before
+//!    they get here: `crate::loading`).
+//! 5. A thread may take the lock shared again while it holds it shared (a
+//!    read from inside a scan's callback). A shard lock makes a new reader
+//!    wait behind a waiting writer, and the writer waits for the thread's
+//!    first hold, so the second hold takes no shard lock: the thread's
+//!    first hold already excludes every writer (rule 1) until it ends, and
+//!    it ends after the second (holds of a thread are nested), so the
+//!    flag the second copies stays true as long (rule 2). Each thread
+//!    keeps the locks it holds shared in a short list of its own.
 
+use std::cell::RefCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::txn::snapshot::{SHARDS, thread_shard};
+
+thread_local! {
+    /// The drop locks this thread holds shared, by address, once per hold
+    /// (rule 5).
+    static HELD: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
+}
 
 /// One shard, on its own cache lines.
 #[derive(Debug, Default)]
@@ -65,9 +80,19 @@ impl DropLock {
     /// dropped.
     #[inline]
     pub fn read(&self) -> DropReadGuard<'_> {
-        let guard = self.shards[thread_shard()].0.read();
+        let me = self as *const DropLock as usize;
+        let again = HELD.with(|h| {
+            let mut h = h.borrow_mut();
+            let again = h.contains(&me);
+            h.push(me);
+            again
+        });
+        // Rule 5: a second hold waiting behind a writer that waits for
+        // this thread's first hold would never end; the first one suffices.
+        let guard = (!again).then(|| self.shards[thread_shard()].0.read());
         DropReadGuard {
             dropped: self.dropped.load(Ordering::Acquire),
+            lock: me,
             _guard: guard,
         }
     }
@@ -88,7 +113,24 @@ impl DropLock {
 #[derive(Debug)]
 pub(crate) struct DropReadGuard<'a> {
     dropped: bool,
-    _guard: RwLockReadGuard<'a, ()>,
+    /// The lock's address, as listed in `HELD`.
+    lock: usize,
+    /// `None` for a second hold of the thread (rule 5).
+    _guard: Option<RwLockReadGuard<'a, ()>>,
+}
+
+impl Drop for DropReadGuard<'_> {
+    fn drop(&mut self) {
+        // The guard is not `Send` (its shard guard type is not): dropped on
+        // the thread that listed it. Holds nest, so the last entry for this
+        // lock is this hold's.
+        HELD.with(|h| {
+            let mut h = h.borrow_mut();
+            if let Some(i) = h.iter().rposition(|&l| l == self.lock) {
+                h.swap_remove(i);
+            }
+        });
+    }
 }
 
 impl Deref for DropReadGuard<'_> {
@@ -214,5 +256,45 @@ mod tests {
         *w = true;
         drop(w);
         assert!(reader.join().unwrap(), "the reader missed the flag");
+    }
+
+    #[test]
+    fn a_thread_holding_the_lock_shared_takes_it_again_while_a_writer_waits() {
+        let l = Arc::new(DropLock::new());
+        let outer = l.read();
+        let writer = {
+            let l = l.clone();
+            std::thread::spawn(move || {
+                let mut w = l.write();
+                *w = true;
+            })
+        };
+        // The writer is now waiting for `outer`.
+        std::thread::sleep(Duration::from_millis(50));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let inner = {
+            let l = l.clone();
+            std::thread::spawn(move || {
+                // A thread of its own holding the lock, as `outer` does here,
+                // then taking it again: both on this thread.
+                let first = l.read();
+                let second = l.read();
+                tx.send((*first, *second)).unwrap();
+            })
+        };
+        // The other thread's first hold waits for the writer (which waits
+        // for `outer`); this thread's second hold must not.
+        let again = l.read();
+        assert!(!*again, "the second hold saw the drop before it happened");
+        drop(again);
+        drop(outer);
+        writer.join().unwrap();
+        inner.join().unwrap();
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(10)).unwrap(),
+            (true, true),
+            "a reader that came after the writer sees its flag"
+        );
+        assert!(*l.read());
     }
 }
