@@ -282,7 +282,9 @@ fn replay_engine(a: &ReplayArgs) -> Result<(ReplayResult, String, Vec<usize>)> {
         tags.len() as u64
     };
     let fp = if a.pool.is_some() { footprint() } else { 0 };
-    let sizes = pool_sizes(a, fp, Some(trace.pool_buffers as usize))?;
+    // A trace that records no pool (0: a generated one) needs a size given.
+    let recorded = (trace.pool_buffers > 0).then_some(trace.pool_buffers as usize);
+    let sizes = pool_sizes(a, fp, recorded)?;
     let (rels, threads) = (a.relation.clone(), thread_ids(a.threads.as_deref())?);
     let subset_name = match (&rels, &threads) {
         (None, None) => "all accesses".to_string(),
