@@ -383,3 +383,40 @@ fn sweep_and_ticks_rows_carry_the_pools_live_miss_ratio_curve_under_mrc() {
         }
     }
 }
+
+#[test]
+fn hint_bits_rows_carry_the_pools_live_miss_ratio_curve_under_mrc() {
+    use bench::scenarios::hint_bits::{self, Params};
+    use heap::HintMode;
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = tiny(dir.path(), 256, vec![1], Duration::from_millis(100));
+    settings.measures.mrc = true;
+    let params = Params {
+        rows: 2_000,
+        reps: 1,
+        modes: vec![HintMode::Never],
+        checksums: vec![false],
+        logged: vec![false],
+        load_batch: 1_000,
+        wal_segment_size: 1 << 20,
+        seed: settings.seed(hint_bits::PERMUTATION_SEED),
+    };
+    let report =
+        bench::common::finish(hint_bits::run(&settings, &params).unwrap(), &settings).unwrap();
+    let text = bench::common::Report::render(&report);
+    assert!(text.contains("miss-ratio curve (--mrc)"), "{text}");
+    let v = json(&settings);
+    let rows: Vec<&serde_json::Value> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(v["index_rows"].as_array().unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        let c = &row["mrc"];
+        let points = c["points"].as_array().unwrap_or_else(|| panic!("{row}"));
+        assert_eq!(points.len(), 5, "{c}");
+        assert!(c["sampled_accesses"].as_u64().unwrap() > 0, "{c}");
+    }
+}
