@@ -172,7 +172,10 @@ pub fn run_window(pb: &ProgressBar, d: Duration, mut each: impl FnMut(Duration) 
 
 /// A warm-up of `warmup`, then [`MEASURE`] and the measured window of
 /// `duration` between two snapshots, each wait cut short when `alive`
-/// turns false. Returns the snapshots at the window's start and end.
+/// turns false; [`STOP`] right after the second snapshot, so that no
+/// operation finishing after it is timed as the window's (the workers'
+/// latencies would otherwise count operations the snapshots do not).
+/// Returns the snapshots at the window's start and end.
 pub fn warm_then_measure<S>(
     pb: &ProgressBar,
     (warmup, duration): (Duration, Duration),
@@ -185,6 +188,7 @@ pub fn warm_then_measure<S>(
     let before = snap();
     run_window(pb, duration, |_| alive());
     let after = snap();
+    phases.set(STOP);
     (before, after)
 }
 
@@ -568,6 +572,28 @@ pub fn with_intervals<T>(
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicU64;
+
+    #[test]
+    fn the_measured_window_ends_for_the_workers_at_its_second_snapshot() {
+        let phases = Phases::new();
+        let pb = ProgressBar::hidden();
+        let mut seen = Vec::new();
+        let (before, after) = warm_then_measure(
+            &pb,
+            (Duration::from_millis(1), Duration::from_millis(1)),
+            &phases,
+            || true,
+            || {
+                seen.push(phases.flag().load(Ordering::Relaxed));
+                seen.len()
+            },
+        );
+        assert_eq!((before, after), (1, 2));
+        assert_eq!(seen, [MEASURE, MEASURE]);
+        // A worker finishing an operation after the second snapshot must
+        // not see the window still open.
+        assert_eq!(phases.flag().load(Ordering::Relaxed), STOP);
+    }
 
     /// A row as the five engine scenarios wrote it before `RowSeries`: the
     /// four fields inline, between fields of its own.
