@@ -247,6 +247,16 @@ fn pool_sizes(a: &ReplayArgs, footprint: u64, default: Option<usize>) -> Result<
     Ok(sizes)
 }
 
+/// A trace that holds no access: every policy's hit ratio would be 0 of 0,
+/// a figure of nothing, so the replay refuses it.
+fn no_access(a: &ReplayArgs) -> BenchError {
+    BenchError::Data(format!(
+        "{} ({}): the trace holds no access to replay",
+        a.trace.display(),
+        a.format
+    ))
+}
+
 /// `--policy` with each policy once, in the order given.
 fn policies(a: &ReplayArgs) -> Vec<Policy> {
     let mut v: Vec<Policy> = Vec::new();
@@ -274,6 +284,9 @@ fn replay_engine(a: &ReplayArgs) -> Result<(ReplayResult, String, Vec<usize>)> {
             a.trace.display(),
             trace.events.len()
         );
+    }
+    if trace.accesses().next().is_none() {
+        return Err(no_access(a));
     }
     let footprint = || {
         let mut tags: Vec<_> = trace.accesses().map(|x| x.tag).collect();
@@ -338,6 +351,9 @@ fn replay_public(a: &ReplayArgs) -> Result<(ReplayResult, String, Vec<usize>)> {
         },
     };
     let fp = lab::replay::footprint(&a.trace, &o)?;
+    if fp.accesses == 0 {
+        return Err(no_access(a));
+    }
     let sizes = pool_sizes(a, fp.objects, None)?;
     let next = if policies(a).contains(&Policy::Opt) && a.format != Format::OracleGeneral {
         eprintln!(

@@ -355,3 +355,68 @@ fn crash_soak_times_every_acknowledged_unit_and_its_intervals_sum_to_them() {
     assert_eq!(row["seed"], 7);
     assert_eq!(report.seed, 7);
 }
+
+#[test]
+fn sweep_and_ticks_rows_carry_the_pools_live_miss_ratio_curve_under_mrc() {
+    use bench::scenarios::sweep;
+    for run in [sweep::sweep, sweep::ticks] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut settings = tiny(dir.path(), 64, vec![1], Duration::from_millis(300));
+        settings.measures.mrc = true;
+        let report = run(&settings).unwrap();
+        let text = bench::common::Report::render(&report);
+        assert!(text.contains("miss-ratio curve (--mrc)"), "{text}");
+        let v = json(&settings);
+        let rows = v["rows"].as_array().unwrap();
+        assert!(!rows.is_empty());
+        for row in rows {
+            let c = &row["mrc"];
+            assert_eq!(c["pool_pages"], 64, "{row}");
+            let points = c["points"].as_array().unwrap_or_else(|| panic!("{row}"));
+            assert_eq!(points.len(), 5, "{c}");
+            for p in points {
+                let h = p["hit_ratio"].as_f64().unwrap();
+                assert!((0.0..=1.0).contains(&h), "{c}");
+            }
+            assert!(c["sampled_accesses"].as_u64().unwrap() > 0, "{c}");
+            assert!(c["pool_hit_ratio"].as_f64().is_some(), "{c}");
+        }
+    }
+}
+
+#[test]
+fn hint_bits_rows_carry_the_pools_live_miss_ratio_curve_under_mrc() {
+    use bench::scenarios::hint_bits::{self, Params};
+    use heap::HintMode;
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = tiny(dir.path(), 256, vec![1], Duration::from_millis(100));
+    settings.measures.mrc = true;
+    let params = Params {
+        rows: 2_000,
+        reps: 1,
+        modes: vec![HintMode::Never],
+        checksums: vec![false],
+        logged: vec![false],
+        load_batch: 1_000,
+        wal_segment_size: 1 << 20,
+        seed: settings.seed(hint_bits::PERMUTATION_SEED),
+    };
+    let report =
+        bench::common::finish(hint_bits::run(&settings, &params).unwrap(), &settings).unwrap();
+    let text = bench::common::Report::render(&report);
+    assert!(text.contains("miss-ratio curve (--mrc)"), "{text}");
+    let v = json(&settings);
+    let rows: Vec<&serde_json::Value> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(v["index_rows"].as_array().unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        let c = &row["mrc"];
+        let points = c["points"].as_array().unwrap_or_else(|| panic!("{row}"));
+        assert_eq!(points.len(), 5, "{c}");
+        assert!(c["sampled_accesses"].as_u64().unwrap() > 0, "{c}");
+    }
+}
