@@ -57,7 +57,9 @@ impl Database {
         let _ddl = c.ddl.lock();
         let t = c.table(table)?;
         crate::loading::check(&t)?;
-        let dropped = t.dropped.write();
+        let dropped = t
+            .dropped
+            .write(table, || format!("add column to table {table:?}"))?;
         if *dropped {
             return Err(EngineError::UnknownTable { name: table.into() });
         }

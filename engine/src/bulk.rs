@@ -80,7 +80,9 @@ impl Database {
         let c = self.core();
         let t = c.table(table)?;
         crate::loading::check(&t)?;
-        let exclusive = t.dropped.write();
+        let exclusive = t
+            .dropped
+            .write(table, || format!("bulk load into table {table:?}"))?;
         if *exclusive {
             return Err(EngineError::UnknownTable { name: table.into() });
         }

@@ -716,7 +716,7 @@ impl Database {
         let _ddl = c.ddl.lock();
         let t = c.table(name)?;
         crate::loading::check(&t)?;
-        let mut dropped = t.dropped.write();
+        let mut dropped = t.dropped.write(name, || format!("drop table {name:?}"))?;
         let indexes: Vec<Arc<IndexHandle>> = t.indexes.read().clone();
         let txn = c.tm.begin()?;
         let snap = txn.snapshot();
@@ -820,7 +820,9 @@ impl Database {
         let col = index_columns(name, &t.info, columns)?;
         let (meta_tid, rel) = c.name_free(name)?;
         crate::loading::check(&t)?;
-        let dropped = t.dropped.write();
+        let dropped = t
+            .dropped
+            .write(table, || format!("create index {name:?}"))?;
         if *dropped {
             return Err(EngineError::UnknownTable { name: table.into() });
         }
@@ -904,7 +906,9 @@ impl Database {
         let ix = c.index(name)?;
         let t = c.table(&ix.table)?;
         crate::loading::check(&t)?;
-        let dropped = t.dropped.write();
+        let dropped = t
+            .dropped
+            .write(&ix.table, || format!("drop index {name:?}"))?;
         let txn = c.tm.begin()?;
         let snap = txn.snapshot();
         c.catalog_heap

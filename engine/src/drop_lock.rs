@@ -29,8 +29,10 @@
 //!    `RwLock` made every lookup of every thread bounce one line.
 //! 4. Writers lock the shards in index order, so two writers cannot
 //!    deadlock on each other. A thread must not take the lock exclusively
-//!    while it holds it (the bulk loader's own reads are refused before
-//!    they get here: `crate::loading`).
+//!    while it holds it: the bulk loader's own reads are refused before
+//!    they get here (`crate::loading`), and a writer on a thread that holds
+//!    the lock shared (DDL from a scan's callback) is refused with
+//!    `TableReadByThisThread` by `write`, from the thread's list of rule 5.
 //! 5. A thread may take the lock shared again while it holds it shared (a
 //!    read from inside a scan's callback). A shard lock makes a new reader
 //!    wait behind a waiting writer, and the writer waits for the thread's
@@ -46,6 +48,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use crate::error::{EngineError, Result};
 use crate::txn::snapshot::{SHARDS, thread_shard};
 
 thread_local! {
@@ -99,7 +102,26 @@ impl DropLock {
 
     /// Hold the table exclusively (rule 1); the guard derefs mutably to
     /// whether it is dropped, and writes the flag back when dropped.
-    pub fn write(&self) -> DropWriteGuard<'_> {
+    /// Refused with [`EngineError::TableReadByThisThread`] if this thread
+    /// holds the lock shared (rule 4: it would wait for itself).
+    pub fn write(
+        &self,
+        table: &str,
+        operation: impl FnOnce() -> String,
+    ) -> Result<DropWriteGuard<'_>> {
+        let me = self as *const DropLock as usize;
+        if HELD.with(|h| h.borrow().contains(&me)) {
+            return Err(EngineError::TableReadByThisThread {
+                table: table.to_string(),
+                operation: operation(),
+            });
+        }
+        Ok(self.write_unchecked())
+    }
+
+    /// [`write`](Self::write) for a caller that cannot hold the lock shared
+    /// (the unit tests' writer threads).
+    fn write_unchecked(&self) -> DropWriteGuard<'_> {
         let guards = self.shards.iter().map(|s| s.0.write()).collect();
         DropWriteGuard {
             dropped: self.dropped.load(Ordering::Acquire),
@@ -185,12 +207,12 @@ mod tests {
         let l = DropLock::new();
         assert!(!*l.read());
         {
-            let mut w = l.write();
+            let mut w = l.write_unchecked();
             assert!(!*w);
             *w = true;
         }
         assert!(*l.read());
-        assert!(*l.write());
+        assert!(*l.write_unchecked());
     }
 
     #[test]
@@ -224,7 +246,7 @@ mod tests {
         let writer = {
             let (l, holding) = (l.clone(), holding.clone());
             std::thread::spawn(move || {
-                let mut w = l.write();
+                let mut w = l.write_unchecked();
                 let readers_left = holding.load(Ordering::SeqCst);
                 *w = true;
                 readers_left
@@ -245,7 +267,7 @@ mod tests {
     #[test]
     fn a_reader_waits_while_a_writer_holds_the_lock() {
         let l = Arc::new(DropLock::new());
-        let w = l.write();
+        let w = l.write_unchecked();
         let reader = {
             let l = l.clone();
             std::thread::spawn(move || *l.read())
@@ -265,7 +287,7 @@ mod tests {
         let writer = {
             let l = l.clone();
             std::thread::spawn(move || {
-                let mut w = l.write();
+                let mut w = l.write_unchecked();
                 *w = true;
             })
         };

@@ -465,6 +465,22 @@ pub enum EngineError {
         operation: String,
     },
 
+    /// DDL on a table (DROP, ALTER, CREATE / DROP INDEX) or a bulk load into
+    /// it, called on a thread that is reading that table (from a scan's
+    /// callback, [`crate::Transaction::scan_each`] and its kin): the read
+    /// holds the table against those operations until it ends, so the call
+    /// would wait for itself forever. Nothing was done.
+    #[error(
+        "{operation} from inside a read of table {} on the same thread (a scan's callback): the read holds the table until it ends; nothing was done",
+        cut(table)
+    )]
+    TableReadByThisThread {
+        /// The table's name.
+        table: String,
+        /// What was refused, in words (e.g. `drop table "t"`).
+        operation: String,
+    },
+
     /// A backup target that is not a new or empty directory outside the
     /// data directory ([`crate::Database::backup_to`]). Nothing was written.
     #[error("backup target {path}: {detail}")]
@@ -627,6 +643,7 @@ impl EngineError {
             | EngineError::WrongColumn { .. }
             | EngineError::BackupTarget { .. }
             | EngineError::TableBeingLoaded { .. }
+            | EngineError::TableReadByThisThread { .. }
             | EngineError::BackupInProgress { .. } => ErrorKind::BadInput,
             EngineError::WriteConflict { .. }
             | EngineError::UniqueConflict { .. }
@@ -714,7 +731,7 @@ mod tests {
     use bufmgr::{BufferTag, Fork, RelId};
 
     /// Number of `EngineError` variants: `variant` below lists each once.
-    const VARIANTS: usize = 43;
+    const VARIANTS: usize = 44;
 
     /// Position of `e`'s variant. The match has no wildcard, so a new
     /// variant does not compile until it is listed here (and a sample of it
@@ -765,6 +782,7 @@ mod tests {
             E::TableBeingLoaded { .. } => 40,
             E::BackupInProgress { .. } => 41,
             E::BadKey { .. } => 42,
+            E::TableReadByThisThread { .. } => 43,
         }
     }
 
@@ -995,6 +1013,13 @@ mod tests {
                 BadInput,
             ),
             (E::TableBeingLoaded { table: t.clone() }, BadInput),
+            (
+                E::TableReadByThisThread {
+                    table: t.clone(),
+                    operation: "drop table \"t\"".into(),
+                },
+                BadInput,
+            ),
             (
                 E::BackupInProgress {
                     operation: "checkpoint".into(),
