@@ -123,7 +123,9 @@ fn every_read_sees_each_completed_duplicate_once_and_in_order() {
             let (index, done, plans) = (index.clone(), done.clone(), plans.clone());
             inserters.push(thread::spawn(move || {
                 for (n, &tid) in plans[t].iter().enumerate() {
-                    index.insert(&Key::I64(key_of(tid)), tid, &AssumeLive).unwrap();
+                    index
+                        .insert(&Key::I64(key_of(tid)), tid, &AssumeLive)
+                        .unwrap();
                     done[t].store(n + 1, Ordering::Release);
                 }
             }));
@@ -160,7 +162,9 @@ fn every_read_sees_each_completed_duplicate_once_and_in_order() {
                                 .unwrap()
                                 .map(|r| {
                                     let (k, t) = r.unwrap();
-                                    let Key::I64(k) = k else { panic!("not an i64 key") };
+                                    let Key::I64(k) = k else {
+                                        panic!("not an i64 key")
+                                    };
                                     (k, t)
                                 })
                                 .collect();

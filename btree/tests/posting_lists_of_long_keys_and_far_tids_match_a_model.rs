@@ -95,9 +95,15 @@ fn check(index: &Index, model: &Model, keys: &[Vec<u8>]) {
 fn far_tid(rng: &mut SmallRng) -> Tid {
     match rng.random_range(0..4) {
         0 => Tid::new(rng.random_range(0..50), rng.random_range(1..40)),
-        1 => Tid::new(rng.random_range(u32::MAX - 50..=u32::MAX), rng.random_range(1..40)),
+        1 => Tid::new(
+            rng.random_range(u32::MAX - 50..=u32::MAX),
+            rng.random_range(1..40),
+        ),
         2 => Tid::new(rng.random_range(0..u32::MAX), rng.random_range(1..u16::MAX)),
-        _ => Tid::new(rng.random_range(1000..1200), rng.random_range(60_000..u16::MAX)),
+        _ => Tid::new(
+            rng.random_range(1000..1200),
+            rng.random_range(60_000..u16::MAX),
+        ),
     }
 }
 
@@ -126,7 +132,9 @@ fn run(seed: u64, key_lens: &[usize], rounds: usize, per_round: usize) {
             } else {
                 keys[rng.random_range(0..keys.len())].clone()
             };
-            index.insert(&Key::Bytes(k.clone()), t, &AssumeLive).unwrap();
+            index
+                .insert(&Key::Bytes(k.clone()), t, &AssumeLive)
+                .unwrap();
             used.insert(t, k.clone());
             model.entry(k).or_default().insert(t);
         }
@@ -141,13 +149,15 @@ fn run(seed: u64, key_lens: &[usize], rounds: usize, per_round: usize) {
             if used.contains_key(&t) {
                 continue;
             }
-            index.insert(&Key::Bytes(k.clone()), t, &AssumeLive).unwrap();
+            index
+                .insert(&Key::Bytes(k.clone()), t, &AssumeLive)
+                .unwrap();
             used.insert(t, k.clone());
             model.entry(k).or_default().insert(t);
         }
         check(&index, &model, &keys);
         let m = 2 + round as u32 % 3;
-        let dead = |t: Tid| (t.block ^ u32::from(t.offset)) % m == 0;
+        let dead = |t: Tid| (t.block ^ u32::from(t.offset)).is_multiple_of(m);
         let stats = index.vacuum(dead).unwrap();
         let before: usize = model.values().map(BTreeSet::len).sum();
         for (k, tids) in model.iter_mut() {
@@ -185,5 +195,14 @@ fn keys_around_the_largest_posting_list_match_the_model() {
 
 #[test]
 fn keys_at_the_size_limit_with_duplicates_match_the_model() {
-    run(7, &[btree::page::MAX_KEY_SIZE, btree::page::MAX_KEY_SIZE - 1, 700], 4, 200);
+    run(
+        7,
+        &[
+            btree::page::MAX_KEY_SIZE,
+            btree::page::MAX_KEY_SIZE - 1,
+            700,
+        ],
+        4,
+        200,
+    );
 }
