@@ -172,7 +172,10 @@ pub fn run_window(pb: &ProgressBar, d: Duration, mut each: impl FnMut(Duration) 
 
 /// A warm-up of `warmup`, then [`MEASURE`] and the measured window of
 /// `duration` between two snapshots, each wait cut short when `alive`
-/// turns false. Returns the snapshots at the window's start and end.
+/// turns false; [`STOP`] right after the second snapshot, so that no
+/// operation finishing after it is timed as the window's (the workers'
+/// latencies would otherwise count operations the snapshots do not).
+/// Returns the snapshots at the window's start and end.
 pub fn warm_then_measure<S>(
     pb: &ProgressBar,
     (warmup, duration): (Duration, Duration),
@@ -185,6 +188,7 @@ pub fn warm_then_measure<S>(
     let before = snap();
     run_window(pb, duration, |_| alive());
     let after = snap();
+    phases.set(STOP);
     (before, after)
 }
 
@@ -497,11 +501,15 @@ pub fn with_intervals<T>(
         return (f(), Vec::new());
     };
     let done = std::sync::atomic::AtomicBool::new(false);
+    // The series' baseline, taken here before `f` starts: taken by the
+    // reporter thread, it would miss whatever `f` did before that thread
+    // first ran (on a loaded machine, hundreds of operations).
+    let start = Instant::now();
+    let first = tally();
+    live.take();
     std::thread::scope(|s| {
         let reporter = s.spawn(|| {
-            let start = Instant::now();
-            let mut last = (start, tally());
-            live.take();
+            let mut last = (start, first);
             let mut series = Vec::new();
             let mut next = start + every;
             let mut stop = false;
@@ -568,6 +576,61 @@ pub fn with_intervals<T>(
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicU64;
+
+    #[test]
+    fn the_interval_series_counts_what_the_run_did_before_the_reporter_first_ran() {
+        let ops = AtomicU64::new(0);
+        let calls = AtomicU64::new(0);
+        let tally = || {
+            // The first tally is slow: a reporter thread taking it would
+            // read it after `f` had already worked.
+            if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Tally {
+                ops: ops.load(Ordering::SeqCst),
+                ..Tally::default()
+            }
+        };
+        let live = LiveLatency::new();
+        let ((), series) = with_intervals(
+            Some(Duration::from_millis(30)),
+            ("test", "ops"),
+            &live,
+            tally,
+            || {
+                ops.fetch_add(1_000, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(150));
+            },
+        );
+        assert_eq!(
+            series.iter().map(|i| i.ops).sum::<u64>(),
+            1_000,
+            "{series:?}"
+        );
+    }
+
+    #[test]
+    fn the_measured_window_ends_for_the_workers_at_its_second_snapshot() {
+        let phases = Phases::new();
+        let pb = ProgressBar::hidden();
+        let mut seen = Vec::new();
+        let (before, after) = warm_then_measure(
+            &pb,
+            (Duration::from_millis(1), Duration::from_millis(1)),
+            &phases,
+            || true,
+            || {
+                seen.push(phases.flag().load(Ordering::Relaxed));
+                seen.len()
+            },
+        );
+        assert_eq!((before, after), (1, 2));
+        assert_eq!(seen, [MEASURE, MEASURE]);
+        // A worker finishing an operation after the second snapshot must
+        // not see the window still open.
+        assert_eq!(phases.flag().load(Ordering::Relaxed), STOP);
+    }
 
     /// A row as the five engine scenarios wrote it before `RowSeries`: the
     /// four fields inline, between fields of its own.

@@ -15,6 +15,7 @@ pub mod replay;
 pub mod scenarios;
 pub mod spread;
 pub mod step;
+pub mod tracegen;
 pub mod watch;
 
 pub use common::{CommonArgs, Settings};

@@ -54,6 +54,9 @@ enum Command {
     /// Write an engine trace in a public format (libCacheSim's
     /// oracleGeneral, or CSV) for other simulators (`bench trace-export --help`)
     TraceExport(Box<bench::replay::ExportArgs>),
+    /// Write a synthetic engine trace (a skewed relation and sequential
+    /// scans of another) of any length, for replays (`bench trace-gen --help`)
+    TraceGen(Box<bench::tracegen::GenArgs>),
     #[command(flatten)]
     Scenario(ScenarioKind),
 }
@@ -84,6 +87,7 @@ fn run(cli: &Cli) -> Result<()> {
         Some(Command::Replay(a)) => return bench::replay::main(a),
         Some(Command::Step(a)) => return bench::step::main(a),
         Some(Command::TraceExport(a)) => return bench::replay::export_main(a),
+        Some(Command::TraceGen(a)) => return bench::tracegen::main(a),
         Some(Command::Scenario(kind)) => {
             let kind = *kind;
             let settings = kind.settings(&cli.common)?;
@@ -194,6 +198,7 @@ fn main() -> ExitCode {
         Some(Command::Replay(_)) => Some("replay"),
         Some(Command::Step(_)) => Some("step"),
         Some(Command::TraceExport(_)) => Some("trace-export"),
+        Some(Command::TraceGen(_)) => Some("trace-gen"),
         _ => None,
     };
     if let Some(tool) = tool {

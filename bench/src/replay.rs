@@ -247,6 +247,16 @@ fn pool_sizes(a: &ReplayArgs, footprint: u64, default: Option<usize>) -> Result<
     Ok(sizes)
 }
 
+/// A trace that holds no access: every policy's hit ratio would be 0 of 0,
+/// a figure of nothing, so the replay refuses it.
+fn no_access(a: &ReplayArgs) -> BenchError {
+    BenchError::Data(format!(
+        "{} ({}): the trace holds no access to replay",
+        a.trace.display(),
+        a.format
+    ))
+}
+
 /// `--policy` with each policy once, in the order given.
 fn policies(a: &ReplayArgs) -> Vec<Policy> {
     let mut v: Vec<Policy> = Vec::new();
@@ -275,6 +285,9 @@ fn replay_engine(a: &ReplayArgs) -> Result<(ReplayResult, String, Vec<usize>)> {
             trace.events.len()
         );
     }
+    if trace.accesses().next().is_none() {
+        return Err(no_access(a));
+    }
     let footprint = || {
         let mut tags: Vec<_> = trace.accesses().map(|x| x.tag).collect();
         tags.sort_unstable_by_key(|t| (t.rel.0, t.fork as u8, t.block));
@@ -282,7 +295,9 @@ fn replay_engine(a: &ReplayArgs) -> Result<(ReplayResult, String, Vec<usize>)> {
         tags.len() as u64
     };
     let fp = if a.pool.is_some() { footprint() } else { 0 };
-    let sizes = pool_sizes(a, fp, Some(trace.pool_buffers as usize))?;
+    // A trace that records no pool (0: a generated one) needs a size given.
+    let recorded = (trace.pool_buffers > 0).then_some(trace.pool_buffers as usize);
+    let sizes = pool_sizes(a, fp, recorded)?;
     let (rels, threads) = (a.relation.clone(), thread_ids(a.threads.as_deref())?);
     let subset_name = match (&rels, &threads) {
         (None, None) => "all accesses".to_string(),
@@ -336,6 +351,9 @@ fn replay_public(a: &ReplayArgs) -> Result<(ReplayResult, String, Vec<usize>)> {
         },
     };
     let fp = lab::replay::footprint(&a.trace, &o)?;
+    if fp.accesses == 0 {
+        return Err(no_access(a));
+    }
     let sizes = pool_sizes(a, fp.objects, None)?;
     let next = if policies(a).contains(&Policy::Opt) && a.format != Format::OracleGeneral {
         eprintln!(

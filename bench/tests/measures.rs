@@ -298,6 +298,15 @@ fn oltp_rows_carry_transaction_latencies_curve_intervals_and_seed() {
         .as_f64()
         .unwrap();
     assert!((row["latency_p99_ms"].as_f64().unwrap() - p99 / 1e3).abs() < 1e-9);
+    // Every transaction the window counted was timed, and none after it:
+    // the two counts differ by at most the one in flight per client at
+    // the window's ends.
+    let timed = row["latency"][oltp::TRANSACTION]["count"].as_u64().unwrap();
+    let counted = row["transactions"].as_u64().unwrap();
+    assert!(
+        timed.abs_diff(counted) <= 2,
+        "{timed} timed, {counted} counted: {row}"
+    );
     assert_intervals(row, &s);
 }
 

@@ -301,3 +301,38 @@ fn trace_export_writes_files_that_replay_to_the_engine_traces_hit_ratios() {
     );
     std::fs::remove_dir_all(&d).ok();
 }
+
+#[test]
+fn a_trace_without_a_single_access_is_an_error_not_a_row_of_zero_hit_ratios() {
+    let d = dir("no-access");
+    let empty = d.join("empty");
+    std::fs::write(&empty, b"").unwrap();
+    let header_only = d.join("header-only.csv");
+    std::fs::write(&header_only, b"object\n").unwrap();
+    let engine = d.join("engine.trace");
+    write_trace(&engine, 8, &[]);
+    let json = d.join("rows.json");
+    for (file, format) in [
+        (&empty, "oracleGeneral"),
+        (&empty, "lis"),
+        (&header_only, "csv"),
+        (&engine, "engine"),
+    ] {
+        let o = bench(&[
+            "replay",
+            file.to_str().unwrap(),
+            "--format",
+            format,
+            "--pool-pages",
+            "4",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        let t = text(&o);
+        assert!(!o.status.success(), "{format}: {t}");
+        assert!(t.contains("no access to replay"), "{format}: {t}");
+        assert!(!t.contains("0.00"), "{format}: {t}");
+        assert!(!json.exists(), "{format}: wrote {}", json.display());
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}

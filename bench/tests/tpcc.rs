@@ -958,3 +958,40 @@ fn load_only_refuses_the_options_of_a_run_naming_each_before_any_load() {
     };
     kind.settings(&allowed).unwrap();
 }
+
+#[test]
+fn tpcc_under_mrc_carries_the_pools_live_curve_and_prints_p99_9_per_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind = ScenarioKind::Tpcc(tpcc::Args {
+        tiny: true,
+        ..tpcc::Args::default()
+    });
+    let args = CommonArgs {
+        duration: Some(0.5),
+        warmup: Some(0.2),
+        evictor: Some(EvictorChoice::Clock),
+        ring: Some(bench::common::Toggle::On),
+        data_dir: dir.path().to_path_buf(),
+        no_progress: true,
+        mrc: true,
+        json: Some(dir.path().join("t.json")),
+        ..CommonArgs::default()
+    };
+    let settings = kind.settings(&args).unwrap();
+    let report = kind.run(&settings).unwrap();
+    assert!(report.failures().is_empty(), "{:?}", report.failures());
+    let text = report.render();
+    assert!(text.contains("miss-ratio curve (--mrc)"), "{text}");
+    let header = text
+        .lines()
+        .find(|l| l.starts_with("config") && l.contains("rollbacks") && l.contains("type"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(header.contains("p99.9"), "{header}");
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("t.json")).unwrap()).unwrap();
+    let rows = json["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    let c = &rows[0]["mrc"];
+    assert_eq!(c["points"].as_array().map(Vec::len), Some(5), "{c}");
+    assert!(c["sampled_accesses"].as_u64().unwrap() > 0, "{c}");
+}

@@ -434,6 +434,26 @@ impl Reader {
                     let mut f = self.line.split_whitespace();
                     let start = self.number("start block", f.next())?;
                     let count = self.number("block count", f.next())?;
+                    // The last two fields are not used, but a line without
+                    // them is cut short (a torn last line "100 2" of
+                    // "100 25 0 7" would replay 2 blocks for 25).
+                    for what in ["third field", "request number"] {
+                        if f.next().is_none() {
+                            return Err(self.bad(
+                                format!("line {line}"),
+                                format!("no {what}: the line is cut short"),
+                            ));
+                        }
+                    }
+                    if let Some(extra) = f.next() {
+                        return Err(self.bad(
+                            format!("line {line}"),
+                            format!(
+                                "a fifth field {extra:?}: a record is \
+                                 `start_block count ignored request_number`"
+                            ),
+                        ));
+                    }
                     if count == 0 {
                         return Err(self.bad(
                             format!("line {line}"),

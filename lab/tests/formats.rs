@@ -382,6 +382,29 @@ fn a_lis_record_with_a_block_count_of_zero_is_an_error_naming_its_line() {
     std::fs::remove_dir_all(&d).ok();
 }
 
+// A .lis line is four numbers; one with fewer was cut short (a torn last
+// line "100 2" of "100 25 0 7" replayed 2 blocks for 25 without a word).
+#[test]
+fn a_lis_line_without_all_four_fields_is_an_error_naming_its_line_and_field() {
+    let d = dir("lis-short");
+    let p = d.join("short.lis");
+    for (body, field) in [
+        ("5 1 0 0\n100 2\n", "third field"),
+        ("5 1 0 0\n100 25 0\n", "request number"),
+        ("5 1 0 0\n100 25 0 7 9\n", "fifth field"),
+    ] {
+        std::fs::write(&p, body).unwrap();
+        let e = read(&p, &opts(Format::Lis)).unwrap_err().to_string();
+        assert!(
+            e.contains("short.lis, line 2") && e.contains(field),
+            "{body:?}: {e}"
+        );
+    }
+    std::fs::write(&p, "5 1 0 0\n100 2 0 7\n").unwrap();
+    assert_eq!(read(&p, &opts(Format::Lis)).unwrap().len(), 3);
+    std::fs::remove_dir_all(&d).ok();
+}
+
 // OPT trusts an oracleGeneral record's next access; one that points at or
 // before its own record is damaged and would replay an impossible future.
 #[test]

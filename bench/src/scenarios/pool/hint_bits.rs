@@ -576,6 +576,8 @@ pub struct Sample {
     pub hint_fpis: u64,
     /// Cores other processes used during the scan (`None`: no `/proc`).
     pub other_cores: Option<f64>,
+    /// The pool's live miss-ratio curve after the scan (`--mrc`).
+    pub curve: Option<common::Curve>,
 }
 
 /// Copy the template, open it, warm the pool, time one scan.
@@ -638,6 +640,7 @@ fn measure_once(
         other_cores: cpu_before
             .zip(cpu_after)
             .map(|(a, b)| b.cores_since(&a, elapsed.as_secs_f64()).1),
+        curve: common::curve_of_pool(&db.pool),
     };
     common::note_trace(settings, trace, &db.pool)?;
     drop(db);
@@ -741,6 +744,7 @@ fn engine_options(
         .wal_segment_size(params.wal_segment_size)
         .io(settings.io)
         .direct_io(settings.direct_io)
+        .miss_ratio_curve(settings.measures.mrc.then(|| common::mrc_config(buffers)))
 }
 
 /// The checks every index scan makes on the rows it is handed: keys
@@ -1064,6 +1068,7 @@ fn measure_index_once(
         other_cores: cpu_before
             .zip(cpu_after)
             .map(|(a, b)| b.cores_since(&a, elapsed.as_secs_f64()).1),
+        curve: common::curve_of(&db),
     };
     let error = check.verdict(params.rows).or_else(|| {
         if cell.mode == HintMode::Never {
@@ -1286,7 +1291,8 @@ pub struct Row {
     /// Flattened into the row: `latency` (`scan`: the timed scans of the
     /// row, one per repetition), `seed` (the index part's permutation
     /// seed, `--seed`; the seq part draws nothing), `intervals` (always
-    /// empty: see [`run`]) and `mrc` (`null`).
+    /// empty: see [`run`]) and `mrc` (`--mrc`: the pool's live curve after
+    /// the row's last scan; else `null`).
     #[serde(flatten, default)]
     pub series: RowSeries,
 }
@@ -1441,6 +1447,9 @@ fn make_row(cell: &Cell, samples: &[Sample], params: &Params, errors: u64) -> Ro
         data_errors: errors,
         series: RowSeries {
             latency: latency.by_kind(),
+            // Every repetition scans a fresh copy the same way: the last
+            // one's curve stands for the row.
+            mrc: samples.last().and_then(|s| s.curve.clone()),
             seed: params.seed,
             ..RowSeries::default()
         },
@@ -1854,7 +1863,7 @@ impl Report for HintBitsReport {
             None => out += &self.data_check.render(),
         }
         out += &self.render_index_part(several_pools);
-        let lat: Vec<(String, &latency::ByKind)> = self
+        let lat: Vec<(String, &latency::ByKind, Option<&common::Curve>)> = self
             .rows
             .iter()
             .chain(&self.index_rows)
@@ -1868,10 +1877,11 @@ impl Report for HintBitsReport {
                         logged_name(r.logged)
                     ),
                     &r.series.latency,
+                    r.series.mrc.as_ref(),
                 )
             })
             .collect();
-        out += &latency::table(&lat);
+        out += &latency::tables_with_curves(&lat);
         out
     }
 

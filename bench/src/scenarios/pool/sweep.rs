@@ -208,7 +208,7 @@ pub struct Row {
     /// `intervals` (`--report-interval`, over the warm-up and the window:
     /// page accesses/s, the pool's hit ratio and evictions, the p99 of the
     /// timed accesses), `seed` (`--seed`, the block draws) and `mrc`
-    /// (always `null`: the pool has no live curve here).
+    /// (`--mrc`: the pool's live curve at the window's end; else `null`).
     #[serde(flatten)]
     pub series: RowSeries,
 }
@@ -618,9 +618,11 @@ fn measure(
                     }
                     let (s1, c1, t1) = snapshot(&pool);
                     shared.in_window.store(false, Ordering::Relaxed);
+                    // The pool's live curve at the window's end (`--mrc`).
+                    let curve = common::curve_of_pool(&pool);
                     let secs = (t1 - t0).as_secs_f64();
                     let cores = c0.zip(c1).map(|(c0, c1)| c1.cores_since(&c0, secs));
-                    Ok(Some((s1.since(&s0), secs, cores)))
+                    Ok(Some((s1.since(&s0), secs, cores, curve)))
                 },
             )
         },
@@ -641,7 +643,7 @@ fn measure(
     if let Some(e) = first_error {
         eprintln!("{label}: DATA ERROR: {e} ({data_errors} in all)");
     }
-    let (d, secs, cores) = window.ok_or_else(|| {
+    let (d, secs, cores, curve) = window.ok_or_else(|| {
         BenchError::Config(format!("{label}: the run stopped before its window ended"))
     })?;
     let t = d.totals();
@@ -689,7 +691,7 @@ fn measure(
         latency_every: LATENCY_EVERY,
         series: RowSeries {
             latency: latencies.by_kind(),
-            mrc: None,
+            mrc: curve,
             intervals,
             seed: settings.seed(SEED),
         },
@@ -849,6 +851,17 @@ impl Report for SweepReport {
             })
             .collect();
         out += &latency::table(&lat);
+        let curves: Vec<(String, Option<&common::Curve>)> = self
+            .rows
+            .iter()
+            .map(|r| {
+                (
+                    format!("{} b{} t{}", r.evictor, r.batch, r.threads),
+                    r.series.mrc.as_ref(),
+                )
+            })
+            .collect();
+        out += &common::curve_table(&curves);
         if let Some(r) = self.rows.first() {
             out += &format!(
                 "latency: one page access in {} timed per thread (timing every one \

@@ -531,6 +531,12 @@ fn engine_options(settings: &Settings, pool_buffers: usize, c: &Config) -> Optio
         .direct_io(settings.direct_io)
         .checksums(dataset::CHECKSUMS)
         .transaction_attempts(engine_side::TERMINAL_ATTEMPTS)
+        .miss_ratio_curve(
+            settings
+                .measures
+                .mrc
+                .then(|| common::mrc_config(pool_buffers)),
+        )
 }
 
 fn measure(
@@ -581,6 +587,9 @@ fn measure(
     let wal_bytes = wal_after.bytes - wal_before.bytes;
     let wal_fsyncs = wal_after.fsyncs - wal_before.fsyncs;
     let reads_after = reads.snapshot();
+    // The pool's live curve at the window's end (`--mrc`), before the
+    // check's scans add to it.
+    let mrc = common::curve_of(&db);
     // What the window left in the pool, before the check's scans change it.
     let resident = dataset::residency(&db);
     let sizes = dataset::relation_sizes(&db)?;
@@ -683,5 +692,6 @@ fn measure(
         relations,
         check: check.describe(),
         check_passed: check.passed(),
+        mrc,
     })
 }

@@ -84,6 +84,9 @@ pub struct Row {
     /// Consistency conditions 1-4 after the window.
     pub check: String,
     pub check_passed: bool,
+    /// `--mrc`: the pool's live miss-ratio curve at the window's end (warm-up
+    /// included); else `null`.
+    pub mrc: Option<crate::common::Curve>,
 }
 
 impl Row {
@@ -313,6 +316,7 @@ impl Report for TpccReport {
             "p50",
             "p95",
             "p99",
+            "p99.9",
             "max",
         ]);
         for r in &self.rows {
@@ -326,14 +330,23 @@ impl Report for TpccReport {
                     ms(k.latency.p50_us),
                     ms(k.latency.p95_us),
                     ms(k.latency.p99_us),
+                    ms(k.latency.p999_us),
                     ms(k.latency.max_us),
                 ]);
             }
         }
         out += &t.to_string();
+        let curves: Vec<(String, Option<&crate::common::Curve>)> = self
+            .rows
+            .iter()
+            .map(|r| (r.label(), r.mrc.as_ref()))
+            .collect();
+        out += &crate::common::curve_table(&curves);
         if self.rows.iter().any(|r| !r.queries.is_empty()) {
             out += "\nanalytic queries (CH-benCHmark), each query's times (ms):\n";
-            let mut t = Table::new(&["config", "query", "done", "p50", "p95", "max"]);
+            let mut t = Table::new(&[
+                "config", "query", "done", "p50", "p95", "p99", "p99.9", "max",
+            ]);
             for r in &self.rows {
                 for q in &r.queries {
                     t.push(vec![
@@ -342,6 +355,8 @@ impl Report for TpccReport {
                         q.done.to_string(),
                         ms(q.latency.p50_us),
                         ms(q.latency.p95_us),
+                        ms(q.latency.p99_us),
+                        ms(q.latency.p999_us),
                         ms(q.latency.max_us),
                     ]);
                 }
