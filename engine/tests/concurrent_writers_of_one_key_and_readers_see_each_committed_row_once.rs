@@ -30,10 +30,13 @@ fn g_of(id: i64) -> i64 {
 
 type Committed = Arc<Mutex<BTreeMap<i64, RowId>>>;
 
+/// (value, row id, id) of a row read through the index.
+type Read = (i64, RowId, i64);
+
 #[track_caller]
 fn check(
     what: &str,
-    got: &[(i64, RowId, i64)],
+    got: &[Read],
     before: &BTreeMap<i64, RowId>,
     after: &BTreeMap<i64, RowId>,
     g: Option<i64>,
@@ -119,7 +122,7 @@ fn readers_see_every_row_committed_before_them_once_in_order_while_writers_share
             while !stop.load(Ordering::Acquire) {
                 let before = committed.lock().unwrap().clone();
                 let t = db.read().unwrap();
-                let (what, g, got): (&str, Option<i64>, Vec<(i64, RowId, i64)>) = match i % 4 {
+                let (what, g, got): (&str, Option<i64>, Vec<Read>) = match i % 4 {
                     0 => {
                         let g = (i / 4) as i64 % 2;
                         let mut got = Vec::new();
@@ -142,7 +145,7 @@ fn readers_see_every_row_committed_before_them_once_in_order_while_writers_share
                         ("ascending range", None, got)
                     }
                     2 => {
-                        let mut got: Vec<(i64, RowId, i64)> = t
+                        let mut got: Vec<Read> = t
                             .range("t_g", KeyRange::all().desc())
                             .unwrap()
                             .map(|r| {
@@ -182,7 +185,7 @@ fn readers_see_every_row_committed_before_them_once_in_order_while_writers_share
     let all = committed.lock().unwrap().clone();
     assert_eq!(all.len(), (WRITERS * PER_WRITER) as usize);
     let t = db.read().unwrap();
-    let got: Vec<(i64, RowId, i64)> = t
+    let got: Vec<Read> = t
         .range("t_g", KeyRange::all())
         .unwrap()
         .map(|r| {
