@@ -105,6 +105,12 @@ fn run(cli: &Cli) -> Result<()> {
                     println!("{}: run without --trace: {why}", kind.name());
                     settings.trace = None;
                 }
+                if let (Some(_), Some(why)) =
+                    (settings.measures.report_interval, kind.interval_refusal())
+                {
+                    println!("{}: run without --report-interval: {why}", kind.name());
+                    settings.measures.report_interval = None;
+                }
                 let t = Instant::now();
                 reports.push(kind.run(&settings)?);
                 println!("{} took {:.1} s\n", kind.name(), t.elapsed().as_secs_f64());

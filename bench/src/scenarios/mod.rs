@@ -189,6 +189,27 @@ impl ScenarioKind {
         }
     }
 
+    /// Why this scenario keeps no `--report-interval` series (`None`: it
+    /// does). A single run with the option is refused with this reason;
+    /// `bench all` runs these scenarios without it and says so.
+    pub fn interval_refusal(self) -> Option<&'static str> {
+        match self {
+            ScenarioKind::HintBits(_) => Some(
+                "each measurement is one scan of a few milliseconds on a fresh copy of the \
+                 data, the configurations taken in turn, so an interval would mix them",
+            ),
+            ScenarioKind::CompareSqlite(_) => Some(
+                "its windows are short and alternate between the engine and SQLite, so an \
+                 interval would mix the two databases",
+            ),
+            ScenarioKind::Tpcc(_) => Some(
+                "it reports per transaction type over each matrix cell's window, and keeps \
+                 no series over time",
+            ),
+            _ => None,
+        }
+    }
+
     /// Run the scenario, print its table, write its JSON if asked; fail if
     /// its data was wrong. Under `--trace`, also print the trace files its
     /// measured runs wrote.
@@ -208,6 +229,12 @@ impl ScenarioKind {
             return Err(crate::error::BenchError::Config(format!(
                 "--trace {}: {} cannot record a trace: {why}",
                 path.display(),
+                self.name()
+            )));
+        }
+        if let (Some(_), Some(why)) = (settings.measures.report_interval, self.interval_refusal()) {
+            return Err(crate::error::BenchError::Config(format!(
+                "--report-interval: {} keeps no interval series: {why}",
                 self.name()
             )));
         }

@@ -1519,7 +1519,8 @@ pub fn run(settings: &Settings, params: &Params) -> Result<HintBitsReport> {
     params.validate()?;
     if settings.measures.report_interval.is_some() {
         eprintln!(
-            "hint-bits: --report-interval does not apply (each measurement is one scan of              milliseconds on a fresh copy); no interval series"
+            "hint-bits: --report-interval does not apply (each measurement is one scan of \
+             milliseconds on a fresh copy); no interval series"
         );
     }
     let cells = cells(settings, params);
