@@ -1030,6 +1030,23 @@ impl<'a> TreePage<'a> {
         Ok(lo)
     }
 
+    /// [`TreePage::lower_bound_at`] for a read that starts at (`key`,
+    /// `tid`) and skips every item before the result. The search trusts
+    /// each posting list's stored last TID; the item just before the result,
+    /// if it is a posting list of `key`, is skipped on that word alone, so
+    /// its stream is decoded here and checked against it: a damaged last
+    /// TID is `Corrupt` naming the page, never entries silently passed over.
+    pub fn start_at(&self, key: &[u8], tid: Tid) -> Result<usize> {
+        let j = self.lower_bound_at(key, tid)?;
+        if j > 0 && self.is_dedup() {
+            let before = self.data(j - 1)?;
+            if before.is_posting() && before.key == key {
+                before.tids(self.id)?;
+            }
+        }
+        Ok(j)
+    }
+
     /// On an internal page: the child whose range holds `skey` (the last
     /// pivot <= `skey`; the first pivot is minus infinity).
     pub fn child_for(&self, skey: &SearchKey) -> Result<BlockNumber> {

@@ -171,7 +171,7 @@ impl Index {
             }
             let high = tp.high_key()?;
             let mut prev: Option<Item<'_>> = None;
-            for j in tp.lower_bound_at(key, tid)?..tp.data_len() {
+            for j in tp.start_at(key, tid)?..tp.data_len() {
                 let it = tp.data(j)?;
                 self.check_entry(block, j, prev.as_ref(), &it, high.as_ref())?;
                 prev = Some(it);

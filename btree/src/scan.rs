@@ -131,7 +131,7 @@ impl Index {
             }
             // The item holding `from` or the first after it (a posting
             // list compares by its last TID).
-            let mut j = tp.lower_bound_at(key, from)?;
+            let mut j = tp.start_at(key, from)?;
             let mut n = 0;
             let mut key_ends = false;
             'items: while j < tp.data_len() {
