@@ -18,11 +18,9 @@ use std::ops::Bound;
 use std::time::Duration;
 
 use btree::page::{Layout, TreePage};
-use btree::{
-    AssumeLive, BtreeError, Direction, HeapRow, Index, IndexOptions, Key, KeyBounds, KeyType,
-};
+use btree::{AssumeLive, BtreeError, Direction, HeapRow, Index, IndexOptions, Key, KeyType};
 use bufmgr::{BufferPool, RelFork};
-use common::{REL, assert_clean, create, db, pool_over, replay, within};
+use common::{REL, assert_clean, create, db, pool_over, read_all, replay, within};
 use heap::tuple::Tid;
 use proptest::prelude::*;
 
@@ -48,30 +46,6 @@ fn posting_counts(pool: &BufferPool) -> (usize, usize, usize) {
         }
     }
     (lists, tids, items)
-}
-
-fn read_all(index: &Index, dir: Direction, batch: usize) -> Vec<(Vec<u8>, Tid)> {
-    let mut out: Vec<(Vec<u8>, Tid)> = Vec::new();
-    loop {
-        let after = out.last().map(|(k, t)| (k.clone(), *t));
-        let mut got = Vec::new();
-        let more = index
-            .read_range(
-                KeyBounds {
-                    lower: Bound::Unbounded,
-                    upper: Bound::Unbounded,
-                },
-                dir,
-                after.as_ref().map(|(k, t)| (k.as_slice(), *t)),
-                batch,
-                |k, t| got.push((k.to_vec(), t)),
-            )
-            .unwrap();
-        out.extend(got);
-        if !more {
-            return out;
-        }
-    }
 }
 
 fn check(index: &Index, model: &Model) {

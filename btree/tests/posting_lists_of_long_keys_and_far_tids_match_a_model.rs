@@ -13,37 +13,13 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
-use btree::{AssumeLive, Direction, HeapRow, Index, Key, KeyBounds, KeyType};
-use common::{REL, assert_clean, create, db, pool_over, replay};
+use btree::{AssumeLive, Direction, HeapRow, Index, Key, KeyType};
+use common::{REL, assert_clean, create, db, pool_over, read_all, replay};
 use heap::tuple::Tid;
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 
 type Model = BTreeMap<Vec<u8>, BTreeSet<Tid>>;
-
-fn read_all(index: &Index, dir: Direction, batch: usize) -> Vec<(Vec<u8>, Tid)> {
-    let mut out: Vec<(Vec<u8>, Tid)> = Vec::new();
-    loop {
-        let after = out.last().map(|(k, t)| (k.clone(), *t));
-        let mut got = Vec::new();
-        let more = index
-            .read_range(
-                KeyBounds {
-                    lower: Bound::Unbounded,
-                    upper: Bound::Unbounded,
-                },
-                dir,
-                after.as_ref().map(|(k, t)| (k.as_slice(), *t)),
-                batch,
-                |k, t| got.push((k.to_vec(), t)),
-            )
-            .unwrap();
-        out.extend(got);
-        if !more {
-            return out;
-        }
-    }
-}
 
 fn check(index: &Index, model: &Model, keys: &[Vec<u8>]) {
     let rows: Vec<HeapRow> = model

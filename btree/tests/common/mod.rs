@@ -2,14 +2,16 @@
 //! directory with a pool (and optionally a WAL), an index on it, and replay.
 #![allow(dead_code)] // each test file uses its own subset
 
+use std::ops::Bound;
 use std::path::Path;
 use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::Duration;
 
 use btree::page::Layout;
-use btree::{Index, IndexOptions, KeyType, Violation};
+use btree::{Direction, Index, IndexOptions, KeyBounds, KeyType, Violation};
 use bufmgr::{BufferPool, FileStorage, PoolConfig, RelId};
+use heap::tuple::Tid;
 use tempfile::TempDir;
 use wal::{Lsn, MIN_SEGMENT_SIZE, RmgrKind, Wal, WalConfig, WalReader};
 
@@ -116,4 +118,30 @@ pub fn assert_clean(v: Vec<Violation>) {
             .map(|v| format!("  {v}\n"))
             .collect::<String>()
     );
+}
+
+/// Every entry of `index` in `dir`, read by `read_range` in batches of
+/// `batch`, each batch resuming after the last entry of the one before.
+pub fn read_all(index: &Index, dir: Direction, batch: usize) -> Vec<(Vec<u8>, Tid)> {
+    let mut out: Vec<(Vec<u8>, Tid)> = Vec::new();
+    loop {
+        let after = out.last().map(|(k, t)| (k.clone(), *t));
+        let mut got = Vec::new();
+        let more = index
+            .read_range(
+                KeyBounds {
+                    lower: Bound::Unbounded,
+                    upper: Bound::Unbounded,
+                },
+                dir,
+                after.as_ref().map(|(k, t)| (k.as_slice(), *t)),
+                batch,
+                |k, t| got.push((k.to_vec(), t)),
+            )
+            .unwrap();
+        out.extend(got);
+        if !more {
+            return out;
+        }
+    }
 }
