@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use btree::{AssumeLive, Direction, Index, Key, KeyBounds, KeyType};
-use common::{assert_clean, create, db, within};
+use btree::{AssumeLive, Direction, Index, Key, KeyType};
+use common::{assert_clean, create, db, read_all, within};
 use heap::tuple::Tid;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
@@ -63,27 +63,7 @@ fn check_read(what: &str, got: &[(i64, Tid)], before: &[(i64, Tid)], key: Option
 }
 
 fn read_batches(index: &Index, dir: Direction, batch: usize) -> Vec<(i64, Tid)> {
-    let mut out: Vec<(Vec<u8>, Tid)> = Vec::new();
-    loop {
-        let after = out.last().map(|(k, t)| (k.clone(), *t));
-        let mut got = Vec::new();
-        let more = index
-            .read_range(
-                KeyBounds {
-                    lower: Bound::Unbounded,
-                    upper: Bound::Unbounded,
-                },
-                dir,
-                after.as_ref().map(|(k, t)| (k.as_slice(), *t)),
-                batch,
-                |k, t| got.push((k.to_vec(), t)),
-            )
-            .unwrap();
-        out.extend(got);
-        if !more {
-            break;
-        }
-    }
+    let out = read_all(index, dir, batch);
     let mut v: Vec<(i64, Tid)> = out
         .into_iter()
         .map(|(k, t)| {
