@@ -37,6 +37,16 @@ fn tiny(dir: &Path, pool_buffers: usize, threads: Vec<usize>, duration: Duration
     }
 }
 
+/// hint-bits' seq-scan rows, then its index rows.
+fn hint_bits_rows(v: &serde_json::Value) -> Vec<&serde_json::Value> {
+    v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(v["index_rows"].as_array().unwrap())
+        .collect()
+}
+
 fn json(settings: &Settings) -> serde_json::Value {
     let text = std::fs::read_to_string(settings.json.as_ref().unwrap()).unwrap();
     serde_json::from_str(&text).unwrap()
@@ -220,12 +230,7 @@ fn hint_bits_rows_carry_one_scan_latency_per_repetition_and_the_seed_keys_the_in
     let text = bench::common::Report::render(&report);
     assert!(text.contains("latency per operation"), "{text}");
     let v = json(&settings);
-    let rows: Vec<&serde_json::Value> = v["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .chain(v["index_rows"].as_array().unwrap())
-        .collect();
+    let rows = hint_bits_rows(&v);
     assert_eq!(rows.len(), 4);
     for row in rows {
         assert_latency(row, hint_bits::SCAN);
@@ -419,12 +424,7 @@ fn hint_bits_rows_carry_the_pools_live_miss_ratio_curve_under_mrc() {
     let text = bench::common::Report::render(&report);
     assert!(text.contains("miss-ratio curve (--mrc)"), "{text}");
     let v = json(&settings);
-    let rows: Vec<&serde_json::Value> = v["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .chain(v["index_rows"].as_array().unwrap())
-        .collect();
+    let rows = hint_bits_rows(&v);
     assert_eq!(rows.len(), 2);
     for row in rows {
         let c = &row["mrc"];
