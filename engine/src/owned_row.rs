@@ -149,13 +149,13 @@ impl PageCopy {
     }
 
     /// Append the encoded tuple of row `id` of the copy's table, checked
-    /// whole as a full decode checks it: its entry's number in the copy,
-    /// or [`EngineError::CorruptRow`] naming the table and the row (then
+    /// whole as a full decode checks it (its entry is the next number), or
+    /// [`EngineError::CorruptRow`] naming the table and the row (then
     /// nothing is appended). The common row (every column stored, no NULL)
     /// is checked by the table's [`RowPlan`](crate::value::RowPlan); any
     /// other, or one the plan does not accept, by `check_row`.
     #[inline]
-    pub fn push(&mut self, id: RowId, tuple: &[u8]) -> Result<u32> {
+    pub fn push(&mut self, id: RowId, tuple: &[u8]) -> Result<()> {
         let shape = &self.shape;
         if !shape.plan.accepts(tuple) {
             let table = shape.table();
@@ -167,7 +167,6 @@ impl PageCopy {
         }
         let start = self.data.len();
         self.data.extend_from_slice(tuple);
-        let slot = self.rows.len();
         // The copy holds tuples of one page: its length and its number of
         // rows fit a `u32` (the assertion above `PageCopy`).
         self.rows.push(Entry {
@@ -175,7 +174,25 @@ impl PageCopy {
             start: start as u32,
             end: self.data.len() as u32,
         });
-        Ok(slot as u32)
+        Ok(())
+    }
+
+    /// The number of entries.
+    #[inline]
+    pub fn len(&self) -> u32 {
+        // At most a page's tuples: the assertion above `PageCopy`.
+        self.rows.len() as u32
+    }
+
+    /// The id of row `slot`.
+    #[inline]
+    pub fn id(&self, slot: u32) -> RowId {
+        self.rows[slot as usize].id
+    }
+
+    /// The shape of the copy's rows.
+    pub fn shape(&self) -> &Arc<Shape> {
+        &self.shape
     }
 
     /// The copy, shared by the rows to be made of it. The spare room of a

@@ -99,14 +99,33 @@ impl<'a> RowRef<'a> {
     #[inline]
     pub fn i64(&self, col: impl RowColumn) -> Result<i64> {
         let col = col.col(self.table)?;
-        self.i64_opt(Resolved(col))?
-            .ok_or_else(|| self.wrong(col, "is NULL (read it with i64_opt)"))
+        match self.direct::<8>(col, ColumnType::I64) {
+            Some(b) => Ok(i64::from_le_bytes(b)),
+            None => self.i64_checked(col),
+        }
+    }
+
+    /// [`i64`](Self::i64) beyond [`direct`](Self::direct)'s case.
+    #[inline(never)]
+    fn i64_checked(&self, col: Col) -> Result<i64> {
+        match self.i64_located(col)? {
+            Some(v) => Ok(v),
+            None => Err(self.wrong(col, "is NULL (read it with i64_opt)")),
+        }
     }
 
     /// The `I64` column `col`, `None` if NULL.
     #[inline]
     pub fn i64_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
         let col = col.col(self.table)?;
+        match self.direct::<8>(col, ColumnType::I64) {
+            Some(b) => Ok(Some(i64::from_le_bytes(b))),
+            None => self.i64_located(col),
+        }
+    }
+
+    #[inline(never)]
+    fn i64_located(&self, col: Col) -> Result<Option<i64>> {
         match self.slot(col, ColumnType::I64)? {
             Slot::Null => Ok(None),
             Slot::At(p) => Ok(Some(i64::from_le_bytes(self.fixed(p)?))),
@@ -118,13 +137,33 @@ impl<'a> RowRef<'a> {
     #[inline]
     pub fn f64(&self, col: impl RowColumn) -> Result<f64> {
         let col = col.col(self.table)?;
-        self.f64_opt(Resolved(col))?
-            .ok_or_else(|| self.wrong(col, "is NULL (read it with f64_opt)"))
+        match self.direct::<8>(col, ColumnType::F64) {
+            Some(b) => Ok(f64::from_le_bytes(b)),
+            None => self.f64_checked(col),
+        }
+    }
+
+    /// [`f64`](Self::f64) beyond [`direct`](Self::direct)'s case.
+    #[inline(never)]
+    fn f64_checked(&self, col: Col) -> Result<f64> {
+        match self.f64_located(col)? {
+            Some(v) => Ok(v),
+            None => Err(self.wrong(col, "is NULL (read it with f64_opt)")),
+        }
     }
 
     /// The `F64` column `col`, `None` if NULL.
+    #[inline]
     pub fn f64_opt(&self, col: impl RowColumn) -> Result<Option<f64>> {
         let col = col.col(self.table)?;
+        match self.direct::<8>(col, ColumnType::F64) {
+            Some(b) => Ok(Some(f64::from_le_bytes(b))),
+            None => self.f64_located(col),
+        }
+    }
+
+    #[inline(never)]
+    fn f64_located(&self, col: Col) -> Result<Option<f64>> {
         match self.slot(col, ColumnType::F64)? {
             Slot::Null => Ok(None),
             Slot::At(p) => Ok(Some(f64::from_bits(u64::from_le_bytes(self.fixed(p)?)))),
@@ -136,13 +175,33 @@ impl<'a> RowRef<'a> {
     #[inline]
     pub fn timestamp(&self, col: impl RowColumn) -> Result<i64> {
         let col = col.col(self.table)?;
-        self.timestamp_opt(Resolved(col))?
-            .ok_or_else(|| self.wrong(col, "is NULL (read it with timestamp_opt)"))
+        match self.direct::<8>(col, ColumnType::Timestamp) {
+            Some(b) => Ok(i64::from_le_bytes(b)),
+            None => self.timestamp_checked(col),
+        }
+    }
+
+    /// [`timestamp`](Self::timestamp) beyond [`direct`](Self::direct)'s case.
+    #[inline(never)]
+    fn timestamp_checked(&self, col: Col) -> Result<i64> {
+        match self.timestamp_located(col)? {
+            Some(v) => Ok(v),
+            None => Err(self.wrong(col, "is NULL (read it with timestamp_opt)")),
+        }
     }
 
     /// The `Timestamp` column `col`, `None` if NULL.
+    #[inline]
     pub fn timestamp_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
         let col = col.col(self.table)?;
+        match self.direct::<8>(col, ColumnType::Timestamp) {
+            Some(b) => Ok(Some(i64::from_le_bytes(b))),
+            None => self.timestamp_located(col),
+        }
+    }
+
+    #[inline(never)]
+    fn timestamp_located(&self, col: Col) -> Result<Option<i64>> {
         match self.slot(col, ColumnType::Timestamp)? {
             Slot::Null => Ok(None),
             Slot::At(p) => Ok(Some(i64::from_le_bytes(self.fixed(p)?))),
@@ -254,6 +313,36 @@ impl<'a> RowRef<'a> {
     /// The definition its owned copies share.
     pub(crate) fn shape(&self) -> &Arc<Shape> {
         self.shape
+    }
+
+    /// The `N` bytes of column `col` (a column of this table:
+    /// `RowColumn::col`) in the common case, read straight from the row:
+    /// the column is of type `ty` and at a fixed offset ([`Col`]), the row
+    /// stores it (and no more columns than the table has), its null bit is
+    /// clear and its bytes lie inside the row. `None` otherwise: the
+    /// accessor's checked path then finds the value or words the error,
+    /// so every check [`locate`](Self::locate) makes is made here too or
+    /// there. Nothing is built on the way (no `Result`, no message), so
+    /// it stays in registers in the caller's loop.
+    #[inline(always)]
+    fn direct<const N: usize>(&self, col: Col, ty: ColumnType) -> Option<[u8; N]> {
+        let off = col.fixed? as usize;
+        if col.ty != ty {
+            return None;
+        }
+        let d = self.data;
+        let idx = col.idx as usize;
+        let count = d.get(..COUNT_LEN)?;
+        let stored = usize::from(u16::from_le_bytes([count[0], count[1]]));
+        if idx >= stored || stored > self.table.columns.len() {
+            return None;
+        }
+        // `idx < stored`: its null bit is inside the bitmap.
+        if d.get(COUNT_LEN + idx / 8)? & (1 << (idx % 8)) != 0 {
+            return None;
+        }
+        let pos = COUNT_LEN + bitmap_len(stored) + off;
+        d.get(pos..pos + N)?.try_into().ok()
     }
 
     /// Check that `col` (a column of this table: `RowColumn::col`) is of
@@ -393,6 +482,121 @@ impl<'a> RowRef<'a> {
             table: self.table.name.clone(),
             row_id: self.id,
             detail,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::{Column, encode_row};
+    use bufmgr::RelId;
+
+    /// A table whose `a`, `b` and `t` sit at fixed offsets (`a` and `b` NOT
+    /// NULL `I64`/`F64`, `t` a nullable `Timestamp`), and `late`, added
+    /// after some rows were stored, with a default.
+    fn table() -> Arc<Shape> {
+        Shape::whole(Arc::new(TableInfo {
+            name: "t".into(),
+            rel: RelId(7),
+            columns: vec![
+                Column::new("a", ColumnType::I64),
+                Column::new("b", ColumnType::F64),
+                Column::nullable("t", ColumnType::Timestamp),
+                Column::new("late", ColumnType::I64).with_default(Value::I64(42)),
+            ],
+            logged: true,
+        }))
+    }
+
+    fn encoded(shape: &Shape, row: &[Value]) -> Vec<u8> {
+        encode_row("t", &shape.table.columns, row).expect("encode")
+    }
+
+    fn col(shape: &Shape, name: &str) -> Col {
+        name.col(&shape.table).expect("a column of the table")
+    }
+
+    const ID: RowId = Tid::new(3, 4);
+
+    #[test]
+    fn fixed_offset_columns_read_their_values_and_nulls_without_the_walk() {
+        let shape = table();
+        let data = encoded(
+            &shape,
+            &[Value::I64(-5), Value::F64(2.5), Value::Null, Value::I64(9)],
+        );
+        let row = RowRef::over(ID, &data, &shape);
+        assert_eq!(row.i64(col(&shape, "a")).unwrap(), -5);
+        assert_eq!(row.i64_opt("a").unwrap(), Some(-5));
+        assert_eq!(row.f64(col(&shape, "b")).unwrap(), 2.5);
+        assert_eq!(row.f64_opt("b").unwrap(), Some(2.5));
+        assert_eq!(row.timestamp_opt(col(&shape, "t")).unwrap(), None);
+        assert_eq!(row.i64(col(&shape, "late")).unwrap(), 9);
+        let null = row.timestamp(col(&shape, "t")).unwrap_err();
+        assert!(
+            matches!(&null, EngineError::WrongColumn { detail, .. } if detail.contains("is NULL")),
+            "{null:?}"
+        );
+        let typed = row.i64(col(&shape, "b")).unwrap_err();
+        assert!(
+            matches!(&typed, EngineError::WrongColumn { detail, .. } if detail.contains("is a f64 column")),
+            "{typed:?}"
+        );
+    }
+
+    #[test]
+    fn a_row_stored_before_a_column_was_added_reads_its_default_at_a_fixed_offset() {
+        let shape = table();
+        let three = Shape::whole(Arc::new(TableInfo {
+            columns: shape.table.columns[..3].to_vec(),
+            ..(*shape.table).clone()
+        }));
+        let data = encoded(
+            &three,
+            &[Value::I64(1), Value::F64(0.0), Value::Timestamp(8)],
+        );
+        let row = RowRef::over(ID, &data, &shape);
+        assert_eq!(row.i64(col(&shape, "late")).unwrap(), 42);
+        assert_eq!(row.timestamp(col(&shape, "t")).unwrap(), 8);
+    }
+
+    /// Each damage of a row's count, null bitmap or length, read through
+    /// the fixed-offset path: a `CorruptRow` naming the table and the row.
+    #[test]
+    fn damaged_counts_null_bits_and_lengths_are_corrupt_rows_never_values() {
+        let shape = table();
+        let good = encoded(
+            &shape,
+            &[
+                Value::I64(1),
+                Value::F64(1.0),
+                Value::Timestamp(2),
+                Value::I64(3),
+            ],
+        );
+        let a = col(&shape, "a");
+        let late = col(&shape, "late");
+        let mut more_columns = good.clone();
+        more_columns[..2].copy_from_slice(&5u16.to_le_bytes());
+        let mut null_in_not_null = good.clone();
+        null_in_not_null[COUNT_LEN] |= 1;
+        let cut = &good[..good.len() - 1];
+        let head_only = &good[..COUNT_LEN];
+        for (what, data, c) in [
+            ("more columns than the table", &more_columns[..], a),
+            ("NULL in a NOT NULL column", &null_in_not_null[..], a),
+            ("cut inside the last value", cut, late),
+            ("cut after the count", head_only, a),
+            ("empty", &[][..], a),
+        ] {
+            let row = RowRef::over(ID, data, &shape);
+            for e in [row.i64(c).unwrap_err(), row.i64_opt(c).unwrap_err()] {
+                assert!(
+                    matches!(&e, EngineError::CorruptRow { table, row_id, .. } if table == "t" && *row_id == ID),
+                    "{what}: {e:?}"
+                );
+            }
         }
     }
 }

@@ -72,6 +72,7 @@ impl Col {
 }
 
 /// Column `idx` of table `info` as a [`Col`] (`idx` must be in range).
+#[inline]
 pub(crate) fn col_of(info: &TableInfo, idx: usize) -> Col {
     let cols = &info.columns;
     // If every column before this one is NOT NULL and of a fixed width, its

@@ -865,10 +865,12 @@ impl Transaction {
             opts,
             uses_ring: stream.uses_ring(),
             stream: Some(stream),
-            last: None,
+            before: None,
             done: false,
             page,
-            kept: VecDeque::new(),
+            next: 0,
+            stop: 0,
+            failures: VecDeque::new(),
             batch: Vec::new(),
             filter: None,
             projection: None,
@@ -1039,15 +1041,22 @@ pub struct RowIter {
     /// are handed out (see `read_page`); `None` once the scan is over or
     /// failed.
     stream: Option<ReadStream>,
-    /// The row id last handed out.
-    last: Option<RowId>,
+    /// The row id last handed out before the page in hand's rows.
+    before: Option<RowId>,
     /// The stream is over.
     done: bool,
-    /// The copy of the page in hand (its kept tuples), which the rows
-    /// handed out share.
+    /// The copy of the page in hand (its kept tuples, in order), which the
+    /// rows handed out share.
     page: Arc<PageCopy>,
-    /// The page's rows not yet handed out, in order.
-    kept: VecDeque<Kept>,
+    /// The entry of `page` to hand out next.
+    next: u32,
+    /// `next` may be handed out by `next`'s fast path while below this:
+    /// the page's entry count, or the position of its first error.
+    stop: u32,
+    /// The page's errors not yet handed out (a filter's, a damaged
+    /// tuple's), each with the number of entries kept before it: it is
+    /// handed out once `next` reaches that number.
+    failures: VecDeque<(u32, Box<EngineError>)>,
     batch: Vec<(usize, u16)>,
     filter: Option<FilterBox>,
     /// The projected columns, and the shape of the rows they make.
@@ -1109,8 +1118,8 @@ impl RowIter {
     pub fn project(mut self, cols: &[Col]) -> RowIter {
         let table = self.table.h.info.shape().table_shared();
         if let Err(e) = cols.iter().try_for_each(|c| c.col(&table).map(drop)) {
-            self.kept.clear();
-            self.kept.push_back(Kept::Failed(Box::new(e)));
+            self.drop_rows_in_hand();
+            self.failures.push_back((0, Box::new(e)));
             self.done = true;
             self.stream = None;
             return self;
@@ -1126,6 +1135,7 @@ impl RowIter {
     /// rows in hand for as long as its caller likes, and must not hold pins
     /// meanwhile that a DROP TABLE would wait for.
     fn read_page(&mut self) -> Result<bool> {
+        let last = self.last_handed();
         let Some(stream) = self.stream.as_mut() else {
             return Ok(false);
         };
@@ -1137,8 +1147,9 @@ impl RowIter {
                 name: t.info.name.clone(),
             });
         }
+        self.before = last;
         let mut copy = PageCopy::after(&mut self.page, rows_shape(t, &self.projection));
-        let kept = &mut self.kept;
+        let failures = &mut self.failures;
         let filter = &mut self.filter;
         let visited = visit_page(
             self.db.core(),
@@ -1147,26 +1158,44 @@ impl RowIter {
             self.opts,
             stream,
             &mut self.batch,
-            |row| keep_row(row, filter, &mut copy, kept, None),
+            |row| keep_row(row, filter, &mut copy, failures, None),
         )?;
         self.page = copy.share();
-        if !self.kept.is_empty() {
+        self.next = 0;
+        self.stop = fast_end(&self.page, &self.failures);
+        if self.stop > 0 || !self.failures.is_empty() {
             stream.release_ahead();
         }
         Ok(visited)
+    }
+
+    /// The row id last handed out.
+    fn last_handed(&self) -> Option<RowId> {
+        match self.next {
+            0 => self.before,
+            n => Some(self.page.id(n - 1)),
+        }
+    }
+
+    /// Forget the rows and errors of the page in hand not yet handed out.
+    fn drop_rows_in_hand(&mut self) {
+        self.before = self.last_handed();
+        self.page = PageCopy::empty(self.page.shape().clone());
+        self.next = 0;
+        self.stop = 0;
+        self.failures.clear();
     }
 
     /// The transaction rolled back while rows of a page read as its own
     /// were in hand: read that page again with the committed view, keeping
     /// the rows after the last one handed out.
     fn reread_page(&mut self) -> Result<()> {
-        let Some(block) = self.kept.iter().find_map(|k| match k {
-            Kept::Row { id, .. } => Some(id.block),
-            Kept::Failed(_) => None,
-        }) else {
+        if self.next >= self.page.len() {
             return Ok(());
-        };
-        self.kept.clear();
+        }
+        let block = self.page.id(self.next).block;
+        let after = self.last_handed();
+        self.failures.clear();
         let t = &*self.table.h;
         crate::loading::check(t)?;
         let dropped = t.dropped.read();
@@ -1182,10 +1211,10 @@ impl RowIter {
             .read_buffer(bufmgr::RelFork::main(t.heap.rel()), block, None)
             .map_err(|e| map_heap(name, "scan")(HeapError::Buffer(e)))?
             .lock_shared();
+        self.before = after;
         let mut copy = PageCopy::after(&mut self.page, rows_shape(t, &self.projection));
-        let kept = &mut self.kept;
+        let failures = &mut self.failures;
         let filter = &mut self.filter;
-        let after = self.last;
         let visited = visit_locked(
             self.db.core(),
             t,
@@ -1193,28 +1222,28 @@ impl RowIter {
             self.opts,
             &page,
             &mut self.batch,
-            |row| keep_row(row, filter, &mut copy, kept, after),
+            |row| keep_row(row, filter, &mut copy, failures, after),
         );
         self.page = copy.share();
+        self.next = 0;
+        self.stop = fast_end(&self.page, &self.failures);
         visited
     }
 
     fn fail(&mut self, e: EngineError) -> Option<Result<(RowId, OwnedRow)>> {
         self.failed = true;
-        self.kept.clear();
+        self.drop_rows_in_hand();
         // The read-ahead pins go now, not when the caller drops us.
         self.stream = None;
         Some(Err(e))
     }
 }
 
-/// A row of the page in hand, not yet handed out.
-#[derive(Debug)]
-enum Kept {
-    /// Row `id`, entry `slot` of the page's copy.
-    Row { id: RowId, slot: u32 },
-    /// The error its filter returned, or its tuple's corruption.
-    Failed(Box<EngineError>),
+/// Where [`RowIter::next`]'s fast path stops in `page`: at its end, or at
+/// its first error not yet handed out.
+fn fast_end(page: &PageCopy, failures: &VecDeque<(u32, Box<EngineError>)>) -> u32 {
+    let len = page.len();
+    failures.front().map_or(len, |&(at, _)| at.min(len))
 }
 
 /// The shape of the rows a scan of `t` hands out: the table's, or the
@@ -1227,12 +1256,15 @@ fn rows_shape(t: &TableHandle, projection: &Option<(Vec<Col>, Arc<Shape>)>) -> A
 }
 
 /// Filter one visible row and, if kept, copy its tuple into `copy` (a row
-/// id at or before `after` is skipped).
+/// id at or before `after` is skipped); the error its filter returned, or
+/// its tuple's corruption, goes to `failures` with the number of entries
+/// before it.
+#[inline]
 fn keep_row(
     row: RowRef<'_>,
     filter: &mut Option<FilterBox>,
     copy: &mut PageCopy,
-    kept: &mut VecDeque<Kept>,
+    failures: &mut VecDeque<(u32, Box<EngineError>)>,
     after: Option<RowId>,
 ) {
     let id = row.id();
@@ -1243,16 +1275,12 @@ fn keep_row(
         Some(FilterBox(p)) => p(&row),
         None => Ok(true),
     };
-    let out = keep.and_then(|keep| {
-        if !keep {
-            return Ok(None);
-        }
-        copy.push(id, row.raw()).map(Some)
+    let out = keep.and_then(|keep| match keep {
+        true => copy.push(id, row.raw()),
+        false => Ok(()),
     });
-    match out {
-        Ok(None) => {}
-        Ok(Some(slot)) => kept.push_back(Kept::Row { id, slot }),
-        Err(e) => kept.push_back(Kept::Failed(Box::new(e))),
+    if let Err(e) = out {
+        failures.push_back((copy.len(), Box::new(e)));
     }
 }
 
@@ -1264,15 +1292,10 @@ impl Iterator for RowIter {
     /// rollback to look at) in `RowIter::next_slow`.
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        if let Some(Kept::Row { id, slot }) = self.kept.front()
-            && !self.failed
-            && !rolled_back_under(&self.snapshot, &self.rolled_back)
-        {
-            let (id, slot) = (*id, *slot);
-            self.kept.pop_front();
-            self.last = Some(id);
-            let page = self.page.clone();
-            return Some(Ok((id, OwnedRow::scanned(page, slot))));
+        let slot = self.next;
+        if slot < self.stop && !rolled_back_under(&self.snapshot, &self.rolled_back) {
+            self.next = slot + 1;
+            return Some(Ok(self.hand_out(slot)));
         }
         self.next_slow()
     }
@@ -1286,6 +1309,15 @@ fn rolled_back_under(snap: &Snapshot, rolled_back: &AtomicBool) -> bool {
 }
 
 impl RowIter {
+    /// Entry `slot` of the page in hand as a row.
+    #[inline]
+    fn hand_out(&self, slot: u32) -> (RowId, OwnedRow) {
+        (
+            self.page.id(slot),
+            OwnedRow::scanned(self.page.clone(), slot),
+        )
+    }
+
     /// [`Iterator::next`] beyond the page in hand's rows.
     #[inline(never)]
     fn next_slow(&mut self) -> Option<Result<(RowId, OwnedRow)>> {
@@ -1298,14 +1330,20 @@ impl RowIter {
             return self.fail(e);
         }
         loop {
-            match self.kept.pop_front() {
-                Some(Kept::Row { id, slot }) => {
-                    self.last = Some(id);
-                    let page = self.page.clone();
-                    return Some(Ok((id, OwnedRow::scanned(page, slot))));
-                }
-                Some(Kept::Failed(e)) => return Some(Err(*e)),
-                None => {}
+            if self
+                .failures
+                .front()
+                .is_some_and(|&(at, _)| at <= self.next)
+                && let Some((_, e)) = self.failures.pop_front()
+            {
+                self.stop = fast_end(&self.page, &self.failures);
+                return Some(Err(*e));
+            }
+            self.stop = fast_end(&self.page, &self.failures);
+            let slot = self.next;
+            if slot < self.stop {
+                self.next = slot + 1;
+                return Some(Ok(self.hand_out(slot)));
             }
             if self.done {
                 return None;
