@@ -14,7 +14,9 @@
 //! each tuple whole as a full decode would, and each row is a
 //! reference-counted handle on that copy and its entry's number: two
 //! words, moved out of `next` and dropped without a check of anything but
-//! the count. A typed accessor decodes just its column from those bytes,
+//! the count. The references of a page's rows are added to the count at
+//! once when the page is read (`counted::Batch`), so handing a row out
+//! touches no atomic; dropping it is one atomic decrement. A typed accessor decodes just its column from those bytes,
 //! as `RowRef` does, without allocating. The values are built, once, only
 //! when asked for: `row[i]`, `values()`, `value()`, `into_values()`,
 //! comparing, hashing, printing, or changing the row in place (after which
@@ -32,7 +34,7 @@
 //!   OwnedRow ─┬─ Values:  values [Value; n]  (n = the table's columns, or the projected ones)
 //!             │           shape: Arc ── the table's definition (the version the row was read with)
 //!             │                      └─ positions: the table column of each value, if projected
-//!             └─ Scanned: page: Arc ── PageCopy: the kept tuples of one page, and the shape
+//!             └─ Scanned: page: Counted ── PageCopy: the kept tuples of one page, and the shape
 //!                         slot: u32       rows[slot]: id, start..end (the row's tuple in the copy)
 //!                                         values[slot]: built from the tuple when first needed
 //! ```
@@ -53,6 +55,9 @@ use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
+
+mod counted;
+pub(crate) use counted::{Batch, Counted};
 
 use crate::error::{EngineError, Result};
 use crate::row::{RowId, RowRef};
@@ -75,7 +80,7 @@ enum Repr {
     /// A scanned row: entry `slot` of its page's shared copy (its id, its
     /// tuple, checked whole when the page was read, and its values once
     /// built). Two words: a scan hands out a row by moving just these.
-    Scanned { page: Arc<PageCopy>, slot: u32 },
+    Scanned { page: Counted<PageCopy>, slot: u32 },
 }
 
 /// A copy of one page's tuples is shorter than a page, so its offsets fit
@@ -83,9 +88,10 @@ enum Repr {
 const _: () = assert!(bufmgr::PAGE_SIZE <= u32::MAX as usize);
 
 /// The tuples a scan kept from one page, copied once under the page's
-/// lock and shared (reference-counted) by the rows made of them, with an
-/// entry per row and the shape of those rows. One reference count per row:
-/// a `bytes::Bytes` slice per row would be a second one beside the shape's.
+/// lock and shared (reference-counted, [`Counted`]) by the rows made of
+/// them, with an entry per row and the shape of those rows. One reference
+/// count per row: a `bytes::Bytes` slice per row would be a second one
+/// beside the shape's.
 #[derive(Debug)]
 pub(crate) struct PageCopy {
     data: Vec<u8>,
@@ -111,8 +117,8 @@ struct Entry {
 impl PageCopy {
     /// An empty copy for rows of `shape`, without room yet (a scan's
     /// first copy, before its first page).
-    pub fn empty(shape: Arc<Shape>) -> Arc<PageCopy> {
-        Arc::new(PageCopy {
+    pub fn empty(shape: Arc<Shape>) -> Counted<PageCopy> {
+        Counted::new(PageCopy {
             data: Vec::new(),
             rows: Vec::new(),
             values: Vec::new(),
@@ -123,8 +129,8 @@ impl PageCopy {
     /// An empty copy for rows of `shape`, in `prev`'s buffers if no row
     /// holds `prev` any more (the common case of a loop that reads each row
     /// and drops it), in new ones otherwise.
-    pub fn after(prev: &mut Arc<PageCopy>, shape: Arc<Shape>) -> PageCopy {
-        match Arc::get_mut(prev) {
+    pub fn after(prev: &mut Counted<PageCopy>, shape: Arc<Shape>) -> PageCopy {
+        match Counted::get_mut(prev) {
             Some(p) if p.data.capacity() > 0 => {
                 let mut data = std::mem::take(&mut p.data);
                 let mut rows = std::mem::take(&mut p.rows);
@@ -199,14 +205,14 @@ impl PageCopy {
     /// copy that kept few of its page's tuples (a selective filter) is
     /// given back first, so that rows kept long do not hold a page's worth
     /// of memory each.
-    pub fn share(mut self) -> Arc<PageCopy> {
+    pub fn share(mut self) -> Counted<PageCopy> {
         if self.data.len() < self.data.capacity() / 4 {
             self.data.shrink_to_fit();
             self.rows.shrink_to_fit();
             self.values.shrink_to_fit();
         }
         self.values.resize_with(self.rows.len(), OnceLock::new);
-        Arc::new(self)
+        Counted::new(self)
     }
 
     /// The tuple of row `slot`.
@@ -243,7 +249,7 @@ impl OwnedRow {
     /// Row `slot` of a scan's `page` (pushed there by [`PageCopy::push`],
     /// which checked it).
     #[inline]
-    pub(crate) fn scanned(page: Arc<PageCopy>, slot: u32) -> OwnedRow {
+    pub(crate) fn scanned(page: Counted<PageCopy>, slot: u32) -> OwnedRow {
         OwnedRow {
             repr: Repr::Scanned { page, slot },
         }

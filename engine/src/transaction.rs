@@ -99,7 +99,7 @@ use crate::error::{EngineError, Result};
 use crate::handle::{IndexRef, Table, TableRef};
 use crate::index::{self, map_btree, search_key, value_key};
 use crate::keys::KeyRange;
-use crate::owned_row::{OwnedRow, PageCopy};
+use crate::owned_row::{Batch, OwnedRow, PageCopy};
 use crate::row::{RowId, RowRef};
 use crate::stats::Pending;
 use crate::table_def::Shape;
@@ -855,7 +855,7 @@ impl Transaction {
         let pool = &self.core().pool;
         let ring = scan_ring(pool, opts.ring, nblocks);
         let stream = scan_stream(pool, &table.h, nblocks, ring);
-        let page = PageCopy::empty(table.h.info.shape().clone());
+        let page = Batch::new(PageCopy::empty(table.h.info.shape().clone()), 0);
         Ok(RowIter {
             _reg: SnapshotReg::again(&self.db, self.snapshot().xmin),
             db: self.db.clone(),
@@ -1046,8 +1046,9 @@ pub struct RowIter {
     /// The stream is over.
     done: bool,
     /// The copy of the page in hand (its kept tuples, in order), which the
-    /// rows handed out share.
-    page: Arc<PageCopy>,
+    /// rows handed out share, with a reference paid for each row not yet
+    /// handed out (`page.len() - next` of them, until released).
+    page: Batch<PageCopy>,
     /// The entry of `page` to hand out next.
     next: u32,
     /// `next` may be handed out by `next`'s fast path while below this:
@@ -1148,7 +1149,11 @@ impl RowIter {
             });
         }
         self.before = last;
-        let mut copy = PageCopy::after(&mut self.page, rows_shape(t, &self.projection));
+        let mut copy = PageCopy::after(self.page.release(), rows_shape(t, &self.projection));
+        // The old copy's buffers may be in `copy` now: until `copy` is the
+        // page in hand, there is none (if the read fails, it stays so).
+        self.next = 0;
+        self.stop = 0;
         let failures = &mut self.failures;
         let filter = &mut self.filter;
         let visited = visit_page(
@@ -1160,9 +1165,9 @@ impl RowIter {
             &mut self.batch,
             |row| keep_row(row, filter, &mut copy, failures, None),
         )?;
-        self.page = copy.share();
+        self.page = shared(copy);
         self.next = 0;
-        self.stop = fast_end(&self.page, &self.failures);
+        self.stop = fast_end(self.page.handle(), &self.failures);
         if self.stop > 0 || !self.failures.is_empty() {
             stream.release_ahead();
         }
@@ -1173,14 +1178,14 @@ impl RowIter {
     fn last_handed(&self) -> Option<RowId> {
         match self.next {
             0 => self.before,
-            n => Some(self.page.id(n - 1)),
+            n => Some(self.page.handle().id(n - 1)),
         }
     }
 
     /// Forget the rows and errors of the page in hand not yet handed out.
     fn drop_rows_in_hand(&mut self) {
         self.before = self.last_handed();
-        self.page = PageCopy::empty(self.page.shape().clone());
+        self.page = Batch::new(PageCopy::empty(self.page.handle().shape().clone()), 0);
         self.next = 0;
         self.stop = 0;
         self.failures.clear();
@@ -1190,10 +1195,10 @@ impl RowIter {
     /// were in hand: read that page again with the committed view, keeping
     /// the rows after the last one handed out.
     fn reread_page(&mut self) -> Result<()> {
-        if self.next >= self.page.len() {
+        if self.next >= self.page.handle().len() {
             return Ok(());
         }
-        let block = self.page.id(self.next).block;
+        let block = self.page.handle().id(self.next).block;
         let after = self.last_handed();
         self.failures.clear();
         let t = &*self.table.h;
@@ -1212,7 +1217,11 @@ impl RowIter {
             .map_err(|e| map_heap(name, "scan")(HeapError::Buffer(e)))?
             .lock_shared();
         self.before = after;
-        let mut copy = PageCopy::after(&mut self.page, rows_shape(t, &self.projection));
+        let mut copy = PageCopy::after(self.page.release(), rows_shape(t, &self.projection));
+        // The old copy's buffers may be in `copy` now: until `copy` is the
+        // page in hand, there is none (if the read fails, it stays so).
+        self.next = 0;
+        self.stop = 0;
         let failures = &mut self.failures;
         let filter = &mut self.filter;
         let visited = visit_locked(
@@ -1224,19 +1233,25 @@ impl RowIter {
             &mut self.batch,
             |row| keep_row(row, filter, &mut copy, failures, after),
         );
-        self.page = copy.share();
+        self.page = shared(copy);
         self.next = 0;
-        self.stop = fast_end(&self.page, &self.failures);
+        self.stop = fast_end(self.page.handle(), &self.failures);
         visited
     }
 
-    fn fail(&mut self, e: EngineError) -> Option<Result<(RowId, OwnedRow)>> {
+    fn fail(&mut self, e: EngineError) -> Advance {
         self.failed = true;
         self.drop_rows_in_hand();
         // The read-ahead pins go now, not when the caller drops us.
         self.stream = None;
-        Some(Err(e))
+        Advance::Failed(Box::new(e))
     }
+}
+
+/// `copy` shared, with a reference paid for each of its rows.
+fn shared(copy: PageCopy) -> Batch<PageCopy> {
+    let rows = copy.len() as usize;
+    Batch::new(copy.share(), rows)
 }
 
 /// Where [`RowIter::next`]'s fast path stops in `page`: at its end, or at
@@ -1289,16 +1304,34 @@ impl Iterator for RowIter {
 
     /// The next row of the page in hand, here (small enough to be inlined
     /// into the caller's loop); anything else (the next page, an error, a
-    /// rollback to look at) in `RowIter::next_slow`.
+    /// rollback to look at) in `RowIter::advance`, which answers in a
+    /// word. The row is built at one place only, field by field in the
+    /// caller's frame: an item built in two places (or returned whole by
+    /// a call) was copied through memory on every row, a wide load of
+    /// narrow stores that stalled.
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        let slot = self.next;
-        if slot < self.stop && !rolled_back_under(&self.snapshot, &self.rolled_back) {
-            self.next = slot + 1;
-            return Some(Ok(self.hand_out(slot)));
+        if self.next >= self.stop || rolled_back_under(&self.snapshot, &self.rolled_back) {
+            match self.advance() {
+                Advance::Row => {}
+                Advance::End => return None,
+                Advance::Failed(e) => return Some(Err(*e)),
+            }
         }
-        self.next_slow()
+        let slot = self.next;
+        self.next = slot + 1;
+        Some(Ok(self.hand_out(slot)))
     }
+}
+
+/// What [`RowIter::advance`] found.
+enum Advance {
+    /// Entry `next` of the page in hand is to be handed out.
+    Row,
+    /// The scan is over (or failed before).
+    End,
+    /// An error, to be handed out in the row's place.
+    Failed(Box<EngineError>),
 }
 
 /// Has the transaction whose own snapshot is `snap` ended without
@@ -1309,20 +1342,25 @@ fn rolled_back_under(snap: &Snapshot, rolled_back: &AtomicBool) -> bool {
 }
 
 impl RowIter {
-    /// Entry `slot` of the page in hand as a row.
+    /// Entry `slot` of the page in hand as a row: the next one (`slot` is
+    /// `next - 1`), so one of the references paid for is left for it.
     #[inline]
-    fn hand_out(&self, slot: u32) -> (RowId, OwnedRow) {
-        (
-            self.page.id(slot),
-            OwnedRow::scanned(self.page.clone(), slot),
-        )
+    fn hand_out(&mut self, slot: u32) -> (RowId, OwnedRow) {
+        let id = self.page.handle().id(slot);
+        let page = match self.page.take() {
+            Some(page) => page,
+            None => self.page.handle().clone(),
+        };
+        (id, OwnedRow::scanned(page, slot))
     }
 
-    /// [`Iterator::next`] beyond the page in hand's rows.
+    /// [`Iterator::next`] beyond the page in hand's rows: make entry `next`
+    /// of the page in hand one to hand out (reading pages as needed), or
+    /// say why there is none.
     #[inline(never)]
-    fn next_slow(&mut self) -> Option<Result<(RowId, OwnedRow)>> {
+    fn advance(&mut self) -> Advance {
         if self.failed {
-            return None;
+            return Advance::End;
         }
         if forget_rolled_back(&mut self.snapshot, &self.rolled_back)
             && let Err(e) = self.reread_page()
@@ -1336,17 +1374,15 @@ impl RowIter {
                 .is_some_and(|&(at, _)| at <= self.next)
                 && let Some((_, e)) = self.failures.pop_front()
             {
-                self.stop = fast_end(&self.page, &self.failures);
-                return Some(Err(*e));
+                self.stop = fast_end(self.page.handle(), &self.failures);
+                return Advance::Failed(e);
             }
-            self.stop = fast_end(&self.page, &self.failures);
-            let slot = self.next;
-            if slot < self.stop {
-                self.next = slot + 1;
-                return Some(Ok(self.hand_out(slot)));
+            self.stop = fast_end(self.page.handle(), &self.failures);
+            if self.next < self.stop {
+                return Advance::Row;
             }
             if self.done {
-                return None;
+                return Advance::End;
             }
             match self.read_page() {
                 Ok(true) => {}

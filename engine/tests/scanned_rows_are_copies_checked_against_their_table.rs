@@ -220,6 +220,56 @@ fn kept_rows_of_one_page_are_read_alike_from_many_threads() {
     });
 }
 
+/// Rows are handed to another thread as they come, some dropped there at
+/// once and some kept, while the scan goes on to later pages (whose copies
+/// reuse the buffers of pages no row holds any more); the scan is dropped
+/// midway, with rows of its page in hand not yet handed out. Every row
+/// handed out reads its own values to the end.
+#[test]
+fn rows_sent_to_another_thread_while_the_scan_goes_on_and_stops_midway_read_their_own_values() {
+    watchdog(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), small_options()).unwrap();
+        db.create_table("all", every_type()).unwrap();
+        let t = db.begin().unwrap();
+        for i in 0..600 {
+            t.insert("all", values(i)).unwrap();
+        }
+        t.commit().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<(i64, engine::OwnedRow)>();
+        let reader = std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            for (i, row) in rx {
+                assert_eq!(*row, values(i), "row {i} as received");
+                if i % 3 == 0 {
+                    kept.push((i, row));
+                }
+            }
+            for (i, row) in &kept {
+                assert_eq!(*row, values(*i), "row {i} read after the scan was gone");
+            }
+            kept.len()
+        });
+        let txn = db.read().unwrap();
+        let mut it = txn.scan("all").unwrap();
+        let mut pages = std::collections::BTreeSet::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..450 {
+            let (id, row) = it.next().expect("a row").unwrap();
+            let i = row.i64("id").unwrap();
+            assert!(seen.insert(i), "row {i} handed out twice");
+            pages.insert(id.block);
+            tx.send((i, row)).unwrap();
+        }
+        assert!(pages.len() > 3, "the rows span pages: {pages:?}");
+        drop(it);
+        drop(txn);
+        drop(tx);
+        let kept = seen.iter().filter(|&&i| i % 3 == 0).count();
+        assert_eq!(reader.join().unwrap(), kept);
+    });
+}
+
 #[test]
 fn scanned_rows_stored_before_add_column_read_its_default_or_null_through_every_projection() {
     watchdog(Duration::from_secs(60), || {
