@@ -176,6 +176,15 @@ const _: () = assert!(MAX_POSTING_ITEM < MAX_KEY_SIZE);
 /// The length of every item of a [`FIXED`] page: an 8-byte key and a TID.
 pub const FIXED_ITEM_LEN: usize = 8 + ITEM_FIXED;
 
+/// The meta page's format version of a compact index whose leaves
+/// deduplicate (posting lists).
+pub const DEDUP_FORMAT: u32 = 3;
+/// The newest meta page format version this crate writes (and the one
+/// `Index::create` gives a non-unique index with deduplication): data
+/// built by an older crate may have another, so a cache of data sets
+/// keyed on it is rebuilt when the index layout changes.
+pub const NEWEST_FORMAT: u32 = DEDUP_FORMAT;
+
 // Item flags of the headed layout.
 pub const MINUS_INFINITY: u16 = 0x1;
 
@@ -317,7 +326,7 @@ impl Meta {
         let (layout, dedup) = match version {
             1 => (Layout::Headed, false),
             2 => (Layout::Compact, false),
-            3 => (Layout::Compact, true),
+            DEDUP_FORMAT => (Layout::Compact, true),
             _ => {
                 return Err(id.corrupt(format!(
                     "meta page format version {version}, this engine reads 1, 2 and 3"
@@ -355,7 +364,7 @@ impl Meta {
         put_u16(page, 12, BTREE_MAGIC);
         put_u16(page, 14, META);
         let version = if self.dedup {
-            3
+            DEDUP_FORMAT
         } else {
             self.layout.format_version()
         };
