@@ -25,12 +25,17 @@
 //!
 //! Each row also carries the latency of each heap page the scanner went
 //! through (`scan_page`: from a page's first row to the next page's) and of
-//! each full scan (`scan`), over the window; `--report-interval` prints a
+//! each full scan (`scan`), over the window. The window's edges are placed
+//! by the scanner itself, between two pages, when the watching thread asks
+//! (the pool's counters read there, then the window's flag flipped), so the
+//! pages timed and the pool's accesses counted cover the same pages however
+//! late the watching thread runs on a loaded machine; `--report-interval` prints a
 //! line per interval (pages/s, hit ratio, evictions, `scan_page` p99) from
 //! the cold scan on. The scan draws nothing at random: `--seed` is reported,
 //! not used.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bufmgr::PoolStats;
@@ -224,6 +229,66 @@ struct Counters {
     scans: AtomicU64,
     /// Heap pages begun.
     pages: AtomicU64,
+    /// The watcher's request to open or close the window ([`OPEN`],
+    /// [`CLOSE`]; [`NO_REQUEST`] once the scanner has done it).
+    request: AtomicU8,
+    /// The points the scanner took at the window's edges, in order.
+    edges: Mutex<Vec<Point>>,
+}
+
+/// [`Counters::request`]: nothing asked.
+const NO_REQUEST: u8 = 0;
+/// [`Counters::request`]: open the window at the next page.
+const OPEN: u8 = 1;
+/// [`Counters::request`]: close the window at the next page.
+const CLOSE: u8 = 2;
+
+impl Counters {
+    /// The point at this instant: the pool's counters, rows, scans, CPU
+    /// time and the time.
+    fn point(&self, db: &Database) -> Point {
+        (
+            db.pool_stats(),
+            self.rows.load(Ordering::Relaxed),
+            self.scans.load(Ordering::Relaxed),
+            CpuSample::now(),
+            Instant::now(),
+        )
+    }
+
+    /// At a page boundary of the scanner (the last page's time recorded,
+    /// the next one not begun): open or close the window if the watcher
+    /// asked. Opening reads the point and then raises the flag, closing
+    /// lowers the flag and then reads the point, so the pages timed in the
+    /// window are the pages whose accesses the two points enclose (give or
+    /// take the few pages the scan's read-ahead pinned before the scanner
+    /// reached their rows).
+    fn edge(&self, db: &Database) {
+        match self.request.load(Ordering::Acquire) {
+            OPEN => {
+                let p = self.point(db);
+                self.edges.lock().expect("edges lock").push(p);
+                self.in_window.store(true, Ordering::Relaxed);
+            }
+            CLOSE => {
+                self.in_window.store(false, Ordering::Relaxed);
+                let p = self.point(db);
+                self.edges.lock().expect("edges lock").push(p);
+            }
+            _ => return,
+        }
+        self.request.store(NO_REQUEST, Ordering::Release);
+    }
+
+    /// Ask the scanner to open or close the window and wait until it has,
+    /// or until `finished()` (the scanner ended: its error, if any, comes
+    /// from joining it).
+    fn ask(&self, what: u8, finished: impl Fn() -> bool) {
+        self.request.store(what, Ordering::Release);
+        while self.request.load(Ordering::Acquire) != NO_REQUEST && !finished() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
 }
 
 /// Scan `table` with no ring until `c.stop`, timing each page and each full
@@ -242,6 +307,8 @@ fn scanner(db: &Database, table: &str, c: &Counters, mut rec: Recorder<'_>) -> R
         hint_mode: db.options().hint_mode,
     };
     while !stop.load(Ordering::Relaxed) {
+        // Also between scans, so an empty table still opens and closes.
+        c.edge(db);
         let txn = db.begin()?;
         let mut n = 0u64;
         let mut cut = false;
@@ -254,6 +321,7 @@ fn scanner(db: &Database, table: &str, c: &Counters, mut rec: Recorder<'_>) -> R
                 if last_block.is_some() {
                     rec.record(SCAN_PAGE, page_started);
                 }
+                c.edge(db);
                 page_started = Instant::now();
                 last_block = Some(rid.block);
                 pages.fetch_add(1, Ordering::Relaxed);
@@ -332,7 +400,6 @@ fn scan_crew(
         stop,
         first,
         in_window,
-        rows,
         scans,
         ..
     } = c;
@@ -363,27 +430,19 @@ fn scan_crew(
         {
             std::thread::sleep(Duration::from_millis(10));
         }
-        in_window.store(true, Ordering::Relaxed);
-        let before: Point = (
-            db.pool_stats(),
-            rows.load(Ordering::Relaxed),
-            scans.load(Ordering::Relaxed),
-            CpuSample::now(),
-            Instant::now(),
-        );
+        c.ask(OPEN, || h.is_finished());
         tables::run_window(pb, settings.duration, |_| !h.is_finished());
-        in_window.store(false, Ordering::Relaxed);
-        let after = (
-            db.pool_stats(),
-            rows.load(Ordering::Relaxed),
-            scans.load(Ordering::Relaxed),
-            CpuSample::now(),
-            Instant::now(),
-        );
+        c.ask(CLOSE, || h.is_finished());
         stop.store(true, Ordering::Relaxed);
         let lat = h
             .join()
             .map_err(|p| BenchError::Panic(tables::panic_text(p)))??;
+        let mut edges = std::mem::take(&mut *c.edges.lock().expect("edges lock"));
+        let (Some(after), Some(before), None) = (edges.pop(), edges.pop(), edges.pop()) else {
+            return Err(BenchError::Data(format!(
+                "{NAME}: the scanner ended without opening and closing the measured window"
+            )));
+        };
         Ok((before, after, lat))
     })
 }
