@@ -52,8 +52,19 @@ fn assert_sane(report: &SweepReport, settings: &Settings) {
     assert_eq!(report.ratios.len(), report.rows.len() / 2);
     // One raw pread window per thread count, and every row set beside the
     // one of its thread count.
-    let counts: Vec<usize> = report.pread_baselines.iter().map(|b| b.threads).collect();
-    assert_eq!(counts, settings.threads, "{:?}", report.pread_baselines);
+    // Two per thread count: into one page, into the thread's share of
+    // the pool in turn.
+    let counts: Vec<(usize, usize)> = report
+        .pread_baselines
+        .iter()
+        .map(|b| (b.threads, b.dest_pages))
+        .collect();
+    let want: Vec<(usize, usize)> = settings
+        .threads
+        .iter()
+        .flat_map(|&t| [(t, 1), (t, settings.pool_buffers / t)])
+        .collect();
+    assert_eq!(counts, want, "{:?}", report.pread_baselines);
     for b in &report.pread_baselines {
         assert!(b.reads > 0 && b.reads_per_thread_per_sec > 0.0, "{b:?}");
         assert_eq!(b.data_errors, 0, "{b:?}");
@@ -62,10 +73,34 @@ fn assert_sane(report: &SweepReport, settings: &Settings) {
         let b = report
             .pread_baselines
             .iter()
-            .find(|b| b.threads == r.threads)
+            .find(|b| b.threads == r.threads && b.dest_pages == 1)
             .unwrap();
         let want = r.evictions_per_sec / r.threads as f64 / b.reads_per_thread_per_sec;
         let got = r.evictions_per_thread_vs_pread.expect("a ratio to pread");
+        assert!((got - want).abs() < 1e-9 * want.max(1.0), "{r:?}");
+        // The eviction's own figure: the timed evicting accesses are some
+        // of the timed accesses, and the ratio is the two medians'.
+        let lat = &r.series.latency;
+        let evicting = lat[sweep::EVICTING_ACCESS];
+        assert!(
+            evicting.count > 0 && evicting.count <= lat[sweep::PAGE_ACCESS].count,
+            "{lat:?}"
+        );
+        let pread = b.read_latency.expect("timed preads in the baseline");
+        let want = pread.p50_us / evicting.p50_us;
+        let got = r
+            .evicting_access_vs_pread
+            .expect("an evicting access ratio");
+        assert!((got - want).abs() < 1e-9 * want.max(1.0), "{r:?}");
+        let spread = report
+            .pread_baselines
+            .iter()
+            .find(|b| b.threads == r.threads && b.dest_pages > 1)
+            .unwrap();
+        let want = spread.read_latency.expect("timed preads").p50_us / evicting.p50_us;
+        let got = r
+            .evicting_access_vs_pool_dest_pread
+            .expect("a ratio to the pool-sized pread");
         assert!((got - want).abs() < 1e-9 * want.max(1.0), "{r:?}");
     }
 }

@@ -489,6 +489,23 @@ impl BufTable {
         self.parts[partition].all_indexed.load(Ordering::Relaxed)
     }
 
+    /// Load the cache lines that removing `ht` will touch first: its
+    /// partition's lock word (with the flag beside it) and the index slot
+    /// its probe starts at. Plain loads, no lock, nothing written: issued
+    /// together before the exclusive lock is taken, their misses overlap
+    /// instead of following one another (a locked instruction waits for the
+    /// loads before it, so a load is as early as this can ask for a line).
+    /// The values are passed to `black_box` only so the loads are kept.
+    #[inline]
+    pub fn touch(&self, ht: &HashedTag) {
+        let p = ht.partition();
+        let slots = self.slots(p);
+        std::hint::black_box((
+            self.parts[p].all_indexed.load(Ordering::Relaxed),
+            slots.at(slots.start(ht.hash)).load(Ordering::Relaxed),
+        ));
+    }
+
     /// Number of entries (takes every lock in turn, in ascending order).
     pub fn len(&self) -> usize {
         self.parts.iter().map(|p| p.lock.read().map.len()).sum()
@@ -724,6 +741,25 @@ mod tests {
         drop(w);
         assert!(t.all_indexed(p), "the rebuild indexed the left-out entry");
         assert!(candidates(&t, &tags[len / 4 * 3]).contains(&((len / 4 * 3) as BufferId)));
+    }
+
+    /// `touch` only loads: entries, index slots and the flag are as
+    /// before, for a tag that is mapped and for one that is not.
+    #[test]
+    fn touching_a_tags_lines_changes_nothing() {
+        let t = BufTable::new(1024);
+        let h = tag(5, 12);
+        t.write(h.partition()).insert(h, 9);
+        let absent = tag(5, 13);
+        let before = t.write(h.partition()).index_counts();
+        for x in [&h, &absent] {
+            t.touch(x);
+        }
+        assert_eq!(t.find_unlocked(&h, Some), Some(9));
+        assert!(candidates(&t, &absent).is_empty());
+        assert_eq!(t.write(h.partition()).index_counts(), before);
+        assert!(t.all_indexed(h.partition()));
+        assert_eq!(t.len(), 1);
     }
 
     #[test]

@@ -186,3 +186,38 @@ fn a_full_threads_slots_of_dropped_relations_are_given_to_new_relations() {
         );
     });
 }
+
+/// `thread_evictions` counts the calling thread's evictions only: a hit and
+/// a miss into a free buffer leave it alone, a miss that replaces a valid
+/// page raises it by one, and another thread's evictions do not show.
+#[test]
+fn thread_evictions_move_only_when_this_threads_read_replaces_a_page() {
+    with_timeout(30, || {
+        let db = TestDb::new();
+        let a = rel(3);
+        db.create_rel(a, 12);
+        let pool = db.pool(small_config(8));
+        assert_eq!(pool.thread_evictions(), 0);
+        // 8 misses into free buffers, then a hit: no eviction.
+        for blk in 0..8 {
+            read_version(&pool, a, blk);
+        }
+        read_version(&pool, a, 0);
+        assert_eq!(pool.thread_evictions(), 0);
+        // Each further block needs a victim that holds a page.
+        for (n, blk) in (8..10).enumerate() {
+            let before = pool.thread_evictions();
+            read_version(&pool, a, blk);
+            assert_eq!(pool.thread_evictions(), before + 1, "read {n}");
+        }
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                read_version(&pool, a, 10);
+                read_version(&pool, a, 11);
+                assert_eq!(pool.thread_evictions(), 2, "the other thread's own");
+            });
+        });
+        assert_eq!(pool.thread_evictions(), 2, "unmoved by the other thread");
+        assert_eq!(pool.stats().totals().evictions, 4);
+    });
+}

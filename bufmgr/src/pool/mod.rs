@@ -426,6 +426,24 @@ impl BufferPool {
         BufferPool::stats_of(&self.shared)
     }
 
+    /// Evictions the calling thread has made in this pool so far (misses of
+    /// its own that replaced a valid page, as [`stats`](Self::stats) counts
+    /// them), read from the thread's own counters without the registry lock.
+    /// It only grows while the thread lives, so a difference across one
+    /// call says whether that call evicted a page. (Inside a callback that
+    /// re-enters the pool, the thread's counters are borrowed and this reads
+    /// the pool's shared block for such calls instead.)
+    pub fn thread_evictions(&self) -> u64 {
+        with_local(&self.shared, |local| {
+            local
+                .stats
+                .parts
+                .iter()
+                .map(|c| c.evictions.load(Ordering::Relaxed))
+                .sum()
+        })
+    }
+
     pub(crate) fn stats_of(s: &PoolShared) -> PoolStats {
         // Under the registry lock, so a thread retiring meanwhile is counted once.
         let threads = s.thread_stats.lock();

@@ -42,6 +42,12 @@ impl PoolShared {
             let d = self.desc(id);
             let part = self.desc(id).partition();
             let s = d.load();
+            if s & TAG_VALID != 0
+                && let Some(old) = d.tag()
+            {
+                // Step 4's first lines, loaded together (`BufTable::touch`).
+                self.table.touch(&HashedTag::new(old));
+            }
             if s & DIRTY != 0 {
                 let Some(mark) = d.content.try_lock_upgradable() else {
                     d.unpin();
@@ -177,6 +183,13 @@ impl PoolShared {
             ticks += part_ticks;
             let c = &local.stats.parts[p];
             bump(&c.sweep_ticks, part_ticks);
+            if let Some((victim, _)) = found {
+                // The buffer after the victim is the next tick's (this
+                // thread's, or the next claimer's): load its state word now,
+                // so the next search does not wait for it alone.
+                let next = hand.first() + (victim - hand.first() + 1) % hand.len();
+                std::hint::black_box(self.desc(next).load());
+            }
             if let Some(victim) = found {
                 hand.count_alloc();
                 bump(&c.victims, 1);

@@ -120,6 +120,12 @@ const MAX_KEYS: usize = 1 << 22;
 /// (`read_buffer`, shared lock, block check, unpin).
 pub const PAGE_ACCESS: &str = "page access";
 
+/// The latency kind of the timed page accesses that evicted a page (the
+/// worker's own eviction count moved across the access): a miss with its
+/// victim, read, checksum, shared lock, block check and unpin. Each is also
+/// in [`PAGE_ACCESS`].
+pub const EVICTING_ACCESS: &str = "evicting access";
+
 /// Every how many page accesses a worker times one. A page access that
 /// hits costs a few tens of nanoseconds, about what a pair of
 /// `Instant::now()` calls costs: timing every one would slow the loop it
@@ -185,6 +191,20 @@ pub struct Row {
     /// the same comparison, less sensitive to other processes' load.
     #[serde(default)]
     pub evictions_per_cpu_sec_vs_pread: Option<f64>,
+    /// The eviction's own speed beside the bare read: the baseline's median
+    /// timed `pread` over the median timed [`EVICTING_ACCESS`] (as a rate
+    /// ratio: above 1, an evicting access is faster than a `pread`). Unlike
+    /// `evictions_per_thread_vs_pread` it leaves out the hits between the
+    /// misses (`hits / evictions` of them per eviction), whose time the
+    /// per-second rates charge to the evictions.
+    #[serde(default)]
+    pub evicting_access_vs_pread: Option<f64>,
+    /// The same over the baseline that reads into the thread's share of
+    /// the pool's size in turn (a cold destination, as a miss's page):
+    /// how much of the gap is the pool's work rather than where the page
+    /// lands.
+    #[serde(default)]
+    pub evicting_access_vs_pool_dest_pread: Option<f64>,
     /// Victims per ticks bucket in the window (bucket i = i ticks below 64,
     /// then one bucket per power of two: `bufmgr::stats::bucket_floor`);
     /// trailing empty buckets left out.
@@ -359,38 +379,69 @@ fn pread_baselines(
     let mut threads = settings.threads.clone();
     threads.sort_unstable();
     threads.dedup();
-    let mut out = Vec::with_capacity(threads.len());
+    let mut out = Vec::with_capacity(2 * threads.len());
     for t in threads {
-        let b = raw_pread::measure(
-            &path,
-            settings.direct_io,
-            keys,
-            t,
-            settings.warmup,
-            settings.duration,
-        )?;
-        eprintln!(
-            "raw pread, {t} threads: {} reads/s, {} per thread",
-            fmt_rate(b.reads_per_sec),
-            fmt_rate(b.reads_per_thread_per_sec)
-        );
-        out.push(b);
+        // Into one page, then into the thread's share of the pool's size.
+        for dest_pages in [1, (settings.pool_buffers / t).max(1)] {
+            let b = raw_pread::measure(
+                &path,
+                settings.direct_io,
+                keys,
+                t,
+                dest_pages,
+                settings.warmup,
+                settings.duration,
+            )?;
+            eprintln!(
+                "raw pread, {t} threads, {}: {} reads/s, {} per thread",
+                describe_dest(b.dest_pages),
+                fmt_rate(b.reads_per_sec),
+                fmt_rate(b.reads_per_thread_per_sec)
+            );
+            out.push(b);
+        }
     }
     Ok(out)
 }
 
-/// Fill `evictions_per_thread_vs_pread` from the baseline of the row's
-/// thread count.
+/// How a baseline's destination reads in the report.
+fn describe_dest(dest_pages: usize) -> String {
+    if dest_pages == 1 {
+        "into one page".into()
+    } else {
+        format!("into {dest_pages} pages in turn")
+    }
+}
+
+/// Fill the `vs pread` fields from the baselines of the row's thread
+/// count: the one-page baseline for every ratio, the pool-sized one for
+/// `evicting_access_vs_pool_dest_pread`.
 fn add_pread_ratios(rows: &mut [Row], baselines: &[PreadBaseline]) {
     for r in rows.iter_mut() {
-        r.evictions_per_thread_vs_pread = baselines
+        let bare = baselines
             .iter()
-            .find(|b| b.threads == r.threads && b.reads_per_thread_per_sec > 0.0)
+            .find(|b| b.threads == r.threads && b.dest_pages == 1);
+        let spread = baselines
+            .iter()
+            .find(|b| b.threads == r.threads && b.dest_pages > 1);
+        r.evictions_per_thread_vs_pread = bare
+            .filter(|b| b.reads_per_thread_per_sec > 0.0)
             .map(|b| r.evictions_per_sec / r.threads as f64 / b.reads_per_thread_per_sec);
-        r.evictions_per_cpu_sec_vs_pread = baselines
-            .iter()
-            .find(|b| b.threads == r.threads)
-            .and_then(|b| Some(r.evictions_per_cpu_sec? / b.reads_per_cpu_sec?));
+        r.evictions_per_cpu_sec_vs_pread =
+            bare.and_then(|b| Some(r.evictions_per_cpu_sec? / b.reads_per_cpu_sec?));
+        let evicting = r
+            .series
+            .latency
+            .get(EVICTING_ACCESS)
+            .filter(|l| l.count > 0 && l.p50_us > 0.0)
+            .copied();
+        let ratio = |b: Option<&PreadBaseline>| {
+            b.and_then(|b| b.read_latency)
+                .zip(evicting)
+                .map(|(pread, evicting)| pread.p50_us / evicting.p50_us)
+        };
+        r.evicting_access_vs_pread = ratio(bare);
+        r.evicting_access_vs_pool_dest_pread = ratio(spread);
     }
 }
 
@@ -469,6 +520,8 @@ fn worker(
         let block = keys[i];
         i = (i + stride) & mask;
         let timed = done.is_multiple_of(LATENCY_EVERY);
+        // Read outside the timed span: whether this access evicted.
+        let evictions_before = if timed { pool.thread_evictions() } else { 0 };
         let started = timed.then(Instant::now);
         let page = match pool.read_buffer(rf, block, None) {
             Ok(pin) => pin.lock_shared(),
@@ -481,7 +534,11 @@ fn worker(
         drop(page);
         let window = in_window.load(Ordering::Relaxed);
         if let Some(started) = started {
-            rec.record_if(PAGE_ACCESS, started, window);
+            let ended = Instant::now();
+            rec.record_span(PAGE_ACCESS, started, ended, window);
+            if pool.thread_evictions() > evictions_before {
+                rec.record_span(EVICTING_ACCESS, started, ended, window);
+            }
         }
         out.window_ops += u64::from(window);
         done += 1;
@@ -682,6 +739,8 @@ fn measure(
         data_errors,
         evictions_per_thread_vs_pread: None,
         evictions_per_cpu_sec_vs_pread: None,
+        evicting_access_vs_pread: None,
+        evicting_access_vs_pool_dest_pread: None,
         ticks_histogram: {
             let top = h.buckets.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
             h.buckets[..top].to_vec()
@@ -795,6 +854,9 @@ impl Report for SweepReport {
             "vs pread",
             "evict/cpu-s",
             "vs pread cpu",
+            "hits/evict",
+            "evict p50 vs pread p50",
+            "vs pool-dest pread p50",
             "hits/s",
             "hit%",
             "ticks mean",
@@ -825,6 +887,13 @@ impl Report for SweepReport {
                 fmt_ratio(r.evictions_per_thread_vs_pread),
                 r.evictions_per_cpu_sec.map_or("?".into(), fmt_rate),
                 fmt_ratio(r.evictions_per_cpu_sec_vs_pread),
+                if r.evictions > 0 {
+                    format!("{:.2}", r.hits as f64 / r.evictions as f64)
+                } else {
+                    "?".into()
+                },
+                fmt_ratio(r.evicting_access_vs_pread),
+                fmt_ratio(r.evicting_access_vs_pool_dest_pread),
                 fmt_rate(r.hits_per_sec),
                 format!("{:.2}", 100.0 * r.hit_ratio),
                 format!("{:.2}", r.ticks_per_victim_mean),
@@ -871,19 +940,30 @@ impl Report for SweepReport {
         }
         for b in &self.pread_baselines {
             out += &format!(
-                "raw pread, {} threads: {} reads/s, {} per thread, {} per CPU-second, \
-                 {} cores (window {:.1} s)\n",
+                "raw pread, {} threads, {}: {} reads/s, {} per thread, {} per CPU-second, \
+                 {} cores, median timed read {} (window {:.1} s)\n",
                 b.threads,
+                describe_dest(b.dest_pages),
                 fmt_rate(b.reads_per_sec),
                 fmt_rate(b.reads_per_thread_per_sec),
                 b.reads_per_cpu_sec.map_or("?".into(), fmt_rate),
                 b.cpu_cores_used.map_or("?".into(), |c| format!("{c:.2}")),
+                b.read_latency
+                    .map_or("?".into(), |l| format!("{:.2} us", l.p50_us)),
                 b.window_secs
             );
         }
         out += "evict/thr/s: evictions/s per thread; vs pread: that over the raw preads/s \
-                per thread of the same file, blocks and thread count (no pool); \
-                vs pread cpu: evict/cpu-s over the raw preads per CPU-second; \
+                per thread of the same file, blocks and thread count (no pool): every \
+                access's time counts, the hits' too (hits/evict of them per eviction); \
+                vs pread cpu: evict/cpu-s over the raw preads per CPU-second (hits \
+                included likewise); evict p50 vs pread p50: the eviction alone, the \
+                median timed raw pread over the median timed evicting access \
+                (read_buffer with its victim and read, shared lock, block check, \
+                unpin; one access in latency_every timed, as one pread in as many), \
+                as a rate ratio (above 1: faster than the pread); vs pool-dest pread \
+                p50: the same over the raw pread into the thread's share of the pool's \
+                size in turn, a cold destination as a miss's page is; \
                 evict/cpu-s: evictions per CPU-second of this run; \
                 cpu / others: cores used by this run / by other processes during the window; \
                 vs b1: evictions/s relative to batch 1; vs prev: HOT/COOL relative to clock, \
@@ -1110,6 +1190,8 @@ mod tests {
             data_errors: 0,
             evictions_per_thread_vs_pread: None,
             evictions_per_cpu_sec_vs_pread: None,
+            evicting_access_vs_pread: None,
+            evicting_access_vs_pool_dest_pread: None,
             ticks_histogram: h,
             operations: 0,
             operations_with_warmup: 0,
