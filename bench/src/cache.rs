@@ -3,7 +3,11 @@
 //!
 //! The key is everything the data depends on: a format version, the
 //! scenario and its scale, the rows of each table and the build settings
-//! that are fixed when the directory is created (page checksums). A
+//! that are fixed when the directory is created (page checksums). The
+//! stamp adds what the engine builds with those settings (see [`stamp`]):
+//! the B-tree format new indexes get, so a data set whose indexes an
+//! older engine built in another layout is rebuilt, as a user's fresh
+//! build would be, rather than measured in the old layout. A
 //! missing, unreadable or different stamp means the directory is emptied
 //! and built again. [`crate::scenarios::tables::ensure_db`] (pgbench-like
 //! databases) and [`crate::dataset::ensure`] (the hand-made data sets) are
@@ -49,8 +53,31 @@ pub fn read_stamp(dir: &Path, stamp_file: &str) -> Option<serde_json::Value> {
     serde_json::from_str(&text).ok()
 }
 
+/// The stamp a reusable directory of `spec` holds: its key (an object)
+/// with the index layout this engine gives new indexes under
+/// `spec.options`: `index_format`, the B-tree meta format version of a
+/// new non-unique index ([`btree::NEWEST_FORMAT`], posting lists when
+/// `index_deduplication`), and `index_deduplication`. A key that is not
+/// an object is kept whole under `key`.
+pub fn stamp(spec: &Spec) -> serde_json::Value {
+    let mut map = match &spec.key {
+        serde_json::Value::Object(m) => m.clone(),
+        other => {
+            let mut m = serde_json::Map::new();
+            m.insert("key".into(), other.clone());
+            m
+        }
+    };
+    map.insert("index_format".into(), btree::NEWEST_FORMAT.into());
+    map.insert(
+        "index_deduplication".into(),
+        spec.options.index_deduplication.into(),
+    );
+    serde_json::Value::Object(map)
+}
+
 /// Make sure `spec.dir` holds the data set `spec.key` names: reuse it if
-/// its stamp equals the key and this engine reads its data directory
+/// its stamp equals [`stamp`]`(spec)` and this engine reads its data directory
 /// format (the `VERSION` file: a data set built before a format change is
 /// rebuilt, not refused at open); else empty the directory, create a database
 /// there with `spec.options`, run `build` and then `settle` (which sets the
@@ -63,8 +90,9 @@ pub fn ensure(
     settle: impl FnOnce(&Database) -> Result<()>,
 ) -> Result<Cached> {
     let dir = spec.dir;
+    let want = stamp(spec);
     let readable = engine::datadir::read_stamp(&dir.join(engine::datadir::VERSION_FILE)).is_ok();
-    if readable && read_stamp(dir, spec.stamp_file).as_ref() == Some(&spec.key) {
+    if readable && read_stamp(dir, spec.stamp_file).as_ref() == Some(&want) {
         return Ok(Cached {
             dir: dir.to_path_buf(),
             reused: true,
@@ -81,7 +109,7 @@ pub fn ensure(
     settle(&db)?;
     db.checkpoint()?;
     db.close()?;
-    write_stamp(dir, spec.stamp_file, &spec.key)?;
+    write_stamp(dir, spec.stamp_file, &want)?;
     Ok(Cached {
         dir: dir.to_path_buf(),
         reused: false,
@@ -132,7 +160,42 @@ mod tests {
         let other = ensure(&spec(&dir, key(false)), build, |_| Ok(())).unwrap();
         assert!(!other.reused && other.replaced);
         assert_eq!(builds.get(), 2);
-        assert_eq!(read_stamp(&dir, "STAMP.json"), Some(key(false)));
+        assert_eq!(
+            read_stamp(&dir, "STAMP.json"),
+            Some(stamp(&spec(&dir, key(false))))
+        );
+    }
+
+    #[test]
+    fn a_data_set_stamped_without_the_index_format_is_rebuilt_with_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("set");
+        let builds = Cell::new(0);
+        let build = |_: &Database| {
+            builds.set(builds.get() + 1);
+            Ok(())
+        };
+        let key = serde_json::json!({ "format": 1, "rows": 10 });
+        ensure(&spec(&dir, key.clone()), build, |_| Ok(())).unwrap();
+        let written = read_stamp(&dir, "STAMP.json").unwrap();
+        assert_eq!(written["index_format"], btree::NEWEST_FORMAT);
+        assert_eq!(written["index_deduplication"], true);
+        assert_eq!(written["rows"], 10);
+        // A stamp as builds before the index format was recorded wrote it.
+        write_stamp(&dir, "STAMP.json", &key).unwrap();
+        let again = ensure(&spec(&dir, key.clone()), build, |_| Ok(())).unwrap();
+        assert!(!again.reused && again.replaced);
+        assert_eq!(builds.get(), 2);
+        // Another deduplication setting is another data set.
+        let mut other = spec(&dir, key);
+        other.options = other.options.index_deduplication(false);
+        let third = ensure(&other, build, |_| Ok(())).unwrap();
+        assert!(!third.reused);
+        assert_eq!(builds.get(), 3);
+        assert_eq!(
+            read_stamp(&dir, "STAMP.json").unwrap()["index_deduplication"],
+            false
+        );
     }
 
     #[test]

@@ -145,18 +145,19 @@ pub fn ensure(
 ) -> Result<Dataset> {
     let key = serde_json::to_value(want)
         .map_err(|e| BenchError::Data(format!("the stamp of {}: {e}", dir.display())))?;
-    if dir.exists() && read_stamp(dir).as_ref() != Some(want) {
-        crate::common::say(&format!(
-            "{}: stamp missing or for another scale; rebuilding",
-            dir.display()
-        ));
-    }
     let spec = crate::cache::Spec {
         dir,
         stamp_file: STAMP_FILE,
         key,
         options: build_options(pool_buffers),
     };
+    if dir.exists() && crate::cache::read_stamp(dir, STAMP_FILE) != Some(crate::cache::stamp(&spec))
+    {
+        crate::common::say(&format!(
+            "{}: stamp missing or for another scale or index format; rebuilding",
+            dir.display()
+        ));
+    }
     let cached = crate::cache::ensure(&spec, build, |db| hint_and_count(db, want, progress))?;
     if cached.reused {
         crate::common::say(&format!(

@@ -20,7 +20,7 @@ pub use error::{BtreeError, ErrorKind, Result};
 pub use index::{Index, IndexOptions};
 pub use insert::{AssumeLive, HeapVisibility, LEAF_FILLFACTOR, Liveness, NONLEAF_FILLFACTOR};
 pub use key::{ColumnKind, Key, KeyPart, KeyType, MAX_KEY_COLUMNS, TupleType};
-pub use page::{MAX_KEY_SIZE, PageKind, page_kind};
+pub use page::{MAX_KEY_SIZE, NEWEST_FORMAT, PageKind, page_kind};
 pub use range::{Direction, KeyBounds};
 pub use record::redo;
 pub use residency::Residency;

@@ -74,8 +74,9 @@
 //! created compact; an index written in the headed layout stays headed,
 //! readable and writable. An `i64` entry takes 14 bytes and its pointer 4
 //! compact: 18 bytes on a leaf, against 22 headed, and 14 on a FIXED leaf
-//! (an `i64` index's leaves), whose binary search also reads one
-//! contiguous array instead of following pointers. Compact pages have no
+//! (an `i64` index's leaves), whose search also reads one contiguous
+//! array instead of following pointers (and interpolates: see
+//! [`TreePage::fixed_lower_bound`]). Compact pages have no
 //! item flags: minus infinity is positional, the first data item of an
 //! internal page; both layouts store it with an empty key and the smallest
 //! TID (and the headed one also flags it).
@@ -175,6 +176,41 @@ pub const MAX_POSTING_ITEM: usize = PAGE_CAPACITY / 6;
 const _: () = assert!(MAX_POSTING_ITEM < MAX_KEY_SIZE);
 /// The length of every item of a [`FIXED`] page: an 8-byte key and a TID.
 pub const FIXED_ITEM_LEN: usize = 8 + ITEM_FIXED;
+/// Interpolation probes of [`TreePage::fixed_lower_bound`] before it
+/// gallops.
+pub const INTERPOLATION_ROUNDS: usize = 3;
+/// Up to this many candidate items, [`TreePage::fixed_lower_bound`]
+/// searches by bisection alone (they span about three cache lines).
+const FIXED_BINARY_MAX: usize = 12;
+
+/// The (key, TID) order of an entry with an 8-byte key as one integer:
+/// the stored key read big-endian (byte order is integer order) above the
+/// block and the offset, so comparing words compares entries as
+/// `Item::cmp_at` does (a `FIXED` page holds no posting lists).
+#[inline]
+pub fn fixed_word(key: u64, tid: Tid) -> u128 {
+    (u128::from(key) << 48) | (u128::from(tid.block) << 16) | u128::from(tid.offset)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Byte offsets of the items `fixed_word_at` read (tests count them).
+    static FIXED_PROBES: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+#[inline]
+fn word_key(w: u128) -> u64 {
+    (w >> 48) as u64
+}
+
+/// The meta page's format version of a compact index whose leaves
+/// deduplicate (posting lists).
+pub const DEDUP_FORMAT: u32 = 3;
+/// The newest meta page format version this crate writes (and the one
+/// `Index::create` gives a non-unique index with deduplication): data
+/// built by an older crate may have another, so a cache of data sets
+/// keyed on it is rebuilt when the index layout changes.
+pub const NEWEST_FORMAT: u32 = DEDUP_FORMAT;
 
 // Item flags of the headed layout.
 pub const MINUS_INFINITY: u16 = 0x1;
@@ -317,7 +353,7 @@ impl Meta {
         let (layout, dedup) = match version {
             1 => (Layout::Headed, false),
             2 => (Layout::Compact, false),
-            3 => (Layout::Compact, true),
+            DEDUP_FORMAT => (Layout::Compact, true),
             _ => {
                 return Err(id.corrupt(format!(
                     "meta page format version {version}, this engine reads 1, 2 and 3"
@@ -355,7 +391,7 @@ impl Meta {
         put_u16(page, 12, BTREE_MAGIC);
         put_u16(page, 14, META);
         let version = if self.dedup {
-            3
+            DEDUP_FORMAT
         } else {
             self.layout.format_version()
         };
@@ -1004,6 +1040,9 @@ impl<'a> TreePage<'a> {
 
     /// [`TreePage::beyond_high_key`] for the position (`key`, `tid`).
     pub fn beyond_high_key_at(&self, key: &[u8], tid: Tid) -> Result<bool> {
+        if let Some(k) = self.fixed_key(key) {
+            return Ok(self.has_high_key() && self.fixed_item_word(0) <= fixed_word(k, tid));
+        }
         Ok(match self.high_key()? {
             Some(hk) => hk.cmp_at(key, tid) != std::cmp::Ordering::Greater,
             None => false,
@@ -1015,9 +1054,170 @@ impl<'a> TreePage<'a> {
         self.lower_bound_at(&skey.key, skey.tid)
     }
 
-    /// [`TreePage::lower_bound`] for the position (`key`, `tid`): a binary
-    /// search comparing the items in place.
+    /// `key` as the integer a `FIXED` page's search compares, if this page
+    /// is `FIXED` and `key` has 8 bytes (an `i64` key's stored form).
+    #[inline]
+    pub fn fixed_key(&self, key: &[u8]) -> Option<u64> {
+        if self.is_fixed() {
+            <&[u8; 8]>::try_from(key)
+                .ok()
+                .map(|k| u64::from_be_bytes(*k))
+        } else {
+            None
+        }
+    }
+
+    /// Data item `j` of a `FIXED` page, read in place: its key as
+    /// [`TreePage::fixed_key`] gives it, and its TID. `j` must be below
+    /// `data_len()` (as for [`TreePage::data`], which decodes the same
+    /// item; a `FIXED` page holds plain items only, no posting lists).
+    #[inline]
+    pub fn fixed_entry(&self, j: usize) -> Option<(u64, Tid)> {
+        if !self.is_fixed() || j >= self.data_len() {
+            return None;
+        }
+        let w = self.fixed_word_at(j);
+        Some((word_key(w), Tid::new((w >> 16) as u32, w as u16)))
+    }
+
+    /// [`TreePage::lower_bound`] for the position (`key`, `tid`). On a
+    /// `FIXED` page with an 8-byte key, [`TreePage::fixed_lower_bound`]
+    /// (interpolation, then galloping, comparing words read in place);
+    /// otherwise [`TreePage::binary_lower_bound_at`]. Both give the same
+    /// index on every page.
     pub fn lower_bound_at(&self, key: &[u8], tid: Tid) -> Result<usize> {
+        if let Some(k) = self.fixed_key(key) {
+            return Ok(self.fixed_lower_bound(fixed_word(k, tid)));
+        }
+        self.binary_lower_bound_at(key, tid)
+    }
+
+    /// The order word of data item `j` of a `FIXED` page (see
+    /// [`fixed_word`]), read in place without decoding an [`Item`]. `j` is
+    /// below `data_len()`, so the 14 bytes lie below `lower` (which
+    /// `parse` checked against the page's size).
+    #[inline]
+    fn fixed_word_at(&self, j: usize) -> u128 {
+        self.fixed_item_word(j + self.first_data())
+    }
+
+    /// [`TreePage::fixed_word_at`] by item number (the high key is item 0
+    /// when the page has one); `i` is below the item count.
+    #[inline]
+    fn fixed_item_word(&self, i: usize) -> u128 {
+        let off = HEADER_SIZE + i * FIXED_ITEM_LEN;
+        #[cfg(test)]
+        FIXED_PROBES.with(|p| p.borrow_mut().push(off));
+        let p = &self.page[off..off + FIXED_ITEM_LEN];
+        let key = u64::from_be_bytes([p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]]);
+        fixed_word(key, Tid::new(u32_at(p, 8), u16_at(p, 12)))
+    }
+
+    /// The first data index of a `FIXED` page whose item is at or above
+    /// the order word `t` (`data_len()` if none): the same answer as a
+    /// binary search, with fewer cache lines touched when the keys are
+    /// spread evenly. The page's items are one sorted array, its first
+    /// entry (in the header's cache line) and its high key (item 0, same
+    /// line) bracket every key on it; up to [`INTERPOLATION_ROUNDS`]
+    /// probes are placed where the key would sit if the keys between the
+    /// brackets were evenly spread, each narrowing the brackets; then a
+    /// galloping search (steps 1, 2, 4, ...) from the side the last probe
+    /// moved, and a binary search within the last step. Whatever the keys
+    /// (equal, clustered, skewed, at `i64::MIN` or `MAX`), that is at most
+    /// `INTERPOLATION_ROUNDS + 2 log2(n) + 2` probes.
+    pub fn fixed_lower_bound(&self, t: u128) -> usize {
+        let n = self.data_len();
+        if n <= FIXED_BINARY_MAX {
+            return self.fixed_binary(t, 0, n);
+        }
+        // Invariant: items [0, lo) are below `t`, items [hi, n) are at or
+        // above it; `klo` is the key of item lo - 1, `khi` the key of item
+        // hi (the high key's when hi = n: above every item of the page).
+        let w0 = self.fixed_word_at(0);
+        if w0 >= t {
+            return 0;
+        }
+        let (mut lo, mut klo) = (1, word_key(w0));
+        let (mut hi, mut khi) = if self.has_high_key() {
+            let off = HEADER_SIZE;
+            let p = &self.page[off..off + 8];
+            (
+                n,
+                u64::from_be_bytes([p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]]),
+            )
+        } else {
+            let wl = self.fixed_word_at(n - 1);
+            if wl < t {
+                return n;
+            }
+            (n - 1, word_key(wl))
+        };
+        let tk = word_key(t);
+        let mut moved_lo = true;
+        for _ in 0..INTERPOLATION_ROUNDS {
+            if hi - lo <= FIXED_BINARY_MAX || khi <= klo {
+                break;
+            }
+            // Items lo - 1 and hi are `span` apart; the key's share of
+            // their key range says how far from lo - 1 it should sit.
+            let span = (hi - lo + 1) as u128;
+            let num = u128::from(tk.saturating_sub(klo)) * span;
+            let step = (num / u128::from(khi - klo)).min(span) as usize;
+            let g = (lo - 1 + step).clamp(lo, hi - 1);
+            let wg = self.fixed_word_at(g);
+            if wg < t {
+                (lo, klo, moved_lo) = (g + 1, word_key(wg), true);
+            } else {
+                (hi, khi, moved_lo) = (g, word_key(wg), false);
+            }
+        }
+        // Gallop from the side the last probe moved: the answer is most
+        // likely near it.
+        let mut step = 1;
+        if moved_lo {
+            while lo + step - 1 < hi {
+                let probe = lo + step - 1;
+                if self.fixed_word_at(probe) >= t {
+                    hi = probe;
+                    break;
+                }
+                lo = probe + 1;
+                step *= 2;
+            }
+        } else {
+            while hi >= lo + step {
+                let probe = hi - step;
+                if self.fixed_word_at(probe) < t {
+                    lo = probe + 1;
+                    break;
+                }
+                hi = probe;
+                step *= 2;
+            }
+        }
+        self.fixed_binary(t, lo, hi)
+    }
+
+    /// Binary search for `t` among data items [lo, hi) of a `FIXED` page,
+    /// every item before `lo` below it and every one from `hi` on at or
+    /// above it.
+    #[inline]
+    fn fixed_binary(&self, t: u128, mut lo: usize, mut hi: usize) -> usize {
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.fixed_word_at(mid) < t {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// [`TreePage::lower_bound_at`] as a plain binary search over decoded
+    /// items, for any page (the reference the `FIXED` search is checked
+    /// against).
+    pub fn binary_lower_bound_at(&self, key: &[u8], tid: Tid) -> Result<usize> {
         let (mut lo, mut hi) = (0, self.data_len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -1330,6 +1530,235 @@ pub fn insert_item(page: &mut [u8], index: usize, item: &[u8]) {
 mod tests {
     use super::*;
     use crate::key::{Key, TID_MIN};
+
+    /// The FIXED search against a plain binary search and a model.
+    mod fixed_search {
+        use super::*;
+        use crate::key::TID_MAX;
+        use proptest::prelude::*;
+
+        /// Data items of one FIXED page at most (the high key takes one).
+        const MAX_ITEMS: usize = (PAGE_SIZE - HEADER_SIZE) / FIXED_ITEM_LEN - 1;
+
+        /// A FIXED leaf of `entries` (sorted, distinct), with a high key
+        /// just above the last one when `high` and one exists.
+        fn fixed_page(entries: &[(i64, Tid)], high: bool, dedup: bool) -> Vec<u8> {
+            let enc = |&(k, t): &(i64, Tid)| {
+                encode_item(Layout::Compact, &Key::encode_i64(k), t, None, false)
+            };
+            let hk = if high {
+                match entries.last() {
+                    None => Some((0, Tid::new(1, 1))),
+                    Some(&(k, t)) if t < TID_MAX => Some((k, Tid::new(t.block, t.offset + 1))),
+                    Some(&(k, t)) if t.block < u32::MAX => Some((k, Tid::new(t.block + 1, 0))),
+                    Some(&(k, _)) if k < i64::MAX => Some((k + 1, TID_MIN)),
+                    Some(_) => None,
+                }
+            } else {
+                None
+            };
+            let mut items: Vec<Vec<u8>> = Vec::new();
+            let mut flags = LEAF | FIXED;
+            if let Some(h) = hk {
+                items.push(enc(&h));
+                flags |= HAS_HIGH_KEY;
+            }
+            if dedup {
+                flags |= DEDUP;
+            }
+            items.extend(entries.iter().map(enc));
+            let refs: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+            let mut page = vec![0u8; PAGE_SIZE];
+            build_page(
+                &mut page,
+                Header {
+                    flags,
+                    level: 0,
+                    right: if hk.is_some() { 7 } else { NO_RIGHT },
+                    layout: Layout::Compact,
+                },
+                &refs,
+            );
+            page
+        }
+
+        fn key_strategy() -> impl Strategy<Value = i64> {
+            prop_oneof![
+                // Evenly spread over the whole range.
+                any::<i64>(),
+                // Few distinct values: runs of equal keys.
+                (0i64..6).prop_map(|k| k * 1000),
+                // Clustered: dense near a point, sparse elsewhere.
+                (0i64..200).prop_map(|k| 1_000_000 + k),
+                // Skewed: exponentially spread.
+                (0u32..62).prop_map(|e| 1i64 << e),
+                Just(i64::MIN),
+                Just(i64::MAX),
+                Just(i64::MIN + 1),
+                Just(i64::MAX - 1),
+            ]
+        }
+
+        fn tid_strategy() -> impl Strategy<Value = Tid> {
+            prop_oneof![
+                (0u32..50, 1u16..60).prop_map(|(b, o)| Tid::new(b, o)),
+                (any::<u32>(), 1u16..2000).prop_map(|(b, o)| Tid::new(b, o)),
+                Just(Tid::new(u32::MAX, 2040)),
+            ]
+        }
+
+        fn check(entries: &[(i64, Tid)], high: bool, dedup: bool, extra: &[(i64, Tid)]) {
+            let page = fixed_page(entries, high, dedup);
+            let tp = TreePage::parse(&page, ID).unwrap();
+            assert!(tp.is_fixed());
+            assert_eq!(tp.data_len(), entries.len());
+            let mut targets: Vec<(i64, Tid)> = extra.to_vec();
+            for &(k, t) in entries {
+                targets.push((k, t));
+                targets.push((k, TID_MIN));
+                targets.push((k, TID_MAX));
+                targets.push((k.saturating_sub(1), TID_MAX));
+                targets.push((k.saturating_add(1), TID_MIN));
+                if t.offset > 0 {
+                    targets.push((k, Tid::new(t.block, t.offset - 1)));
+                }
+                targets.push((k, Tid::new(t.block, t.offset.saturating_add(1))));
+            }
+            for k in [i64::MIN, -1, 0, 1, i64::MAX] {
+                targets.push((k, TID_MIN));
+                targets.push((k, TID_MAX));
+            }
+            // Probes allowed: the interpolation rounds, a gallop and a
+            // bisection of the step it ends in, the two bracket reads.
+            let log = (usize::BITS - entries.len().leading_zeros()) as usize;
+            let bound = INTERPOLATION_ROUNDS + 2 * log + 2;
+            for (k, t) in targets {
+                let key = Key::encode_i64(k);
+                let model = entries.partition_point(|&e| e < (k, t));
+                let binary = tp.binary_lower_bound_at(&key, t).unwrap();
+                FIXED_PROBES.with(|p| p.borrow_mut().clear());
+                let fast = tp.lower_bound_at(&key, t).unwrap();
+                let probes = FIXED_PROBES.with(|p| p.borrow().len());
+                assert_eq!(binary, model, "binary search for ({k}, {t:?})");
+                assert_eq!(fast, model, "FIXED search for ({k}, {t:?})");
+                assert!(
+                    probes <= bound,
+                    "{probes} probes for ({k}, {t:?}) among {} items (bound {bound})",
+                    entries.len()
+                );
+            }
+        }
+
+        /// Distinct cache lines (64 bytes, page-aligned) the FIXED search
+        /// and a plain bisection over the same items read, summed over
+        /// looking up every entry's key of `entries`.
+        fn lines_read(entries: &[(i64, Tid)]) -> (usize, usize) {
+            let page = fixed_page(entries, true, false);
+            let tp = TreePage::parse(&page, ID).unwrap();
+            let first = HEADER_SIZE + FIXED_ITEM_LEN;
+            let (mut fixed, mut binary) = (0, 0);
+            for &(k, _) in entries {
+                FIXED_PROBES.with(|p| p.borrow_mut().clear());
+                tp.lower_bound_at(&Key::encode_i64(k), TID_MIN).unwrap();
+                let mut lines = FIXED_PROBES.with(|p| p.borrow().clone());
+                lines.iter_mut().for_each(|o| *o /= 64);
+                lines.sort_unstable();
+                lines.dedup();
+                fixed += lines.len();
+                let t = (k, TID_MIN);
+                let (mut lo, mut hi) = (0, entries.len());
+                let mut lines = Vec::new();
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    lines.push((first + mid * FIXED_ITEM_LEN) / 64);
+                    if entries[mid] < t {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                lines.sort_unstable();
+                lines.dedup();
+                binary += lines.len();
+            }
+            (fixed, binary)
+        }
+
+        #[test]
+        fn the_fixed_search_reads_fewer_cache_lines_than_bisection_on_evenly_spread_keys() {
+            use rand::{RngExt, SeedableRng};
+            let mut rng = rand::rngs::SmallRng::seed_from_u64(24);
+            let mut entries: Vec<(i64, Tid)> = (0..MAX_ITEMS)
+                .map(|_| {
+                    (
+                        rng.random_range(0..1_000_000),
+                        Tid::new(rng.random_range(0..20_000), 1),
+                    )
+                })
+                .collect();
+            entries.sort();
+            entries.dedup();
+            let (fixed, binary) = lines_read(&entries);
+            let n = entries.len();
+            assert!(
+                fixed * 2 < binary,
+                "FIXED search read {fixed} lines, bisection {binary}, over {n} lookups"
+            );
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(300))]
+
+            #[test]
+            fn the_fixed_search_finds_what_a_binary_search_finds_on_any_page(
+                raw in proptest::collection::vec((key_strategy(), tid_strategy()), 0..700),
+                extra in proptest::collection::vec((key_strategy(), tid_strategy()), 0..40),
+                high in any::<bool>(),
+                dedup in any::<bool>(),
+            ) {
+                let mut entries = raw;
+                entries.sort();
+                entries.dedup();
+                entries.truncate(MAX_ITEMS);
+                check(&entries, high, dedup, &extra);
+            }
+        }
+
+        #[test]
+        fn the_fixed_search_handles_empty_single_and_all_equal_pages() {
+            for high in [false, true] {
+                check(&[], high, false, &[(0, TID_MIN), (i64::MIN, TID_MIN)]);
+                check(&[(5, Tid::new(1, 1))], high, false, &[]);
+                check(&[(i64::MAX, TID_MAX)], high, false, &[]);
+                check(&[(i64::MIN, TID_MIN)], high, false, &[]);
+                let equal: Vec<_> = (0..MAX_ITEMS as u32)
+                    .map(|b| (42, Tid::new(b, 1)))
+                    .collect();
+                check(&equal, high, true, &[]);
+                // A full page of evenly spread keys, and one whose keys are
+                // even apart from a far outlier at either end.
+                let even: Vec<_> = (0..MAX_ITEMS as i64)
+                    .map(|i| (i * 7919, Tid::new(i as u32, 1)))
+                    .collect();
+                check(&even, high, false, &[]);
+                let mut outlier = even.clone();
+                outlier.push((i64::MAX, Tid::new(9, 9)));
+                outlier.remove(0);
+                check(&outlier, high, false, &[]);
+                let mut low = even;
+                low[0] = (i64::MIN, Tid::new(9, 9));
+                check(&low, high, false, &[]);
+            }
+        }
+
+        #[test]
+        fn the_fixed_search_stays_logarithmic_on_exponentially_skewed_keys() {
+            // Keys 2^i: interpolation guesses badly everywhere; the search
+            // must still be right and within its probe bound (`check`).
+            let skew: Vec<_> = (0..62).map(|e| (1i64 << e, Tid::new(1, 1))).collect();
+            check(&skew, true, false, &[(3, TID_MIN), (1 << 40, TID_MAX)]);
+        }
+    }
 
     const ID: PageId = PageId {
         rel: RelId(9),

@@ -134,31 +134,52 @@ impl Index {
             let mut j = tp.start_at(key, from)?;
             let mut n = 0;
             let mut key_ends = false;
-            'items: while j < tp.data_len() {
-                let it = tp.data(j)?;
-                if it.key != key {
-                    key_ends = true;
-                    break;
-                }
-                if !it.is_posting() {
+            if let Some(k) = tp.fixed_key(key) {
+                // Plain items only: keys and TIDs read in place.
+                while let Some((ik, tid)) = tp.fixed_entry(j) {
+                    if ik != k {
+                        key_ends = true;
+                        break;
+                    }
                     if n == LOOKUP_BATCH {
                         break;
                     }
-                    batch[n] = it.tid;
-                    n += 1;
-                } else {
-                    for t in it.tids(self.page_id(block))? {
-                        if t < from {
-                            continue;
-                        }
-                        if n == LOOKUP_BATCH {
-                            break 'items;
-                        }
-                        batch[n] = t;
-                        n += 1;
+                    if tid.offset == u16::MAX && tp.is_dedup() {
+                        // A posting list's mark where none can be: the
+                        // decoder names the damage.
+                        tp.data(j)?;
                     }
+                    batch[n] = tid;
+                    n += 1;
+                    j += 1;
                 }
-                j += 1;
+            } else {
+                'items: while j < tp.data_len() {
+                    let it = tp.data(j)?;
+                    if it.key != key {
+                        key_ends = true;
+                        break;
+                    }
+                    if !it.is_posting() {
+                        if n == LOOKUP_BATCH {
+                            break;
+                        }
+                        batch[n] = it.tid;
+                        n += 1;
+                    } else {
+                        for t in it.tids(self.page_id(block))? {
+                            if t < from {
+                                continue;
+                            }
+                            if n == LOOKUP_BATCH {
+                                break 'items;
+                            }
+                            batch[n] = t;
+                            n += 1;
+                        }
+                    }
+                    j += 1;
+                }
             }
             // Where to go on after this batch, if anywhere.
             let next = if key_ends {
