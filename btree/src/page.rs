@@ -992,14 +992,17 @@ impl<'a> TreePage<'a> {
                 self.upper
             )));
         }
+        let raw = &self.page[off..off + len];
+        if self.is_fixed() && self.is_dedup() && is_posting_raw(raw) {
+            // A FIXED leaf holds plain entries only: this one's TID offset
+            // was damaged into the mark (its bytes may even parse as a
+            // posting list header).
+            return Err(self.id.corrupt(format!(
+                "item {i} of a FIXED leaf ends in the posting list mark"
+            )));
+        }
         let layout = self.layout();
-        let mut it = decode_item_on(
-            &self.page[off..off + len],
-            !self.is_leaf(),
-            layout,
-            self.is_dedup(),
-            self.id,
-        )?;
+        let mut it = decode_item_on(raw, !self.is_leaf(), layout, self.is_dedup(), self.id)?;
         if layout == Layout::Compact {
             it.minus_infinity = !self.is_leaf() && i == self.first_data();
         }
