@@ -86,7 +86,7 @@ use btree::Key;
 use parking_lot::Mutex;
 
 use bufmgr::config::BULK_READ_RING_KIB;
-use bufmgr::{BufferPool, ReadStream, RelFork, Ring, RingKind, StreamConfig};
+use bufmgr::{BlockNumber, BufferPool, ReadStream, RelFork, Ring, RingKind, StreamConfig};
 use heap::page::PageId;
 use heap::tuple::TUPLE_HEADER_SIZE;
 use heap::visibility::visit_visible_tuples;
@@ -817,7 +817,7 @@ impl Transaction {
                         }
                     },
                 )?;
-                if !visited {
+                if visited.is_none() {
                     break;
                 }
                 summary.pages += 1;
@@ -871,6 +871,10 @@ impl Transaction {
             next: 0,
             stop: 0,
             failures: VecDeque::new(),
+            error_row: None,
+            visited: None,
+            reread: None,
+            reread_after: None,
             batch: Vec::new(),
             filter: None,
             projection: None,
@@ -952,16 +956,16 @@ fn visit_page(
     stream: &mut ReadStream,
     batch: &mut Vec<(usize, u16)>,
     each: impl FnMut(RowRef<'_>),
-) -> Result<bool> {
+) -> Result<Option<BlockNumber>> {
     let name = &t.info.name;
     let Some(buf) = stream.next_buffer() else {
-        return Ok(false);
+        return Ok(None);
     };
     let page = buf
         .map_err(|e| map_heap(name, "scan")(HeapError::Buffer(e)))?
         .lock_shared();
     visit_locked(core, t, snap, opts, &page, batch, each)?;
-    Ok(true)
+    Ok(Some(page.block()))
 }
 
 /// [`visit_page`] for a page already share-locked.
@@ -1026,9 +1030,10 @@ type RowFilter = Box<dyn FnMut(&RowRef<'_>) -> Result<bool> + Send>;
 /// on with its snapshot, seeing the transaction's own changes of the
 /// commands before it began; rolled back (or failed to commit), from its
 /// next row on it returns exactly the committed state as of its snapshot,
-/// without the transaction's changes, whatever hint bits say: the rows of
-/// the page in hand are read again. An error ends it and releases its pins
-/// at once.
+/// without the transaction's changes, whatever hint bits say: the page in
+/// hand is read again from just after the last item handed out (its rows
+/// not yet handed out, and those the transaction's own deletes hid). An
+/// error ends it and releases its pins at once.
 #[derive(Debug)]
 pub struct RowIter {
     table: Table,
@@ -1055,9 +1060,19 @@ pub struct RowIter {
     /// the page's entry count, or the position of its first error.
     stop: u32,
     /// The page's errors not yet handed out (a filter's, a damaged
-    /// tuple's), each with the number of entries kept before it: it is
-    /// handed out once `next` reaches that number.
-    failures: VecDeque<(u32, Box<EngineError>)>,
+    /// tuple's), each with the number of entries kept before it (it is
+    /// handed out once `next` reaches that number) and its row's id.
+    failures: VecDeque<Failure>,
+    /// The row whose error was handed out last.
+    error_row: Option<RowId>,
+    /// The block of the page last read (the page in hand's, even once all
+    /// its rows are handed out).
+    visited: Option<BlockNumber>,
+    /// After a rollback: the blocks to read again, with the committed
+    /// view, before the stream's next page; rows at or before
+    /// `reread_after` (the last item handed out) are skipped on them.
+    reread: Option<std::ops::RangeInclusive<BlockNumber>>,
+    reread_after: Option<RowId>,
     batch: Vec<(usize, u16)>,
     filter: Option<FilterBox>,
     /// The projected columns, and the shape of the rows they make.
@@ -1120,7 +1135,7 @@ impl RowIter {
         let table = self.table.h.info.shape().table_shared();
         if let Err(e) = cols.iter().try_for_each(|c| c.col(&table).map(drop)) {
             self.drop_rows_in_hand();
-            self.failures.push_back((0, Box::new(e)));
+            self.failures.push_back((0, None, Box::new(e)));
             self.done = true;
             self.stream = None;
             return self;
@@ -1137,9 +1152,10 @@ impl RowIter {
     /// meanwhile that a DROP TABLE would wait for.
     fn read_page(&mut self) -> Result<bool> {
         let last = self.last_handed();
-        let Some(stream) = self.stream.as_mut() else {
+        let reread = self.reread.as_mut().and_then(Iterator::next);
+        if reread.is_none() && self.stream.is_none() {
             return Ok(false);
-        };
+        }
         let t = &*self.table.h;
         crate::loading::check(t)?;
         let dropped = t.dropped.read();
@@ -1156,22 +1172,50 @@ impl RowIter {
         self.stop = 0;
         let failures = &mut self.failures;
         let filter = &mut self.filter;
-        let visited = visit_page(
-            self.db.core(),
-            t,
-            &self.snapshot,
-            self.opts,
-            stream,
-            &mut self.batch,
-            |row| keep_row(row, filter, &mut copy, failures, None),
-        )?;
+        let visited = match (reread, self.stream.as_mut()) {
+            (Some(block), _) => {
+                let name = &t.info.name;
+                let page = t
+                    .heap
+                    .pool()
+                    .read_buffer(RelFork::main(t.heap.rel()), block, None)
+                    .map_err(|e| map_heap(name, "scan")(HeapError::Buffer(e)))?
+                    .lock_shared();
+                let after = self.reread_after;
+                visit_locked(
+                    self.db.core(),
+                    t,
+                    &self.snapshot,
+                    self.opts,
+                    &page,
+                    &mut self.batch,
+                    |row| keep_row(row, filter, &mut copy, failures, after),
+                )?;
+                Some(block)
+            }
+            (None, Some(stream)) => visit_page(
+                self.db.core(),
+                t,
+                &self.snapshot,
+                self.opts,
+                stream,
+                &mut self.batch,
+                |row| keep_row(row, filter, &mut copy, failures, None),
+            )?,
+            (None, None) => None,
+        };
         self.page = shared(copy);
         self.next = 0;
         self.stop = fast_end(self.page.handle(), &self.failures);
-        if self.stop > 0 || !self.failures.is_empty() {
+        if (self.stop > 0 || !self.failures.is_empty())
+            && let Some(stream) = self.stream.as_mut()
+        {
             stream.release_ahead();
         }
-        Ok(visited)
+        if visited.is_some() {
+            self.visited = visited;
+        }
+        Ok(visited.is_some())
     }
 
     /// The row id last handed out.
@@ -1191,52 +1235,29 @@ impl RowIter {
         self.failures.clear();
     }
 
-    /// The transaction rolled back while rows of a page read as its own
-    /// were in hand: read that page again with the committed view, keeping
-    /// the rows after the last one handed out.
-    fn reread_page(&mut self) -> Result<()> {
-        if self.next >= self.page.handle().len() {
-            return Ok(());
-        }
-        let block = self.page.handle().id(self.next).block;
-        let after = self.last_handed();
-        self.failures.clear();
-        let t = &*self.table.h;
-        crate::loading::check(t)?;
-        let dropped = t.dropped.read();
-        if *dropped {
-            return Err(EngineError::UnknownTable {
-                name: t.info.name.clone(),
-            });
-        }
-        let name = &t.info.name;
-        let page = t
-            .heap
-            .pool()
-            .read_buffer(bufmgr::RelFork::main(t.heap.rel()), block, None)
-            .map_err(|e| map_heap(name, "scan")(HeapError::Buffer(e)))?
-            .lock_shared();
-        self.before = after;
-        let mut copy = PageCopy::after(self.page.release(), rows_shape(t, &self.projection));
-        // The old copy's buffers may be in `copy` now: until `copy` is the
-        // page in hand, there is none (if the read fails, it stays so).
-        self.next = 0;
-        self.stop = 0;
-        let failures = &mut self.failures;
-        let filter = &mut self.filter;
-        let visited = visit_locked(
-            self.db.core(),
-            t,
-            &self.snapshot,
-            self.opts,
-            &page,
-            &mut self.batch,
-            |row| keep_row(row, filter, &mut copy, failures, after),
-        );
-        self.page = shared(copy);
-        self.next = 0;
-        self.stop = fast_end(self.page.handle(), &self.failures);
-        visited
+    /// Blocks are left to read again after a rollback.
+    fn rereading(&self) -> bool {
+        self.reread.as_ref().is_some_and(|r| !r.is_empty())
+    }
+
+    /// The transaction rolled back: what was read as its own is read again
+    /// with the committed view, from just after the last item handed out
+    /// (a row, or a row's error) on. The rows in hand go, and the pages
+    /// from that item's to the page last read are read again before the
+    /// stream goes on: the page in hand's rows not yet handed out, but
+    /// also rows after the last one handed out that the transaction's own
+    /// view did not keep (its own deletes, undone), on that page and on
+    /// the pages read since, where that view kept none.
+    fn reread_pages(&mut self) {
+        // Ended (it has returned `None`), or nothing read yet.
+        let Some(last) = self.visited.filter(|_| !self.done) else {
+            return;
+        };
+        let after = self.last_handed().max(self.error_row);
+        let first = after.map_or(0, |r| r.block);
+        self.drop_rows_in_hand();
+        self.reread = Some(first..=last);
+        self.reread_after = after;
     }
 
     fn fail(&mut self, e: EngineError) -> Advance {
@@ -1248,6 +1269,10 @@ impl RowIter {
     }
 }
 
+/// An error of a page's rows not yet handed out: the number of entries kept
+/// before it, its row's id (`None`: not a row's), the error.
+type Failure = (u32, Option<RowId>, Box<EngineError>);
+
 /// `copy` shared, with a reference paid for each of its rows.
 fn shared(copy: PageCopy) -> Batch<PageCopy> {
     let rows = copy.len() as usize;
@@ -1256,9 +1281,9 @@ fn shared(copy: PageCopy) -> Batch<PageCopy> {
 
 /// Where [`RowIter::next`]'s fast path stops in `page`: at its end, or at
 /// its first error not yet handed out.
-fn fast_end(page: &PageCopy, failures: &VecDeque<(u32, Box<EngineError>)>) -> u32 {
+fn fast_end(page: &PageCopy, failures: &VecDeque<Failure>) -> u32 {
     let len = page.len();
-    failures.front().map_or(len, |&(at, _)| at.min(len))
+    failures.front().map_or(len, |&(at, _, _)| at.min(len))
 }
 
 /// The shape of the rows a scan of `t` hands out: the table's, or the
@@ -1279,7 +1304,7 @@ fn keep_row(
     row: RowRef<'_>,
     filter: &mut Option<FilterBox>,
     copy: &mut PageCopy,
-    failures: &mut VecDeque<(u32, Box<EngineError>)>,
+    failures: &mut VecDeque<Failure>,
     after: Option<RowId>,
 ) {
     let id = row.id();
@@ -1295,7 +1320,7 @@ fn keep_row(
         false => Ok(()),
     });
     if let Err(e) = out {
-        failures.push_back((copy.len(), Box::new(e)));
+        failures.push_back((copy.len(), Some(id), Box::new(e)));
     }
 }
 
@@ -1362,18 +1387,19 @@ impl RowIter {
         if self.failed {
             return Advance::End;
         }
-        if forget_rolled_back(&mut self.snapshot, &self.rolled_back)
-            && let Err(e) = self.reread_page()
-        {
-            return self.fail(e);
+        if forget_rolled_back(&mut self.snapshot, &self.rolled_back) {
+            self.reread_pages();
         }
         loop {
             if self
                 .failures
                 .front()
-                .is_some_and(|&(at, _)| at <= self.next)
-                && let Some((_, e)) = self.failures.pop_front()
+                .is_some_and(|&(at, _, _)| at <= self.next)
+                && let Some((_, row, e)) = self.failures.pop_front()
             {
+                if row.is_some() {
+                    self.error_row = row;
+                }
                 self.stop = fast_end(self.page.handle(), &self.failures);
                 return Advance::Failed(e);
             }
@@ -1381,7 +1407,7 @@ impl RowIter {
             if self.next < self.stop {
                 return Advance::Row;
             }
-            if self.done {
+            if self.done && !self.rereading() {
                 return Advance::End;
             }
             match self.read_page() {
