@@ -141,6 +141,14 @@ mod tests {
         }
     }
 
+    /// A build that creates nothing and counts its calls in `builds`.
+    fn counting(builds: &Cell<u32>) -> impl Fn(&Database) -> Result<()> + Copy + '_ {
+        |_| {
+            builds.set(builds.get() + 1);
+            Ok(())
+        }
+    }
+
     #[test]
     fn a_data_set_is_built_once_and_rebuilt_when_its_key_changes() {
         let tmp = tempfile::tempdir().unwrap();
@@ -171,10 +179,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("set");
         let builds = Cell::new(0);
-        let build = |_: &Database| {
-            builds.set(builds.get() + 1);
-            Ok(())
-        };
+        let build = counting(&builds);
         let key = serde_json::json!({ "format": 1, "rows": 10 });
         ensure(&spec(&dir, key.clone()), build, |_| Ok(())).unwrap();
         let written = read_stamp(&dir, "STAMP.json").unwrap();
@@ -203,10 +208,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("set");
         let builds = Cell::new(0);
-        let build = |_: &Database| {
-            builds.set(builds.get() + 1);
-            Ok(())
-        };
+        let build = counting(&builds);
         let key = serde_json::json!({ "format": 1 });
         ensure(&spec(&dir, key.clone()), build, |_| Ok(())).unwrap();
         let version = dir.join(engine::datadir::VERSION_FILE);

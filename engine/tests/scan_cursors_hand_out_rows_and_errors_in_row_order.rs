@@ -138,6 +138,13 @@ fn model_at(ids: &[(RowId, i64)]) -> Vec<(RowId, Result<i64, i64>)> {
         .collect()
 }
 
+/// [`model_at`] of what the transaction of [`rollback_after`] sees before
+/// it rolls back: the odd rows of `ids` (it deleted the even ones).
+fn own_view(ids: &[(RowId, i64)]) -> Vec<(RowId, Result<i64, i64>)> {
+    let own: Vec<(RowId, i64)> = ids.iter().copied().filter(|&(_, id)| id % 2 != 0).collect();
+    model_at(&own)
+}
+
 fn item(r: engine::Result<(RowId, OwnedRow)>) -> (Option<RowId>, Result<i64, i64>) {
     match r {
         Ok((rid, row)) => (Some(rid), Ok(row.i64("id").unwrap())),
@@ -158,8 +165,7 @@ fn rollback_after(db: &Database, ids: &[(RowId, i64)], taken: usize) {
             txn.delete("t", rid).unwrap();
         }
     }
-    let own: Vec<(RowId, i64)> = ids.iter().copied().filter(|&(_, id)| id % 2 != 0).collect();
-    let own_model = model_at(&own);
+    let own_model = own_view(ids);
     let mut it = txn.scan("t").unwrap().matching(filtered);
     let mut got = Vec::new();
     for _ in 0..taken {
@@ -194,8 +200,7 @@ fn a_rollback_in_the_middle_of_a_page_goes_on_with_the_committed_rows_after_the_
         let dir = tempfile::tempdir().unwrap();
         let db = open_filled(dir.path(), 1500);
         let ids = ids_in_order(&db, "t");
-        let own: Vec<(RowId, i64)> = ids.iter().copied().filter(|&(_, id)| id % 2 != 0).collect();
-        let own_model = model_at(&own);
+        let own_model = own_view(&ids);
         // In the middle of pages: some of these items are rows, some
         // filter errors; and the first errors after a row.
         let errors = own_model
@@ -217,8 +222,7 @@ fn a_rollback_after_the_last_kept_row_of_a_page_goes_on_with_the_committed_rows_
         let dir = tempfile::tempdir().unwrap();
         let db = open_filled(dir.path(), 1500);
         let ids = ids_in_order(&db, "t");
-        let own: Vec<(RowId, i64)> = ids.iter().copied().filter(|&(_, id)| id % 2 != 0).collect();
-        let own_model = model_at(&own);
+        let own_model = own_view(&ids);
         let last_block = ids.last().unwrap().0.block;
         let mut checked = 0;
         for block in 0..last_block {
