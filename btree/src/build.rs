@@ -242,13 +242,22 @@ impl<'p> Builder<'p> {
         let last_raw = page::pop_last_item(&mut st.buf)
             .ok_or_else(|| id.corrupt("sorted build: no last item to move"))?;
         let last = page::decode_item_on(&last_raw, internal, index.layout, index.dedup, id)?;
-        let hk = encode_item(
-            index.layout,
-            last.key,
-            last.tid,
-            internal.then_some(0),
-            false,
-        );
+        // The full page's high key and the new page's lower bound: on an
+        // internal level the moved pivot's separator as it is; on a leaf
+        // the shortest separator between the page's new last item and the
+        // moved one (`page::separator`; full width on a `FIXED` leaf).
+        let (sep_key, sep_tid) = if internal {
+            (last.key, last.tid)
+        } else {
+            let tp = TreePage::parse(&st.buf, id)?;
+            let kept = tp.data(
+                tp.data_len()
+                    .checked_sub(1)
+                    .ok_or_else(|| id.corrupt("sorted build: a full leaf with one item"))?,
+            )?;
+            page::separator(&kept, &last, tp.is_fixed())
+        };
+        let hk = encode_item(index.layout, sep_key, sep_tid, internal.then_some(0), false);
         page::insert_item(&mut st.buf, 0, &hk);
         let flags = page::flags_of(&st.buf);
         page::set_flags(&mut st.buf, flags | HAS_HIGH_KEY);
@@ -272,7 +281,7 @@ impl<'p> Builder<'p> {
             block: right_block,
             dest: Some(right),
             items: 1,
-            low: Some((last.key.to_vec(), last.tid)),
+            low: Some((sep_key.to_vec(), sep_tid)),
         };
         let mut done = std::mem::replace(&mut self.levels[level], next);
         self.write_out(&mut done, level)?;

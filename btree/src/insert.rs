@@ -455,12 +455,28 @@ impl Index {
         // full, as PostgreSQL's nbtsplitloc does for the rightmost page.
         let rightmost_append = rightmost_append && old_hk.is_none();
         let fill = rightmost_fill(!internal);
+        // The left half's high key: on an internal page the first right
+        // pivot's separator as it is; on a leaf the shortest separator
+        // between the halves (`page::separator`), full width on a leaf
+        // that stays `FIXED`.
+        let decoded: Vec<page::Item<'_>> = items
+            .iter()
+            .map(|i| page::decode_item_on(i, internal, layout, postings, id))
+            .collect::<Result<_>>()?;
+        let high_key_at = |k: usize| {
+            if internal {
+                high_key_from(layout, &decoded[k], true)
+            } else {
+                let (key, tid) = page::separator(&decoded[k - 1], &decoded[k], ptr == 0);
+                encode_item(layout, key, tid, None, false)
+            }
+        };
         let mut best: Option<(usize, usize)> = None;
         let mut left_items_space = 0;
         for k in 1..n {
             left_items_space += items[k - 1].len() + ptr;
-            let first_right = page::decode_item_on(&items[k], internal, layout, postings, id)?;
-            let hk_len = high_key_from(layout, &first_right, internal).len() + ptr;
+            let first_right = &decoded[k];
+            let hk_len = high_key_at(k).len() + ptr;
             let left_space = left_items_space + hk_len;
             let mut right_space = total - left_items_space + old_hk_space;
             if internal {
@@ -485,8 +501,8 @@ impl Index {
         };
 
         // Step 2: build both halves.
-        let first_right = page::decode_item_on(&items[k], internal, layout, postings, id)?;
-        let left_hk = high_key_from(layout, &first_right, internal);
+        let first_right = &decoded[k];
+        let left_hk = high_key_at(k);
         let mut right_items: Vec<Vec<u8>> = Vec::with_capacity(n - k + 1);
         if let Some(h) = &old_hk {
             right_items.push(h.clone());

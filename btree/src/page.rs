@@ -838,9 +838,50 @@ pub fn is_posting_raw(raw: &[u8]) -> bool {
 }
 
 /// The high key made from an item: its key and TID (child 0 on internal
-/// pages), in `layout`.
+/// pages), in `layout`. An internal split moves its first right pivot up
+/// this way, unchanged (pivots come from leaf splits, already truncated).
 pub fn high_key_from(layout: Layout, item: &Item<'_>, internal: bool) -> Vec<u8> {
     encode_item(layout, item.key, item.tid, internal.then_some(0), false)
+}
+
+/// The separator between two neighbouring leaf items, `left` (the last kept
+/// on the left page) and `right` (the first on the right page): the
+/// shortest (key bytes, TID) strictly above every entry of `left` and at or
+/// below `right`'s first entry (PostgreSQL 12's suffix truncation,
+/// `_bt_truncate`, on stored keys compared as bytes, a shorter key below
+/// every longer one it begins):
+///
+/// - keys equal (a run of equal keys split in its middle): `right`'s key
+///   and its first TID, whole;
+/// - keys differ: the shortest prefix of `right`'s key above `left`'s
+///   (one byte past their common prefix) and the smallest TID,
+///   [`TID_MIN`](crate::key::TID_MIN), for the TID part ("minus
+///   infinity": every entry with that very key, if one is inserted later,
+///   is at or above it and goes right, where it belongs). With
+///   `full_width` (a `FIXED` leaf, whose items must all be
+///   [`FIXED_ITEM_LEN`] bytes, high key included) the key stays whole and
+///   only the TID is truncated.
+///
+/// `left` < `right` in (key, TID) order is the caller's (the items come
+/// from a page in order); for keys that differ the result is then never
+/// empty, so it is never mistaken for minus infinity.
+pub fn separator<'a>(left: &Item<'_>, right: &Item<'a>, full_width: bool) -> (&'a [u8], Tid) {
+    if left.key == right.key {
+        return (right.key, right.tid);
+    }
+    if full_width {
+        return (right.key, crate::key::TID_MIN);
+    }
+    let common = left
+        .key
+        .iter()
+        .zip(right.key)
+        .take_while(|(a, b)| a == b)
+        .count();
+    (
+        &right.key[..(common + 1).min(right.key.len())],
+        crate::key::TID_MIN,
+    )
 }
 
 // ---------------------------------------------------------------- tree pages

@@ -1,5 +1,6 @@
 //! Byte-string keys of every length up to `MAX_KEY_SIZE` build a deep tree
-//! (three maximal keys fill a page, so internal pages split constantly) that
+//! (three maximal keys fill a page, and keys that differ only at their end
+//! keep their separators long, so internal pages split constantly) that
 //! verifies and answers lookups; one byte more is a clear error naming the
 //! index and the size; a key of the wrong type is refused.
 
@@ -13,9 +14,12 @@ use heap::tuple::Tid;
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
 
+/// A key of `len` bytes (at least 6) that ends in its number: keys differ
+/// only near their end, so the truncated separators between them are
+/// nearly as long as the keys and internal pages still hold few pivots.
 fn key(i: u32, len: usize) -> Key {
-    let mut b = format!("{i:06}").into_bytes();
-    b.resize(len.max(6), b'k');
+    let mut b = vec![b'k'; len.max(6) - 6];
+    b.extend_from_slice(format!("{i:06}").as_bytes());
     Key::Bytes(b)
 }
 

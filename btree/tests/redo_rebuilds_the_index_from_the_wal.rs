@@ -12,11 +12,17 @@ mod common;
 use std::ops::Bound;
 use std::time::Duration;
 
-use btree::page::Layout;
+use btree::key::TID_MIN;
+use btree::page::{Layout, PageId, TreePage};
 use btree::{AssumeLive, Index, Key, KeyType, record};
 use common::{REL, assert_clean, create, create_in, db, pool_over, replay, within};
 use heap::tuple::Tid;
 use wal::{Lsn, MIN_SEGMENT_SIZE, RmgrKind, WalReader};
+
+/// The first page image of a record (a split's left half).
+fn rec_page(rec: &wal::Record) -> Vec<u8> {
+    rec.restore_page(0).unwrap().to_vec()
+}
 
 fn all(index: &Index) -> Vec<(Key, Tid)> {
     index
@@ -26,25 +32,53 @@ fn all(index: &Index) -> Vec<(Key, Tid)> {
         .collect()
 }
 
-/// The i-th key inserted by these tests.
-fn key(i: u32) -> Key {
-    Key::I64(((i as i64) * 7_368_787) % 1_000_003)
+/// The keys of a test: `i64`, or text keys with a long common prefix
+/// (whose leaf splits make truncated separators).
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum Keys {
+    I64,
+    Text,
+}
+
+impl Keys {
+    fn key_type(self) -> KeyType {
+        match self {
+            Keys::I64 => KeyType::I64,
+            Keys::Text => KeyType::Bytes,
+        }
+    }
+
+    /// The i-th key inserted by these tests.
+    fn key(self, i: u32) -> Key {
+        let x = ((i as i64) * 7_368_787) % 1_000_003;
+        match self {
+            Keys::I64 => Key::I64(x),
+            Keys::Text => Key::Bytes(format!("customer-{x:012}-invoices").into_bytes()),
+        }
+    }
 }
 
 #[test]
 fn replay_into_empty_files_gives_the_same_tree() {
-    replay_gives_the_same_tree(Layout::Compact);
+    replay_gives_the_same_tree(Layout::Compact, Keys::I64);
 }
 
 #[test]
 fn replay_of_an_index_in_the_headed_layout_gives_the_same_tree() {
-    replay_gives_the_same_tree(Layout::Headed);
+    replay_gives_the_same_tree(Layout::Headed, Keys::I64);
 }
 
-fn replay_gives_the_same_tree(layout: Layout) {
+#[test]
+fn replay_of_splits_with_truncated_separators_gives_the_same_tree() {
+    replay_gives_the_same_tree(Layout::Compact, Keys::Text);
+    replay_gives_the_same_tree(Layout::Headed, Keys::Text);
+}
+
+fn replay_gives_the_same_tree(layout: Layout, keys: Keys) {
+    let key = move |i| keys.key(i);
     within(Duration::from_secs(60), move || {
         let db = db(32, true);
-        let index = create_in(&db, KeyType::I64, false, layout);
+        let index = create_in(&db, keys.key_type(), false, layout);
         for i in 0..20_000u32 {
             index
                 .insert(&key(i), Tid::new(i + 1, 1), &AssumeLive)
@@ -67,6 +101,22 @@ fn replay_gives_the_same_tree(layout: Layout) {
             all(&rebuilt) == before,
             "the replayed tree holds other entries"
         );
+        // The replayed separators are the original ones, byte for byte:
+        // truncated ones for text keys.
+        let seps = separators(&index);
+        assert_eq!(seps, separators(&rebuilt));
+        if keys == Keys::Text {
+            let full = format!("customer-{:012}-invoices", 0).len();
+            let short = seps
+                .iter()
+                .filter(|(k, t)| k.len() < full && *t == TID_MIN)
+                .count();
+            assert!(
+                short * 10 >= seps.len() * 9,
+                "{short} of {} separators truncated",
+                seps.len()
+            );
+        }
         for i in (0..20_000u32).step_by(97) {
             assert_eq!(
                 index.lookup(&key(i)).unwrap(),
@@ -81,11 +131,44 @@ fn replay_gives_the_same_tree(layout: Layout) {
     });
 }
 
+/// Every high key and pivot of `index` (minus infinity left out), in
+/// block order: (key bytes, TID).
+fn separators(index: &Index) -> Vec<(Vec<u8>, Tid)> {
+    let rf = bufmgr::RelFork::main(REL);
+    let mut out = Vec::new();
+    for block in 1..index.pool().nblocks(rf).unwrap() {
+        let page = index
+            .pool()
+            .read_buffer(rf, block, None)
+            .unwrap()
+            .lock_shared();
+        let tp = TreePage::parse(&page, PageId { rel: REL, block }).unwrap();
+        for i in 0..tp.data_len() + usize::from(tp.has_high_key()) {
+            let it = tp.item(i).unwrap();
+            let high_key = i == 0 && tp.has_high_key();
+            if high_key || (!tp.is_leaf() && !it.minus_infinity) {
+                out.push((it.key.to_vec(), it.tid));
+            }
+        }
+    }
+    out
+}
+
 #[test]
 fn a_crash_between_split_and_downlink_leaves_a_searchable_tree_the_next_insert_repairs() {
-    within(Duration::from_secs(60), || {
+    crash_between_split_and_downlink(Keys::I64);
+}
+
+#[test]
+fn a_crash_after_a_split_with_a_truncated_separator_leaves_a_searchable_tree() {
+    crash_between_split_and_downlink(Keys::Text);
+}
+
+fn crash_between_split_and_downlink(keys: Keys) {
+    let key = move |i| keys.key(i);
+    within(Duration::from_secs(60), move || {
         let db = db(32, true);
-        let index = create(&db, KeyType::I64, false);
+        let index = create(&db, keys.key_type(), false);
         let total = 12_000u32;
         for i in 0..total {
             index
@@ -125,6 +208,17 @@ fn a_crash_between_split_and_downlink_leaves_a_searchable_tree_the_next_insert_r
                 if rec.info() == record::INSERT_LEAF || leaf_split {
                     inserted += 1;
                 }
+            }
+            if keys == Keys::Text {
+                // The split the log ends with gave its left page a
+                // truncated high key: the TID is minus infinity and the
+                // key shorter than the keys (the cut is at a leaf split or
+                // at an internal one, whose separator comes from below).
+                let left = rec_page(&records[cut].1);
+                let tp = TreePage::parse(&left, PageId { rel: REL, block: 1 }).unwrap();
+                let hk = tp.high_key().unwrap().expect("a split page has a high key");
+                assert_eq!(hk.tid, TID_MIN, "cut at record {cut}");
+                assert!(hk.key.len() < key(0).encode().len(), "cut at record {cut}");
             }
             let idx = Index::open(pool.clone(), None, "cut", REL).unwrap();
             let violations = idx.verify(None).unwrap();

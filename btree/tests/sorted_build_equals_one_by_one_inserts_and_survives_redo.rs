@@ -209,13 +209,17 @@ fn tiny_and_maximal_builds() {
             "{again:?}"
         );
         // Keys of the maximal size: at most three items a page, a deep tree.
+        // They differ only in their last bytes, so the truncated separators
+        // are as long as the keys.
+        let maximal = |i: u32, last: u8| {
+            let mut k = vec![b'x'; MAX_KEY_SIZE - 6];
+            k.extend_from_slice(format!("{i:05}").as_bytes());
+            k.push(last);
+            Key::Bytes(k)
+        };
         let big = index_on(&db.pool, &db, 43, KeyType::Bytes);
         let entries: Vec<(Key, Tid)> = (0..300u32)
-            .map(|i| {
-                let mut k = format!("{i:05}").into_bytes();
-                k.resize(MAX_KEY_SIZE, b'x');
-                (Key::Bytes(k), Tid::new(i + 1, 1))
-            })
+            .map(|i| (maximal(i, b'a'), Tid::new(i + 1, 1)))
             .collect();
         let stats = big.build_sorted(entries.iter().cloned()).unwrap();
         assert!(stats.root_level >= 3, "{stats:?}");
@@ -226,9 +230,7 @@ fn tiny_and_maximal_builds() {
         }
         // And inserts between them split the built pages.
         for i in 0..300u32 {
-            let mut k = format!("{i:05}y").into_bytes();
-            k.resize(MAX_KEY_SIZE, b'z');
-            big.insert(&Key::Bytes(k), Tid::new(i + 1, 2), &AssumeLive)
+            big.insert(&maximal(i, b'b'), Tid::new(i + 1, 2), &AssumeLive)
                 .unwrap();
         }
         assert_clean(big.verify(None).unwrap());
