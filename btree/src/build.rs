@@ -12,11 +12,15 @@
 //!    `btps_full`; an item that does not fit at all also ends the page.
 //! 2. When the page is full, the relation is extended by one page for its
 //!    right sibling, and the page's **last** item moves there: the full page
-//!    gets that item's (key, TID) as its high key (on a leaf the same bytes
-//!    it took, so it always fits, as nbtsort does) and the new page as its
-//!    right link. On an internal level the moved pivot becomes the new page's
-//!    minus infinity. These are exactly the high keys, right links and
-//!    minus-infinity pivots a split would make.
+//!    gets as its high key the shortest separator between its new last
+//!    item and the moved one on a leaf ([`page::separator`], suffix
+//!    truncation, as a leaf split makes it; full width on a `FIXED` leaf),
+//!    the moved pivot's separator on an internal level (never longer than
+//!    the item it replaces, so it always fits, as in nbtsort), and the new
+//!    page as its right link; the same separator is the new page's lower
+//!    bound and downlink. On an internal level the moved pivot becomes the
+//!    new page's minus infinity. These are exactly the high keys, right
+//!    links and minus-infinity pivots a split would make.
 //! 3. The finished page is copied into its buffer and WAL-logged as a full
 //!    image (`NEWPAGES`, page LSN = the record's end, so the pool writes the
 //!    WAL before the page), then released. Its downlink (its lower bound ->

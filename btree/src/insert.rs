@@ -30,10 +30,12 @@
 //!    keys fill pages instead of leaving them half empty.
 //! 2. Extend the relation by one page: the new **right** sibling gets the
 //!    upper items, the old high key and the old right link. The left page
-//!    keeps the lower items, gets the first right item's (key, TID) as its
-//!    high key, the new page as its right link, and `INCOMPLETE_SPLIT`. On an
+//!    keeps the lower items, gets as its high key the shortest separator
+//!    between its last item and the first right one on a leaf
+//!    ([`page::separator`]: suffix truncation; full width on a `FIXED`
+//!    leaf), the new page as its right link, and `INCOMPLETE_SPLIT`. On an
 //!    internal page the first right pivot becomes the right page's minus
-//!    infinity, and its key the separator.
+//!    infinity, and its separator, already truncated, the high key as it is.
 //! 3. Log `SPLIT` with both images (and the child whose downlink caused it).
 //!    From now on searches reach the right page by moving right.
 //! 4. Insert the downlink (left's high key -> right page) into the parent,

@@ -85,7 +85,10 @@
 //!
 //! 1. With `HAS_HIGH_KEY`, item 0 is the **high key**: every entry on the page
 //!    sorts strictly below it. A page without one is the rightmost of its
-//!    level (its upper bound is +infinity) and has no right link.
+//!    level (its upper bound is +infinity) and has no right link. High keys
+//!    and pivots are separators, not necessarily entries: leaf splits store
+//!    the shortest one ([`separator`]: a prefix of the right key and the
+//!    smallest TID), compared like any key, as bytes and then TID.
 //! 2. The data items (from item 1 with a high key, else item 0) are in
 //!    strictly ascending (key, TID) order.
 //! 3. On an internal page every data item is a *pivot*: a separator (key,
