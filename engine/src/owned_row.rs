@@ -8,10 +8,13 @@
 //! [`Col`] (`row.text(col)`), with the typed accessors [`crate::RowRef`] has.
 //!
 //! A row of a table scan ([`crate::RowIter`]) is not decoded when it is
-//! read: the scan copies the tuples it keeps from a page, under the page's
-//! lock, into one buffer (reused for the next page when no row holds it
-//! any more) with an entry per row (its id and its tuple's range), checks
-//! each tuple whole as a full decode would, and each row is a
+//! read: the scan checks each tuple it keeps from a page whole, as a full
+//! decode would, noting its place in the page, then copies them, still
+//! under the page's lock, into one buffer (reused for the next page when
+//! no row holds it any more): the span from the first to the last in one
+//! copy when they cover at least half of it, each on its own otherwise
+//! ([`PageCopy::copy_from`]). The buffer has an entry per row (its id and
+//! its tuple's range), and each row is a
 //! reference-counted handle on that copy and its entry's number: two
 //! words, moved out of `next` and dropped without a check of anything but
 //! the count. The references of a page's rows are added to the count at
@@ -100,9 +103,17 @@ pub(crate) struct PageCopy {
     /// something needs them (kept here, not in the row, so that the row
     /// handed out per `next` is two words; clones of a row share them).
     /// Apart from `rows`, whose entries are written once per tuple under
-    /// the page's lock: filled when the copy is shared.
-    values: Vec<OnceLock<Row>>,
+    /// the page's lock. Made, a slot per row, only when the first of the
+    /// page's rows needs its values: a loop that reads columns through the
+    /// typed accessors never builds them, so a page costs it nothing here.
+    values: OnceLock<Box<[OnceLock<Row>]>>,
     shape: Arc<Shape>,
+    /// While the page is visited, the entries' ranges are positions in
+    /// the page, not yet in `data`: the lowest start and the highest end
+    /// of them, and the bytes they cover ([`PageCopy::copy_from`]).
+    low: u32,
+    high: u32,
+    kept: u32,
 }
 
 /// One row of a [`PageCopy`]: its id and its tuple, bytes `start..end` of
@@ -118,12 +129,7 @@ impl PageCopy {
     /// An empty copy for rows of `shape`, without room yet (a scan's
     /// first copy, before its first page).
     pub fn empty(shape: Arc<Shape>) -> Counted<PageCopy> {
-        Counted::new(PageCopy {
-            data: Vec::new(),
-            rows: Vec::new(),
-            values: Vec::new(),
-            shape,
-        })
+        Counted::new(PageCopy::over(Vec::new(), Vec::new(), shape))
     }
 
     /// An empty copy for rows of `shape`, in `prev`'s buffers if no row
@@ -134,34 +140,37 @@ impl PageCopy {
             Some(p) if p.data.capacity() > 0 => {
                 let mut data = std::mem::take(&mut p.data);
                 let mut rows = std::mem::take(&mut p.rows);
-                let mut values = std::mem::take(&mut p.values);
                 data.clear();
                 rows.clear();
-                values.clear();
-                PageCopy {
-                    data,
-                    rows,
-                    values,
-                    shape,
-                }
+                PageCopy::over(data, rows, shape)
             }
-            _ => PageCopy {
-                data: Vec::with_capacity(bufmgr::PAGE_SIZE),
-                rows: Vec::new(),
-                values: Vec::new(),
-                shape,
-            },
+            _ => PageCopy::over(Vec::with_capacity(bufmgr::PAGE_SIZE), Vec::new(), shape),
         }
     }
 
-    /// Append the encoded tuple of row `id` of the copy's table, checked
-    /// whole as a full decode checks it (its entry is the next number), or
+    fn over(data: Vec<u8>, rows: Vec<Entry>, shape: Arc<Shape>) -> PageCopy {
+        PageCopy {
+            data,
+            rows,
+            values: OnceLock::new(),
+            shape,
+            low: u32::MAX,
+            high: 0,
+            kept: 0,
+        }
+    }
+
+    /// Keep the encoded tuple of row `id` of the copy's table, bytes
+    /// `at..at + tuple.len()` of the page being visited, checked whole as
+    /// a full decode checks it (its entry is the next number), or
     /// [`EngineError::CorruptRow`] naming the table and the row (then
-    /// nothing is appended). The common row (every column stored, no NULL)
-    /// is checked by the table's [`RowPlan`](crate::value::RowPlan); any
-    /// other, or one the plan does not accept, by `check_row`.
+    /// nothing is kept). The common row (every column stored, no NULL) is
+    /// checked by the table's [`RowPlan`](crate::value::RowPlan); any
+    /// other, or one the plan does not accept, by `check_row`. The bytes
+    /// are copied by [`copy_from`](Self::copy_from), with the page's other
+    /// kept tuples, before the page's lock is released.
     #[inline]
-    pub fn push(&mut self, id: RowId, tuple: &[u8]) -> Result<()> {
+    pub fn keep(&mut self, id: RowId, tuple: &[u8], at: usize) -> Result<()> {
         let shape = &self.shape;
         if !shape.plan.accepts(tuple) {
             let table = shape.table();
@@ -171,16 +180,46 @@ impl PageCopy {
                 detail,
             })?;
         }
-        let start = self.data.len();
-        self.data.extend_from_slice(tuple);
-        // The copy holds tuples of one page: its length and its number of
-        // rows fit a `u32` (the assertion above `PageCopy`).
-        self.rows.push(Entry {
-            id,
-            start: start as u32,
-            end: self.data.len() as u32,
-        });
+        // Positions in a page, and a page's number of tuples, fit a `u32`
+        // (the assertion above `PageCopy`).
+        let (start, end) = (at as u32, (at + tuple.len()) as u32);
+        self.low = self.low.min(start);
+        self.high = self.high.max(end);
+        self.kept += end - start;
+        self.rows.push(Entry { id, start, end });
         Ok(())
+    }
+
+    /// Copy the kept tuples out of `page` (the page [`keep`](Self::keep)
+    /// was told their positions in, still locked): when they cover at
+    /// least half of the span from the first to the last (a scan without
+    /// a filter keeps a page's every tuple, its headers between them),
+    /// that span in one copy, the entries moved to it; otherwise each
+    /// tuple on its own, packed, so that a selective filter's copy holds
+    /// only what it kept. Under the shared lock a tuple's bytes do not
+    /// change (hint bits in tuple headers do, and no entry covers a
+    /// header), so what `keep` checked is what is copied.
+    pub fn copy_from(&mut self, page: &[u8]) {
+        if self.rows.is_empty() {
+            return;
+        }
+        let (low, high) = (self.low, self.high);
+        if high - low <= self.kept.saturating_mul(2) {
+            self.data
+                .extend_from_slice(&page[low as usize..high as usize]);
+            for e in &mut self.rows {
+                e.start -= low;
+                e.end -= low;
+            }
+        } else {
+            for e in &mut self.rows {
+                let start = self.data.len() as u32;
+                self.data
+                    .extend_from_slice(&page[e.start as usize..e.end as usize]);
+                e.end = start + (e.end - e.start);
+                e.start = start;
+            }
+        }
     }
 
     /// The number of entries.
@@ -209,9 +248,7 @@ impl PageCopy {
         if self.data.len() < self.data.capacity() / 4 {
             self.data.shrink_to_fit();
             self.rows.shrink_to_fit();
-            self.values.shrink_to_fit();
         }
-        self.values.resize_with(self.rows.len(), OnceLock::new);
         Counted::new(self)
     }
 
@@ -222,12 +259,20 @@ impl PageCopy {
         (e.id, &self.data[e.start as usize..e.end as usize])
     }
 
+    /// The slot of row `slot`'s values (the page's slots made if not yet).
+    fn built(&self, slot: u32) -> &OnceLock<Row> {
+        let slots = self
+            .values
+            .get_or_init(|| self.rows.iter().map(|_| OnceLock::new()).collect());
+        &slots[slot as usize]
+    }
+
     /// The values of row `slot` (the projected ones if projected).
     fn decode(&self, slot: u32) -> Row {
         let (id, data) = self.tuple(slot);
         let whole = match RowRef::over(id, data, &self.shape).to_row() {
             Ok(whole) => whole,
-            // `PageCopy::push` checked these bytes as `check_row` does, which
+            // `PageCopy::keep` checked these bytes as `check_row` does, which
             // accepts exactly the bytes `decode_row` accepts (its unit test),
             // and the copy is never written once shared.
             Err(e) => unreachable!("a scanned row's tuple was checked when it was read: {e}"),
@@ -246,7 +291,7 @@ impl OwnedRow {
         }
     }
 
-    /// Row `slot` of a scan's `page` (pushed there by [`PageCopy::push`],
+    /// Row `slot` of a scan's `page` (kept there by [`PageCopy::keep`],
     /// which checked it).
     #[inline]
     pub(crate) fn scanned(page: Counted<PageCopy>, slot: u32) -> OwnedRow {
@@ -274,7 +319,7 @@ impl OwnedRow {
         match self.repr {
             Repr::Values { values, .. } => values,
             // Shared with the row's clones (if any): copied, not taken.
-            Repr::Scanned { page, slot } => match page.values[slot as usize].get() {
+            Repr::Scanned { page, slot } => match page.built(slot).get() {
                 Some(v) => v.clone(),
                 None => page.decode(slot),
             },
@@ -286,9 +331,7 @@ impl OwnedRow {
     fn materialised(&self) -> &Row {
         match &self.repr {
             Repr::Values { values, .. } => values,
-            Repr::Scanned { page, slot } => {
-                page.values[*slot as usize].get_or_init(|| page.decode(*slot))
-            }
+            Repr::Scanned { page, slot } => page.built(*slot).get_or_init(|| page.decode(*slot)),
         }
     }
 

@@ -806,7 +806,7 @@ impl Transaction {
                     opts,
                     &mut stream,
                     &mut batch,
-                    |row| {
+                    |row: RowRef<'_>| {
                         if stop.is_none() {
                             summary.rows += 1;
                             match f(row) {
@@ -945,8 +945,8 @@ fn scan_stream(pool: &BufferPool, t: &TableHandle, nblocks: u32, ring: Option<Ri
 
 /// Take the next page of `t` from `stream` and share-lock it, check its
 /// tuples against `snap` (hints per `opts.hint_mode`, in one batch per
-/// page), and call `each` for every visible row under the lock. `false`
-/// when the stream is over.
+/// page), and hand `visit` every visible row under the lock, then the
+/// page, still locked. `None` when the stream is over.
 #[allow(clippy::too_many_arguments)]
 fn visit_page(
     core: &Core,
@@ -955,7 +955,7 @@ fn visit_page(
     opts: ScanOptions,
     stream: &mut ReadStream,
     batch: &mut Vec<(usize, u16)>,
-    each: impl FnMut(RowRef<'_>),
+    visit: impl VisitRows,
 ) -> Result<Option<BlockNumber>> {
     let name = &t.info.name;
     let Some(buf) = stream.next_buffer() else {
@@ -964,8 +964,24 @@ fn visit_page(
     let page = buf
         .map_err(|e| map_heap(name, "scan")(HeapError::Buffer(e)))?
         .lock_shared();
-    visit_locked(core, t, snap, opts, &page, batch, each)?;
+    visit_locked(core, t, snap, opts, &page, batch, visit)?;
     Ok(Some(page.block()))
+}
+
+/// What [`visit_page`] hands a page's visible rows to.
+trait VisitRows {
+    /// A visible row; its bytes are `at..at + row.raw().len()` of the page.
+    fn row(&mut self, row: RowRef<'_>, at: usize);
+    /// The page, still locked, after its last visible row.
+    fn page(&mut self, _page: &[u8]) {}
+}
+
+/// A closure takes each row and leaves the page alone.
+impl<F: FnMut(RowRef<'_>)> VisitRows for F {
+    #[inline(always)]
+    fn row(&mut self, row: RowRef<'_>, _at: usize) {
+        self(row)
+    }
 }
 
 /// [`visit_page`] for a page already share-locked.
@@ -976,11 +992,14 @@ fn visit_locked(
     opts: ScanOptions,
     page: &bufmgr::PageRead<'_>,
     batch: &mut Vec<(usize, u16)>,
-    mut each: impl FnMut(RowRef<'_>),
+    mut visit: impl VisitRows,
 ) -> Result<()> {
     let name = &t.info.name;
     let heap = &t.heap;
     let block = page.block();
+    // Each tuple is a slice of the page: its position is its address's
+    // distance from the page's.
+    let base = page.as_ptr() as usize;
     visit_visible_tuples(
         page,
         PageId {
@@ -993,14 +1012,15 @@ fn visit_locked(
         !heap.is_logged(),
         batch,
         |off, tuple| {
-            each(RowRef::new(
-                Tid::new(block, off),
-                &tuple[TUPLE_HEADER_SIZE..],
-                &t.info,
-            ))
+            let data = &tuple[TUPLE_HEADER_SIZE..];
+            visit.row(
+                RowRef::new(Tid::new(block, off), data, &t.info),
+                data.as_ptr() as usize - base,
+            )
         },
     )
     .map_err(map_heap(name, "scan"))?;
+    visit.page(page);
     Ok(())
 }
 
@@ -1189,7 +1209,12 @@ impl RowIter {
                     self.opts,
                     &page,
                     &mut self.batch,
-                    |row| keep_row(row, filter, &mut copy, failures, after),
+                    Keep {
+                        filter,
+                        copy: &mut copy,
+                        failures,
+                        after,
+                    },
                 )?;
                 Some(block)
             }
@@ -1200,7 +1225,12 @@ impl RowIter {
                 self.opts,
                 stream,
                 &mut self.batch,
-                |row| keep_row(row, filter, &mut copy, failures, None),
+                Keep {
+                    filter,
+                    copy: &mut copy,
+                    failures,
+                    after: None,
+                },
             )?,
             (None, None) => None,
         };
@@ -1295,32 +1325,41 @@ fn rows_shape(t: &TableHandle, projection: &Option<(Vec<Col>, Arc<Shape>)>) -> A
     }
 }
 
-/// Filter one visible row and, if kept, copy its tuple into `copy` (a row
-/// id at or before `after` is skipped); the error its filter returned, or
-/// its tuple's corruption, goes to `failures` with the number of entries
-/// before it.
-#[inline]
-fn keep_row(
-    row: RowRef<'_>,
-    filter: &mut Option<FilterBox>,
-    copy: &mut PageCopy,
-    failures: &mut VecDeque<Failure>,
+/// What [`RowIter::read_page`] does with a page's visible rows: filter
+/// each and keep its tuple in `copy` if it passes (a row id at or before
+/// `after` is skipped); the error its filter returned, or its tuple's
+/// corruption, goes to `failures` with the number of entries before it.
+/// The kept tuples are copied in one go at the end of the page.
+struct Keep<'a> {
+    filter: &'a mut Option<FilterBox>,
+    copy: &'a mut PageCopy,
+    failures: &'a mut VecDeque<Failure>,
     after: Option<RowId>,
-) {
-    let id = row.id();
-    if after.is_some_and(|a| id <= a) {
-        return;
+}
+
+impl VisitRows for Keep<'_> {
+    #[inline]
+    fn row(&mut self, row: RowRef<'_>, at: usize) {
+        let id = row.id();
+        if self.after.is_some_and(|a| id <= a) {
+            return;
+        }
+        let keep = match self.filter {
+            Some(FilterBox(p)) => p(&row),
+            None => Ok(true),
+        };
+        let out = keep.and_then(|keep| match keep {
+            true => self.copy.keep(id, row.raw(), at),
+            false => Ok(()),
+        });
+        if let Err(e) = out {
+            self.failures
+                .push_back((self.copy.len(), Some(id), Box::new(e)));
+        }
     }
-    let keep = match filter {
-        Some(FilterBox(p)) => p(&row),
-        None => Ok(true),
-    };
-    let out = keep.and_then(|keep| match keep {
-        true => copy.push(id, row.raw()),
-        false => Ok(()),
-    });
-    if let Err(e) = out {
-        failures.push_back((copy.len(), Some(id), Box::new(e)));
+
+    fn page(&mut self, page: &[u8]) {
+        self.copy.copy_from(page);
     }
 }
 

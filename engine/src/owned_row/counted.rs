@@ -113,16 +113,28 @@ impl<T> Deref for Counted<T> {
 }
 
 impl<T> Drop for Counted<T> {
-    #[inline]
+    /// The decrement, inlined into the caller's loop; the last
+    /// reference's work (dropping the value, freeing it) out of line, so
+    /// that a row's drop is a `lock sub` and a branch, not a call.
+    #[inline(always)]
     fn drop(&mut self) {
         if self.inner().count.fetch_sub(1, Ordering::Release) != 1 {
             return;
         }
+        self.drop_last();
+    }
+}
+
+impl<T> Counted<T> {
+    /// [`Drop::drop`] after the count's last reference went.
+    #[cold]
+    #[inline(never)]
+    fn drop_last(&mut self) {
         fence(Ordering::Acquire);
-        // SAFETY: that was the count's last reference: no handle or batch
-        // can reach the allocation any more, and every use of the value
-        // through the others happened before the fence. It was made by
-        // `Box::leak` in `new` and is freed once, here.
+        // SAFETY: the caller's decrement took the count's last reference:
+        // no handle or batch can reach the allocation any more, and every
+        // use of the value through the others happened before the fence.
+        // It was made by `Box::leak` in `new` and is freed once, here.
         drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
     }
 }
