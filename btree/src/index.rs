@@ -489,7 +489,14 @@ impl Index {
                     }
                 };
             }
-            let mut page = self.read_shared(block)?;
+            // The page's first line (its header, and on a leaf of fixed
+            // items the high key and the first item too) is read first:
+            // asked for as soon as the buffer is known, its miss overlaps
+            // the pin's.
+            let mut page = self
+                .pool
+                .read_buffer_prefetching(self.relfork(), block, &[0])?
+                .lock_shared();
             loop {
                 let tp = TreePage::parse(&page, self.page_id(block))?;
                 if tp.level != at {

@@ -37,6 +37,12 @@
 //!    atomic-memcpy proposal for Rust, RFC 3301, which exists to bless it).
 //!    The bytes of a racing load are never used: the version check after
 //!    the read, ordered by desc rule 4's fences, rejects them.
+//! 5. A prefetch ([`Arena::prefetch`]) may name a line of any page at any
+//!    time, pinned or not, locked or not: it is a hint to the CPU's cache,
+//!    not a load the program sees (no value comes back, it never faults and
+//!    it is no access in the language's memory model, so it races nothing).
+//!    It only asks for a line early, for a reader that will take it under
+//!    rules 1-4 a little later.
 
 use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 
@@ -191,6 +197,35 @@ impl Arena {
         debug_assert!(self.map.len() >= self.npages * PAGE_SIZE);
         // SAFETY: id < npages, so the offset stays inside the mapping.
         unsafe { self.base.add(id as usize * PAGE_SIZE) }
+    }
+
+    /// Ask the CPU for the cache line holding byte `offset` of page `id`
+    /// (rule 5): a hint that returns at once, so the line's miss (and the
+    /// page's TLB miss) overlaps whatever the caller does next instead of
+    /// following it. Nothing is read or written; an `id` or `offset` outside
+    /// the pool asks for nothing. A no-op where no prefetch instruction is
+    /// available.
+    #[inline(always)]
+    pub fn prefetch(&self, id: BufferId, offset: usize) {
+        if id as usize >= self.npages || offset >= PAGE_SIZE {
+            return;
+        }
+        // In bounds (checked above), so the address is inside the mapping.
+        let p = self
+            .base
+            .wrapping_add(id as usize * PAGE_SIZE + offset)
+            .cast_const();
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: PREFETCHT0 reads nothing into the program and never
+        // faults, whatever the address; this one is inside the mapping,
+        // which lives as long as `self` (rule 5). SSE is part of the x86_64
+        // baseline, so the instruction exists on every x86_64 CPU.
+        unsafe {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            _mm_prefetch::<_MM_HINT_T0>(p.cast::<i8>());
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = p;
     }
 
     /// A shared view of a page.

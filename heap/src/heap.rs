@@ -236,7 +236,15 @@ impl Heap {
                 reason: "offset 0 names no tuple",
             });
         }
-        let pin = match self.pool.read_buffer(self.relfork(), tid.block, None) {
+        // The page header and the tuple's line pointer are read first: ask
+        // for both lines as soon as the buffer is known, so their misses
+        // overlap the pin's (the tuple's line is known only from the line
+        // pointer).
+        let lines = [0, page::lp_offset(tid.offset)];
+        let pin = match self
+            .pool
+            .read_buffer_prefetching(self.relfork(), tid.block, &lines)
+        {
             Ok(pin) => pin,
             Err(bufmgr::Error::BlockOutOfRange { .. }) => {
                 return Err(HeapError::BadTid {
@@ -252,6 +260,10 @@ impl Heap {
         let Some((start, bytes)) = view.tuple(tid.offset)? else {
             return Ok(None);
         };
+        // The tuple's first 64 bytes (its header, then the first columns)
+        // lie on at most two lines: ask for the second while the header's
+        // miss is outstanding (the same line again if they lie on one).
+        page.prefetch(start + bytes.len().min(64) - 1);
         let h = TupleHeader::decode(bytes).expect("tuple() checked the length");
         let ctx = HintContext {
             unlogged: !self.logged,

@@ -165,7 +165,9 @@ fn put_u16(page: &mut [u8], off: usize, v: u16) {
     page[off..off + 2].copy_from_slice(&v.to_le_bytes());
 }
 
-fn lp_offset(off: u16) -> usize {
+/// Where line pointer `off` (1-based) sits on a page; past the page for
+/// an offset no page can hold.
+pub(crate) fn lp_offset(off: u16) -> usize {
     PAGE_HEADER_SIZE + (usize::from(off) - 1) * LINE_POINTER_SIZE
 }
 

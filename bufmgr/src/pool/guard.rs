@@ -128,6 +128,13 @@ impl<'a> PageRead<'a> {
     pub fn id(&self) -> BufferId {
         self.pin.id
     }
+    /// Ask the CPU for the cache line holding byte `offset` of this page,
+    /// for bytes the caller reads a little later (arena rule 5): a hint,
+    /// nothing read; an offset past the page asks for nothing.
+    #[inline]
+    pub fn prefetch(&self, offset: usize) {
+        self.pin.pool.arena.prefetch(self.pin.id, offset);
+    }
     pub fn tag(&self) -> BufferTag {
         self.pin.tag()
     }
