@@ -27,7 +27,10 @@
 //!    ascending order), choose the point that leaves the left page
 //!    [`LEAF_FILLFACTOR`] = 90% full (a leaf) or [`NONLEAF_FILLFACTOR`] =
 //!    70% (an internal page) instead, as PostgreSQL does, so that ascending
-//!    keys fill pages instead of leaving them half empty.
+//!    keys fill pages instead of leaving them half empty. Any other leaf
+//!    split takes, among the [`SPLIT_INTERVAL`] best-balanced points, the
+//!    one whose separator is shortest (`choose_split`, nbtsplitloc's
+//!    penalty).
 //! 2. Extend the relation by one page: the new **right** sibling gets the
 //!    upper items, the old high key and the old right link. The left page
 //!    keeps the lower items, gets as its high key the shortest separator
@@ -134,6 +137,34 @@ fn rightmost_fill(leaf: bool) -> usize {
             NONLEAF_FILLFACTOR
         }
         / 100
+}
+
+/// How many of the best-balanced split points of a leaf compete on the
+/// length of their separator: PostgreSQL's `MAX_LEAF_INTERVAL` (9) in
+/// `nbtsplitloc.c`.
+pub const SPLIT_INTERVAL: usize = 9;
+
+/// The split point among `fits` (imbalance, high key length, k), every
+/// point where both halves fit: the most balanced one, or with
+/// `shortest_separator` (a leaf split that is not a rightmost append) the
+/// one with the shortest high key among the [`SPLIT_INTERVAL`] most
+/// balanced, ties going to the better balance, then to the lower `k`.
+/// Suffix truncation makes a separator as short as the keys on either side
+/// of the point allow; choosing the point a little off the middle where
+/// neighbouring keys differ early (between two runs of equal keys rather
+/// than inside one, between `customer-0001…` and `customer-0002…` rather
+/// than two keys sharing 30 bytes) makes every pivot above it shorter too.
+/// The halves stay nearly balanced: the interval holds the 9 best points
+/// of a page of hundreds. `None` when nothing fits.
+fn choose_split(mut fits: Vec<(usize, usize, usize)>, shortest_separator: bool) -> Option<usize> {
+    fits.sort_unstable_by_key(|&(imbalance, _, k)| (imbalance, k));
+    if !shortest_separator {
+        return fits.first().map(|&(_, _, k)| k);
+    }
+    fits.iter()
+        .take(SPLIT_INTERVAL)
+        .min_by_key(|&&(imbalance, hk_len, k)| (hk_len, imbalance, k))
+        .map(|&(_, _, k)| k)
 }
 
 fn into_write(l: Locked<'_>) -> PageWrite<'_> {
@@ -473,7 +504,9 @@ impl Index {
                 encode_item(layout, key, tid, None, false)
             }
         };
-        let mut best: Option<(usize, usize)> = None;
+        // Every split point where both halves fit: (imbalance, high key
+        // length, k).
+        let mut fits: Vec<(usize, usize, usize)> = Vec::new();
         let mut left_items_space = 0;
         for k in 1..n {
             left_items_space += items[k - 1].len() + ptr;
@@ -491,12 +524,10 @@ impl Index {
                 } else {
                     left_space.abs_diff(right_space)
                 };
-                if best.is_none_or(|(_, b)| imbalance < b) {
-                    best = Some((k, imbalance));
-                }
+                fits.push((imbalance, hk_len, k));
             }
         }
-        let Some((k, _)) = best else {
+        let Some(k) = choose_split(fits, !internal && !rightmost_append) else {
             return Err(id.corrupt(format!(
                 "no split point fits {n} items (a bug: MAX_KEY_SIZE should prevent this)"
             )));
