@@ -11,17 +11,17 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
 use std::time::Duration;
 
 use btree::page::{Layout, PageId, TreePage};
 use btree::{
-    AssumeLive, BtreeError, ColumnKind, Direction, HeapRow, Index, IndexOptions, Key, KeyBounds,
-    KeyPart, KeyType, Liveness, MAX_KEY_SIZE, TupleType,
+    AssumeLive, BtreeError, ColumnKind, Direction, Index, IndexOptions, Key, KeyBounds, KeyPart,
+    KeyType, Liveness, MAX_KEY_SIZE, TupleType,
 };
 use bufmgr::RelFork;
-use common::{Db, REL, assert_clean, db, read_all, within};
+use common::{Db, Model, REL, assert_clean, db, entries, read_all, rows, within};
 use heap::tuple::Tid;
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
@@ -85,29 +85,6 @@ impl Gen {
             }
         }
     }
-}
-
-/// Stored key -> (typed key, TIDs).
-type Model = BTreeMap<Vec<u8>, (Key, BTreeSet<Tid>)>;
-
-fn entries(model: &Model) -> Vec<(Vec<u8>, Tid)> {
-    model
-        .iter()
-        .flat_map(|(k, (_, ts))| ts.iter().map(move |t| (k.clone(), *t)))
-        .collect()
-}
-
-fn rows(model: &Model) -> Vec<HeapRow> {
-    model
-        .values()
-        .flat_map(|(k, ts)| {
-            ts.iter().map(move |t| HeapRow {
-                key: Some(k.clone()),
-                tid: *t,
-                live: true,
-            })
-        })
-        .collect()
 }
 
 /// Every leaf high key's bytes.

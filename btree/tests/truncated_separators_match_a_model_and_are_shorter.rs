@@ -19,18 +19,18 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::time::Duration;
 
 use btree::key::TID_MIN;
 use btree::page::{self, Header, Layout, PageId, TreePage};
 use btree::{
-    AssumeLive, ColumnKind, Direction, HeapRow, Index, IndexOptions, Key, KeyBounds, KeyPart,
-    KeyType, TupleType,
+    AssumeLive, ColumnKind, Direction, Index, IndexOptions, Key, KeyBounds, KeyPart, KeyType,
+    TupleType,
 };
 use bufmgr::{BufferTag, RelFork};
-use common::{Db, REL, assert_clean, db, read_all, within};
+use common::{Db, Model, REL, assert_clean, db, entries, read_all, rows, within};
 use heap::tuple::Tid;
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
@@ -88,29 +88,6 @@ impl Gen {
             }
         }
     }
-}
-
-/// The model: stored key -> (its typed key, its TIDs).
-type Model = BTreeMap<Vec<u8>, (Key, BTreeSet<Tid>)>;
-
-fn entries(model: &Model) -> Vec<(Vec<u8>, Tid)> {
-    model
-        .iter()
-        .flat_map(|(k, (_, ts))| ts.iter().map(move |t| (k.clone(), *t)))
-        .collect()
-}
-
-fn rows(model: &Model) -> Vec<HeapRow> {
-    model
-        .values()
-        .flat_map(|(k, ts)| {
-            ts.iter().map(move |t| HeapRow {
-                key: Some(k.clone()),
-                tid: *t,
-                live: true,
-            })
-        })
-        .collect()
 }
 
 fn create(db: &Db, key_type: KeyType, dedup: bool) -> Index {

@@ -2,6 +2,7 @@
 //! directory with a pool (and optionally a WAL), an index on it, and replay.
 #![allow(dead_code)] // each test file uses its own subset
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::path::Path;
 use std::sync::{Arc, mpsc};
@@ -9,7 +10,7 @@ use std::thread;
 use std::time::Duration;
 
 use btree::page::Layout;
-use btree::{Direction, Index, IndexOptions, KeyBounds, KeyType, Violation};
+use btree::{Direction, HeapRow, Index, IndexOptions, Key, KeyBounds, KeyType, Violation};
 use bufmgr::{BufferPool, FileStorage, PoolConfig, RelId};
 use heap::tuple::Tid;
 use tempfile::TempDir;
@@ -144,4 +145,29 @@ pub fn read_all(index: &Index, dir: Direction, batch: usize) -> Vec<(Vec<u8>, Ti
             return out;
         }
     }
+}
+
+/// A model of an index's contents: stored key -> (its typed key, its TIDs).
+pub type Model = BTreeMap<Vec<u8>, (Key, BTreeSet<Tid>)>;
+
+/// The model's entries in (stored key, TID) order, as reads return them.
+pub fn entries(model: &Model) -> Vec<(Vec<u8>, Tid)> {
+    model
+        .iter()
+        .flat_map(|(k, (_, ts))| ts.iter().map(move |t| (k.clone(), *t)))
+        .collect()
+}
+
+/// The model's entries as live heap rows, for `verify`'s heap check.
+pub fn rows(model: &Model) -> Vec<HeapRow> {
+    model
+        .values()
+        .flat_map(|(k, ts)| {
+            ts.iter().map(move |t| HeapRow {
+                key: Some(k.clone()),
+                tid: *t,
+                live: true,
+            })
+        })
+        .collect()
 }
