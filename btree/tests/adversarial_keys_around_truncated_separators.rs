@@ -17,11 +17,11 @@ use std::time::Duration;
 
 use btree::page::{Layout, PageId, TreePage};
 use btree::{
-    AssumeLive, BtreeError, ColumnKind, Direction, Index, IndexOptions, Key, KeyBounds, KeyPart,
-    KeyType, Liveness, MAX_KEY_SIZE, TupleType,
+    AssumeLive, BtreeError, ColumnKind, Direction, Index, IndexOptions, Key, KeyPart, KeyType,
+    Liveness, MAX_KEY_SIZE, TupleType,
 };
 use bufmgr::RelFork;
-use common::{Db, Model, REL, assert_clean, db, entries, read_all, rows, within};
+use common::{Db, Model, REL, assert_clean, db, entries, read_all, read_bounds, rows, within};
 use heap::tuple::Tid;
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
@@ -181,23 +181,7 @@ fn check(db: &Db, index: &Index, model: &Model, key_type: &KeyType) {
                             .cloned()
                             .collect();
                         for dir in [Direction::Forward, Direction::Backward] {
-                            let mut got = Vec::new();
-                            let more = index
-                                .read_range(
-                                    KeyBounds {
-                                        lower: lo,
-                                        upper: up,
-                                    },
-                                    dir,
-                                    None,
-                                    usize::MAX,
-                                    |k, t| got.push((k.to_vec(), t)),
-                                )
-                                .unwrap();
-                            assert!(!more);
-                            if dir == Direction::Backward {
-                                got.reverse();
-                            }
+                            let got = read_bounds(index, lo, up, dir);
                             assert!(got == exp, "range {lo:?}..{up:?} {dir:?} (high key {hk:?})");
                         }
                     }

@@ -26,11 +26,10 @@ use std::time::Duration;
 use btree::key::TID_MIN;
 use btree::page::{self, Header, Layout, PageId, TreePage};
 use btree::{
-    AssumeLive, ColumnKind, Direction, Index, IndexOptions, Key, KeyBounds, KeyPart, KeyType,
-    TupleType,
+    AssumeLive, ColumnKind, Direction, Index, IndexOptions, Key, KeyPart, KeyType, TupleType,
 };
 use bufmgr::{BufferTag, RelFork};
-use common::{Db, Model, REL, assert_clean, db, entries, read_all, rows, within};
+use common::{Db, Model, REL, assert_clean, db, entries, read_all, read_bounds, rows, within};
 use heap::tuple::Tid;
 use rand::rngs::SmallRng;
 use rand::{RngExt, SeedableRng};
@@ -154,16 +153,7 @@ fn check_reads(index: &Index, model: &Model, rng: &mut SmallRng, keys: Gen) {
             .cloned()
             .collect();
         for dir in [Direction::Forward, Direction::Backward] {
-            let mut got = Vec::new();
-            let more = index
-                .read_range(KeyBounds { lower, upper }, dir, None, usize::MAX, |k, t| {
-                    got.push((k.to_vec(), t))
-                })
-                .unwrap();
-            assert!(!more);
-            if dir == Direction::Backward {
-                got.reverse();
-            }
+            let got = read_bounds(index, lower, upper, dir);
             assert!(got == expect, "range {lower:?}..{upper:?} {dir:?}");
         }
     }

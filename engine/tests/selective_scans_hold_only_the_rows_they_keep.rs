@@ -52,6 +52,26 @@ fn row(i: i64) -> Vec<Value> {
     ]
 }
 
+/// A temporary database (a 32-buffer pool) with table `t` (id, pad) holding
+/// `make(i)` for every `i` in `0..n`, committed.
+fn table_of(n: i64, make: impl Fn(i64) -> Vec<Value>) -> Database {
+    let db = Database::open_temporary(small_options().pool_buffers(32)).unwrap();
+    db.create_table(
+        "t",
+        vec![
+            Column::new("id", ColumnType::I64),
+            Column::new("pad", ColumnType::Text),
+        ],
+    )
+    .unwrap();
+    let w = db.begin().unwrap();
+    for i in 0..n {
+        w.insert("t", make(i)).unwrap();
+    }
+    w.commit().unwrap();
+    db
+}
+
 /// A filter keeping a few rows per page, at the page's two ends and in its
 /// middle, then one keeping a single row per page: the rows hold about
 /// their own bytes each (a tuple is under 100 bytes here), far from a
@@ -60,20 +80,7 @@ fn row(i: i64) -> Vec<Value> {
 fn rows_kept_by_a_selective_filter_hold_about_their_own_bytes() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     watchdog(Duration::from_secs(60), || {
-        let db = Database::open_temporary(small_options().pool_buffers(32)).unwrap();
-        db.create_table(
-            "t",
-            vec![
-                Column::new("id", ColumnType::I64),
-                Column::new("pad", ColumnType::Text),
-            ],
-        )
-        .unwrap();
-        let w = db.begin().unwrap();
-        for i in 0..6000 {
-            w.insert("t", row(i)).unwrap();
-        }
-        w.commit().unwrap();
+        let db = table_of(6000, row);
         let r = db.read().unwrap();
         let per_page = {
             let ids: Vec<_> = r.scan("t").unwrap().map(|x| x.unwrap().0).collect();
@@ -123,20 +130,7 @@ fn large_rows_kept_one_per_page_do_not_hold_a_page_each() {
     watchdog(Duration::from_secs(60), || {
         let pad = "q".repeat(2500);
         let big = move |i: i64| vec![Value::I64(i), Value::text(format!("{i:08}{pad}"))];
-        let db = Database::open_temporary(small_options().pool_buffers(32)).unwrap();
-        db.create_table(
-            "t",
-            vec![
-                Column::new("id", ColumnType::I64),
-                Column::new("pad", ColumnType::Text),
-            ],
-        )
-        .unwrap();
-        let w = db.begin().unwrap();
-        for i in 0..300 {
-            w.insert("t", big(i)).unwrap();
-        }
-        w.commit().unwrap();
+        let db = table_of(300, &big);
         let r = db.read().unwrap();
         let before = LIVE.load(Ordering::Relaxed);
         let kept: Vec<_> = r

@@ -171,3 +171,24 @@ pub fn rows(model: &Model) -> Vec<HeapRow> {
         })
         .collect()
 }
+
+/// Every entry of `index` within (`lower`, `upper`), read in `dir` in one
+/// batch (which must be the last: no more after it), in ascending order.
+pub fn read_bounds(
+    index: &Index,
+    lower: Bound<&[u8]>,
+    upper: Bound<&[u8]>,
+    dir: Direction,
+) -> Vec<(Vec<u8>, Tid)> {
+    let mut got = Vec::new();
+    let more = index
+        .read_range(KeyBounds { lower, upper }, dir, None, usize::MAX, |k, t| {
+            got.push((k.to_vec(), t))
+        })
+        .unwrap();
+    assert!(!more, "one unlimited batch left entries unread");
+    if dir == Direction::Backward {
+        got.reverse();
+    }
+    got
+}
