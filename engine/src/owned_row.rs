@@ -357,7 +357,7 @@ impl OwnedRow {
             return values(col);
         };
         let shape = &page.shape;
-        let c = col.col(&shape.table)?;
+        let c = shape.resolve(&col)?;
         if let Some(p) = &shape.positions
             && !p.contains(&c.index())
         {

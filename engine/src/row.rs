@@ -96,9 +96,9 @@ impl<'a> RowRef<'a> {
     }
 
     /// The non-NULL `I64` column `col`.
-    #[inline]
+    #[inline(always)]
     pub fn i64(&self, col: impl RowColumn) -> Result<i64> {
-        let col = col.col(self.table)?;
+        let col = self.shape.resolve(&col)?;
         match self.direct::<8>(col, ColumnType::I64) {
             Some(b) => Ok(i64::from_le_bytes(b)),
             None => self.i64_checked(col),
@@ -115,9 +115,9 @@ impl<'a> RowRef<'a> {
     }
 
     /// The `I64` column `col`, `None` if NULL.
-    #[inline]
+    #[inline(always)]
     pub fn i64_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
-        let col = col.col(self.table)?;
+        let col = self.shape.resolve(&col)?;
         match self.direct::<8>(col, ColumnType::I64) {
             Some(b) => Ok(Some(i64::from_le_bytes(b))),
             None => self.i64_located(col),
@@ -134,9 +134,9 @@ impl<'a> RowRef<'a> {
     }
 
     /// The non-NULL `F64` column `col`.
-    #[inline]
+    #[inline(always)]
     pub fn f64(&self, col: impl RowColumn) -> Result<f64> {
-        let col = col.col(self.table)?;
+        let col = self.shape.resolve(&col)?;
         match self.direct::<8>(col, ColumnType::F64) {
             Some(b) => Ok(f64::from_le_bytes(b)),
             None => self.f64_checked(col),
@@ -153,9 +153,9 @@ impl<'a> RowRef<'a> {
     }
 
     /// The `F64` column `col`, `None` if NULL.
-    #[inline]
+    #[inline(always)]
     pub fn f64_opt(&self, col: impl RowColumn) -> Result<Option<f64>> {
-        let col = col.col(self.table)?;
+        let col = self.shape.resolve(&col)?;
         match self.direct::<8>(col, ColumnType::F64) {
             Some(b) => Ok(Some(f64::from_le_bytes(b))),
             None => self.f64_located(col),
@@ -172,9 +172,9 @@ impl<'a> RowRef<'a> {
     }
 
     /// The non-NULL `Timestamp` column `col` (microseconds since the epoch).
-    #[inline]
+    #[inline(always)]
     pub fn timestamp(&self, col: impl RowColumn) -> Result<i64> {
-        let col = col.col(self.table)?;
+        let col = self.shape.resolve(&col)?;
         match self.direct::<8>(col, ColumnType::Timestamp) {
             Some(b) => Ok(i64::from_le_bytes(b)),
             None => self.timestamp_checked(col),
@@ -191,9 +191,9 @@ impl<'a> RowRef<'a> {
     }
 
     /// The `Timestamp` column `col`, `None` if NULL.
-    #[inline]
+    #[inline(always)]
     pub fn timestamp_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
-        let col = col.col(self.table)?;
+        let col = self.shape.resolve(&col)?;
         match self.direct::<8>(col, ColumnType::Timestamp) {
             Some(b) => Ok(Some(i64::from_le_bytes(b))),
             None => self.timestamp_located(col),
@@ -210,16 +210,16 @@ impl<'a> RowRef<'a> {
     }
 
     /// The non-NULL `Bool` column `col`.
-    #[inline]
+    #[inline(always)]
     pub fn bool(&self, col: impl RowColumn) -> Result<bool> {
-        let col = col.col(self.table)?;
+        let col = self.shape.resolve(&col)?;
         self.bool_opt(Resolved(col))?
             .ok_or_else(|| self.wrong(col, "is NULL (read it with bool_opt)"))
     }
 
     /// The `Bool` column `col`, `None` if NULL.
     pub fn bool_opt(&self, col: impl RowColumn) -> Result<Option<bool>> {
-        let col = col.col(self.table)?;
+        let col = self.shape.resolve(&col)?;
         match self.slot(col, ColumnType::Bool)? {
             Slot::Null => Ok(None),
             Slot::At(p) => match self.fixed::<1>(p)? {
@@ -237,14 +237,14 @@ impl<'a> RowRef<'a> {
     /// The non-NULL `Bytes` column `col`, borrowed from the page.
     #[inline]
     pub fn bytes(&self, col: impl RowColumn) -> Result<&'a [u8]> {
-        let col = col.col(self.table)?;
+        let col = self.shape.resolve(&col)?;
         self.bytes_opt(Resolved(col))?
             .ok_or_else(|| self.wrong(col, "is NULL (read it with bytes_opt)"))
     }
 
     /// The `Bytes` column `col`, `None` if NULL.
     pub fn bytes_opt(&self, col: impl RowColumn) -> Result<Option<&'a [u8]>> {
-        let col = col.col(self.table)?;
+        let col = self.shape.resolve(&col)?;
         match self.slot(col, ColumnType::Bytes)? {
             Slot::Null => Ok(None),
             Slot::At(p) => {
@@ -258,7 +258,7 @@ impl<'a> RowRef<'a> {
     /// The non-NULL `Text` column `col`, borrowed from the page.
     #[inline]
     pub fn text(&self, col: impl RowColumn) -> Result<&'a str> {
-        let col = col.col(self.table)?;
+        let col = self.shape.resolve(&col)?;
         self.text_opt(Resolved(col))?
             .ok_or_else(|| self.wrong(col, "is NULL (read it with text_opt)"))
     }
@@ -266,7 +266,7 @@ impl<'a> RowRef<'a> {
     /// The `Text` column `col`, `None` if NULL. Bytes that are not UTF-8
     /// are [`EngineError::CorruptRow`].
     pub fn text_opt(&self, col: impl RowColumn) -> Result<Option<&'a str>> {
-        let col = col.col(self.table)?;
+        let col = self.shape.resolve(&col)?;
         match self.slot(col, ColumnType::Text)? {
             Slot::Null => Ok(None),
             Slot::At(p) => {
@@ -286,7 +286,7 @@ impl<'a> RowRef<'a> {
 
     /// Column `col` (a name or a [`Col`]) as an owned [`Value`].
     pub fn value(&self, col: impl RowColumn) -> Result<Value> {
-        let col = col.col(self.table)?;
+        let col = self.shape.resolve(&col)?;
         Ok(match col.ty {
             ColumnType::I64 => self.i64_opt(Resolved(col))?.map_or(Value::Null, Value::I64),
             ColumnType::F64 => self.f64_opt(Resolved(col))?.map_or(Value::Null, Value::F64),

@@ -102,6 +102,10 @@ pub(crate) struct Shape {
     pub(crate) positions: Option<Vec<usize>>,
     /// How the table's full rows are checked fast (a scan's copies).
     pub(crate) plan: RowPlan,
+    /// The fixed offset of each table column ([`Col`]'s), computed once:
+    /// checking a handle against its table compares it, where computing it
+    /// walked the columns before it on every read of a column.
+    fixed: Box<[Option<u32>]>,
 }
 
 impl Shape {
@@ -109,6 +113,7 @@ impl Shape {
     pub fn whole(table: Arc<TableInfo>) -> Arc<Shape> {
         Arc::new(Shape {
             plan: RowPlan::new(&table.columns),
+            fixed: fixed_offsets(&table),
             table,
             positions: None,
         })
@@ -129,10 +134,49 @@ impl Shape {
     pub fn projected(table: Arc<TableInfo>, cols: &[Col]) -> Arc<Shape> {
         Arc::new(Shape {
             plan: RowPlan::new(&table.columns),
+            fixed: fixed_offsets(&table),
             table,
             positions: Some(cols.iter().map(Col::index).collect()),
         })
     }
+
+    /// `c` as a column of this shape's table: a [`Col`] handle checked as
+    /// [`RowColumn::col`] checks it, against the offsets computed once;
+    /// anything else by its `col`.
+    #[inline(always)]
+    pub(crate) fn resolve<C: RowColumn>(&self, c: &C) -> Result<Col> {
+        match c.handle() {
+            Some(col) => self.check(col),
+            None => c.col(&self.table),
+        }
+    }
+
+    /// [`Col::col`]'s checks, the offset compared with the one computed
+    /// when the shape was made.
+    #[inline(always)]
+    fn check(&self, col: Col) -> Result<Col> {
+        let t = &*self.table;
+        let i = col.index();
+        match (t.columns.get(i), self.fixed.get(i)) {
+            (Some(c), Some(&fixed)) if col.rel == t.rel => {
+                if c.ty != col.ty
+                    || c.nullable != col.nullable
+                    || (col.fixed.is_some() && fixed != col.fixed)
+                {
+                    return Err(col.of_another_database(t));
+                }
+                Ok(col)
+            }
+            _ => Err(col.of_another_table(t)),
+        }
+    }
+}
+
+/// The fixed offset of each column of `table`, as [`col_of`] computes it.
+fn fixed_offsets(table: &TableInfo) -> Box<[Option<u32>]> {
+    (0..table.columns.len())
+        .map(|i| col_of(table, i).fixed)
+        .collect()
 }
 
 /// A column of a row ([`crate::OwnedRow`], [`crate::RowRef`]): its name, or a
@@ -143,6 +187,14 @@ pub trait RowColumn {
     /// handle of another table (or of a table of another database that
     /// does not have this column at its position).
     fn col(&self, table: &TableInfo) -> Result<Col>;
+
+    /// The handle itself if this is a [`Col`] (checked against the table's
+    /// precomputed offsets by the row accessors); `None` otherwise.
+    #[doc(hidden)]
+    #[inline(always)]
+    fn handle(&self) -> Option<Col> {
+        None
+    }
 }
 
 /// A column already resolved against the table it is read from (by
@@ -165,6 +217,11 @@ impl RowColumn for &str {
 }
 
 impl RowColumn for Col {
+    #[inline(always)]
+    fn handle(&self) -> Option<Col> {
+        Some(*self)
+    }
+
     #[inline]
     fn col(&self, table: &TableInfo) -> Result<Col> {
         if self.rel != table.rel || self.index() >= table.columns.len() {
