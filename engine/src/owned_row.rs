@@ -385,7 +385,7 @@ impl OwnedRow {
     pub fn i64(&self, col: impl RowColumn) -> Result<i64> {
         self.column(
             col,
-            |r, c| r.i64(c),
+            |r, c| r.i64_of(c.0),
             |col| self.typed(col, ColumnType::I64, "i64", Value::as_i64),
         )
     }
@@ -395,7 +395,7 @@ impl OwnedRow {
     pub fn i64_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
         self.column(
             col,
-            |r, c| r.i64_opt(c),
+            |r, c| r.i64_opt_of(c.0),
             |col| self.typed_opt(col, ColumnType::I64, Value::as_i64),
         )
     }
@@ -405,7 +405,7 @@ impl OwnedRow {
     pub fn f64(&self, col: impl RowColumn) -> Result<f64> {
         self.column(
             col,
-            |r, c| r.f64(c),
+            |r, c| r.f64_of(c.0),
             |col| self.typed(col, ColumnType::F64, "f64", Value::as_f64),
         )
     }
@@ -415,7 +415,7 @@ impl OwnedRow {
     pub fn f64_opt(&self, col: impl RowColumn) -> Result<Option<f64>> {
         self.column(
             col,
-            |r, c| r.f64_opt(c),
+            |r, c| r.f64_opt_of(c.0),
             |col| self.typed_opt(col, ColumnType::F64, Value::as_f64),
         )
     }
@@ -425,7 +425,7 @@ impl OwnedRow {
     pub fn timestamp(&self, col: impl RowColumn) -> Result<i64> {
         self.column(
             col,
-            |r, c| r.timestamp(c),
+            |r, c| r.timestamp_of(c.0),
             |col| self.typed(col, ColumnType::Timestamp, "timestamp", Value::as_timestamp),
         )
     }
@@ -435,7 +435,7 @@ impl OwnedRow {
     pub fn timestamp_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
         self.column(
             col,
-            |r, c| r.timestamp_opt(c),
+            |r, c| r.timestamp_opt_of(c.0),
             |col| self.typed_opt(col, ColumnType::Timestamp, Value::as_timestamp),
         )
     }

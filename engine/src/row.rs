@@ -99,6 +99,13 @@ impl<'a> RowRef<'a> {
     #[inline(always)]
     pub fn i64(&self, col: impl RowColumn) -> Result<i64> {
         let col = self.shape.resolve(&col)?;
+        self.i64_of(col)
+    }
+
+    /// [`i64`](Self::i64) of a column already resolved against this
+    /// row's table (an owned row's accessor, which resolved it).
+    #[inline(always)]
+    pub(crate) fn i64_of(&self, col: Col) -> Result<i64> {
         match self.direct::<8>(col, ColumnType::I64) {
             Some(b) => Ok(i64::from_le_bytes(b)),
             None => self.i64_checked(col),
@@ -118,6 +125,13 @@ impl<'a> RowRef<'a> {
     #[inline(always)]
     pub fn i64_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
         let col = self.shape.resolve(&col)?;
+        self.i64_opt_of(col)
+    }
+
+    /// [`i64_opt`](Self::i64_opt) of a column already resolved against this
+    /// row's table (an owned row's accessor, which resolved it).
+    #[inline(always)]
+    pub(crate) fn i64_opt_of(&self, col: Col) -> Result<Option<i64>> {
         match self.direct::<8>(col, ColumnType::I64) {
             Some(b) => Ok(Some(i64::from_le_bytes(b))),
             None => self.i64_located(col),
@@ -137,6 +151,13 @@ impl<'a> RowRef<'a> {
     #[inline(always)]
     pub fn f64(&self, col: impl RowColumn) -> Result<f64> {
         let col = self.shape.resolve(&col)?;
+        self.f64_of(col)
+    }
+
+    /// [`f64`](Self::f64) of a column already resolved against this
+    /// row's table (an owned row's accessor, which resolved it).
+    #[inline(always)]
+    pub(crate) fn f64_of(&self, col: Col) -> Result<f64> {
         match self.direct::<8>(col, ColumnType::F64) {
             Some(b) => Ok(f64::from_le_bytes(b)),
             None => self.f64_checked(col),
@@ -156,6 +177,13 @@ impl<'a> RowRef<'a> {
     #[inline(always)]
     pub fn f64_opt(&self, col: impl RowColumn) -> Result<Option<f64>> {
         let col = self.shape.resolve(&col)?;
+        self.f64_opt_of(col)
+    }
+
+    /// [`f64_opt`](Self::f64_opt) of a column already resolved against this
+    /// row's table (an owned row's accessor, which resolved it).
+    #[inline(always)]
+    pub(crate) fn f64_opt_of(&self, col: Col) -> Result<Option<f64>> {
         match self.direct::<8>(col, ColumnType::F64) {
             Some(b) => Ok(Some(f64::from_le_bytes(b))),
             None => self.f64_located(col),
@@ -175,6 +203,13 @@ impl<'a> RowRef<'a> {
     #[inline(always)]
     pub fn timestamp(&self, col: impl RowColumn) -> Result<i64> {
         let col = self.shape.resolve(&col)?;
+        self.timestamp_of(col)
+    }
+
+    /// [`timestamp`](Self::timestamp) of a column already resolved against this
+    /// row's table (an owned row's accessor, which resolved it).
+    #[inline(always)]
+    pub(crate) fn timestamp_of(&self, col: Col) -> Result<i64> {
         match self.direct::<8>(col, ColumnType::Timestamp) {
             Some(b) => Ok(i64::from_le_bytes(b)),
             None => self.timestamp_checked(col),
@@ -194,6 +229,13 @@ impl<'a> RowRef<'a> {
     #[inline(always)]
     pub fn timestamp_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
         let col = self.shape.resolve(&col)?;
+        self.timestamp_opt_of(col)
+    }
+
+    /// [`timestamp_opt`](Self::timestamp_opt) of a column already resolved against this
+    /// row's table (an owned row's accessor, which resolved it).
+    #[inline(always)]
+    pub(crate) fn timestamp_opt_of(&self, col: Col) -> Result<Option<i64>> {
         match self.direct::<8>(col, ColumnType::Timestamp) {
             Some(b) => Ok(Some(i64::from_le_bytes(b))),
             None => self.timestamp_located(col),
@@ -326,7 +368,7 @@ impl<'a> RowRef<'a> {
     /// it stays in registers in the caller's loop.
     #[inline(always)]
     fn direct<const N: usize>(&self, col: Col, ty: ColumnType) -> Option<[u8; N]> {
-        let off = col.fixed? as usize;
+        let off = col.fixed()? as usize;
         if col.ty != ty {
             return None;
         }
@@ -390,7 +432,7 @@ impl<'a> RowRef<'a> {
             return Ok(Slot::Null);
         }
         let mut pos = COUNT_LEN + bitmap.len();
-        if let Some(off) = col.fixed {
+        if let Some(off) = col.fixed() {
             return Ok(Slot::At(pos + off as usize));
         }
         for (i, c) in cols[..idx].iter().enumerate() {

@@ -50,9 +50,18 @@ pub struct Col {
     pub(crate) nullable: bool,
     /// Byte offset of the value past the row's null bitmap, when it does
     /// not depend on the row (every column before it is NOT NULL and of a
-    /// fixed width).
-    pub(crate) fixed: Option<u32>,
+    /// fixed width); [`NO_OFFSET`] when it does ([`Col::fixed`]). A plain
+    /// `u32` rather than an `Option`: the handle is then 16 bytes, passed
+    /// and returned in two registers, where 20 bytes went through memory
+    /// on every read of a column.
+    offset: u32,
 }
+
+/// [`Col::offset`] of a column whose place depends on the row.
+const NO_OFFSET: u32 = u32::MAX;
+
+/// A handle stays two words (see `Col::offset`).
+const _: () = assert!(std::mem::size_of::<Col>() == 16);
 
 impl Col {
     /// Position in the table's columns.
@@ -69,6 +78,13 @@ impl Col {
     pub fn nullable(&self) -> bool {
         self.nullable
     }
+
+    /// The value's byte offset past the row's null bitmap, if it does not
+    /// depend on the row.
+    #[inline(always)]
+    pub(crate) fn fixed(&self) -> Option<u32> {
+        (self.offset != NO_OFFSET).then_some(self.offset)
+    }
 }
 
 /// Column `idx` of table `info` as a [`Col`] (`idx` must be in range).
@@ -82,13 +98,14 @@ pub(crate) fn col_of(info: &TableInfo, idx: usize) -> Col {
         .iter()
         .map(|c| c.ty.fixed_width().filter(|_| !c.nullable))
         .sum::<Option<usize>>()
-        .and_then(|o| u32::try_from(o).ok());
+        .and_then(|o| u32::try_from(o).ok())
+        .filter(|&o| o != NO_OFFSET);
     Col {
         rel: info.rel,
         idx: idx as u32,
         ty: cols[idx].ty,
         nullable: cols[idx].nullable,
-        fixed,
+        offset: fixed.unwrap_or(NO_OFFSET),
     }
 }
 
@@ -146,28 +163,40 @@ impl Shape {
     #[inline(always)]
     pub(crate) fn resolve<C: RowColumn>(&self, c: &C) -> Result<Col> {
         match c.handle() {
-            Some(col) => self.check(col),
+            Some(col) if self.accepts(col) => Ok(col),
+            Some(col) => Err(self.refused(col)),
             None => c.col(&self.table),
         }
     }
 
-    /// [`Col::col`]'s checks, the offset compared with the one computed
-    /// when the shape was made.
+    /// Whether handle `col` passes [`Col::col`]'s checks, the offset
+    /// compared with the one computed when the shape was made. A plain
+    /// answer, so that the handle stays in registers on the way.
     #[inline(always)]
-    fn check(&self, col: Col) -> Result<Col> {
+    fn accepts(&self, col: Col) -> bool {
         let t = &*self.table;
         let i = col.index();
         match (t.columns.get(i), self.fixed.get(i)) {
-            (Some(c), Some(&fixed)) if col.rel == t.rel => {
-                if c.ty != col.ty
-                    || c.nullable != col.nullable
-                    || (col.fixed.is_some() && fixed != col.fixed)
-                {
-                    return Err(col.of_another_database(t));
-                }
-                Ok(col)
+            (Some(c), Some(&fixed)) => {
+                col.rel == t.rel
+                    && c.ty == col.ty
+                    && c.nullable == col.nullable
+                    && (col.fixed().is_none() || fixed == col.fixed())
             }
-            _ => Err(col.of_another_table(t)),
+            _ => false,
+        }
+    }
+
+    /// Why handle `col` was refused: [`Col::col`]'s error.
+    #[cold]
+    #[inline(never)]
+    fn refused(&self, col: Col) -> EngineError {
+        // The two checks are the same (the offsets are `col_of`'s), so
+        // `col` fails `Col::col` too; were they ever to differ, the handle
+        // is still refused, as one of another database.
+        match col.col(&self.table) {
+            Err(e) => e,
+            Ok(_) => col.of_another_database(&self.table),
         }
     }
 }
@@ -175,7 +204,7 @@ impl Shape {
 /// The fixed offset of each column of `table`, as [`col_of`] computes it.
 fn fixed_offsets(table: &TableInfo) -> Box<[Option<u32>]> {
     (0..table.columns.len())
-        .map(|i| col_of(table, i).fixed)
+        .map(|i| col_of(table, i).fixed())
         .collect()
 }
 
@@ -236,7 +265,7 @@ impl RowColumn for Col {
         let c = &table.columns[self.index()];
         if c.ty != self.ty
             || c.nullable != self.nullable
-            || (self.fixed.is_some() && col_of(table, self.index()).fixed != self.fixed)
+            || (self.fixed().is_some() && col_of(table, self.index()).fixed() != self.fixed())
         {
             return Err(self.of_another_database(table));
         }
