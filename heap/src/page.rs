@@ -286,7 +286,8 @@ impl<'a> HeapPage<'a> {
     }
 
     /// The tuple of a normal line pointer: `(page offset, bytes)`; `None`
-    /// for an unused or dead pointer or one past the end (invariant 2 checked).
+    /// for an unused or dead pointer or one past the end (invariants 2 and
+    /// 3 checked: an unused or dead pointer with storage is corrupt).
     #[inline]
     pub fn tuple(&self, off: u16) -> Result<Option<(usize, &'a [u8])>> {
         if off == 0 || off > self.item_count() {
@@ -304,7 +305,13 @@ impl<'a> HeapPage<'a> {
     fn normal_tuple(&self, off: u16, item: ItemId) -> Result<Option<(usize, &'a [u8])>> {
         match item.state {
             LpState::Normal => {}
-            LpState::Unused | LpState::Dead => return Ok(None),
+            // Invariant 3: no storage. A pointer whose state bits were
+            // damaged keeps its tuple's place; read as "no tuple", its row
+            // would vanish from every read without a word.
+            LpState::Unused | LpState::Dead if item.offset == 0 && item.len == 0 => {
+                return Ok(None);
+            }
+            LpState::Unused | LpState::Dead => return Err(self.storage(off, item)),
             LpState::Redirect => return Err(self.redirect(off)),
         }
         let start = usize::from(item.offset);
@@ -324,6 +331,15 @@ impl<'a> HeapPage<'a> {
     fn redirect(&self, off: u16) -> HeapError {
         self.id
             .corrupt(format!("line pointer {off} is a redirect (no HOT here)"))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn storage(&self, off: u16, item: ItemId) -> HeapError {
+        self.id.corrupt(format!(
+            "line pointer {off} is {:?} but has storage ({} bytes at offset {})",
+            item.state, item.len, item.offset
+        ))
     }
 
     #[cold]
@@ -793,6 +809,48 @@ mod tests {
         let all = listed(&page);
         assert_eq!(all.iter().filter(|t| t.is_err()).count(), 5, "{all:?}");
         assert_eq!(all.iter().filter(|t| t.is_ok()).count(), 5, "{all:?}");
+    }
+
+    /// Invariant 3: a dead or unused line pointer has no storage. One
+    /// whose state bits were damaged but which still holds its tuple's
+    /// place is an error of `tuple` and of `tuples`, naming the relation
+    /// and block, never a row read as absent; one without storage (as
+    /// prune and vacuum leave it) is still "no tuple".
+    #[test]
+    fn an_unused_or_dead_pointer_with_storage_is_corrupt() {
+        let mut page = vec![0u8; PAGE_SIZE];
+        for off in 1..=3u16 {
+            add_tuple(&mut page, ID, off, &tuple(u64::from(off), &[7; 20])).unwrap();
+        }
+        let normal = HeapPage::parse(&page, ID).unwrap().item(2).unwrap();
+        for state in [LpState::Unused, LpState::Dead] {
+            for (offset, len) in [
+                (normal.offset, normal.len),
+                (normal.offset, 0),
+                (0, normal.len),
+            ] {
+                let mut damaged = page.clone();
+                set_item(&mut damaged, 2, ItemId { offset, state, len });
+                let view = HeapPage::parse(&damaged, ID).unwrap();
+                let what = format!("{state:?} at {offset}, {len} bytes");
+                let e = view.tuple(2).unwrap_err().to_string();
+                assert!(
+                    e.contains("line pointer 2") && e.contains("relation 5 block 9"),
+                    "{what}: {e}"
+                );
+                let listed: Vec<_> = view.tuples().collect();
+                assert_eq!(listed.len(), 3, "{what}");
+                assert_eq!(listed[0].as_ref().unwrap().0, 1, "{what}");
+                assert_eq!(listed[1].as_ref().unwrap_err().to_string(), e, "{what}");
+                assert_eq!(listed[2].as_ref().unwrap().0, 3, "{what}");
+            }
+            let mut pruned = page.clone();
+            apply_prune(&mut pruned, ID, &[(2, state)], 0).unwrap();
+            let view = HeapPage::parse(&pruned, ID).unwrap();
+            assert_eq!(view.tuple(2).unwrap(), None, "{state:?} without storage");
+            let offs: Vec<u16> = view.tuples().map(|t| t.unwrap().0).collect();
+            assert_eq!(offs, [1, 3], "{state:?} without storage");
+        }
     }
 
     #[test]
