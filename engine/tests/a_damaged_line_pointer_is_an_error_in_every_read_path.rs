@@ -173,3 +173,106 @@ fn one_damage(checksums: bool, what: &str, damage: fn(u32, u32) -> u32) {
     drop(t);
     db.close().unwrap();
 }
+
+/// The page header's `lower` of a mid-table page damaged on disk
+/// (checksums off): the pointer array cut short by one pointer, or down
+/// to none, hides the rows of the pointers past the cut, which no line
+/// pointer check sees; each scan (`scan_each`, `scan_until`, the owned
+/// scan) must end in an error naming the table and the block, never hand
+/// out the table without those rows. `lower` raised to `upper` (the free
+/// space read as a full pointer array: all unused) loses nothing: every
+/// row, exactly.
+#[test]
+fn a_pointer_array_cut_short_is_an_error_in_every_scan() {
+    watchdog(Duration::from_secs(60), || {
+        for cut in ["by one pointer", "to no pointers", "raised to upper"] {
+            let options = || small_options().checksums(false);
+            let dir = tempfile::tempdir().unwrap();
+            let (rel, rids) = {
+                let db = Database::open(dir.path(), options()).unwrap();
+                let info = db.create_table("victim", two_columns()).unwrap();
+                let t = db.begin().unwrap();
+                let rids: Vec<RowId> = (0..300)
+                    .map(|i| {
+                        t.insert("victim", row(i, &format!("row {i:04} and some bytes")))
+                            .unwrap()
+                    })
+                    .collect();
+                t.commit().unwrap();
+                db.checkpoint().unwrap();
+                db.close().unwrap();
+                (info.rel, rids)
+            };
+            let block = rids[150].block;
+            assert!(
+                block >= 1 && rids[299].block > block,
+                "{cut}: a middle page"
+            );
+            let file = dir.path().join("base").join(rel.0.to_string());
+            let mut bytes = std::fs::read(&file).unwrap();
+            let base = block as usize * PAGE;
+            let lower = u16::from_le_bytes([bytes[base + 14], bytes[base + 15]]);
+            let upper = u16::from_le_bytes([bytes[base + 16], bytes[base + 17]]);
+            let damaged: u16 = match cut {
+                "by one pointer" => lower - 4,
+                "to no pointers" => 28,
+                _ => upper - (upper - 28) % 4,
+            };
+            bytes[base + 14..base + 16].copy_from_slice(&damaged.to_le_bytes());
+            std::fs::write(&file, &bytes).unwrap();
+
+            let db = Database::open(dir.path(), options()).unwrap();
+            let t = db.read().unwrap();
+            let mut each = Vec::new();
+            let r_each = t.scan_each("victim", |r| {
+                each.push(r.id());
+                Ok(())
+            });
+            let mut until = Vec::new();
+            let r_until = t.scan_until("victim", ScanOptions::default(), |r| {
+                until.push(r.id());
+                Ok(true)
+            });
+            let owned: Vec<_> = t.scan("victim").unwrap().collect();
+            if cut == "raised to upper" {
+                r_each.unwrap();
+                r_until.unwrap();
+                assert_eq!(each, rids, "{cut}: scan_each");
+                assert_eq!(until, rids, "{cut}: scan_until");
+                let got: Vec<RowId> = owned.into_iter().map(|r| r.unwrap().0).collect();
+                assert_eq!(got, rids, "{cut}: owned scan");
+                continue;
+            }
+            let owned_err = owned
+                .iter()
+                .position(Result::is_err)
+                .unwrap_or_else(|| panic!("{cut}: the owned scan handed out {} rows", owned.len()));
+            let handed: Vec<RowId> = owned[..owned_err]
+                .iter()
+                .map(|r| r.as_ref().unwrap().0)
+                .collect();
+            let e_each = r_each.expect_err(&format!("{cut}: scan_each ended without an error"));
+            let e_until = r_until.expect_err(&format!("{cut}: scan_until ended without an error"));
+            for (how, e, seen) in [
+                ("scan_each", &e_each, &each),
+                ("scan_until", &e_until, &until),
+                (
+                    "owned scan",
+                    owned[owned_err].as_ref().unwrap_err(),
+                    &handed,
+                ),
+            ] {
+                let msg = e.to_string();
+                assert_eq!(e.kind(), ErrorKind::CorruptData, "{cut}, {how}: {msg}");
+                assert!(
+                    msg.contains("victim") && msg.contains(&format!("block {block}")),
+                    "{cut}, {how}: {msg}"
+                );
+                // What came out is the table's first rows, none skipped.
+                assert_eq!(seen[..], rids[..seen.len()], "{cut}, {how}");
+            }
+            drop(t);
+            db.close().unwrap();
+        }
+    });
+}

@@ -26,7 +26,7 @@
 //! move, tuples do (compaction), so a TID stays valid while the line pointer
 //! is normal.
 //!
-//! # Invariants (checked by [`HeapPage::parse`] and [`HeapPage::tuple`])
+//! # Invariants (checked by [`HeapPage::parse`] and [`HeapPage::tuple`]; 5 by a scan)
 //! 1. `28 <= lower <= upper <= special == 8192`, `lower - 28` a multiple of 4,
 //!    `upper` a multiple of 8.
 //! 2. A normal line pointer's tuple lies inside `upper..special`, starts on
@@ -35,6 +35,12 @@
 //! 4. An all-zero page is a page that was extended but never initialised
 //!    (a crash between extension and the first write): it reads as empty and
 //!    the first insert initialises it.
+//! 5. The tuple space holds the normal pointers' tuples and nothing else:
+//!    `special - upper` is the sum of their lengths, each rounded up to the
+//!    alignment (an insert takes its tuple's aligned length off `upper`;
+//!    prune and vacuum compact the page after freeing pointers). Checked by
+//!    a scan of the page ([`HeapPage::check_tuple_space`]): a `lower` cut
+//!    short hides the pointers past it, which no other check sees.
 //!
 //! Nothing here trusts the bytes: a page that breaks an invariant is a
 //! [`HeapError::CorruptPage`] naming relation and block, never a panic.
@@ -349,6 +355,23 @@ impl<'a> HeapPage<'a> {
             "line pointer {off} points at {len} bytes at offset {start}, outside the tuple space {}..{PAGE_SIZE}",
             self.upper
         ))
+    }
+
+    /// Invariant 5, once every tuple of the page was read: `used`, the sum
+    /// of the normal pointers' tuple lengths each rounded up to the
+    /// alignment ([`align_tuple`]), fills the tuple space exactly. Not on a
+    /// page being changed (prune frees pointers before it compacts).
+    pub fn check_tuple_space(&self, used: usize) -> Result<()> {
+        let space = PAGE_SIZE - self.upper;
+        if used == space {
+            return Ok(());
+        }
+        Err(self.id.corrupt(format!(
+            "the line pointers (1..={}) account for {used} bytes of tuples, the tuple \
+             space {}..{PAGE_SIZE} holds {space}",
+            self.item_count(),
+            self.upper
+        )))
     }
 
     /// The header of the tuple at `off`, if it is a normal pointer.
@@ -850,6 +873,51 @@ mod tests {
             assert_eq!(view.tuple(2).unwrap(), None, "{state:?} without storage");
             let offs: Vec<u16> = view.tuples().map(|t| t.unwrap().0).collect();
             assert_eq!(offs, [1, 3], "{state:?} without storage");
+        }
+    }
+
+    /// Invariant 5: the tuple space holds the normal pointers' tuples and
+    /// nothing else, on a page as inserts, prune and vacuum leave it; a
+    /// pointer array cut short (`lower` damaged, down to no pointers at
+    /// all) leaves tuples no pointer accounts for: an error naming the
+    /// relation and the block.
+    #[test]
+    fn a_pointer_array_cut_short_leaves_tuples_unaccounted_for() {
+        let used = |page: &[u8]| -> usize {
+            let view = HeapPage::parse(page, ID).unwrap();
+            view.tuples().map(|t| align_tuple(t.unwrap().2.len())).sum()
+        };
+        let check = |page: &[u8]| {
+            HeapPage::parse(page, ID)
+                .unwrap()
+                .check_tuple_space(used(page))
+        };
+        let mut page = vec![0u8; PAGE_SIZE];
+        check(&page).unwrap();
+        for off in 1..=6u16 {
+            let len = usize::from(off) * 5;
+            add_tuple(&mut page, ID, off, &tuple(u64::from(off), &vec![1; len])).unwrap();
+            check(&page).unwrap();
+        }
+        apply_prune(
+            &mut page,
+            ID,
+            &[(2, LpState::Dead), (6, LpState::Unused)],
+            0,
+        )
+        .unwrap();
+        check(&page).unwrap();
+        apply_vacuum(&mut page, ID, &[2]).unwrap();
+        check(&page).unwrap();
+        let lower = HeapPage::parse(&page, ID).unwrap().lower();
+        for cut in [lower - LINE_POINTER_SIZE, PAGE_HEADER_SIZE] {
+            let mut damaged = page.clone();
+            put_u16(&mut damaged, LOWER_OFFSET, cut as u16);
+            let e = check(&damaged).unwrap_err().to_string();
+            assert!(
+                e.contains("relation 5 block 9") && e.contains("tuple space"),
+                "lower {cut}: {e}"
+            );
         }
     }
 

@@ -55,7 +55,7 @@ use bufmgr::PageRead;
 use wal::Lsn;
 
 use crate::error::Result;
-use crate::page::{HeapPage, PageId};
+use crate::page::{HeapPage, PageId, align_tuple};
 use crate::tuple::{
     HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID,
     INFOMASK_OFFSET, TupleHeader, XMIN_OFFSET,
@@ -336,8 +336,10 @@ pub fn visit_visible_tuples(
     let mut stats = VisibilityStats::default();
     batch.clear();
     touch_tuple_space(page, view.upper());
+    let mut used = 0;
     for t in view.tuples() {
         let (off, start, bytes) = t?;
+        used += align_tuple(bytes.len());
         // The common case of a hinted page: xmin known committed, no
         // deleter. Visible unless the snapshot treats xmin as running; no
         // hint to add, so the header need not be decoded (same verdict as
@@ -382,6 +384,7 @@ pub fn visit_visible_tuples(
             each(off, bytes);
         }
     }
+    view.check_tuple_space(used)?;
     if !batch.is_empty() {
         record_call(&mut stats, page.set_hints(batch)?);
     }
