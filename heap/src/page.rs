@@ -314,10 +314,12 @@ impl<'a> HeapPage<'a> {
             // Invariant 3: no storage. A pointer whose state bits were
             // damaged keeps its tuple's place; read as "no tuple", its row
             // would vanish from every read without a word.
-            LpState::Unused | LpState::Dead if item.offset == 0 && item.len == 0 => {
-                return Ok(None);
+            LpState::Unused | LpState::Dead => {
+                return match item.offset == 0 && item.len == 0 {
+                    true => Ok(None),
+                    false => Err(self.storage(off, item)),
+                };
             }
-            LpState::Unused | LpState::Dead => return Err(self.storage(off, item)),
             LpState::Redirect => return Err(self.redirect(off)),
         }
         let start = usize::from(item.offset);

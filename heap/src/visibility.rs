@@ -55,7 +55,7 @@ use bufmgr::PageRead;
 use wal::Lsn;
 
 use crate::error::Result;
-use crate::page::{HeapPage, PageId, align_tuple};
+use crate::page::{HeapPage, PageId, TUPLE_ALIGN};
 use crate::tuple::{
     HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID,
     INFOMASK_OFFSET, TupleHeader, XMIN_OFFSET,
@@ -339,7 +339,7 @@ pub fn visit_visible_tuples(
     let mut used = 0;
     for t in view.tuples() {
         let (off, start, bytes) = t?;
-        used += align_tuple(bytes.len());
+        used += (bytes.len() + TUPLE_ALIGN - 1) & !(TUPLE_ALIGN - 1);
         // The common case of a hinted page: xmin known committed, no
         // deleter. Visible unless the snapshot treats xmin as running; no
         // hint to add, so the header need not be decoded (same verdict as
