@@ -78,7 +78,11 @@ fn main() -> engine::Result<()> {
     // the last final answer) and hints every tuple, so it is timed apart.
     let s = Instant::now();
     db.read()?.scan_each(&acc, |_| Ok(()))?;
-    rate("first scan after the load (sets hints)", rows as u64, s.elapsed());
+    rate(
+        "first scan after the load (sets hints)",
+        rows as u64,
+        s.elapsed(),
+    );
     // READ_RATES_ONLY=scan|lookup runs one half (for profiling).
     let only = std::env::var("READ_RATES_ONLY").unwrap_or_default();
     for _ in 0..match only.as_str() {

@@ -210,7 +210,25 @@ fn fixed_offsets(table: &TableInfo) -> Box<[Option<u32>]> {
 
 /// A column of a row ([`crate::OwnedRow`], [`crate::RowRef`]): its name, or a
 /// [`Col`] handle of its table (resolved once, the faster way in a loop).
-pub trait RowColumn {
+///
+/// Sealed: a name and a [`Col`] are the only columns. The accessors read
+/// at the index and offset the [`Col`] that [`col`](Self::col) returns
+/// holds, so an implementation outside the engine returning another
+/// table's handle unchecked would read another column's bytes, or panic
+/// past the table's columns.
+///
+/// ```compile_fail
+/// use engine::{Col, RowColumn, TableInfo};
+///
+/// struct Unchecked(Col);
+///
+/// impl RowColumn for Unchecked {
+///     fn col(&self, _table: &TableInfo) -> engine::Result<Col> {
+///         Ok(self.0)
+///     }
+/// }
+/// ```
+pub trait RowColumn: sealed::Sealed {
     /// The column as a handle of `table`: [`EngineError::UnknownColumn`]
     /// for a name the table lacks, [`EngineError::WrongColumn`] for a
     /// handle of another table (or of a table of another database that
@@ -224,6 +242,15 @@ pub trait RowColumn {
     fn handle(&self) -> Option<Col> {
         None
     }
+}
+
+mod sealed {
+    /// Implemented by the engine's [`RowColumn`](super::RowColumn)s only.
+    pub trait Sealed {}
+
+    impl Sealed for &str {}
+    impl Sealed for super::Col {}
+    impl Sealed for super::Resolved {}
 }
 
 /// A column already resolved against the table it is read from (by

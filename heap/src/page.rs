@@ -26,7 +26,7 @@
 //! move, tuples do (compaction), so a TID stays valid while the line pointer
 //! is normal.
 //!
-//! # Invariants (checked by [`HeapPage::parse`] and [`HeapPage::tuple`])
+//! # Invariants (checked by [`HeapPage::parse`] and [`HeapPage::tuple`]; 5 by a scan)
 //! 1. `28 <= lower <= upper <= special == 8192`, `lower - 28` a multiple of 4,
 //!    `upper` a multiple of 8.
 //! 2. A normal line pointer's tuple lies inside `upper..special`, starts on
@@ -35,6 +35,12 @@
 //! 4. An all-zero page is a page that was extended but never initialised
 //!    (a crash between extension and the first write): it reads as empty and
 //!    the first insert initialises it.
+//! 5. The tuple space holds the normal pointers' tuples and nothing else:
+//!    `special - upper` is the sum of their lengths, each rounded up to the
+//!    alignment (an insert takes its tuple's aligned length off `upper`;
+//!    prune and vacuum compact the page after freeing pointers). Checked by
+//!    a scan of the page ([`HeapPage::check_tuple_space`]): a `lower` cut
+//!    short hides the pointers past it, which no other check sees.
 //!
 //! Nothing here trusts the bytes: a page that breaks an invariant is a
 //! [`HeapError::CorruptPage`] naming relation and block, never a panic.
@@ -286,7 +292,8 @@ impl<'a> HeapPage<'a> {
     }
 
     /// The tuple of a normal line pointer: `(page offset, bytes)`; `None`
-    /// for an unused or dead pointer or one past the end (invariant 2 checked).
+    /// for an unused or dead pointer or one past the end (invariants 2 and
+    /// 3 checked: an unused or dead pointer with storage is corrupt).
     #[inline]
     pub fn tuple(&self, off: u16) -> Result<Option<(usize, &'a [u8])>> {
         if off == 0 || off > self.item_count() {
@@ -304,7 +311,15 @@ impl<'a> HeapPage<'a> {
     fn normal_tuple(&self, off: u16, item: ItemId) -> Result<Option<(usize, &'a [u8])>> {
         match item.state {
             LpState::Normal => {}
-            LpState::Unused | LpState::Dead => return Ok(None),
+            // Invariant 3: no storage. A pointer whose state bits were
+            // damaged keeps its tuple's place; read as "no tuple", its row
+            // would vanish from every read without a word.
+            LpState::Unused | LpState::Dead => {
+                return match item.offset == 0 && item.len == 0 {
+                    true => Ok(None),
+                    false => Err(self.storage(off, item)),
+                };
+            }
             LpState::Redirect => return Err(self.redirect(off)),
         }
         let start = usize::from(item.offset);
@@ -328,11 +343,37 @@ impl<'a> HeapPage<'a> {
 
     #[cold]
     #[inline(never)]
+    fn storage(&self, off: u16, item: ItemId) -> HeapError {
+        self.id.corrupt(format!(
+            "line pointer {off} is {:?} but has storage ({} bytes at offset {})",
+            item.state, item.len, item.offset
+        ))
+    }
+
+    #[cold]
+    #[inline(never)]
     fn outside(&self, off: u16, start: usize, len: usize) -> HeapError {
         self.id.corrupt(format!(
             "line pointer {off} points at {len} bytes at offset {start}, outside the tuple space {}..{PAGE_SIZE}",
             self.upper
         ))
+    }
+
+    /// Invariant 5, once every tuple of the page was read: `used`, the sum
+    /// of the normal pointers' tuple lengths each rounded up to the
+    /// alignment ([`align_tuple`]), fills the tuple space exactly. Not on a
+    /// page being changed (prune frees pointers before it compacts).
+    pub fn check_tuple_space(&self, used: usize) -> Result<()> {
+        let space = PAGE_SIZE - self.upper;
+        if used == space {
+            return Ok(());
+        }
+        Err(self.id.corrupt(format!(
+            "the line pointers (1..={}) account for {used} bytes of tuples, the tuple \
+             space {}..{PAGE_SIZE} holds {space}",
+            self.item_count(),
+            self.upper
+        )))
     }
 
     /// The header of the tuple at `off`, if it is a normal pointer.
@@ -793,6 +834,93 @@ mod tests {
         let all = listed(&page);
         assert_eq!(all.iter().filter(|t| t.is_err()).count(), 5, "{all:?}");
         assert_eq!(all.iter().filter(|t| t.is_ok()).count(), 5, "{all:?}");
+    }
+
+    /// Invariant 3: a dead or unused line pointer has no storage. One
+    /// whose state bits were damaged but which still holds its tuple's
+    /// place is an error of `tuple` and of `tuples`, naming the relation
+    /// and block, never a row read as absent; one without storage (as
+    /// prune and vacuum leave it) is still "no tuple".
+    #[test]
+    fn an_unused_or_dead_pointer_with_storage_is_corrupt() {
+        let mut page = vec![0u8; PAGE_SIZE];
+        for off in 1..=3u16 {
+            add_tuple(&mut page, ID, off, &tuple(u64::from(off), &[7; 20])).unwrap();
+        }
+        let normal = HeapPage::parse(&page, ID).unwrap().item(2).unwrap();
+        for state in [LpState::Unused, LpState::Dead] {
+            for (offset, len) in [
+                (normal.offset, normal.len),
+                (normal.offset, 0),
+                (0, normal.len),
+            ] {
+                let mut damaged = page.clone();
+                set_item(&mut damaged, 2, ItemId { offset, state, len });
+                let view = HeapPage::parse(&damaged, ID).unwrap();
+                let what = format!("{state:?} at {offset}, {len} bytes");
+                let e = view.tuple(2).unwrap_err().to_string();
+                assert!(
+                    e.contains("line pointer 2") && e.contains("relation 5 block 9"),
+                    "{what}: {e}"
+                );
+                let listed: Vec<_> = view.tuples().collect();
+                assert_eq!(listed.len(), 3, "{what}");
+                assert_eq!(listed[0].as_ref().unwrap().0, 1, "{what}");
+                assert_eq!(listed[1].as_ref().unwrap_err().to_string(), e, "{what}");
+                assert_eq!(listed[2].as_ref().unwrap().0, 3, "{what}");
+            }
+            let mut pruned = page.clone();
+            apply_prune(&mut pruned, ID, &[(2, state)], 0).unwrap();
+            let view = HeapPage::parse(&pruned, ID).unwrap();
+            assert_eq!(view.tuple(2).unwrap(), None, "{state:?} without storage");
+            let offs: Vec<u16> = view.tuples().map(|t| t.unwrap().0).collect();
+            assert_eq!(offs, [1, 3], "{state:?} without storage");
+        }
+    }
+
+    /// Invariant 5: the tuple space holds the normal pointers' tuples and
+    /// nothing else, on a page as inserts, prune and vacuum leave it; a
+    /// pointer array cut short (`lower` damaged, down to no pointers at
+    /// all) leaves tuples no pointer accounts for: an error naming the
+    /// relation and the block.
+    #[test]
+    fn a_pointer_array_cut_short_leaves_tuples_unaccounted_for() {
+        let used = |page: &[u8]| -> usize {
+            let view = HeapPage::parse(page, ID).unwrap();
+            view.tuples().map(|t| align_tuple(t.unwrap().2.len())).sum()
+        };
+        let check = |page: &[u8]| {
+            HeapPage::parse(page, ID)
+                .unwrap()
+                .check_tuple_space(used(page))
+        };
+        let mut page = vec![0u8; PAGE_SIZE];
+        check(&page).unwrap();
+        for off in 1..=6u16 {
+            let len = usize::from(off) * 5;
+            add_tuple(&mut page, ID, off, &tuple(u64::from(off), &vec![1; len])).unwrap();
+            check(&page).unwrap();
+        }
+        apply_prune(
+            &mut page,
+            ID,
+            &[(2, LpState::Dead), (6, LpState::Unused)],
+            0,
+        )
+        .unwrap();
+        check(&page).unwrap();
+        apply_vacuum(&mut page, ID, &[2]).unwrap();
+        check(&page).unwrap();
+        let lower = HeapPage::parse(&page, ID).unwrap().lower();
+        for cut in [lower - LINE_POINTER_SIZE, PAGE_HEADER_SIZE] {
+            let mut damaged = page.clone();
+            put_u16(&mut damaged, LOWER_OFFSET, cut as u16);
+            let e = check(&damaged).unwrap_err().to_string();
+            assert!(
+                e.contains("relation 5 block 9") && e.contains("tuple space"),
+                "lower {cut}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -55,7 +55,7 @@ use bufmgr::PageRead;
 use wal::Lsn;
 
 use crate::error::Result;
-use crate::page::{HeapPage, PageId};
+use crate::page::{HeapPage, PageId, TUPLE_ALIGN};
 use crate::tuple::{
     HEAP_XMAX_COMMITTED, HEAP_XMAX_INVALID, HEAP_XMIN_COMMITTED, HEAP_XMIN_INVALID,
     INFOMASK_OFFSET, TupleHeader, XMIN_OFFSET,
@@ -399,8 +399,10 @@ pub fn visit_visible_tuples(
     touch_tuple_space(page, view.upper());
     let last_final = LastFinal::new(oracle);
     let oracle: &dyn TransactionStatus = &last_final;
+    let mut used = 0;
     for t in view.tuples() {
         let (off, start, bytes) = t?;
+        used += (bytes.len() + TUPLE_ALIGN - 1) & !(TUPLE_ALIGN - 1);
         // The common case of a hinted page: xmin known committed, no
         // deleter. Visible unless the snapshot treats xmin as running; no
         // hint to add, so the header need not be decoded (same verdict as
@@ -445,6 +447,7 @@ pub fn visit_visible_tuples(
             each(off, bytes);
         }
     }
+    view.check_tuple_space(used)?;
     if !batch.is_empty() {
         record_call(&mut stats, page.set_hints(batch)?);
     }
