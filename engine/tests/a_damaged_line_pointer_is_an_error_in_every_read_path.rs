@@ -12,7 +12,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{row, small_options, two_columns, watchdog};
+use common::{line_pointer_of, row, small_options, victim_table, watchdog};
 use engine::{Database, EngineError, ErrorKind, RowId, ScanOptions, Value};
 
 const PAGE: usize = 8192;
@@ -20,20 +20,6 @@ const PAGE: usize = 8192;
 /// A line pointer word made of its three fields.
 fn word(offset: u32, state: u32, len: u32) -> u32 {
     offset | (state << 15) | (len << 17)
-}
-
-/// The position on `page` of the normal line pointer whose tuple holds
-/// byte `at`, and its word.
-fn line_pointer_of(page: &[u8], at: usize) -> (usize, u32) {
-    (0..256)
-        .map(|p| p * 4)
-        .find_map(|p| {
-            let w = u32::from_le_bytes(page[p..p + 4].try_into().unwrap());
-            let (off, state, len) = (w & 0x7FFF, (w >> 15) & 3, (w >> 17) & 0x7FFF);
-            (state == 1 && len >= 16 && (off as usize) < at && at < (off + len) as usize)
-                .then_some((p, w))
-        })
-        .expect("the tuple's line pointer")
 }
 
 /// A damage's name and the word it writes, given the old word and the
@@ -69,28 +55,9 @@ fn one_damage(checksums: bool, what: &str, damage: fn(u32, u32) -> u32) {
     let options = || small_options().checksums(checksums);
     let dir = tempfile::tempdir().unwrap();
     let marker = "MARKER-damaged-pointer-77c1";
-    let (rel, rids) = {
-        let db = Database::open(dir.path(), options()).unwrap();
-        let info = db.create_table("victim", two_columns()).unwrap();
-        db.create_index("victim_id", "victim", "id", true).unwrap();
-        let t = db.begin().unwrap();
-        let rids: Vec<RowId> = (0..300)
-            .map(|i| {
-                let name = match i {
-                    150 => marker.to_string(),
-                    _ => format!("row {i:04} and some bytes"),
-                };
-                t.insert("victim", row(i, &name)).unwrap()
-            })
-            .collect();
-        t.commit().unwrap();
-        db.checkpoint().unwrap();
-        db.close().unwrap();
-        (info.rel, rids)
-    };
+    let (file, rids) = victim_table(dir.path(), options(), marker, true);
     let victim = rids[150];
     assert!(victim.block >= 1, "{what}: the damaged row is past block 0");
-    let file = dir.path().join("base").join(rel.0.to_string());
     let mut bytes = std::fs::read(&file).unwrap();
     let base = victim.block as usize * PAGE;
     let page = &bytes[base..base + PAGE];
@@ -188,27 +155,13 @@ fn a_pointer_array_cut_short_is_an_error_in_every_scan() {
         for cut in ["by one pointer", "to no pointers", "raised to upper"] {
             let options = || small_options().checksums(false);
             let dir = tempfile::tempdir().unwrap();
-            let (rel, rids) = {
-                let db = Database::open(dir.path(), options()).unwrap();
-                let info = db.create_table("victim", two_columns()).unwrap();
-                let t = db.begin().unwrap();
-                let rids: Vec<RowId> = (0..300)
-                    .map(|i| {
-                        t.insert("victim", row(i, &format!("row {i:04} and some bytes")))
-                            .unwrap()
-                    })
-                    .collect();
-                t.commit().unwrap();
-                db.checkpoint().unwrap();
-                db.close().unwrap();
-                (info.rel, rids)
-            };
+            let (file, rids) =
+                victim_table(dir.path(), options(), "row 0150 and some bytes", false);
             let block = rids[150].block;
             assert!(
                 block >= 1 && rids[299].block > block,
                 "{cut}: a middle page"
             );
-            let file = dir.path().join("base").join(rel.0.to_string());
             let mut bytes = std::fs::read(&file).unwrap();
             let base = block as usize * PAGE;
             let lower = u16::from_le_bytes([bytes[base + 14], bytes[base + 15]]);

@@ -11,27 +11,13 @@ mod common;
 
 use std::time::Duration;
 
-use common::{row, small_options, two_columns, watchdog};
-use engine::{Database, ErrorKind, RowId};
+use common::{line_pointer_of, row, small_options, victim_table, watchdog};
+use engine::{Database, ErrorKind};
 
 const PAGE: usize = 8192;
 
 /// A damage's name and how it changes a line pointer word.
 type Damage = (&'static str, fn(u32) -> u32);
-
-/// The line pointer word (and its byte position) on `page` of the tuple
-/// holding byte `at`: a normal pointer whose tuple covers it.
-fn line_pointer_of(page: &[u8], at: usize) -> (usize, u32) {
-    (0..256)
-        .map(|p| p * 4)
-        .find_map(|p| {
-            let w = u32::from_le_bytes(page[p..p + 4].try_into().unwrap());
-            let (off, state, len) = (w & 0x7FFF, (w >> 15) & 3, (w >> 17) & 0x7FFF);
-            (state == 1 && len >= 16 && (off as usize) < at && at < (off + len) as usize)
-                .then_some((p, w))
-        })
-        .expect("the tuple's line pointer")
-}
 
 #[test]
 fn a_damaged_line_pointer_mid_table_is_an_error_naming_table_and_block() {
@@ -48,28 +34,9 @@ fn a_damaged_line_pointer_mid_table_is_an_error_naming_table_and_block() {
         for (what, damage) in damages {
             let dir = tempfile::tempdir().unwrap();
             let marker = "MARKER-damaged-lp-5a1f";
-            let (rel, rids) = {
-                let db = Database::open(dir.path(), options()).unwrap();
-                let info = db.create_table("victim", two_columns()).unwrap();
-                let t = db.begin().unwrap();
-                let rids: Vec<RowId> = (0..300)
-                    .map(|i| {
-                        let name = if i == 150 {
-                            marker.to_string()
-                        } else {
-                            format!("row {i:04} and some bytes")
-                        };
-                        t.insert("victim", row(i, &name)).unwrap()
-                    })
-                    .collect();
-                t.commit().unwrap();
-                db.checkpoint().unwrap();
-                db.close().unwrap();
-                (info.rel, rids)
-            };
+            let (file, rids) = victim_table(dir.path(), options(), marker, false);
             let victim = rids[150];
             assert!(victim.block >= 1, "{what}: the damaged row is past block 0");
-            let file = dir.path().join("base").join(rel.0.to_string());
             let mut bytes = std::fs::read(&file).unwrap();
             let base = victim.block as usize * PAGE;
             let page = &bytes[base..base + PAGE];

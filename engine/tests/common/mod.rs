@@ -225,3 +225,50 @@ impl bufmgr::StorageBackend for FailClogReads {
         self.inner.relations()
     }
 }
+
+/// A table `victim` (`two_columns`, unique index `victim_id` on `id` if
+/// `indexed`) of 300 rows over several pages, named "row NNNN and some
+/// bytes" but row 150, named `marker`; checkpointed and closed, so its
+/// pages are on disk to be damaged. Returns the heap file's path and the
+/// rows' ids in insert order.
+pub fn victim_table(
+    dir: &Path,
+    options: engine::Options,
+    marker: &str,
+    indexed: bool,
+) -> (std::path::PathBuf, Vec<engine::RowId>) {
+    let db = engine::Database::open(dir, options).unwrap();
+    let info = db.create_table("victim", two_columns()).unwrap();
+    if indexed {
+        db.create_index("victim_id", "victim", "id", true).unwrap();
+    }
+    let t = db.begin().unwrap();
+    let rids: Vec<engine::RowId> = (0..300)
+        .map(|i| {
+            let name = match i {
+                150 => marker.to_string(),
+                _ => format!("row {i:04} and some bytes"),
+            };
+            t.insert("victim", row(i, &name)).unwrap()
+        })
+        .collect();
+    t.commit().unwrap();
+    db.checkpoint().unwrap();
+    db.close().unwrap();
+    let file = dir.join("base").join(info.rel.0.to_string());
+    (file, rids)
+}
+
+/// The position on heap `page` of the normal line pointer whose tuple
+/// holds byte `at`, and its word.
+pub fn line_pointer_of(page: &[u8], at: usize) -> (usize, u32) {
+    (0..256)
+        .map(|p| p * 4)
+        .find_map(|p| {
+            let w = u32::from_le_bytes(page[p..p + 4].try_into().unwrap());
+            let (off, state, len) = (w & 0x7FFF, (w >> 15) & 3, (w >> 17) & 0x7FFF);
+            (state == 1 && len >= 16 && (off as usize) < at && at < (off + len) as usize)
+                .then_some((p, w))
+        })
+        .expect("the tuple's line pointer")
+}
