@@ -120,10 +120,31 @@ pub(crate) struct PageCopy {
 /// the copy.
 #[derive(Copy, Clone, Debug)]
 struct Entry {
-    id: RowId,
+    /// The row's id, [`RowId::block`] and [`RowId::offset`] apart (so that
+    /// `plain` fits beside them).
+    block: u32,
+    offset: u16,
+    /// The table's plan accepted the tuple ([`PageCopy::keep_common`]): it
+    /// stores every column of the table and no NULL, so a column of a
+    /// fixed offset is at that offset past the plan's head, within the
+    /// tuple ([`OwnedRow::plain_fixed`]).
+    plain: bool,
     start: u32,
     end: u32,
 }
+
+impl Entry {
+    #[inline(always)]
+    fn id(&self) -> RowId {
+        RowId {
+            block: self.block,
+            offset: self.offset,
+        }
+    }
+}
+
+/// An entry stays 16 bytes: `plain` sits where the id's padding was.
+const _: () = assert!(std::mem::size_of::<Entry>() == 16);
 
 impl PageCopy {
     /// An empty copy for rows of `shape`, without room yet (a scan's
@@ -171,23 +192,57 @@ impl PageCopy {
     /// kept tuples, before the page's lock is released.
     #[inline]
     pub fn keep(&mut self, id: RowId, tuple: &[u8], at: usize) -> Result<()> {
-        let shape = &self.shape;
-        if !shape.plan.accepts(tuple) {
-            let table = shape.table();
-            check_row(&table.columns, tuple, |detail| EngineError::CorruptRow {
-                table: table.name.clone(),
-                row_id: id,
-                detail,
-            })?;
+        if self.keep_common(id, tuple, at) {
+            return Ok(());
         }
+        self.keep_checked(id, tuple, at)
+    }
+
+    /// [`keep`](Self::keep) of the common row, the one the table's plan
+    /// accepts (`false`, nothing kept: any other, for
+    /// [`keep_checked`](Self::keep_checked)). Small, so that it is inlined
+    /// into the page's loop over its tuples; a `keep` inlined whole (the
+    /// error's path with it) made that loop call out once per tuple.
+    #[inline(always)]
+    pub fn keep_common(&mut self, id: RowId, tuple: &[u8], at: usize) -> bool {
+        if !self.shape.plan.accepts(tuple) {
+            return false;
+        }
+        self.record(id, tuple.len(), at, true);
+        true
+    }
+
+    /// [`keep`](Self::keep) of a row the plan does not accept: checked by
+    /// `check_row`, which words the error if the bytes are bad.
+    #[inline(never)]
+    fn keep_checked(&mut self, id: RowId, tuple: &[u8], at: usize) -> Result<()> {
+        let table = self.shape.table();
+        check_row(&table.columns, tuple, |detail| EngineError::CorruptRow {
+            table: table.name.clone(),
+            row_id: id,
+            detail,
+        })?;
+        self.record(id, tuple.len(), at, false);
+        Ok(())
+    }
+
+    /// Note the entry of row `id`, a checked tuple of `len` bytes at `at`
+    /// in the page being visited.
+    #[inline(always)]
+    fn record(&mut self, id: RowId, len: usize, at: usize, plain: bool) {
         // Positions in a page, and a page's number of tuples, fit a `u32`
         // (the assertion above `PageCopy`).
-        let (start, end) = (at as u32, (at + tuple.len()) as u32);
+        let (start, end) = (at as u32, (at + len) as u32);
         self.low = self.low.min(start);
         self.high = self.high.max(end);
         self.kept += end - start;
-        self.rows.push(Entry { id, start, end });
-        Ok(())
+        self.rows.push(Entry {
+            block: id.block,
+            offset: id.offset,
+            plain,
+            start,
+            end,
+        });
     }
 
     /// Copy the kept tuples out of `page` (the page [`keep`](Self::keep)
@@ -232,7 +287,7 @@ impl PageCopy {
     /// The id of row `slot`.
     #[inline]
     pub fn id(&self, slot: u32) -> RowId {
-        self.rows[slot as usize].id
+        self.rows[slot as usize].id()
     }
 
     /// The shape of the copy's rows.
@@ -260,7 +315,7 @@ impl PageCopy {
     #[inline]
     fn tuple(&self, slot: u32) -> (RowId, &[u8]) {
         let e = &self.rows[slot as usize];
-        (e.id, &self.data[e.start as usize..e.end as usize])
+        (e.id(), &self.data[e.start as usize..e.end as usize])
     }
 
     /// The slot of row `slot`'s values (the page's slots made if not yet).
@@ -368,6 +423,33 @@ impl OwnedRow {
         read(&row, Resolved(c))
     }
 
+    /// The `N` bytes of column `col`, read straight from the copy, in the
+    /// common case: a scanned row whose tuple the table's plan accepted
+    /// (every column stored, no NULL), not projected, and a handle of its
+    /// table for a column of type `ty` at a fixed offset. `None`: not that
+    /// case (the full accessor then decides, and words any error).
+    #[inline(always)]
+    fn plain_fixed<const N: usize, C: RowColumn>(
+        &self,
+        col: &C,
+        ty: ColumnType,
+    ) -> Option<[u8; N]> {
+        let Repr::Scanned { page, slot } = &self.repr else {
+            return None;
+        };
+        let c = col.handle_ref()?;
+        let off = c.fixed()?;
+        let shape = &*page.shape;
+        let e = page.rows.get(*slot as usize)?;
+        if c.ty != ty || !e.plain || shape.positions.is_some() || !shape.accepts(c) {
+            return None;
+        }
+        let at = e.start as usize + shape.plan.head() + off as usize;
+        // Within the tuple (the plan checked every value's bytes); the
+        // range is still checked, as everywhere.
+        page.data.get(at..at + N)?.try_into().ok()
+    }
+
     /// The definition of the row's table (as the row was read).
     pub fn table(&self) -> &TableInfo {
         &self.shape().table
@@ -383,6 +465,9 @@ impl OwnedRow {
     /// The non-NULL `I64` column `col`.
     #[inline]
     pub fn i64(&self, col: impl RowColumn) -> Result<i64> {
+        if let Some(b) = self.plain_fixed::<8, _>(&col, ColumnType::I64) {
+            return Ok(i64::from_le_bytes(b));
+        }
         self.column(
             col,
             |r, c| r.i64_of(c.0),
@@ -393,6 +478,9 @@ impl OwnedRow {
     /// The `I64` column `col`, `None` if NULL.
     #[inline]
     pub fn i64_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
+        if let Some(b) = self.plain_fixed::<8, _>(&col, ColumnType::I64) {
+            return Ok(Some(i64::from_le_bytes(b)));
+        }
         self.column(
             col,
             |r, c| r.i64_opt_of(c.0),
@@ -403,6 +491,9 @@ impl OwnedRow {
     /// The non-NULL `F64` column `col`.
     #[inline]
     pub fn f64(&self, col: impl RowColumn) -> Result<f64> {
+        if let Some(b) = self.plain_fixed::<8, _>(&col, ColumnType::F64) {
+            return Ok(f64::from_le_bytes(b));
+        }
         self.column(
             col,
             |r, c| r.f64_of(c.0),
@@ -413,6 +504,9 @@ impl OwnedRow {
     /// The `F64` column `col`, `None` if NULL.
     #[inline]
     pub fn f64_opt(&self, col: impl RowColumn) -> Result<Option<f64>> {
+        if let Some(b) = self.plain_fixed::<8, _>(&col, ColumnType::F64) {
+            return Ok(Some(f64::from_le_bytes(b)));
+        }
         self.column(
             col,
             |r, c| r.f64_opt_of(c.0),
@@ -423,6 +517,9 @@ impl OwnedRow {
     /// The non-NULL `Timestamp` column `col` (microseconds since the epoch).
     #[inline]
     pub fn timestamp(&self, col: impl RowColumn) -> Result<i64> {
+        if let Some(b) = self.plain_fixed::<8, _>(&col, ColumnType::Timestamp) {
+            return Ok(i64::from_le_bytes(b));
+        }
         self.column(
             col,
             |r, c| r.timestamp_of(c.0),
@@ -433,6 +530,9 @@ impl OwnedRow {
     /// The `Timestamp` column `col`, `None` if NULL.
     #[inline]
     pub fn timestamp_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
+        if let Some(b) = self.plain_fixed::<8, _>(&col, ColumnType::Timestamp) {
+            return Ok(Some(i64::from_le_bytes(b)));
+        }
         self.column(
             col,
             |r, c| r.timestamp_opt_of(c.0),

@@ -98,6 +98,15 @@ impl<'a> RowRef<'a> {
     /// The non-NULL `I64` column `col`.
     #[inline(always)]
     pub fn i64(&self, col: impl RowColumn) -> Result<i64> {
+        match self.handle_direct::<8, _>(&col, ColumnType::I64) {
+            Some(b) => Ok(i64::from_le_bytes(b)),
+            None => self.i64_resolving(col),
+        }
+    }
+
+    /// [`i64`](Self::i64) beyond [`handle_direct`](Self::handle_direct)'s case.
+    #[inline(never)]
+    fn i64_resolving(&self, col: impl RowColumn) -> Result<i64> {
         let col = self.shape.resolve(&col)?;
         self.i64_of(col)
     }
@@ -106,7 +115,7 @@ impl<'a> RowRef<'a> {
     /// row's table (an owned row's accessor, which resolved it).
     #[inline(always)]
     pub(crate) fn i64_of(&self, col: Col) -> Result<i64> {
-        match self.direct::<8>(col, ColumnType::I64) {
+        match self.direct::<8>(&col, ColumnType::I64) {
             Some(b) => Ok(i64::from_le_bytes(b)),
             None => self.i64_checked(col),
         }
@@ -124,6 +133,15 @@ impl<'a> RowRef<'a> {
     /// The `I64` column `col`, `None` if NULL.
     #[inline(always)]
     pub fn i64_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
+        match self.handle_direct::<8, _>(&col, ColumnType::I64) {
+            Some(b) => Ok(Some(i64::from_le_bytes(b))),
+            None => self.i64_opt_resolving(col),
+        }
+    }
+
+    /// [`i64_opt`](Self::i64_opt) beyond [`handle_direct`](Self::handle_direct)'s case.
+    #[inline(never)]
+    fn i64_opt_resolving(&self, col: impl RowColumn) -> Result<Option<i64>> {
         let col = self.shape.resolve(&col)?;
         self.i64_opt_of(col)
     }
@@ -132,7 +150,7 @@ impl<'a> RowRef<'a> {
     /// row's table (an owned row's accessor, which resolved it).
     #[inline(always)]
     pub(crate) fn i64_opt_of(&self, col: Col) -> Result<Option<i64>> {
-        match self.direct::<8>(col, ColumnType::I64) {
+        match self.direct::<8>(&col, ColumnType::I64) {
             Some(b) => Ok(Some(i64::from_le_bytes(b))),
             None => self.i64_located(col),
         }
@@ -150,6 +168,15 @@ impl<'a> RowRef<'a> {
     /// The non-NULL `F64` column `col`.
     #[inline(always)]
     pub fn f64(&self, col: impl RowColumn) -> Result<f64> {
+        match self.handle_direct::<8, _>(&col, ColumnType::F64) {
+            Some(b) => Ok(f64::from_le_bytes(b)),
+            None => self.f64_resolving(col),
+        }
+    }
+
+    /// [`f64`](Self::f64) beyond [`handle_direct`](Self::handle_direct)'s case.
+    #[inline(never)]
+    fn f64_resolving(&self, col: impl RowColumn) -> Result<f64> {
         let col = self.shape.resolve(&col)?;
         self.f64_of(col)
     }
@@ -158,7 +185,7 @@ impl<'a> RowRef<'a> {
     /// row's table (an owned row's accessor, which resolved it).
     #[inline(always)]
     pub(crate) fn f64_of(&self, col: Col) -> Result<f64> {
-        match self.direct::<8>(col, ColumnType::F64) {
+        match self.direct::<8>(&col, ColumnType::F64) {
             Some(b) => Ok(f64::from_le_bytes(b)),
             None => self.f64_checked(col),
         }
@@ -176,6 +203,15 @@ impl<'a> RowRef<'a> {
     /// The `F64` column `col`, `None` if NULL.
     #[inline(always)]
     pub fn f64_opt(&self, col: impl RowColumn) -> Result<Option<f64>> {
+        match self.handle_direct::<8, _>(&col, ColumnType::F64) {
+            Some(b) => Ok(Some(f64::from_le_bytes(b))),
+            None => self.f64_opt_resolving(col),
+        }
+    }
+
+    /// [`f64_opt`](Self::f64_opt) beyond [`handle_direct`](Self::handle_direct)'s case.
+    #[inline(never)]
+    fn f64_opt_resolving(&self, col: impl RowColumn) -> Result<Option<f64>> {
         let col = self.shape.resolve(&col)?;
         self.f64_opt_of(col)
     }
@@ -184,7 +220,7 @@ impl<'a> RowRef<'a> {
     /// row's table (an owned row's accessor, which resolved it).
     #[inline(always)]
     pub(crate) fn f64_opt_of(&self, col: Col) -> Result<Option<f64>> {
-        match self.direct::<8>(col, ColumnType::F64) {
+        match self.direct::<8>(&col, ColumnType::F64) {
             Some(b) => Ok(Some(f64::from_le_bytes(b))),
             None => self.f64_located(col),
         }
@@ -202,6 +238,15 @@ impl<'a> RowRef<'a> {
     /// The non-NULL `Timestamp` column `col` (microseconds since the epoch).
     #[inline(always)]
     pub fn timestamp(&self, col: impl RowColumn) -> Result<i64> {
+        match self.handle_direct::<8, _>(&col, ColumnType::Timestamp) {
+            Some(b) => Ok(i64::from_le_bytes(b)),
+            None => self.timestamp_resolving(col),
+        }
+    }
+
+    /// [`timestamp`](Self::timestamp) beyond [`handle_direct`](Self::handle_direct)'s case.
+    #[inline(never)]
+    fn timestamp_resolving(&self, col: impl RowColumn) -> Result<i64> {
         let col = self.shape.resolve(&col)?;
         self.timestamp_of(col)
     }
@@ -210,7 +255,7 @@ impl<'a> RowRef<'a> {
     /// row's table (an owned row's accessor, which resolved it).
     #[inline(always)]
     pub(crate) fn timestamp_of(&self, col: Col) -> Result<i64> {
-        match self.direct::<8>(col, ColumnType::Timestamp) {
+        match self.direct::<8>(&col, ColumnType::Timestamp) {
             Some(b) => Ok(i64::from_le_bytes(b)),
             None => self.timestamp_checked(col),
         }
@@ -228,6 +273,15 @@ impl<'a> RowRef<'a> {
     /// The `Timestamp` column `col`, `None` if NULL.
     #[inline(always)]
     pub fn timestamp_opt(&self, col: impl RowColumn) -> Result<Option<i64>> {
+        match self.handle_direct::<8, _>(&col, ColumnType::Timestamp) {
+            Some(b) => Ok(Some(i64::from_le_bytes(b))),
+            None => self.timestamp_opt_resolving(col),
+        }
+    }
+
+    /// [`timestamp_opt`](Self::timestamp_opt) beyond [`handle_direct`](Self::handle_direct)'s case.
+    #[inline(never)]
+    fn timestamp_opt_resolving(&self, col: impl RowColumn) -> Result<Option<i64>> {
         let col = self.shape.resolve(&col)?;
         self.timestamp_opt_of(col)
     }
@@ -236,7 +290,7 @@ impl<'a> RowRef<'a> {
     /// row's table (an owned row's accessor, which resolved it).
     #[inline(always)]
     pub(crate) fn timestamp_opt_of(&self, col: Col) -> Result<Option<i64>> {
-        match self.direct::<8>(col, ColumnType::Timestamp) {
+        match self.direct::<8>(&col, ColumnType::Timestamp) {
             Some(b) => Ok(Some(i64::from_le_bytes(b))),
             None => self.timestamp_located(col),
         }
@@ -357,6 +411,26 @@ impl<'a> RowRef<'a> {
         self.shape
     }
 
+    /// [`direct`](Self::direct) for a [`Col`] handle checked against this
+    /// row's table, the accessors' path in a loop; `None` for anything
+    /// else (a name, a handle of another table, or not `direct`'s case),
+    /// which the accessor's resolving path then reads or refuses. The
+    /// handle stays where the caller keeps it and nothing on the way is a
+    /// `Result`: a resolved `Result<Col>` was built in memory (an error's
+    /// size, the handle at an odd offset) on every read.
+    #[inline(always)]
+    fn handle_direct<const N: usize, C: RowColumn>(
+        &self,
+        col: &C,
+        ty: ColumnType,
+    ) -> Option<[u8; N]> {
+        let c = col.handle_ref()?;
+        if !self.shape.accepts(c) {
+            return None;
+        }
+        self.direct::<N>(c, ty)
+    }
+
     /// The `N` bytes of column `col` (a column of this table:
     /// `RowColumn::col`) in the common case, read straight from the row:
     /// the column is of type `ty` and at a fixed offset ([`Col`]), the row
@@ -367,7 +441,7 @@ impl<'a> RowRef<'a> {
     /// there. Nothing is built on the way (no `Result`, no message), so
     /// it stays in registers in the caller's loop.
     #[inline(always)]
-    fn direct<const N: usize>(&self, col: Col, ty: ColumnType) -> Option<[u8; N]> {
+    fn direct<const N: usize>(&self, col: &Col, ty: ColumnType) -> Option<[u8; N]> {
         let off = col.fixed()? as usize;
         if col.ty != ty {
             return None;

@@ -160,12 +160,47 @@ impl Shape {
     /// `c` as a column of this shape's table: a [`Col`] handle checked as
     /// [`RowColumn::col`] checks it, against the offsets computed once;
     /// anything else by its `col`.
+    ///
+    /// The column travels as a `Col` or an `Option<Col>` (two registers)
+    /// until the error is known: built as a `Result<Col>` from a call that
+    /// can fail, it went through memory (an `EngineError`'s size, the
+    /// handle at an odd offset in it) on every read of a column, and its
+    /// reloads stalled on the stores that wrote it piecewise.
     #[inline(always)]
     pub(crate) fn resolve<C: RowColumn>(&self, c: &C) -> Result<Col> {
+        let found = match c.handle_ref() {
+            Some(col) if self.accepts(col) => Some(*col),
+            Some(_) => None,
+            None => self.by_name(c),
+        };
+        match found {
+            Some(col) => Ok(col),
+            None => Err(self.unresolved(c)),
+        }
+    }
+
+    /// A column that is not a handle (a name, or a column resolved
+    /// already), resolved; `None` if it is not one of the table's
+    /// ([`unresolved`](Self::unresolved) says why).
+    #[inline(always)]
+    fn by_name<C: RowColumn>(&self, c: &C) -> Option<Col> {
+        c.col(&self.table).ok()
+    }
+
+    /// Why `c` is not a column of this shape's table: its `col`'s error,
+    /// or, for a handle, [`refused`](Self::refused)'s.
+    #[cold]
+    #[inline(never)]
+    fn unresolved<C: RowColumn>(&self, c: &C) -> EngineError {
         match c.handle() {
-            Some(col) if self.accepts(col) => Ok(col),
-            Some(col) => Err(self.refused(col)),
-            None => c.col(&self.table),
+            Some(col) => self.refused(col),
+            None => match c.col(&self.table) {
+                Err(e) => e,
+                // Resolved a moment ago, and a shape's table never changes:
+                // were it ever to succeed now, the read still fails, naming
+                // the column, rather than read it without the check.
+                Ok(col) => col.of_another_database(&self.table),
+            },
         }
     }
 
@@ -173,7 +208,7 @@ impl Shape {
     /// compared with the one computed when the shape was made. A plain
     /// answer, so that the handle stays in registers on the way.
     #[inline(always)]
-    fn accepts(&self, col: Col) -> bool {
+    pub(crate) fn accepts(&self, col: &Col) -> bool {
         let t = &*self.table;
         let i = col.index();
         match (t.columns.get(i), self.fixed.get(i)) {
@@ -242,6 +277,16 @@ pub trait RowColumn: sealed::Sealed {
     fn handle(&self) -> Option<Col> {
         None
     }
+
+    /// [`handle`](Self::handle), borrowed: the accessors' checks read the
+    /// caller's handle where it is, rather than a copy made for each read
+    /// (a 16-byte copy whose fields were read back at once, a stall on
+    /// every row of a scan).
+    #[doc(hidden)]
+    #[inline(always)]
+    fn handle_ref(&self) -> Option<&Col> {
+        None
+    }
 }
 
 mod sealed {
@@ -276,6 +321,11 @@ impl RowColumn for Col {
     #[inline(always)]
     fn handle(&self) -> Option<Col> {
         Some(*self)
+    }
+
+    #[inline(always)]
+    fn handle_ref(&self) -> Option<&Col> {
+        Some(self)
     }
 
     #[inline]

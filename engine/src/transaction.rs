@@ -1011,6 +1011,9 @@ fn visit_locked(
         opts.hint_mode,
         !heap.is_logged(),
         batch,
+        // Inlined into the loop over the page's tuples (a call per tuple
+        // otherwise, with the frame of the error paths behind it).
+        #[inline(always)]
         |off, tuple| {
             let data = &tuple[TUPLE_HEADER_SIZE..];
             visit.row(
@@ -1338,8 +1341,28 @@ struct Keep<'a> {
 }
 
 impl VisitRows for Keep<'_> {
-    #[inline]
+    /// The common case (no rows to skip, no filter, a row the plan
+    /// accepts) inlined into the page's loop; anything else out of line.
+    #[inline(always)]
     fn row(&mut self, row: RowRef<'_>, at: usize) {
+        if self.after.is_none()
+            && self.filter.is_none()
+            && self.copy.keep_common(row.id(), row.raw(), at)
+        {
+            return;
+        }
+        self.row_rest(row, at)
+    }
+
+    fn page(&mut self, page: &[u8]) {
+        self.copy.copy_from(page);
+    }
+}
+
+impl Keep<'_> {
+    /// [`VisitRows::row`] beyond its common case.
+    #[inline(never)]
+    fn row_rest(&mut self, row: RowRef<'_>, at: usize) {
         let id = row.id();
         if self.after.is_some_and(|a| id <= a) {
             return;
@@ -1356,10 +1379,6 @@ impl VisitRows for Keep<'_> {
             self.failures
                 .push_back((self.copy.len(), Some(id), Box::new(e)));
         }
-    }
-
-    fn page(&mut self, page: &[u8]) {
-        self.copy.copy_from(page);
     }
 }
 

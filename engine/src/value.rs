@@ -606,6 +606,14 @@ enum Step {
 }
 
 impl RowPlan {
+    /// Bytes before the first value of a full row (the column count and
+    /// the null bitmap): a row the plan [accepts](Self::accepts) holds the
+    /// value of a column at a fixed offset ([`crate::Col`]'s) this far in.
+    #[inline(always)]
+    pub fn head(&self) -> usize {
+        self.head
+    }
+
     /// The plan of full rows of `columns`.
     pub fn new(columns: &[Column]) -> RowPlan {
         let mut steps = Vec::new();
