@@ -592,6 +592,51 @@ pub(crate) struct RowPlan {
     head: usize,
     /// The values, in order.
     steps: Vec<Step>,
+    /// The same steps in the two shapes most tables have, checked without
+    /// walking them.
+    form: Form,
+}
+
+/// A [`RowPlan`]'s steps, when they take one of the common shapes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Form {
+    /// Fixed-width values only (no bool): this many bytes in all.
+    Fixed { total: usize },
+    /// `before` bytes of fixed-width values (no bool), one byte string,
+    /// `after` bytes of fixed-width values.
+    OneBytes { before: usize, after: usize },
+    /// Anything else: the steps are walked.
+    Steps,
+}
+
+impl Form {
+    /// The form of `steps`.
+    fn of(steps: &[Step]) -> Form {
+        let skip = |s: Option<&Step>| match s {
+            None => Some(0),
+            Some(Step::Skip(w)) => Some(*w),
+            Some(_) => None,
+        };
+        match steps {
+            [] | [Step::Skip(_)] => Form::Fixed {
+                total: skip(steps.first()).unwrap_or(0),
+            },
+            _ => {
+                let at = steps
+                    .iter()
+                    .position(|s| *s == Step::Prefixed { text: false });
+                let (before, after) = match at {
+                    Some(0) if steps.len() <= 2 => (Some(0), skip(steps.get(1))),
+                    Some(1) if steps.len() <= 3 => (skip(steps.first()), skip(steps.get(2))),
+                    _ => (None, None),
+                };
+                match (before, after) {
+                    (Some(before), Some(after)) => Form::OneBytes { before, after },
+                    _ => Form::Steps,
+                }
+            }
+        }
+    }
 }
 
 /// One stretch of a row's values, for [`RowPlan`].
@@ -632,13 +677,17 @@ impl RowPlan {
         RowPlan {
             count: columns.len(),
             head: COUNT_LEN + bitmap_len(columns.len()),
+            form: Form::of(&steps),
             steps,
         }
     }
 
     /// Whether `bytes` are a full row without NULLs that [`check_row`]
     /// accepts (`false`: not known; ask `check_row`).
-    #[inline]
+    ///
+    /// Small, to be inlined into a scan's loop over a page's tuples, for
+    /// the two common [`Form`]s; other plans walk their steps out of line.
+    #[inline(always)]
     pub fn accepts(&self, bytes: &[u8]) -> bool {
         let Some(head) = bytes.get(..self.head) else {
             return false;
@@ -650,6 +699,31 @@ impl RowPlan {
         {
             return false;
         }
+        match self.form {
+            // Any bytes are valid fixed-width values: the length decides.
+            Form::Fixed { total } => bytes.len() == self.head + total,
+            // The walk below, unrolled: the length prefix within the row,
+            // and the byte string and the values after it ending exactly
+            // at its end (so every value is within it).
+            Form::OneBytes { before, after } => {
+                let at = self.head + before;
+                let Some(len) = bytes.get(at..at + LEN_PREFIX) else {
+                    return false;
+                };
+                let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+                (at + LEN_PREFIX)
+                    .checked_add(len)
+                    .and_then(|end| end.checked_add(after))
+                    == Some(bytes.len())
+            }
+            Form::Steps => self.walk(bytes),
+        }
+    }
+
+    /// [`accepts`](Self::accepts) past the row's head, by walking the
+    /// steps.
+    #[inline(never)]
+    fn walk(&self, bytes: &[u8]) -> bool {
         // Every value ends at or after the one before it, so a position
         // within the row at a read (and at the end) puts every value
         // skipped before it within the row too.
@@ -778,7 +852,7 @@ mod tests {
 
     #[test]
     fn row_plan_accepts_only_rows_check_row_accepts_and_every_full_row_without_nulls() {
-        let columns = vec![
+        let every_kind = vec![
             Column::new("id", ColumnType::I64),
             Column::new("at", ColumnType::Timestamp),
             Column::nullable("name", ColumnType::Text),
@@ -787,8 +861,7 @@ mod tests {
             Column::nullable("b", ColumnType::Bytes),
             Column::new("n", ColumnType::I64),
         ];
-        let plan = RowPlan::new(&columns);
-        let full = vec![
+        let every_value = vec![
             Value::I64(-7),
             Value::Timestamp(3),
             Value::text("h\u{e9}llo"),
@@ -797,49 +870,109 @@ mod tests {
             Value::Bytes(vec![9; 20]),
             Value::I64(1),
         ];
-        let mut with_nulls = full.clone();
-        with_nulls[2] = Value::Null;
-        with_nulls[5] = Value::Null;
-        let good = encode_row("t", &columns, &full).unwrap();
+        check_plan(&every_kind, &every_value, Form::Steps);
+        // The forms checked without a walk: fixed-width values only, and
+        // one byte string with fixed-width values before and after it.
+        let fixed = vec![
+            Column::new("a", ColumnType::I64),
+            Column::new("f", ColumnType::F64),
+            Column::nullable("t", ColumnType::Timestamp),
+        ];
+        let fixed_values = vec![Value::I64(5), Value::F64(-1.0), Value::Timestamp(9)];
+        check_plan(&fixed, &fixed_values, Form::Fixed { total: 24 });
+        let one_bytes = |before: usize, after: usize| {
+            let mut cols = Vec::new();
+            let mut vals = Vec::new();
+            for i in 0..before {
+                cols.push(Column::new(format!("x{i}"), ColumnType::I64));
+                vals.push(Value::I64(i as i64 - 3));
+            }
+            cols.push(Column::nullable("b", ColumnType::Bytes));
+            vals.push(Value::Bytes(b"filler".to_vec()));
+            for i in 0..after {
+                cols.push(Column::new(format!("y{i}"), ColumnType::F64));
+                vals.push(Value::F64(i as f64));
+            }
+            (cols, vals)
+        };
+        for (before, after) in [(0, 0), (0, 2), (3, 0), (2, 1)] {
+            let (cols, vals) = one_bytes(before, after);
+            let form = Form::OneBytes {
+                before: 8 * before,
+                after: 8 * after,
+            };
+            check_plan(&cols, &vals, form);
+        }
+        // Byte strings and a bool elsewhere are walked.
+        let (mut two, mut vals) = one_bytes(1, 1);
+        two.push(Column::new("c", ColumnType::Bytes));
+        vals.push(Value::Bytes(vec![1, 2]));
+        check_plan(&two, &vals, Form::Steps);
+        let (mut with_bool, mut vals) = one_bytes(0, 1);
+        with_bool.push(Column::new("ok", ColumnType::Bool));
+        vals.push(Value::Bool(false));
+        check_plan(&with_bool, &vals, Form::Steps);
+    }
+
+    /// `columns`' plan has form `form`, accepts the full row `full`
+    /// (without NULLs), leaves a row with NULLs and a row stored before the
+    /// last column was added to `check_row`, and never accepts what
+    /// `check_row` refuses, through every single-byte change and every
+    /// truncation of those rows.
+    fn check_plan(columns: &[Column], full: &[Value], form: Form) {
+        let plan = RowPlan::new(columns);
+        assert_eq!(plan.form, form, "{columns:?}");
+        let good = encode_row("t", columns, full).unwrap();
         assert!(plan.accepts(&good), "a full row without NULLs is accepted");
-        let nulls = encode_row("t", &columns, &with_nulls).unwrap();
-        assert!(check_row(&columns, &nulls, bad).is_ok());
-        assert!(
-            !plan.accepts(&nulls),
-            "a row with NULLs is left to check_row"
-        );
+        let mut rows = vec![good];
+        let with_nulls: Vec<Value> = full
+            .iter()
+            .zip(columns)
+            .map(|(v, c)| if c.nullable { Value::Null } else { v.clone() })
+            .collect();
+        if with_nulls != full {
+            let nulls = encode_row("t", columns, &with_nulls).unwrap();
+            assert!(check_row(columns, &nulls, bad).is_ok());
+            assert!(
+                !plan.accepts(&nulls),
+                "a row with NULLs is left to check_row"
+            );
+            rows.push(nulls);
+        }
         // A row stored before the last column was added.
-        let old = encode_row("t", &columns[..6], &full[..6]).unwrap();
-        assert!(check_row(&columns, &old, bad).is_ok());
+        let n = columns.len();
+        let old = encode_row("t", &columns[..n - 1], &full[..n - 1]).unwrap();
+        assert!(check_row(columns, &old, bad).is_ok());
         assert!(
             !plan.accepts(&old),
             "a row of fewer columns is left to check_row"
         );
         let (mut accepted, mut refused) = (0, 0);
-        for row in [&good, &nulls] {
-            // Every single-byte change and every truncation of the encoding.
+        for row in &rows {
+            // Every single-byte change and every truncation of the encoding,
+            // and the row with a byte more.
+            let mut longer = row.clone();
+            longer.push(0);
+            let mut changed = vec![longer];
             for i in 0..row.len() {
-                let mut changed: Vec<Vec<u8>> = [0u8, 1, 2, 0x80, 0xC3, 0xFF]
-                    .into_iter()
-                    .map(|x| {
-                        let mut b = row.clone();
-                        b[i] = x;
-                        b
-                    })
-                    .collect();
+                changed.extend([0u8, 1, 2, 0x80, 0xC3, 0xFF].into_iter().map(|x| {
+                    let mut b = row.clone();
+                    b[i] = x;
+                    b
+                }));
                 changed.push(row[..i].to_vec());
-                for b in changed {
-                    let fast = plan.accepts(&b);
-                    let full_check = check_row(&columns, &b, bad);
-                    assert!(
-                        !fast || full_check.is_ok(),
-                        "byte {i}: the plan accepts what check_row refuses: {full_check:?}"
-                    );
-                    if fast {
-                        accepted += 1;
-                    } else if full_check.is_err() {
-                        refused += 1;
-                    }
+            }
+            for b in changed {
+                let fast = plan.accepts(&b);
+                let full_check = check_row(columns, &b, bad);
+                assert!(
+                    !fast || full_check.is_ok(),
+                    "{b:?}: the plan accepts what check_row refuses: {full_check:?}"
+                );
+                if fast {
+                    accepted += 1;
+                } else if full_check.is_err() {
+                    refused += 1;
                 }
             }
         }
