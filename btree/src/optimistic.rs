@@ -160,8 +160,8 @@ fn cmp_item(
     // A compact page's first data item is its minus-infinity pivot.
     let compact_first = i == usize::from(h.flags & HAS_HIGH_KEY != 0);
     if len <= SMALL_ITEM {
-        let mut buf = [0u8; SMALL_ITEM];
-        p.read(off, &mut buf[..len])?;
+        // Within the page (checked above): the window holds the item.
+        let buf: [u8; SMALL_ITEM] = p.window(off)?;
         return cmp_small_item(&buf[..len], layout, compact_first, key, tid);
     }
     let klen = len - fixed;

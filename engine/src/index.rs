@@ -128,28 +128,36 @@ fn f64_from_order_key(k: u64) -> f64 {
     f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
 }
 
-/// Map a B-tree error of `op` on index `ix` to the engine's.
-pub(crate) fn map_btree(ix: &IndexHandle, op: &str) -> impl FnOnce(BtreeError) -> EngineError {
-    let (index, table) = (ix.info.name.clone(), ix.table.clone());
-    let ty = ix.column_type;
-    let op = op.to_string();
-    move |e| match e {
-        BtreeError::UniqueViolation { key, .. } => EngineError::UniqueViolation {
-            index,
-            table,
-            key: key_display(ty, &key),
-        },
-        BtreeError::UniqueInProgress { key, xid, .. } => EngineError::UniqueConflict {
-            index,
-            table,
-            key: key_display(ty, &key),
-            xid,
-        },
-        BtreeError::KeyTooLarge { size, max, .. } => EngineError::KeyTooLarge { index, size, max },
-        source => EngineError::Index {
-            what: format!("{op} in index {index:?} of table {table:?}"),
-            source,
-        },
+/// Map a B-tree error of `op` on index `ix` to the engine's. The names
+/// are copied only when an error is mapped (the closure is made on every
+/// lookup: copying them there was three allocations a lookup).
+pub(crate) fn map_btree<'a>(
+    ix: &'a IndexHandle,
+    op: &'a str,
+) -> impl FnOnce(BtreeError) -> EngineError + 'a {
+    move |e| {
+        let (index, table) = (ix.info.name.clone(), ix.table.clone());
+        let ty = ix.column_type;
+        match e {
+            BtreeError::UniqueViolation { key, .. } => EngineError::UniqueViolation {
+                index,
+                table,
+                key: key_display(ty, &key),
+            },
+            BtreeError::UniqueInProgress { key, xid, .. } => EngineError::UniqueConflict {
+                index,
+                table,
+                key: key_display(ty, &key),
+                xid,
+            },
+            BtreeError::KeyTooLarge { size, max, .. } => {
+                EngineError::KeyTooLarge { index, size, max }
+            }
+            source => EngineError::Index {
+                what: format!("{op} in index {index:?} of table {table:?}"),
+                source,
+            },
+        }
     }
 }
 

@@ -112,22 +112,32 @@ mod range;
 pub use range::IndexRange;
 
 /// Map a heap error of operation `op` on `table` to the engine's.
-pub(crate) fn map_heap(table: &str, op: &str) -> impl FnOnce(HeapError) -> EngineError {
-    let table = table.to_string();
-    let op = op.to_string();
-    move |e| match e {
-        HeapError::BadTid { tid, reason, .. } => EngineError::BadRowId {
-            table,
-            row_id: tid,
-            reason,
-        },
-        HeapError::NotVisible { tid, .. } => EngineError::RowNotVisible { table, row_id: tid },
-        HeapError::WriteConflict { tid, .. } => EngineError::WriteConflict { table, row_id: tid },
-        HeapError::RowTooLarge { len, max, .. } => EngineError::RowTooLarge { table, len, max },
-        e => EngineError::Heap {
-            what: format!("{op} in table {table:?}"),
-            source: e,
-        },
+///
+/// The names are copied only when an error is mapped: the closure is made
+/// on every page of a scan and every lookup, and copying them there was
+/// two allocations a page.
+pub(crate) fn map_heap<'a>(
+    table: &'a str,
+    op: &'a str,
+) -> impl FnOnce(HeapError) -> EngineError + 'a {
+    move |e| {
+        let table = table.to_string();
+        match e {
+            HeapError::BadTid { tid, reason, .. } => EngineError::BadRowId {
+                table,
+                row_id: tid,
+                reason,
+            },
+            HeapError::NotVisible { tid, .. } => EngineError::RowNotVisible { table, row_id: tid },
+            HeapError::WriteConflict { tid, .. } => {
+                EngineError::WriteConflict { table, row_id: tid }
+            }
+            HeapError::RowTooLarge { len, max, .. } => EngineError::RowTooLarge { table, len, max },
+            e => EngineError::Heap {
+                what: format!("{op} in table {table:?}"),
+                source: e,
+            },
+        }
     }
 }
 
