@@ -71,16 +71,27 @@ pub(crate) fn inner_step(p: &OptimisticPage<'_>, key: &[u8], tid: Tid, level: u3
         return None;
     }
     // Index of the first pivot > position, minus one (`child_for_at`).
+    // `lo` moves only past a pivot at or below the position, so the pivot
+    // at `lo - 1` at the end is the last one found so: its child is kept
+    // rather than read again.
     let (mut lo, mut hi) = (0, data_len);
+    let mut below = None;
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if cmp_item(p, &h, first + mid, key, tid)?.1 != Ordering::Greater {
+        let (child, ord) = cmp_item(p, &h, first + mid, key, tid)?;
+        if ord != Ordering::Greater {
             lo = mid + 1;
+            below = Some(child);
         } else {
             hi = mid;
         }
     }
-    let child = cmp_item(p, &h, first + lo.saturating_sub(1), key, tid)?.0;
+    let child = match below {
+        Some(child) => child,
+        // No pivot at or below the position (the first is minus infinity
+        // on a consistent page): the first pivot's child, as before.
+        None => cmp_item(p, &h, first, key, tid)?.0,
+    };
     if child == META_BLOCK {
         return None;
     }
