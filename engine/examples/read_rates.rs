@@ -111,6 +111,13 @@ fn main() -> engine::Result<()> {
         let n = t.scan(&acc)?.count();
         rate("scan (owned rows)", n as u64, s.elapsed());
         assert_eq!(n as i64, rows, "rows scanned");
+        let s = Instant::now();
+        let mut sum = 0i64;
+        for r in t.scan(&acc)? {
+            sum += r?.1.i64(k)?;
+        }
+        rate("scan (owned rows) sum(k)", rows as u64, s.elapsed());
+        assert_eq!(sum, sum_k, "owned sum(k)");
     }
     // Returns the wall time and the CPU time the threads ran.
     let lookups = |threads: usize, per_txn: usize, total: usize| -> (Duration, Duration) {
