@@ -7,7 +7,8 @@
 //! borrowed row (`scan_each`, `get_with`), the fixed-offset ones included,
 //! reads each column either as the value inserted or as `CorruptRow`
 //! naming the table and the row: never NULL (`None`, or "is NULL") in a
-//! NOT NULL column. Owned reads refuse the row whole.
+//! NOT NULL column. Owned reads refuse the row whole, and an index lookup
+//! of its key neither skips it (its key read as NULL) nor returns it.
 
 mod common;
 
@@ -96,6 +97,7 @@ fn a_column_count_damaged_lower_is_a_corrupt_row_not_a_null() {
         let (rel, rids) = {
             let db = Database::open(dir.path(), options()).unwrap();
             let info = db.create_table("counted", columns()).unwrap();
+            db.create_index("counted_a", "counted", "a", true).unwrap();
             let t = db.begin().unwrap();
             let rids: Vec<_> = [(1, "first"), (2, marker), (3, "third")]
                 .into_iter()
@@ -159,6 +161,12 @@ fn a_column_count_damaged_lower_is_a_corrupt_row_not_a_null() {
                 t.get("counted", rids[1]),
                 Err(EngineError::CorruptRow { .. })
             ));
+            // A lookup of its key neither skips it nor returns it.
+            let found = t.index_lookup("counted_a", &Value::I64(2));
+            assert!(
+                matches!(&found, Err(EngineError::CorruptRow { row_id, .. }) if *row_id == rids[1]),
+                "{stored}: {found:?}"
+            );
             drop(t);
             db.close().unwrap();
         }
