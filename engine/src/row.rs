@@ -22,7 +22,10 @@ use heap::Tid;
 use crate::error::{EngineError, Result};
 use crate::schema::Schema;
 use crate::table_def::{Col, Resolved, RowColumn, Shape, TableInfo, col_of};
-use crate::value::{COUNT_LEN, ColumnType, LEN_PREFIX, Row, Value, bitmap_len, decode_row};
+use crate::value::{
+    COUNT_LEN, ColumnType, LEN_PREFIX, Row, Value, bitmap_len, decode_row, unstored_column,
+    unstored_detail,
+};
 
 /// The TID type rows are named by.
 pub type RowId = Tid;
@@ -489,6 +492,9 @@ impl<'a> RowRef<'a> {
             return Err(self.corrupt(format!("{stored} columns stored, the table has {n}")));
         }
         if idx >= stored {
+            if let Some(c) = unstored_column(cols, stored) {
+                return Err(self.corrupt(unstored_detail(stored, c)));
+            }
             return Ok(Slot::Missing(cols[idx].missing()));
         }
         let bitmap = self

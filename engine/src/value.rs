@@ -126,6 +126,32 @@ impl Column {
     pub(crate) fn missing(&self) -> &Value {
         self.default.as_ref().unwrap_or(&Value::Null)
     }
+
+    /// Whether every row stores this column: a NOT NULL column without a
+    /// default was there when the table was created (`add_column` refuses
+    /// one), so a row storing fewer columns than its position is damaged,
+    /// not older than the column.
+    #[inline]
+    pub(crate) fn always_stored(&self) -> bool {
+        !self.nullable && self.default.is_none()
+    }
+}
+
+/// The first column of `columns` past the `stored` a row holds that every
+/// row stores ([`Column::always_stored`]): such a row is damaged.
+#[inline]
+pub(crate) fn unstored_column(columns: &[Column], stored: usize) -> Option<&Column> {
+    columns.get(stored..)?.iter().find(|c| c.always_stored())
+}
+
+/// [`unstored_column`]'s error detail.
+#[cold]
+pub(crate) fn unstored_detail(stored: usize, c: &Column) -> String {
+    format!(
+        "{stored} columns stored, but NOT NULL column {:?} (without a default) is stored in \
+         every row",
+        c.name
+    )
 }
 
 /// A value of one column.
@@ -451,6 +477,9 @@ pub fn decode_row(
             columns.len()
         )));
     }
+    if let Some(c) = unstored_column(columns, n) {
+        return Err(bad(unstored_detail(n, c)));
+    }
     let bitmap = r.take(bitmap_len(n)).ok_or_else(|| bad(r.short()))?;
     let mut row = Vec::with_capacity(columns.len());
     for (i, c) in columns[..n].iter().enumerate() {
@@ -529,6 +558,9 @@ pub fn check_row(
             "{n} columns stored, the table has {}",
             columns.len()
         )));
+    }
+    if let Some(c) = unstored_column(columns, n) {
+        return Err(bad(unstored_detail(n, c)));
     }
     let bitmap = r.take(bitmap_len(n)).ok_or_else(|| bad(r.short()))?;
     for (i, c) in columns[..n].iter().enumerate() {
@@ -850,6 +882,27 @@ mod tests {
         );
     }
 
+    /// A row storing fewer columns than a NOT NULL column's position is
+    /// damaged when that column has no default (it was there when the
+    /// table was created), and older than the column when it has one.
+    #[test]
+    fn a_row_without_a_column_every_row_stores_is_refused_whole() {
+        let mut columns = vec![
+            Column::new("id", ColumnType::I64),
+            Column::new("n", ColumnType::I64),
+        ];
+        let short = encode_row("t", &columns[..1], &[Value::I64(4)]).unwrap();
+        let e = check_row(&columns, &short, bad).unwrap_err();
+        assert!(e.to_string().contains("\"n\""), "{e}");
+        assert!(decode_row(&columns, &short, bad).is_err());
+        columns[1].default = Some(Value::I64(9));
+        check_row(&columns, &short, bad).unwrap();
+        assert_eq!(
+            decode_row(&columns, &short, bad).unwrap(),
+            vec![Value::I64(4), Value::I64(9)]
+        );
+    }
+
     #[test]
     fn row_plan_accepts_only_rows_check_row_accepts_and_every_full_row_without_nulls() {
         let every_kind = vec![
@@ -920,6 +973,15 @@ mod tests {
     /// `check_row` refuses, through every single-byte change and every
     /// truncation of those rows.
     fn check_plan(columns: &[Column], full: &[Value], form: Form) {
+        // The last column as `add_column` takes it: NOT NULL only with a
+        // default (rows stored before it read that).
+        let mut columns = columns.to_vec();
+        if let Some(last) = columns.last_mut()
+            && last.always_stored()
+        {
+            last.default = full.last().cloned();
+        }
+        let columns = &columns[..];
         let plan = RowPlan::new(columns);
         assert_eq!(plan.form, form, "{columns:?}");
         let good = encode_row("t", columns, full).unwrap();
