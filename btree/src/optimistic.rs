@@ -171,8 +171,8 @@ fn cmp_item(
     // A compact page's first data item is its minus-infinity pivot.
     let compact_first = i == usize::from(h.flags & HAS_HIGH_KEY != 0);
     if len <= SMALL_ITEM {
-        // Within the page (checked above): the window holds the item.
-        let buf: [u8; SMALL_ITEM] = p.window(off)?;
+        let mut buf = [0u8; SMALL_ITEM];
+        p.read(off, &mut buf[..len])?;
         return cmp_small_item(&buf[..len], layout, compact_first, key, tid);
     }
     let klen = len - fixed;

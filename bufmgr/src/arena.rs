@@ -301,42 +301,6 @@ impl Arena {
         true
     }
 
-    /// The `W` bytes of page `id` from `offset` (at most 56), read as
-    /// [`load_bytes`](Self::load_bytes) reads them (relaxed atomic loads,
-    /// for an optimistic read, rule 4), but as the aligned words that cover
-    /// them: at most eight loads, no branch on the alignment, and a copy of
-    /// a fixed size. For a search that reads a short item whose length it
-    /// knows only from the page: it asks for the longest, uses what it
-    /// needs. Bytes past the page's end read as zero; `None` if `offset` is
-    /// not inside the page.
-    #[inline]
-    pub fn load_window<const W: usize>(&self, id: BufferId, offset: usize) -> Option<[u8; W]> {
-        const { assert!(W <= 56, "a window is at most 56 bytes") };
-        if offset >= PAGE_SIZE {
-            return None;
-        }
-        let base = self.page_ptr(id);
-        let start = offset & !7;
-        let end = (offset + W).min(PAGE_SIZE);
-        let mut staged = [0u8; 64];
-        for w in 0..(end - start).div_ceil(8) {
-            // SAFETY: `start` is 8-aligned and `end` at most PAGE_SIZE, a
-            // multiple of 8, so each word lies inside the page and so
-            // inside the mapping, which lives as long as `self`; the page
-            // starts 8 KiB-aligned, so the word's address is aligned, as
-            // `from_ptr` requires. As in `load_bytes`, the value is used
-            // only after the caller's validation (rule 4).
-            let word = unsafe {
-                AtomicU64::from_ptr(base.add(start + 8 * w).cast::<u64>()).load(Ordering::Relaxed)
-            };
-            staged[8 * w..8 * w + 8].copy_from_slice(&word.to_ne_bytes());
-        }
-        let skip = offset - start;
-        let mut out = [0u8; W];
-        out.copy_from_slice(&staged[skip..skip + W]);
-        Some(out)
-    }
-
     /// Atomically OR `bits` into the 16-bit field at `offset` (rule 3). The
     /// caller holds a pin, a content lock and the header lock.
     #[inline]
@@ -428,9 +392,9 @@ mod tests {
         }
         // SAFETY: as above; the mutable view is no longer used.
         let page = unsafe { a.page(1) };
-        let mut out = [0u8; 72];
-        for offset in (0..64).chain(PAGE_SIZE - 80..=PAGE_SIZE) {
-            for len in 0..=72 {
+        let mut out = [0u8; 40];
+        for offset in (0..64).chain(PAGE_SIZE - 48..=PAGE_SIZE) {
+            for len in 0..=40 {
                 let fits = offset + len <= PAGE_SIZE;
                 out.fill(0xAA);
                 assert_eq!(
@@ -449,32 +413,6 @@ mod tests {
             }
         }
         assert!(!a.load_bytes(1, usize::MAX, &mut out[..1]), "no overflow");
-    }
-
-    #[test]
-    fn load_window_reads_the_page_at_every_alignment_and_zeros_past_its_end() {
-        let a = Arena::new(2, false).unwrap();
-        // SAFETY: single-threaded test, no other view exists.
-        let page = unsafe { a.page_mut(1) };
-        for (i, b) in page.iter_mut().enumerate() {
-            *b = (i * 13 + i / 241) as u8 | 1;
-        }
-        // SAFETY: as above; the mutable view is no longer used.
-        let page = unsafe { a.page(1) };
-        for offset in (0..80).chain(PAGE_SIZE - 80..PAGE_SIZE) {
-            let w: [u8; 48] = a.load_window(1, offset).expect("inside the page");
-            let inside = (PAGE_SIZE - offset).min(48);
-            assert_eq!(&w[..inside], &page[offset..offset + inside], "{offset}");
-            assert!(
-                w[inside..].iter().all(|&b| b == 0),
-                "{offset}: past the end"
-            );
-            let w: [u8; 4] = a.load_window(1, offset).unwrap();
-            let inside = (PAGE_SIZE - offset).min(4);
-            assert_eq!(&w[..inside], &page[offset..offset + inside], "{offset}");
-        }
-        assert!(a.load_window::<8>(1, PAGE_SIZE).is_none());
-        assert!(a.load_window::<8>(1, usize::MAX).is_none());
     }
 
     #[test]

@@ -44,15 +44,6 @@ impl OptimisticPage<'_> {
         self.arena.load_bytes(self.id, offset, out).then_some(())
     }
 
-    /// The `W` bytes from `offset` (at most 56; those past the page's end
-    /// read as zero): [`Arena::load_window`](crate::arena::Arena::load_window),
-    /// for a short item of a length known only from the page. `None` if
-    /// `offset` is outside the page.
-    #[inline]
-    pub fn window<const W: usize>(&self, offset: usize) -> Option<[u8; W]> {
-        self.arena.load_window(self.id, offset)
-    }
-
     /// `N` bytes from `offset`; `None` if the range leaves the page.
     #[inline]
     pub fn array<const N: usize>(&self, offset: usize) -> Option<[u8; N]> {
