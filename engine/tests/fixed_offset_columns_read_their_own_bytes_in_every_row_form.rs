@@ -1,5 +1,6 @@
-//! The fixed-width accessors (`i64`, `f64`, `timestamp` and their `_opt`
-//! forms) on a table whose leading columns are NOT NULL and fixed-width,
+//! The typed accessors, the fixed-width ones above all (`i64`, `f64`,
+//! `timestamp` and their `_opt` forms), on a table whose leading columns
+//! are NOT NULL and fixed-width,
 //! so their handles carry fixed offsets and the accessors read a scanned
 //! row's bytes at that offset without decoding it: rows storing every
 //! column and no NULL, rows with a NULL, rows stored before two
@@ -13,61 +14,9 @@
 
 mod common;
 
+use common::accessors::Out;
 use common::small_options;
-use engine::{Col, Column, ColumnType, Database, EngineError, OwnedRow, RowRef, Value};
-
-type Out = Result<Option<Value>, String>;
-
-fn err(e: EngineError) -> String {
-    match e {
-        EngineError::WrongColumn { .. } => "WRONG".into(),
-        e => format!("OTHER {e:?}"),
-    }
-}
-
-macro_rules! fixed_accessors {
-    ($r:expr, $c:expr) => {{
-        let r = $r;
-        let c: Col = $c;
-        let v: Vec<(ColumnType, bool, Out)> = vec![
-            (
-                ColumnType::I64,
-                false,
-                r.i64(c).map(|v| Some(Value::I64(v))).map_err(err),
-            ),
-            (
-                ColumnType::I64,
-                true,
-                r.i64_opt(c).map(|v| v.map(Value::I64)).map_err(err),
-            ),
-            (
-                ColumnType::F64,
-                false,
-                r.f64(c).map(|v| Some(Value::F64(v))).map_err(err),
-            ),
-            (
-                ColumnType::F64,
-                true,
-                r.f64_opt(c).map(|v| v.map(Value::F64)).map_err(err),
-            ),
-            (
-                ColumnType::Timestamp,
-                false,
-                r.timestamp(c)
-                    .map(|v| Some(Value::Timestamp(v)))
-                    .map_err(err),
-            ),
-            (
-                ColumnType::Timestamp,
-                true,
-                r.timestamp_opt(c)
-                    .map(|v| v.map(Value::Timestamp))
-                    .map_err(err),
-            ),
-        ];
-        v
-    }};
-}
+use engine::{Col, Column, ColumnType, Database, OwnedRow, RowRef, Value};
 
 /// What an accessor of type `ty` (`opt`: an `_opt` one) must return for
 /// handle `h` on a row of `vals` of the table whose handles are `own`.
@@ -191,7 +140,7 @@ fn fixed_offset_columns_read_their_own_bytes_in_every_row_form() {
     let mut i = 0;
     r.scan_each("t", |row: RowRef<'_>| {
         for (name, h) in &handles {
-            check("rowref", i, fixed_accessors!(&row, *h), name, *h);
+            check("rowref", i, accessors!(&row, *h), name, *h);
         }
         i += 1;
         Ok(())
@@ -202,11 +151,11 @@ fn fixed_offset_columns_read_their_own_bytes_in_every_row_form() {
     assert_eq!(owned.len(), vals.len());
     for (i, (id, row)) in owned.iter().enumerate() {
         for (name, h) in &handles {
-            check("owned", i, fixed_accessors!(row, *h), name, *h);
+            check("owned", i, accessors!(row, *h), name, *h);
         }
         let g = r.get("t", *id).unwrap().unwrap();
         for (name, h) in &handles {
-            check("get", i, fixed_accessors!(&g, *h), name, *h);
+            check("get", i, accessors!(&g, *h), name, *h);
         }
     }
     // Projected: the columns left out are `WrongColumn` even where the
@@ -220,7 +169,7 @@ fn fixed_offset_columns_read_their_own_bytes_in_every_row_form() {
         .collect();
     for (i, row) in projected.iter().enumerate() {
         for (name, h) in &handles {
-            for (ty, opt, g) in fixed_accessors!(row, *h) {
+            for (ty, opt, g) in accessors!(row, *h) {
                 let w = if proj.contains(h) {
                     expect(&own, &vals[i], ty, opt, *h)
                 } else {

@@ -2,6 +2,8 @@
 //! a watchdog that fails a test instead of letting it hang.
 #![allow(dead_code)]
 
+pub mod accessors;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc::{RecvTimeoutError, channel};
