@@ -14,7 +14,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{small_options, watchdog};
+use common::{position_of, small_options, table_on_disk, watchdog};
 use engine::{Column, ColumnType, Database, EngineError, RowRef, Value};
 
 type Out = Result<Option<Value>, String>;
@@ -94,26 +94,18 @@ fn a_column_count_damaged_lower_is_a_corrupt_row_not_a_null() {
         // Without checksums the damaged page is read as it is.
         let options = || small_options().checksums(false);
         let marker = "MARKER-count-9a3f";
-        let (rel, rids) = {
-            let db = Database::open(dir.path(), options()).unwrap();
-            let info = db.create_table("counted", columns()).unwrap();
-            db.create_index("counted_a", "counted", "a", true).unwrap();
-            let t = db.begin().unwrap();
-            let rids: Vec<_> = [(1, "first"), (2, marker), (3, "third")]
-                .into_iter()
-                .map(|(i, body)| t.insert("counted", values(i, body)).unwrap())
-                .collect();
-            t.commit().unwrap();
-            db.checkpoint().unwrap();
-            db.close().unwrap();
-            (info.rel, rids)
-        };
-        let file = dir.path().join("base").join(rel.0.to_string());
+        let (file, rids) = table_on_disk(
+            dir.path(),
+            options(),
+            "counted",
+            columns(),
+            |db| {
+                db.create_index("counted_a", "counted", "a", true).unwrap();
+            },
+            [(1, "first"), (2, marker), (3, "third")].map(|(i, body)| values(i, body)),
+        );
         let clean = std::fs::read(&file).unwrap();
-        let at = clean
-            .windows(marker.len())
-            .position(|w| w == marker.as_bytes())
-            .expect("the text is on the page");
+        let at = position_of(&clean, marker.as_bytes());
         // count (2), null bitmap (1), a, f, ts (8 each), body's length (4).
         let count_at = at - 4 - 24 - 1 - 2;
         assert_eq!(clean[count_at..count_at + 2], 6u16.to_le_bytes());

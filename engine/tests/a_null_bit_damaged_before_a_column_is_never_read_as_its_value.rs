@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{small_options, watchdog};
+use common::{position_of, small_options, table_on_disk, watchdog};
 use engine::{Column, ColumnType, Database, EngineError, Value};
 
 #[test]
@@ -21,32 +21,20 @@ fn a_null_bit_damaged_before_a_column_is_never_read_as_its_value() {
         let dir = tempfile::tempdir().unwrap();
         let options = || small_options().checksums(false);
         let marker = 0x5EED_0009_ABCD_EF01i64;
-        let (rel, rid) = {
-            let db = Database::open(dir.path(), options()).unwrap();
-            let info = db
-                .create_table(
-                    "nb",
-                    vec![
-                        Column::nullable("n", ColumnType::I64),
-                        Column::new("z", ColumnType::I64),
-                    ],
-                )
-                .unwrap();
-            let t = db.begin().unwrap();
-            let rid = t
-                .insert("nb", vec![Value::I64(marker), Value::I64(9)])
-                .unwrap();
-            t.commit().unwrap();
-            db.checkpoint().unwrap();
-            db.close().unwrap();
-            (info.rel, rid)
-        };
-        let file = dir.path().join("base").join(rel.0.to_string());
+        let (file, rids) = table_on_disk(
+            dir.path(),
+            options(),
+            "nb",
+            vec![
+                Column::nullable("n", ColumnType::I64),
+                Column::new("z", ColumnType::I64),
+            ],
+            |_| {},
+            [vec![Value::I64(marker), Value::I64(9)]],
+        );
+        let rid = rids[0];
         let mut bytes = std::fs::read(&file).unwrap();
-        let at = bytes
-            .windows(8)
-            .position(|w| w == marker.to_le_bytes())
-            .expect("the value is on the page");
+        let at = position_of(&bytes, &marker.to_le_bytes());
         // count (2), then the null bitmap: mark `n` NULL.
         assert_eq!(bytes[at - 3..at - 1], 2u16.to_le_bytes());
         bytes[at - 1] |= 1;

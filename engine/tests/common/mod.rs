@@ -228,6 +228,41 @@ impl bufmgr::StorageBackend for FailClogReads {
     }
 }
 
+/// A table `name` of `columns` holding `rows` (inserted in one
+/// transaction, after `prepare` ran on the new table's database: an index,
+/// say), checkpointed and closed, so its pages are on disk to be damaged.
+/// Returns the heap file's path and the rows' ids in insert order.
+pub fn table_on_disk(
+    dir: &Path,
+    options: engine::Options,
+    name: &str,
+    columns: Vec<engine::Column>,
+    prepare: impl FnOnce(&engine::Database),
+    rows: impl IntoIterator<Item = engine::Row>,
+) -> (std::path::PathBuf, Vec<engine::RowId>) {
+    let db = engine::Database::open(dir, options).unwrap();
+    let info = db.create_table(name, columns).unwrap();
+    prepare(&db);
+    let t = db.begin().unwrap();
+    let rids: Vec<engine::RowId> = rows
+        .into_iter()
+        .map(|r| t.insert(name, r).unwrap())
+        .collect();
+    t.commit().unwrap();
+    db.checkpoint().unwrap();
+    db.close().unwrap();
+    (dir.join("base").join(info.rel.0.to_string()), rids)
+}
+
+/// Where `needle` first stands in `bytes` (a marker written into a row,
+/// found in its file); panics if it is not there.
+pub fn position_of(bytes: &[u8], needle: &[u8]) -> usize {
+    bytes
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .expect("the marker is in the file")
+}
+
 /// A table `victim` (`two_columns`, unique index `victim_id` on `id` if
 /// `indexed`) of 300 rows over several pages, named "row NNNN and some
 /// bytes" but row 150, named `marker`; checkpointed and closed, so its
@@ -239,26 +274,19 @@ pub fn victim_table(
     marker: &str,
     indexed: bool,
 ) -> (std::path::PathBuf, Vec<engine::RowId>) {
-    let db = engine::Database::open(dir, options).unwrap();
-    let info = db.create_table("victim", two_columns()).unwrap();
-    if indexed {
-        db.create_index("victim_id", "victim", "id", true).unwrap();
-    }
-    let t = db.begin().unwrap();
-    let rids: Vec<engine::RowId> = (0..300)
-        .map(|i| {
-            let name = match i {
-                150 => marker.to_string(),
-                _ => format!("row {i:04} and some bytes"),
-            };
-            t.insert("victim", row(i, &name)).unwrap()
-        })
-        .collect();
-    t.commit().unwrap();
-    db.checkpoint().unwrap();
-    db.close().unwrap();
-    let file = dir.join("base").join(info.rel.0.to_string());
-    (file, rids)
+    let rows = (0..300).map(|i| {
+        let name = match i {
+            150 => marker.to_string(),
+            _ => format!("row {i:04} and some bytes"),
+        };
+        row(i, &name)
+    });
+    let prepare = |db: &engine::Database| {
+        if indexed {
+            db.create_index("victim_id", "victim", "id", true).unwrap();
+        }
+    };
+    table_on_disk(dir, options, "victim", two_columns(), prepare, rows)
 }
 
 /// The position on heap `page` of the normal line pointer whose tuple
