@@ -551,6 +551,51 @@ fn release_ahead_unpins_and_the_stream_goes_on() {
     });
 }
 
+/// Blocks released ahead whose buffers other pages then take (a pool much
+/// smaller than the reads between two blocks) are read again: the stream
+/// still hands out every block, in order, each with its own contents,
+/// whether the block comes back in the buffer it was read ahead into, in
+/// another one, or was evicted and is read again.
+#[test]
+fn blocks_released_ahead_and_evicted_meanwhile_come_back_as_themselves() {
+    with_timeout(60, || {
+        const N: BlockNumber = 48;
+        const OTHER: u32 = 32;
+        // Other blocks numbered apart from the stream's, so a buffer that
+        // holds one of them never passes for a stream block's page.
+        const OTHER_FIRST: BlockNumber = 1000;
+        const OTHER_N: BlockNumber = 64;
+        let db = TestDb::new();
+        db.create_rel(rel(REL), N);
+        db.create_rel(rel(OTHER), OTHER_FIRST + OTHER_N);
+        let pool = db.pool(small_config(24));
+        let cfg = StreamConfig::default().lookahead(8);
+        let mut s = pool.read_stream(rel(REL), 0..N, None, cfg);
+        let mut next = 0;
+        loop {
+            {
+                let Some(b) = s.next_buffer() else { break };
+                let b = b.unwrap();
+                assert_eq!(b.block(), next);
+                assert_eq!(check_page(&b.lock_shared(), next), Ok(0), "block {next}");
+            }
+            s.release_ahead();
+            // Between blocks: none, a few or enough other pages to turn
+            // the whole pool over.
+            let others = [0, 3, 40][next as usize % 3];
+            for o in 0..others {
+                let block = OTHER_FIRST + (next * 7 + o) % OTHER_N;
+                let p = pool.read_buffer(rel(OTHER), block, None).unwrap();
+                assert_eq!(check_page(&p.lock_shared(), block), Ok(0));
+            }
+            next += 1;
+        }
+        assert_eq!(next, N);
+        drop(s);
+        assert_quiet(&pool);
+    });
+}
+
 /// A block read ahead, unpinned by `release_ahead` and pinned again when its
 /// turn comes was accessed once: the evictor sees one access too (a page
 /// read once stays at the first step: COOL for HOT/COOL and probation, and

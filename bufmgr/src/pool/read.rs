@@ -451,6 +451,28 @@ impl PoolShared {
         Some(id)
     }
 
+    /// [`repin_valid`](Self::repin_valid) for a page last seen in buffer
+    /// `id`: pinned there without a lookup if the buffer still holds it
+    /// (`pin_if_tagged`'s validation), else looked up.
+    #[inline]
+    pub(crate) fn repin_valid_at(
+        &self,
+        id: BufferId,
+        tag: BufferTag,
+        ring: bool,
+    ) -> Option<BufferId> {
+        match self.pin_if_tagged(id, tag, ring) {
+            Some((id, state)) if state & VALID != 0 => Some(id),
+            Some((id, _)) => {
+                // Retagged to this page and being read again: the caller's
+                // read waits for that read.
+                self.desc(id).unpin();
+                None
+            }
+            None => self.repin_valid(tag, ring),
+        }
+    }
+
     /// A hit on a page that is not valid: being read by someone else, or
     /// their read failed. Wait, or retry the read. The access is counted.
     #[cold]

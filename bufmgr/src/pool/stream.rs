@@ -318,9 +318,10 @@ struct OpState {
 enum Item {
     /// Read and pinned by the stream.
     Pinned(BufferId),
-    /// Read ahead, then unpinned by [`ReadStream::release_ahead`]: pinned
-    /// again (normally a hit) when its turn comes.
-    Ahead(BlockNumber),
+    /// Read ahead into buffer `id`, then unpinned by
+    /// [`ReadStream::release_ahead`]: pinned again when its turn comes,
+    /// normally in the same buffer (then without a lookup).
+    Ahead { block: BlockNumber, id: BufferId },
     /// This block failed; the stream ends here.
     Failed(Error),
 }
@@ -779,6 +780,10 @@ pub struct ReadStream {
     /// after `queue`.
     ops: VecDeque<OpState>,
     queue: VecDeque<Item>,
+    /// How many of `queue`'s items are [`Item::Pinned`]: they are the
+    /// newest ones (collected since the last `release_ahead`), so the
+    /// release walks back from the end only that far.
+    pinned: usize,
     /// An operation stopped starting at an error: nothing is started after it.
     stopped: bool,
     done: bool,
@@ -934,6 +939,7 @@ impl BufferPool {
             io_combine: config.io_combine.clamp(1, MAX_IO_COMBINE),
             ops: VecDeque::new(),
             queue: VecDeque::new(),
+            pinned: 0,
             stopped: false,
             done: false,
             held: 0,
@@ -960,12 +966,14 @@ impl ReadStream {
             // `WaitReadBuffers` for the operation holding the next block.
             if let Some(op) = self.ops.pop_front() {
                 self.adapt_distance(&op);
-                let shared = &self.shared;
-                let queue = &mut self.queue;
-                with_local(shared, |local| op.collect(shared, local, queue));
+                self.collect(op);
             }
         }
-        let Some(item) = self.queue.pop_front() else {
+        let item = self.queue.pop_front();
+        if let Some(Item::Pinned(_)) = item {
+            self.pinned -= 1;
+        }
+        let Some(item) = item else {
             // `refill` starts the consumer's next block or keeps the error
             // that stopped it, and an operation yields an item per block:
             // a stream never just ends before its last block.
@@ -982,7 +990,7 @@ impl ReadStream {
         }
         let id = match item {
             Item::Pinned(id) => id,
-            Item::Ahead(block) => {
+            Item::Ahead { block, id } => {
                 // Counted when it was read ahead: pinned again without
                 // counting, unless it was evicted meanwhile (then it is
                 // read again, a real access). Nor does the evictor count
@@ -992,7 +1000,7 @@ impl ReadStream {
                 // every scan page HOT, and promoted it out of probation).
                 let tag = BufferTag::new(self.rf, block);
                 let shared = &self.shared;
-                match shared.repin_valid(tag, true) {
+                match shared.repin_valid_at(id, tag, true) {
                     Some(id) => id,
                     None => {
                         let mut ring = self.ring.as_mut();
@@ -1171,6 +1179,7 @@ impl ReadStream {
     }
 
     fn release_queue(&mut self) {
+        self.pinned = 0;
         for item in self.queue.drain(..) {
             if let Item::Pinned(id) = item {
                 self.shared.desc(id).unpin();
@@ -1186,28 +1195,48 @@ impl ReadStream {
     pub fn release_ahead(&mut self) {
         // Submitted reads are finished first: nothing stays in progress.
         while let Some(op) = self.ops.pop_front() {
-            let shared = &self.shared;
-            let queue = &mut self.queue;
-            with_local(shared, |local| op.collect(shared, local, queue));
+            self.collect(op);
         }
-        for item in self.queue.iter_mut() {
+        for item in self.queue.iter_mut().rev() {
+            if self.pinned == 0 {
+                break;
+            }
             if let Item::Pinned(id) = *item {
                 let d = self.shared.desc(id);
                 let block = d.tag().expect("a pinned valid buffer has a tag").block;
                 d.unpin();
-                *item = Item::Ahead(block);
+                *item = Item::Ahead { block, id };
+                self.pinned -= 1;
             }
         }
+        debug_assert_eq!(self.pinned, 0, "every pinned item was released");
         self.settle_budget();
+    }
+
+    /// `WaitReadBuffers` for `op`: its blocks' items go to the end of the
+    /// queue, the pinned ones counted.
+    fn collect(&mut self, op: OpState) {
+        let before = self.queue.len();
+        let shared = &self.shared;
+        let queue = &mut self.queue;
+        with_local(shared, |local| op.collect(shared, local, queue));
+        self.pinned += self
+            .queue
+            .range(before..)
+            .filter(|i| matches!(i, Item::Pinned(_)))
+            .count();
     }
 
     /// Blocks read and pinned ahead of the consumer right now.
     pub fn pinned_ahead(&self) -> usize {
-        self.queue
-            .iter()
-            .filter(|i| matches!(i, Item::Pinned(_)))
-            .count()
-            + self.ops.iter().map(OpState::len).sum::<usize>()
+        debug_assert_eq!(
+            self.pinned,
+            self.queue
+                .iter()
+                .filter(|i| matches!(i, Item::Pinned(_)))
+                .count()
+        );
+        self.pinned + self.ops.iter().map(OpState::len).sum::<usize>()
     }
 
     /// The most blocks the stream starts ahead: the lookahead after the
