@@ -78,12 +78,25 @@ pub struct OwnedRow {
 #[derive(Clone)]
 enum Repr {
     /// Its values (the reads other than a scan, and a scanned row once it
-    /// has been changed in place).
-    Values { values: Row, shape: Arc<Shape> },
+    /// has been changed in place), boxed: a scan's loop drops a row with
+    /// an inlined decrement, and this variant's drop (every value's, then
+    /// the vector's) stays behind one call instead of being inlined there
+    /// beside it; a row is two words, not five.
+    Values(Box<Values>),
     /// A scanned row: entry `slot` of its page's shared copy (its id, its
     /// tuple, checked whole when the page was read, and its values once
     /// built). Two words: a scan hands out a row by moving just these.
     Scanned { page: Counted<PageCopy>, slot: u32 },
+}
+
+/// Two words: a scan hands a row out by moving these (with its id).
+const _: () = assert!(std::mem::size_of::<OwnedRow>() == 16);
+
+/// The values of a row that is not (or no longer) a scan's.
+#[derive(Clone)]
+struct Values {
+    values: Row,
+    shape: Arc<Shape>,
 }
 
 /// A copy of one page's tuples is shorter than a page, so its offsets fit
@@ -346,7 +359,7 @@ impl PageCopy {
 impl OwnedRow {
     pub(crate) fn new(values: Row, shape: Arc<Shape>) -> OwnedRow {
         OwnedRow {
-            repr: Repr::Values { values, shape },
+            repr: Repr::Values(Box::new(Values { values, shape })),
         }
     }
 
@@ -362,7 +375,7 @@ impl OwnedRow {
     #[inline]
     fn shape(&self) -> &Arc<Shape> {
         match &self.repr {
-            Repr::Values { shape, .. } => shape,
+            Repr::Values(v) => &v.shape,
             Repr::Scanned { page, .. } => &page.shape,
         }
     }
@@ -376,7 +389,7 @@ impl OwnedRow {
     /// The values, taken out.
     pub fn into_values(self) -> Row {
         match self.repr {
-            Repr::Values { values, .. } => values,
+            Repr::Values(v) => v.values,
             // Shared with the row's clones (if any): copied, not taken.
             Repr::Scanned { page, slot } => match page.built(slot).get() {
                 Some(v) => v.clone(),
@@ -389,7 +402,7 @@ impl OwnedRow {
     #[inline]
     fn materialised(&self) -> &Row {
         match &self.repr {
-            Repr::Values { values, .. } => values,
+            Repr::Values(v) => &v.values,
             Repr::Scanned { page, slot } => page.built(*slot).get_or_init(|| page.decode(*slot)),
         }
     }
@@ -714,16 +727,18 @@ impl std::ops::DerefMut for OwnedRow {
         if let Repr::Scanned { page, .. } = &self.repr {
             // From now on the values are the row.
             let shape = page.shape.clone();
-            let placeholder = Repr::Values {
+            let values = Box::new(Values {
                 values: Vec::new(),
-                shape: shape.clone(),
-            };
-            let scanned = std::mem::replace(&mut self.repr, placeholder);
+                shape,
+            });
+            let scanned = std::mem::replace(&mut self.repr, Repr::Values(values));
             let values = OwnedRow { repr: scanned }.into_values();
-            self.repr = Repr::Values { values, shape };
+            if let Repr::Values(v) = &mut self.repr {
+                v.values = values;
+            }
         }
         match &mut self.repr {
-            Repr::Values { values, .. } => values,
+            Repr::Values(v) => &mut v.values,
             Repr::Scanned { .. } => unreachable!("a scanned row was made of values just above"),
         }
     }
