@@ -170,6 +170,9 @@ fn cmp_item(
     }
     // A compact page's first data item is its minus-infinity pivot.
     let compact_first = i == usize::from(h.flags & HAS_HIGH_KEY != 0);
+    if len == fixed + 8 {
+        return cmp_word_item(p, off, layout, compact_first, key, tid);
+    }
     if len <= SMALL_ITEM {
         let mut buf = [0u8; SMALL_ITEM];
         p.read(off, &mut buf[..len])?;
@@ -196,6 +199,47 @@ fn cmp_item(
     }
     let ord = cmp_key(p, off + head, klen, key)?;
     let item_tid = Tid::new(p.u32_le(t)?, p.u16_le(t + 4)?);
+    Some((child, ord.then(item_tid.cmp(&tid))))
+}
+
+/// [`cmp_item`] on an item of an 8-byte key (every `i64` key's pivot, the
+/// common case) at `off`: its fields read as words straight from the
+/// page (`OptimisticPage::u64_le`), nothing copied out. The same checks
+/// and the same order as [`cmp_small_item`].
+fn cmp_word_item(
+    p: &OptimisticPage<'_>,
+    off: usize,
+    layout: Layout,
+    compact_first: bool,
+    key: &[u8],
+    tid: Tid,
+) -> Option<(BlockNumber, Ordering)> {
+    let head = layout.header_len();
+    let minus_infinity = match layout {
+        Layout::Compact => compact_first,
+        Layout::Headed => {
+            let h = p.u32_le(off)?;
+            let (klen, flags) = (h as u16, (h >> 16) as u16);
+            if klen != 8 || flags & !MINUS_INFINITY != 0 {
+                return None;
+            }
+            flags & MINUS_INFINITY != 0
+        }
+    };
+    let t = off + head + 8;
+    // The TID's 6 bytes, then the child's 4: bytes t..t + 10 as the low
+    // 6 bytes of one word and the high 4 of another (t + 10 is the item's
+    // end, inside the page: checked by the caller).
+    let tid_word = p.u64_le(t)?;
+    let child = (p.u64_le(t + 2)? >> 32) as u32;
+    if minus_infinity {
+        return Some((child, Ordering::Less));
+    }
+    // The key's bytes in page order; `page::cmp_keys` compares two 8-byte
+    // keys as one big-endian integer.
+    let stored = p.u64_le(off + head)?.to_le_bytes();
+    let ord = crate::page::cmp_keys(&stored, key);
+    let item_tid = Tid::new(tid_word as u32, (tid_word >> 32) as u16);
     Some((child, ord.then(item_tid.cmp(&tid))))
 }
 
@@ -375,6 +419,39 @@ mod tests {
                 Tid::new(u32::MAX, u16::MAX),
             ] {
                 probes.push((Key::I64(k).encode(), tid));
+            }
+        }
+        agree(&index, &probes);
+    }
+
+    #[test]
+    fn the_optimistic_step_agrees_with_the_locked_page_on_repeated_i64_keys_in_both_layouts() {
+        for layout in [Layout::Compact, Layout::Headed] {
+            repeated_i64_keys(layout);
+        }
+    }
+
+    /// Each key 100 times (TIDs (i, 1) in order), so pivots share keys and
+    /// their TIDs decide: probes at every key with TIDs just below, at and
+    /// just above each of its rows', in both fields of the TID.
+    fn repeated_i64_keys(layout: Layout) {
+        const REPEATS: u32 = 100;
+        let (_dir, index) = built(KeyType::I64, layout, 200_000, |i| {
+            Key::I64(i64::from(i / REPEATS))
+        });
+        let mut probes = Vec::new();
+        for k in (0..2_000u32).step_by(13) {
+            let key = Key::I64(i64::from(k)).encode();
+            for i in (k * REPEATS..(k + 1) * REPEATS).step_by(7) {
+                for tid in [
+                    Tid::new(i, 0),
+                    Tid::new(i, 1),
+                    Tid::new(i, 2),
+                    Tid::new(i, 0x100),
+                    Tid::new(i.saturating_sub(1), u16::MAX),
+                ] {
+                    probes.push((key.clone(), tid));
+                }
             }
         }
         agree(&index, &probes);

@@ -250,6 +250,40 @@ impl Arena {
         unsafe { std::slice::from_raw_parts_mut(self.page_ptr(id), PAGE_SIZE) }
     }
 
+    /// The 8 bytes of page `id` at `offset` (any alignment) as a
+    /// little-endian `u64`, for an optimistic read (rule 4): the one or two
+    /// aligned words that hold them, loaded with relaxed atomic loads and
+    /// shifted together in registers (no copy through memory, whose narrow
+    /// stores a wide reload would wait on). `None` (nothing read) if the
+    /// range leaves the page.
+    #[inline]
+    pub fn load_u64_le(&self, id: BufferId, offset: usize) -> Option<u64> {
+        if offset > PAGE_SIZE - 8 {
+            return None;
+        }
+        let base = self.page_ptr(id);
+        let aligned = offset & !7;
+        let shift = (offset & 7) * 8;
+        // SAFETY: `aligned` is a multiple of 8 at or below `offset`, and
+        // `aligned + 8 <= PAGE_SIZE`, so the word lies inside the page,
+        // inside the mapping, which lives as long as `self`; pages start at
+        // multiples of PAGE_SIZE from the page-aligned base, so the address
+        // is 8-aligned as `from_ptr` requires. The load may race a writer's
+        // plain store (rule 4); the caller validates before using it.
+        let low = u64::from_le(unsafe {
+            AtomicU64::from_ptr(base.add(aligned).cast::<u64>()).load(Ordering::Relaxed)
+        });
+        if shift == 0 {
+            return Some(low);
+        }
+        // SAFETY: as above for the next word: `offset` is not a multiple
+        // of 8 and `offset + 8 <= PAGE_SIZE`, so `aligned + 16 <= PAGE_SIZE`.
+        let high = u64::from_le(unsafe {
+            AtomicU64::from_ptr(base.add(aligned + 8).cast::<u64>()).load(Ordering::Relaxed)
+        });
+        Some((low >> shift) | (high << (64 - shift)))
+    }
+
     /// Copy `out.len()` bytes of page `id` from `offset` into `out` with
     /// relaxed atomic loads, for an optimistic read (rule 4): no slice of
     /// the page is made, so the bytes may change meanwhile and the caller
@@ -413,6 +447,25 @@ mod tests {
             }
         }
         assert!(!a.load_bytes(1, usize::MAX, &mut out[..1]), "no overflow");
+    }
+
+    #[test]
+    fn load_u64_le_reads_the_8_bytes_at_every_offset() {
+        let a = Arena::new(2, false).unwrap();
+        // SAFETY: single-threaded test, no other view exists.
+        let page = unsafe { a.page_mut(1) };
+        for (i, b) in page.iter_mut().enumerate() {
+            *b = (i * 7 + i / 251) as u8;
+        }
+        // SAFETY: as above; the mutable view is no longer used.
+        let page = unsafe { a.page(1) };
+        for offset in (0..64).chain(PAGE_SIZE - 24..=PAGE_SIZE) {
+            let want = page
+                .get(offset..offset + 8)
+                .map(|b| u64::from_le_bytes(b.try_into().unwrap()));
+            assert_eq!(a.load_u64_le(1, offset), want, "offset {offset}");
+        }
+        assert_eq!(a.load_u64_le(1, usize::MAX), None, "no overflow");
     }
 
     #[test]

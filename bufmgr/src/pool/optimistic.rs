@@ -64,6 +64,13 @@ impl OptimisticPage<'_> {
         self.array(offset).map(u32::from_le_bytes)
     }
 
+    /// The little-endian `u64` of the 8 bytes at `offset`, any alignment
+    /// (two word loads at most, combined in registers).
+    #[inline]
+    pub fn u64_le(&self, offset: usize) -> Option<u64> {
+        self.arena.load_u64_le(self.id, offset)
+    }
+
     /// The page's size.
     pub const fn len(&self) -> usize {
         PAGE_SIZE
