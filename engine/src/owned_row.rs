@@ -82,7 +82,7 @@ enum Repr {
     /// an inlined decrement, and this variant's drop (every value's, then
     /// the vector's) stays behind one call instead of being inlined there
     /// beside it; a row is two words, not five.
-    Values(Box<Values>),
+    Values(BoxedValues),
     /// A scanned row: entry `slot` of its page's shared copy (its id, its
     /// tuple, checked whole when the page was read, and its values once
     /// built). Two words: a scan hands out a row by moving just these.
@@ -97,6 +97,54 @@ const _: () = assert!(std::mem::size_of::<OwnedRow>() == 16);
 struct Values {
     values: Row,
     shape: Arc<Shape>,
+}
+
+/// [`Values`] boxed, with the drop of what the box holds out of line: a
+/// row's drop glue is then small enough to be inlined into a scan's loop
+/// (the page handle's decrement, and a call on this variant's side only).
+/// The box is `None` only once taken (by `into_inner`, or the drop).
+#[derive(Clone)]
+struct BoxedValues(Option<Box<Values>>);
+
+impl BoxedValues {
+    fn new(values: Values) -> BoxedValues {
+        BoxedValues(Some(Box::new(values)))
+    }
+
+    #[inline]
+    fn get(&self) -> &Values {
+        self.0
+            .as_deref()
+            .expect("a row's values are there until it is dropped")
+    }
+
+    #[inline]
+    fn get_mut(&mut self) -> &mut Values {
+        self.0
+            .as_deref_mut()
+            .expect("a row's values are there until it is dropped")
+    }
+
+    fn into_inner(mut self) -> Values {
+        *self
+            .0
+            .take()
+            .expect("a row's values are there until it is dropped")
+    }
+}
+
+impl Drop for BoxedValues {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // `take` leaves `None` in place, which the field's own drop then
+        // sees (inlined here) and skips: only the call below drops values.
+        drop_values(self.0.take());
+    }
+}
+
+#[inline(never)]
+fn drop_values(values: Option<Box<Values>>) {
+    drop(values);
 }
 
 /// A copy of one page's tuples is shorter than a page, so its offsets fit
@@ -359,7 +407,7 @@ impl PageCopy {
 impl OwnedRow {
     pub(crate) fn new(values: Row, shape: Arc<Shape>) -> OwnedRow {
         OwnedRow {
-            repr: Repr::Values(Box::new(Values { values, shape })),
+            repr: Repr::Values(BoxedValues::new(Values { values, shape })),
         }
     }
 
@@ -375,7 +423,7 @@ impl OwnedRow {
     #[inline]
     fn shape(&self) -> &Arc<Shape> {
         match &self.repr {
-            Repr::Values(v) => &v.shape,
+            Repr::Values(v) => &v.get().shape,
             Repr::Scanned { page, .. } => &page.shape,
         }
     }
@@ -389,7 +437,7 @@ impl OwnedRow {
     /// The values, taken out.
     pub fn into_values(self) -> Row {
         match self.repr {
-            Repr::Values(v) => v.values,
+            Repr::Values(v) => v.into_inner().values,
             // Shared with the row's clones (if any): copied, not taken.
             Repr::Scanned { page, slot } => match page.built(slot).get() {
                 Some(v) => v.clone(),
@@ -402,7 +450,7 @@ impl OwnedRow {
     #[inline]
     fn materialised(&self) -> &Row {
         match &self.repr {
-            Repr::Values(v) => &v.values,
+            Repr::Values(v) => &v.get().values,
             Repr::Scanned { page, slot } => page.built(*slot).get_or_init(|| page.decode(*slot)),
         }
     }
@@ -727,18 +775,18 @@ impl std::ops::DerefMut for OwnedRow {
         if let Repr::Scanned { page, .. } = &self.repr {
             // From now on the values are the row.
             let shape = page.shape.clone();
-            let values = Box::new(Values {
+            let values = BoxedValues::new(Values {
                 values: Vec::new(),
                 shape,
             });
             let scanned = std::mem::replace(&mut self.repr, Repr::Values(values));
             let values = OwnedRow { repr: scanned }.into_values();
             if let Repr::Values(v) = &mut self.repr {
-                v.values = values;
+                v.get_mut().values = values;
             }
         }
         match &mut self.repr {
-            Repr::Values(v) => &mut v.values,
+            Repr::Values(v) => &mut v.get_mut().values,
             Repr::Scanned { .. } => unreachable!("a scanned row was made of values just above"),
         }
     }
