@@ -435,8 +435,21 @@ impl FileStorage {
     /// for a time stamp nothing here reads. The kernel refuses `O_NOATIME`
     /// (`EPERM`) on a file this process's user does not own; such a file
     /// is opened without it.
+    ///
+    /// A new file is created without the flag and given it afterwards
+    /// (`F_SETFL`, where allowed): on a file system that gives new files
+    /// an owner of its own (NFS with `all_squash`, vfat or CIFS mounted
+    /// with `uid=`, FUSE) the kernel creates the file and only then
+    /// refuses `O_NOATIME`, and a second exclusive create would find the
+    /// file the first made (`EEXIST`), which `create` takes for one that
+    /// was already there: neither opened nor its directory entry synced.
     fn open_file(&self, path: &Path, create_new: bool) -> io::Result<File> {
-        let open = |flags| self.options_with(flags).create_new(create_new).open(path);
+        if create_new {
+            let file = self.options().create_new(true).open(path)?;
+            set_noatime(&file);
+            return Ok(file);
+        }
+        let open = |flags| self.options_with(flags).open(path);
         match open(libc::O_NOATIME) {
             Err(e) if e.raw_os_error() == Some(libc::EPERM) => open(0),
             r => r,
@@ -677,6 +690,21 @@ pub fn fs_magic_name(magic: i64) -> String {
         _ => return format!("unknown (f_type {magic:#x})"),
     };
     name.to_string()
+}
+
+/// Add `O_NOATIME` to `file`'s open flags if the kernel allows it (it
+/// refuses, `EPERM`, on a file this process's user does not own; then the
+/// descriptor stays as it is: reads work the same, with access times).
+fn set_noatime(file: &File) {
+    let fd = file.as_raw_fd();
+    // SAFETY: F_GETFL on a descriptor `file` owns reads its flags only.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags >= 0 && flags & libc::O_NOATIME == 0 {
+        // SAFETY: F_SETFL changes only the status flags of `file`'s open
+        // file description (access mode and creation flags are ignored);
+        // a refusal leaves them as they were.
+        unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NOATIME) };
+    }
 }
 
 pub(super) fn fsync_dir(dir: &Path) -> Result<()> {
