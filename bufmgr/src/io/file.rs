@@ -733,7 +733,25 @@ impl StorageBackend for FileStorage {
                 self.insert_open(rf, path, file, 0);
                 self.fsync_base()
             }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+            // Already there (made before a crash, or by a replayed create):
+            // it is the relation's file if it is a file. Anything else
+            // in its place is an error now, not at the relation's first use.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match fs::metadata(&path) {
+                Ok(m) if m.is_file() => Ok(()),
+                Ok(m) => Err(Error::CorruptFile {
+                    relfork: rf,
+                    path,
+                    detail: format!(
+                        "the relation's file is {}, not a regular file",
+                        if m.is_dir() {
+                            "a directory"
+                        } else {
+                            "a special file"
+                        }
+                    ),
+                }),
+                Err(e) => Err(Error::io("create", rf, &path, e)),
+            },
             Err(e) => Err(self.open_error("create", rf, &path, e)),
         }
     }
@@ -931,6 +949,23 @@ mod tests {
         );
         let atime = fs::metadata(&path).unwrap().accessed().unwrap();
         assert_eq!(atime, old, "the read updated the access time");
+    }
+
+    #[test]
+    fn creating_a_relation_whose_path_is_a_directory_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = FileStorage::open(dir.path()).unwrap();
+        let rf = RelFork::main(RelId(6));
+        fs::create_dir(dir.path().join("base/6")).unwrap();
+        let e = s.create(rf).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, Error::CorruptFile { .. }), "{e:?}");
+        assert!(msg.contains("base/6") && msg.contains("directory"), "{msg}");
+        // A file already there (left by a crash) is taken as it is.
+        let other = RelFork::main(RelId(8));
+        fs::write(dir.path().join("base/8"), vec![0u8; PAGE_SIZE]).unwrap();
+        s.create(other).unwrap();
+        assert_eq!(s.nblocks(other).unwrap(), 1);
     }
 
     #[test]
