@@ -2,8 +2,9 @@
 //! (bufmgr's `BufferPool::read_optimistic`: no pin, no content lock, the
 //! page's bytes copied out with relaxed atomic loads and validated by the
 //! buffer's version afterwards). The header is copied out in one read and
-//! parsed once per page; a probe copies one item pointer and, for a small
-//! item, the whole item in one read. See "Optimistic descents" in the crate README.
+//! parsed once per page; a probe copies one item pointer, then reads an
+//! 8-byte key's item (every `i64` pivot) as words straight from the page,
+//! or copies any other small item whole in one read. See "Optimistic descents" in the crate README.
 //!
 //! [`inner_step`] makes the decisions [`TreePage`](crate::page::TreePage)
 //! makes under a shared lock (the header checks of `TreePage::parse`,
@@ -140,9 +141,9 @@ fn header(p: &OptimisticPage<'_>, level: u32) -> Option<Header> {
     })
 }
 
-/// Items up to this many bytes are copied out whole in one read (an `i64`
-/// key's pivot is 18 bytes compact, 22 headed); longer ones are read field by field and their
-/// key compared in chunks.
+/// Items up to this many bytes (other than an 8-byte key's, read as words
+/// by [`cmp_word_item`]) are copied out whole in one read; longer ones are
+/// read field by field and their key compared in chunks.
 const SMALL_ITEM: usize = 48;
 
 /// Item `i`'s child block and its order against the position (`key`,
