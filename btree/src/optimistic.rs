@@ -23,8 +23,9 @@ use bufmgr::{BlockNumber, OptimisticPage, PAGE_SIZE};
 use heap::tuple::Tid;
 
 use crate::page::{
-    BTREE_MAGIC, CHILD_SIZE, HAS_HIGH_KEY, HEADER_SIZE, ITEM_FIXED, ITEM_POINTER_SIZE, KNOWN_FLAGS,
-    LEAF, Layout, MAX_KEY_SIZE, META_BLOCK, MINUS_INFINITY, NO_RIGHT, ROOT,
+    BTREE_MAGIC, CHILD_SIZE, DEDUP, FIXED, HAS_HIGH_KEY, HEADER_SIZE, ITEM_FIXED,
+    ITEM_POINTER_SIZE, KNOWN_FLAGS, LEAF, Layout, MAX_KEY_SIZE, META_BLOCK, MINUS_INFINITY,
+    NO_RIGHT, ROOT,
 };
 
 /// Where a descent goes from an internal page.
@@ -111,7 +112,9 @@ fn header(p: &OptimisticPage<'_>, level: u32) -> Option<Header> {
         return None;
     }
     let flags = u16_at(14);
-    if flags & !KNOWN_FLAGS != 0 || flags & LEAF != 0 || level == 0 {
+    // FIXED and DEDUP are flags of compact leaves only (`TreePage::parse`
+    // refuses them on any other page).
+    if flags & !KNOWN_FLAGS != 0 || flags & (LEAF | FIXED | DEDUP) != 0 || level == 0 {
         return None;
     }
     if u32_at(16) != level {
