@@ -24,8 +24,9 @@ use bufmgr::{BlockNumber, OptimisticPage, PAGE_SIZE};
 use heap::tuple::Tid;
 
 use crate::page::{
-    BTREE_MAGIC, CHILD_SIZE, HAS_HIGH_KEY, HEADER_SIZE, ITEM_FIXED, ITEM_POINTER_SIZE, KNOWN_FLAGS,
-    LEAF, Layout, MAX_KEY_SIZE, META_BLOCK, MINUS_INFINITY, NO_RIGHT, ROOT,
+    BTREE_MAGIC, CHILD_SIZE, DEDUP, FIXED, HAS_HIGH_KEY, HEADER_SIZE, ITEM_FIXED,
+    ITEM_POINTER_SIZE, KNOWN_FLAGS, LEAF, Layout, MAX_KEY_SIZE, META_BLOCK, MINUS_INFINITY,
+    NO_RIGHT, ROOT,
 };
 
 /// Where a descent goes from an internal page.
@@ -112,7 +113,9 @@ fn header(p: &OptimisticPage<'_>, level: u32) -> Option<Header> {
         return None;
     }
     let flags = u16_at(14);
-    if flags & !KNOWN_FLAGS != 0 || flags & LEAF != 0 || level == 0 {
+    // FIXED and DEDUP are flags of compact leaves only (`TreePage::parse`
+    // refuses them on any other page).
+    if flags & !KNOWN_FLAGS != 0 || flags & (LEAF | FIXED | DEDUP) != 0 || level == 0 {
         return None;
     }
     if u32_at(16) != level {
@@ -521,5 +524,134 @@ mod tests {
         probes.push((Vec::new(), Tid::new(0, 0)));
         probes.push((vec![0xFF; 400], Tid::new(0, 0)));
         agree(&index, &probes);
+    }
+
+    #[test]
+    fn the_optimistic_step_never_answers_where_the_locked_page_differs_on_damaged_i64_pivots() {
+        for layout in [Layout::Compact, Layout::Headed] {
+            damaged_i64_pivots(layout);
+        }
+    }
+
+    /// Internal pages of an `i64` index damaged at random (item pointer
+    /// offsets moved by a few bytes either way or to the page's end, lengths
+    /// set to the 8-byte-key item's and its neighbours', key length and flag
+    /// bytes, key, TID and child bytes, header flags): wherever the locked
+    /// page answers, the optimistic step says the same or declines; where
+    /// the locked page is `Corrupt`, it declines.
+    fn damaged_i64_pivots(layout: Layout) {
+        use rand::{RngExt, SeedableRng};
+        let (_dir, index) = built(KeyType::I64, layout, 200_000, |i| {
+            Key::I64(i64::from(i / 3) * 3 - 100_000)
+        });
+        let rf = index.relfork();
+        let nblocks = index.pool().nblocks(rf).expect("nblocks");
+        let head = layout.header_len();
+        let word_len = head + 8 + ITEM_FIXED + CHILD_SIZE;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed + head as u64);
+        let mut probes = Vec::new();
+        for k in (-100_010..100_010i64).step_by(4_999) {
+            for tid in [
+                Tid::new(0, 0),
+                Tid::new(66_000, 1),
+                Tid::new(u32::MAX, u16::MAX),
+            ] {
+                probes.push((Key::I64(k).encode(), tid));
+            }
+        }
+        let (mut answered, mut refused) = (0u64, 0u64);
+        for block in 1..nblocks {
+            let (level, original) = {
+                let page = index.read_shared(block).expect("read");
+                let tp = TreePage::parse(&page, index.page_id(block)).expect("parse");
+                (tp.level, page.to_vec())
+            };
+            if level == 0 {
+                continue;
+            }
+            let lower = usize::from(u16::from_le_bytes([original[24], original[25]]));
+            let nitems = (lower - HEADER_SIZE) / ITEM_POINTER_SIZE;
+            for _ in 0..300 {
+                let mut page = original.clone();
+                for _ in 0..rng.random_range(1..4) {
+                    let i = rng.random_range(0..nitems);
+                    let ptr = HEADER_SIZE + i * ITEM_POINTER_SIZE;
+                    let off = usize::from(u16::from_le_bytes([page[ptr], page[ptr + 1]]));
+                    match rng.random_range(0..8) {
+                        0 => {
+                            let d = rng.random_range(-9i64..=9) as usize;
+                            let o = off.wrapping_add(d) as u16;
+                            page[ptr..ptr + 2].copy_from_slice(&o.to_le_bytes());
+                        }
+                        1 => {
+                            let len = (word_len as i64 + rng.random_range(-2i64..=2)) as u16;
+                            page[ptr + 2..ptr + 4].copy_from_slice(&len.to_le_bytes());
+                        }
+                        2 => {
+                            let back = rng.random_range(0..word_len + 2) as u16;
+                            let o = PAGE_SIZE as u16 - back;
+                            page[ptr..ptr + 2].copy_from_slice(&o.to_le_bytes());
+                            page[ptr + 2..ptr + 4]
+                                .copy_from_slice(&(word_len as u16).to_le_bytes());
+                        }
+                        3 => page[14] ^= 1 << rng.random_range(0..8),
+                        _ => {
+                            let at = (off + rng.random_range(0..word_len)).min(PAGE_SIZE - 1);
+                            page[at] ^= 1 << rng.random_range(0..8);
+                        }
+                    }
+                }
+                {
+                    let mut w = index
+                        .pool()
+                        .read_buffer(rf, block, None)
+                        .expect("read")
+                        .lock_exclusive();
+                    w.copy_from_slice(&page);
+                }
+                for _ in 0..8 {
+                    drop(index.read_shared(block).expect("read"));
+                }
+                for (k, tid) in &probes {
+                    let pinned = (|| {
+                        let page = index.read_shared(block)?;
+                        let tp = TreePage::parse(&page, index.page_id(block))?;
+                        if tp.level != level {
+                            return Err(index.page_id(block).corrupt("level"));
+                        }
+                        Ok(Step {
+                            root: tp.is_root(),
+                            next: if tp.beyond_high_key_at(k, *tid)? {
+                                Next::Right(tp.right)
+                            } else {
+                                Next::Child(tp.child_for_at(k, *tid)?)
+                            },
+                        })
+                    })();
+                    let optimistic = index
+                        .pool()
+                        .read_optimistic(rf, block, |p| inner_step(p, k, *tid, level))
+                        .expect("a quiet resident page is read optimistically");
+                    match (&pinned, optimistic) {
+                        (_, None) => refused += 1,
+                        (Ok(p), Some(o)) if *p == o => answered += 1,
+                        _ => panic!(
+                            "block {block}, key {k:?}, {tid:?}: optimistic {optimistic:?}, \
+                             locked {pinned:?}"
+                        ),
+                    }
+                }
+            }
+            let mut w = index
+                .pool()
+                .read_buffer(rf, block, None)
+                .expect("read")
+                .lock_exclusive();
+            w.copy_from_slice(&original);
+        }
+        assert!(
+            answered > 0 && refused > 0,
+            "{answered} answered, {refused} refused"
+        );
     }
 }

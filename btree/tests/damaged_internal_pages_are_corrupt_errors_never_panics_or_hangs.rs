@@ -181,3 +181,37 @@ fn an_insert_through_a_page_whose_right_link_is_itself_is_corrupt_not_an_endless
         assert!(failed > 0, "no insert went through the damaged page");
     });
 }
+
+/// `FIXED` (0x40) and `DEDUP` (0x80) belong to compact leaves only:
+/// `TreePage::parse` refuses an internal page flagged with either, so the
+/// optimistic step must refuse it too, or a lookup answers through a page
+/// that the pinned read of the same page calls damaged (and whether it
+/// errs then depends on whether the page was resident).
+fn leaf_only_flag_on_an_internal_page_makes_lookups_through_it_corrupt(flag: u16, layout: Layout) {
+    fn damage(p: &mut [u8], flag: u16) {
+        let flags = u16_at(p, 14) | flag;
+        p[14..16].copy_from_slice(&flags.to_le_bytes());
+    }
+    let failed = match flag {
+        0x40 => damage_and_look_up_in(layout, |p, _| damage(p, 0x40)),
+        _ => damage_and_look_up_in(layout, |p, _| damage(p, 0x80)),
+    };
+    assert!(
+        failed > 0 && failed.is_multiple_of(3),
+        "flag {flag:#x}, {layout:?}: {failed} lookups failed (every lookup through the page must)"
+    );
+}
+
+#[test]
+fn a_fixed_flag_on_an_internal_page_makes_lookups_through_it_corrupt() {
+    for layout in [Layout::Compact, Layout::Headed] {
+        leaf_only_flag_on_an_internal_page_makes_lookups_through_it_corrupt(0x40, layout);
+    }
+}
+
+#[test]
+fn a_dedup_flag_on_an_internal_page_makes_lookups_through_it_corrupt() {
+    for layout in [Layout::Compact, Layout::Headed] {
+        leaf_only_flag_on_an_internal_page_makes_lookups_through_it_corrupt(0x80, layout);
+    }
+}
