@@ -12,11 +12,14 @@
 //! that file system does (creating the file first if asked to). It also
 //! counts `fsync` calls.
 
+mod common;
+
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use bufmgr::tag::{BufferTag, PAGE_SIZE, RelFork, RelId};
 use bufmgr::{FileStorage, StorageBackend};
+use common::open_flags;
 
 /// The path whose opens with `O_NOATIME` are refused (null: none).
 static REFUSED: AtomicPtr<c_char> = AtomicPtr::new(std::ptr::null_mut());
@@ -66,21 +69,6 @@ pub extern "C" fn fsync(fd: c_int) -> c_int {
     FSYNCS.fetch_add(1, Ordering::SeqCst);
     // SAFETY: the caller's descriptor, passed on.
     unsafe { libc::syscall(libc::SYS_fsync, fd) as c_int }
-}
-
-/// The open flags of this process's descriptors of `path`.
-fn open_flags(path: &std::path::Path) -> Vec<i64> {
-    std::fs::read_dir("/proc/self/fd")
-        .unwrap()
-        .flatten()
-        .filter(|e| std::fs::read_link(e.path()).ok().as_deref() == Some(path))
-        .filter_map(|e| {
-            let fd = e.file_name().to_string_lossy().into_owned();
-            let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
-            let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
-            i64::from_str_radix(flags.trim(), 8).ok()
-        })
-        .collect()
 }
 
 #[test]

@@ -5,12 +5,15 @@
 //! own thread (capabilities are per thread) and gives the files to
 //! `nobody`; where that cannot be done it says so and checks nothing.
 
+mod common;
+
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use bufmgr::tag::{BufferTag, PAGE_SIZE, RelFork, RelId};
 use bufmgr::{FileStorage, StorageBackend};
+use common::open_flags;
 
 const NOBODY: u32 = 65534;
 const CAP_FOWNER: u32 = 3;
@@ -62,21 +65,6 @@ fn page(rel: u32, block: u32) -> Vec<u8> {
     p[4..8].copy_from_slice(&block.to_le_bytes());
     p[PAGE_SIZE - 1] = 0x5a;
     p
-}
-
-/// The open flags of this process's descriptors of `path`.
-fn open_flags(path: &Path) -> Vec<i64> {
-    fs::read_dir("/proc/self/fd")
-        .unwrap()
-        .flatten()
-        .filter(|e| fs::read_link(e.path()).ok().as_deref() == Some(path))
-        .filter_map(|e| {
-            let fd = e.file_name().to_string_lossy().into_owned();
-            let info = fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
-            let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
-            i64::from_str_radix(flags.trim(), 8).ok()
-        })
-        .collect()
 }
 
 #[test]

@@ -42,18 +42,9 @@ fn filled(buffers: usize) -> Database {
     db
 }
 
-/// Every row's `n` by id.
+/// Every row's `n` by id, each row checked whole.
 fn ns(db: &Database) -> BTreeMap<i64, i64> {
-    let r = db.read().unwrap();
-    r.scan("t")
-        .unwrap()
-        .map(|x| {
-            let (_, row) = x.unwrap();
-            let (id, n) = (row.i64("id").unwrap(), row.i64("n").unwrap());
-            assert_eq!(row.text("body").unwrap(), body(id, n));
-            (id, n)
-        })
-        .collect()
+    common::n_by_id(db, "t", body)
 }
 
 #[test]

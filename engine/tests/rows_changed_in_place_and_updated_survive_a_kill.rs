@@ -30,16 +30,7 @@ fn options() -> engine::Options {
 
 /// Every row's `n` by id, each row checked whole.
 fn ns(db: &Database) -> BTreeMap<i64, i64> {
-    let r = db.read().unwrap();
-    r.scan("t")
-        .unwrap()
-        .map(|x| {
-            let (_, row) = x.unwrap();
-            let (id, n) = (row.i64("id").unwrap(), row.i64("n").unwrap());
-            assert_eq!(row.text("body").unwrap(), body(id, n), "row {id}");
-            (id, n)
-        })
-        .collect()
+    common::n_by_id(db, "t", body)
 }
 
 #[test]

@@ -892,26 +892,11 @@ impl StorageBackend for FileStorage {
 mod tests {
     use super::*;
     use crate::io::StorageBackend;
+    use crate::io::open_flags;
     use crate::tag::RelId;
 
     fn stamps(s: &FileStorage) -> u64 {
         s.clock.load(Ordering::Relaxed)
-    }
-
-    /// The open flags of this process's descriptors of `path`, from
-    /// `/proc/self/fdinfo`.
-    fn open_flags(path: &Path) -> Vec<i64> {
-        fs::read_dir("/proc/self/fd")
-            .unwrap()
-            .flatten()
-            .filter(|e| fs::read_link(e.path()).ok().as_deref() == Some(path))
-            .filter_map(|e| {
-                let fd = e.file_name().to_string_lossy().into_owned();
-                let info = fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
-                let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
-                i64::from_str_radix(flags.trim(), 8).ok()
-            })
-            .collect()
     }
 
     #[test]

@@ -401,6 +401,24 @@ fn parse_file_name(name: &str) -> Option<RelFork> {
     })
 }
 
+/// The open flags (octal, as `/proc/self/fdinfo` shows them) of each of
+/// this process's descriptors of `path`.
+#[cfg(test)]
+pub(crate) fn open_flags(path: &Path) -> Vec<i64> {
+    use std::fs;
+    fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter(|e| fs::read_link(e.path()).ok().as_deref() == Some(path))
+        .filter_map(|e| {
+            let fd = e.file_name().to_string_lossy().into_owned();
+            let info = fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
+            let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
+            i64::from_str_radix(flags.trim(), 8).ok()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1554,20 +1572,9 @@ mod tests {
             };
             // The flag is visible in /proc/self/fdinfo of the open file.
             assert_eq!(read_page(&s, 0), page(1));
-            let found = fs::read_dir("/proc/self/fd").unwrap().flatten().any(|e| {
-                let target = fs::read_link(e.path()).ok();
-                target.as_deref() == Some(&dir.path().join("base/42")) && {
-                    let info = fs::read_to_string(format!(
-                        "/proc/self/fdinfo/{}",
-                        e.file_name().to_string_lossy()
-                    ))
-                    .unwrap_or_default();
-                    info.lines()
-                        .find_map(|l| l.strip_prefix("flags:"))
-                        .and_then(|f| i64::from_str_radix(f.trim(), 8).ok())
-                        .is_some_and(|f| f & i64::from(libc::O_DIRECT) != 0)
-                }
-            });
+            let found = open_flags(&dir.path().join("base/42"))
+                .iter()
+                .any(|f| f & i64::from(libc::O_DIRECT) != 0);
             assert!(found, "{k:?}: base/42 is not open with O_DIRECT");
         }
     }

@@ -602,3 +602,20 @@ pub fn is_resident(pool: &BufferPool, t: BufferTag) -> bool {
 pub fn row_of(pool: &BufferPool, t: BufferTag) -> Option<bufmgr::BufferRow> {
     pool.buffercache().into_iter().find(|r| r.tag == Some(t))
 }
+
+/// The open flags (octal, as `/proc/self/fdinfo` shows them) of each of
+/// this process's descriptors of `path`.
+pub fn open_flags(path: &std::path::Path) -> Vec<i64> {
+    use std::fs;
+    fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter(|e| fs::read_link(e.path()).ok().as_deref() == Some(path))
+        .filter_map(|e| {
+            let fd = e.file_name().to_string_lossy().into_owned();
+            let info = fs::read_to_string(format!("/proc/self/fdinfo/{fd}")).ok()?;
+            let flags = info.lines().find_map(|l| l.strip_prefix("flags:"))?;
+            i64::from_str_radix(flags.trim(), 8).ok()
+        })
+        .collect()
+}

@@ -302,3 +302,23 @@ pub fn line_pointer_of(page: &[u8], at: usize) -> (usize, u32) {
         })
         .expect("the tuple's line pointer")
 }
+
+/// The `n` of every row of `table` (columns `id`, `n`, `body`) by its
+/// `id`, read by an owned scan, each row's `body` checked against
+/// `body(id, n)`.
+pub fn n_by_id(
+    db: &engine::Database,
+    table: &str,
+    body: impl Fn(i64, i64) -> String,
+) -> std::collections::BTreeMap<i64, i64> {
+    let r = db.read().unwrap();
+    r.scan(table)
+        .unwrap()
+        .map(|x| {
+            let (_, row) = x.unwrap();
+            let (id, n) = (row.i64("id").unwrap(), row.i64("n").unwrap());
+            assert_eq!(row.text("body").unwrap(), body(id, n), "row {id}");
+            (id, n)
+        })
+        .collect()
+}
