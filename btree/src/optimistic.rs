@@ -346,6 +346,31 @@ mod tests {
         (dir, index)
     }
 
+    /// The step `TreePage` gives under a shared lock for the position
+    /// (`key`, `tid`) on internal page `block` at `level` (a page at
+    /// another level is `Corrupt`, as `inner_step` declines it).
+    fn locked_step(
+        index: &Index,
+        block: BlockNumber,
+        level: u32,
+        key: &[u8],
+        tid: Tid,
+    ) -> crate::error::Result<Step> {
+        let page = index.read_shared(block)?;
+        let tp = TreePage::parse(&page, index.page_id(block))?;
+        if tp.level != level {
+            return Err(index.page_id(block).corrupt("level"));
+        }
+        Ok(Step {
+            root: tp.is_root(),
+            next: if tp.beyond_high_key_at(key, tid)? {
+                Next::Right(tp.right)
+            } else {
+                Next::Child(tp.child_for_at(key, tid)?)
+            },
+        })
+    }
+
     /// Every internal page, read optimistically and under its shared lock,
     /// gives the same step for every probe position (keys present, between,
     /// below and above, TIDs below and above).
@@ -371,18 +396,7 @@ mod tests {
                 drop(index.read_shared(block).expect("read"));
             }
             for (k, tid) in probes {
-                let pinned = {
-                    let page = index.read_shared(block).expect("read");
-                    let tp = TreePage::parse(&page, index.page_id(block)).expect("parse");
-                    Step {
-                        root: tp.is_root(),
-                        next: if tp.beyond_high_key_at(k, *tid).expect("high key") {
-                            Next::Right(tp.right)
-                        } else {
-                            Next::Child(tp.child_for_at(k, *tid).expect("child"))
-                        },
-                    }
-                };
+                let pinned = locked_step(index, block, level, k, *tid).expect("locked step");
                 let optimistic = index
                     .pool()
                     .read_optimistic(rf, block, |p| inner_step(p, k, *tid, level))
@@ -613,21 +627,7 @@ mod tests {
                     drop(index.read_shared(block).expect("read"));
                 }
                 for (k, tid) in &probes {
-                    let pinned = (|| {
-                        let page = index.read_shared(block)?;
-                        let tp = TreePage::parse(&page, index.page_id(block))?;
-                        if tp.level != level {
-                            return Err(index.page_id(block).corrupt("level"));
-                        }
-                        Ok(Step {
-                            root: tp.is_root(),
-                            next: if tp.beyond_high_key_at(k, *tid)? {
-                                Next::Right(tp.right)
-                            } else {
-                                Next::Child(tp.child_for_at(k, *tid)?)
-                            },
-                        })
-                    })();
+                    let pinned = locked_step(&index, block, level, k, *tid);
                     let optimistic = index
                         .pool()
                         .read_optimistic(rf, block, |p| inner_step(p, k, *tid, level))

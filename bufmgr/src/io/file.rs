@@ -417,43 +417,30 @@ impl FileStorage {
 
     /// Read-write open options, with `O_DIRECT` if asked for.
     fn options(&self) -> OpenOptions {
-        self.options_with(0)
-    }
-
-    /// [`options`](Self::options) with `flags` added to the open flags.
-    fn options_with(&self, flags: i32) -> OpenOptions {
         let mut o = OpenOptions::new();
         o.read(true).write(true);
-        o.custom_flags(flags | if self.direct { libc::O_DIRECT } else { 0 });
+        if self.direct {
+            o.custom_flags(libc::O_DIRECT);
+        }
         o
     }
 
-    /// Open a relation file (with `create_new`, create it), with
-    /// `O_NOATIME` where the file system lets us: a read through a
-    /// descriptor without it checks, on every `pread`, whether the file's
-    /// access time is due an update, which is kernel time on every miss
-    /// for a time stamp nothing here reads. The kernel refuses `O_NOATIME`
-    /// (`EPERM`) on a file this process's user does not own; such a file
-    /// is opened without it.
+    /// Open a relation file (with `create_new`, create it), then give the
+    /// descriptor `O_NOATIME` where the kernel allows it (`set_noatime`):
+    /// a read through a descriptor without it checks, on every `pread`,
+    /// whether the file's access time is due an update, which is kernel
+    /// time on every miss for a time stamp nothing here reads.
     ///
-    /// A new file is created without the flag and given it afterwards
-    /// (`F_SETFL`, where allowed): on a file system that gives new files
-    /// an owner of its own (NFS with `all_squash`, vfat or CIFS mounted
-    /// with `uid=`, FUSE) the kernel creates the file and only then
-    /// refuses `O_NOATIME`, and a second exclusive create would find the
-    /// file the first made (`EEXIST`), which `create` takes for one that
-    /// was already there: neither opened nor its directory entry synced.
+    /// The flag is set after the open rather than passed to it: the kernel
+    /// refuses it (`EPERM`) on a file this process's user does not own,
+    /// and on a file system that gives new files an owner of its own (NFS
+    /// with `all_squash`, vfat or CIFS mounted with `uid=`, FUSE) it does
+    /// so only after creating the file, so an open retried without the
+    /// flag would find the file the first attempt made.
     fn open_file(&self, path: &Path, create_new: bool) -> io::Result<File> {
-        if create_new {
-            let file = self.options().create_new(true).open(path)?;
-            set_noatime(&file);
-            return Ok(file);
-        }
-        let open = |flags| self.options_with(flags).open(path);
-        match open(libc::O_NOATIME) {
-            Err(e) if e.raw_os_error() == Some(libc::EPERM) => open(0),
-            r => r,
-        }
+        let file = self.options().create_new(create_new).open(path)?;
+        set_noatime(&file);
+        Ok(file)
     }
 
     /// The error for a failed open: `EINVAL` under `O_DIRECT` is the file
