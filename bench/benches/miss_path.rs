@@ -7,6 +7,9 @@
 //!                                victim off the clock sweep, the mapping table,
 //!                                the pread into the victim's page, the checksum
 //!   miss_path/pool_miss_no_checksum  the same with checksums off
+//!   miss_path/pool_miss_mapped   pool_miss with mapped reads (the page
+//!                                copied from a mapping of the file, not
+//!                                pread: `FileOptions::mapped_reads`)
 //!   miss_path/raw_pread          pread of the same block into one 8 KiB buffer
 //!   miss_path/raw_pread_spread   pread of the same block into the next page of
 //!                                a pool-sized buffer (8 MiB), as the clock
@@ -31,8 +34,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bufmgr::{
-    BlockNumber, BufferPool, Evictor, FileStorage, PAGE_SIZE, PoolConfig, RelFork, RelId,
-    StorageBackend,
+    BlockNumber, BufferPool, Evictor, FileOptions, FileStorage, PAGE_SIZE, PoolConfig, RelFork,
+    RelId, StorageBackend,
 };
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use rand::SeedableRng;
@@ -74,7 +77,16 @@ fn miss_path(c: &mut Criterion<ThreadCpu>) {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(5));
 
-    for (name, checksums) in [("pool_miss", true), ("pool_miss_no_checksum", false)] {
+    let mapped = FileOptions {
+        mapped_reads: true,
+        ..FileOptions::default()
+    };
+    let mapped = Arc::new(FileStorage::open_options(dir.path(), mapped).expect("open storage"));
+    for (name, checksums, storage) in [
+        ("pool_miss", true, &storage),
+        ("pool_miss_no_checksum", false, &storage),
+        ("pool_miss_mapped", true, &mapped),
+    ] {
         let pool = BufferPool::new(
             PoolConfig::new(POOL_BUFFERS)
                 .evictor(Evictor::Clock)

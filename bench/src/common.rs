@@ -138,6 +138,9 @@ pub struct CommonArgs {
     /// Open relation files with O_DIRECT (reads and writes bypass the page cache)
     #[arg(long, global = true)]
     pub direct: bool,
+    /// Read pages missing from the pool by copying them from a mapping of their file, not pread (sync I/O only)
+    #[arg(long, global = true)]
+    pub mapped_reads: bool,
     /// Write the report as JSON to FILE
     #[arg(long, global = true, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -258,6 +261,8 @@ pub struct Settings {
     pub io: IoMode,
     /// `--direct`: relation files opened with `O_DIRECT`.
     pub direct_io: bool,
+    /// `--mapped-reads`: single pages read from a mapping of their file.
+    pub mapped_reads: bool,
     /// `--optimistic`: pools read B-tree internal pages optimistically.
     pub optimistic: bool,
     pub data_dir: PathBuf,
@@ -393,6 +398,7 @@ impl CommonArgs {
             huge_pages: self.huge_pages.unwrap_or(d.huge_pages).values(),
             io: self.io.unwrap_or_default(),
             direct_io: self.direct,
+            mapped_reads: self.mapped_reads,
             optimistic,
             data_dir: self.data_dir.clone(),
             json: self.json.clone(),
@@ -611,6 +617,7 @@ impl Settings {
             .huge_pages(c.huge_pages)
             .io(self.io)
             .direct_io(self.direct_io)
+            .mapped_reads(self.mapped_reads)
             .optimistic_reads(self.optimistic)
             .miss_ratio_curve(self.measures.mrc.then(|| mrc_config(self.pool_buffers)))
     }
@@ -689,29 +696,40 @@ impl Settings {
             .rings(c.ring)
             .io(self.io)
             .direct_io(self.direct_io)
+            .mapped_reads(self.mapped_reads)
             .optimistic_reads(self.optimistic)
             .mrc(self.measures.mrc.then(|| mrc_config(self.pool_buffers)))
     }
 
-    /// The storage backend `--io` and `--direct` select, under `dir`.
+    /// The storage backend `--io`, `--direct` and `--mapped-reads` select,
+    /// under `dir`.
     pub fn open_storage(&self, dir: &Path) -> Result<Arc<dyn StorageBackend>> {
-        Ok(bufmgr::open_storage(dir, self.io, self.direct_io)?)
+        let files = bufmgr::FileOptions {
+            direct_io: self.direct_io,
+            mapped_reads: self.mapped_reads,
+        };
+        Ok(bufmgr::open_storage(dir, self.io, files)?)
     }
 
     /// The backend `--io` resolves to on this machine (`auto` probes).
+    /// With `--mapped-reads`, `auto` is sync (`bufmgr::open_storage`).
     pub fn io_backend(&self) -> IoMode {
+        if self.mapped_reads && self.io == IoMode::Auto {
+            return IoMode::Sync;
+        }
         bufmgr::io::choose_io(self.io, &self.data_dir, bufmgr::io::probe_io_uring)
             .map_or(self.io, |(m, _)| m)
     }
 
-    /// Records `--io` (asked for and resolved) and `--direct` in a report's
-    /// JSON: at the top and in every row, so that rows of runs on different
-    /// backends can be told apart.
+    /// Records `--io` (asked for and resolved), `--direct` and
+    /// `--mapped-reads` in a report's JSON: at the top and in every row, so
+    /// that rows of runs on different backends can be told apart.
     pub fn tag_io(&self, json: &mut serde_json::Value) {
         let fields = [
             ("io", serde_json::Value::from(self.io.to_string())),
             ("io_backend", self.io_backend().to_string().into()),
             ("direct_io", self.direct_io.into()),
+            ("mapped_reads", self.mapped_reads.into()),
             ("optimistic_reads", self.optimistic.into()),
         ];
         let mut tag = |v: &mut serde_json::Value| {
@@ -1367,6 +1385,22 @@ mod tests {
             assert!(["sync", "io_uring"].contains(&row["io_backend"].as_str().unwrap()));
         }
         assert_eq!(json["io"], "auto");
+        let args = CommonArgs {
+            io: Some(IoMode::Auto),
+            mapped_reads: true,
+            ..Default::default()
+        };
+        let s = args.resolve(&defaults()).unwrap();
+        assert!(s.mapped_reads);
+        assert!(s.engine_options(&s.configs()[0]).mapped_reads);
+        assert!(s.pool_config(&s.configs()[0]).mapped_reads);
+        assert_eq!(s.io_backend(), IoMode::Sync);
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(s.open_storage(dir.path()).unwrap().name(), "sync");
+        let mut json = serde_json::json!({"scenario": "x", "rows": [{"a": 1}]});
+        s.tag_io(&mut json);
+        assert_eq!(json["rows"][0]["mapped_reads"], true);
+        assert_eq!(json["rows"][0]["io_backend"], "sync");
     }
 
     #[test]

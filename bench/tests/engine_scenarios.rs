@@ -32,6 +32,7 @@ fn tiny(dir: &Path, pool_buffers: usize, threads: usize) -> Settings {
         huge_pages: vec![false],
         io: bufmgr::IoMode::Sync,
         direct_io: false,
+        mapped_reads: false,
         optimistic: true,
         data_dir: dir.to_path_buf(),
         json: Some(dir.join("report.json")),

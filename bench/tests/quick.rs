@@ -21,6 +21,7 @@ fn tiny(dir: &Path, json: &str) -> Settings {
         huge_pages: vec![false],
         io: bufmgr::IoMode::Sync,
         direct_io: false,
+        mapped_reads: false,
         optimistic: true,
         data_dir: dir.to_path_buf(),
         json: Some(dir.join(json)),

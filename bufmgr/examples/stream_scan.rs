@@ -119,7 +119,11 @@ fn main() {
     );
     let mut pools = Vec::new();
     for mode in [IoMode::Sync, IoMode::IoUring] {
-        match bufmgr::open_storage(dir, mode, a.direct) {
+        let files = bufmgr::FileOptions {
+            direct_io: a.direct,
+            ..Default::default()
+        };
+        match bufmgr::open_storage(dir, mode, files) {
             Ok(s) => pools.push((mode, s)),
             Err(e) => println!("== {mode}: cannot open ({e})"),
         }

@@ -157,6 +157,9 @@ pub struct PoolConfig {
     pub io: IoMode,
     /// Open relation files with `O_DIRECT` (either backend).
     pub direct_io: bool,
+    /// Read single pages from a mapping of the file rather than `pread`
+    /// (the sync backend; see [`crate::FileOptions::mapped_reads`]).
+    pub mapped_reads: bool,
     /// Record every access and eviction into this file (see
     /// [`crate::trace`]); `None` records nothing.
     pub trace: Option<std::path::PathBuf>,
@@ -192,6 +195,7 @@ impl PoolConfig {
             topology: None,
             io: IoMode::Sync,
             direct_io: false,
+            mapped_reads: false,
             trace: None,
             mrc: None,
             optimistic_reads: true,
@@ -282,14 +286,22 @@ impl PoolConfig {
         self.direct_io = on;
         self
     }
+    pub fn mapped_reads(mut self, on: bool) -> Self {
+        self.mapped_reads = on;
+        self
+    }
 
-    /// The storage backend under `data_dir` that `io` and `direct_io` select
-    /// ([`crate::io::open_storage`]).
+    /// The storage backend under `data_dir` that `io`, `direct_io` and
+    /// `mapped_reads` select ([`crate::io::open_storage`]).
     pub fn open_storage(
         &self,
         data_dir: &std::path::Path,
     ) -> Result<std::sync::Arc<dyn crate::io::StorageBackend>> {
-        crate::io::open_storage(data_dir, self.io, self.direct_io)
+        let files = crate::io::FileOptions {
+            direct_io: self.direct_io,
+            mapped_reads: self.mapped_reads,
+        };
+        crate::io::open_storage(data_dir, self.io, files)
     }
 
     /// Check every value; the error names the one that is wrong.

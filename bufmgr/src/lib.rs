@@ -33,9 +33,10 @@ pub use error::{Error, ErrorKind, Result};
 pub use evictor::Evictor;
 pub use guard::{PageRead, PageShareExclusive, PageWrite, PinnedBuffer};
 pub use io::{
-    AlignedBuf, FaultyStorage, FileStorage, IoMode, ObservedStorage, ReadRequest, StorageBackend,
-    StorageObserver, UringStorage, WriteRequest, default_max_open_files, is_out_of_descriptors,
-    open_storage, open_storage_with, shed_cached_descriptor, with_spare_descriptor,
+    AlignedBuf, FaultyStorage, FileOptions, FileStorage, IoMode, ObservedStorage, ReadRequest,
+    StorageBackend, StorageObserver, UringStorage, WriteRequest, default_max_open_files,
+    is_out_of_descriptors, open_storage, open_storage_with, shed_cached_descriptor,
+    with_spare_descriptor,
 };
 pub use mrc::{MissRatioCurve, MrcConfig, MrcPoint};
 pub use pool::{BufferPool, OptimisticPage, ReadStream, StreamConfig};

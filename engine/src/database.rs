@@ -337,9 +337,13 @@ impl Database {
                 format!("could not open the WAL of {}", dir.display()),
             ))?,
         );
-        let files: Arc<dyn StorageBackend> =
-            bufmgr::open_storage_with(&dir, options.io, options.direct_io, options.max_open_files)
-                .map_err(EngineError::buffer("could not open the relation files"))?;
+        let files: Arc<dyn StorageBackend> = bufmgr::open_storage_with(
+            &dir,
+            options.io,
+            options.file_options(),
+            options.max_open_files,
+        )
+        .map_err(EngineError::buffer("could not open the relation files"))?;
         let storage = match &options.wrap_storage {
             Some(wrap) => wrap(files),
             None => files,

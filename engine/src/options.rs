@@ -20,6 +20,7 @@
 //! | bgwriter (bulkload) | `bgwriter` | on, PostgreSQL's defaults |
 //! | `--io` | `io` (`"sync"`, `"io_uring"`, `"auto"`) | sync (see `bufmgr::IoMode`) |
 //! | `--direct` | `direct_io` (`O_DIRECT` relation files) | off |
+//! | `--mapped-reads` | `mapped_reads` (a page read by copying it from a mapping of its file, not `pread`; sync I/O only) | off |
 //! | open relation files | `max_open_files` (PostgreSQL's `max_files_per_process`) | half the soft `RLIMIT_NOFILE`, at most 1,000 |
 //! | I/O backend (torn pages) | `wrap_storage` | the backend `io` selects, as it is |
 //! | `--autovacuum` (oltp) | `autovacuum`, `autovacuum_naptime`, `autovacuum_threshold`, `autovacuum_scale_factor` | on; 100 ms, 50, 0.2 |
@@ -181,6 +182,12 @@ pub struct Options {
     pub io: IoMode,
     /// Open relation files with `O_DIRECT`.
     pub direct_io: bool,
+    /// Read single pages by copying them from a read-only mapping of their
+    /// file instead of `pread` (`bufmgr::FileOptions::mapped_reads`): a
+    /// miss on a page in the kernel's page cache costs a `memcpy`, not a
+    /// system call. Only with `io = sync` (or `auto`, which then is sync),
+    /// never with `direct_io`.
+    pub mapped_reads: bool,
     /// Relation files kept open at once; more are closed least recently used
     /// first and reopened at their next use (`bufmgr::FileStorage`).
     pub max_open_files: usize,
@@ -244,6 +251,7 @@ impl fmt::Debug for Options {
             .field("topology", &self.topology)
             .field("io", &self.io)
             .field("direct_io", &self.direct_io)
+            .field("mapped_reads", &self.mapped_reads)
             .field("max_open_files", &self.max_open_files)
             .field("wrap_storage", &self.wrap_storage.as_ref().map(|_| "<fn>"))
             .field("file_system", &self.file_system)
@@ -287,6 +295,7 @@ impl Default for Options {
             topology: None,
             io: IoMode::Sync,
             direct_io: false,
+            mapped_reads: false,
             max_open_files: bufmgr::default_max_open_files(),
             wrap_storage: None,
             file_system: None,
@@ -471,6 +480,13 @@ impl Options {
         self.direct_io = on;
         self
     }
+    /// Read pages missing from the pool by copying them from a mapping of
+    /// their file rather than with `pread` (see the field). With
+    /// `direct_io` or `io = io_uring` it is an error at open.
+    pub fn mapped_reads(mut self, on: bool) -> Self {
+        self.mapped_reads = on;
+        self
+    }
     /// Keep at most `n` relation files open at once (at least 1; the default
     /// is half the process's soft `RLIMIT_NOFILE`, at most 1,000).
     pub fn max_open_files(mut self, n: usize) -> Self {
@@ -553,7 +569,7 @@ impl Options {
     /// `commit` (`sync`/`async`), `async_flush_ms` (`off` or ms), `hint_mode`,
     /// `bgwriter`, `checkpointer`, `checkpoint_interval_ms`,
     /// `checkpoint_max_wal_bytes`, `wal_segment_size`, `io`
-    /// (`sync`/`io_uring`/`auto`), `direct_io`, `max_open_files`, `autovacuum`, `autovacuum_naptime_ms`,
+    /// (`sync`/`io_uring`/`auto`), `direct_io`, `mapped_reads`, `max_open_files`, `autovacuum`, `autovacuum_naptime_ms`,
     /// `autovacuum_threshold`, `autovacuum_scale_factor`,
     /// `transaction_attempts`, `transaction_backoff_ms`,
     /// `transaction_backoff_max_ms`.
@@ -637,6 +653,7 @@ impl Options {
             "wal_segment_size" => self.wal_segment_size = parse_num("wal_segment_size", v)?,
             "io" => self.io = v.parse().map_err(|e: String| invalid("io", e))?,
             "direct_io" | "direct" => self.direct_io = parse_bool("direct_io", v)?,
+            "mapped_reads" => self.mapped_reads = parse_bool("mapped_reads", v)?,
             "max_open_files" => self.max_open_files = parse_num("max_open_files", v)?,
             "autovacuum" => self.autovacuum = parse_bool("autovacuum", v)?,
             "autovacuum_naptime_ms" => {
@@ -751,6 +768,18 @@ impl Options {
                 ));
             }
         }
+        if self.mapped_reads && self.direct_io {
+            return Err(invalid(
+                "mapped_reads",
+                "with direct_io: a mapping reads the page cache that O_DIRECT bypasses",
+            ));
+        }
+        if self.mapped_reads && self.io == IoMode::IoUring {
+            return Err(invalid(
+                "mapped_reads",
+                "with io = io_uring: mapped reads are the sync backend's read path",
+            ));
+        }
         if self.async_flush_interval == Some(Duration::ZERO) {
             return Err(invalid(
                 "async_flush_interval",
@@ -823,6 +852,14 @@ impl Options {
         Ok(())
     }
 
+    /// How the relation files are opened.
+    pub(crate) fn file_options(&self) -> bufmgr::FileOptions {
+        bufmgr::FileOptions {
+            direct_io: self.direct_io,
+            mapped_reads: self.mapped_reads,
+        }
+    }
+
     pub(crate) fn pool_config(&self) -> bufmgr::PoolConfig {
         let mut c = bufmgr::PoolConfig::new(self.pool_buffers)
             .evictor(self.evictor)
@@ -838,6 +875,7 @@ impl Options {
             .bgwriter(self.bgwriter)
             .io(self.io)
             .direct_io(self.direct_io)
+            .mapped_reads(self.mapped_reads)
             .trace(self.trace.clone())
             .mrc(self.miss_ratio_curve);
         if let Partitions::Count(n) = self.partitions {

@@ -195,20 +195,24 @@ fn scan_three(db: &Database, name: &str) -> [Result<u64, String>; 3] {
 /// naming the table and the block, never fewer rows.
 #[test]
 fn failed_and_short_reads_fail_the_scan_never_shorten_it() {
-    let mut ios = vec![IoMode::Sync];
+    // (io, mapped reads)
+    let mut ios = vec![(IoMode::Sync, false), (IoMode::Sync, true)];
     if io_uring_works() {
-        ios.push(IoMode::IoUring);
+        ios.push((IoMode::IoUring, false));
     }
     watchdog(Duration::from_secs(300), move || {
-        for io in ios {
+        for (io, mapped) in ios {
+            let io = (io, mapped);
             let dir = tempfile::tempdir().unwrap();
             let faulty = Arc::new(std::sync::OnceLock::<Arc<FaultyStorage>>::new());
             let f2 = Arc::clone(&faulty);
-            let opts = options(Evictor::Clock, io).wrap_storage(move |s| {
-                let f = Arc::new(FaultyStorage::new(s));
-                let _ = f2.set(Arc::clone(&f));
-                f as Arc<dyn StorageBackend>
-            });
+            let opts = options(Evictor::Clock, io.0)
+                .mapped_reads(mapped)
+                .wrap_storage(move |s| {
+                    let f = Arc::new(FaultyStorage::new(s));
+                    let _ = f2.set(Arc::clone(&f));
+                    f as Arc<dyn StorageBackend>
+                });
             let db = Database::open(dir.path(), opts).unwrap();
             let faulty = faulty.get().unwrap();
             db.create_table("t", two_columns()).unwrap();

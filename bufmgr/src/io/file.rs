@@ -44,6 +44,7 @@ use std::sync::{Arc, Mutex, Weak};
 use parking_lot::RwLock;
 
 use super::aligned::{AlignedBuf, is_direct_aligned};
+use super::mapped::MappedFile;
 use super::{StorageBackend, byte_offset, check_page_len, parse_file_name};
 use crate::error::{Error, Result, is_out_of_descriptors};
 use crate::tag::{BlockNumber, BufferTag, PAGE_SIZE, RelFork};
@@ -60,6 +61,8 @@ pub(super) struct RelFile {
     /// then kept up to date by extensions and truncations. Shared with the
     /// fork's later descriptors, should this one be closed.
     pub(super) nblocks: Arc<AtomicU32>,
+    /// The file's mapping, with mapped reads on (see [`FileOptions`]).
+    pub(super) map: Option<MappedFile>,
 }
 
 impl RelFile {
@@ -90,6 +93,7 @@ pub struct FileStorage {
     base: PathBuf,
     files: Arc<RwLock<Files>>,
     direct: bool,
+    mapped: bool,
     /// The cap on `files.open`'s length.
     max_open: AtomicUsize,
     /// Ticks once per use of an open file: its `used` stamp.
@@ -98,6 +102,23 @@ pub struct FileStorage {
     opens: AtomicU64,
     /// Descriptors closed to stay under the cap or after `EMFILE`.
     closes: Arc<AtomicU64>,
+}
+
+/// How [`FileStorage::open_options`] reaches the files.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileOptions {
+    /// Open every file with `O_DIRECT`: reads and writes bypass the
+    /// kernel's page cache.
+    pub direct_io: bool,
+    /// Read single pages by copying them from a read-only mapping of the
+    /// file instead of `pread` (RocksDB's `allow_mmap_reads`): a page in
+    /// the kernel's page cache then costs a `memcpy`, not a system call and
+    /// a page-cache lookup. A page not in the page cache is read in by the
+    /// page fault, with the kernel's read-around for mappings. Runs of
+    /// pages, writes and syncs are unchanged. A file that shrinks under a
+    /// copy (a truncation by another process, a device error) makes that
+    /// read fall back to `pread`, which reports it as before.
+    pub mapped_reads: bool,
 }
 
 /// The caches of every live [`FileStorage`] of the process, for
@@ -263,6 +284,30 @@ impl FileStorage {
     /// some FUSE and network file systems) is an error here, naming the file
     /// system and the path, rather than at the first relation touched.
     pub fn open_with(data_dir: &Path, direct_io: bool) -> Result<FileStorage> {
+        FileStorage::open_options(
+            data_dir,
+            FileOptions {
+                direct_io,
+                ..FileOptions::default()
+            },
+        )
+    }
+
+    /// As [`open`](Self::open), with every choice of [`FileOptions`].
+    /// Direct I/O and mapped reads together are [`Error::InvalidConfig`]:
+    /// a mapping reads the page cache that `O_DIRECT` bypasses.
+    pub fn open_options(data_dir: &Path, options: FileOptions) -> Result<FileStorage> {
+        let FileOptions {
+            direct_io,
+            mapped_reads,
+        } = options;
+        if direct_io && mapped_reads {
+            return Err(Error::InvalidConfig(
+                "mapped reads copy from the kernel's page cache, which direct I/O bypasses: \
+                 choose one"
+                    .into(),
+            ));
+        }
         let base = data_dir.join("base");
         let existed = base
             .try_exists()
@@ -277,6 +322,7 @@ impl FileStorage {
             base,
             files: Arc::new(RwLock::new(Files::default())),
             direct: direct_io,
+            mapped: mapped_reads,
             max_open: AtomicUsize::new(default_max_open_files()),
             clock: AtomicU64::new(0),
             opens: AtomicU64::new(0),
@@ -296,6 +342,11 @@ impl FileStorage {
     /// Whether files are opened with `O_DIRECT`.
     pub fn direct_io(&self) -> bool {
         self.direct
+    }
+
+    /// Whether single-page reads copy from a mapping of the file.
+    pub fn mapped_reads(&self) -> bool {
+        self.mapped
     }
 
     /// The `base/` directory.
@@ -384,10 +435,12 @@ impl FileStorage {
                 .entry(rf)
                 .or_insert_with(|| Arc::new(AtomicU32::new(nblocks))),
         );
+        let map = self.mapped.then(|| MappedFile::new(file.as_raw_fd()));
         let file = Arc::new(RelFile {
             file,
             path,
             nblocks: count,
+            map,
         });
         files.open.insert(
             rf,
@@ -759,6 +812,11 @@ impl StorageBackend for FileStorage {
     fn read(&self, tag: BufferTag, page: &mut [u8]) -> Result<()> {
         check_page_len(page.len());
         let (f, nblocks) = self.readable(tag)?;
+        if let Some(map) = &f.map
+            && map.copy(tag.block, page)
+        {
+            return Ok(());
+        }
         if self.direct && !is_direct_aligned(page) {
             let mut bounce = AlignedBuf::zeroed(PAGE_SIZE);
             self.pread_page(&f, tag, nblocks, &mut bounce)?;

@@ -61,6 +61,7 @@
 mod aligned;
 mod faulty;
 mod file;
+mod mapped;
 mod observed;
 #[cfg(test)]
 pub(crate) mod test_child;
@@ -75,7 +76,7 @@ pub use crate::error::is_out_of_descriptors;
 pub use aligned::AlignedBuf;
 pub use faulty::FaultyStorage;
 pub use file::{
-    FileStorage, default_max_open_files, shed_cached_descriptor, with_spare_descriptor,
+    FileOptions, FileStorage, default_max_open_files, shed_cached_descriptor, with_spare_descriptor,
 };
 pub use observed::{ObservedStorage, StorageObserver};
 pub use uring::{UringStorage, probe_io_uring};
@@ -332,37 +333,51 @@ pub fn choose_io(
     }
 }
 
-/// The storage backend under `data_dir` that `mode` and `direct_io` select:
+/// The storage backend under `data_dir` that `mode` and `files` select:
 /// [`FileStorage`] or [`UringStorage`]; see [`choose_io`].
 pub fn open_storage(
     data_dir: &Path,
     mode: IoMode,
-    direct_io: bool,
+    files: FileOptions,
 ) -> Result<Arc<dyn StorageBackend>> {
-    open_storage_with(data_dir, mode, direct_io, default_max_open_files())
+    open_storage_with(data_dir, mode, files, default_max_open_files())
 }
 
 /// As [`open_storage`], keeping at most `max_open_files` relation files open
 /// at once ([`FileStorage::set_max_open_files`]; both backends share that
 /// open-file cache).
+///
+/// Mapped reads are a [`FileStorage`] read path: with them, `Auto` is sync
+/// without probing io_uring, and `IoUring` is [`Error::InvalidConfig`].
 pub fn open_storage_with(
     data_dir: &Path,
     mode: IoMode,
-    direct_io: bool,
+    files: FileOptions,
     max_open_files: usize,
 ) -> Result<Arc<dyn StorageBackend>> {
+    let mode = match (mode, files.mapped_reads) {
+        (IoMode::IoUring, true) => {
+            return Err(Error::InvalidConfig(
+                "io = io_uring with mapped reads: mapped reads copy pages from a mapping \
+                 of the file, which only the sync backend does"
+                    .into(),
+            ));
+        }
+        (IoMode::Auto, true) => IoMode::Sync,
+        (mode, _) => mode,
+    };
     let (chosen, log) = choose_io(mode, data_dir, probe_io_uring)?;
     if let Some(line) = log {
         eprintln!("{line}");
     }
     Ok(match chosen {
         IoMode::IoUring => {
-            let s = UringStorage::open(data_dir, direct_io)?;
+            let s = UringStorage::open(data_dir, files.direct_io)?;
             s.files().set_max_open_files(max_open_files);
             Arc::new(s)
         }
         _ => {
-            let s = FileStorage::open_with(data_dir, direct_io)?;
+            let s = FileStorage::open_options(data_dir, files)?;
             s.set_max_open_files(max_open_files);
             Arc::new(s)
         }
@@ -466,12 +481,14 @@ mod tests {
         Uring,
         SyncDirect,
         UringDirect,
+        /// `FileStorage` with mapped reads.
+        SyncMapped,
     }
 
     impl Kind {
         fn name(self) -> &'static str {
             match self {
-                Kind::Sync | Kind::SyncDirect => "sync",
+                Kind::Sync | Kind::SyncDirect | Kind::SyncMapped => "sync",
                 Kind::Uring | Kind::UringDirect => "io_uring",
             }
         }
@@ -552,7 +569,11 @@ mod tests {
         let opened: Result<Box<dyn StorageBackend>> = if k.uring() {
             UringStorage::with_rings(dir, k.direct(), 2).map(|s| Box::new(s) as _)
         } else {
-            FileStorage::open_with(dir, k.direct()).map(|s| Box::new(s) as _)
+            let options = FileOptions {
+                direct_io: k.direct(),
+                mapped_reads: k == Kind::SyncMapped,
+            };
+            FileStorage::open_options(dir, options).map(|s| Box::new(s) as _)
         };
         match opened {
             Ok(s) => Some(Any(s)),
@@ -597,6 +618,9 @@ mod tests {
             }
             mod io_uring_direct {
                 $(#[test] fn $name() { super::$name(super::Kind::UringDirect) })*
+            }
+            mod sync_mapped {
+                $(#[test] fn $name() { super::$name(super::Kind::SyncMapped) })*
             }
         };
     }
@@ -1632,19 +1656,40 @@ mod tests {
     #[test]
     fn open_storage_builds_the_chosen_backend() {
         let dir = tempfile::tempdir().unwrap();
-        let s = open_storage(dir.path(), IoMode::Sync, false).unwrap();
+        let s = open_storage(dir.path(), IoMode::Sync, FileOptions::default()).unwrap();
         assert_eq!(s.name(), "sync");
-        let auto = open_storage(dir.path(), IoMode::Auto, false).unwrap();
+        let auto = open_storage(dir.path(), IoMode::Auto, FileOptions::default()).unwrap();
         match probe_io_uring() {
             Ok(()) => {
                 assert_eq!(auto.name(), "io_uring");
-                let u = open_storage(dir.path(), IoMode::IoUring, false).unwrap();
+                let u = open_storage(dir.path(), IoMode::IoUring, FileOptions::default()).unwrap();
                 assert_eq!(u.name(), "io_uring");
             }
             Err(why) => {
                 assert_eq!(auto.name(), "sync", "fell back: {why}");
-                assert!(open_storage(dir.path(), IoMode::IoUring, false).is_err());
+                assert!(open_storage(dir.path(), IoMode::IoUring, FileOptions::default()).is_err());
             }
         }
+    }
+
+    #[test]
+    fn mapped_reads_are_the_sync_backend_and_refuse_io_uring() {
+        let dir = tempfile::tempdir().unwrap();
+        let mapped = FileOptions {
+            mapped_reads: true,
+            ..FileOptions::default()
+        };
+        for mode in [IoMode::Sync, IoMode::Auto] {
+            let s = open_storage(dir.path(), mode, mapped).unwrap();
+            assert_eq!(s.name(), "sync", "{mode:?}");
+            s.create(REL).unwrap();
+            s.write(tag(0), &page(9)).unwrap();
+            let mut back = page(0);
+            s.read(tag(0), &mut back).unwrap();
+            assert_eq!(back, page(9));
+        }
+        let e = open_storage(dir.path(), IoMode::IoUring, mapped).unwrap_err();
+        assert!(matches!(e, Error::InvalidConfig(_)), "{e:?}");
+        assert!(e.to_string().contains("mapped reads"), "{e}");
     }
 }

@@ -1,0 +1,616 @@
+//! Mapped reads: a relation file mapped read-only, so that a page already in
+//! the kernel's page cache is read with one `memcpy` instead of a `pread`
+//! (RocksDB's `allow_mmap_reads`, LMDB's whole design). Writes, extensions,
+//! truncations and syncs stay `pwrite`, `ftruncate` and `fdatasync`: a
+//! `MAP_SHARED` mapping shows the same page cache those change.
+//!
+//! # Segments
+//!
+//! A file is mapped in segments that double in size, made on first use:
+//! segment 0 holds blocks `0 .. 8192` (64 MiB), segment `k >= 1` blocks
+//! `8192 << (k - 1) .. 8192 << k`, so 20 segments reach block `u32::MAX` and
+//! a file of `n` bytes is covered by at most `2n` (and at least 64 MiB) of
+//! address space. A segment may reach past the end of the file; only blocks
+//! below the fork's block count are ever copied.
+//!
+//! # A file that shrinks under a copy
+//!
+//! Touching a mapped page past the end of its file raises `SIGBUS`, and so
+//! does a page the kernel fails to read from the device. A `pread` would
+//! have returned a short read or `EIO`. A file can shrink under a copy: our
+//! own truncation racing a read of a block it cuts off, or another process
+//! truncating the file. So every copy runs inside a guard:
+//!
+//! 1. Before the copy, the thread records the source range and the
+//!    segment's `poisoned` flag in thread-local cells.
+//! 2. A `SIGBUS` handler (installed with the first segment, chained to
+//!    whatever handler was there before) checks the faulting address
+//!    against the current thread's range. If it is ours, it sets the
+//!    segment's `poisoned` flag and the thread's `faulted` cell, then maps
+//!    an anonymous page (zeros) over the faulting page and returns, so the
+//!    copy finishes.
+//! 3. After the copy, a fault, or a `poisoned` segment (another thread's
+//!    fault, whose zero page this copy may have read), makes the copy fail.
+//!    The caller then reads with `pread`, which returns the real answer
+//!    (the data, a short read or the device's error).
+//!
+//! A poisoned segment is never copied from again; its file's reads go
+//! through `pread` until the descriptor is closed and the file reopened.
+//! A fault outside any guarded range goes to the previous handler (Rust's
+//! stack-overflow check, or the default action), as if we were not there.
+
+use std::cell::Cell;
+use std::ptr::{self, NonNull};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, compiler_fence, fence};
+
+use crate::tag::{BlockNumber, PAGE_SIZE};
+
+/// Blocks in segment 0 (and the unit of every later segment's size).
+const FIRST_SEGMENT_BLOCKS: u64 = 8192;
+/// Segments needed to reach block `u32::MAX`.
+const SEGMENTS: usize = 20;
+
+/// The segment holding `block`, its first block and its length in blocks.
+fn segment_of(block: BlockNumber) -> (usize, u64, u64) {
+    let unit = u64::from(block) / FIRST_SEGMENT_BLOCKS;
+    if unit == 0 {
+        (0, 0, FIRST_SEGMENT_BLOCKS)
+    } else {
+        let k = 64 - unit.leading_zeros() as usize;
+        let start = FIRST_SEGMENT_BLOCKS << (k - 1);
+        (k, start, start)
+    }
+}
+
+/// One read-only shared mapping of part of a file.
+#[derive(Debug)]
+struct Segment {
+    base: NonNull<u8>,
+    len: usize,
+    /// Set by the `SIGBUS` handler when a copy from this segment faulted.
+    poisoned: AtomicBool,
+}
+
+// SAFETY: the mapping is read-only and lives until `drop`; its pointer is
+// only read through (by `copy`), from any thread.
+unsafe impl Send for Segment {}
+// SAFETY: as above; `poisoned` is atomic.
+unsafe impl Sync for Segment {}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // SAFETY: `base`/`len` are exactly what `mmap` returned, unmapped
+        // once, here; no copy is running (they borrow the segment).
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+/// The mapped segments of one open relation file.
+#[derive(Debug)]
+pub(super) struct MappedFile {
+    fd: libc::c_int,
+    /// `None` inside: the kernel refused that segment's mapping; its blocks
+    /// are read with `pread`.
+    segments: [OnceLock<Option<Segment>>; SEGMENTS],
+}
+
+impl MappedFile {
+    /// Segments of `fd` are mapped on first use; `fd` must stay open as long
+    /// as this lives (the owner keeps the `File` beside it).
+    pub(super) fn new(fd: libc::c_int) -> MappedFile {
+        MappedFile {
+            fd,
+            segments: std::array::from_fn(|_| OnceLock::new()),
+        }
+    }
+
+    /// Copies block `block` into `page` from the mapping; `false` if it
+    /// could not (no mapping, or the copy faulted: see the module's text),
+    /// and the caller must read it another way. `block` must be below the
+    /// fork's block count.
+    pub(super) fn copy(&self, block: BlockNumber, page: &mut [u8]) -> bool {
+        debug_assert_eq!(page.len(), PAGE_SIZE);
+        let (k, start, blocks) = segment_of(block);
+        let Some(seg) = self.segments[k]
+            .get_or_init(|| self.map(start, blocks))
+            .as_ref()
+        else {
+            return false;
+        };
+        if seg.poisoned.load(Ordering::Relaxed) {
+            return false;
+        }
+        let off = (u64::from(block) - start) as usize * PAGE_SIZE;
+        // SAFETY: `off + PAGE_SIZE <= seg.len` (the block is in segment k).
+        let src = unsafe { seg.base.as_ptr().add(off) };
+        guarded_copy(src, page, &seg.poisoned)
+    }
+
+    fn map(&self, start: u64, blocks: u64) -> Option<Segment> {
+        install_handler();
+        let len = usize::try_from(blocks * PAGE_SIZE as u64).ok()?;
+        let offset = libc::off_t::try_from(start * PAGE_SIZE as u64).ok()?;
+        // SAFETY: a new read-only shared mapping of our open descriptor at
+        // a page-aligned offset; the kernel picks the address. Past the end
+        // of the file is allowed (touching it faults: see the module text).
+        let p = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                self.fd,
+                offset,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return None;
+        }
+        Some(Segment {
+            base: NonNull::new(p.cast())?,
+            len,
+            poisoned: AtomicBool::new(false),
+        })
+    }
+}
+
+thread_local! {
+    /// The source range of this thread's running copy (`start`, `end`) and
+    /// the address of its segment's `poisoned` flag; zeros when none runs.
+    static WINDOW: Cell<(usize, usize, usize)> = const { Cell::new((0, 0, 0)) };
+    /// Set by the handler when this thread's copy faulted.
+    static FAULTED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Copies `dst.len()` bytes from `src` (inside a mapped segment whose flag
+/// is `poisoned`) into `dst`; `true` if the bytes are the file's.
+fn guarded_copy(src: *const u8, dst: &mut [u8], poisoned: &AtomicBool) -> bool {
+    let len = dst.len();
+    WINDOW.set((
+        src as usize,
+        src as usize + len,
+        ptr::from_ref(poisoned) as usize,
+    ));
+    FAULTED.set(false);
+    // The handler runs on this thread: the cells must be written before the
+    // copy's first load, and read after its last.
+    compiler_fence(Ordering::SeqCst);
+    // SAFETY: `src .. src + len` lies in a live read-only mapping (the
+    // segment outlives this call); `dst` is a distinct exclusive buffer. A
+    // faulting page is replaced by zeros by the handler, so the copy always
+    // finishes; its bytes are then thrown away below.
+    unsafe { ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), len) };
+    compiler_fence(Ordering::SeqCst);
+    WINDOW.set((0, 0, 0));
+    let faulted = FAULTED.get();
+    // Another thread's fault poisons the segment before it maps zeros: a
+    // copy that read those zeros sees the flag after this fence.
+    fence(Ordering::SeqCst);
+    !faulted && !poisoned.load(Ordering::Relaxed)
+}
+
+/// The `SIGBUS` action in place before ours, called for faults not ours.
+struct Previous(libc::sigaction);
+// SAFETY: a plain C struct, written once before the handler is installed
+// and only read afterwards.
+unsafe impl Sync for Previous {}
+// SAFETY: as above.
+unsafe impl Send for Previous {}
+static PREVIOUS: OnceLock<Previous> = OnceLock::new();
+/// The system's page size (the granularity of the handler's patch).
+static SYSTEM_PAGE: AtomicUsize = AtomicUsize::new(0);
+
+/// Installs the `SIGBUS` handler, once per process.
+fn install_handler() {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        SYSTEM_PAGE.store(usize::try_from(page).unwrap_or(4096), Ordering::Relaxed);
+        // SAFETY: an all-zero sigaction is a valid value of this C struct;
+        // sigaction only reads `new` and writes `old`.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(libc::SIGBUS, ptr::null(), &mut old);
+            let _ = PREVIOUS.set(Previous(old));
+            let mut new: libc::sigaction = std::mem::zeroed();
+            new.sa_sigaction = on_sigbus as *const () as usize;
+            new.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            libc::sigemptyset(&mut new.sa_mask);
+            libc::sigaction(libc::SIGBUS, &new, ptr::null_mut());
+        }
+    });
+}
+
+/// The handler: see the module's text. Only async-signal-safe work: reads
+/// of const-initialised thread-locals, an atomic store, `mmap`,
+/// `sigaction`.
+extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO handler.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    let (start, end, flag) = WINDOW.get();
+    if start <= addr && addr < end {
+        let page = SYSTEM_PAGE.load(Ordering::Relaxed).max(1);
+        let at = addr - addr % page;
+        // SAFETY: `flag` is the address of the running copy's segment's
+        // `poisoned`, which outlives the copy.
+        unsafe { (*(flag as *const AtomicBool)).store(true, Ordering::SeqCst) };
+        // SAFETY: replaces one page of our own read-only mapping (inside
+        // the guarded range) with zeros; nothing else lives there.
+        let p = unsafe {
+            libc::mmap(
+                at as *mut libc::c_void,
+                page,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                -1,
+                0,
+            )
+        };
+        if p != libc::MAP_FAILED {
+            FAULTED.set(true);
+            return;
+        }
+        // Not patched: returning would fault forever; let the previous
+        // action have it.
+    }
+    let Some(Previous(old)) = PREVIOUS.get() else {
+        return reset_default(sig);
+    };
+    let h = old.sa_sigaction;
+    if h == libc::SIG_DFL || h == libc::SIG_IGN {
+        return reset_default(sig);
+    }
+    // SAFETY: `h` is the handler that was installed for SIGBUS before ours,
+    // called with the arguments its flags ask for.
+    unsafe {
+        if old.sa_flags & libc::SA_SIGINFO != 0 {
+            let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                std::mem::transmute(h);
+            f(sig, info, ctx);
+        } else {
+            let f: extern "C" fn(libc::c_int) = std::mem::transmute(h);
+            f(sig);
+        }
+    }
+}
+
+/// Puts the default action back; the faulting instruction runs again and
+/// the process ends as it would have without us.
+fn reset_default(sig: libc::c_int) {
+    // SAFETY: as in `install_handler`.
+    unsafe {
+        let mut dfl: libc::sigaction = std::mem::zeroed();
+        dfl.sa_sigaction = libc::SIG_DFL;
+        libc::sigemptyset(&mut dfl.sa_mask);
+        libc::sigaction(sig, &dfl, ptr::null_mut());
+    }
+}
+
+#[cfg(test)]
+impl MappedFile {
+    /// Whether the segment holding `block` is mapped and poisoned.
+    pub(super) fn poisoned(&self, block: BlockNumber) -> bool {
+        self.segments[segment_of(block).0]
+            .get()
+            .and_then(Option::as_ref)
+            .is_some_and(|s| s.poisoned.load(Ordering::Relaxed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+    use crate::io::{FileOptions, FileStorage, StorageBackend};
+    use crate::tag::{BufferTag, RelFork, RelId};
+    use std::fs::OpenOptions;
+    use std::os::unix::fs::FileExt;
+    use std::path::Path;
+
+    const REL: RelFork = RelFork::main(RelId(42));
+
+    fn tag(block: BlockNumber) -> BufferTag {
+        BufferTag::new(REL, block)
+    }
+
+    /// Block `b`'s contents in these tests: every byte names the block and
+    /// its offset, so a page from the wrong place or of zeros shows.
+    fn content(b: BlockNumber) -> Vec<u8> {
+        (0..PAGE_SIZE)
+            .map(|i| (b as usize * 31 + i / 512 + 1) as u8)
+            .collect()
+    }
+
+    fn mapped(dir: &Path) -> FileStorage {
+        let options = FileOptions {
+            mapped_reads: true,
+            ..FileOptions::default()
+        };
+        FileStorage::open_options(dir, options).unwrap()
+    }
+
+    fn read(s: &FileStorage, b: BlockNumber) -> crate::error::Result<Vec<u8>> {
+        let mut page = vec![0u8; PAGE_SIZE];
+        s.read(tag(b), &mut page).map(|()| page)
+    }
+
+    fn cut(dir: &Path, bytes: u64) {
+        OpenOptions::new()
+            .write(true)
+            .open(dir.join("base/42"))
+            .unwrap()
+            .set_len(bytes)
+            .unwrap();
+    }
+
+    fn is_poisoned(s: &FileStorage, b: BlockNumber) -> bool {
+        let f = s.file(REL, "open", &REL).unwrap();
+        f.map.as_ref().expect("mapped reads are on").poisoned(b)
+    }
+
+    #[test]
+    fn direct_io_and_mapped_reads_together_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let options = FileOptions {
+            direct_io: true,
+            mapped_reads: true,
+        };
+        let e = FileStorage::open_options(dir.path(), options).unwrap_err();
+        assert!(matches!(e, Error::InvalidConfig(_)), "{e:?}");
+        assert!(e.to_string().contains("direct I/O"), "{e}");
+    }
+
+    #[test]
+    fn mapped_reads_follow_truncations_extensions_and_later_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        // A sparse file reaching into segment 1, written behind the storage.
+        {
+            let s = mapped(dir.path());
+            s.create(REL).unwrap();
+        }
+        let f = OpenOptions::new()
+            .write(true)
+            .open(dir.path().join("base/42"))
+            .unwrap();
+        f.set_len(8200 * PAGE_SIZE as u64).unwrap();
+        for b in [0, 1, 8191, 8192, 8199] {
+            f.write_all_at(&content(b), u64::from(b) * PAGE_SIZE as u64)
+                .unwrap();
+        }
+        let s = mapped(dir.path());
+        assert!(s.mapped_reads());
+        for b in [0, 1, 8191, 8192, 8199] {
+            assert_eq!(read(&s, b).unwrap(), content(b), "block {b}");
+        }
+        assert_eq!(read(&s, 2).unwrap(), vec![0u8; PAGE_SIZE]);
+        // Written through the storage after the mapping was made.
+        s.write(tag(3), &content(3)).unwrap();
+        assert_eq!(read(&s, 3).unwrap(), content(3));
+        // Cut through the storage, then extended with other contents.
+        s.truncate(REL, 2).unwrap();
+        assert!(matches!(read(&s, 2), Err(Error::BlockOutOfRange { .. })));
+        for b in 2..6 {
+            s.write(tag(b), &content(b + 100)).unwrap();
+        }
+        for b in 2..6 {
+            assert_eq!(read(&s, b).unwrap(), content(b + 100), "block {b}");
+        }
+        assert_eq!(read(&s, 1).unwrap(), content(1));
+        assert!(!is_poisoned(&s, 0));
+    }
+
+    #[test]
+    fn a_file_cut_under_mapped_pages_is_a_short_read_and_other_pages_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = mapped(dir.path());
+        s.create(REL).unwrap();
+        for b in 0..4 {
+            s.write(tag(b), &content(b)).unwrap();
+        }
+        // Every page read once: mapped and faulted in before the cut.
+        for b in 0..4 {
+            assert_eq!(read(&s, b).unwrap(), content(b));
+        }
+        assert!(!is_poisoned(&s, 0));
+        cut(dir.path(), PAGE_SIZE as u64 + 100);
+        let e = read(&s, 3).unwrap_err();
+        assert!(matches!(e, Error::CorruptFile { .. }), "{e:?}");
+        assert!(e.to_string().contains("short read of block 3"), "{e}");
+        // The copy faulted: the segment is given up, reads go to `pread`.
+        assert!(is_poisoned(&s, 0));
+        assert_eq!(read(&s, 0).unwrap(), content(0));
+        let e = read(&s, 1).unwrap_err();
+        assert!(e.to_string().contains("short read of block 1"), "{e}");
+        // A new storage (new descriptors, new mappings) maps again.
+        drop(s);
+        let s = mapped(dir.path());
+        assert_eq!(s.nblocks(REL).unwrap(), 1);
+        assert_eq!(read(&s, 0).unwrap(), content(0));
+        assert!(!is_poisoned(&s, 0));
+    }
+
+    /// A copy that began before another thread's fault poisoned the
+    /// segment does not fault itself on the page that fault patched: it
+    /// reads the zeros mapped there, and only the poison tells it.
+    #[test]
+    fn a_copy_from_a_page_another_fault_patched_fails_though_it_did_not_fault() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = mapped(dir.path());
+        s.create(REL).unwrap();
+        for b in 0..4 {
+            s.write(tag(b), &content(b)).unwrap();
+        }
+        cut(dir.path(), PAGE_SIZE as u64);
+        assert!(read(&s, 3).is_err());
+        // The file is whole again, but the faulted page stays patched.
+        let f = OpenOptions::new()
+            .write(true)
+            .open(dir.path().join("base/42"))
+            .unwrap();
+        for b in 1..4 {
+            f.write_all_at(&content(b), u64::from(b) * PAGE_SIZE as u64)
+                .unwrap();
+        }
+        let rel = s.file(REL, "open", &REL).unwrap();
+        let seg = rel.map.as_ref().unwrap().segments[0]
+            .get()
+            .and_then(Option::as_ref)
+            .expect("segment 0 is mapped");
+        assert!(seg.poisoned.load(Ordering::Relaxed));
+        let mut page = vec![0u8; PAGE_SIZE];
+        // SAFETY: block 3 lies inside segment 0.
+        let src = unsafe { seg.base.as_ptr().add(3 * PAGE_SIZE) };
+        assert!(!guarded_copy(src, &mut page, &seg.poisoned));
+        assert_ne!(page, content(3), "the patched page should read as zeros");
+        assert_eq!(read(&s, 3).unwrap(), content(3));
+    }
+
+    /// Readers on several threads while the file is cut and rewritten
+    /// behind the storage: every read is the block's own bytes or an error,
+    /// never the zeros the handler maps over a faulting page.
+    #[test]
+    fn concurrent_mapped_reads_of_a_file_cut_and_rewritten_never_return_zeros() {
+        const BLOCKS: BlockNumber = 16;
+        let dir = tempfile::tempdir().unwrap();
+        for round in 0..8 {
+            let s = mapped(dir.path());
+            s.create(REL).unwrap();
+            for b in 0..BLOCKS {
+                s.write(tag(b), &content(b)).unwrap();
+            }
+            let stop = AtomicBool::new(false);
+            let (ok, failed) = std::thread::scope(|scope| {
+                let readers: Vec<_> = (0..3)
+                    .map(|t| {
+                        let (s, stop) = (&s, &stop);
+                        scope.spawn(move || {
+                            let (mut ok, mut failed) = (0u64, 0u64);
+                            let mut b = t;
+                            while !stop.load(Ordering::Relaxed) {
+                                b = (b + 7) % BLOCKS;
+                                match read(s, b) {
+                                    Ok(p) => {
+                                        assert!(
+                                            p == content(b),
+                                            "round {round}: block {b} read wrong"
+                                        );
+                                        ok += 1;
+                                    }
+                                    Err(Error::CorruptFile { .. }) => failed += 1,
+                                    Err(e) => panic!("round {round}: block {b}: {e}"),
+                                }
+                            }
+                            (ok, failed)
+                        })
+                    })
+                    .collect();
+                let f = OpenOptions::new()
+                    .write(true)
+                    .open(dir.path().join("base/42"))
+                    .unwrap();
+                for _ in 0..50 {
+                    f.set_len(u64::from(BLOCKS / 2) * PAGE_SIZE as u64 - 4096)
+                        .unwrap();
+                    std::thread::yield_now();
+                    for b in BLOCKS / 2 - 1..BLOCKS {
+                        f.write_all_at(&content(b), u64::from(b) * PAGE_SIZE as u64)
+                            .unwrap();
+                    }
+                    std::thread::yield_now();
+                }
+                stop.store(true, Ordering::Relaxed);
+                readers
+                    .into_iter()
+                    .map(|r| r.join().unwrap())
+                    .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
+            });
+            assert!(ok > 0, "round {round}: no read succeeded ({failed} failed)");
+            drop(s);
+            std::fs::remove_file(dir.path().join("base/42")).unwrap();
+        }
+    }
+
+    /// A `SIGBUS` outside a guarded copy still ends the process, as it
+    /// would without the handler. Run in a child by the test below.
+    #[test]
+    #[ignore = "run in a child process by a_foreign_sigbus_still_ends_the_process"]
+    fn foreign_sigbus_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = mapped(dir.path());
+        s.create(REL).unwrap();
+        s.write(tag(0), &content(0)).unwrap();
+        assert_eq!(read(&s, 0).unwrap(), content(0));
+        // Our own mapping of a file, cut, then touched past its end.
+        let path = dir.path().join("other");
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .unwrap();
+        f.set_len(2 * 4096).unwrap();
+        // SAFETY: a fresh read-only mapping of our own file.
+        let p = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                2 * 4096,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                std::os::fd::AsRawFd::as_raw_fd(&f),
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        f.set_len(0).unwrap();
+        // SAFETY: inside the mapping; past the file's end, so it faults.
+        let byte = unsafe { ptr::read_volatile(p.cast::<u8>().add(4096)) };
+        println!("read {byte} past the end of a file: the fault was swallowed");
+    }
+
+    #[test]
+    fn a_foreign_sigbus_still_ends_the_process() {
+        use std::os::unix::process::ExitStatusExt;
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "io::mapped::tests::foreign_sigbus_child",
+                "--ignored",
+                "--test-threads=1",
+                "--nocapture",
+            ])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("running 1 test"),
+            "the child did not run:\n{text}"
+        );
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGBUS),
+            "the child was not ended by SIGBUS: {:?}\n{text}",
+            out.status
+        );
+    }
+
+    #[test]
+    fn segments_double_and_cover_every_block() {
+        assert_eq!(segment_of(0), (0, 0, 8192));
+        assert_eq!(segment_of(8191), (0, 0, 8192));
+        assert_eq!(segment_of(8192), (1, 8192, 8192));
+        assert_eq!(segment_of(16383), (1, 8192, 8192));
+        assert_eq!(segment_of(16384), (2, 16384, 16384));
+        assert_eq!(segment_of(u32::MAX).0, SEGMENTS - 1);
+        let mut next = 0u64;
+        for k in 0..SEGMENTS {
+            let block = u32::try_from(next).unwrap();
+            let (kk, start, len) = segment_of(block);
+            assert_eq!((kk, start), (k, next));
+            assert_eq!(segment_of(u32::try_from(start + len - 1).unwrap()).0, k);
+            next = start + len;
+        }
+        assert_eq!(next, 1 << 32);
+    }
+}
