@@ -449,7 +449,8 @@ fn ensure_template(
         .partitions(1)
         .checksums(true)
         .io(settings.io)
-        .direct_io(settings.direct_io);
+        .direct_io(settings.direct_io)
+        .mapped_reads(settings.mapped_reads);
     let db = Db::open(&dir, params, pool, logged)?;
     let pb = progress_bar(
         params.rows,
@@ -744,6 +745,7 @@ fn engine_options(
         .wal_segment_size(params.wal_segment_size)
         .io(settings.io)
         .direct_io(settings.direct_io)
+        .mapped_reads(settings.mapped_reads)
         .miss_ratio_curve(settings.measures.mrc.then(|| common::mrc_config(buffers)))
 }
 

@@ -319,7 +319,7 @@ impl Runs {
 }
 
 /// The engine's options: its defaults except the pool, `--io`, `--direct`,
-/// `--optimistic` and the partition count (`--partitions`, default 1). With the default topology (4
+/// `--mapped-reads`, `--optimistic` and the partition count (`--partitions`, default 1). With the default topology (4
 /// partitions here) a table read in by one thread does not end up spread
 /// over the partitions, and lookups then keep missing in a pool 1.7 x the
 /// data (916 pages read in 4 s of lookups, measured): one partition holds
@@ -333,6 +333,7 @@ fn engine_options(settings: &Settings, pool: usize) -> Options {
         ))
         .io(settings.io)
         .direct_io(settings.direct_io)
+        .mapped_reads(settings.mapped_reads)
 }
 
 /// One timed round of a lookup workload into `runs`: the engine's window,
@@ -1116,5 +1117,11 @@ mod tests {
         let settings = args.resolve(&super::super::defaults()).unwrap();
         let o = engine_options(&settings, 64);
         assert_eq!((o.io, o.direct_io), (bufmgr::IoMode::IoUring, true));
+        let args = crate::common::CommonArgs {
+            mapped_reads: true,
+            ..Default::default()
+        };
+        let settings = args.resolve(&super::super::defaults()).unwrap();
+        assert!(engine_options(&settings, 64).mapped_reads);
     }
 }

@@ -529,6 +529,7 @@ fn engine_options(settings: &Settings, pool_buffers: usize, c: &Config) -> Optio
         .huge_pages(c.huge_pages)
         .io(settings.io)
         .direct_io(settings.direct_io)
+        .mapped_reads(settings.mapped_reads)
         .checksums(dataset::CHECKSUMS)
         .transaction_attempts(engine_side::TERMINAL_ATTEMPTS)
         .miss_ratio_curve(
