@@ -1,6 +1,7 @@
 //! [`FileStorage`]: synchronous `pread`/`pwrite` (and one `preadv` per run
 //! of consecutive blocks) on one file per relation fork, optionally opened
-//! with `O_DIRECT`.
+//! with `O_DIRECT`, or with single pages read from a mapping of the file
+//! (`mapped_reads`, module `mapped`).
 //!
 //! # Open files
 //!

@@ -34,7 +34,9 @@
 //!
 //! [`open_storage`] builds the backend an [`IoMode`] asks for
 //! (`Auto` probes io_uring and falls back to sync with one line on stderr);
-//! with `direct_io` either backend opens its files with `O_DIRECT`.
+//! with `direct_io` either backend opens its files with `O_DIRECT`; with
+//! `mapped_reads` ([`FileOptions`], sync only) `FileStorage` reads single
+//! pages by copying them from a mapping of the file (module `mapped`).
 //! `FileStorage::read_run` reads a run of consecutive blocks with one
 //! `preadv`.
 //!
