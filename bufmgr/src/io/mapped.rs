@@ -34,6 +34,11 @@
 //!    The caller then reads with `pread`, which returns the real answer
 //!    (the data, a short read or the device's error).
 //!
+//! A file that ends inside a system page does not fault there: the rest of
+//! that page reads as zeros. A copy whose last byte is zero may be such a
+//! page, so it also fails when `fstat` finds the file too short for the
+//! block.
+//!
 //! A poisoned segment is never copied from again; its file's reads go
 //! through `pread` until the descriptor is closed and the file reopened.
 //! A fault outside any guarded range goes to the previous handler (Rust's
@@ -124,7 +129,27 @@ impl MappedFile {
         let off = (u64::from(block) - start) as usize * PAGE_SIZE;
         // SAFETY: `off + PAGE_SIZE <= seg.len` (the block is in segment k).
         let src = unsafe { seg.base.as_ptr().add(off) };
-        guarded_copy(src, page, &seg.poisoned)
+        if !guarded_copy(src, page, &seg.poisoned) {
+            return false;
+        }
+        // A file that ends inside a system page shows the rest of that page
+        // as zeros, without a fault: a file cut inside this block's last
+        // system page (or, where system pages are larger than a block, a
+        // whole block past the end but inside the file's last system page)
+        // copies as the block with a zeroed tail. Such a copy's last byte
+        // is zero, so only then is the file's length worth a system call.
+        page[PAGE_SIZE - 1] != 0 || self.holds(block)
+    }
+
+    /// Whether the file is long enough now to hold all of `block`.
+    fn holds(&self, block: BlockNumber) -> bool {
+        // SAFETY: an all-zero stat is a valid value of this plain C struct.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `fd` is open while `self` lives; `st` is writable.
+        if unsafe { libc::fstat(self.fd, &mut st) } != 0 {
+            return false;
+        }
+        u64::try_from(st.st_size).is_ok_and(|len| len >= (u64::from(block) + 1) * PAGE_SIZE as u64)
     }
 
     fn map(&self, start: u64, blocks: u64) -> Option<Segment> {
@@ -429,6 +454,37 @@ mod tests {
         assert_eq!(s.nblocks(REL).unwrap(), 1);
         assert_eq!(read(&s, 0).unwrap(), content(0));
         assert!(!is_poisoned(&s, 0));
+    }
+
+    /// A file cut inside the last system page of a block does not fault:
+    /// a mapping shows the bytes past the end of a file's last page as
+    /// zeros. The copy must still fail, so that the read reports the short
+    /// read `pread` reports, not a page with a zeroed tail.
+    #[test]
+    fn a_file_cut_inside_a_blocks_last_system_page_is_a_short_read_not_zeros() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = mapped(dir.path());
+        s.create(REL).unwrap();
+        for b in 0..4 {
+            s.write(tag(b), &content(b)).unwrap();
+        }
+        for b in 0..4 {
+            assert_eq!(read(&s, b).unwrap(), content(b));
+        }
+        for cut_at in [4 * PAGE_SIZE - 1, 4 * PAGE_SIZE - 100, 3 * PAGE_SIZE + 4097] {
+            cut(dir.path(), cut_at as u64);
+            let e = match read(&s, 3) {
+                Ok(p) => panic!(
+                    "cut at {cut_at}: read as a page whose last bytes are {:?}",
+                    &p[PAGE_SIZE - 4..]
+                ),
+                Err(e) => e,
+            };
+            assert!(e.to_string().contains("short read of block 3"), "{e}");
+            s.write(tag(3), &content(3)).unwrap();
+            assert_eq!(read(&s, 3).unwrap(), content(3));
+        }
+        assert_eq!(read(&s, 2).unwrap(), content(2));
     }
 
     /// A copy that began before another thread's fault poisoned the
