@@ -655,18 +655,10 @@ mod tests {
         );
     }
 
-    /// A `SIGBUS` outside a guarded copy still ends the process, as it
-    /// would without the handler. Run in a child by the test below.
-    #[test]
-    #[ignore = "run in a child process by a_foreign_sigbus_still_ends_the_process"]
-    fn foreign_sigbus_child() {
-        let dir = tempfile::tempdir().unwrap();
-        let s = mapped(dir.path());
-        s.create(REL).unwrap();
-        s.write(tag(0), &content(0)).unwrap();
-        assert_eq!(read(&s, 0).unwrap(), content(0));
-        // Our own mapping of a file, cut, then touched past its end.
-        let path = dir.path().join("other");
+    /// Maps a file of our own, cuts it and touches the mapping past the
+    /// file's end: a `SIGBUS` no guarded copy asked for.
+    fn touch_a_cut_mapping(dir: &Path) -> u8 {
+        let path = dir.join("other");
         let f = OpenOptions::new()
             .read(true)
             .write(true)
@@ -688,34 +680,81 @@ mod tests {
         assert_ne!(p, libc::MAP_FAILED);
         f.set_len(0).unwrap();
         // SAFETY: inside the mapping; past the file's end, so it faults.
-        let byte = unsafe { ptr::read_volatile(p.cast::<u8>().add(4096)) };
+        unsafe { ptr::read_volatile(p.cast::<u8>().add(4096)) }
+    }
+
+    /// A `SIGBUS` outside a guarded copy still ends the process, as it
+    /// would without the handler. Run in a child by the test below.
+    #[test]
+    #[ignore = "run in a child process by a_foreign_sigbus_still_ends_the_process"]
+    fn foreign_sigbus_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = mapped(dir.path());
+        s.create(REL).unwrap();
+        s.write(tag(0), &content(0)).unwrap();
+        assert_eq!(read(&s, 0).unwrap(), content(0));
+        let byte = touch_a_cut_mapping(dir.path());
         println!("read {byte} past the end of a file: the fault was swallowed");
+    }
+
+    /// As above while other threads copy from mappings without pause:
+    /// their guarded windows are theirs, not the faulting thread's.
+    #[test]
+    #[ignore = "run in a child process by a_foreign_sigbus_still_ends_the_process"]
+    fn foreign_sigbus_during_copies_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = mapped(dir.path());
+        s.create(REL).unwrap();
+        for b in 0..4 {
+            s.write(tag(b), &content(b)).unwrap();
+        }
+        let copies = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|scope| {
+            for t in 0..2 {
+                let (s, copies) = (&s, &copies);
+                scope.spawn(move || {
+                    for i in t.. {
+                        let b = i % 4;
+                        assert_eq!(read(s, b).unwrap(), content(b));
+                        copies.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+            while copies.load(Ordering::Relaxed) < 1000 {
+                std::thread::yield_now();
+            }
+            let byte = touch_a_cut_mapping(dir.path());
+            println!("read {byte} past the end of a file: the fault was swallowed");
+            std::process::exit(0);
+        });
     }
 
     #[test]
     fn a_foreign_sigbus_still_ends_the_process() {
         use std::os::unix::process::ExitStatusExt;
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "io::mapped::tests::foreign_sigbus_child",
-                "--ignored",
-                "--test-threads=1",
-                "--nocapture",
-            ])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            text.contains("running 1 test"),
-            "the child did not run:\n{text}"
-        );
-        assert_eq!(
-            out.status.signal(),
-            Some(libc::SIGBUS),
-            "the child was not ended by SIGBUS: {:?}\n{text}",
-            out.status
-        );
+        for child in ["foreign_sigbus_child", "foreign_sigbus_during_copies_child"] {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    &format!("io::mapped::tests::{child}"),
+                    "--ignored",
+                    "--test-threads=1",
+                    "--nocapture",
+                ])
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                text.contains("running 1 test"),
+                "{child} did not run:\n{text}"
+            );
+            assert_eq!(
+                out.status.signal(),
+                Some(libc::SIGBUS),
+                "{child} was not ended by SIGBUS: {:?}\n{text}",
+                out.status
+            );
+        }
     }
 
     #[test]
