@@ -21,18 +21,26 @@
 //! own truncation racing a read of a block it cuts off, or another process
 //! truncating the file. So every copy runs inside a guard:
 //!
-//! 1. Before the copy, the thread records the source range and the
-//!    segment's `poisoned` flag in thread-local cells.
+//! 1. Before the copy, the thread records the source range and its
+//!    segment in thread-local cells.
 //! 2. A `SIGBUS` handler (installed with the first segment, chained to
 //!    whatever handler was there before) checks the faulting address
 //!    against the current thread's range. If it is ours, it sets the
 //!    segment's `poisoned` flag and the thread's `faulted` cell, then maps
-//!    an anonymous page (zeros) over the faulting page and returns, so the
-//!    copy finishes.
+//!    anonymous memory (zeros) over the whole segment and returns, so the
+//!    copy finishes. The whole segment, not the faulting page: a segment
+//!    is one mapping, and replacing a whole mapping adds none, where a
+//!    one-page patch splits it in three, which the kernel refuses to a
+//!    process at its mapping-count limit (`vm.max_map_count`).
 //! 3. After the copy, a fault, or a `poisoned` segment (another thread's
-//!    fault, whose zero page this copy may have read), makes the copy fail.
+//!    fault, whose zeros this copy may have read), makes the copy fail.
 //!    The caller then reads with `pread`, which returns the real answer
 //!    (the data, a short read or the device's error).
+//!
+//! A file that ends inside a system page does not fault there: the rest of
+//! that page reads as zeros. A copy whose last byte is zero may be such a
+//! page, so it also fails when `fstat` finds the file too short for the
+//! block.
 //!
 //! A poisoned segment is never copied from again; its file's reads go
 //! through `pread` until the descriptor is closed and the file reopened.
@@ -42,7 +50,7 @@
 use std::cell::Cell;
 use std::ptr::{self, NonNull};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, compiler_fence, fence};
+use std::sync::atomic::{AtomicBool, Ordering, compiler_fence, fence};
 
 use crate::tag::{BlockNumber, PAGE_SIZE};
 
@@ -124,7 +132,27 @@ impl MappedFile {
         let off = (u64::from(block) - start) as usize * PAGE_SIZE;
         // SAFETY: `off + PAGE_SIZE <= seg.len` (the block is in segment k).
         let src = unsafe { seg.base.as_ptr().add(off) };
-        guarded_copy(src, page, &seg.poisoned)
+        if !guarded_copy(src, page, seg) {
+            return false;
+        }
+        // A file that ends inside a system page shows the rest of that page
+        // as zeros, without a fault: a file cut inside this block's last
+        // system page (or, where system pages are larger than a block, a
+        // whole block past the end but inside the file's last system page)
+        // copies as the block with a zeroed tail. Such a copy's last byte
+        // is zero, so only then is the file's length worth a system call.
+        page[PAGE_SIZE - 1] != 0 || self.holds(block)
+    }
+
+    /// Whether the file is long enough now to hold all of `block`.
+    fn holds(&self, block: BlockNumber) -> bool {
+        // SAFETY: an all-zero stat is a valid value of this plain C struct.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `fd` is open while `self` lives; `st` is writable.
+        if unsafe { libc::fstat(self.fd, &mut st) } != 0 {
+            return false;
+        }
+        u64::try_from(st.st_size).is_ok_and(|len| len >= (u64::from(block) + 1) * PAGE_SIZE as u64)
     }
 
     fn map(&self, start: u64, blocks: u64) -> Option<Segment> {
@@ -157,20 +185,20 @@ impl MappedFile {
 
 thread_local! {
     /// The source range of this thread's running copy (`start`, `end`) and
-    /// the address of its segment's `poisoned` flag; zeros when none runs.
+    /// the address of its [`Segment`]; zeros when none runs.
     static WINDOW: Cell<(usize, usize, usize)> = const { Cell::new((0, 0, 0)) };
     /// Set by the handler when this thread's copy faulted.
     static FAULTED: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Copies `dst.len()` bytes from `src` (inside a mapped segment whose flag
-/// is `poisoned`) into `dst`; `true` if the bytes are the file's.
-fn guarded_copy(src: *const u8, dst: &mut [u8], poisoned: &AtomicBool) -> bool {
+/// Copies `dst.len()` bytes from `src` (inside `seg`) into `dst`; `true`
+/// if the bytes are the file's.
+fn guarded_copy(src: *const u8, dst: &mut [u8], seg: &Segment) -> bool {
     let len = dst.len();
     WINDOW.set((
         src as usize,
         src as usize + len,
-        ptr::from_ref(poisoned) as usize,
+        ptr::from_ref(seg) as usize,
     ));
     FAULTED.set(false);
     // The handler runs on this thread: the cells must be written before the
@@ -178,7 +206,7 @@ fn guarded_copy(src: *const u8, dst: &mut [u8], poisoned: &AtomicBool) -> bool {
     compiler_fence(Ordering::SeqCst);
     // SAFETY: `src .. src + len` lies in a live read-only mapping (the
     // segment outlives this call); `dst` is a distinct exclusive buffer. A
-    // faulting page is replaced by zeros by the handler, so the copy always
+    // fault replaces the segment with zeros (the handler), so the copy always
     // finishes; its bytes are then thrown away below.
     unsafe { ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), len) };
     compiler_fence(Ordering::SeqCst);
@@ -187,7 +215,7 @@ fn guarded_copy(src: *const u8, dst: &mut [u8], poisoned: &AtomicBool) -> bool {
     // Another thread's fault poisons the segment before it maps zeros: a
     // copy that read those zeros sees the flag after this fence.
     fence(Ordering::SeqCst);
-    !faulted && !poisoned.load(Ordering::Relaxed)
+    !faulted && !seg.poisoned.load(Ordering::Relaxed)
 }
 
 /// The `SIGBUS` action in place before ours, called for faults not ours.
@@ -198,16 +226,11 @@ unsafe impl Sync for Previous {}
 // SAFETY: as above.
 unsafe impl Send for Previous {}
 static PREVIOUS: OnceLock<Previous> = OnceLock::new();
-/// The system's page size (the granularity of the handler's patch).
-static SYSTEM_PAGE: AtomicUsize = AtomicUsize::new(0);
 
 /// Installs the `SIGBUS` handler, once per process.
 fn install_handler() {
     static INSTALLED: OnceLock<()> = OnceLock::new();
     INSTALLED.get_or_init(|| {
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        SYSTEM_PAGE.store(usize::try_from(page).unwrap_or(4096), Ordering::Relaxed);
         // SAFETY: an all-zero sigaction is a valid value of this C struct;
         // sigaction only reads `new` and writes `old`.
         unsafe {
@@ -229,21 +252,21 @@ fn install_handler() {
 extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo for an SA_SIGINFO handler.
     let addr = unsafe { (*info).si_addr() } as usize;
-    let (start, end, flag) = WINDOW.get();
+    let (start, end, seg) = WINDOW.get();
     if start <= addr && addr < end {
-        let page = SYSTEM_PAGE.load(Ordering::Relaxed).max(1);
-        let at = addr - addr % page;
-        // SAFETY: `flag` is the address of the running copy's segment's
-        // `poisoned`, which outlives the copy.
-        unsafe { (*(flag as *const AtomicBool)).store(true, Ordering::SeqCst) };
-        // SAFETY: replaces one page of our own read-only mapping (inside
-        // the guarded range) with zeros; nothing else lives there.
+        // SAFETY: `seg` is the address of the running copy's segment, which
+        // outlives the copy.
+        let seg = unsafe { &*(seg as *const Segment) };
+        seg.poisoned.store(true, Ordering::SeqCst);
+        // SAFETY: replaces exactly our own read-only mapping of the segment
+        // with zeros; nothing else lives there, and `Drop` unmaps the same
+        // range. No copy reads it again once poisoned.
         let p = unsafe {
             libc::mmap(
-                at as *mut libc::c_void,
-                page,
+                seg.base.as_ptr().cast(),
+                seg.len,
                 libc::PROT_READ,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE,
                 -1,
                 0,
             )
@@ -431,8 +454,39 @@ mod tests {
         assert!(!is_poisoned(&s, 0));
     }
 
+    /// A file cut inside the last system page of a block does not fault:
+    /// a mapping shows the bytes past the end of a file's last page as
+    /// zeros. The copy must still fail, so that the read reports the short
+    /// read `pread` reports, not a page with a zeroed tail.
+    #[test]
+    fn a_file_cut_inside_a_blocks_last_system_page_is_a_short_read_not_zeros() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = mapped(dir.path());
+        s.create(REL).unwrap();
+        for b in 0..4 {
+            s.write(tag(b), &content(b)).unwrap();
+        }
+        for b in 0..4 {
+            assert_eq!(read(&s, b).unwrap(), content(b));
+        }
+        for cut_at in [4 * PAGE_SIZE - 1, 4 * PAGE_SIZE - 100, 3 * PAGE_SIZE + 4097] {
+            cut(dir.path(), cut_at as u64);
+            let e = match read(&s, 3) {
+                Ok(p) => panic!(
+                    "cut at {cut_at}: read as a page whose last bytes are {:?}",
+                    &p[PAGE_SIZE - 4..]
+                ),
+                Err(e) => e,
+            };
+            assert!(e.to_string().contains("short read of block 3"), "{e}");
+            s.write(tag(3), &content(3)).unwrap();
+            assert_eq!(read(&s, 3).unwrap(), content(3));
+        }
+        assert_eq!(read(&s, 2).unwrap(), content(2));
+    }
+
     /// A copy that began before another thread's fault poisoned the
-    /// segment does not fault itself on the page that fault patched: it
+    /// segment does not fault itself on the segment that fault patched: it
     /// reads the zeros mapped there, and only the poison tells it.
     #[test]
     fn a_copy_from_a_page_another_fault_patched_fails_though_it_did_not_fault() {
@@ -444,7 +498,7 @@ mod tests {
         }
         cut(dir.path(), PAGE_SIZE as u64);
         assert!(read(&s, 3).is_err());
-        // The file is whole again, but the faulted page stays patched.
+        // The file is whole again, but the faulted segment stays patched.
         let f = OpenOptions::new()
             .write(true)
             .open(dir.path().join("base/42"))
@@ -462,8 +516,11 @@ mod tests {
         let mut page = vec![0u8; PAGE_SIZE];
         // SAFETY: block 3 lies inside segment 0.
         let src = unsafe { seg.base.as_ptr().add(3 * PAGE_SIZE) };
-        assert!(!guarded_copy(src, &mut page, &seg.poisoned));
-        assert_ne!(page, content(3), "the patched page should read as zeros");
+        assert!(!guarded_copy(src, &mut page, seg));
+        assert_ne!(page, content(3), "the patched segment should read as zeros");
+        // All of it: block 0 never faulted, and reads as zeros too.
+        assert!(!guarded_copy(seg.base.as_ptr(), &mut page, seg));
+        assert_eq!(page, vec![0u8; PAGE_SIZE]);
         assert_eq!(read(&s, 3).unwrap(), content(3));
     }
 
@@ -532,18 +589,76 @@ mod tests {
         }
     }
 
-    /// A `SIGBUS` outside a guarded copy still ends the process, as it
-    /// would without the handler. Run in a child by the test below.
+    /// The process's mapping count at its limit (`vm.max_map_count`): a
+    /// fault in the middle of a segment must still be patched, which a
+    /// one-page patch could not be (it splits the segment's mapping in
+    /// three): the process died of the `SIGBUS`.
+    /// Run in a child by the test below: it fills the mapping count.
     #[test]
-    #[ignore = "run in a child process by a_foreign_sigbus_still_ends_the_process"]
-    fn foreign_sigbus_child() {
+    #[ignore = "run in a child process by a_cut_file_at_the_mapping_count_limit_is_a_short_read"]
+    fn cut_file_at_the_mapping_count_limit_child() {
+        let max: usize = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(usize::MAX);
+        if max > 1 << 18 {
+            println!("vm.max_map_count is {max}: too many mappings to fill");
+            return;
+        }
         let dir = tempfile::tempdir().unwrap();
         let s = mapped(dir.path());
         s.create(REL).unwrap();
-        s.write(tag(0), &content(0)).unwrap();
+        for b in 0..8 {
+            s.write(tag(b), &content(b)).unwrap();
+        }
         assert_eq!(read(&s, 0).unwrap(), content(0));
-        // Our own mapping of a file, cut, then touched past its end.
-        let path = dir.path().join("other");
+        cut(dir.path(), PAGE_SIZE as u64);
+        // Split one big inaccessible mapping page by page until the kernel
+        // refuses another mapping.
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let len = 2 * max * page;
+        // SAFETY: a fresh anonymous mapping; nothing else uses its range.
+        let p = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        let mut filled = false;
+        for i in (1..2 * max).step_by(2) {
+            // SAFETY: one page of the mapping made above.
+            let r = unsafe {
+                libc::mprotect(p.cast::<u8>().add(i * page).cast(), page, libc::PROT_READ)
+            };
+            if r != 0 {
+                filled = true;
+                break;
+            }
+        }
+        assert!(filled, "the mapping count never reached its limit");
+        let e = read(&s, 5).unwrap_err();
+        assert!(e.to_string().contains("short read of block 5"), "{e}");
+        // SAFETY: the mapping made above, unmapped once.
+        unsafe { libc::munmap(p, len) };
+    }
+
+    #[test]
+    fn a_cut_file_at_the_mapping_count_limit_is_a_short_read() {
+        crate::io::test_child::in_child(
+            "io::mapped::tests::cut_file_at_the_mapping_count_limit_child",
+        );
+    }
+
+    /// Maps a file of our own, cuts it and touches the mapping past the
+    /// file's end: a `SIGBUS` no guarded copy asked for.
+    fn touch_a_cut_mapping(dir: &Path) -> u8 {
+        let path = dir.join("other");
         let f = OpenOptions::new()
             .read(true)
             .write(true)
@@ -565,34 +680,81 @@ mod tests {
         assert_ne!(p, libc::MAP_FAILED);
         f.set_len(0).unwrap();
         // SAFETY: inside the mapping; past the file's end, so it faults.
-        let byte = unsafe { ptr::read_volatile(p.cast::<u8>().add(4096)) };
+        unsafe { ptr::read_volatile(p.cast::<u8>().add(4096)) }
+    }
+
+    /// A `SIGBUS` outside a guarded copy still ends the process, as it
+    /// would without the handler. Run in a child by the test below.
+    #[test]
+    #[ignore = "run in a child process by a_foreign_sigbus_still_ends_the_process"]
+    fn foreign_sigbus_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = mapped(dir.path());
+        s.create(REL).unwrap();
+        s.write(tag(0), &content(0)).unwrap();
+        assert_eq!(read(&s, 0).unwrap(), content(0));
+        let byte = touch_a_cut_mapping(dir.path());
         println!("read {byte} past the end of a file: the fault was swallowed");
+    }
+
+    /// As above while other threads copy from mappings without pause:
+    /// their guarded windows are theirs, not the faulting thread's.
+    #[test]
+    #[ignore = "run in a child process by a_foreign_sigbus_still_ends_the_process"]
+    fn foreign_sigbus_during_copies_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = mapped(dir.path());
+        s.create(REL).unwrap();
+        for b in 0..4 {
+            s.write(tag(b), &content(b)).unwrap();
+        }
+        let copies = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|scope| {
+            for t in 0..2 {
+                let (s, copies) = (&s, &copies);
+                scope.spawn(move || {
+                    for i in t.. {
+                        let b = i % 4;
+                        assert_eq!(read(s, b).unwrap(), content(b));
+                        copies.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+            while copies.load(Ordering::Relaxed) < 1000 {
+                std::thread::yield_now();
+            }
+            let byte = touch_a_cut_mapping(dir.path());
+            println!("read {byte} past the end of a file: the fault was swallowed");
+            std::process::exit(0);
+        });
     }
 
     #[test]
     fn a_foreign_sigbus_still_ends_the_process() {
         use std::os::unix::process::ExitStatusExt;
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "io::mapped::tests::foreign_sigbus_child",
-                "--ignored",
-                "--test-threads=1",
-                "--nocapture",
-            ])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            text.contains("running 1 test"),
-            "the child did not run:\n{text}"
-        );
-        assert_eq!(
-            out.status.signal(),
-            Some(libc::SIGBUS),
-            "the child was not ended by SIGBUS: {:?}\n{text}",
-            out.status
-        );
+        for child in ["foreign_sigbus_child", "foreign_sigbus_during_copies_child"] {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    &format!("io::mapped::tests::{child}"),
+                    "--ignored",
+                    "--test-threads=1",
+                    "--nocapture",
+                ])
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                text.contains("running 1 test"),
+                "{child} did not run:\n{text}"
+            );
+            assert_eq!(
+                out.status.signal(),
+                Some(libc::SIGBUS),
+                "{child} was not ended by SIGBUS: {:?}\n{text}",
+                out.status
+            );
+        }
     }
 
     #[test]
