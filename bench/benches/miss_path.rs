@@ -79,6 +79,8 @@ fn miss_path(c: &mut Criterion<ThreadCpu>) {
 
     let mapped = FileOptions {
         mapped_reads: true,
+        // The pool below verifies checksums.
+        checksummed_pages: true,
         ..FileOptions::default()
     };
     let mapped = Arc::new(FileStorage::open_options(dir.path(), mapped).expect("open storage"));

@@ -702,11 +702,14 @@ impl Settings {
     }
 
     /// The storage backend `--io`, `--direct` and `--mapped-reads` select,
-    /// under `dir`.
+    /// under `dir`, for pools of [`pool_config`](Self::pool_config) (which
+    /// keeps the pool's checksum settings at their defaults).
     pub fn open_storage(&self, dir: &Path) -> Result<Arc<dyn StorageBackend>> {
+        let pool = bufmgr::PoolConfig::new(self.pool_buffers);
         let files = bufmgr::FileOptions {
             direct_io: self.direct_io,
             mapped_reads: self.mapped_reads,
+            checksummed_pages: pool.checksums && !pool.zero_damaged_pages,
         };
         Ok(bufmgr::open_storage(dir, self.io, files)?)
     }

@@ -300,6 +300,7 @@ impl PoolConfig {
         let files = crate::io::FileOptions {
             direct_io: self.direct_io,
             mapped_reads: self.mapped_reads,
+            checksummed_pages: self.checksums && !self.zero_damaged_pages,
         };
         crate::io::open_storage(data_dir, self.io, files)
     }

@@ -857,6 +857,8 @@ impl Options {
         bufmgr::FileOptions {
             direct_io: self.direct_io,
             mapped_reads: self.mapped_reads,
+            // The pool refuses a page failing its checksum (`bufmgr::FileOptions`).
+            checksummed_pages: self.checksums && !self.zero_damaged_pages,
         }
     }
 

@@ -95,6 +95,8 @@ pub struct FileStorage {
     files: Arc<RwLock<Files>>,
     direct: bool,
     mapped: bool,
+    /// [`FileOptions::checksummed_pages`].
+    checksummed: bool,
     /// The cap on `files.open`'s length.
     max_open: AtomicUsize,
     /// Ticks once per use of an open file: its `used` stamp.
@@ -120,6 +122,16 @@ pub struct FileOptions {
     /// copy (a truncation by another process, a device error) makes that
     /// read fall back to `pread`, which reports it as before.
     pub mapped_reads: bool,
+    /// Whoever reads through this storage verifies every page against a
+    /// checksum of the whole page and refuses a mismatch (a pool with
+    /// `checksums` on and `zero_damaged_pages` off). Only mapped reads look
+    /// at it: a file cut by another process inside a block's last 4 KiB
+    /// shows the rest of that block through the mapping as zeros, with no
+    /// fault, where `pread` reports a short read. Without this promise a
+    /// mapped copy whose last byte is zero (most pages') asks the file's
+    /// length (`fstat`) to tell; with it, the zeroed tail is left to fail
+    /// the checksum, an error naming the block.
+    pub checksummed_pages: bool,
 }
 
 /// The caches of every live [`FileStorage`] of the process, for
@@ -301,6 +313,7 @@ impl FileStorage {
         let FileOptions {
             direct_io,
             mapped_reads,
+            checksummed_pages,
         } = options;
         if direct_io && mapped_reads {
             return Err(Error::InvalidConfig(
@@ -324,6 +337,7 @@ impl FileStorage {
             files: Arc::new(RwLock::new(Files::default())),
             direct: direct_io,
             mapped: mapped_reads,
+            checksummed: checksummed_pages,
             max_open: AtomicUsize::new(default_max_open_files()),
             clock: AtomicU64::new(0),
             opens: AtomicU64::new(0),
@@ -436,7 +450,9 @@ impl FileStorage {
                 .entry(rf)
                 .or_insert_with(|| Arc::new(AtomicU32::new(nblocks))),
         );
-        let map = self.mapped.then(|| MappedFile::new(file.as_raw_fd()));
+        let map = self
+            .mapped
+            .then(|| MappedFile::new(file.as_raw_fd(), self.checksummed));
         let file = Arc::new(RelFile {
             file,
             path,

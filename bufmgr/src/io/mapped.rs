@@ -40,7 +40,12 @@
 //! A file that ends inside a system page does not fault there: the rest of
 //! that page reads as zeros. A copy whose last byte is zero may be such a
 //! page, so it also fails when `fstat` finds the file too short for the
-//! block.
+//! block, unless the reader verifies each page against a checksum of the
+//! whole page (`FileOptions::checksummed_pages`; the pool's `checksums`):
+//! a tail of zeros where the block had other bytes then fails that check,
+//! an error naming the block, and a tail that was zeros is the block as it
+//! was written. (Not where system pages are larger than a block: a whole
+//! block past the end would then read as zeros, which no checksum covers.)
 //!
 //! A poisoned segment is never copied from again; its file's reads go
 //! through `pread` until the descriptor is closed and the file reopened.
@@ -98,6 +103,11 @@ impl Drop for Segment {
 #[derive(Debug)]
 pub(super) struct MappedFile {
     fd: libc::c_int,
+    /// The reader verifies every page against a checksum of the whole page
+    /// ([`FileOptions::checksummed_pages`](super::FileOptions)), and system
+    /// pages are no larger than a block: a zeroed tail then fails that
+    /// check, and a copy ending in zero needs no `fstat`.
+    checked_by_reader: bool,
     /// `None` inside: the kernel refused that segment's mapping; its blocks
     /// are read with `pread`.
     segments: [OnceLock<Option<Segment>>; SEGMENTS],
@@ -105,10 +115,15 @@ pub(super) struct MappedFile {
 
 impl MappedFile {
     /// Segments of `fd` are mapped on first use; `fd` must stay open as long
-    /// as this lives (the owner keeps the `File` beside it).
-    pub(super) fn new(fd: libc::c_int) -> MappedFile {
+    /// as this lives (the owner keeps the `File` beside it). `checksummed`:
+    /// see [`FileOptions::checksummed_pages`](super::FileOptions).
+    pub(super) fn new(fd: libc::c_int, checksummed: bool) -> MappedFile {
+        // SAFETY: sysconf has no preconditions.
+        let system_page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        let small_pages = usize::try_from(system_page).is_ok_and(|p| p > 0 && p <= PAGE_SIZE);
         MappedFile {
             fd,
+            checked_by_reader: checksummed && small_pages,
             segments: std::array::from_fn(|_| OnceLock::new()),
         }
     }
@@ -140,8 +155,11 @@ impl MappedFile {
         // system page (or, where system pages are larger than a block, a
         // whole block past the end but inside the file's last system page)
         // copies as the block with a zeroed tail. Such a copy's last byte
-        // is zero, so only then is the file's length worth a system call.
-        page[PAGE_SIZE - 1] != 0 || self.holds(block)
+        // is zero, so only then is the file's length worth a system call;
+        // and not even then when the reader's checksum will refuse such a
+        // tail (most pages end in a zero byte: free space, or the high byte
+        // of a small integer).
+        page[PAGE_SIZE - 1] != 0 || self.checked_by_reader || self.holds(block)
     }
 
     /// Whether the file is long enough now to hold all of `block`.
@@ -379,6 +397,7 @@ mod tests {
         let options = FileOptions {
             direct_io: true,
             mapped_reads: true,
+            ..FileOptions::default()
         };
         let e = FileStorage::open_options(dir.path(), options).unwrap_err();
         assert!(matches!(e, Error::InvalidConfig(_)), "{e:?}");
@@ -483,6 +502,63 @@ mod tests {
             assert_eq!(read(&s, 3).unwrap(), content(3));
         }
         assert_eq!(read(&s, 2).unwrap(), content(2));
+    }
+
+    /// With `checksummed_pages` a copy ending in zero asks no file length:
+    /// a block cut inside its last system page copies with a zeroed tail,
+    /// and the pool's checksum refuses it, naming the block, as the
+    /// storage promised it would. Pages ending in a zero byte, as the
+    /// engine's do.
+    #[test]
+    fn with_checksummed_pages_a_zeroed_tail_is_refused_by_the_pools_checksum() {
+        use crate::{BufferPool, PoolConfig};
+        let dir = tempfile::tempdir().unwrap();
+        let options = FileOptions {
+            mapped_reads: true,
+            checksummed_pages: true,
+            ..FileOptions::default()
+        };
+        let s = std::sync::Arc::new(FileStorage::open_options(dir.path(), options).unwrap());
+        s.create(REL).unwrap();
+        let stamped = |b: BlockNumber| {
+            let mut p = content(b);
+            p[PAGE_SIZE - 8..].fill(0);
+            crate::page::set_checksum(&mut p, b);
+            p
+        };
+        for b in 0..4 {
+            s.write(tag(b), &stamped(b)).unwrap();
+        }
+        // The same file without the promise, its length counted before the cut.
+        let plain = mapped(dir.path());
+        assert_eq!(read(&plain, 3).unwrap(), stamped(3));
+        let pool = BufferPool::new(PoolConfig::new(16).checksums(true), s.clone()).unwrap();
+        for b in 0..4 {
+            assert_eq!(
+                &pool.read_buffer(REL, b, None).unwrap().lock_shared()[..],
+                &stamped(b)[..]
+            );
+        }
+        pool.evict_all().unwrap();
+        // Cut 100 bytes into block 3's last system page: no fault, and the
+        // copy's last byte is zero either way.
+        cut(dir.path(), 4 * PAGE_SIZE as u64 - 100);
+        let mut page = vec![0u8; PAGE_SIZE];
+        s.read(tag(3), &mut page).unwrap();
+        assert_ne!(page, stamped(3), "the tail past the cut reads as zeros");
+        let e = pool.read_buffer(REL, 3, None).map(drop).unwrap_err();
+        assert!(e.to_string().contains("block 3"), "{e}");
+        assert!(
+            !matches!(e, Error::CorruptFile { .. }),
+            "no length was asked: {e:?}"
+        );
+        assert_eq!(
+            &pool.read_buffer(REL, 2, None).unwrap().lock_shared()[..],
+            &stamped(2)[..]
+        );
+        // Without the promise the same copy asks the length: a short read.
+        let e = read(&plain, 3).unwrap_err();
+        assert!(e.to_string().contains("short read of block 3"), "{e}");
     }
 
     /// A copy that began before another thread's fault poisoned the

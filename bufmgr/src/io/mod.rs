@@ -574,6 +574,8 @@ mod tests {
             let options = FileOptions {
                 direct_io: k.direct(),
                 mapped_reads: k == Kind::SyncMapped,
+                // The contract tests verify no checksums.
+                checksummed_pages: false,
             };
             FileStorage::open_options(dir, options).map(|s| Box::new(s) as _)
         };
