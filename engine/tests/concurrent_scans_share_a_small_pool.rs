@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bufmgr::{FaultyStorage, StorageBackend};
-use common::{row, small_options, two_columns, watchdog};
+use common::{cut_table_file, row, small_options, two_columns, watchdog};
 use engine::{Database, Evictor, IoMode, Options, RingChoice, ScanOptions};
 
 const THREADS: usize = 24;
@@ -254,16 +254,7 @@ fn failed_and_short_reads_fail_the_scan_never_shorten_it() {
             );
             // A table file cut inside its last page: the read of that page
             // is short.
-            let rf = bufmgr::RelFork::main(db.table("t").unwrap().rel);
-            let path = db.pool().storage().path(rf);
-            db.pool().evict_all().unwrap();
-            let len = std::fs::metadata(&path).unwrap().len();
-            std::fs::OpenOptions::new()
-                .write(true)
-                .open(&path)
-                .unwrap()
-                .set_len(len - 100)
-                .unwrap();
+            cut_table_file(&db, "t", |len| len - 100);
             for (way, r) in scan_three(&db, "t").into_iter().enumerate() {
                 let e = r.expect_err(&format!("{io:?} way {way}: a short read went unnoticed"));
                 assert!(e.contains("\"t\""), "{io:?} way {way}: {e}");

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use common::{row, small_options, two_columns, watchdog};
+use common::{row, scan_id_names, small_options, two_columns, watchdog};
 use engine::{Database, Value};
 
 const CHILD_DIR: &str = "ENGINE_TEST_MAPPED_KILL_CHILD_DIR";
@@ -45,14 +45,7 @@ type Answers = (BTreeMap<i64, Vec<u8>>, Vec<Option<Vec<u8>>>);
 
 fn answers(db: &Database, max: i64) -> Answers {
     let t = db.begin().unwrap();
-    let scanned: BTreeMap<i64, Vec<u8>> = t
-        .scan("t")
-        .unwrap()
-        .map(|r| {
-            let (_, r) = r.unwrap();
-            (r.i64("id").unwrap(), r.bytes("name").unwrap().to_vec())
-        })
-        .collect();
+    let scanned: BTreeMap<i64, Vec<u8>> = scan_id_names(&t, "t").into_iter().collect();
     // Looked up in a scrambled order, so that most lookups miss the pool.
     let mut order: Vec<i64> = (0..=max).collect();
     order.sort_by_key(|id| id.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as i64));

@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use bufmgr::IoMode;
-use common::{row, small_options, two_columns, watchdog};
+use common::{cut_table_file, row, scan_id_names, small_options, two_columns, watchdog};
 use engine::{Database, Value};
 
 const ROWS: i64 = 20_000;
@@ -67,14 +67,7 @@ fn mapped_reads_answer_as_pread_does_through_a_small_pool() {
             let db = Database::open(dir.path(), opts()).unwrap();
             let t = db.begin().unwrap();
             let looked_up: Vec<Option<Vec<u8>>> = (0..ROWS).map(|id| name_of(&t, id)).collect();
-            let mut scanned: Vec<(i64, Vec<u8>)> = t
-                .scan("t")
-                .unwrap()
-                .map(|r| {
-                    let (_, r) = r.unwrap();
-                    (r.i64("id").unwrap(), r.bytes("name").unwrap().to_vec())
-                })
-                .collect();
+            let mut scanned = scan_id_names(&t, "t");
             scanned.sort();
             assert_eq!(scanned.len(), ROWS as usize, "mapped {mapped}");
             for (id, name) in &scanned {
@@ -137,16 +130,7 @@ fn a_table_file_cut_under_mapped_reads_is_an_error_naming_the_table() {
                 assert!(name_of(&t, id).is_some());
             }
             drop(t);
-            let rf = bufmgr::RelFork::main(db.table("t").unwrap().rel);
-            let path = db.pool().storage().path(rf);
-            db.pool().evict_all().unwrap();
-            let len = std::fs::metadata(&path).unwrap().len();
-            std::fs::OpenOptions::new()
-                .write(true)
-                .open(&path)
-                .unwrap()
-                .set_len(cut(len))
-                .unwrap();
+            cut_table_file(&db, "t", cut);
             let t = db.begin().unwrap();
             let (mut found, mut failed) = (0, 0);
             for id in 0..ROWS {

@@ -372,6 +372,17 @@ mod tests {
         FileStorage::open_options(dir, options).unwrap()
     }
 
+    /// A mapped storage on `dir` whose relation has blocks `0 .. n` of
+    /// [`content`], written through it.
+    fn mapped_with(dir: &Path, n: BlockNumber) -> FileStorage {
+        let s = mapped(dir);
+        s.create(REL).unwrap();
+        for b in 0..n {
+            s.write(tag(b), &content(b)).unwrap();
+        }
+        s
+    }
+
     fn read(s: &FileStorage, b: BlockNumber) -> crate::error::Result<Vec<u8>> {
         let mut page = vec![0u8; PAGE_SIZE];
         s.read(tag(b), &mut page).map(|()| page)
@@ -446,11 +457,7 @@ mod tests {
     #[test]
     fn a_file_cut_under_mapped_pages_is_a_short_read_and_other_pages_still_read() {
         let dir = tempfile::tempdir().unwrap();
-        let s = mapped(dir.path());
-        s.create(REL).unwrap();
-        for b in 0..4 {
-            s.write(tag(b), &content(b)).unwrap();
-        }
+        let s = mapped_with(dir.path(), 4);
         // Every page read once: mapped and faulted in before the cut.
         for b in 0..4 {
             assert_eq!(read(&s, b).unwrap(), content(b));
@@ -480,11 +487,7 @@ mod tests {
     #[test]
     fn a_file_cut_inside_a_blocks_last_system_page_is_a_short_read_not_zeros() {
         let dir = tempfile::tempdir().unwrap();
-        let s = mapped(dir.path());
-        s.create(REL).unwrap();
-        for b in 0..4 {
-            s.write(tag(b), &content(b)).unwrap();
-        }
+        let s = mapped_with(dir.path(), 4);
         for b in 0..4 {
             assert_eq!(read(&s, b).unwrap(), content(b));
         }
@@ -567,11 +570,7 @@ mod tests {
     #[test]
     fn a_copy_from_a_page_another_fault_patched_fails_though_it_did_not_fault() {
         let dir = tempfile::tempdir().unwrap();
-        let s = mapped(dir.path());
-        s.create(REL).unwrap();
-        for b in 0..4 {
-            s.write(tag(b), &content(b)).unwrap();
-        }
+        let s = mapped_with(dir.path(), 4);
         cut(dir.path(), PAGE_SIZE as u64);
         assert!(read(&s, 3).is_err());
         // The file is whole again, but the faulted segment stays patched.
@@ -608,11 +607,7 @@ mod tests {
         const BLOCKS: BlockNumber = 16;
         let dir = tempfile::tempdir().unwrap();
         for round in 0..8 {
-            let s = mapped(dir.path());
-            s.create(REL).unwrap();
-            for b in 0..BLOCKS {
-                s.write(tag(b), &content(b)).unwrap();
-            }
+            let s = mapped_with(dir.path(), BLOCKS);
             let stop = AtomicBool::new(false);
             let (ok, failed) = std::thread::scope(|scope| {
                 let readers: Vec<_> = (0..3)
@@ -682,11 +677,7 @@ mod tests {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
-        let s = mapped(dir.path());
-        s.create(REL).unwrap();
-        for b in 0..8 {
-            s.write(tag(b), &content(b)).unwrap();
-        }
+        let s = mapped_with(dir.path(), 8);
         assert_eq!(read(&s, 0).unwrap(), content(0));
         cut(dir.path(), PAGE_SIZE as u64);
         // Split one big inaccessible mapping page by page until the kernel
@@ -779,11 +770,7 @@ mod tests {
     #[ignore = "run in a child process by a_foreign_sigbus_still_ends_the_process"]
     fn foreign_sigbus_during_copies_child() {
         let dir = tempfile::tempdir().unwrap();
-        let s = mapped(dir.path());
-        s.create(REL).unwrap();
-        for b in 0..4 {
-            s.write(tag(b), &content(b)).unwrap();
-        }
+        let s = mapped_with(dir.path(), 4);
         let copies = std::sync::atomic::AtomicU64::new(0);
         std::thread::scope(|scope| {
             for t in 0..2 {

@@ -322,3 +322,30 @@ pub fn n_by_id(
         })
         .collect()
 }
+
+/// Cut the main file of table `table` to `new_len(its length)` bytes behind
+/// the pool's back, after evicting every page (so the next reads go to the
+/// file).
+pub fn cut_table_file(db: &engine::Database, table: &str, new_len: impl FnOnce(u64) -> u64) {
+    let rf = bufmgr::RelFork::main(db.table(table).unwrap().rel);
+    let path = db.pool().storage().path(rf);
+    db.pool().evict_all().unwrap();
+    let len = std::fs::metadata(&path).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(new_len(len))
+        .unwrap();
+}
+
+/// Every `(id, name)` of a [`two_columns`] table, in scan order.
+pub fn scan_id_names(t: &engine::Transaction, table: &str) -> Vec<(i64, Vec<u8>)> {
+    t.scan(table)
+        .unwrap()
+        .map(|r| {
+            let (_, r) = r.unwrap();
+            (r.i64("id").unwrap(), r.bytes("name").unwrap().to_vec())
+        })
+        .collect()
+}
