@@ -89,7 +89,14 @@ fn cleans_under_load(evictor: Evictor) {
     for w in db.storage.writes() {
         assert!(w.wal_flushed >= w.page_lsn, "{evictor}: rule 5: {w:?}");
     }
-    assert_eq!(pool.pinned_buffers(), 0);
+    // The background writer is still running, and pins each page it writes
+    // (`SyncOneBuffer`): a pin of its own may be up at any moment, but not
+    // for long. A leaked pin stays.
+    assert!(
+        wait_until(Duration::from_secs(5), || pool.pinned_buffers() == 0),
+        "{evictor}: {} buffers still pinned after the threads stopped",
+        pool.pinned_buffers()
+    );
     pool.flush_all(false).unwrap();
     drop(pool);
     let fresh = BufferPool::new(PoolConfig::new(16).partitions(1), db.fresh_storage()).unwrap();
