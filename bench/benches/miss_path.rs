@@ -21,7 +21,9 @@
 //! built through the pool in a temporary directory, so its pages sit in the
 //! OS page cache: every read is a page-cache copy, no device. The blocks
 //! are read in a fixed random order that brings each back only after 16 x
-//! pool accesses, so every pool access misses (checked after the run).
+//! pool accesses, so every pool access misses (checked after the run);
+//! then every block is read back through the row's storage and checked
+//! whole, and the mapped row's file must show in `/proc/self/maps`.
 //!
 //! Timed in the benchmarking thread's CPU time (`common/cpu.rs`), user and
 //! system alike: the `pread`'s kernel time counts, another process's time
@@ -113,7 +115,18 @@ fn miss_path(c: &mut Criterion<ThreadCpu>) {
             s.hits,
             s.accesses
         );
+        // Every block read back through this storage and checked whole.
+        bench::data::verify_relation(storage, REL, BLOCKS, POOL_BUFFERS, false)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
     }
+    // The mapped row's reads went through a mapping of the relation's file.
+    let path = std::fs::canonicalize(storage.path(rf)).expect("relation file");
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
+    assert!(
+        maps.lines().any(|l| l.ends_with(path.to_str().unwrap())),
+        "pool_miss_mapped: {} is not mapped",
+        path.display()
+    );
 
     let file = File::open(storage.path(rf)).expect("open relation file");
     let offset = |block: BlockNumber| u64::from(block) * PAGE_SIZE as u64;

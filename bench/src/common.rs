@@ -705,12 +705,10 @@ impl Settings {
     /// under `dir`, for pools of [`pool_config`](Self::pool_config) (which
     /// keeps the pool's checksum settings at their defaults).
     pub fn open_storage(&self, dir: &Path) -> Result<Arc<dyn StorageBackend>> {
-        let pool = bufmgr::PoolConfig::new(self.pool_buffers);
-        let files = bufmgr::FileOptions {
-            direct_io: self.direct_io,
-            mapped_reads: self.mapped_reads,
-            checksummed_pages: pool.checksums && !pool.zero_damaged_pages,
-        };
+        let files = bufmgr::PoolConfig::new(self.pool_buffers)
+            .direct_io(self.direct_io)
+            .mapped_reads(self.mapped_reads)
+            .file_options();
         Ok(bufmgr::open_storage(dir, self.io, files)?)
     }
 

@@ -291,18 +291,26 @@ impl PoolConfig {
         self
     }
 
-    /// The storage backend under `data_dir` that `io`, `direct_io` and
-    /// `mapped_reads` select ([`crate::io::open_storage`]).
+    /// How a storage backend for this pool opens its files: `direct_io`,
+    /// `mapped_reads`, and whether the pool refuses every page failing its
+    /// checksum (`checksums` on, `zero_damaged_pages` off), which mapped
+    /// reads may rely on ([`crate::FileOptions::checksummed_pages`]).
+    pub fn file_options(&self) -> crate::io::FileOptions {
+        crate::io::FileOptions {
+            direct_io: self.direct_io,
+            mapped_reads: self.mapped_reads,
+            checksummed_pages: self.checksums && !self.zero_damaged_pages,
+        }
+    }
+
+    /// The storage backend under `data_dir` that `io` and
+    /// [`file_options`](Self::file_options) select
+    /// ([`crate::io::open_storage`]).
     pub fn open_storage(
         &self,
         data_dir: &std::path::Path,
     ) -> Result<std::sync::Arc<dyn crate::io::StorageBackend>> {
-        let files = crate::io::FileOptions {
-            direct_io: self.direct_io,
-            mapped_reads: self.mapped_reads,
-            checksummed_pages: self.checksums && !self.zero_damaged_pages,
-        };
-        crate::io::open_storage(data_dir, self.io, files)
+        crate::io::open_storage(data_dir, self.io, self.file_options())
     }
 
     /// Check every value; the error names the one that is wrong.

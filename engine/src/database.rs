@@ -340,7 +340,7 @@ impl Database {
         let files: Arc<dyn StorageBackend> = bufmgr::open_storage_with(
             &dir,
             options.io,
-            options.file_options(),
+            options.pool_config().file_options(),
             options.max_open_files,
         )
         .map_err(EngineError::buffer("could not open the relation files"))?;

@@ -852,16 +852,6 @@ impl Options {
         Ok(())
     }
 
-    /// How the relation files are opened.
-    pub(crate) fn file_options(&self) -> bufmgr::FileOptions {
-        bufmgr::FileOptions {
-            direct_io: self.direct_io,
-            mapped_reads: self.mapped_reads,
-            // The pool refuses a page failing its checksum (`bufmgr::FileOptions`).
-            checksummed_pages: self.checksums && !self.zero_damaged_pages,
-        }
-    }
-
     pub(crate) fn pool_config(&self) -> bufmgr::PoolConfig {
         let mut c = bufmgr::PoolConfig::new(self.pool_buffers)
             .evictor(self.evictor)

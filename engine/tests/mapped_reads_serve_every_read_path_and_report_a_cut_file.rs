@@ -25,6 +25,16 @@ fn name_of(t: &engine::Transaction, id: i64) -> Option<Vec<u8>> {
     })
 }
 
+/// Whether this process has `path` mapped (`/proc/self/maps`).
+fn is_mapped(path: &std::path::Path) -> bool {
+    let path = std::fs::canonicalize(path).unwrap();
+    let path = path.to_str().unwrap();
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .any(|l| l.ends_with(path))
+}
+
 #[test]
 fn mapped_reads_answer_as_pread_does_through_a_small_pool() {
     watchdog(Duration::from_secs(240), || {
@@ -81,6 +91,11 @@ fn mapped_reads_answer_as_pread_does_through_a_small_pool() {
             let s = db.pool().stats().totals();
             let misses = s.accesses - s.hits;
             assert!(misses > 10 * 64, "mapped {mapped}: only {misses} misses");
+            // The misses went through a mapping of the table's file exactly
+            // when mapped reads are on.
+            let rf = bufmgr::RelFork::main(db.table("t").unwrap().rel);
+            let path = db.pool().storage().path(rf);
+            assert_eq!(is_mapped(&path), mapped, "{}", path.display());
             drop(t);
             db.close().unwrap();
             answers.push(looked_up);

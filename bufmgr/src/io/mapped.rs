@@ -397,6 +397,18 @@ mod tests {
             .unwrap();
     }
 
+    /// Block `b` copied from the mapping itself (no `pread` to fall back
+    /// on), or `None` if the copy failed.
+    fn mapped_copy(s: &FileStorage, b: BlockNumber) -> Option<Vec<u8>> {
+        let f = s.file(REL, "open", &REL).unwrap();
+        let mut page = vec![0u8; PAGE_SIZE];
+        f.map
+            .as_ref()
+            .expect("mapped reads are on")
+            .copy(b, &mut page)
+            .then_some(page)
+    }
+
     fn is_poisoned(s: &FileStorage, b: BlockNumber) -> bool {
         let f = s.file(REL, "open", &REL).unwrap();
         f.map.as_ref().expect("mapped reads are on").poisoned(b)
@@ -436,6 +448,8 @@ mod tests {
         assert!(s.mapped_reads());
         for b in [0, 1, 8191, 8192, 8199] {
             assert_eq!(read(&s, b).unwrap(), content(b), "block {b}");
+            // From the mapping, not from a `pread` after a failed copy.
+            assert_eq!(mapped_copy(&s, b), Some(content(b)), "block {b}");
         }
         assert_eq!(read(&s, 2).unwrap(), vec![0u8; PAGE_SIZE]);
         // Written through the storage after the mapping was made.
@@ -796,16 +810,7 @@ mod tests {
     fn a_foreign_sigbus_still_ends_the_process() {
         use std::os::unix::process::ExitStatusExt;
         for child in ["foreign_sigbus_child", "foreign_sigbus_during_copies_child"] {
-            let out = std::process::Command::new(std::env::current_exe().unwrap())
-                .args([
-                    "--exact",
-                    &format!("io::mapped::tests::{child}"),
-                    "--ignored",
-                    "--test-threads=1",
-                    "--nocapture",
-                ])
-                .output()
-                .unwrap();
+            let out = crate::io::test_child::run_child(&format!("io::mapped::tests::{child}"));
             let text = String::from_utf8_lossy(&out.stdout);
             assert!(
                 text.contains("running 1 test"),

@@ -4,17 +4,17 @@
 //! would disturb. The child is this test binary again, running the body as
 //! an ignored test.
 
-use std::process::Command;
+use std::process::{Command, Output};
 
 /// Descriptors this process has open.
 pub(crate) fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
 
-/// Runs the ignored test `name` of this binary in a child process and
-/// fails with its output unless it passes.
-pub(crate) fn in_child(name: &str) {
-    let out = Command::new(std::env::current_exe().unwrap())
+/// Runs the ignored test `name` of this binary in a child process, to its
+/// end, whatever that is.
+pub(crate) fn run_child(name: &str) -> Output {
+    Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
             name,
@@ -23,7 +23,13 @@ pub(crate) fn in_child(name: &str) {
             "--nocapture",
         ])
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// Runs the ignored test `name` of this binary in a child process and
+/// fails with its output unless it passes.
+pub(crate) fn in_child(name: &str) {
+    let out = run_child(name);
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
