@@ -17,7 +17,7 @@
 //! 4. Searches lock shared all the way. Inserts lock the target level
 //!    exclusively, and finish any incomplete split they meet on the way
 //!    (PostgreSQL's `_bt_moveright` with `forupdate`), then start again.
-//! 5. Read-only descents ([`Index::descend_shared`]) take no pin and no
+//! 5. Read-only descents (`Index::descend_shared`) take no pin and no
 //!    lock on the pages above their target level: they read them
 //!    optimistically and follow a step only once it is validated (the
 //!    crate README's "Optimistic descents", rules 1-4); a declined page is

@@ -51,10 +51,10 @@
 //!    exactly while a thread may be changing the page's bytes under the
 //!    exclusive content lock: it goes up by one when the lock is taken
 //!    exclusively and by one again just before that lock is released
-//!    ([`BufferDesc::lock_content_exclusive`] /
-//!    [`BufferDesc::unlock_content_exclusive`], the only ways this crate
+//!    (`BufferDesc::lock_content_exclusive` /
+//!    `BufferDesc::unlock_content_exclusive`, the only ways this crate
 //!    takes and releases it). Every tag change goes up by two
-//!    ([`BufferDesc::set_tag`]), before the bytes of the next page are
+//!    (`BufferDesc::set_tag`), before the bytes of the next page are
 //!    read or zeroed in. An increment is a `Release` read-modify-write
 //!    followed by a `Release` fence, so a reader that sees any byte
 //!    written after it also sees the new version (crossbeam's seqlock

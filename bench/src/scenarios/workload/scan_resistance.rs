@@ -544,7 +544,7 @@ fn lookup_worker(
 }
 
 /// The generator of lookup thread `t`'s keys (`seed`: `--seed` or
-/// [`SEED`]).
+/// `SEED`).
 pub fn lookup_rng(seed: u64, t: usize) -> SmallRng {
     SmallRng::seed_from_u64(seed ^ (t as u64 + 1).wrapping_mul(0x9E37_79B9))
 }
