@@ -481,6 +481,19 @@ pub enum EngineError {
         operation: String,
     },
 
+    /// A scan whose row filter ([`crate::RowIter::matching`]) panicked, read
+    /// again after the caller caught the panic: the page being read when it
+    /// panicked was left part-way, so the scan cannot say which of its rows
+    /// were still to come. It ends here; scan again to read the table.
+    #[error(
+        "the scan of table {} was interrupted by a panic in its row filter: rows after the last one handed out are unknown; the scan has ended",
+        cut(table)
+    )]
+    ScanInterrupted {
+        /// The table's name.
+        table: String,
+    },
+
     /// A backup target that is not a new or empty directory outside the
     /// data directory ([`crate::Database::backup_to`]). Nothing was written.
     #[error("backup target {path}: {detail}")]
@@ -644,7 +657,8 @@ impl EngineError {
             | EngineError::BackupTarget { .. }
             | EngineError::TableBeingLoaded { .. }
             | EngineError::TableReadByThisThread { .. }
-            | EngineError::BackupInProgress { .. } => ErrorKind::BadInput,
+            | EngineError::BackupInProgress { .. }
+            | EngineError::ScanInterrupted { .. } => ErrorKind::BadInput,
             EngineError::WriteConflict { .. }
             | EngineError::UniqueConflict { .. }
             | EngineError::TransactionAborted { .. } => ErrorKind::Conflict,

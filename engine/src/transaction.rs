@@ -889,6 +889,7 @@ impl Transaction {
             filter: None,
             projection: None,
             failed: false,
+            reading: false,
         })
     }
 }
@@ -1111,6 +1112,11 @@ pub struct RowIter {
     /// The projected columns, and the shape of the rows they make.
     projection: Option<(Vec<Col>, Arc<Shape>)>,
     failed: bool,
+    /// Set while a page is read and cleared once it is: still set on entry,
+    /// the last read unwound part-way (a panic in the filter, caught by
+    /// the caller), and the scan ends with [`EngineError::ScanInterrupted`]
+    /// instead of going on as if the page had no more rows.
+    reading: bool,
     /// Dropped last (fields drop in order): if this is the database's last
     /// handle, the database closes after the stream's pins and the table
     /// handle are gone.
@@ -1455,6 +1461,10 @@ impl RowIter {
         if self.failed {
             return Advance::End;
         }
+        if self.reading {
+            let table = self.table.h.info.name.clone();
+            return self.fail(EngineError::ScanInterrupted { table });
+        }
         if forget_rolled_back(&mut self.snapshot, &self.rolled_back) {
             self.reread_pages();
         }
@@ -1478,7 +1488,10 @@ impl RowIter {
             if self.done && !self.rereading() {
                 return Advance::End;
             }
-            match self.read_page() {
+            self.reading = true;
+            let read = self.read_page();
+            self.reading = false;
+            match read {
                 Ok(true) => {}
                 Ok(false) => {
                     self.done = true;
