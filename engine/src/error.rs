@@ -745,7 +745,7 @@ mod tests {
     use bufmgr::{BufferTag, Fork, RelId};
 
     /// Number of `EngineError` variants: `variant` below lists each once.
-    const VARIANTS: usize = 44;
+    const VARIANTS: usize = 45;
 
     /// Position of `e`'s variant. The match has no wildcard, so a new
     /// variant does not compile until it is listed here (and a sample of it
@@ -797,6 +797,7 @@ mod tests {
             E::BackupInProgress { .. } => 41,
             E::BadKey { .. } => 42,
             E::TableReadByThisThread { .. } => 43,
+            E::ScanInterrupted { .. } => 44,
         }
     }
 
@@ -1027,6 +1028,7 @@ mod tests {
                 BadInput,
             ),
             (E::TableBeingLoaded { table: t.clone() }, BadInput),
+            (E::ScanInterrupted { table: t.clone() }, BadInput),
             (
                 E::TableReadByThisThread {
                     table: t.clone(),
