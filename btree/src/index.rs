@@ -513,9 +513,14 @@ impl Index {
                 if !tp.beyond_high_key_at(key, tid)? {
                     return Ok(page);
                 }
-                block = self.right_of(&tp, block)?;
+                let right = self.right_of(&tp, block)?;
+                let high = tp.high_key()?.map(|h| (h.key.to_vec(), h.tid));
                 drop(page);
-                page = self.read_shared(block)?;
+                block = right;
+                page = match &high {
+                    Some((k, t)) => self.read_right_shared(block, (k, *t))?,
+                    None => self.read_shared(block)?,
+                };
             }
         }
     }
@@ -570,8 +575,12 @@ impl Index {
                 return Ok(page);
             }
             let right = self.right_of(&tp, block)?;
+            let high = tp.high_key()?.map(|h| (h.key.to_vec(), h.tid));
             drop(page);
-            page = self.read_shared(right)?;
+            page = match &high {
+                Some((k, t)) => self.read_right_shared(right, (k, *t))?,
+                None => self.read_shared(right)?,
+            };
         }
     }
 
@@ -580,6 +589,34 @@ impl Index {
             .pool
             .read_buffer(self.relfork(), block, None)?
             .lock_shared())
+    }
+
+    /// Lock shared page `right`, the right link of a page whose high key
+    /// was `high` (stored key and TID, copied before that page was
+    /// released), and check that its own high key, if it has one, is
+    /// above `high`. High keys rise strictly along a level (a split gives
+    /// the left half a separator below the old high key, which the right
+    /// half keeps; pages are never removed), so a link that breaks this
+    /// is damage, a link back to a page on the left (a bit flipped on a
+    /// disk read without checksums): followed, a read would go round the
+    /// cycle forever. [`Index::right_of`] refuses the cycle of one page
+    /// before it is read; this refuses every longer one at the page that
+    /// closes it.
+    pub(crate) fn read_right_shared(
+        &self,
+        right: BlockNumber,
+        high: (&[u8], Tid),
+    ) -> Result<PageRead<'_>> {
+        let page = self.read_shared(right)?;
+        let tp = TreePage::parse(&page, self.page_id(right))?;
+        if let Some(hk) = tp.high_key()?
+            && (hk.key, hk.tid) <= high
+        {
+            return Err(self.page_id(right).corrupt(
+                "reached by a right link from a page whose high key is not below this page's",
+            ));
+        }
+        Ok(page)
     }
 }
 

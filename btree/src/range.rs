@@ -161,6 +161,9 @@ impl Index {
         };
         let mut page = self.descend_shared(key, tid, 0)?;
         let mut n = 0;
+        // The high key of the page left last (stored key, TID): the next
+        // page's must be above it (`Index::read_right_shared`).
+        let mut left_high: Vec<u8> = Vec::new();
         loop {
             let block = page.block();
             let tp = TreePage::parse(&page, self.page_id(block))?;
@@ -195,16 +198,20 @@ impl Index {
                 }
             }
             let next = match tp.high_key()? {
-                Some(hk) if bounds.below_upper(hk.key) => tp.right_link(),
+                Some(hk) if bounds.below_upper(hk.key) => tp.right_link().map(|r| {
+                    left_high.clear();
+                    left_high.extend_from_slice(hk.key);
+                    (r, hk.tid)
+                }),
                 _ => None,
             };
             drop(page);
-            let Some(next) = next else {
+            let Some((next, high_tid)) = next else {
                 return Ok(false);
             };
             // Everything on the right sibling (and on the pages a split of
             // it moves entries to) is above what was read here.
-            page = self.read_shared(next)?;
+            page = self.read_right_shared(next, (&left_high, high_tid))?;
         }
     }
 

@@ -51,6 +51,9 @@ pub struct Scan<'a> {
     buffered: VecDeque<(Key, Tid)>,
     /// The next leaf to read, if the chain goes on within the bounds.
     next: Option<BlockNumber>,
+    /// The high key (stored key, TID) of the leaf read last: the next
+    /// leaf's must be above it (`Index::read_right_shared`).
+    left_high: (Vec<u8>, Tid),
     started: bool,
     failed: bool,
 }
@@ -72,6 +75,7 @@ impl Index {
             upper: enc(upper)?,
             buffered: VecDeque::new(),
             next: None,
+            left_high: (Vec::new(), TID_MIN),
             started: false,
             failed: false,
         })
@@ -181,17 +185,18 @@ impl Index {
                     j += 1;
                 }
             }
-            // Where to go on after this batch, if anywhere.
+            // Where to go on after this batch, if anywhere, and for a right
+            // link, the TID of the high key left (its key is `key`).
             let next = if key_ends {
                 None
             } else if n == LOOKUP_BATCH {
                 // The batch is full: go on from the same page.
-                Some(block)
+                Some((block, None))
             } else {
                 // The page is exhausted: equal keys go on to the right only if
                 // the high key has this key.
                 match tp.high_key()? {
-                    Some(hk) if hk.key == key => Some(tp.right),
+                    Some(hk) if hk.key == key => Some((tp.right, Some(hk.tid))),
                     _ => None,
                 }
             };
@@ -207,11 +212,15 @@ impl Index {
                     None => return Ok(()),
                 }
             }
-            let Some(next) = next else {
+            let Some((next, high)) = next else {
                 return Ok(());
             };
+            let page_next = match high {
+                Some(t) => self.read_right_shared(next, (key, t))?,
+                None => self.read_shared(next)?,
+            };
             // The page may have split while unlocked: move right past it.
-            page = self.move_right_shared(self.read_shared(next)?, key, from)?;
+            page = self.move_right_shared(page_next, key, from)?;
         }
     }
 }
@@ -261,7 +270,12 @@ impl Scan<'_> {
             }
         }
         self.next = match tp.high_key()? {
-            Some(hk) if self.below_upper(hk.key) => tp.right_link(),
+            Some(hk) if self.below_upper(hk.key) => {
+                self.left_high.0.clear();
+                self.left_high.0.extend_from_slice(hk.key);
+                self.left_high.1 = hk.tid;
+                tp.right_link()
+            }
             _ => None,
         };
         Ok(())
@@ -279,11 +293,8 @@ impl Scan<'_> {
                 let p = self.index.descend_shared(key, tid, 0)?;
                 self.read_page(&p, p.block())?;
             } else if let Some(block) = self.next {
-                let p = self
-                    .index
-                    .pool
-                    .read_buffer(self.index.relfork(), block, None)?
-                    .lock_shared();
+                let (high, tid) = &self.left_high;
+                let p = self.index.read_right_shared(block, (high, *tid))?;
                 self.read_page(&p, block)?;
             } else {
                 return Ok(());
