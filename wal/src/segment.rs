@@ -26,6 +26,12 @@
 //! 2. Segments are contiguous: segments are created in order at the end and
 //!    removed in order from the front, so a missing segment between two
 //!    present ones is damage, not a crash.
+//! 3. A segment made ahead of the writes (the log's preallocation) is made
+//!    as in 1 but renamed to `<name>.next`, not to its name: it becomes a
+//!    segment only when a write reaches it and renames it into place (the
+//!    directory synced before its first record). So the segments under
+//!    their names are always exactly those the log has reached, whatever
+//!    was made ahead; `*.next` files are removed at open and at close.
 //!
 //! Shortcuts: PostgreSQL renames old segments for reuse instead of removing
 //! them, and puts a header on every 8 kB WAL page so that a reader can start at
@@ -49,6 +55,8 @@ pub const MIN_SEGMENT_SIZE: u64 = 64 << 10;
 pub const MAX_SEGMENT_SIZE: u64 = 1 << 30;
 /// Name of the WAL directory inside the data directory.
 pub const WAL_DIR_NAME: &str = "wal";
+/// Suffix of a segment made ahead of the writes (see invariant 3).
+const MADE_AHEAD_SUFFIX: &str = ".next";
 /// Suffix of a segment being created (see invariant 1).
 const TEMP_SUFFIX: &str = ".tmp";
 /// Zeros are written in pieces of this size when a segment is created.
@@ -145,13 +153,14 @@ pub(crate) fn list_segments(
     Ok(starts)
 }
 
-/// Remove `*.tmp` files left by a crash during segment creation.
+/// Remove `*.tmp` files left by a crash during segment creation, and
+/// segments made ahead that no write took (`*.next`).
 pub(crate) fn remove_temp_files(fs: &dyn FileSystem, wal_dir: &Path) -> Result<()> {
     let names = fs
         .list_dir(wal_dir)
         .map_err(|e| WalError::io("list", wal_dir, e))?;
     for name in names {
-        if name.ends_with(TEMP_SUFFIX) {
+        if name.ends_with(TEMP_SUFFIX) || name.ends_with(MADE_AHEAD_SUFFIX) {
             let path = wal_dir.join(&name);
             fs.remove_file(&path)
                 .map_err(|e| WalError::io("remove", &path, e))?;
@@ -166,9 +175,52 @@ pub(crate) fn sync_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
         .map_err(|e| WalError::io("fsync directory", dir, e))
 }
 
+/// The temporary name of the segment starting at `start` while it is being
+/// created (invariant 1).
+pub(crate) fn temp_segment_path(wal_dir: &Path, start: Lsn) -> PathBuf {
+    wal_dir.join(format!("{}{TEMP_SUFFIX}", segment_file_name(start)))
+}
+
+/// The name of the segment starting at `start` once it has been made ahead
+/// of the writes (zero-filled and synced) and until a write takes it
+/// (invariant 3).
+pub(crate) fn made_ahead_path(wal_dir: &Path, start: Lsn) -> PathBuf {
+    wal_dir.join(format!("{}{MADE_AHEAD_SUFFIX}", segment_file_name(start)))
+}
+
+/// Does `path` exist (through `fs`)?
+fn exists(fs: &dyn FileSystem, path: &Path) -> Result<bool> {
+    match fs.open(path, false, false) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(WalError::io("open", path, e)),
+    }
+}
+
+/// Make the segment starting at `start` ahead of the writes (invariant 3):
+/// zero-filled and synced under its temporary name, then renamed to its
+/// made-ahead name. False if it exists already, as a segment or made ahead.
+pub(crate) fn make_segment_ahead(
+    fs: &dyn FileSystem,
+    wal_dir: &Path,
+    start: Lsn,
+    size: SegmentSize,
+) -> Result<bool> {
+    let ahead = made_ahead_path(wal_dir, start);
+    if exists(fs, &segment_path(wal_dir, start))? || exists(fs, &ahead)? {
+        return Ok(false);
+    }
+    let tmp = temp_segment_path(wal_dir, start);
+    zero_filled(fs, &tmp, size)?;
+    fs.rename(&tmp, &ahead)
+        .map_err(|e| WalError::io("rename", &tmp, e))?;
+    Ok(true)
+}
+
 /// Open the segment starting at `start` for writing, creating it zero-filled
-/// (invariant 1) if it does not exist. Returns the file and whether it was
-/// created.
+/// (invariant 1) if it does not exist: by renaming the one made ahead of the
+/// writes (invariant 3), or by making it here. Returns the file and whether
+/// it was made here.
 pub(crate) fn open_or_create_segment(
     fs: &dyn FileSystem,
     wal_dir: &Path,
@@ -181,24 +233,47 @@ pub(crate) fn open_or_create_segment(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(WalError::io("open", &path, e)),
     }
-    let tmp = wal_dir.join(format!("{}{TEMP_SUFFIX}", segment_file_name(start)));
+    let ahead = made_ahead_path(wal_dir, start);
+    match fs.open(&ahead, false, false) {
+        // Made ahead (whole: it is renamed to this name only once
+        // zero-filled and synced; a file of another length is not ours
+        // and is made again below).
+        Ok(f) if f.len().ok() == Some(size.bytes()) => {
+            fs.rename(&ahead, &path)
+                .map_err(|e| WalError::io("rename into place", &ahead, e))?;
+            sync_dir(fs, wal_dir)?;
+            return Ok((f, false));
+        }
+        Ok(_) => fs
+            .remove_file(&ahead)
+            .map_err(|e| WalError::io("remove", &ahead, e))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(WalError::io("open", &ahead, e)),
+    }
+    let tmp = temp_segment_path(wal_dir, start);
+    let f = zero_filled(fs, &tmp, size)?;
+    fs.rename(&tmp, &path)
+        .map_err(|e| WalError::io("rename into place", &tmp, e))?;
+    sync_dir(fs, wal_dir)?;
+    Ok((f, true))
+}
+
+/// Create `tmp` (truncating any old one), `size` bytes of zeros, synced.
+fn zero_filled(fs: &dyn FileSystem, tmp: &Path, size: SegmentSize) -> Result<Box<dyn FsFile>> {
     let f = fs
-        .open(&tmp, true, true)
-        .map_err(|e| WalError::io("create", &tmp, e))?;
+        .open(tmp, true, true)
+        .map_err(|e| WalError::io("create", tmp, e))?;
     let zeros = vec![0u8; ZERO_FILL_CHUNK];
     let mut offset = 0u64;
     while offset < size.bytes() {
         let n = (size.bytes() - offset).min(ZERO_FILL_CHUNK as u64) as usize;
         f.write_all_at(&zeros[..n], offset)
-            .map_err(|e| WalError::io(format!("zero-fill at offset {offset}"), &tmp, e))?;
+            .map_err(|e| WalError::io(format!("zero-fill at offset {offset}"), tmp, e))?;
         offset += n as u64;
     }
     f.sync_data()
-        .map_err(|e| WalError::io("fdatasync", &tmp, e))?;
-    fs.rename(&tmp, &path)
-        .map_err(|e| WalError::io("rename into place", &tmp, e))?;
-    sync_dir(fs, wal_dir)?;
-    Ok((f, true))
+        .map_err(|e| WalError::io("fdatasync", tmp, e))?;
+    Ok(f)
 }
 
 #[cfg(test)]
@@ -256,6 +331,42 @@ mod tests {
             list_segments(&OsFileSystem, dir.path(), size).unwrap(),
             vec![Lsn(MIN_SEGMENT_SIZE)]
         );
+    }
+
+    #[test]
+    fn a_segment_made_ahead_is_taken_whole_and_one_of_another_length_is_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let size = SegmentSize::new(MIN_SEGMENT_SIZE).unwrap();
+        let start = Lsn(MIN_SEGMENT_SIZE);
+        assert!(make_segment_ahead(&OsFileSystem, dir.path(), start, size).unwrap());
+        // Not a segment until taken; made once.
+        assert_eq!(list_segments(&OsFileSystem, dir.path(), size).unwrap(), []);
+        assert!(!make_segment_ahead(&OsFileSystem, dir.path(), start, size).unwrap());
+        let (_, made_here) =
+            open_or_create_segment(&OsFileSystem, dir.path(), start, size).unwrap();
+        assert!(!made_here, "taken, not made again");
+        assert!(!made_ahead_path(dir.path(), start).exists());
+        assert_eq!(
+            fs::read(segment_path(dir.path(), start)).unwrap(),
+            vec![0u8; MIN_SEGMENT_SIZE as usize]
+        );
+
+        // A `.next` of another length (not made by us) is replaced.
+        let next = Lsn(2 * MIN_SEGMENT_SIZE);
+        fs::write(made_ahead_path(dir.path(), next), b"not a segment").unwrap();
+        let (_, made_here) = open_or_create_segment(&OsFileSystem, dir.path(), next, size).unwrap();
+        assert!(made_here);
+        assert!(!made_ahead_path(dir.path(), next).exists());
+        assert_eq!(
+            fs::read(segment_path(dir.path(), next)).unwrap(),
+            vec![0u8; MIN_SEGMENT_SIZE as usize]
+        );
+        // And `remove_temp_files` takes what no write took.
+        assert!(
+            make_segment_ahead(&OsFileSystem, dir.path(), Lsn(3 * MIN_SEGMENT_SIZE), size).unwrap()
+        );
+        remove_temp_files(&OsFileSystem, dir.path()).unwrap();
+        assert!(!made_ahead_path(dir.path(), Lsn(3 * MIN_SEGMENT_SIZE)).exists());
     }
 
     #[test]

@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{payload_record, read_from, small_segments, within};
+use common::{payload_record, read_from, small_segments, within, writer_made_segments};
 use wal::segment::wal_dir;
 use wal::sim_disk::{Fault, FaultKind, FaultOp, FileClass, SimDisk};
 use wal::{EndReason, ErrorKind, Lsn, Wal, WalConfig, WalError};
@@ -98,7 +98,7 @@ fn after_a_failed_write_the_log_refuses_further_writes() {
     within(Duration::from_secs(30), || {
         let dir = tempfile::tempdir().unwrap();
         let disk = Arc::new(SimDisk::new());
-        let wal = Wal::open_with_fs(dir.path(), small_segments(), disk.clone()).unwrap();
+        let wal = Wal::open_with_fs(dir.path(), writer_made_segments(), disk.clone()).unwrap();
         let (_, end) = wal.insert(&payload_record(1, 100)).unwrap();
         wal.flush(end).unwrap();
         // The next write of a segment fails (a failed open or creation of a
@@ -129,7 +129,7 @@ fn after_a_failed_write_the_log_refuses_further_writes() {
 fn a_segment_that_cannot_be_created_fails_the_flush_and_loses_nothing() {
     within(Duration::from_secs(30), || {
         let dir = tempfile::tempdir().unwrap();
-        let wal = Wal::open(dir.path(), small_segments()).unwrap();
+        let wal = Wal::open(dir.path(), writer_made_segments()).unwrap();
         let (_, end) = wal.insert(&payload_record(1, 100)).unwrap();
         wal.flush(end).unwrap();
         // Take the WAL directory away: the next segment cannot be created.

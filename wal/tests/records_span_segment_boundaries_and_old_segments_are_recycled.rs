@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{page, read_from, segment_files, small_segments, tag, within};
+use common::{page, read_from, segment_files, small_segments, tag, within, writer_made_segments};
 use wal::segment::{SegmentSize, parse_segment_file_name};
 use wal::{BlockRef, ErrorKind, Hole, Lsn, MIN_SEGMENT_SIZE, Record, RmgrKind, Wal, WalError};
 
@@ -46,11 +46,16 @@ fn records_crossing_segment_boundaries_read_back_intact() {
             .filter(|(s, e, _)| s.0 / SEG != (e.0 - 1) / SEG)
             .count();
         assert!(crossing >= 10, "only {crossing} records cross a boundary");
-        // Every segment holding a byte, and the one holding the end.
-        assert_eq!(
-            wal.stats().segments_created,
-            inserted.last().unwrap().1.0 / SEG + 1
+        // Every segment holding a byte, and the one holding the end; and
+        // perhaps the one after it, made ahead in the background.
+        let needed = inserted.last().unwrap().1.0 / SEG + 1;
+        let stats = wal.stats();
+        assert!(
+            (needed..=needed + 1).contains(&stats.segments_created),
+            "{} segments created for {needed}",
+            stats.segments_created
         );
+        assert!(stats.segments_created - stats.segments_preallocated <= needed);
 
         let (records, end) = read_from(dir.path(), Lsn::ZERO, SEG).unwrap();
         assert_eq!(records.len(), inserted.len());
@@ -71,7 +76,8 @@ fn records_crossing_segment_boundaries_read_back_intact() {
 fn recycle_before_removes_only_segments_wholly_before_the_position() {
     within(Duration::from_secs(60), || {
         let dir = tempfile::tempdir().unwrap();
-        let wal = Wal::open(dir.path(), small_segments()).unwrap();
+        // Counts the files of the WAL directory while the log is open.
+        let wal = Wal::open(dir.path(), writer_made_segments()).unwrap();
         let places: Vec<(Lsn, Lsn)> = (0..100)
             .map(|i| wal.insert(&image_record(i)).unwrap())
             .collect();
@@ -149,7 +155,12 @@ fn a_flush_whose_write_crosses_a_boundary_fdatasyncs_both_segments() {
         let after = wal.stats();
         assert_eq!(after.fsyncs - before.fsyncs, 2, "both segments synced");
         assert_eq!(after.writes - before.writes, 2, "one pwrite per segment");
-        assert_eq!(after.segments_created - before.segments_created, 1);
+        // The second segment was made by this flush or ahead of it.
+        assert!(
+            segment_files(dir.path())
+                .iter()
+                .any(|p| p.ends_with("0000000000010000"))
+        );
         // Later flushes sync only the new segment.
         let (_, end) = wal.insert(&common::payload_record(3, 10)).unwrap();
         wal.flush(end).unwrap();

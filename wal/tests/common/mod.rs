@@ -43,6 +43,17 @@ pub fn small_segments() -> WalConfig {
     }
 }
 
+/// [`small_segments`] with every segment made by the writer itself, none
+/// ahead in the background: for tests that fail the writer's file
+/// operations or take its directory away while the log is open, where a
+/// background creation would take the injected fault or race the removal.
+pub fn writer_made_segments() -> WalConfig {
+    WalConfig {
+        preallocate: false,
+        ..small_segments()
+    }
+}
+
 /// A heap record for transaction `xid` with a payload of about `len` bytes.
 /// No payload byte is zero, and the record's length is never a multiple of
 /// 256, so that cutting or zeroing any byte of it is visible to the reader

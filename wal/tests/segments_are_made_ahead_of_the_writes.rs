@@ -1,0 +1,198 @@
+//! Segments made ahead (`WalConfig::preallocate`, the log module's
+//! "Segments made ahead"): the segment after the one being written is made
+//! in the background, zero-filled and synced, under `<name>.next`, so the
+//! write that reaches it only renames it into place; the files under segment
+//! names are exactly the segments the log reached; a closed log leaves no
+//! `.next` file; and a power loss at any point, inside a background
+//! creation too, loses no flushed record and leaves a log that opens.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{payload_record, read_from, segment_files, small_segments, within};
+use wal::segment::{parse_segment_file_name, wal_dir};
+use wal::sim_disk::SimDisk;
+use wal::{Lsn, MIN_SEGMENT_SIZE, Wal, WalConfig, WalReader};
+
+const SEG: u64 = MIN_SEGMENT_SIZE;
+
+/// The starts of the segment files in `datadir`, ascending.
+fn segments(datadir: &Path) -> Vec<u64> {
+    segment_files(datadir)
+        .iter()
+        .filter_map(|p| parse_segment_file_name(p.file_name()?.to_str()?))
+        .map(|l| l.0)
+        .collect()
+}
+
+/// The files of `datadir`'s WAL directory that are segments made ahead.
+fn made_ahead(datadir: &Path) -> Vec<std::path::PathBuf> {
+    segment_files(datadir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "next"))
+        .collect()
+}
+
+/// Wait (at most 10 s) until segment `start` has been made ahead; its bytes.
+fn wait_made_ahead(datadir: &Path, start: u64) -> Vec<u8> {
+    let path = wal_dir(datadir).join(format!("{start:016X}.next"));
+    let until = Instant::now() + Duration::from_secs(10);
+    while !path.exists() {
+        assert!(
+            Instant::now() < until,
+            "segment {start:#x} was never made ahead: {:?}",
+            segment_files(datadir)
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    std::fs::read(&path).unwrap()
+}
+
+#[test]
+fn the_next_segment_is_made_ahead_and_reads_as_the_end_of_the_log() {
+    within(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = Wal::open(dir.path(), small_segments()).unwrap();
+        // A new log: its first segment is made before any write needs it,
+        // and is not a segment until a write takes it.
+        wait_made_ahead(dir.path(), 0);
+        assert_eq!(segments(dir.path()), Vec::<u64>::new());
+        let mut ends = Vec::new();
+        let mut xid = 1;
+        while wal.insert_lsn().0 < SEG / 2 {
+            ends.push(wal.insert(&payload_record(xid, 300)).unwrap().1);
+            xid += 1;
+        }
+        wal.flush_all().unwrap();
+        // Writing the first segment asks for the second.
+        let second = wait_made_ahead(dir.path(), SEG);
+        assert_eq!(second.len() as u64, SEG);
+        assert!(second.iter().all(|&b| b == 0), "made ahead: zeros only");
+        assert_eq!(segments(dir.path()), [0], "only the segments reached");
+        assert_eq!(made_ahead(dir.path()).len(), 1, "never one further");
+        let (records, end) = read_from(dir.path(), Lsn::ZERO, SEG).unwrap();
+        assert_eq!(records.len(), ends.len());
+        assert_eq!(end.lsn, wal.insert_lsn());
+
+        // The writes that reach the second segment find it made.
+        let before = wal.stats();
+        while wal.insert_lsn().0 < SEG + SEG / 2 {
+            ends.push(wal.insert(&payload_record(xid, 300)).unwrap().1);
+            xid += 1;
+        }
+        wal.flush_all().unwrap();
+        let after = wal.stats();
+        assert_eq!(
+            (after.segments_created - after.segments_preallocated)
+                - (before.segments_created - before.segments_preallocated),
+            0,
+            "the writer made a segment itself"
+        );
+        assert!(after.segments_preallocated >= 2);
+        assert_eq!(segments(dir.path()), [0, SEG]);
+        wait_made_ahead(dir.path(), 2 * SEG);
+        wal.close().unwrap();
+        assert_eq!(made_ahead(dir.path()), Vec::<std::path::PathBuf>::new());
+        assert_eq!(segments(dir.path()), [0, SEG], "a closed log: its segments");
+
+        // Reopened: every record, and the log goes on past the made segments.
+        let wal = Wal::open(dir.path(), small_segments()).unwrap();
+        assert_eq!(wal.startup().records, ends.len() as u64);
+        assert_eq!(wal.insert_lsn(), *ends.last().unwrap());
+        while wal.insert_lsn().0 < 3 * SEG + 100 {
+            ends.push(wal.insert(&payload_record(xid, 300)).unwrap().1);
+            xid += 1;
+        }
+        wal.flush_all().unwrap();
+        wal.close().unwrap();
+        let (records, _) = read_from(dir.path(), Lsn::ZERO, SEG).unwrap();
+        assert_eq!(records.len(), ends.len());
+        for (i, (_, r)) in records.iter().enumerate() {
+            assert_eq!(r.xid(), i as u64 + 1);
+        }
+    });
+}
+
+#[test]
+fn without_preallocation_a_segment_is_made_only_when_a_write_reaches_it() {
+    within(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let config = WalConfig {
+            preallocate: false,
+            ..small_segments()
+        };
+        let wal = Wal::open(dir.path(), config.clone()).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(segments(dir.path()), Vec::<u64>::new());
+        while wal.insert_lsn().0 < SEG / 2 {
+            wal.insert(&payload_record(1, 300)).unwrap();
+        }
+        wal.flush_all().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(segments(dir.path()), [0]);
+        assert_eq!(wal.stats().segments_preallocated, 0);
+        wal.close().unwrap();
+    });
+}
+
+/// Power lost at the `after`-th disk change from the start of a run of
+/// flushed writes: the background creations' changes count too, so crash
+/// points land inside them (in a zero-fill, before or after the rename,
+/// before the directory sync). Every flushed record survives, and the log
+/// opens and goes on.
+#[test]
+fn a_power_loss_anywhere_keeps_every_flushed_record_and_a_log_that_opens() {
+    within(Duration::from_secs(120), || {
+        for seed in 0..48u64 {
+            let dir = tempfile::tempdir().unwrap();
+            let disk = Arc::new(SimDisk::new());
+            let config = small_segments();
+            let wal = Wal::open_with_fs(dir.path(), config.clone(), disk.clone()).unwrap();
+            disk.arm_crash_point(1 + seed * 7 % 97, seed);
+            let mut flushed = Vec::new();
+            let mut xid = 1;
+            // Until the power goes: each record flushed on its own, so
+            // crossings into new segments happen while creations run.
+            while xid < 400 {
+                let Ok((_, end)) = wal.insert(&payload_record(xid, 900)) else {
+                    break;
+                };
+                if wal.flush(end).is_err() {
+                    break;
+                }
+                flushed.push(xid);
+                xid += 1;
+            }
+            assert!(disk.is_powered_off(), "seed {seed}: no power loss");
+            drop(wal);
+            disk.restart();
+
+            let wal = Wal::open_with_fs(dir.path(), config.clone(), disk.clone())
+                .unwrap_or_else(|e| panic!("seed {seed}: the log does not open: {e}"));
+            let mut reader = WalReader::with_fs(disk.clone(), dir.path(), Lsn::ZERO, SEG).unwrap();
+            let got: Vec<u64> = reader
+                .read_to_end()
+                .unwrap_or_else(|e| panic!("seed {seed}: {e}"))
+                .iter()
+                .map(|(_, r)| r.xid())
+                .collect();
+            assert!(
+                got.len() >= flushed.len() && got[..flushed.len()] == flushed[..],
+                "seed {seed}: flushed {} records, read {}",
+                flushed.len(),
+                got.len()
+            );
+            // The log goes on from there, through new segments.
+            let from = wal.insert_lsn();
+            while wal.insert_lsn().0 < from.0 + 2 * SEG {
+                wal.insert(&payload_record(1_000, 900)).unwrap();
+            }
+            wal.flush_all()
+                .unwrap_or_else(|e| panic!("seed {seed}: after the restart: {e}"));
+            wal.close().unwrap();
+        }
+    });
+}
