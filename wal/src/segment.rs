@@ -217,6 +217,29 @@ pub(crate) fn make_segment_ahead(
     Ok(true)
 }
 
+/// Open the segment starting at `start` for writing if it exists under its
+/// name (`None` if not), its directory synced first. A segment under its
+/// name is not always durable under it: the call that renamed it into place
+/// may have failed in the directory sync after the rename (and this is its
+/// retry), or a process may have died between the two. Written and
+/// fdatasync'ed without that sync, its records were acknowledged and then
+/// lost with its name at a power loss.
+pub(crate) fn open_segment(
+    fs: &dyn FileSystem,
+    wal_dir: &Path,
+    start: Lsn,
+) -> Result<Option<Box<dyn FsFile>>> {
+    let path = segment_path(wal_dir, start);
+    match fs.open(&path, false, false) {
+        Ok(f) => {
+            sync_dir(fs, wal_dir)?;
+            Ok(Some(f))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(WalError::io("open", &path, e)),
+    }
+}
+
 /// Open the segment starting at `start` for writing, creating it zero-filled
 /// (invariant 1) if it does not exist: by renaming the one made ahead of the
 /// writes (invariant 3), or by making it here. Returns the file and whether
@@ -227,12 +250,10 @@ pub(crate) fn open_or_create_segment(
     start: Lsn,
     size: SegmentSize,
 ) -> Result<(Box<dyn FsFile>, bool)> {
-    let path = segment_path(wal_dir, start);
-    match fs.open(&path, false, false) {
-        Ok(f) => return Ok((f, false)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(WalError::io("open", &path, e)),
+    if let Some(f) = open_segment(fs, wal_dir, start)? {
+        return Ok((f, false));
     }
+    let path = segment_path(wal_dir, start);
     let ahead = made_ahead_path(wal_dir, start);
     match fs.open(&ahead, false, false) {
         // Made ahead (whole: it is renamed to this name only once

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::{payload_record, read_from, segment_files, small_segments, within};
 use wal::segment::{parse_segment_file_name, wal_dir};
-use wal::sim_disk::SimDisk;
+use wal::sim_disk::{Fault, FaultKind, FaultOp, FileClass, SimDisk};
 use wal::{Lsn, MIN_SEGMENT_SIZE, Wal, WalConfig, WalReader};
 
 const SEG: u64 = MIN_SEGMENT_SIZE;
@@ -192,6 +192,54 @@ fn a_power_loss_anywhere_keeps_every_flushed_record_and_a_log_that_opens() {
             }
             wal.flush_all()
                 .unwrap_or_else(|e| panic!("seed {seed}: after the restart: {e}"));
+            wal.close().unwrap();
+        }
+    });
+}
+
+/// The directory sync after a segment made ahead is renamed into place
+/// fails: the flush that needed it fails and loses nothing, and its retry
+/// syncs the directory before writing into the segment. It used to find
+/// the file under its name and write into it without the sync, so a power
+/// loss afterwards could take back the rename with the flushed records in
+/// the segment (a log that no longer opens, or acknowledged records gone).
+#[test]
+fn a_failed_directory_sync_after_taking_a_segment_is_redone_before_its_first_write() {
+    within(Duration::from_secs(60), || {
+        for seed in 0..8u64 {
+            let dir = tempfile::tempdir().unwrap();
+            let disk = Arc::new(SimDisk::new());
+            let wal = Wal::open_with_fs(dir.path(), small_segments(), disk.clone()).unwrap();
+            let (_, end) = wal.insert(&payload_record(1, 100)).unwrap();
+            wal.flush(end).unwrap();
+            wait_made_ahead(dir.path(), SEG);
+            let (mut flushed, mut last) = (vec![1], end);
+            while last.0 <= SEG {
+                let xid = flushed.len() as u64 + 1;
+                last = wal.insert(&payload_record(xid, 1000)).unwrap().1;
+                flushed.push(xid);
+            }
+            // The thread is idle: the next sync of the WAL's is the
+            // directory's, after the writer renamed the second segment.
+            disk.inject(Fault::next(FileClass::Wal, FaultOp::Sync, FaultKind::Eio));
+            let e = wal.flush(last).unwrap_err();
+            assert!(e.to_string().contains("fsync directory"), "{e}");
+            wal.flush(last).unwrap();
+            wait_made_ahead(dir.path(), 2 * SEG);
+            disk.power_loss(seed).unwrap();
+            drop(wal);
+            disk.restart();
+
+            let wal = Wal::open_with_fs(dir.path(), small_segments(), disk.clone())
+                .unwrap_or_else(|e| panic!("seed {seed}: the log does not open: {e}"));
+            let mut reader = WalReader::with_fs(disk.clone(), dir.path(), Lsn::ZERO, SEG).unwrap();
+            let got: Vec<u64> = reader
+                .read_to_end()
+                .unwrap()
+                .iter()
+                .map(|(_, r)| r.xid())
+                .collect();
+            assert_eq!(got, flushed, "seed {seed}");
             wal.close().unwrap();
         }
     });
