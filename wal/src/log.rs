@@ -56,7 +56,7 @@
 //! |---|---|---|
 //! | `insert` | the insert position, prev LSN, the WAL buffer, record/byte counts | never |
 //! | `write` | the open segment files, `written`, the spare buffer | yes (pwrite, fdatasync) |
-//! | `creating` | opening or creating a segment file (writer and preallocator) | yes (the zero-fill, its fdatasync, the rename, the directory sync) |
+//! | `creating` | creating a segment file or taking one made ahead (writer and preallocator) | yes (the zero-fill, its fdatasync, the rename, the directory sync) |
 //! | `flush_ctl` | whether a flush leader is active | never |
 //! | `checkpoint_lock` | one checkpoint at a time | yes (the whole checkpoint) |
 //!
@@ -95,10 +95,12 @@
 //!    exists, so a log never has a later segment without its predecessor.
 //! 2. The thread makes it under `creating` unless it is behind the segment
 //!    inserts go to (the writer's; it may even have been removed by a
-//!    checkpoint already). The writer opens or creates segments under
-//!    `creating` too, so it waits for a creation in progress and then opens
-//!    the finished file, never a renamed one whose directory entry is not
-//!    yet synced.
+//!    checkpoint already). The writer makes a segment, or takes the one
+//!    made ahead, under `creating` too, so it waits for a creation in
+//!    progress and never takes a half-made file. A segment already under
+//!    its name (only the writer renames files to segment names) it opens
+//!    without `creating`, syncing the directory: the first write after a
+//!    reopen does not wait for the zero-fill of the segment after it.
 //! 3. A failure there is dropped (its temporary file removed): the writer,
 //!    reaching the segment, makes it itself and reports what fails.
 //! 4. A segment made ahead is zero-filled and synced as the writer's are,
@@ -138,7 +140,7 @@ use crate::reader::{WalEnd, WalReader};
 use crate::record::Record;
 use crate::segment::{
     DEFAULT_SEGMENT_SIZE, SegmentSize, list_segments, make_segment_ahead, open_or_create_segment,
-    remove_temp_files, segment_path, sync_dir, temp_segment_path, wal_dir,
+    open_segment, remove_temp_files, segment_path, sync_dir, temp_segment_path, wal_dir,
 };
 
 /// Default WAL buffer: PostgreSQL's `wal_buffers` auto-tunes to 1/32 of
@@ -272,10 +274,10 @@ pub(crate) struct Shared {
     /// See the lock table in the module docs.
     insert: Mutex<InsertState>,
     write: Mutex<WriteState>,
-    /// Held while a segment is opened or created, by the writer (under
-    /// `write`) and by the preallocator: one creation at a time, and a
-    /// segment is never opened between its rename and the directory sync
-    /// that makes its name durable.
+    /// Held while a segment is created or one made ahead is taken, by the
+    /// writer (under `write`) and by the preallocator: one creation at a
+    /// time, and the writer never takes a half-made segment. Not taken to
+    /// open a segment already under its name.
     creating: Arc<Mutex<()>>,
     flush_ctl: Mutex<FlushCtl>,
     /// Signalled (with `flush_ctl`) when a flush leader finishes.
@@ -1070,9 +1072,16 @@ impl SegmentWriter {
         if let Some(i) = self.open.iter().position(|s| s.start == start) {
             return Ok(&mut self.open[i]);
         }
-        let (file, created) = {
-            let _creating = self.creating.lock();
-            open_or_create_segment(&*self.fs, &self.dir, start, self.size)?
+        // A segment under its name was put there by a writer (the thread
+        // that makes segments ahead makes only `.tmp` and `.next` files):
+        // opened without `creating`, so that a write into the segment a
+        // reopened log ends in does not wait for the zero-fill of the next.
+        let (file, created) = match open_segment(&*self.fs, &self.dir, start)? {
+            Some(file) => (file, false),
+            None => {
+                let _creating = self.creating.lock();
+                open_or_create_segment(&*self.fs, &self.dir, start, self.size)?
+            }
         };
         if created {
             counters.segments_created.fetch_add(1, Ordering::Relaxed);
@@ -1241,8 +1250,8 @@ impl Shared {
         // lie before the log's start). The insert position's own segment or
         // a later one cannot be removed (a checkpoint removes only segments
         // wholly before its redo point, which is at or before the insert
-        // position), and the writer opens it under `creating`: made here or
-        // there, it is made once.
+        // position), and the writer makes it, or takes it from here, under
+        // `creating`: made here or there, it is made once.
         let insert_segment = self
             .size
             .segment_start(Lsn(self.insert_lsn.load(Ordering::Acquire)));
