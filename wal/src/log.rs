@@ -110,6 +110,8 @@
 //!    segment names are always exactly the segments the log has reached, as
 //!    without preallocation; a `.next` file no write took is removed at close
 //!    and at open.
+//! 5. A close (or drop) stops a creation in progress between two 1 MiB
+//!    pieces of its zero-fill rather than wait for a file it would remove.
 //!
 //! # Shortcuts
 //!
@@ -1216,7 +1218,7 @@ impl Preallocator {
                         }
                         st.want.take().expect("checked above")
                     };
-                    shared.preallocate(start);
+                    shared.preallocate(start, &ahead2);
                 }
             })
             .map_err(|e| WalError::io("start the WAL preallocation thread for", dir, e))?;
@@ -1243,7 +1245,7 @@ impl Shared {
     /// descriptor left) is not reported: nothing depends on the segment
     /// yet, and the write that reaches it makes it itself, reporting what
     /// fails then. Its temporary file is removed (best effort).
-    fn preallocate(&self, start: Lsn) {
+    fn preallocate(&self, start: Lsn, ahead: &Ahead) {
         let _creating = self.creating.lock();
         // A segment behind the insert position's is the writer's (it may
         // even be removed by a checkpoint by now: made again here, it would
@@ -1258,7 +1260,11 @@ impl Shared {
         if start < insert_segment || self.refused.get().is_some() {
             return;
         }
-        match make_segment_ahead(&*self.fs, &self.dir, start, self.size) {
+        // A close asked meanwhile abandons the zero-fill between two of
+        // its pieces: the close waits for this thread, and would remove
+        // the file at once (a 1 GiB segment is seconds of writing).
+        let stop = || ahead.state.lock().stop;
+        match make_segment_ahead(&*self.fs, &self.dir, start, self.size, &stop) {
             Ok(true) => {
                 self.counters
                     .segments_created

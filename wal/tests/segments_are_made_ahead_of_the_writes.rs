@@ -380,3 +380,41 @@ fn a_write_into_the_segment_a_reopened_log_ends_in_does_not_wait_for_the_next_on
         Arc::into_inner(wal).unwrap().close().unwrap();
     });
 }
+
+/// A close while a segment is being made ahead stops the zero-fill between
+/// two of its 1 MiB pieces and leaves no file behind. It used to wait for
+/// the whole segment to be written and synced, only to remove it: seconds
+/// for a 1 GiB segment, on every close or drop soon after an open or a
+/// segment switch.
+#[test]
+fn a_close_stops_a_creation_in_progress() {
+    within(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let gate = Arc::new(Gated::default());
+        gate.set_closed(true);
+        let fs = Arc::new(GatedFs(Arc::clone(&gate)));
+        let config = WalConfig {
+            segment_size: 8 << 20,
+            ..WalConfig::default()
+        };
+        let wal = Wal::open_with_fs(dir.path(), config, fs).unwrap();
+        // The first segment's zero-fill waits in its first piece.
+        gate.wait_for_a_zero_fill();
+        let opener = {
+            let gate = Arc::clone(&gate);
+            std::thread::spawn(move || {
+                // Long after the close below has asked the thread to stop.
+                std::thread::sleep(Duration::from_millis(200));
+                gate.set_closed(false);
+            })
+        };
+        wal.close().unwrap();
+        opener.join().unwrap();
+        let pieces = gate.tmp_writes.load(Ordering::SeqCst);
+        assert!(
+            pieces < 8,
+            "all {pieces} pieces written after the close was asked"
+        );
+        assert_eq!(segment_files(dir.path()), Vec::<std::path::PathBuf>::new());
+    });
+}
