@@ -56,7 +56,7 @@
 //! |---|---|---|
 //! | `insert` | the insert position, prev LSN, the WAL buffer, record/byte counts | never |
 //! | `write` | the open segment files, `written`, the spare buffer | yes (pwrite, fdatasync) |
-//! | `creating` | opening or creating a segment file (writer and preallocator) | yes (the zero-fill, its fdatasync, the rename, the directory sync) |
+//! | `creating` | creating a segment file or taking one made ahead (writer and preallocator) | yes (the zero-fill, its fdatasync, the rename, the directory sync) |
 //! | `flush_ctl` | whether a flush leader is active | never |
 //! | `checkpoint_lock` | one checkpoint at a time | yes (the whole checkpoint) |
 //!
@@ -95,10 +95,12 @@
 //!    exists, so a log never has a later segment without its predecessor.
 //! 2. The thread makes it under `creating` unless it is behind the segment
 //!    inserts go to (the writer's; it may even have been removed by a
-//!    checkpoint already). The writer opens or creates segments under
-//!    `creating` too, so it waits for a creation in progress and then opens
-//!    the finished file, never a renamed one whose directory entry is not
-//!    yet synced.
+//!    checkpoint already). The writer makes a segment, or takes the one
+//!    made ahead, under `creating` too, so it waits for a creation in
+//!    progress and never takes a half-made file. A segment already under
+//!    its name (only the writer renames files to segment names) it opens
+//!    without `creating`, syncing the directory: the first write after a
+//!    reopen does not wait for the zero-fill of the segment after it.
 //! 3. A failure there is dropped (its temporary file removed): the writer,
 //!    reaching the segment, makes it itself and reports what fails.
 //! 4. A segment made ahead is zero-filled and synced as the writer's are,
@@ -108,6 +110,8 @@
 //!    segment names are always exactly the segments the log has reached, as
 //!    without preallocation; a `.next` file no write took is removed at close
 //!    and at open.
+//! 5. A close (or drop) stops a creation in progress between two 1 MiB
+//!    pieces of its zero-fill rather than wait for a file it would remove.
 //!
 //! # Shortcuts
 //!
@@ -138,7 +142,7 @@ use crate::reader::{WalEnd, WalReader};
 use crate::record::Record;
 use crate::segment::{
     DEFAULT_SEGMENT_SIZE, SegmentSize, list_segments, make_segment_ahead, open_or_create_segment,
-    remove_temp_files, segment_path, sync_dir, temp_segment_path, wal_dir,
+    open_segment, remove_temp_files, segment_path, sync_dir, temp_segment_path, wal_dir,
 };
 
 /// Default WAL buffer: PostgreSQL's `wal_buffers` auto-tunes to 1/32 of
@@ -272,10 +276,10 @@ pub(crate) struct Shared {
     /// See the lock table in the module docs.
     insert: Mutex<InsertState>,
     write: Mutex<WriteState>,
-    /// Held while a segment is opened or created, by the writer (under
-    /// `write`) and by the preallocator: one creation at a time, and a
-    /// segment is never opened between its rename and the directory sync
-    /// that makes its name durable.
+    /// Held while a segment is created or one made ahead is taken, by the
+    /// writer (under `write`) and by the preallocator: one creation at a
+    /// time, and the writer never takes a half-made segment. Not taken to
+    /// open a segment already under its name.
     creating: Arc<Mutex<()>>,
     flush_ctl: Mutex<FlushCtl>,
     /// Signalled (with `flush_ctl`) when a flush leader finishes.
@@ -1070,9 +1074,16 @@ impl SegmentWriter {
         if let Some(i) = self.open.iter().position(|s| s.start == start) {
             return Ok(&mut self.open[i]);
         }
-        let (file, created) = {
-            let _creating = self.creating.lock();
-            open_or_create_segment(&*self.fs, &self.dir, start, self.size)?
+        // A segment under its name was put there by a writer (the thread
+        // that makes segments ahead makes only `.tmp` and `.next` files):
+        // opened without `creating`, so that a write into the segment a
+        // reopened log ends in does not wait for the zero-fill of the next.
+        let (file, created) = match open_segment(&*self.fs, &self.dir, start)? {
+            Some(file) => (file, false),
+            None => {
+                let _creating = self.creating.lock();
+                open_or_create_segment(&*self.fs, &self.dir, start, self.size)?
+            }
         };
         if created {
             counters.segments_created.fetch_add(1, Ordering::Relaxed);
@@ -1207,7 +1218,7 @@ impl Preallocator {
                         }
                         st.want.take().expect("checked above")
                     };
-                    shared.preallocate(start);
+                    shared.preallocate(start, &ahead2);
                 }
             })
             .map_err(|e| WalError::io("start the WAL preallocation thread for", dir, e))?;
@@ -1234,22 +1245,26 @@ impl Shared {
     /// descriptor left) is not reported: nothing depends on the segment
     /// yet, and the write that reaches it makes it itself, reporting what
     /// fails then. Its temporary file is removed (best effort).
-    fn preallocate(&self, start: Lsn) {
+    fn preallocate(&self, start: Lsn, ahead: &Ahead) {
         let _creating = self.creating.lock();
         // A segment behind the insert position's is the writer's (it may
         // even be removed by a checkpoint by now: made again here, it would
         // lie before the log's start). The insert position's own segment or
         // a later one cannot be removed (a checkpoint removes only segments
         // wholly before its redo point, which is at or before the insert
-        // position), and the writer opens it under `creating`: made here or
-        // there, it is made once.
+        // position), and the writer makes it, or takes it from here, under
+        // `creating`: made here or there, it is made once.
         let insert_segment = self
             .size
             .segment_start(Lsn(self.insert_lsn.load(Ordering::Acquire)));
         if start < insert_segment || self.refused.get().is_some() {
             return;
         }
-        match make_segment_ahead(&*self.fs, &self.dir, start, self.size) {
+        // A close asked meanwhile abandons the zero-fill between two of
+        // its pieces: the close waits for this thread, and would remove
+        // the file at once (a 1 GiB segment is seconds of writing).
+        let stop = || ahead.state.lock().stop;
+        match make_segment_ahead(&*self.fs, &self.dir, start, self.size, &stop) {
             Ok(true) => {
                 self.counters
                     .segments_created

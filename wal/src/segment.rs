@@ -200,21 +200,48 @@ fn exists(fs: &dyn FileSystem, path: &Path) -> Result<bool> {
 /// Make the segment starting at `start` ahead of the writes (invariant 3):
 /// zero-filled and synced under its temporary name, then renamed to its
 /// made-ahead name. False if it exists already, as a segment or made ahead.
+/// `stop` is asked between the pieces of the zero-fill: once it says yes,
+/// the creation is abandoned with an error (the log is closing, and would
+/// remove the file at once).
 pub(crate) fn make_segment_ahead(
     fs: &dyn FileSystem,
     wal_dir: &Path,
     start: Lsn,
     size: SegmentSize,
+    stop: &dyn Fn() -> bool,
 ) -> Result<bool> {
     let ahead = made_ahead_path(wal_dir, start);
     if exists(fs, &segment_path(wal_dir, start))? || exists(fs, &ahead)? {
         return Ok(false);
     }
     let tmp = temp_segment_path(wal_dir, start);
-    zero_filled(fs, &tmp, size)?;
+    zero_filled(fs, &tmp, size, stop)?;
     fs.rename(&tmp, &ahead)
         .map_err(|e| WalError::io("rename", &tmp, e))?;
     Ok(true)
+}
+
+/// Open the segment starting at `start` for writing if it exists under its
+/// name (`None` if not), its directory synced first. A segment under its
+/// name is not always durable under it: the call that renamed it into place
+/// may have failed in the directory sync after the rename (and this is its
+/// retry), or a process may have died between the two. Written and
+/// fdatasync'ed without that sync, its records were acknowledged and then
+/// lost with its name at a power loss.
+pub(crate) fn open_segment(
+    fs: &dyn FileSystem,
+    wal_dir: &Path,
+    start: Lsn,
+) -> Result<Option<Box<dyn FsFile>>> {
+    let path = segment_path(wal_dir, start);
+    match fs.open(&path, false, false) {
+        Ok(f) => {
+            sync_dir(fs, wal_dir)?;
+            Ok(Some(f))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(WalError::io("open", &path, e)),
+    }
 }
 
 /// Open the segment starting at `start` for writing, creating it zero-filled
@@ -227,12 +254,10 @@ pub(crate) fn open_or_create_segment(
     start: Lsn,
     size: SegmentSize,
 ) -> Result<(Box<dyn FsFile>, bool)> {
-    let path = segment_path(wal_dir, start);
-    match fs.open(&path, false, false) {
-        Ok(f) => return Ok((f, false)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(WalError::io("open", &path, e)),
+    if let Some(f) = open_segment(fs, wal_dir, start)? {
+        return Ok((f, false));
     }
+    let path = segment_path(wal_dir, start);
     let ahead = made_ahead_path(wal_dir, start);
     match fs.open(&ahead, false, false) {
         // Made ahead (whole: it is renamed to this name only once
@@ -251,21 +276,37 @@ pub(crate) fn open_or_create_segment(
         Err(e) => return Err(WalError::io("open", &ahead, e)),
     }
     let tmp = temp_segment_path(wal_dir, start);
-    let f = zero_filled(fs, &tmp, size)?;
+    let f = zero_filled(fs, &tmp, size, &|| false)?;
     fs.rename(&tmp, &path)
         .map_err(|e| WalError::io("rename into place", &tmp, e))?;
     sync_dir(fs, wal_dir)?;
     Ok((f, true))
 }
 
-/// Create `tmp` (truncating any old one), `size` bytes of zeros, synced.
-fn zero_filled(fs: &dyn FileSystem, tmp: &Path, size: SegmentSize) -> Result<Box<dyn FsFile>> {
+/// Create `tmp` (truncating any old one), `size` bytes of zeros, synced;
+/// an error if `stop` says so before a piece is written.
+fn zero_filled(
+    fs: &dyn FileSystem,
+    tmp: &Path,
+    size: SegmentSize,
+    stop: &dyn Fn() -> bool,
+) -> Result<Box<dyn FsFile>> {
     let f = fs
         .open(tmp, true, true)
         .map_err(|e| WalError::io("create", tmp, e))?;
     let zeros = vec![0u8; ZERO_FILL_CHUNK];
     let mut offset = 0u64;
     while offset < size.bytes() {
+        if stop() {
+            return Err(WalError::io(
+                format!("zero-fill at offset {offset}"),
+                tmp,
+                std::io::Error::new(
+                    std::io::ErrorKind::Interrupted,
+                    "stopped: the log is closing",
+                ),
+            ));
+        }
         let n = (size.bytes() - offset).min(ZERO_FILL_CHUNK as u64) as usize;
         f.write_all_at(&zeros[..n], offset)
             .map_err(|e| WalError::io(format!("zero-fill at offset {offset}"), tmp, e))?;
@@ -338,10 +379,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let size = SegmentSize::new(MIN_SEGMENT_SIZE).unwrap();
         let start = Lsn(MIN_SEGMENT_SIZE);
-        assert!(make_segment_ahead(&OsFileSystem, dir.path(), start, size).unwrap());
+        assert!(make_segment_ahead(&OsFileSystem, dir.path(), start, size, &|| false).unwrap());
         // Not a segment until taken; made once.
         assert_eq!(list_segments(&OsFileSystem, dir.path(), size).unwrap(), []);
-        assert!(!make_segment_ahead(&OsFileSystem, dir.path(), start, size).unwrap());
+        assert!(!make_segment_ahead(&OsFileSystem, dir.path(), start, size, &|| false).unwrap());
         let (_, made_here) =
             open_or_create_segment(&OsFileSystem, dir.path(), start, size).unwrap();
         assert!(!made_here, "taken, not made again");
@@ -363,7 +404,14 @@ mod tests {
         );
         // And `remove_temp_files` takes what no write took.
         assert!(
-            make_segment_ahead(&OsFileSystem, dir.path(), Lsn(3 * MIN_SEGMENT_SIZE), size).unwrap()
+            make_segment_ahead(
+                &OsFileSystem,
+                dir.path(),
+                Lsn(3 * MIN_SEGMENT_SIZE),
+                size,
+                &|| false
+            )
+            .unwrap()
         );
         remove_temp_files(&OsFileSystem, dir.path()).unwrap();
         assert!(!made_ahead_path(dir.path(), Lsn(3 * MIN_SEGMENT_SIZE)).exists());

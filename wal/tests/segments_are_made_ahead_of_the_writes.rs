@@ -8,14 +8,17 @@
 
 mod common;
 
+use std::io;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{payload_record, read_from, segment_files, small_segments, within};
+use parking_lot::{Condvar, Mutex};
 use wal::segment::{parse_segment_file_name, wal_dir};
-use wal::sim_disk::SimDisk;
-use wal::{Lsn, MIN_SEGMENT_SIZE, Wal, WalConfig, WalReader};
+use wal::sim_disk::{Fault, FaultKind, FaultOp, FileClass, SimDisk};
+use wal::{FileSystem, FsFile, Lsn, MIN_SEGMENT_SIZE, OsFileSystem, Wal, WalConfig, WalReader};
 
 const SEG: u64 = MIN_SEGMENT_SIZE;
 
@@ -49,6 +52,100 @@ fn wait_made_ahead(datadir: &Path, start: u64) -> Vec<u8> {
         std::thread::sleep(Duration::from_millis(2));
     }
     std::fs::read(&path).unwrap()
+}
+
+/// A file system whose writes to `*.tmp` files (zero-fills) wait while
+/// its gate is closed: holds the background creation in the middle of its
+/// zero-fill for as long as a test needs.
+#[derive(Debug, Default)]
+struct Gated {
+    closed: Mutex<bool>,
+    opened: Condvar,
+    /// Writes to `*.tmp` files begun, and whether one is waiting now.
+    tmp_writes: AtomicU64,
+    waiting: AtomicBool,
+}
+
+impl Gated {
+    fn set_closed(&self, closed: bool) {
+        *self.closed.lock() = closed;
+        self.opened.notify_all();
+    }
+
+    /// Wait (at most 10 s) until a zero-fill waits at the gate.
+    fn wait_for_a_zero_fill(&self) {
+        let until = Instant::now() + Duration::from_secs(10);
+        while !self.waiting.load(Ordering::SeqCst) {
+            assert!(Instant::now() < until, "no zero-fill reached the gate");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+#[derive(Debug)]
+struct GatedFs(Arc<Gated>);
+
+#[derive(Debug)]
+struct GatedFile {
+    file: Box<dyn FsFile>,
+    gate: Option<Arc<Gated>>,
+}
+
+impl FsFile for GatedFile {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        self.file.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
+        if let Some(gate) = &self.gate {
+            gate.tmp_writes.fetch_add(1, Ordering::SeqCst);
+            let mut closed = gate.closed.lock();
+            while *closed {
+                gate.waiting.store(true, Ordering::SeqCst);
+                gate.opened.wait(&mut closed);
+            }
+            gate.waiting.store(false, Ordering::SeqCst);
+        }
+        self.file.write_at(buf, offset)
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.file.set_len(len)
+    }
+    fn len(&self) -> io::Result<u64> {
+        self.file.len()
+    }
+}
+
+impl FileSystem for GatedFs {
+    fn open(&self, path: &Path, create: bool, truncate: bool) -> io::Result<Box<dyn FsFile>> {
+        Ok(Box::new(GatedFile {
+            file: OsFileSystem.open(path, create, truncate)?,
+            gate: path
+                .extension()
+                .is_some_and(|e| e == "tmp")
+                .then(|| Arc::clone(&self.0)),
+        }))
+    }
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        OsFileSystem.read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        OsFileSystem.rename(from, to)
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        OsFileSystem.remove_file(path)
+    }
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        OsFileSystem.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        OsFileSystem.sync_dir(dir)
+    }
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<String>> {
+        OsFileSystem.list_dir(dir)
+    }
 }
 
 #[test]
@@ -194,5 +291,130 @@ fn a_power_loss_anywhere_keeps_every_flushed_record_and_a_log_that_opens() {
                 .unwrap_or_else(|e| panic!("seed {seed}: after the restart: {e}"));
             wal.close().unwrap();
         }
+    });
+}
+
+/// The directory sync after a segment made ahead is renamed into place
+/// fails: the flush that needed it fails and loses nothing, and its retry
+/// syncs the directory before writing into the segment. It used to find
+/// the file under its name and write into it without the sync, so a power
+/// loss afterwards could take back the rename with the flushed records in
+/// the segment (a log that no longer opens, or acknowledged records gone).
+#[test]
+fn a_failed_directory_sync_after_taking_a_segment_is_redone_before_its_first_write() {
+    within(Duration::from_secs(60), || {
+        for seed in 0..8u64 {
+            let dir = tempfile::tempdir().unwrap();
+            let disk = Arc::new(SimDisk::new());
+            let wal = Wal::open_with_fs(dir.path(), small_segments(), disk.clone()).unwrap();
+            let (_, end) = wal.insert(&payload_record(1, 100)).unwrap();
+            wal.flush(end).unwrap();
+            wait_made_ahead(dir.path(), SEG);
+            let (mut flushed, mut last) = (vec![1], end);
+            while last.0 <= SEG {
+                let xid = flushed.len() as u64 + 1;
+                last = wal.insert(&payload_record(xid, 1000)).unwrap().1;
+                flushed.push(xid);
+            }
+            // The thread is idle: the next sync of the WAL's is the
+            // directory's, after the writer renamed the second segment.
+            disk.inject(Fault::next(FileClass::Wal, FaultOp::Sync, FaultKind::Eio));
+            let e = wal.flush(last).unwrap_err();
+            assert!(e.to_string().contains("fsync directory"), "{e}");
+            wal.flush(last).unwrap();
+            wait_made_ahead(dir.path(), 2 * SEG);
+            disk.power_loss(seed).unwrap();
+            drop(wal);
+            disk.restart();
+
+            let wal = Wal::open_with_fs(dir.path(), small_segments(), disk.clone())
+                .unwrap_or_else(|e| panic!("seed {seed}: the log does not open: {e}"));
+            let mut reader = WalReader::with_fs(disk.clone(), dir.path(), Lsn::ZERO, SEG).unwrap();
+            let got: Vec<u64> = reader
+                .read_to_end()
+                .unwrap()
+                .iter()
+                .map(|(_, r)| r.xid())
+                .collect();
+            assert_eq!(got, flushed, "seed {seed}");
+            wal.close().unwrap();
+        }
+    });
+}
+
+/// A reopened log's first write goes to the segment the log ends in, which
+/// exists: it does not wait for the background zero-fill of the segment
+/// after it (asked for at open). It used to, opening every segment under
+/// the lock the zero-fill holds: the first commit after an open paid for a
+/// whole segment's creation, the cost the thread is there to take away.
+#[test]
+fn a_write_into_the_segment_a_reopened_log_ends_in_does_not_wait_for_the_next_one() {
+    within(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = Wal::open(dir.path(), small_segments()).unwrap();
+        let (_, end) = wal.insert(&payload_record(1, 100)).unwrap();
+        wal.flush(end).unwrap();
+        wal.close().unwrap();
+
+        let gate = Arc::new(Gated::default());
+        gate.set_closed(true);
+        let fs = Arc::new(GatedFs(Arc::clone(&gate)));
+        let wal = Arc::new(Wal::open_with_fs(dir.path(), small_segments(), fs).unwrap());
+        gate.wait_for_a_zero_fill();
+        let (done, flushed) = std::sync::mpsc::channel();
+        let writer = {
+            let wal = Arc::clone(&wal);
+            std::thread::spawn(move || {
+                let (_, end) = wal.insert(&payload_record(2, 100)).unwrap();
+                wal.flush(end).unwrap();
+                done.send(()).unwrap();
+            })
+        };
+        let waited = flushed.recv_timeout(Duration::from_secs(5)).is_err();
+        gate.set_closed(false);
+        writer.join().unwrap();
+        assert!(
+            !waited,
+            "the flush waited for the zero-fill of the next segment"
+        );
+        Arc::into_inner(wal).unwrap().close().unwrap();
+    });
+}
+
+/// A close while a segment is being made ahead stops the zero-fill between
+/// two of its 1 MiB pieces and leaves no file behind. It used to wait for
+/// the whole segment to be written and synced, only to remove it: seconds
+/// for a 1 GiB segment, on every close or drop soon after an open or a
+/// segment switch.
+#[test]
+fn a_close_stops_a_creation_in_progress() {
+    within(Duration::from_secs(60), || {
+        let dir = tempfile::tempdir().unwrap();
+        let gate = Arc::new(Gated::default());
+        gate.set_closed(true);
+        let fs = Arc::new(GatedFs(Arc::clone(&gate)));
+        let config = WalConfig {
+            segment_size: 8 << 20,
+            ..WalConfig::default()
+        };
+        let wal = Wal::open_with_fs(dir.path(), config, fs).unwrap();
+        // The first segment's zero-fill waits in its first piece.
+        gate.wait_for_a_zero_fill();
+        let opener = {
+            let gate = Arc::clone(&gate);
+            std::thread::spawn(move || {
+                // Long after the close below has asked the thread to stop.
+                std::thread::sleep(Duration::from_millis(200));
+                gate.set_closed(false);
+            })
+        };
+        wal.close().unwrap();
+        opener.join().unwrap();
+        let pieces = gate.tmp_writes.load(Ordering::SeqCst);
+        assert!(
+            pieces < 8,
+            "all {pieces} pieces written after the close was asked"
+        );
+        assert_eq!(segment_files(dir.path()), Vec::<std::path::PathBuf>::new());
     });
 }
