@@ -26,7 +26,7 @@
 //! | `--autovacuum` (oltp) | `autovacuum`, `autovacuum_naptime`, `autovacuum_threshold`, `autovacuum_scale_factor` | on; 100 ms, 50, 0.2 |
 //! | retrying transactions (oltp) | `transaction_attempts`, `transaction_backoff`, `transaction_backoff_max` | 10 attempts; 1 ms doubling to at most 100 ms, jittered |
 //!
-//! plus `full_page_writes`, `checkpoint_interval`, `checkpoint_max_wal_bytes`,
+//! plus `full_page_writes`, `wal_preallocate`, `checkpoint_interval`, `checkpoint_max_wal_bytes`,
 //! `wal_segment_size`, `bulk_load_progress_every` and a fixed `topology` for
 //! tests. [`Options::set`] takes any of them as `key`, `value` strings (for
 //! command lines and config files).
@@ -155,6 +155,14 @@ pub struct Options {
     /// `full_page_writes`); off only where the storage writes pages
     /// atomically.
     pub full_page_writes: bool,
+    /// Make the next WAL segment ahead of the writes, in the background
+    /// (`wal::WalConfig::preallocate`), so that the commit whose flush
+    /// crosses into a new segment does not zero-fill and sync it (16 MiB)
+    /// itself. On by default; off makes every segment on the commit that
+    /// first reaches it (tests that inject faults into the WAL's file
+    /// operations one by one turn it off, so no background operation takes
+    /// the fault).
+    pub wal_preallocate: bool,
     /// Whether commits wait for their WAL flush (synchronous) or not.
     pub commit_mode: CommitMode,
     /// `None`: no WAL writer; asynchronous commits become durable with the
@@ -239,6 +247,7 @@ impl fmt::Debug for Options {
             .field("checksums", &self.checksums)
             .field("zero_damaged_pages", &self.zero_damaged_pages)
             .field("full_page_writes", &self.full_page_writes)
+            .field("wal_preallocate", &self.wal_preallocate)
             .field("commit_mode", &self.commit_mode)
             .field("async_flush_interval", &self.async_flush_interval)
             .field("hint_mode", &self.hint_mode)
@@ -283,6 +292,7 @@ impl Default for Options {
             checksums: true,
             zero_damaged_pages: false,
             full_page_writes: true,
+            wal_preallocate: true,
             commit_mode: CommitMode::Synchronous,
             async_flush_interval: Some(DEFAULT_ASYNC_FLUSH_INTERVAL),
             hint_mode: HintMode::PerPage,
@@ -416,6 +426,11 @@ impl Options {
     /// Full-page images after each checkpoint.
     pub fn full_page_writes(mut self, on: bool) -> Self {
         self.full_page_writes = on;
+        self
+    }
+    /// WAL segments made ahead of the writes (see the field).
+    pub fn wal_preallocate(mut self, on: bool) -> Self {
+        self.wal_preallocate = on;
         self
     }
     /// Synchronous or asynchronous commit.
@@ -566,7 +581,7 @@ impl Options {
     /// `partitions` (`topology` or N), `balancing`, `partition_floor` (`off` or
     /// N), `rings`, `bulk_read_ring_kib`, `bulk_write_ring_kib`,
     /// `vacuum_ring_kib`, `huge_pages`, `optimistic_reads`, `index_deduplication`, `checksums`, `zero_damaged_pages`, `full_page_writes`,
-    /// `commit` (`sync`/`async`), `async_flush_ms` (`off` or ms), `hint_mode`,
+    /// `wal_preallocate`, `commit` (`sync`/`async`), `async_flush_ms` (`off` or ms), `hint_mode`,
     /// `bgwriter`, `checkpointer`, `checkpoint_interval_ms`,
     /// `checkpoint_max_wal_bytes`, `wal_segment_size`, `io`
     /// (`sync`/`io_uring`/`auto`), `direct_io`, `mapped_reads`, `max_open_files`, `autovacuum`, `autovacuum_naptime_ms`,
@@ -620,6 +635,7 @@ impl Options {
             "checksums" => self.checksums = parse_bool("checksums", v)?,
             "zero_damaged_pages" => self.zero_damaged_pages = parse_bool("zero_damaged_pages", v)?,
             "full_page_writes" => self.full_page_writes = parse_bool("full_page_writes", v)?,
+            "wal_preallocate" => self.wal_preallocate = parse_bool("wal_preallocate", v)?,
             "commit" | "commit_mode" => {
                 self.commit_mode = match v {
                     "sync" | "synchronous" | "on" => CommitMode::Synchronous,
@@ -884,6 +900,7 @@ impl Options {
             segment_size: self.wal_segment_size,
             async_flush_interval: self.async_flush_interval,
             full_page_writes: self.full_page_writes,
+            preallocate: self.wal_preallocate,
             ..wal::WalConfig::default()
         }
     }

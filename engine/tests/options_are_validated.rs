@@ -157,8 +157,12 @@ fn strings_parse_with_clear_errors() {
         .set("hint_mode", "per-tuple")
         .unwrap()
         .set("pool_mib", "1")
+        .unwrap()
+        .set("wal_preallocate", "off")
         .unwrap();
     assert_eq!(o.evictor, Evictor::HotCool);
+    assert!(!o.wal_preallocate);
+    assert!(Options::new().wal_preallocate, "on by default");
     assert_eq!(o.sweep_batch, SweepBatch::Fixed(16));
     assert_eq!(o.partitions, Partitions::Count(2));
     assert!(!o.rings);
