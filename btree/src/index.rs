@@ -513,14 +513,10 @@ impl Index {
                 if !tp.beyond_high_key_at(key, tid)? {
                     return Ok(page);
                 }
-                let right = self.right_of(&tp, block)?;
-                let high = tp.high_key()?.map(|h| (h.key.to_vec(), h.tid));
+                let (right, high, high_tid) = self.right_and_high(&tp, block)?;
                 drop(page);
                 block = right;
-                page = match &high {
-                    Some((k, t)) => self.read_right_shared(block, (k, *t))?,
-                    None => self.read_shared(block)?,
-                };
+                page = self.read_right_shared(block, (&high, high_tid))?;
             }
         }
     }
@@ -574,14 +570,27 @@ impl Index {
             if !tp.beyond_high_key_at(key, tid)? {
                 return Ok(page);
             }
-            let right = self.right_of(&tp, block)?;
-            let high = tp.high_key()?.map(|h| (h.key.to_vec(), h.tid));
+            let (right, high, high_tid) = self.right_and_high(&tp, block)?;
             drop(page);
-            page = match &high {
-                Some((k, t)) => self.read_right_shared(right, (k, *t))?,
-                None => self.read_shared(right)?,
-            };
+            page = self.read_right_shared(right, (&high, high_tid))?;
         }
+    }
+
+    /// The right link of `tp` (page `block`), whose high key a search is at
+    /// or beyond, and that high key copied out (stored key, TID), for
+    /// [`Index::read_right_shared`] once the page is released. A page a
+    /// search is beyond always has a high key (`beyond_high_key_at`).
+    fn right_and_high(
+        &self,
+        tp: &TreePage<'_>,
+        block: BlockNumber,
+    ) -> Result<(BlockNumber, Vec<u8>, Tid)> {
+        let right = self.right_of(tp, block)?;
+        let hk = tp.high_key()?.ok_or_else(|| {
+            self.page_id(block)
+                .corrupt("a search moved right of a page without a high key")
+        })?;
+        Ok((right, hk.key.to_vec(), hk.tid))
     }
 
     pub(crate) fn read_shared(&self, block: BlockNumber) -> Result<PageRead<'_>> {
