@@ -142,7 +142,7 @@ use crate::reader::{WalEnd, WalReader};
 use crate::record::Record;
 use crate::segment::{
     DEFAULT_SEGMENT_SIZE, SegmentSize, list_segments, make_segment_ahead, open_or_create_segment,
-    open_segment, remove_temp_files, segment_path, sync_dir, temp_segment_path, wal_dir,
+    open_segment, remove_leftover_files, segment_path, sync_dir, temp_segment_path, wal_dir,
 };
 
 /// Default WAL buffer: PostgreSQL's `wal_buffers` auto-tunes to 1/32 of
@@ -415,7 +415,7 @@ impl Wal {
                 .map_err(|e| WalError::io("create directory", &dir, e))?;
             sync_dir(&*fs, datadir)?;
         }
-        remove_temp_files(&*fs, &dir)?;
+        remove_leftover_files(&*fs, &dir)?;
         if let Some(c) = &control
             && c.segment_size != size.bytes()
         {
@@ -783,7 +783,7 @@ impl Wal {
     /// next open; nothing depends on it.
     fn stop_preallocating(&mut self) {
         if self.preallocator.take().is_some() {
-            let _ = remove_temp_files(&*self.shared.fs, &self.shared.dir);
+            let _ = remove_leftover_files(&*self.shared.fs, &self.shared.dir);
         }
     }
 }

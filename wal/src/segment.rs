@@ -155,7 +155,7 @@ pub(crate) fn list_segments(
 
 /// Remove `*.tmp` files left by a crash during segment creation, and
 /// segments made ahead that no write took (`*.next`).
-pub(crate) fn remove_temp_files(fs: &dyn FileSystem, wal_dir: &Path) -> Result<()> {
+pub(crate) fn remove_leftover_files(fs: &dyn FileSystem, wal_dir: &Path) -> Result<()> {
     let names = fs
         .list_dir(wal_dir)
         .map_err(|e| WalError::io("list", wal_dir, e))?;
@@ -402,7 +402,7 @@ mod tests {
             fs::read(segment_path(dir.path(), next)).unwrap(),
             vec![0u8; MIN_SEGMENT_SIZE as usize]
         );
-        // And `remove_temp_files` takes what no write took.
+        // And `remove_leftover_files` takes what no write took.
         assert!(
             make_segment_ahead(
                 &OsFileSystem,
@@ -413,7 +413,7 @@ mod tests {
             )
             .unwrap()
         );
-        remove_temp_files(&OsFileSystem, dir.path()).unwrap();
+        remove_leftover_files(&OsFileSystem, dir.path()).unwrap();
         assert!(!made_ahead_path(dir.path(), Lsn(3 * MIN_SEGMENT_SIZE)).exists());
     }
 

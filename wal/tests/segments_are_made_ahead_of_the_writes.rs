@@ -246,8 +246,7 @@ fn a_power_loss_anywhere_keeps_every_flushed_record_and_a_log_that_opens() {
         for seed in 0..48u64 {
             let dir = tempfile::tempdir().unwrap();
             let disk = Arc::new(SimDisk::new());
-            let config = small_segments();
-            let wal = Wal::open_with_fs(dir.path(), config.clone(), disk.clone()).unwrap();
+            let wal = Wal::open_with_fs(dir.path(), small_segments(), disk.clone()).unwrap();
             disk.arm_crash_point(1 + seed * 7 % 97, seed);
             let mut flushed = Vec::new();
             let mut xid = 1;
@@ -265,17 +264,7 @@ fn a_power_loss_anywhere_keeps_every_flushed_record_and_a_log_that_opens() {
             }
             assert!(disk.is_powered_off(), "seed {seed}: no power loss");
             drop(wal);
-            disk.restart();
-
-            let wal = Wal::open_with_fs(dir.path(), config.clone(), disk.clone())
-                .unwrap_or_else(|e| panic!("seed {seed}: the log does not open: {e}"));
-            let mut reader = WalReader::with_fs(disk.clone(), dir.path(), Lsn::ZERO, SEG).unwrap();
-            let got: Vec<u64> = reader
-                .read_to_end()
-                .unwrap_or_else(|e| panic!("seed {seed}: {e}"))
-                .iter()
-                .map(|(_, r)| r.xid())
-                .collect();
+            let (wal, got) = reopen_after_restart(dir.path(), &disk, seed);
             assert!(
                 got.len() >= flushed.len() && got[..flushed.len()] == flushed[..],
                 "seed {seed}: flushed {} records, read {}",
@@ -292,6 +281,22 @@ fn a_power_loss_anywhere_keeps_every_flushed_record_and_a_log_that_opens() {
             wal.close().unwrap();
         }
     });
+}
+
+/// Restart `disk` after its power loss, reopen the log in `dir` on it and
+/// read every record back: the log, and the xids in the order read.
+fn reopen_after_restart(dir: &Path, disk: &Arc<SimDisk>, seed: u64) -> (Wal, Vec<u64>) {
+    disk.restart();
+    let wal = Wal::open_with_fs(dir, small_segments(), disk.clone())
+        .unwrap_or_else(|e| panic!("seed {seed}: the log does not open: {e}"));
+    let mut reader = WalReader::with_fs(disk.clone(), dir, Lsn::ZERO, SEG).unwrap();
+    let got = reader
+        .read_to_end()
+        .unwrap_or_else(|e| panic!("seed {seed}: reading the log back: {e}"))
+        .iter()
+        .map(|(_, r)| r.xid())
+        .collect();
+    (wal, got)
 }
 
 /// The directory sync after a segment made ahead is renamed into place
@@ -325,17 +330,7 @@ fn a_failed_directory_sync_after_taking_a_segment_is_redone_before_its_first_wri
             wait_made_ahead(dir.path(), 2 * SEG);
             disk.power_loss(seed).unwrap();
             drop(wal);
-            disk.restart();
-
-            let wal = Wal::open_with_fs(dir.path(), small_segments(), disk.clone())
-                .unwrap_or_else(|e| panic!("seed {seed}: the log does not open: {e}"));
-            let mut reader = WalReader::with_fs(disk.clone(), dir.path(), Lsn::ZERO, SEG).unwrap();
-            let got: Vec<u64> = reader
-                .read_to_end()
-                .unwrap()
-                .iter()
-                .map(|(_, r)| r.xid())
-                .collect();
+            let (wal, got) = reopen_after_restart(dir.path(), &disk, seed);
             assert_eq!(got, flushed, "seed {seed}");
             wal.close().unwrap();
         }
