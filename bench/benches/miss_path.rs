@@ -10,6 +10,13 @@
 //!   miss_path/pool_miss_mapped   pool_miss with mapped reads (the page
 //!                                copied from a mapping of the file, not
 //!                                pread: `FileOptions::mapped_reads`)
+//!   miss_path/pool_miss_2threads, pool_miss_mapped_2threads
+//!                                the same two with two threads missing at
+//!                                once on one pool (each on its own half of
+//!                                the order): the CPU time of both threads
+//!                                per access, which is the one-thread row's
+//!                                when nothing they share costs more with
+//!                                two
 //!   miss_path/raw_pread          pread of the same block into one 8 KiB buffer
 //!   miss_path/raw_pread_spread   pread of the same block into the next page of
 //!                                a pool-sized buffer (8 MiB), as the clock
@@ -33,6 +40,7 @@ use std::fs::File;
 use std::hint::black_box;
 use std::os::unix::fs::FileExt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bufmgr::{
@@ -86,10 +94,12 @@ fn miss_path(c: &mut Criterion<ThreadCpu>) {
         ..FileOptions::default()
     };
     let mapped = Arc::new(FileStorage::open_options(dir.path(), mapped).expect("open storage"));
-    for (name, checksums, storage) in [
-        ("pool_miss", true, &storage),
-        ("pool_miss_no_checksum", false, &storage),
-        ("pool_miss_mapped", true, &mapped),
+    for (name, checksums, storage, threads) in [
+        ("pool_miss", true, &storage, 1),
+        ("pool_miss_no_checksum", false, &storage, 1),
+        ("pool_miss_mapped", true, &mapped, 1),
+        ("pool_miss_2threads", true, &storage, 2),
+        ("pool_miss_mapped_2threads", true, &mapped, 2),
     ] {
         let pool = BufferPool::new(
             PoolConfig::new(POOL_BUFFERS)
@@ -99,13 +109,44 @@ fn miss_path(c: &mut Criterion<ThreadCpu>) {
         )
         .expect("pool");
         let mut i = 0usize;
+        let next = AtomicUsize::new(0);
         g.bench_function(name, |b| {
-            b.iter(|| {
-                let pin = pool
-                    .read_buffer(rf, order[i % order.len()], None)
-                    .expect("read");
-                black_box(pin.id());
-                i += 1;
+            if threads == 1 {
+                return b.iter(|| {
+                    let pin = pool
+                        .read_buffer(rf, order[i % order.len()], None)
+                        .expect("read");
+                    black_box(pin.id());
+                    i += 1;
+                });
+            }
+            // Each thread its half of the order, from where the last
+            // sample left off; the CPU time of both.
+            b.iter_custom(|iters| {
+                let start = next.fetch_add(iters as usize / threads, Ordering::Relaxed);
+                std::thread::scope(|s| {
+                    let workers: Vec<_> = (0..threads)
+                        .map(|t| {
+                            let (pool, order) = (&pool, &order);
+                            s.spawn(move || {
+                                let from = start + t * order.len() / threads;
+                                let cpu = cpu::thread_cpu_ns();
+                                let n = iters as usize / threads
+                                    + usize::from(t == 0) * (iters as usize % threads);
+                                for j in 0..n {
+                                    let block = order[(from + j) % order.len()];
+                                    let pin = pool.read_buffer(rf, block, None).expect("read");
+                                    black_box(pin.id());
+                                }
+                                cpu::thread_cpu_ns() - cpu
+                            })
+                        })
+                        .collect();
+                    workers
+                        .into_iter()
+                        .map(|w| w.join().expect("miss thread"))
+                        .sum::<u64>()
+                })
             })
         });
         let s = pool.stats().totals();

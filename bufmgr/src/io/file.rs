@@ -15,6 +15,30 @@
 //! operation (an `Arc<RelFile>` held across a read, a write or an io_uring
 //! submission) is closed only when that operation lets go of it.
 //!
+//! # Near copies
+//!
+//! Every thread misses pages of the same few files, so the table of open
+//! files would be the one structure every miss writes: its lock word (a
+//! shared read lock is an atomic write) and the file's reference count
+//! (the `Arc` clone and drop). Two threads reading pages of one table
+//! moved both lines between their cores on every miss. So the handles are
+//! also kept in 16 near copies, one per group of threads (threads are
+//! dealt round robin, on their first use, to a copy): a single-page read
+//! or write share-locks its own thread's copy, finds the file there, and
+//! does its I/O under that lock, taking no reference. The rules:
+//! 1. Only the table holds what is open; a near copy holds a subset of it.
+//!    A handle goes into a near copy only while the table's lock is held
+//!    and the table holds it, so a file closed (or unlinked) is never put
+//!    back into a copy afterwards.
+//! 2. Closing a file (the cap, `EMFILE`, an unlink) removes it from the
+//!    table and then from every near copy, each under its write lock,
+//!    still holding the table's write lock: the close waits for the reads
+//!    and writes in flight on it, and the descriptor is closed when the
+//!    last handle goes, as before.
+//! 3. Locks are taken table first, then a near copy, never the other way,
+//!    and nothing is done under a near copy's read lock but the one page's
+//!    I/O: no other file operation, so no thread waits for itself.
+//!
 //! An open that fails with `EMFILE` or `ENFILE` (the process or the system
 //! is out of descriptors, whoever holds them) closes the least recently used
 //! file and tries again, until it succeeds or nothing of ours is left to
@@ -48,6 +72,7 @@ use super::aligned::{AlignedBuf, is_direct_aligned};
 use super::mapped::MappedFile;
 use super::{StorageBackend, byte_offset, check_page_len, parse_file_name};
 use crate::error::{Error, Result, is_out_of_descriptors};
+use crate::replacement::sweep::CachePadded;
 use crate::tag::{BlockNumber, BufferTag, PAGE_SIZE, RelFork};
 
 /// Most iovecs one `preadv` takes (Linux's `IOV_MAX`).
@@ -64,9 +89,30 @@ pub(super) struct RelFile {
     pub(super) nblocks: Arc<AtomicU32>,
     /// The file's mapping, with mapped reads on (see [`FileOptions`]).
     pub(super) map: Option<MappedFile>,
+    /// The storage's `clock` at the last use (least recently used is
+    /// closed first).
+    used: AtomicU64,
 }
 
 impl RelFile {
+    /// Stamp this file as the most recently used, unless it already is
+    /// (its stamp is the last one `clock` gave out): then nothing is
+    /// written. The order of the stamps is the same either way, but
+    /// threads that keep reading one relation (every miss of a scan or
+    /// of a sweep over one table) only load the clock's and the stamp's
+    /// cache lines instead of writing both on every read, which moved them
+    /// between cores on each miss. A use that races with another file's
+    /// stamp may skip its own: the two uses were concurrent, and either
+    /// order is a true one.
+    #[inline]
+    fn touch(&self, clock: &AtomicU64) {
+        let last = clock.load(Ordering::Relaxed).wrapping_sub(1);
+        if self.used.load(Ordering::Relaxed) != last {
+            self.used
+                .store(clock.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+        }
+    }
+
     /// [`Error::BlockOutOfRange`] for `block` of `rf` in this file of
     /// `nblocks` pages.
     pub(super) fn out_of_range(
@@ -92,7 +138,7 @@ impl RelFile {
 #[derive(Debug)]
 pub struct FileStorage {
     base: PathBuf,
-    files: Arc<RwLock<Files>>,
+    table: Arc<FileTable>,
     direct: bool,
     mapped: bool,
     /// [`FileOptions::checksummed_pages`].
@@ -103,8 +149,6 @@ pub struct FileStorage {
     clock: AtomicU64,
     /// Opens of a relation file (first ones and reopens).
     opens: AtomicU64,
-    /// Descriptors closed to stay under the cap or after `EMFILE`.
-    closes: Arc<AtomicU64>,
 }
 
 /// How [`FileStorage::open_options`] reaches the files.
@@ -136,7 +180,7 @@ pub struct FileOptions {
 
 /// The caches of every live [`FileStorage`] of the process, for
 /// [`shed_cached_descriptor`].
-type Registry = Vec<(Weak<RwLock<Files>>, Weak<AtomicU64>)>;
+type Registry = Vec<Weak<FileTable>>;
 static CACHES: Mutex<Registry> = Mutex::new(Vec::new());
 
 /// Close the least recently used relation file of one live [`FileStorage`]
@@ -145,12 +189,12 @@ static CACHES: Mutex<Registry> = Mutex::new(Vec::new());
 /// operation lets go of it.
 pub fn shed_cached_descriptor() -> bool {
     let mut caches = CACHES.lock().unwrap_or_else(|p| p.into_inner());
-    caches.retain(|(f, _)| f.strong_count() > 0);
-    for (files, closes) in caches.iter() {
-        let (Some(files), Some(closes)) = (files.upgrade(), closes.upgrade()) else {
+    caches.retain(|t| t.strong_count() > 0);
+    for table in caches.iter() {
+        let Some(table) = table.upgrade() else {
             continue;
         };
-        if close_lru(&mut files.write(), &closes) {
+        if table.close_lru(&mut table.files.write()) {
             return true;
         }
     }
@@ -175,21 +219,77 @@ pub fn with_spare_descriptor<T>(mut op: impl FnMut() -> io::Result<T>) -> io::Re
     }
 }
 
-/// Close the least recently used open file of `files`; `false` if none is
-/// open.
-fn close_lru(files: &mut Files, closes: &AtomicU64) -> bool {
-    let victim = files
-        .open
-        .iter()
-        .min_by_key(|(_, f)| f.used.load(Ordering::Relaxed))
-        .map(|(&rf, _)| rf);
-    match victim {
-        Some(rf) => {
-            files.open.remove(&rf);
-            closes.fetch_add(1, Ordering::Relaxed);
-            true
+/// Near copies of the table of open files (module docs, "Near copies").
+const NEAR_COPIES: usize = 16;
+
+/// The near copy this thread uses: dealt round robin on its first use.
+#[inline]
+fn near_copy() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static COPY: usize = NEXT.fetch_add(1, Ordering::Relaxed) % NEAR_COPIES;
+    }
+    COPY.with(|c| *c)
+}
+
+/// One near copy: handles of files the table holds open.
+type NearCopy = RwLock<RelForkMap<Arc<RelFile>>>;
+
+/// The files a storage knows, and the near copies of its open ones.
+#[derive(Debug)]
+struct FileTable {
+    files: RwLock<Files>,
+    /// Module docs, "Near copies".
+    near: Box<[CachePadded<NearCopy>]>,
+    /// Descriptors closed to stay under the cap or after `EMFILE`.
+    closes: AtomicU64,
+}
+
+impl FileTable {
+    fn new() -> FileTable {
+        FileTable {
+            files: RwLock::new(Files::default()),
+            near: (0..NEAR_COPIES)
+                .map(|_| CachePadded(RwLock::new(RelForkMap::default())))
+                .collect(),
+            closes: AtomicU64::new(0),
         }
-        None => false,
+    }
+
+    /// Put `file` (of `rf`, held by `_files`, whose lock the caller holds)
+    /// into this thread's near copy (rule 1).
+    fn remember_near(&self, _files: &Files, rf: RelFork, file: &Arc<RelFile>) {
+        self.near[near_copy()].write().insert(rf, Arc::clone(file));
+    }
+
+    /// Take `rf` out of the table and every near copy (rule 2): `files`
+    /// is the table, write-locked by the caller.
+    fn forget(&self, files: &mut Files, rf: RelFork) -> Option<Arc<RelFile>> {
+        let file = files.open.remove(&rf);
+        if file.is_some() {
+            for near in self.near.iter() {
+                near.write().remove(&rf);
+            }
+        }
+        file
+    }
+
+    /// Close the least recently used open file of `files` (this table,
+    /// write-locked by the caller); `false` if none is open.
+    fn close_lru(&self, files: &mut Files) -> bool {
+        let victim = files
+            .open
+            .iter()
+            .min_by_key(|(_, f)| f.used.load(Ordering::Relaxed))
+            .map(|(&rf, _)| rf);
+        match victim {
+            Some(rf) => {
+                self.forget(files, rf);
+                self.closes.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -233,38 +333,11 @@ type RelForkMap<V> = HashMap<RelFork, V, BuildHasherDefault<RelForkHasher>>;
 /// The relation files this storage knows, open or not.
 #[derive(Debug, Default)]
 struct Files {
-    /// The open ones: at most `max_open`, each with its last use.
-    open: RelForkMap<OpenFile>,
+    /// The open ones: at most `max_open`.
+    open: RelForkMap<Arc<RelFile>>,
     /// The block count of every fork opened or created since the storage
     /// was, open now or not (removed by `unlink`).
     nblocks: RelForkMap<Arc<AtomicU32>>,
-}
-
-#[derive(Debug)]
-struct OpenFile {
-    file: Arc<RelFile>,
-    /// `clock` at the last use (least recently used is closed first).
-    used: AtomicU64,
-}
-
-impl OpenFile {
-    /// Stamp this file as the most recently used, unless it already is
-    /// (its stamp is the last one `clock` gave out): then nothing is
-    /// written. The order of the stamps is the same either way, but
-    /// threads that keep reading one relation (every miss of a scan or
-    /// of a sweep over one table) only load the clock's and the stamp's
-    /// cache lines instead of writing both on every read, which moved them
-    /// between cores on each miss. A use that races with another file's
-    /// stamp may skip its own: the two uses were concurrent, and either
-    /// order is a true one.
-    #[inline]
-    fn touch(&self, clock: &AtomicU64) {
-        let last = clock.load(Ordering::Relaxed).wrapping_sub(1);
-        if self.used.load(Ordering::Relaxed) != last {
-            self.used
-                .store(clock.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
-        }
-    }
 }
 
 /// Relation files open at once by default: half the process's soft
@@ -334,19 +407,18 @@ impl FileStorage {
         }
         let s = FileStorage {
             base,
-            files: Arc::new(RwLock::new(Files::default())),
+            table: Arc::new(FileTable::new()),
             direct: direct_io,
             mapped: mapped_reads,
             checksummed: checksummed_pages,
             max_open: AtomicUsize::new(default_max_open_files()),
             clock: AtomicU64::new(0),
             opens: AtomicU64::new(0),
-            closes: Arc::new(AtomicU64::new(0)),
         };
         {
             let mut caches = CACHES.lock().unwrap_or_else(|p| p.into_inner());
-            caches.retain(|(f, _)| f.strong_count() > 0);
-            caches.push((Arc::downgrade(&s.files), Arc::downgrade(&s.closes)));
+            caches.retain(|t| t.strong_count() > 0);
+            caches.push(Arc::downgrade(&s.table));
         }
         if direct_io {
             s.probe_direct()?;
@@ -379,13 +451,13 @@ impl FileStorage {
     pub fn set_max_open_files(&self, n: usize) {
         let n = n.max(1);
         self.max_open.store(n, Ordering::Relaxed);
-        let mut files = self.files.write();
-        while files.open.len() > n && self.close_lru(&mut files) {}
+        let mut files = self.table.files.write();
+        while files.open.len() > n && self.table.close_lru(&mut files) {}
     }
 
     /// Relation files open now (held by the cache).
     pub fn open_files(&self) -> usize {
-        self.files.read().open.len()
+        self.table.files.read().open.len()
     }
 
     /// Opens of relation files so far, first ones and reopens.
@@ -395,12 +467,7 @@ impl FileStorage {
 
     /// Descriptors closed so far to stay under the cap (or after `EMFILE`).
     pub fn files_closed(&self) -> u64 {
-        self.closes.load(Ordering::Relaxed)
-    }
-
-    /// Close the least recently used open file; `false` if none is open.
-    fn close_lru(&self, files: &mut Files) -> bool {
-        close_lru(files, &self.closes)
+        self.table.closes.load(Ordering::Relaxed)
     }
 
     /// Runs `op` (something that opens a descriptor), and while it fails
@@ -410,7 +477,7 @@ impl FileStorage {
         loop {
             match op() {
                 Err(e) if is_out_of_descriptors(&e) => {
-                    if !self.close_lru(&mut self.files.write()) {
+                    if !self.table.close_lru(&mut self.table.files.write()) {
                         return Err(e);
                     }
                 }
@@ -436,14 +503,16 @@ impl FileStorage {
         file: File,
         nblocks: BlockNumber,
     ) -> Arc<RelFile> {
-        let used = AtomicU64::new(self.clock.fetch_add(1, Ordering::Relaxed));
-        let mut files = self.files.write();
+        let used = self.clock.fetch_add(1, Ordering::Relaxed);
+        let mut files = self.table.files.write();
         if let Some(f) = files.open.get(&rf) {
-            f.used.store(used.into_inner(), Ordering::Relaxed);
-            return Arc::clone(&f.file);
+            f.used.store(used, Ordering::Relaxed);
+            let f = Arc::clone(f);
+            self.table.remember_near(&files, rf, &f);
+            return f;
         }
         let max = self.max_open.load(Ordering::Relaxed);
-        while files.open.len() >= max && self.close_lru(&mut files) {}
+        while files.open.len() >= max && self.table.close_lru(&mut files) {}
         let count = Arc::clone(
             files
                 .nblocks
@@ -458,14 +527,10 @@ impl FileStorage {
             path,
             nblocks: count,
             map,
+            used: AtomicU64::new(used),
         });
-        files.open.insert(
-            rf,
-            OpenFile {
-                file: Arc::clone(&file),
-                used,
-            },
-        );
+        files.open.insert(rf, Arc::clone(&file));
+        self.table.remember_near(&files, rf, &file);
         file
     }
 
@@ -546,11 +611,16 @@ impl FileStorage {
         op: &'static str,
         what: &dyn ToString,
     ) -> Result<Arc<RelFile>> {
+        if let Some(f) = self.table.near[near_copy()].read().get(&rf) {
+            f.touch(&self.clock);
+            return Ok(Arc::clone(f));
+        }
         let known = {
-            let files = self.files.read();
+            let files = self.table.files.read();
             if let Some(f) = files.open.get(&rf) {
                 f.touch(&self.clock);
-                return Ok(Arc::clone(&f.file));
+                self.table.remember_near(&files, rf, f);
+                return Ok(Arc::clone(f));
             }
             files.nblocks.get(&rf).map(|n| n.load(Ordering::Acquire))
         };
@@ -602,6 +672,51 @@ impl FileStorage {
             return Err(f.out_of_range(tag.relfork(), tag.block, nblocks));
         }
         Ok(f)
+    }
+
+    /// One page (`read`) from `f`, the file of `tag`'s fork.
+    fn read_from(&self, f: &RelFile, tag: BufferTag, page: &mut [u8]) -> Result<()> {
+        let nblocks = f.nblocks.load(Ordering::Acquire);
+        if tag.block >= nblocks {
+            return Err(f.out_of_range(tag.relfork(), tag.block, nblocks));
+        }
+        if let Some(map) = &f.map
+            && map.copy(tag.block, page)
+        {
+            return Ok(());
+        }
+        if self.direct && !is_direct_aligned(page) {
+            let mut bounce = AlignedBuf::zeroed(PAGE_SIZE);
+            self.pread_page(f, tag, nblocks, &mut bounce)?;
+            page.copy_from_slice(&bounce);
+            return Ok(());
+        }
+        self.pread_page(f, tag, nblocks, page)
+    }
+
+    /// One page (`write`) into `f`, the file of `tag`'s fork: below its
+    /// block count, or at it (an extension); past it is
+    /// [`Error::BlockOutOfRange`] (no holes).
+    fn write_to(&self, f: &RelFile, tag: BufferTag, page: &[u8]) -> Result<()> {
+        let nblocks = f.nblocks.load(Ordering::Acquire);
+        if tag.block > nblocks {
+            return Err(f.out_of_range(tag.relfork(), tag.block, nblocks));
+        }
+        let bounce;
+        let buf = if self.direct && !is_direct_aligned(page) {
+            bounce = AlignedBuf::copy_of(page);
+            &bounce[..]
+        } else {
+            page
+        };
+        f.file
+            .write_all_at(buf, byte_offset(tag.block))
+            .map_err(|e| Error::io("write", tag, &f.path, e))?;
+        // An extension: count the new page only once it is fully written.
+        // `fetch_max` keeps the count right even if two extensions of the same
+        // block race (the caller should have prevented that).
+        f.nblocks.fetch_max(tag.block + 1, Ordering::AcqRel);
+        Ok(())
     }
 
     /// Reads one page (aligned if direct) at `tag.block`, retrying short
@@ -780,7 +895,7 @@ impl StorageBackend for FileStorage {
     }
 
     fn create(&self, rf: RelFork) -> Result<()> {
-        if self.files.read().nblocks.contains_key(&rf) {
+        if self.table.files.read().nblocks.contains_key(&rf) {
             return Ok(());
         }
         let path = self.path(rf);
@@ -814,7 +929,7 @@ impl StorageBackend for FileStorage {
     }
 
     fn exists(&self, rf: RelFork) -> Result<bool> {
-        if self.files.read().nblocks.contains_key(&rf) {
+        if self.table.files.read().nblocks.contains_key(&rf) {
             return Ok(true);
         }
         let path = self.path(rf);
@@ -828,19 +943,17 @@ impl StorageBackend for FileStorage {
 
     fn read(&self, tag: BufferTag, page: &mut [u8]) -> Result<()> {
         check_page_len(page.len());
-        let (f, nblocks) = self.readable(tag)?;
-        if let Some(map) = &f.map
-            && map.copy(tag.block, page)
+        // The I/O under this thread's near copy, if the file is there
+        // (module docs, "Near copies", rule 3: nothing else under it).
         {
-            return Ok(());
+            let near = self.table.near[near_copy()].read();
+            if let Some(f) = near.get(&tag.relfork()) {
+                f.touch(&self.clock);
+                return self.read_from(f, tag, page);
+            }
         }
-        if self.direct && !is_direct_aligned(page) {
-            let mut bounce = AlignedBuf::zeroed(PAGE_SIZE);
-            self.pread_page(&f, tag, nblocks, &mut bounce)?;
-            page.copy_from_slice(&bounce);
-            return Ok(());
-        }
-        self.pread_page(&f, tag, nblocks, page)
+        let f = self.file(tag.relfork(), "open", &tag)?;
+        self.read_from(&f, tag, page)
     }
 
     /// One `preadv` for the whole run (per 1,024 pages). Blocks before the
@@ -871,22 +984,17 @@ impl StorageBackend for FileStorage {
 
     fn write(&self, tag: BufferTag, page: &[u8]) -> Result<()> {
         check_page_len(page.len());
-        let f = self.writable(tag)?;
-        let bounce;
-        let buf = if self.direct && !is_direct_aligned(page) {
-            bounce = AlignedBuf::copy_of(page);
-            &bounce[..]
-        } else {
-            page
-        };
-        f.file
-            .write_all_at(buf, byte_offset(tag.block))
-            .map_err(|e| Error::io("write", tag, &f.path, e))?;
-        // An extension: count the new page only once it is fully written.
-        // `fetch_max` keeps the count right even if two extensions of the same
-        // block race (the caller should have prevented that).
-        f.nblocks.fetch_max(tag.block + 1, Ordering::AcqRel);
-        Ok(())
+        // As `read`: the I/O under this thread's near copy if the file is
+        // there.
+        {
+            let near = self.table.near[near_copy()].read();
+            if let Some(f) = near.get(&tag.relfork()) {
+                f.touch(&self.clock);
+                return self.write_to(f, tag, page);
+            }
+        }
+        let f = self.file(tag.relfork(), "open", &tag)?;
+        self.write_to(&f, tag, page)
     }
 
     fn truncate(&self, rf: RelFork, nblocks: BlockNumber) -> Result<()> {
@@ -912,7 +1020,7 @@ impl StorageBackend for FileStorage {
     /// Every fork this storage has opened, including those whose
     /// descriptor the cache has closed since (reopened to be synced).
     fn sync_all(&self) -> Result<()> {
-        let mut known: Vec<RelFork> = self.files.read().nblocks.keys().copied().collect();
+        let mut known: Vec<RelFork> = self.table.files.read().nblocks.keys().copied().collect();
         known.sort();
         for rf in known {
             self.sync(rf)?;
@@ -923,8 +1031,8 @@ impl StorageBackend for FileStorage {
     fn unlink(&self, rf: RelFork) -> Result<()> {
         let path = self.path(rf);
         {
-            let mut files = self.files.write();
-            files.open.remove(&rf);
+            let mut files = self.table.files.write();
+            self.table.forget(&mut files, rf);
             files.nblocks.remove(&rf);
         }
         match fs::remove_file(&path) {
@@ -1015,6 +1123,135 @@ mod tests {
         assert_eq!(s.nblocks(other).unwrap(), 1);
     }
 
+    /// Descriptors of this process whose link names `path` (an unlinked
+    /// file's reads "<path> (deleted)").
+    fn descriptors_of(path: &Path) -> usize {
+        let path = path.to_str().unwrap();
+        fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| fs::read_link(e.path()).ok())
+            .filter(|l| {
+                let l = l.to_string_lossy();
+                l == path || l == format!("{path} (deleted)")
+            })
+            .count()
+    }
+
+    /// A storage with relations 1 and 2 of one page each, and the path of 1.
+    fn two_relations(dir: &Path) -> (FileStorage, RelFork, RelFork, PathBuf) {
+        let s = FileStorage::open(dir).unwrap();
+        let (a, b) = (RelFork::main(RelId(1)), RelFork::main(RelId(2)));
+        for (rf, fill) in [(a, 1u8), (b, 2u8)] {
+            s.create(rf).unwrap();
+            s.write(BufferTag::new(rf, 0), &vec![fill; PAGE_SIZE])
+                .unwrap();
+        }
+        let path = s.path(a);
+        (s, a, b, path)
+    }
+
+    /// Threads that read `rf` once each (and so keep it in their near
+    /// copies), then end.
+    fn read_on_threads(s: &FileStorage, rf: RelFork, threads: usize) {
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    let mut buf = vec![0u8; PAGE_SIZE];
+                    s.read(BufferTag::new(rf, 0), &mut buf).unwrap();
+                    s.write(BufferTag::new(rf, 0), &buf).unwrap();
+                });
+            }
+        });
+    }
+
+    /// A file closed to stay under the cap is closed for every thread that
+    /// read it: its descriptor goes, though each thread's near copy held
+    /// it (module docs, "Near copies", rule 2).
+    #[test]
+    fn a_file_closed_by_the_cap_leaves_no_descriptor_in_any_threads_near_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, a, b, path) = two_relations(dir.path());
+        read_on_threads(&s, a, NEAR_COPIES + 1);
+        assert_eq!(descriptors_of(&path), 1);
+        let mut buf = vec![0u8; PAGE_SIZE];
+        s.read(BufferTag::new(a, 0), &mut buf).unwrap();
+        assert!(
+            s.table.near[near_copy()].read().contains_key(&a),
+            "a read leaves its file in the thread's near copy"
+        );
+        s.set_max_open_files(1);
+        s.read(BufferTag::new(b, 0), &mut buf).unwrap();
+        assert_eq!(s.open_files(), 1);
+        assert_eq!(descriptors_of(&path), 0, "{} is still open", path.display());
+        // And reopened at its next use, on any thread.
+        read_on_threads(&s, a, 2);
+        s.read(BufferTag::new(a, 0), &mut buf).unwrap();
+        assert_eq!(buf, vec![1u8; PAGE_SIZE]);
+        assert_eq!(descriptors_of(&path), 1);
+    }
+
+    /// An unlinked relation's file is closed for every thread that read it,
+    /// so its space is given back now, not when some thread next reads.
+    #[test]
+    fn an_unlinked_file_leaves_no_descriptor_in_any_threads_near_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, a, _, path) = two_relations(dir.path());
+        read_on_threads(&s, a, 3);
+        s.unlink(a).unwrap();
+        assert_eq!(descriptors_of(&path), 0, "{} is still open", path.display());
+        let e = s
+            .read(BufferTag::new(a, 0), &mut vec![0u8; PAGE_SIZE])
+            .unwrap_err();
+        assert!(e.to_string().contains("base/1"), "{e}");
+    }
+
+    /// Readers and writers on two threads while a third closes files (the
+    /// cap at one, shedding as `EMFILE` does) and lets them reopen: every
+    /// page reads as written, nothing waits forever, and afterwards the
+    /// descriptors open are the ones the table counts.
+    #[test]
+    fn reads_and_writes_go_on_while_files_are_closed_under_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, a, b, _) = two_relations(dir.path());
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for (t, rf) in [(0u8, a), (1u8, b)] {
+                let (s, stop) = (&s, &stop);
+                scope.spawn(move || {
+                    let mut buf = vec![0u8; PAGE_SIZE];
+                    let mut n = 0u32;
+                    while !stop.load(Ordering::Relaxed) {
+                        let block = 1 + n % 8;
+                        let fill = (n % 200) as u8 + t;
+                        s.write(BufferTag::new(rf, block), &vec![fill; PAGE_SIZE])
+                            .unwrap();
+                        s.read(BufferTag::new(rf, block), &mut buf).unwrap();
+                        assert_eq!(buf, vec![fill; PAGE_SIZE], "{rf} block {block}");
+                        n += 1;
+                    }
+                });
+            }
+            for i in 0..20_000 {
+                match i % 3 {
+                    0 => s.set_max_open_files(1),
+                    1 => {
+                        let _ = shed_cached_descriptor();
+                    }
+                    _ => s.set_max_open_files(8),
+                }
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        assert!(s.files_closed() > 0, "nothing was closed under the threads");
+        let open = s.open_files();
+        let held = [a, b]
+            .iter()
+            .map(|&rf| descriptors_of(&s.path(rf)))
+            .sum::<usize>();
+        assert_eq!(held, open, "descriptors held against the table's count");
+    }
+
     #[test]
     fn rereading_the_most_recently_used_file_writes_no_stamp_and_keeps_the_lru_order() {
         let dir = tempfile::tempdir().unwrap();
@@ -1037,7 +1274,7 @@ mod tests {
         assert_eq!(stamps(&s), after_a + 2, "a is stamped again after b");
         // a is the most recent: lowering the cap to one closes b.
         s.set_max_open_files(1);
-        let open: Vec<RelFork> = s.files.read().open.keys().copied().collect();
+        let open: Vec<RelFork> = s.table.files.read().open.keys().copied().collect();
         assert_eq!(open, vec![a]);
         assert_eq!(buf, page);
     }
