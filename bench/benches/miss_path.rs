@@ -17,6 +17,13 @@
 //!                                per access, which is the one-thread row's
 //!                                when nothing they share costs more with
 //!                                two
+//!   miss_path/storage_read_mapped, storage_read_mapped_2threads
+//!                                the mapped storage's read of one page into
+//!                                the thread's own buffer, no pool, over 64
+//!                                blocks that stay in the CPU's caches (the
+//!                                storage's own work: finding the file); one
+//!                                thread, and two at once (CPU time of both
+//!                                per read)
 //!   miss_path/raw_pread          pread of the same block into one 8 KiB buffer
 //!   miss_path/raw_pread_spread   pread of the same block into the next page of
 //!                                a pool-sized buffer (8 MiB), as the clock
@@ -67,6 +74,45 @@ fn order() -> Vec<BlockNumber> {
     let mut order: Vec<BlockNumber> = (0..BLOCKS).collect();
     order.shuffle(&mut SmallRng::seed_from_u64(11));
     order
+}
+
+/// `op(block, page)` for `iters` blocks of the order in all, on `threads`
+/// threads at once, each on its own part of the order (its own blocks)
+/// from where the last call left off (`next`), each with its own 8 KiB
+/// page: the CPU time of all the threads.
+fn on_threads(
+    order: &[BlockNumber],
+    threads: usize,
+    iters: u64,
+    next: &AtomicUsize,
+    op: impl Fn(BlockNumber, &mut [u8]) + Sync,
+) -> u64 {
+    let start = next.fetch_add(iters as usize / threads, Ordering::Relaxed);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let op = &op;
+                s.spawn(move || {
+                    // Thread t's part: its own blocks, so that a thread
+                    // running ahead of the other never meets its pages.
+                    let part = order.len() / threads;
+                    let mine = &order[t * part..(t + 1) * part];
+                    let n =
+                        iters as usize / threads + usize::from(t == 0) * (iters as usize % threads);
+                    let mut page = vec![0u8; PAGE_SIZE];
+                    let cpu = cpu::thread_cpu_ns();
+                    for j in 0..n {
+                        op(mine[(start + j) % part], &mut page);
+                    }
+                    cpu::thread_cpu_ns() - cpu
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("benchmark thread"))
+            .sum()
+    })
 }
 
 fn miss_path(c: &mut Criterion<ThreadCpu>) {
@@ -120,32 +166,10 @@ fn miss_path(c: &mut Criterion<ThreadCpu>) {
                     i += 1;
                 });
             }
-            // Each thread its half of the order, from where the last
-            // sample left off; the CPU time of both.
             b.iter_custom(|iters| {
-                let start = next.fetch_add(iters as usize / threads, Ordering::Relaxed);
-                std::thread::scope(|s| {
-                    let workers: Vec<_> = (0..threads)
-                        .map(|t| {
-                            let (pool, order) = (&pool, &order);
-                            s.spawn(move || {
-                                let from = start + t * order.len() / threads;
-                                let cpu = cpu::thread_cpu_ns();
-                                let n = iters as usize / threads
-                                    + usize::from(t == 0) * (iters as usize % threads);
-                                for j in 0..n {
-                                    let block = order[(from + j) % order.len()];
-                                    let pin = pool.read_buffer(rf, block, None).expect("read");
-                                    black_box(pin.id());
-                                }
-                                cpu::thread_cpu_ns() - cpu
-                            })
-                        })
-                        .collect();
-                    workers
-                        .into_iter()
-                        .map(|w| w.join().expect("miss thread"))
-                        .sum::<u64>()
+                on_threads(&order, threads, iters, &next, |block, _| {
+                    let pin = pool.read_buffer(rf, block, None).expect("read");
+                    black_box(pin.id());
                 })
             })
         });
@@ -168,6 +192,28 @@ fn miss_path(c: &mut Criterion<ThreadCpu>) {
         "pool_miss_mapped: {} is not mapped",
         path.display()
     );
+
+    // The storage alone, no pool: one page of the file read into a
+    // thread's own buffer, by one thread and by two at once. The same 64
+    // blocks over and over, so the copy is from the CPU's caches and what
+    // is timed is mostly the storage's own work (finding the file).
+    let hot: Vec<BlockNumber> = order.iter().copied().filter(|&b| b < 64).collect();
+    for (name, storage, threads) in [
+        ("storage_read_mapped", &mapped, 1),
+        ("storage_read_mapped_2threads", &mapped, 2),
+    ] {
+        let next = AtomicUsize::new(0);
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                on_threads(&hot, threads, iters, &next, |block, page| {
+                    storage
+                        .read(bufmgr::BufferTag::new(rf, block), page)
+                        .expect("read");
+                    black_box(&page[..]);
+                })
+            })
+        });
+    }
 
     let file = File::open(storage.path(rf)).expect("open relation file");
     let offset = |block: BlockNumber| u64::from(block) * PAGE_SIZE as u64;
