@@ -230,9 +230,16 @@ fn guarded_copy(src: *const u8, dst: &mut [u8], seg: &Segment) -> bool {
     compiler_fence(Ordering::SeqCst);
     WINDOW.set((0, 0, 0));
     let faulted = FAULTED.get();
-    // Another thread's fault poisons the segment before it maps zeros: a
-    // copy that read those zeros sees the flag after this fence.
-    fence(Ordering::SeqCst);
+    // Another thread's fault poisons the segment (a sequentially
+    // consistent store, so visible to all before its `mmap` of zeros
+    // begins) before it maps zeros: a copy that read those zeros sees the
+    // flag if the flag is loaded after the copy's loads. Only that order
+    // is needed, loads before a load, which an acquire fence gives (on
+    // x86 no instruction at all; loads are not reordered with loads). A
+    // sequentially consistent fence here also waited for all of the
+    // copy's 8 KiB of stores to reach the cache, a stall on every mapped
+    // read with nothing to gain.
+    fence(Ordering::Acquire);
     !faulted && !seg.poisoned.load(Ordering::Relaxed)
 }
 
