@@ -15,6 +15,15 @@
 //! operation (an `Arc<RelFile>` held across a read, a write or an io_uring
 //! submission) is closed only when that operation lets go of it.
 //!
+//! Files are opened outside the table's lock, so an open may race an
+//! unlink of the same fork: the descriptor may be of the file the unlink
+//! removes. An unlink therefore removes the file under the table's write
+//! lock and counts itself there, and a descriptor is taken into the table
+//! only if no unlink ran since its opener looked the fork up; otherwise
+//! the path is opened again (and is not found, or is the new file of a
+//! fork made again). A file unlinked is never served again, not with its
+//! old pages nor as the file that writes to a fork made again go into.
+//!
 //! # Near copies
 //!
 //! Every thread misses pages of the same few files, so the table of open
@@ -338,6 +347,13 @@ struct Files {
     /// The block count of every fork opened or created since the storage
     /// was, open now or not (removed by `unlink`).
     nblocks: RelForkMap<Arc<AtomicU32>>,
+    /// Unlinks so far that closed or removed a file (one that found
+    /// neither cannot have raced an open). A descriptor opened outside the
+    /// lock is taken into `open` only if no unlink ran since the opener
+    /// looked at the table: it may be of a file unlinked meanwhile, which
+    /// would then be served (with its old block count) as the relation,
+    /// even once a file of that name is made again.
+    unlinks: u64,
 }
 
 /// Relation files open at once by default: half the process's soft
@@ -495,21 +511,28 @@ impl FileStorage {
 
     /// Adds a just-opened `file` of `rf` to the cache, closing the least
     /// recently used ones to stay under the cap; if another thread opened
-    /// `rf` meanwhile, its descriptor wins and `file` is dropped.
+    /// `rf` meanwhile, its descriptor wins and `file` is dropped. With
+    /// `unlinks` (the table's count of unlinks when the opener looked for
+    /// `rf`), `None` if an unlink has run since: `file` may be of a file
+    /// unlinked meanwhile, and the caller opens the path again.
     fn insert_open(
         &self,
         rf: RelFork,
         path: PathBuf,
         file: File,
         nblocks: BlockNumber,
-    ) -> Arc<RelFile> {
+        unlinks: Option<u64>,
+    ) -> Option<Arc<RelFile>> {
         let used = self.clock.fetch_add(1, Ordering::Relaxed);
         let mut files = self.table.files.write();
         if let Some(f) = files.open.get(&rf) {
             f.used.store(used, Ordering::Relaxed);
             let f = Arc::clone(f);
             self.table.remember_near(&files, rf, &f);
-            return f;
+            return Some(f);
+        }
+        if unlinks.is_some_and(|n| n != files.unlinks) {
+            return None;
         }
         let max = self.max_open.load(Ordering::Relaxed);
         while files.open.len() >= max && self.table.close_lru(&mut files) {}
@@ -531,7 +554,7 @@ impl FileStorage {
         });
         files.open.insert(rf, Arc::clone(&file));
         self.table.remember_near(&files, rf, &file);
-        file
+        Some(file)
     }
 
     /// Creates and removes a scratch file with `O_DIRECT`, so that a file
@@ -615,14 +638,34 @@ impl FileStorage {
             f.touch(&self.clock);
             return Ok(Arc::clone(f));
         }
-        let known = {
+        loop {
+            if let Some(f) = self.open_again(rf, op, what)? {
+                return Ok(f);
+            }
+        }
+    }
+
+    /// [`file`](Self::file) past the near copy: the table's file, or the
+    /// path opened and added to the table; `None` if an unlink ran while
+    /// the path was being opened (try again: the descriptor may be of the
+    /// file it removed).
+    fn open_again(
+        &self,
+        rf: RelFork,
+        op: &'static str,
+        what: &dyn ToString,
+    ) -> Result<Option<Arc<RelFile>>> {
+        let (known, unlinks) = {
             let files = self.table.files.read();
             if let Some(f) = files.open.get(&rf) {
                 f.touch(&self.clock);
                 self.table.remember_near(&files, rf, f);
-                return Ok(Arc::clone(f));
+                return Ok(Some(Arc::clone(f)));
             }
-            files.nblocks.get(&rf).map(|n| n.load(Ordering::Acquire))
+            (
+                files.nblocks.get(&rf).map(|n| n.load(Ordering::Acquire)),
+                files.unlinks,
+            )
         };
         let path = self.path(rf);
         let file = self
@@ -648,7 +691,7 @@ impl FileStorage {
         };
         // Another thread may have opened it meanwhile: the first descriptor
         // and the first count win, so every thread sees the same count.
-        Ok(self.insert_open(rf, path, file, nblocks))
+        Ok(self.insert_open(rf, path, file, nblocks, Some(unlinks)))
     }
 
     /// The open file of `tag`'s fork and its block count, if `tag.block` can
@@ -902,7 +945,7 @@ impl StorageBackend for FileStorage {
         match self.with_descriptor(|| self.open_file(&path, true)) {
             Ok(file) => {
                 self.opens.fetch_add(1, Ordering::Relaxed);
-                self.insert_open(rf, path, file, 0);
+                self.insert_open(rf, path, file, 0, None);
                 self.fsync_base()
             }
             // Already there (made before a crash, or by a replayed create):
@@ -1018,24 +1061,39 @@ impl StorageBackend for FileStorage {
     }
 
     /// Every fork this storage has opened, including those whose
-    /// descriptor the cache has closed since (reopened to be synced).
+    /// descriptor the cache has closed since (reopened to be synced). A
+    /// fork unlinked after it was listed has nothing left to sync: its
+    /// failure (the file is not there to reopen) is no error of this call.
     fn sync_all(&self) -> Result<()> {
         let mut known: Vec<RelFork> = self.table.files.read().nblocks.keys().copied().collect();
         known.sort();
         for rf in known {
-            self.sync(rf)?;
+            match self.sync(rf) {
+                Err(_) if !self.table.files.read().nblocks.contains_key(&rf) => {}
+                r => r?,
+            }
         }
         self.fsync_base()
     }
 
+    /// The file is removed under the table's lock, and counted as an
+    /// unlink: a descriptor another thread opened before cannot be taken
+    /// into the table afterwards, nor can the path be opened again while
+    /// it still names the file going away.
     fn unlink(&self, rf: RelFork) -> Result<()> {
         let path = self.path(rf);
-        {
+        let removed = {
             let mut files = self.table.files.write();
-            self.table.forget(&mut files, rf);
+            let was_open = self.table.forget(&mut files, rf).is_some();
             files.nblocks.remove(&rf);
-        }
-        match fs::remove_file(&path) {
+            let removed = fs::remove_file(&path);
+            // No file, none open: no opener can hold a descriptor of it.
+            if was_open || removed.is_ok() {
+                files.unlinks += 1;
+            }
+            removed
+        };
+        match removed {
             Ok(()) => self.fsync_base(),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(Error::io("unlink", rf, path, e)),
@@ -1235,8 +1293,13 @@ mod tests {
             for i in 0..20_000 {
                 match i % 3 {
                     0 => s.set_max_open_files(1),
+                    // What `EMFILE` does, to this storage only:
+                    // `shed_cached_descriptor` would close files of any
+                    // storage of the process, those of the tests running
+                    // beside this one too (which count their descriptors
+                    // and stamps).
                     1 => {
-                        let _ = shed_cached_descriptor();
+                        let _ = s.table.close_lru(&mut s.table.files.write());
                     }
                     _ => s.set_max_open_files(8),
                 }
