@@ -717,6 +717,23 @@ impl FileStorage {
         Ok(f)
     }
 
+    /// `io(file)` with the file of `tag`'s fork: under this thread's near
+    /// copy if the file is there (module docs, "Near copies"; rule 3:
+    /// `io` does one page's I/O and nothing else), else with the table's
+    /// handle.
+    #[inline]
+    fn with_file<T>(&self, tag: BufferTag, io: impl FnOnce(&RelFile) -> Result<T>) -> Result<T> {
+        {
+            let near = self.table.near[near_copy()].read();
+            if let Some(f) = near.get(&tag.relfork()) {
+                f.touch(&self.clock);
+                return io(f);
+            }
+        }
+        let f = self.file(tag.relfork(), "open", &tag)?;
+        io(&f)
+    }
+
     /// One page (`read`) from `f`, the file of `tag`'s fork.
     fn read_from(&self, f: &RelFile, tag: BufferTag, page: &mut [u8]) -> Result<()> {
         let nblocks = f.nblocks.load(Ordering::Acquire);
@@ -986,17 +1003,7 @@ impl StorageBackend for FileStorage {
 
     fn read(&self, tag: BufferTag, page: &mut [u8]) -> Result<()> {
         check_page_len(page.len());
-        // The I/O under this thread's near copy, if the file is there
-        // (module docs, "Near copies", rule 3: nothing else under it).
-        {
-            let near = self.table.near[near_copy()].read();
-            if let Some(f) = near.get(&tag.relfork()) {
-                f.touch(&self.clock);
-                return self.read_from(f, tag, page);
-            }
-        }
-        let f = self.file(tag.relfork(), "open", &tag)?;
-        self.read_from(&f, tag, page)
+        self.with_file(tag, |f| self.read_from(f, tag, page))
     }
 
     /// One `preadv` for the whole run (per 1,024 pages). Blocks before the
@@ -1027,17 +1034,7 @@ impl StorageBackend for FileStorage {
 
     fn write(&self, tag: BufferTag, page: &[u8]) -> Result<()> {
         check_page_len(page.len());
-        // As `read`: the I/O under this thread's near copy if the file is
-        // there.
-        {
-            let near = self.table.near[near_copy()].read();
-            if let Some(f) = near.get(&tag.relfork()) {
-                f.touch(&self.clock);
-                return self.write_to(f, tag, page);
-            }
-        }
-        let f = self.file(tag.relfork(), "open", &tag)?;
-        self.write_to(&f, tag, page)
+        self.with_file(tag, |f| self.write_to(f, tag, page))
     }
 
     fn truncate(&self, rf: RelFork, nblocks: BlockNumber) -> Result<()> {
