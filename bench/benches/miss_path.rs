@@ -77,7 +77,8 @@ fn order() -> Vec<BlockNumber> {
 }
 
 /// `op(block, page)` for `iters` blocks of the order in all, on `threads`
-/// threads at once, each on its own part of the order (its own blocks)
+/// threads at once (one included: timed on a thread of its own, as the
+/// others), each on its own part of the order (its own blocks)
 /// from where the last call left off (`next`), each with its own 8 KiB
 /// page: the CPU time of all the threads.
 fn on_threads(
@@ -154,18 +155,8 @@ fn miss_path(c: &mut Criterion<ThreadCpu>) {
             storage.clone(),
         )
         .expect("pool");
-        let mut i = 0usize;
         let next = AtomicUsize::new(0);
         g.bench_function(name, |b| {
-            if threads == 1 {
-                return b.iter(|| {
-                    let pin = pool
-                        .read_buffer(rf, order[i % order.len()], None)
-                        .expect("read");
-                    black_box(pin.id());
-                    i += 1;
-                });
-            }
             b.iter_custom(|iters| {
                 on_threads(&order, threads, iters, &next, |block, _| {
                     let pin = pool.read_buffer(rf, block, None).expect("read");
@@ -214,6 +205,8 @@ fn miss_path(c: &mut Criterion<ThreadCpu>) {
             })
         });
     }
+    bench::data::verify_relation(&mapped, REL, BLOCKS, POOL_BUFFERS, false)
+        .unwrap_or_else(|e| panic!("storage_read_mapped: {e}"));
 
     let file = File::open(storage.path(rf)).expect("open relation file");
     let offset = |block: BlockNumber| u64::from(block) * PAGE_SIZE as u64;
