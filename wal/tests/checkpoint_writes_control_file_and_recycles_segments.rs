@@ -11,7 +11,7 @@ use std::fs;
 use std::io;
 use std::time::Duration;
 
-use common::{payload_record, segment_files, small_segments, within};
+use common::{payload_record, segment_files, small_segments, within, writer_made_segments};
 use wal::segment::segment_file_name;
 use wal::{
     CheckpointPayload, ControlData, ErrorKind, Lsn, MIN_SEGMENT_SIZE, RmgrKind, Wal, WalError,
@@ -187,7 +187,10 @@ fn an_interrupted_control_file_write_leaves_the_old_one_in_force() {
 fn a_failed_page_flush_abandons_the_checkpoint() {
     within(Duration::from_secs(60), || {
         let (dir, control) = checkpointed_datadir();
-        let wal = Wal::open(dir.path(), small_segments()).unwrap();
+        // Without segments made ahead: the background thread's `.tmp`
+        // renamed to `.next` meanwhile would read as a change of the
+        // directory that the checkpoint did not make.
+        let wal = Wal::open(dir.path(), writer_made_segments()).unwrap();
         fill(&wal, 5000, 3 * MIN_SEGMENT_SIZE);
         let segments = segment_files(dir.path());
         let records = wal.stats().records;
