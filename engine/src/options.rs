@@ -10,7 +10,7 @@
 //! | `--batch` | `sweep_batch` (`"auto"` or N) | 1 |
 //! | `--partitions` | `partitions` (`Partitions::Count(n)` or `Topology`), `balancing`, `partition_floor` | topology, balancing on, no floor |
 //! | `--ring` | `rings`, `ring_sizes` | on; 256 KiB / 16 MiB / 2 MiB, each capped at pool / 8 |
-//! | huge pages (ticks) | `huge_pages` | off |
+//! | `--huge-pages` | `huge_pages` (the pool's memory asked of the kernel as 2 MiB transparent huge pages; normal pages where it has none, as PostgreSQL's `huge_pages = try`) | on |
 //! | `--optimistic` | `optimistic_reads` (B-tree internal pages read with no pin or lock, validated by the buffer's version) | on |
 //! | index size (index_sizes) | `index_deduplication` (non-unique B-tree indexes created from now on store equal keys once, as posting lists) | on |
 //! | checksums (hint-bits) | `checksums` | on |
@@ -125,7 +125,14 @@ pub struct Options {
     /// `None`: PostgreSQL's sizes, each capped at pool / 8 by the pool.
     /// Sizes set here are checked: a ring larger than the pool is an error.
     pub ring_sizes: Option<RingSizes>,
-    /// Back the pool with huge pages (2 MiB) where the system has them.
+    /// Ask the kernel for the pool's memory in 2 MiB transparent huge
+    /// pages (`madvise`), as PostgreSQL's default `huge_pages = try`: where
+    /// it has none (transparent huge pages off, memory too fragmented) the
+    /// pool runs on normal pages, and
+    /// [`BufferPool::huge_pages`](bufmgr::BufferPool::huge_pages) says
+    /// which it got. On by default: a lookup touches a few pages spread
+    /// over the whole pool, and with normal pages each is a TLB miss of its
+    /// own once the pool is larger than the TLB reaches (a few MiB).
     pub huge_pages: bool,
     /// Index descents read internal pages optimistically (no pin, no
     /// content lock, validated by the buffer's version; bufmgr rule 10).
@@ -286,7 +293,7 @@ impl Default for Options {
             partition_floor: None,
             rings: true,
             ring_sizes: None,
-            huge_pages: false,
+            huge_pages: true,
             optimistic_reads: true,
             index_deduplication: true,
             checksums: true,
@@ -397,7 +404,8 @@ impl Options {
         self.ring_sizes = Some(sizes);
         self
     }
-    /// Back the pool with huge pages.
+    /// Ask for the pool's memory in huge pages (on by default; see
+    /// [`Options::huge_pages`](Options#structfield.huge_pages)).
     pub fn huge_pages(mut self, on: bool) -> Self {
         self.huge_pages = on;
         self

@@ -203,3 +203,43 @@ fn the_optimistic_reads_option_reaches_the_pool() {
         assert_eq!(db.pool().config().optimistic_reads, on);
     }
 }
+
+/// Huge pages are asked for unless turned off (PostgreSQL's
+/// `huge_pages = try`); whether the kernel gave them is the pool's to say,
+/// and a pool of normal pages works all the same.
+#[test]
+fn huge_pages_are_asked_for_by_default_and_reach_the_pool() {
+    for (o, asked) in [
+        (common::small_options().pool_buffers(512), true),
+        (
+            common::small_options().pool_buffers(512).huge_pages(false),
+            false,
+        ),
+        (
+            common::small_options()
+                .pool_buffers(512)
+                .set("huge_pages", "off")
+                .unwrap(),
+            false,
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), o).unwrap();
+        let status = db.pool().huge_pages();
+        assert_eq!(status.requested, asked);
+        assert_eq!(status.pool_bytes, 512 * 8192);
+        if !asked {
+            assert_eq!(status.huge_bytes.unwrap_or(0), 0, "{status:?}");
+        }
+        db.create_table("t", common::two_columns()).unwrap();
+        let txn = db.begin().unwrap();
+        for id in 0..2_000i64 {
+            txn.insert("t", vec![engine::Value::I64(id), engine::Value::Null])
+                .unwrap();
+        }
+        txn.commit().unwrap();
+        let txn = db.begin().unwrap();
+        assert_eq!(txn.scan("t").unwrap().count(), 2_000);
+        txn.commit().unwrap();
+    }
+}

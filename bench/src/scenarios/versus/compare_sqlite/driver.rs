@@ -319,7 +319,8 @@ impl Runs {
 }
 
 /// The engine's options: its defaults except the pool, `--io`, `--direct`,
-/// `--mapped-reads`, `--optimistic` and the partition count (`--partitions`, default 1). With the default topology (4
+/// `--mapped-reads`, `--optimistic`, `--huge-pages` (on by default, as the
+/// engine's own default) and the partition count (`--partitions`, default 1). With the default topology (4
 /// partitions here) a table read in by one thread does not end up spread
 /// over the partitions, and lookups then keep missing in a pool 1.7 x the
 /// data (916 pages read in 4 s of lookups, measured): one partition holds
@@ -334,6 +335,7 @@ fn engine_options(settings: &Settings, pool: usize) -> Options {
         .io(settings.io)
         .direct_io(settings.direct_io)
         .mapped_reads(settings.mapped_reads)
+        .huge_pages(settings.huge_pages == [true])
 }
 
 /// One timed round of a lookup workload into `runs`: the engine's window,
@@ -863,10 +865,15 @@ pub fn run(settings: &Settings, p: &Params) -> Result<CompareReport> {
         sqlite_settings: sqlite_side::SETTINGS.into(),
         engine_settings: format!(
             "engine defaults (synchronous commit with fdatasync, checksums on, clock \
-             evictor, background writer and checkpointer) except the pool and {} pool \
-             partition(s); read paths: handles, begin + lookup_each / scan_each + commit \
-             (a reader's commit writes nothing)",
-            settings.partitions.first().copied().unwrap_or(1)
+             evictor, background writer and checkpointer, huge pages asked for) except \
+             the pool and {} pool partition(s){}; read paths: handles, begin + lookup_each \
+             / scan_each + commit (a reader's commit writes nothing)",
+            settings.partitions.first().copied().unwrap_or(1),
+            if settings.huge_pages == [true] {
+                ""
+            } else {
+                ", huge pages off"
+            }
         ),
         accounts_data,
         zipf_data,

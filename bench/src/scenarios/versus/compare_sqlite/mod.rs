@@ -196,7 +196,9 @@ pub fn defaults() -> Defaults {
         warmup: Duration::from_secs(1),
         threads: vec![1, 2],
         batches: vec![bufmgr::SweepBatch::Fixed(1)],
-        huge_pages: common::Toggle::Off,
+        // The engine's default (`Options::huge_pages`); `--huge-pages off`
+        // runs the engine on normal pages.
+        huge_pages: common::Toggle::On,
         evictor: EvictorChoice::Clock,
         quick_pool_mib: common::QUICK_POOL_MIB,
         quick_threads: common::QUICK_THREADS.to_vec(),
@@ -255,6 +257,11 @@ impl Params {
         if rounds < 2 {
             return Err(BenchError::Config(format!(
                 "{NAME}: --rounds must be at least 2 (runs alternate engine and SQLite)"
+            )));
+        }
+        if settings.huge_pages.len() != 1 {
+            return Err(BenchError::Config(format!(
+                "{NAME}: --huge-pages takes on or off here (one engine configuration per run)"
             )));
         }
         let zipf_pool_pages = ((ZIPF_FULL_POOL_PAGES as f64 * zipf_rows as f64
