@@ -604,12 +604,16 @@ impl Settings {
     }
 
     /// The engine `Options` of one matrix cell: pool size, evictor, sweep
-    /// batch, partitions (exactly `c.partitions`), rings and huge pages; the
-    /// rest at the engine's defaults. A cached database must be opened with
-    /// the checksum setting it was created with: set it on the result.
+    /// batch, partitions (exactly `c.partitions`), rings and huge pages, and
+    /// the pool's memory given at open, as the pool scenarios' own pools are
+    /// (no first-touch page fault inside a window, and every buffer's node
+    /// known to the NUMA figures); the rest at the engine's defaults. A
+    /// cached database must be opened with the checksum setting it was
+    /// created with: set it on the result.
     pub fn engine_options(&self, c: &Config) -> engine::Options {
         engine::Options::new()
             .pool_buffers(self.pool_buffers)
+            .prefault_pool(true)
             .evictor(c.evictor)
             .sweep_batch(c.batch)
             .partitions(engine::Partitions::Count(c.partitions))

@@ -136,6 +136,12 @@ pub struct PoolConfig {
     pub rings: bool,
     pub ring_sizes: RingSizes,
     pub huge_pages: bool,
+    /// Touch every page of the pool's memory at open, so that the kernel
+    /// gives it all then and no page fault lands later (in a measurement's
+    /// window, say). Off: memory is given as pages are first used, and an
+    /// open costs no zeroing of memory that may never be used. On by
+    /// default here, where pools are measured; the engine's default is off.
+    pub prefault: bool,
     /// PostgreSQL's `shmem_interleave`-style choice on a multi-node machine:
     /// interleave the whole pool over every node instead of binding each
     /// partition's pages to its own node (see `bufmgr::numa`). No effect on
@@ -178,7 +184,7 @@ pub struct PoolConfig {
 impl PoolConfig {
     /// A pool of `buffers` pages with the defaults: clock evictor, batch 1,
     /// partitions from the topology with balancing, rings on, checksums on,
-    /// no huge pages, no background writer.
+    /// no huge pages, memory pre-faulted at open, no background writer.
     pub fn new(buffers: usize) -> PoolConfig {
         PoolConfig {
             buffers,
@@ -188,6 +194,7 @@ impl PoolConfig {
             rings: true,
             ring_sizes: RingSizes::default(),
             huge_pages: false,
+            prefault: true,
             shmem_interleave: false,
             checksums: true,
             zero_damaged_pages: false,
@@ -256,6 +263,10 @@ impl PoolConfig {
     }
     pub fn huge_pages(mut self, on: bool) -> Self {
         self.huge_pages = on;
+        self
+    }
+    pub fn prefault(mut self, on: bool) -> Self {
+        self.prefault = on;
         self
     }
     pub fn shmem_interleave(mut self, on: bool) -> Self {

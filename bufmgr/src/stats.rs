@@ -586,6 +586,8 @@ pub struct PoolStats {
     /// Full-page images logged for hint-only changes.
     pub hint_fpis: u64,
     pub bgwriter_rounds: u64,
+    /// As last read (`BufferPool::huge_pages` reads it now): at open, or
+    /// at the last such call.
     pub huge_pages: HugePageStatus,
     /// Per relation: accesses, hits, evictions. Each thread tracks up to
     /// [`RELATION_SLOTS`] relations by name; the rest are summed in
@@ -707,7 +709,9 @@ pub struct BufferRow {
     pub pins: u32,
     pub partition: usize,
     /// The NUMA node the page's memory is on, as the kernel reports it
-    /// (`move_pages(2)`), `None` where it cannot say (pg_buffercache_numa).
+    /// (`move_pages(2)`), `None` where it cannot say (pg_buffercache_numa),
+    /// which includes memory not given yet: a buffer never used in a pool
+    /// not pre-faulted (`PoolConfig::prefault`).
     pub numa_node: Option<usize>,
     /// Probation evictor: in the probation queue (else in the main region).
     pub probation: bool,

@@ -10,6 +10,7 @@
 //! | `--batch` | `sweep_batch` (`"auto"` or N) | 1 |
 //! | `--partitions` | `partitions` (`Partitions::Count(n)` or `Topology`), `balancing`, `partition_floor` | topology, balancing on, no floor |
 //! | `--ring` | `rings`, `ring_sizes` | on; 256 KiB / 16 MiB / 2 MiB, each capped at pool / 8 |
+//! | pool memory given at open | `prefault_pool` (every page of the pool touched at open, so no page fault comes later) | off: as pages are first used |
 //! | `--huge-pages` | `huge_pages` (the pool's memory asked of the kernel as 2 MiB transparent huge pages; normal pages where it has none, as PostgreSQL's `huge_pages = try`) | on |
 //! | `--optimistic` | `optimistic_reads` (B-tree internal pages read with no pin or lock, validated by the buffer's version) | on |
 //! | index size (index_sizes) | `index_deduplication` (non-unique B-tree indexes created from now on store equal keys once, as posting lists) | on |
@@ -134,6 +135,14 @@ pub struct Options {
     /// over the whole pool, and with normal pages each is a TLB miss of its
     /// own once the pool is larger than the TLB reaches (a few MiB).
     pub huge_pages: bool,
+    /// Touch every page of the pool's memory at open, so that the kernel
+    /// gives all of it then: no page fault later, and a pool the machine
+    /// cannot back runs out of memory at open rather than when it fills. Off by
+    /// default: memory is given as pages are first used (PostgreSQL's
+    /// shared buffers are too), so an open does not zero memory a short run
+    /// never uses: a bulk load of 1 M rows through its ring, say, in a pool
+    /// sized for the whole table.
+    pub prefault_pool: bool,
     /// Index descents read internal pages optimistically (no pin, no
     /// content lock, validated by the buffer's version; bufmgr rule 10).
     /// Off: every page of a descent is pinned and locked shared.
@@ -249,6 +258,7 @@ impl fmt::Debug for Options {
             .field("rings", &self.rings)
             .field("ring_sizes", &self.ring_sizes)
             .field("huge_pages", &self.huge_pages)
+            .field("prefault_pool", &self.prefault_pool)
             .field("optimistic_reads", &self.optimistic_reads)
             .field("index_deduplication", &self.index_deduplication)
             .field("checksums", &self.checksums)
@@ -294,6 +304,7 @@ impl Default for Options {
             rings: true,
             ring_sizes: None,
             huge_pages: true,
+            prefault_pool: false,
             optimistic_reads: true,
             index_deduplication: true,
             checksums: true,
@@ -408,6 +419,12 @@ impl Options {
     /// [`Options::huge_pages`](Options#structfield.huge_pages)).
     pub fn huge_pages(mut self, on: bool) -> Self {
         self.huge_pages = on;
+        self
+    }
+    /// Touch all of the pool's memory at open (off by default; see
+    /// [`Options::prefault_pool`](Options#structfield.prefault_pool)).
+    pub fn prefault_pool(mut self, on: bool) -> Self {
+        self.prefault_pool = on;
         self
     }
     /// Read index internal pages optimistically (on by default).
@@ -588,7 +605,7 @@ impl Options {
     /// it. Keys: `pool_mib`, `pool_buffers`, `evictor`, `sweep_batch`,
     /// `partitions` (`topology` or N), `balancing`, `partition_floor` (`off` or
     /// N), `rings`, `bulk_read_ring_kib`, `bulk_write_ring_kib`,
-    /// `vacuum_ring_kib`, `huge_pages`, `optimistic_reads`, `index_deduplication`, `checksums`, `zero_damaged_pages`, `full_page_writes`,
+    /// `vacuum_ring_kib`, `huge_pages`, `prefault_pool`, `optimistic_reads`, `index_deduplication`, `checksums`, `zero_damaged_pages`, `full_page_writes`,
     /// `wal_preallocate`, `commit` (`sync`/`async`), `async_flush_ms` (`off` or ms), `hint_mode`,
     /// `bgwriter`, `checkpointer`, `checkpoint_interval_ms`,
     /// `checkpoint_max_wal_bytes`, `wal_segment_size`, `io`
@@ -634,6 +651,7 @@ impl Options {
                     parse_num("vacuum_ring_kib", v)?
             }
             "huge_pages" => self.huge_pages = parse_bool("huge_pages", v)?,
+            "prefault_pool" => self.prefault_pool = parse_bool("prefault_pool", v)?,
             "optimistic_reads" | "optimistic" => {
                 self.optimistic_reads = parse_bool("optimistic_reads", v)?
             }
@@ -885,6 +903,7 @@ impl Options {
             .rings(self.rings)
             .ring_sizes(self.ring_sizes.unwrap_or_default())
             .huge_pages(self.huge_pages)
+            .prefault(self.prefault_pool)
             .optimistic_reads(self.optimistic_reads)
             .checksums(self.checksums)
             .zero_damaged_pages(self.zero_damaged_pages)

@@ -204,6 +204,25 @@ fn the_optimistic_reads_option_reaches_the_pool() {
     }
 }
 
+/// The pool's memory is given as it is first used unless `prefault_pool`
+/// asks for all of it at open (the pool's own test checks what that does
+/// to the memory).
+#[test]
+fn the_prefault_option_reaches_the_pool_and_is_off_by_default() {
+    for (o, on) in [
+        (common::small_options(), false),
+        (common::small_options().prefault_pool(true), true),
+        (
+            common::small_options().set("prefault_pool", "on").unwrap(),
+            true,
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), o).unwrap();
+        assert_eq!(db.pool().config().prefault, on);
+    }
+}
+
 /// Huge pages are asked for unless turned off (PostgreSQL's
 /// `huge_pages = try`); whether the kernel gave them is the pool's to say,
 /// and a pool of normal pages works all the same.

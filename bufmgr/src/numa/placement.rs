@@ -9,8 +9,9 @@
 //!    and the `shmem_interleave` option it lists byte ranges of the page arena
 //!    and, for each, the node to bind it to, or one range interleaved over
 //!    every node. One node means no plan at all: nothing to place.
-//! 2. [`apply`] hands each range to `mbind(2)` before the arena is pre-touched,
-//!    so the first touch already faults the page in on its node. A refusal
+//! 2. [`apply`] hands each range to `mbind(2)` before any page of the arena
+//!    is touched, so the first touch (at open when the pool pre-faults, else
+//!    at first use) already faults the page in on its node. A refusal
 //!    (no such node, a kernel without NUMA, a seccomp filter) is reported by
 //!    one log line, and the pool goes on with the pages wherever the kernel
 //!    puts them.

@@ -220,7 +220,7 @@ impl BufferPool {
             config.huge_pages,
             config.shmem_interleave,
         );
-        let arena = Arena::placed(n, config.huge_pages, plan)?;
+        let arena = Arena::placed(n, config.huge_pages, config.prefault, plan)?;
         let nparts = parts.len();
         let descs: Box<[BufferDesc]> = (0..n as BufferId)
             .map(|id| BufferDesc::in_partition(parts.partition_of(id)))
@@ -354,6 +354,8 @@ impl BufferPool {
         &self.shared.topology
     }
 
+    /// Whether the pool asked for huge pages and how much of its memory the
+    /// kernel backs with them, read now (see [`Arena::huge_pages`]).
     pub fn huge_pages(&self) -> HugePageStatus {
         self.shared.arena.huge_pages()
     }
@@ -459,7 +461,7 @@ impl BufferPool {
             s.evictor,
             s.descs.len(),
             s.batch_size(),
-            s.arena.huge_pages(),
+            s.arena.huge_pages_last_read(),
         )
     }
 

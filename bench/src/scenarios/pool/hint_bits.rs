@@ -733,6 +733,8 @@ fn engine_options(
 ) -> Options {
     Options::new()
         .pool_buffers(buffers)
+        // As every pool scenario's: no first-touch page fault in a window.
+        .prefault_pool(true)
         .evictor(pool.evictor)
         .sweep_batch(pool.batch)
         .partitions(Partitions::Count(pool.partitions))
