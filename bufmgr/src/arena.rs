@@ -187,8 +187,12 @@ impl Arena {
         let base = unsafe { start.add(skip) };
         #[cfg(target_os = "linux")]
         if huge {
-            // A refusal only means normal pages; the status below reports it.
-            let _ = map.advise_range(memmap2::Advice::HugePage, GUARD, slack + len);
+            // The pool's pages only: the slack around them is never used,
+            // and a huge page asked for over the pool's end would be given
+            // whole at the pool's last page (2 MiB backing a 128 KiB pool,
+            // and counted as the pool's). A refusal only means normal
+            // pages; the status below reports it.
+            let _ = map.advise_range(memmap2::Advice::HugePage, GUARD + skip, len);
         }
         let placement = match plan {
             None => Placement::OneNode,

@@ -70,3 +70,25 @@ fn every_pool_reads_its_own_figure_with_neighbours_open() {
         }
     });
 }
+
+/// A pool whose size is not a whole number of huge pages is never backed
+/// past its end: its figure is at most its size.
+#[test]
+fn a_pool_not_a_whole_number_of_huge_pages_is_never_backed_past_its_end() {
+    with_timeout(60, || {
+        let db = TestDb::new();
+        db.create_rel(rel(REL), 1000);
+        for buffers in [16, 100, 300, 700, 1000] {
+            // Several, so that where each mapping lands does not decide it.
+            let pools: Vec<BufferPool> = (0..6).map(|_| db.pool(lazy(buffers, true))).collect();
+            for (i, p) in pools.iter().enumerate() {
+                touch(p, buffers as BlockNumber);
+                check_bounded(&p.huge_pages(), &format!("{buffers} buffers, pool {i}"));
+                check_bounded(
+                    &p.stats().huge_pages,
+                    &format!("{buffers} buffers, pool {i}, stats"),
+                );
+            }
+        }
+    });
+}
