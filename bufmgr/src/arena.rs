@@ -45,6 +45,7 @@
 //!    rules 1-4 a little later.
 
 use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
+use std::time::Instant;
 
 use memmap2::{MmapMut, MmapOptions};
 
@@ -90,8 +91,18 @@ pub struct Arena {
     /// `AnonHugePages` as last read ([`Arena::huge_pages`]; at open first),
     /// [`UNKNOWN`] where it could not be read.
     huge_bytes_read: AtomicU64,
+    /// Every page was touched at open: the reading at open stays true.
+    prefaulted: bool,
+    /// When the arena was made, and milliseconds since then of the last
+    /// reading of `huge_bytes_read`.
+    opened: Instant,
+    huge_read_at_ms: AtomicU64,
     placement: Placement,
 }
+
+/// How old a reading of the huge page figure the pool's counters take
+/// before reading it again ([`Arena::huge_pages_recent`]).
+pub const HUGE_PAGES_REFRESH_MS: u64 = 1000;
 
 /// The page of no access at each end of the pool's mapping.
 const GUARD: usize = 4096;
@@ -216,6 +227,9 @@ impl Arena {
             npages,
             huge,
             huge_bytes_read: AtomicU64::new(UNKNOWN),
+            prefaulted: prefault,
+            opened: Instant::now(),
+            huge_read_at_ms: AtomicU64::new(0),
             placement,
         };
         arena.huge_pages();
@@ -245,7 +259,37 @@ impl Arena {
         let read = self.smaps_bytes("AnonHugePages:");
         self.huge_bytes_read
             .store(read.unwrap_or(UNKNOWN), Ordering::Relaxed);
+        self.huge_read_at_ms
+            .store(self.ms_since_open(), Ordering::Relaxed);
         self.status(read)
+    }
+
+    /// [`huge_pages`](Self::huge_pages) as read at most about
+    /// [`HUGE_PAGES_REFRESH_MS`] ago, for the pool's counters: a pool not
+    /// pre-faulted grows into its memory after open, so a reading older
+    /// than that is taken again (by one caller, the others keep the last
+    /// one meanwhile); a pre-faulted pool's reading at open stays true and
+    /// is never taken again here. Reading `/proc/self/smaps` on every call
+    /// would cost every progress report milliseconds; at most once a second
+    /// it costs nothing to speak of.
+    pub fn huge_pages_recent(&self) -> HugePageStatus {
+        if !self.prefaulted {
+            let last = self.huge_read_at_ms.load(Ordering::Relaxed);
+            let now = self.ms_since_open();
+            if now.saturating_sub(last) >= HUGE_PAGES_REFRESH_MS
+                && self
+                    .huge_read_at_ms
+                    .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return self.huge_pages();
+            }
+        }
+        self.huge_pages_last_read()
+    }
+
+    fn ms_since_open(&self) -> u64 {
+        u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
     /// [`huge_pages`](Self::huge_pages) as last read (at open, or at the

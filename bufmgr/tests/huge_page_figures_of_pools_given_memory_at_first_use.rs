@@ -6,6 +6,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use bufmgr::arena::HugePageStatus;
 use bufmgr::{BlockNumber, BufferPool, PoolConfig};
 use common::{TestDb, read_version, rel, small_config, with_timeout};
@@ -90,5 +92,26 @@ fn a_pool_not_a_whole_number_of_huge_pages_is_never_backed_past_its_end() {
                 );
             }
         }
+    });
+}
+
+/// The counters' snapshot does not keep the figure of open for a pool
+/// that has grown into its memory since (it is refreshed, at most about
+/// once a second, so that taking the counters stays cheap).
+#[test]
+fn pool_stats_follow_the_memory_a_pool_grows_into() {
+    with_timeout(60, || {
+        let db = TestDb::new();
+        db.create_rel(rel(REL), 256);
+        let pool = db.pool(lazy(256, true));
+        let at_open = pool.stats().huge_pages;
+        touch(&pool, 256);
+        std::thread::sleep(Duration::from_millis(1100));
+        let snapshot = pool.stats().huge_pages;
+        let now = pool.huge_pages();
+        assert_eq!(
+            snapshot, now,
+            "counters' snapshot a second after the pool grew (at open: {at_open:?})"
+        );
     });
 }
