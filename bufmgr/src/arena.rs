@@ -45,6 +45,7 @@
 //!    rules 1-4 a little later.
 
 use std::sync::atomic::{AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
+use std::time::Instant;
 
 use memmap2::{MmapMut, MmapOptions};
 
@@ -90,8 +91,21 @@ pub struct Arena {
     /// `AnonHugePages` as last read ([`Arena::huge_pages`]; at open first),
     /// [`UNKNOWN`] where it could not be read.
     huge_bytes_read: AtomicU64,
+    /// Every page was touched at open: the reading at open stays true.
+    prefaulted: bool,
+    /// When the arena was made, and milliseconds since then of the last
+    /// reading of `huge_bytes_read`.
+    opened: Instant,
+    huge_read_at_ms: AtomicU64,
     placement: Placement,
 }
+
+/// How old a reading of the huge page figure the pool's counters take
+/// before reading it again ([`Arena::huge_pages_recent`]).
+pub const HUGE_PAGES_REFRESH_MS: u64 = 1000;
+
+/// The page of no access at each end of the pool's mapping.
+const GUARD: usize = 4096;
 
 /// `huge_bytes_read` when `/proc/self/smaps` could not be read.
 const UNKNOWN: u64 = u64::MAX;
@@ -135,9 +149,13 @@ impl Arena {
         // Room to move the start to a huge page boundary.
         let slack = if huge { HUGE_PAGE } else { 0 };
         let mut map = MmapOptions::new()
-            .len(len.checked_add(slack).ok_or_else(|| {
-                Error::InvalidConfig(format!("{npages} pages overflow the address space"))
-            })?)
+            .len(
+                len.checked_add(slack)
+                    .and_then(|l| l.checked_add(2 * GUARD))
+                    .ok_or_else(|| {
+                        Error::InvalidConfig(format!("{npages} pages overflow the address space"))
+                    })?,
+            )
             .map_anon()
             .map_err(|e| {
                 Error::io(
@@ -147,16 +165,46 @@ impl Arena {
                     e,
                 )
             })?;
+        // A page of no access at each end: the kernel merges neighbouring
+        // anonymous mappings of the same flags into one (another pool's
+        // memory, an allocator's), and `/proc/self/smaps` then lists them
+        // as one, so this pool's figures could not be told from theirs.
         #[cfg(target_os = "linux")]
-        if huge {
-            // A refusal only means normal pages; the status below reports it.
-            let _ = map.advise(memmap2::Advice::HugePage);
+        {
+            let total = map.len();
+            let start = map.as_mut_ptr();
+            for at in [0, total - GUARD] {
+                // SAFETY: a whole page inside the mapping, which no one
+                // reads or writes: only the pool's pages between the guards
+                // are ever handed out.
+                let rc = unsafe {
+                    libc::mprotect(start.add(at).cast::<libc::c_void>(), GUARD, libc::PROT_NONE)
+                };
+                if rc != 0 {
+                    return Err(Error::io(
+                        "protect",
+                        format!("buffer pool of {len} bytes"),
+                        "a guard page",
+                        std::io::Error::last_os_error(),
+                    ));
+                }
+            }
         }
-        let start = map.as_mut_ptr();
+        // SAFETY: the mapping is GUARD + slack + len + GUARD bytes long.
+        let start = unsafe { map.as_mut_ptr().add(GUARD) };
         let skip = (start as usize).next_multiple_of(slack.max(1)) - start as usize;
         debug_assert!(skip <= slack);
-        // SAFETY: skip <= slack, and the mapping is len + slack bytes long.
+        // SAFETY: skip <= slack, and slack + len bytes follow `start`.
         let base = unsafe { start.add(skip) };
+        #[cfg(target_os = "linux")]
+        if huge {
+            // The pool's pages only: the slack around them is never used,
+            // and a huge page asked for over the pool's end would be given
+            // whole at the pool's last page (2 MiB backing a 128 KiB pool,
+            // and counted as the pool's). A refusal only means normal
+            // pages; the status below reports it.
+            let _ = map.advise_range(memmap2::Advice::HugePage, GUARD + skip, len);
+        }
         let placement = match plan {
             None => Placement::OneNode,
             Some(plan) => match crate::numa::apply(&plan, base) {
@@ -169,7 +217,7 @@ impl Arena {
         };
         if prefault {
             // One byte per 4 KiB of the pool.
-            for off in (skip..skip + len).step_by(4096) {
+            for off in (GUARD + skip..GUARD + skip + len).step_by(4096) {
                 map[off] = 0;
             }
         }
@@ -179,6 +227,9 @@ impl Arena {
             npages,
             huge,
             huge_bytes_read: AtomicU64::new(UNKNOWN),
+            prefaulted: prefault,
+            opened: Instant::now(),
+            huge_read_at_ms: AtomicU64::new(0),
             placement,
         };
         arena.huge_pages();
@@ -205,10 +256,40 @@ impl Arena {
     /// call, which walks the process's page tables (milliseconds for a
     /// large process), so not for a hot path.
     pub fn huge_pages(&self) -> HugePageStatus {
-        let read = anon_huge_bytes(self.map.as_ptr() as usize);
+        let read = self.smaps_bytes("AnonHugePages:");
         self.huge_bytes_read
             .store(read.unwrap_or(UNKNOWN), Ordering::Relaxed);
+        self.huge_read_at_ms
+            .store(self.ms_since_open(), Ordering::Relaxed);
         self.status(read)
+    }
+
+    /// [`huge_pages`](Self::huge_pages) as read at most about
+    /// [`HUGE_PAGES_REFRESH_MS`] ago, for the pool's counters: a pool not
+    /// pre-faulted grows into its memory after open, so a reading older
+    /// than that is taken again (by one caller, the others keep the last
+    /// one meanwhile); a pre-faulted pool's reading at open stays true and
+    /// is never taken again here. Reading `/proc/self/smaps` on every call
+    /// would cost every progress report milliseconds; at most once a second
+    /// it costs nothing to speak of.
+    pub fn huge_pages_recent(&self) -> HugePageStatus {
+        if !self.prefaulted {
+            let last = self.huge_read_at_ms.load(Ordering::Relaxed);
+            let now = self.ms_since_open();
+            if now.saturating_sub(last) >= HUGE_PAGES_REFRESH_MS
+                && self
+                    .huge_read_at_ms
+                    .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return self.huge_pages();
+            }
+        }
+        self.huge_pages_last_read()
+    }
+
+    fn ms_since_open(&self) -> u64 {
+        u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
     /// [`huge_pages`](Self::huge_pages) as last read (at open, or at the
@@ -218,6 +299,14 @@ impl Arena {
     pub fn huge_pages_last_read(&self) -> HugePageStatus {
         let read = self.huge_bytes_read.load(Ordering::Relaxed);
         self.status((read != UNKNOWN).then_some(read))
+    }
+
+    /// The field `field` of `/proc/self/smaps` summed over the mappings
+    /// that hold the pool's pages (one, or one per NUMA range where a
+    /// placement split it).
+    fn smaps_bytes(&self, field: &str) -> Option<u64> {
+        let start = self.base as usize;
+        smaps_bytes(start..start + self.npages * PAGE_SIZE, field)
     }
 
     fn status(&self, huge_bytes: Option<u64>) -> HugePageStatus {
@@ -424,31 +513,32 @@ impl Arena {
     }
 }
 
-/// `AnonHugePages` of the mapping that starts at `addr`, in bytes.
-fn anon_huge_bytes(addr: usize) -> Option<u64> {
-    smaps_bytes(addr, "AnonHugePages:")
-}
-
-/// The field `field` (`"Rss:"`, `"AnonHugePages:"`) of the mapping that
-/// starts at `addr` in `/proc/self/smaps`, in bytes.
-fn smaps_bytes(addr: usize, field: &str) -> Option<u64> {
+/// The field `field` (`"Rss:"`, `"AnonHugePages:"`) of `/proc/self/smaps`,
+/// in bytes, summed over the mappings that overlap `range`; `None` if none
+/// is listed or a figure cannot be read.
+fn smaps_bytes(range: std::ops::Range<usize>, field: &str) -> Option<u64> {
     let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
     let mut in_region = false;
+    let mut found = false;
+    let mut total = 0u64;
     for line in smaps.lines() {
         let first = line.split_whitespace().next().unwrap_or("");
-        if let Some((start, _end)) = first.split_once('-')
+        if let Some((start, end)) = first.split_once('-')
             && let Ok(start) = usize::from_str_radix(start, 16)
+            && let Ok(end) = usize::from_str_radix(end, 16)
             && !first.ends_with(':')
         {
-            in_region = start == addr;
+            in_region = start < range.end && range.start < end;
             continue;
         }
         if in_region && let Some(rest) = line.strip_prefix(field) {
             let kb: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
-            return Some(kb * 1024);
+            total += kb * 1024;
+            found = true;
+            in_region = false;
         }
     }
-    None
+    found.then_some(total)
 }
 
 #[cfg(test)]
@@ -463,8 +553,7 @@ mod tests {
         let len = (pages * PAGE_SIZE) as u64;
         for prefault in [true, false] {
             let a = Arena::placed(pages, false, prefault, None).unwrap();
-            let rss =
-                || smaps_bytes(a.map.as_ptr() as usize, "Rss:").expect("smaps lists the pool");
+            let rss = || a.smaps_bytes("Rss:").expect("smaps lists the pool");
             if prefault {
                 assert!(
                     rss() >= len,

@@ -586,8 +586,10 @@ pub struct PoolStats {
     /// Full-page images logged for hint-only changes.
     pub hint_fpis: u64,
     pub bgwriter_rounds: u64,
-    /// As last read (`BufferPool::huge_pages` reads it now): at open, or
-    /// at the last such call.
+    /// As last read (`BufferPool::huge_pages` reads it now): of a pool
+    /// not pre-faulted, which grows into its memory, read again when the
+    /// last reading is a second old (`arena::HUGE_PAGES_REFRESH_MS`); of a
+    /// pre-faulted one, at open or at the last such call.
     pub huge_pages: HugePageStatus,
     /// Per relation: accesses, hits, evictions. Each thread tracks up to
     /// [`RELATION_SLOTS`] relations by name; the rest are summed in

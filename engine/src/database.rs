@@ -1118,7 +1118,12 @@ impl Database {
     /// pg_buffercache_numa's totals: per NUMA node, ascending, (node,
     /// buffers, buffers holding a page), by where the kernel reports each
     /// buffer's memory (each row of [`buffercache`](Self::buffercache) carries
-    /// its `row.numa_node`). Reads no page.
+    /// its `row.numa_node`). Reads no page. A buffer whose memory the kernel
+    /// has not given yet (never used, the pool not pre-faulted:
+    /// [`Options::prefault_pool`](crate::Options#structfield.prefault_pool)
+    /// is off by default) is on no node and counted in none, so the totals
+    /// add up to the pool only once all of it has been used; every buffer
+    /// holding a page is counted.
     pub fn buffers_per_node(&self) -> Vec<(usize, usize, usize)> {
         self.core().pool.buffercache_summary().per_node
     }

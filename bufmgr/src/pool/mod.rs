@@ -461,7 +461,7 @@ impl BufferPool {
             s.evictor,
             s.descs.len(),
             s.batch_size(),
-            s.arena.huge_pages_last_read(),
+            s.arena.huge_pages_recent(),
         )
     }
 
