@@ -1,11 +1,17 @@
 //! The pool's page memory: one anonymous mapping holding every page.
 //!
 //! ```text
-//!   mmap (len = nbuffers * 8 KiB, optionally 2 MiB huge pages via madvise)
-//!   +---------+---------+---------+-----+-----------+
-//!   | page 0  | page 1  | page 2  | ... | page N-1  |
-//!   +---------+---------+---------+-----+-----------+
+//!   mmap (len = nbuffers * 8 KiB, optionally 2 MiB huge pages via madvise;
+//!   with huge pages, up to 2 MiB of slack before page 0 aligns it)
+//!   +-------+-------+---------+---------+-----+-----------+-------+-------+
+//!   | guard | slack | page 0  | page 1  | ... | page N-1  | slack | guard |
+//!   +-------+-------+---------+---------+-----+-----------+-------+-------+
 //! ```
+//!
+//! The two guard pages (4 KiB, no access) keep the kernel from merging the
+//! mapping with a neighbouring one, so `/proc/self/smaps` lists the pool's
+//! memory on its own (its huge page figure). Every page is touched at open
+//! (`prefault`), or the kernel gives each as it is first used.
 //!
 //! This is one of the three modules with `unsafe` (with `guard` and `page`):
 //! pages are shared between threads and their access rules are the buffer
@@ -101,7 +107,7 @@ pub struct Arena {
 }
 
 /// How old a reading of the huge page figure the pool's counters take
-/// before reading it again ([`Arena::huge_pages_recent`]).
+/// before reading it again (`PoolStats::huge_pages`).
 pub const HUGE_PAGES_REFRESH_MS: u64 = 1000;
 
 /// The page of no access at each end of the pool's mapping.
@@ -272,7 +278,7 @@ impl Arena {
     /// is never taken again here. Reading `/proc/self/smaps` on every call
     /// would cost every progress report milliseconds; at most once a second
     /// it costs nothing to speak of.
-    pub fn huge_pages_recent(&self) -> HugePageStatus {
+    pub(crate) fn huge_pages_recent(&self) -> HugePageStatus {
         if !self.prefaulted {
             let last = self.huge_read_at_ms.load(Ordering::Relaxed);
             let now = self.ms_since_open();
@@ -296,7 +302,7 @@ impl Arena {
     /// last call since), for a snapshot of the pool's counters that must
     /// stay cheap. A pre-faulted pool's memory is all given at open, so its
     /// reading at open stays true.
-    pub fn huge_pages_last_read(&self) -> HugePageStatus {
+    fn huge_pages_last_read(&self) -> HugePageStatus {
         let read = self.huge_bytes_read.load(Ordering::Relaxed);
         self.status((read != UNKNOWN).then_some(read))
     }
