@@ -291,20 +291,12 @@ impl Arena {
                 return self.huge_pages();
             }
         }
-        self.huge_pages_last_read()
+        let read = self.huge_bytes_read.load(Ordering::Relaxed);
+        self.status((read != UNKNOWN).then_some(read))
     }
 
     fn ms_since_open(&self) -> u64 {
         u64::try_from(self.opened.elapsed().as_millis()).unwrap_or(u64::MAX)
-    }
-
-    /// [`huge_pages`](Self::huge_pages) as last read (at open, or at the
-    /// last call since), for a snapshot of the pool's counters that must
-    /// stay cheap. A pre-faulted pool's memory is all given at open, so its
-    /// reading at open stays true.
-    fn huge_pages_last_read(&self) -> HugePageStatus {
-        let read = self.huge_bytes_read.load(Ordering::Relaxed);
-        self.status((read != UNKNOWN).then_some(read))
     }
 
     /// The field `field` of `/proc/self/smaps` summed over the mappings
