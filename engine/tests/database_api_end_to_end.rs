@@ -384,26 +384,3 @@ fn threads_share_a_database() {
         db.close().unwrap();
     });
 }
-
-/// A pool pre-faulted at open (`prefault_pool`) has all its memory then:
-/// the NUMA view names a node for every buffer, used or not, and the
-/// per-node totals add up to the pool.
-#[test]
-fn a_pre_faulted_pool_names_the_node_of_every_buffer() {
-    watchdog(Duration::from_secs(60), || {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Database::open(dir.path(), small_options().prefault_pool(true)).unwrap();
-        db.create_table("t", two_columns()).unwrap();
-        let cache = db.buffercache();
-        assert_eq!(cache.len(), 64);
-        if cfg!(target_os = "linux") {
-            assert!(cache.iter().all(|b| b.row.numa_node.is_some()));
-            let per_node = db.buffers_per_node();
-            assert_eq!(
-                per_node.iter().map(|n| n.1).sum::<usize>(),
-                64,
-                "{per_node:?}"
-            );
-        }
-    });
-}

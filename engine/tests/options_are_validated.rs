@@ -205,8 +205,10 @@ fn the_optimistic_reads_option_reaches_the_pool() {
 }
 
 /// The pool's memory is given as it is first used unless `prefault_pool`
-/// asks for all of it at open (the pool's own test checks what that does
-/// to the memory).
+/// asks for all of it at open. The NUMA view shows which: a buffer whose
+/// memory the kernel has given is on a node, one never used has none; a
+/// pre-faulted pool names a node for every buffer, and its per-node totals
+/// add up to the pool.
 #[test]
 fn the_prefault_option_reaches_the_pool_and_is_off_by_default() {
     for (o, on) in [
@@ -220,6 +222,29 @@ fn the_prefault_option_reaches_the_pool_and_is_off_by_default() {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open(dir.path(), o).unwrap();
         assert_eq!(db.pool().config().prefault, on);
+        db.create_table("t", common::two_columns()).unwrap();
+        let cache = db.buffercache();
+        assert_eq!(cache.len(), 64);
+        if !cfg!(target_os = "linux") {
+            continue;
+        }
+        let placed = cache.iter().filter(|b| b.row.numa_node.is_some()).count();
+        let per_node = db.buffers_per_node();
+        assert_eq!(
+            per_node.iter().map(|n| n.1).sum::<usize>(),
+            placed,
+            "{per_node:?}"
+        );
+        if on {
+            assert_eq!(placed, 64, "every buffer of a pre-faulted pool placed");
+        } else {
+            // A 64-buffer pool is less than one huge page: only what was
+            // used has memory, and opening and one table use a few buffers.
+            assert!(
+                placed < 64,
+                "{placed} of 64 buffers of a pool not pre-faulted have memory"
+            );
+        }
     }
 }
 
