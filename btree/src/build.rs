@@ -96,6 +96,10 @@ struct Builder<'p> {
     /// The leaf being filled holds posting lists (a deduplicating index
     /// whose full leaf was worth deduplicating; see `make_room`).
     leaf_dedup: bool,
+    /// The leaf being filled may hold two equal keys side by side: an entry
+    /// past the first of its key's run went onto it. Without one, a
+    /// deduplication pass would merge nothing, so it is not tried.
+    leaf_equal: bool,
 }
 
 /// An empty page of `level`; a leaf is `FIXED` if `fixed` (an `i64`
@@ -177,6 +181,7 @@ impl<'p> Builder<'p> {
         if level == 0
             && self.index.dedup
             && !self.leaf_dedup
+            && self.leaf_equal
             && full(&self.levels[0])
             && self.dedup_leaf()?
             && !full(&self.levels[0])
@@ -279,6 +284,7 @@ impl<'p> Builder<'p> {
             // The item's own bytes: a posting list moves whole.
             page::insert_item(&mut buf, 0, &last_raw);
             self.leaf_dedup = index.dedup && page::is_posting_raw(&last_raw);
+            self.leaf_equal = false;
         }
         let next = Level {
             buf,
@@ -443,6 +449,7 @@ impl Index {
             first_leaf: None,
             stats: BuildStats::default(),
             leaf_dedup: false,
+            leaf_equal: false,
         };
         let mut prev_key: Vec<u8> = Vec::new();
         let mut prev_tid = TID_MIN;
@@ -456,6 +463,9 @@ impl Index {
             let mut i = 0;
             while i < run.len() && !b.leaf_dedup {
                 b.add_leaf_raw(&encode_item(b.index.layout, key, run[i], None, false))?;
+                // An entry past the run's first sits beside an equal key
+                // (or, past a page break, is counted as if it did).
+                b.leaf_equal |= i > 0;
                 i += 1;
             }
             postings.clear();

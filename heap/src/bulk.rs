@@ -34,7 +34,7 @@ use wal::Hole;
 use crate::error::{HeapError, Result};
 use crate::heap::Heap;
 use crate::page::{self, HeapPage};
-use crate::tuple::{TUPLE_HEADER_SIZE, Tid, TupleHeader, build_tuple};
+use crate::tuple::{TUPLE_HEADER_SIZE, Tid, TupleHeader};
 use crate::txn::Xid;
 
 /// What a [`BulkWriter`] did.
@@ -83,15 +83,24 @@ impl<'h> BulkWriter<'h> {
         if !fits {
             self.finish_page()?;
             let rf = self.heap.relfork();
-            self.page = Some(self.heap.pool().extend(rf, self.ring.as_mut())?);
+            let mut fresh = self.heap.pool().extend(rf, self.ring.as_mut())?;
+            // Laid out at once: a page still blank reads as new, which
+            // every parse below would check to its last byte.
+            page::init(&mut fresh);
+            self.page = Some(fresh);
             self.stats.pages += 1;
         }
         let p = self.page.as_mut().expect("a page is held");
         let id = self.heap.page_id(p.block());
         let off = page::next_offset(&HeapPage::parse(p, id)?)?;
         let tid = Tid::new(p.block(), off);
-        let tuple = build_tuple(&TupleHeader::new_insert(self.xid, tid, false), data);
-        page::add_tuple(p, id, off, &tuple)?;
+        page::add_row(
+            p,
+            id,
+            off,
+            &TupleHeader::new_insert(self.xid, tid, false),
+            data,
+        )?;
         self.stats.tuples += 1;
         Ok(tid)
     }

@@ -36,7 +36,7 @@ use crate::error::{HeapError, Result};
 use crate::fsm::FreeSpaceMap;
 use crate::page::{self, HeapPage, MAX_ROW_LEN, PageId};
 use crate::record::HeapRecord;
-use crate::tuple::{TUPLE_HEADER_SIZE, Tid, TupleHeader, build_tuple};
+use crate::tuple::{TUPLE_HEADER_SIZE, Tid, TupleHeader};
 use crate::txn::{CommandId, Snapshot, TransactionStatus};
 use crate::visibility::{HintContext, HintMode, UpdateVerdict, tuple_visibility, update_verdict};
 
@@ -190,8 +190,7 @@ impl Heap {
         let tid = Tid::new(page.block(), off);
         let mut header = TupleHeader::new_insert(xid, tid, updated);
         header.cmin = cid;
-        let tuple = build_tuple(&header, data);
-        page::add_tuple(page, id, off, &tuple)?;
+        page::add_row(page, id, off, &header, data)?;
         Ok((tid, was_new))
     }
 

@@ -171,6 +171,17 @@ fn put_u16(page: &mut [u8], off: usize, v: u16) {
     page[off..off + 2].copy_from_slice(&v.to_le_bytes());
 }
 
+/// Are all of `bytes` zero? (Whole words at a time: a blank page is read
+/// to its end.)
+fn is_zero(bytes: &[u8]) -> bool {
+    let (words, tail) = bytes.as_chunks::<8>();
+    words
+        .iter()
+        .fold(0u64, |acc, w| acc | u64::from_ne_bytes(*w))
+        == 0
+        && tail.iter().all(|&b| b == 0)
+}
+
 /// Where line pointer `off` (1-based) sits on a page; past the page for
 /// an offset no page can hold.
 pub(crate) fn lp_offset(off: u16) -> usize {
@@ -198,7 +209,7 @@ impl<'a> HeapPage<'a> {
         let special = usize::from(u16_at(bytes, SPECIAL_OFFSET));
         if lower == 0 && upper == 0 && special == 0 {
             // Invariant 4: never initialised. Accept only if truly blank.
-            if bytes[OWNER_HEADER_OFFSET..].iter().any(|&b| b != 0) {
+            if !is_zero(&bytes[OWNER_HEADER_OFFSET..]) {
                 return Err(id.corrupt("header is zero but the page is not"));
             }
             return Ok(HeapPage {
@@ -469,26 +480,53 @@ pub fn next_offset(view: &HeapPage<'_>) -> Result<u16> {
 /// must be unused or the next new one. Initialises a new page first.
 /// Fails (as corrupt data) if it does not fit: callers check the space first.
 pub fn add_tuple(page: &mut [u8], id: PageId, off: u16, tuple: &[u8]) -> Result<()> {
+    place_tuple(page, id, off, tuple.len(), |dest| {
+        dest.copy_from_slice(tuple)
+    })
+}
+
+/// [`add_tuple`] of the tuple `header` + `data`, written in place on the
+/// page (no tuple built first).
+pub fn add_row(
+    page: &mut [u8],
+    id: PageId,
+    off: u16,
+    header: &TupleHeader,
+    data: &[u8],
+) -> Result<()> {
+    place_tuple(page, id, off, TUPLE_HEADER_SIZE + data.len(), |dest| {
+        header.encode_into(&mut dest[..TUPLE_HEADER_SIZE]);
+        dest[TUPLE_HEADER_SIZE..].copy_from_slice(data);
+    })
+}
+
+/// `add_tuple` of a tuple of `len` bytes that `write` writes into its place.
+fn place_tuple(
+    page: &mut [u8],
+    id: PageId,
+    off: u16,
+    len: usize,
+    write: impl FnOnce(&mut [u8]),
+) -> Result<()> {
     let view = HeapPage::parse(page, id)?;
     let (lower, upper, count, new) = (view.lower(), view.upper(), view.item_count(), view.is_new());
     let appending = off == count + 1;
     if !appending && (off == 0 || off > count || view.item(off)?.state != LpState::Unused) {
         return Err(id.corrupt(format!("line pointer {off} is not free for an insert")));
     }
-    let need = align_tuple(tuple.len()) + if appending { LINE_POINTER_SIZE } else { 0 };
-    if tuple.len() < TUPLE_HEADER_SIZE || tuple.len() > MAX_TUPLE_LEN || upper - lower < need {
+    let need = align_tuple(len) + if appending { LINE_POINTER_SIZE } else { 0 };
+    if len < TUPLE_HEADER_SIZE || len > MAX_TUPLE_LEN || upper - lower < need {
         return Err(id.corrupt(format!(
-            "tuple of {} bytes does not fit ({} bytes free)",
-            tuple.len(),
+            "tuple of {len} bytes does not fit ({} bytes free)",
             upper - lower
         )));
     }
     if new {
         init(page);
     }
-    let start = upper - align_tuple(tuple.len());
-    page[start..start + tuple.len()].copy_from_slice(tuple);
-    page[start + tuple.len()..upper].fill(0);
+    let start = upper - align_tuple(len);
+    write(&mut page[start..start + len]);
+    page[start + len..upper].fill(0);
     let new_lower = if appending {
         lower + LINE_POINTER_SIZE
     } else {
@@ -502,7 +540,7 @@ pub fn add_tuple(page: &mut [u8], id: PageId, off: u16, tuple: &[u8]) -> Result<
         ItemId {
             offset: start as u16,
             state: LpState::Normal,
-            len: tuple.len() as u16,
+            len: len as u16,
         },
     );
     Ok(())
@@ -675,6 +713,44 @@ mod tests {
 
     fn tuple(xmin: u64, data: &[u8]) -> Vec<u8> {
         build_tuple(&TupleHeader::new_insert(xmin, Tid::new(9, 1), false), data)
+    }
+
+    #[test]
+    fn a_blank_header_over_any_non_zero_byte_is_corrupt() {
+        let page = vec![0u8; PAGE_SIZE];
+        assert!(HeapPage::parse(&page, ID).unwrap().is_new());
+        // The pool's own header bytes are not the heap's to check.
+        let mut pool_owned = page.clone();
+        pool_owned[OWNER_HEADER_OFFSET - 1] = 1;
+        assert!(HeapPage::parse(&pool_owned, ID).unwrap().is_new());
+        for at in [
+            OWNER_HEADER_OFFSET,
+            PAGE_HEADER_SIZE,
+            4097,
+            PAGE_SIZE - 9,
+            PAGE_SIZE - 1,
+        ] {
+            let mut damaged = page.clone();
+            damaged[at] = 0x80;
+            let e = HeapPage::parse(&damaged, ID).unwrap_err().to_string();
+            assert!(
+                e.contains("header is zero but the page is not"),
+                "byte {at}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_row_added_in_place_equals_the_tuple_built_first() {
+        let header = TupleHeader::new_insert(7, Tid::new(9, 1), false);
+        let (mut built, mut in_place) = (vec![0u8; PAGE_SIZE], vec![0u8; PAGE_SIZE]);
+        for (off, data) in [(1, &b"abc"[..]), (2, b""), (3, &[9u8; 301][..])] {
+            add_tuple(&mut built, ID, off, &build_tuple(&header, data)).unwrap();
+            add_row(&mut in_place, ID, off, &header, data).unwrap();
+        }
+        assert_eq!(built, in_place);
+        let e = add_row(&mut in_place, ID, 4, &header, &vec![1; MAX_TUPLE_LEN]).unwrap_err();
+        assert!(e.to_string().contains("does not fit"), "{e}");
     }
 
     #[test]
