@@ -96,10 +96,14 @@ struct Builder<'p> {
     /// The leaf being filled holds posting lists (a deduplicating index
     /// whose full leaf was worth deduplicating; see `make_room`).
     leaf_dedup: bool,
-    /// The leaf being filled may hold two equal keys side by side: an entry
-    /// past the first of its key's run went onto it. Without one, a
-    /// deduplication pass would merge nothing, so it is not tried.
-    leaf_equal: bool,
+    /// While the leaf being filled holds plain items only: their bytes
+    /// with pointers (`page::space_for`), and those of the items past the
+    /// first of their key's run. A deduplication pass leaves at least
+    /// the difference (each run keeps an item or a posting list at least
+    /// as long as its first), so it is not tried where that difference
+    /// could not leave the room it asks for.
+    leaf_bytes: usize,
+    leaf_equal_bytes: usize,
 }
 
 /// An empty page of `level`; a leaf is `FIXED` if `fixed` (an `i64`
@@ -181,7 +185,8 @@ impl<'p> Builder<'p> {
         if level == 0
             && self.index.dedup
             && !self.leaf_dedup
-            && self.leaf_equal
+            && self.leaf_bytes - self.leaf_equal_bytes + DEDUP_MIN_FREE + reserve(0)
+                <= crate::page::PAGE_CAPACITY
             && full(&self.levels[0])
             && self.dedup_leaf()?
             && !full(&self.levels[0])
@@ -284,7 +289,8 @@ impl<'p> Builder<'p> {
             // The item's own bytes: a posting list moves whole.
             page::insert_item(&mut buf, 0, &last_raw);
             self.leaf_dedup = index.dedup && page::is_posting_raw(&last_raw);
-            self.leaf_equal = false;
+            self.leaf_bytes = page::space_for([&last_raw[..]]);
+            self.leaf_equal_bytes = 0;
         }
         let next = Level {
             buf,
@@ -449,7 +455,8 @@ impl Index {
             first_leaf: None,
             stats: BuildStats::default(),
             leaf_dedup: false,
-            leaf_equal: false,
+            leaf_bytes: 0,
+            leaf_equal_bytes: 0,
         };
         let mut prev_key: Vec<u8> = Vec::new();
         let mut prev_tid = TID_MIN;
@@ -462,10 +469,15 @@ impl Index {
         let mut flush = |b: &mut Builder<'_>, key: &[u8], run: &mut Vec<Tid>| -> Result<()> {
             let mut i = 0;
             while i < run.len() && !b.leaf_dedup {
-                b.add_leaf_raw(&encode_item(b.index.layout, key, run[i], None, false))?;
-                // An entry past the run's first sits beside an equal key
-                // (or, past a page break, is counted as if it did).
-                b.leaf_equal |= i > 0;
+                let item = encode_item(b.index.layout, key, run[i], None, false);
+                b.add_leaf_raw(&item)?;
+                // After a page break the entry before this one is the
+                // leaf's first (it moved there), so the count stays exact.
+                let bytes = page::space_for([&item[..]]);
+                b.leaf_bytes += bytes;
+                if i > 0 {
+                    b.leaf_equal_bytes += bytes;
+                }
                 i += 1;
             }
             postings.clear();
