@@ -96,14 +96,21 @@ struct Builder<'p> {
     /// The leaf being filled holds posting lists (a deduplicating index
     /// whose full leaf was worth deduplicating; see `make_room`).
     leaf_dedup: bool,
-    /// While the leaf being filled holds plain items only: their bytes
-    /// with pointers (`page::space_for`), and those of the items past the
-    /// first of their key's run. A deduplication pass leaves at least
-    /// the difference (each run keeps an item or a posting list at least
-    /// as long as its first), so it is not tried where that difference
-    /// could not leave the room it asks for.
-    leaf_bytes: usize,
-    leaf_equal_bytes: usize,
+    /// While the leaf being filled holds plain items only: at least the
+    /// bytes its items would take after a deduplication pass
+    /// (`page::space_for` of the pass's items; [`posting_min`] for each
+    /// run of two or more), and how many items of the last key's run it
+    /// holds. The pass is not tried where it could not leave the room it
+    /// asks for (`make_room`).
+    leaf_merged_min: usize,
+    leaf_run: usize,
+}
+
+/// The fewest bytes, pointer included, the posting lists of `tids` TIDs
+/// under a key of `key_len` bytes take (`page::encode_postings`): one
+/// list, each TID's two varints one byte each.
+fn posting_min(key_len: usize, tids: usize) -> usize {
+    key_len + page::POSTING_OVERHEAD + 2 * tids + ITEM_POINTER_SIZE
 }
 
 /// An empty page of `level`; a leaf is `FIXED` if `fixed` (an `i64`
@@ -185,8 +192,7 @@ impl<'p> Builder<'p> {
         if level == 0
             && self.index.dedup
             && !self.leaf_dedup
-            && self.leaf_bytes - self.leaf_equal_bytes + DEDUP_MIN_FREE + reserve(0)
-                <= crate::page::PAGE_CAPACITY
+            && self.leaf_merged_min + DEDUP_MIN_FREE + reserve(0) <= crate::page::PAGE_CAPACITY
             && full(&self.levels[0])
             && self.dedup_leaf()?
             && !full(&self.levels[0])
@@ -222,6 +228,11 @@ impl<'p> Builder<'p> {
         let items = TreePage::parse(&st.buf, id)?.all_items()?;
         let merged = crate::insert::dedup_items(&items, index.layout, id)?;
         let bytes = page::space_for(merged.iter().map(Vec::as_slice));
+        debug_assert!(
+            self.leaf_merged_min <= bytes,
+            "the bound of a dedup pass's bytes, {}, is above its {bytes}",
+            self.leaf_merged_min
+        );
         if merged.len() == items.len()
             || bytes + DEDUP_MIN_FREE + reserve(0) > crate::page::PAGE_CAPACITY
         {
@@ -289,8 +300,8 @@ impl<'p> Builder<'p> {
             // The item's own bytes: a posting list moves whole.
             page::insert_item(&mut buf, 0, &last_raw);
             self.leaf_dedup = index.dedup && page::is_posting_raw(&last_raw);
-            self.leaf_bytes = page::space_for([&last_raw[..]]);
-            self.leaf_equal_bytes = 0;
+            self.leaf_merged_min = page::space_for([&last_raw[..]]);
+            self.leaf_run = 1;
         }
         let next = Level {
             buf,
@@ -455,8 +466,8 @@ impl Index {
             first_leaf: None,
             stats: BuildStats::default(),
             leaf_dedup: false,
-            leaf_bytes: 0,
-            leaf_equal_bytes: 0,
+            leaf_merged_min: 0,
+            leaf_run: 0,
         };
         let mut prev_key: Vec<u8> = Vec::new();
         let mut prev_tid = TID_MIN;
@@ -471,12 +482,19 @@ impl Index {
             while i < run.len() && !b.leaf_dedup {
                 let item = encode_item(b.index.layout, key, run[i], None, false);
                 b.add_leaf_raw(&item)?;
-                // After a page break the entry before this one is the
-                // leaf's first (it moved there), so the count stays exact.
-                let bytes = page::space_for([&item[..]]);
-                b.leaf_bytes += bytes;
-                if i > 0 {
-                    b.leaf_equal_bytes += bytes;
+                // Past a page break the entry before this one is the
+                // leaf's first (it moved there), counted as a run of one.
+                if i == 0 {
+                    b.leaf_merged_min += page::space_for([&item[..]]);
+                    b.leaf_run = 1;
+                } else {
+                    b.leaf_run += 1;
+                    b.leaf_merged_min = if b.leaf_run == 2 {
+                        // The run's first item becomes a posting list.
+                        b.leaf_merged_min + posting_min(key.len(), 2) - page::space_for([&item[..]])
+                    } else {
+                        b.leaf_merged_min + 2
+                    };
                 }
                 i += 1;
             }
