@@ -515,7 +515,7 @@ fn place_tuple(
         return Err(id.corrupt(format!("line pointer {off} is not free for an insert")));
     }
     let need = align_tuple(len) + if appending { LINE_POINTER_SIZE } else { 0 };
-    if len < TUPLE_HEADER_SIZE || len > MAX_TUPLE_LEN || upper - lower < need {
+    if !(TUPLE_HEADER_SIZE..=MAX_TUPLE_LEN).contains(&len) || upper - lower < need {
         return Err(id.corrupt(format!(
             "tuple of {len} bytes does not fit ({} bytes free)",
             upper - lower
