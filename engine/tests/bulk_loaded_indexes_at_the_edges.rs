@@ -396,3 +396,51 @@ fn awkward_values_in_keys_of_several_columns_load_and_are_found() {
         }
     });
 }
+
+#[test]
+fn a_bulk_loaded_table_takes_deletes_vacuum_updates_and_inserts_of_its_keys() {
+    watchdog(Duration::from_secs(120), || {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), small_options().pool_buffers(32)).unwrap();
+        make(&db, "t");
+        let mut rows = load_rows(5);
+        db.bulk_load("t", rows.clone(), |_| {}).unwrap();
+        // Delete every third row, then vacuum: posting lists of the build
+        // lose TIDs, pages of the load free line pointers.
+        let t = db.begin().unwrap();
+        for row in rows.iter().step_by(3) {
+            assert!(t.delete_by_key("t", "id", &row[0]).unwrap());
+        }
+        t.commit().unwrap();
+        rows = rows
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| i % 3 != 0)
+            .map(|(_, r)| r)
+            .collect();
+        db.vacuum("t").unwrap();
+        check_all_found(&db, "t", &rows);
+        // New rows with the loaded keys go into the freed room and the
+        // built posting lists; updates move rows between keys.
+        let t = db.begin().unwrap();
+        let n = rows.len() as i64;
+        for i in 0..2000i64 {
+            let mut row = rows[(i as usize * 7) % rows.len()].clone();
+            row[0] = Value::I64(1_000_000 + i);
+            t.insert("t", row.clone()).unwrap();
+            rows.push(row);
+        }
+        for i in (0..n as usize).step_by(5) {
+            let id = rows[i][0].clone();
+            let (rid, _) = t.get_by_key("t", "id", &id).unwrap().unwrap();
+            let mut row = rows[i].clone();
+            row[1] = Value::I64(i64::MAX);
+            t.update("t", rid, row.clone()).unwrap();
+            rows[i] = row;
+        }
+        t.commit().unwrap();
+        check_all_found(&db, "t", &rows);
+        db.vacuum("t").unwrap();
+        check_all_found(&db, "t", &rows);
+    });
+}
