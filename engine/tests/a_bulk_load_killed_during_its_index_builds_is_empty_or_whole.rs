@@ -92,7 +92,7 @@ fn a_bulk_load_killed_during_its_index_builds_is_empty_or_whole() {
             let v = db.verify_indexes("t").unwrap();
             assert!(v.is_empty(), "{case}: {v:?}");
             let r = db.read().unwrap();
-            let n = r.scan("t").unwrap().count();
+            let n = r.scan("t").unwrap().map(Result::unwrap).count();
             if said.contains("LOADED") {
                 assert_eq!(n, ROWS as usize, "{case}: the load returned");
             }
@@ -112,6 +112,7 @@ fn a_bulk_load_killed_during_its_index_builds_is_empty_or_whole() {
                     let all = r
                         .index_range(*ix, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)
                         .unwrap()
+                        .map(Result::unwrap)
                         .count();
                     assert_eq!(all, ROWS as usize, "{case}: {ix}");
                 }

@@ -44,7 +44,7 @@ fn check(db: &Database, case: &str, indexes: &[&str]) -> usize {
     let v = db.verify_indexes("t").unwrap();
     assert!(v.is_empty(), "{case}: {v:?}");
     let r = db.read().unwrap();
-    let n = r.scan("t").unwrap().count();
+    let n = r.scan("t").unwrap().map(Result::unwrap).count();
     assert!(n == 0 || n == ROWS as usize, "{case}: {n} rows");
     if n > 0 {
         for id in (0..ROWS).step_by(37) {
