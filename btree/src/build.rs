@@ -212,6 +212,27 @@ impl<'p> Builder<'p> {
         Ok(())
     }
 
+    /// Count a plain `item` (key of `key_len` bytes) just added to the
+    /// leaf into the bound of what a dedup pass would leave
+    /// (`leaf_merged_min`); `repeat`: its key is the entry before's.
+    /// Past a page break the entry before is the leaf's first (it moved
+    /// there), counted as a run of one.
+    fn count_plain(&mut self, item: &[u8], key_len: usize, repeat: bool) {
+        let bytes = page::space_for([item]);
+        if !repeat {
+            self.leaf_merged_min += bytes;
+            self.leaf_run = 1;
+            return;
+        }
+        self.leaf_run += 1;
+        self.leaf_merged_min = if self.leaf_run == 2 {
+            // The run's first item becomes a posting list of two.
+            self.leaf_merged_min + posting_min(key_len, 2) - bytes
+        } else {
+            self.leaf_merged_min + 2
+        };
+    }
+
     /// A deduplicating index's leaf is filled with plain items (`FIXED` for
     /// `i64` keys) until it is full; then its runs of equal keys are merged
     /// into posting lists, as the dedup pass of an insert does, and the
@@ -482,20 +503,7 @@ impl Index {
             while i < run.len() && !b.leaf_dedup {
                 let item = encode_item(b.index.layout, key, run[i], None, false);
                 b.add_leaf_raw(&item)?;
-                // Past a page break the entry before this one is the
-                // leaf's first (it moved there), counted as a run of one.
-                if i == 0 {
-                    b.leaf_merged_min += page::space_for([&item[..]]);
-                    b.leaf_run = 1;
-                } else {
-                    b.leaf_run += 1;
-                    b.leaf_merged_min = if b.leaf_run == 2 {
-                        // The run's first item becomes a posting list.
-                        b.leaf_merged_min + posting_min(key.len(), 2) - page::space_for([&item[..]])
-                    } else {
-                        b.leaf_merged_min + 2
-                    };
-                }
+                b.count_plain(&item, key.len(), i > 0);
                 i += 1;
             }
             postings.clear();

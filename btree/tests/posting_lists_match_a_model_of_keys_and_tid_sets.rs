@@ -107,14 +107,20 @@ enum Op {
     Vacuum(u32, u32),
 }
 
+/// A first insert of enough entries to fill a leaf (so that a dedup pass
+/// runs and posting lists are made whatever follows), then random steps.
 fn ops() -> impl Strategy<Value = Vec<Op>> {
-    prop::collection::vec(
-        prop_oneof![
-            3 => (300u16..1500).prop_map(Op::Insert),
-            1 => (2u32..6, 0u32..6).prop_map(|(m, r)| Op::Vacuum(m, r % m)),
-        ],
-        4..9,
+    (
+        (1500u16..3000).prop_map(Op::Insert),
+        prop::collection::vec(
+            prop_oneof![
+                3 => (300u16..1500).prop_map(Op::Insert),
+                1 => (2u32..6, 0u32..6).prop_map(|(m, r)| Op::Vacuum(m, r % m)),
+            ],
+            3..8,
+        ),
     )
+        .prop_map(|(first, rest)| std::iter::once(first).chain(rest).collect())
 }
 
 fn run(keys: i64, ops: &[Op], seed: u64) {
