@@ -7,11 +7,11 @@
 //! the load's own cost can be followed from change to change.
 //!
 //! ```text
-//!   bulk_load/accounts_k   200,000 rows (three I64 columns and an 84-byte
-//!                          filler), `k` drawn from as many values as rows
-//!                          (about one entry in three repeats its
-//!                          neighbour's key, as in compare-sqlite), one
-//!                          non-unique index on `k`
+//!   bulk_load/accounts_k   200,000 of compare-sqlite's accounts rows
+//!                          (`Accounts::generate`: three I64 columns and an
+//!                          84-byte filler, `k` drawn from as many values as
+//!                          rows, so about one entry in three repeats its
+//!                          neighbour's key), one non-unique index on `k`
 //!   bulk_load/accounts_pk  the same rows with a unique index on `aid`
 //!                          instead (every key distinct)
 //! ```
@@ -24,72 +24,43 @@
 
 use std::time::{Duration, Instant};
 
+use bench::scenarios::versus::compare_sqlite::{Accounts, TABLE};
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
-use engine::{Column, ColumnType, Database, Options, Value};
+use engine::{Database, Options, Value};
 
 /// Rows a load writes: about 3,600 heap pages, more than the bulk-write
 /// ring holds, so the ring recycles its pages during the load.
-const ROWS: i64 = 200_000;
+const ROWS: u64 = 200_000;
 
-/// `k` of row `i`: uniform in `[0, ROWS)` from a fixed mix (so keys repeat
-/// as often as draws with replacement do).
-fn k_of(i: i64) -> i64 {
-    let mut x = (i as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^= x >> 31;
-    ((u128::from(x) * ROWS as u128) >> 64) as i64
-}
-
-fn rows() -> impl Iterator<Item = Vec<Value>> {
-    (0..ROWS).map(|i| {
-        vec![
-            Value::I64(i + 1),
-            Value::I64(k_of(i)),
-            Value::I64(0),
-            Value::Bytes(vec![b'x'; 84]),
-        ]
-    })
-}
-
-/// A fresh database with the table and `column`'s index, in `dir`.
+/// A fresh database with the accounts table and `column`'s index, in `dir`.
 fn fresh(dir: &std::path::Path, column: &str, unique: bool) -> Database {
     let db = Database::open(dir, Options::default().pool_mib(128)).expect("open the database");
-    db.create_table(
-        "accounts",
-        vec![
-            Column::new("aid", ColumnType::I64),
-            Column::new("k", ColumnType::I64),
-            Column::new("abalance", ColumnType::I64),
-            Column::new("filler", ColumnType::Bytes),
-        ],
-    )
-    .expect("create the table");
-    db.create_index("accounts_ix", "accounts", column, unique)
+    db.create_table(TABLE, Accounts::columns())
+        .expect("create the table");
+    db.create_index("accounts_ix", TABLE, column, unique)
         .expect("create the index");
     db
 }
 
 /// Every row is there, and a sample of keys finds its rows through the
 /// index.
-fn check(db: &Database, column: &str) {
+fn check(db: &Database, data: &Accounts, column: &str) {
     let mut per_k = std::collections::HashMap::new();
-    for i in 0..ROWS {
-        *per_k.entry(k_of(i)).or_insert(0usize) += 1;
+    for &k in &data.k {
+        *per_k.entry(k).or_insert(0usize) += 1;
     }
     let r = db.read().expect("a read transaction");
     let n = r
-        .scan("accounts")
+        .scan(TABLE)
         .expect("scan")
         .collect::<engine::Result<Vec<_>>>()
         .expect("a row of the scan")
         .len();
-    assert_eq!(n, ROWS as usize, "rows after the load");
-    for i in (0..ROWS).step_by(997) {
+    assert_eq!(n as u64, data.rows(), "rows after the load");
+    for (i, &k) in data.k.iter().enumerate().step_by(997) {
         let (key, want) = if column == "aid" {
-            (i + 1, 1)
+            (i as i64 + 1, 1)
         } else {
-            let k = k_of(i);
             (k, per_k[&k])
         };
         let found = r
@@ -108,7 +79,8 @@ fn check(db: &Database, column: &str) {
 
 fn bulk_load(c: &mut Criterion) {
     let mut g = c.benchmark_group("bulk_load");
-    g.throughput(Throughput::Elements(ROWS as u64))
+    let data = Accounts::generate(ROWS);
+    g.throughput(Throughput::Elements(ROWS))
         .sampling_mode(SamplingMode::Flat)
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
@@ -121,10 +93,12 @@ fn bulk_load(c: &mut Criterion) {
                     let dir = tempfile::tempdir().expect("temporary directory");
                     let db = fresh(dir.path(), column, unique);
                     let t = Instant::now();
-                    let p = db.bulk_load("accounts", rows(), |_| {}).expect("bulk load");
+                    let p = db
+                        .bulk_load(TABLE, data.engine_rows(), |_| {})
+                        .expect("bulk load");
                     timed += t.elapsed();
-                    assert_eq!(p.rows, ROWS as u64, "rows the load reported");
-                    check(&db, column);
+                    assert_eq!(p.rows, ROWS, "rows the load reported");
+                    check(&db, &data, column);
                     db.close().expect("close");
                 }
                 timed
