@@ -11,28 +11,15 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{small_options, watchdog};
-use engine::{Column, ColumnType, Database, Row, Value};
+use common::{assert_empty_or_whole, id_k_name_columns, id_k_name_row, small_options, watchdog};
+use engine::{Database, Row};
 
 const CHILD_DIR: &str = "ENGINE_TEST_KILLED_BUILD_DIR";
 const CHILD_DELAY: &str = "ENGINE_TEST_KILLED_BUILD_DELAY_US";
 const ROWS: i64 = 20_000;
 
-fn columns() -> Vec<Column> {
-    vec![
-        Column::new("id", ColumnType::I64),
-        Column::new("k", ColumnType::I64),
-        Column::nullable("name", ColumnType::Text),
-    ]
-}
-
 fn row(i: i64) -> Row {
-    let id = (i * 7919) % ROWS;
-    vec![
-        Value::I64(id),
-        Value::I64(id / 10),
-        Value::Text(format!("{:0>40}", id / 3)),
-    ]
+    id_k_name_row(i, ROWS, 40)
 }
 
 fn sigkill_self_after(delay: Duration) {
@@ -51,7 +38,7 @@ fn killed_build_child() {
     let dir = std::env::var(CHILD_DIR).expect("child dir");
     let delay: u64 = std::env::var(CHILD_DELAY).unwrap().parse().unwrap();
     let db = Database::open(&dir, small_options().pool_buffers(32)).unwrap();
-    db.create_table("t", columns()).unwrap();
+    db.create_table("t", id_k_name_columns()).unwrap();
     db.create_index("t_id", "t", "id", true).unwrap();
     db.create_index("t_k", "t", "k", false).unwrap();
     db.create_index("t_name", "t", "name", false).unwrap();
@@ -89,35 +76,16 @@ fn a_bulk_load_killed_during_its_index_builds_is_empty_or_whole() {
             let said = String::from_utf8_lossy(&out.stdout).to_string();
             let db = Database::open(dir.path(), small_options().pool_buffers(32))
                 .unwrap_or_else(|e| panic!("{case}: reopen: {e}"));
-            let v = db.verify_indexes("t").unwrap();
-            assert!(v.is_empty(), "{case}: {v:?}");
-            let r = db.read().unwrap();
-            let n = r.scan("t").unwrap().map(Result::unwrap).count();
-            if said.contains("LOADED") {
-                assert_eq!(n, ROWS as usize, "{case}: the load returned");
-            }
-            assert!(n == 0 || n == ROWS as usize, "{case}: {n} rows");
             let mut ixs = vec!["t_k", "t_name"];
             if db.index_handle("t_k2").is_ok() {
                 ixs.push("t_k2");
             } else {
                 assert!(!said.contains("INDEXED"), "{case}: the index was made");
             }
-            if n > 0 {
-                for id in (0..ROWS).step_by(101) {
-                    let found = r.get_by_key("t", "id", &Value::I64(id)).unwrap();
-                    assert!(found.is_some(), "{case}: id {id}");
-                }
-                for ix in &ixs {
-                    let all = r
-                        .index_range(*ix, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)
-                        .unwrap()
-                        .map(Result::unwrap)
-                        .count();
-                    assert_eq!(all, ROWS as usize, "{case}: {ix}");
-                }
+            let n = assert_empty_or_whole(&db, &case, ROWS, &ixs);
+            if said.contains("LOADED") {
+                assert_eq!(n, ROWS as usize, "{case}: the load returned");
             }
-            drop(r);
             db.close().unwrap();
         }
     });

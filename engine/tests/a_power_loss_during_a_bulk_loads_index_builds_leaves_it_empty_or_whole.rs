@@ -7,27 +7,14 @@ mod common;
 
 use std::time::Duration;
 
-use common::{small_options, watchdog};
-use engine::{Column, ColumnType, Database, Options, Row, Value};
+use common::{assert_empty_or_whole, id_k_name_columns, id_k_name_row, small_options, watchdog};
+use engine::{Database, Options, Row};
 use wal::sim_disk::SimDisk;
 
 const ROWS: i64 = 4_000;
 
-fn columns() -> Vec<Column> {
-    vec![
-        Column::new("id", ColumnType::I64),
-        Column::new("k", ColumnType::I64),
-        Column::nullable("name", ColumnType::Text),
-    ]
-}
-
 fn row(i: i64) -> Row {
-    let id = (i * 7919) % ROWS;
-    vec![
-        Value::I64(id),
-        Value::I64(id / 10),
-        Value::Text(format!("{:0>60}", id / 3)),
-    ]
+    id_k_name_row(i, ROWS, 60)
 }
 
 fn options(disk: &SimDisk, buffers: usize) -> Options {
@@ -40,37 +27,6 @@ fn options(disk: &SimDisk, buffers: usize) -> Options {
         .simulated_disk(disk.clone())
 }
 
-fn check(db: &Database, case: &str, indexes: &[&str]) -> usize {
-    let v = db.verify_indexes("t").unwrap();
-    assert!(v.is_empty(), "{case}: {v:?}");
-    let r = db.read().unwrap();
-    let n = r.scan("t").unwrap().map(Result::unwrap).count();
-    assert!(n == 0 || n == ROWS as usize, "{case}: {n} rows");
-    if n > 0 {
-        for id in (0..ROWS).step_by(37) {
-            assert!(
-                r.get_by_key("t", "id", &Value::I64(id)).unwrap().is_some(),
-                "{case}: id {id}"
-            );
-        }
-        for ix in indexes {
-            let found: usize = (0..ROWS / 10)
-                .step_by(11)
-                .map(|k| {
-                    let v = if *ix == "t_name" {
-                        Value::Text(format!("{:0>60}", k))
-                    } else {
-                        Value::I64(k)
-                    };
-                    r.index_lookup(*ix, &v).unwrap().len()
-                })
-                .sum();
-            assert!(found > 0, "{case}: {ix}");
-        }
-    }
-    n
-}
-
 #[test]
 fn a_power_loss_during_a_bulk_loads_index_builds_leaves_it_empty_or_whole() {
     watchdog(Duration::from_secs(240), || {
@@ -81,7 +37,7 @@ fn a_power_loss_during_a_bulk_loads_index_builds_leaves_it_empty_or_whole() {
                 let dir = tempfile::tempdir().unwrap();
                 let disk = SimDisk::new();
                 let db = Database::open(dir.path(), options(&disk, buffers)).unwrap();
-                db.create_table("t", columns()).unwrap();
+                db.create_table("t", id_k_name_columns()).unwrap();
                 db.create_index("t_id", "t", "id", true).unwrap();
                 db.create_index("t_k", "t", "k", false).unwrap();
                 db.create_index("t_name", "t", "name", false).unwrap();
@@ -98,7 +54,7 @@ fn a_power_loss_during_a_bulk_loads_index_builds_leaves_it_empty_or_whole() {
                 disk.restart();
                 let db = Database::open(dir.path(), options(&disk, buffers))
                     .unwrap_or_else(|e| panic!("{case}: reopen: {e}"));
-                let n = check(&db, &case, &["t_k", "t_name"]);
+                let n = assert_empty_or_whole(&db, &case, ROWS, &["t_k", "t_name"]);
                 if result.is_ok() {
                     assert_eq!(n, ROWS as usize, "{case}: the load returned Ok");
                 }
@@ -118,7 +74,7 @@ fn a_power_loss_during_create_index_over_loaded_rows_leaves_it_empty_or_whole() 
             let dir = tempfile::tempdir().unwrap();
             let disk = SimDisk::new();
             let db = Database::open(dir.path(), options(&disk, 16)).unwrap();
-            db.create_table("t", columns()).unwrap();
+            db.create_table("t", id_k_name_columns()).unwrap();
             db.create_index("t_id", "t", "id", true).unwrap();
             db.bulk_load("t", (0..ROWS).map(row), |_| {}).unwrap();
             db.checkpoint().unwrap();
@@ -135,7 +91,7 @@ fn a_power_loss_during_create_index_over_loaded_rows_leaves_it_empty_or_whole() 
             if made.is_ok() {
                 assert!(has, "{case}: the index was reported made");
             }
-            let n = check(&db, &case, if has { &["t_k"][..] } else { &[] });
+            let n = assert_empty_or_whole(&db, &case, ROWS, if has { &["t_k"][..] } else { &[] });
             assert_eq!(n, ROWS as usize, "{case}");
             db.close().unwrap();
         }

@@ -93,6 +93,59 @@ pub fn row(id: i64, name: &str) -> engine::Row {
     ]
 }
 
+/// The table `t(id, k, name)` of the bulk-load crash tests: its columns.
+pub fn id_k_name_columns() -> Vec<engine::Column> {
+    vec![
+        engine::Column::new("id", engine::ColumnType::I64),
+        engine::Column::new("k", engine::ColumnType::I64),
+        engine::Column::nullable("name", engine::ColumnType::Text),
+    ]
+}
+
+/// Row `i` of such a table of `rows` rows: ids a permutation of
+/// `0..rows`, `k = id / 10` (ten rows a key), `name` the text of `id / 3`
+/// zero-padded to `width` (three rows a name).
+pub fn id_k_name_row(i: i64, rows: i64, width: usize) -> engine::Row {
+    let id = (i * 7919) % rows;
+    vec![
+        engine::Value::I64(id),
+        engine::Value::I64(id / 10),
+        engine::Value::Text(format!("{:0>width$}", id / 3)),
+    ]
+}
+
+/// After a crash during a load of `rows` rows into `t`: every index of `t`
+/// verifies, the table holds none of the rows or all of them, and if all,
+/// a sample of ids is found through the primary index and each of
+/// `indexes` holds one entry per row. Returns the rows the scan found.
+pub fn assert_empty_or_whole(
+    db: &engine::Database,
+    case: &str,
+    rows: i64,
+    indexes: &[&str],
+) -> usize {
+    let v = db.verify_indexes("t").unwrap();
+    assert!(v.is_empty(), "{case}: {v:?}");
+    let r = db.read().unwrap();
+    let n = r.scan("t").unwrap().map(Result::unwrap).count();
+    assert!(n == 0 || n == rows as usize, "{case}: {n} rows");
+    if n > 0 {
+        for id in (0..rows).step_by(37) {
+            let found = r.get_by_key("t", "id", &engine::Value::I64(id)).unwrap();
+            assert!(found.is_some(), "{case}: id {id}");
+        }
+        for ix in indexes {
+            let all = r
+                .index_range(*ix, std::ops::Bound::Unbounded, std::ops::Bound::Unbounded)
+                .unwrap()
+                .map(Result::unwrap)
+                .count();
+            assert_eq!(all, rows as usize, "{case}: {ix}");
+        }
+    }
+    n
+}
+
 /// The checksum walk and the seeded PRNG live with the crash workload.
 #[allow(unused_imports)]
 pub use engine::soak::{Rng, every_page_checksum_valid};
