@@ -24,7 +24,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use btree::{IndexOptions, PageKind};
-use bufmgr::{BufferPool, BufferRow, Fork, PoolStats, RelFork, RelId, RingKind, StorageBackend};
+use bufmgr::{
+    BlockNumber, BufferPool, BufferRow, Fork, PoolStats, RelFork, RelId, RingKind, StorageBackend,
+};
 use heap::{Heap, Tid};
 use parking_lot::{Mutex, RwLock};
 use wal::{CheckpointInfo, Wal, WalStats};
@@ -350,9 +352,9 @@ impl Database {
         };
         // Before anything creates a file or redo writes into one: every
         // recorded file is there, at least as long as recorded.
-        let damaged_indexes = match &recorded {
+        let (mut damaged_indexes, lengths_before_redo) = match &recorded {
             Some(rec) => check_recorded(&*storage, rec)?,
-            None => HashMap::new(),
+            None => (HashMap::new(), HashMap::new()),
         };
         let pool = Arc::new(
             BufferPool::with_wal(options.pool_config(), storage, wal.clone())
@@ -374,6 +376,11 @@ impl Database {
         })?;
         invalid.check_none_left()?;
         recovery.invalid_pages_forgiven = invalid.forgiven;
+        // Every recorded file was at least as long as a checkpoint had made
+        // it durable (the Storage records replayed), before redo wrote into it.
+        if let Some(rec) = &recorded {
+            check_durable_lengths(&pool, rec, &lengths_before_redo, &mut damaged_indexes)?;
+        }
         // A copy made by `backup_to` must have replayed to its end LSN.
         let from_backup = crate::backup_label::check_label(&dir, recovery.end)?;
         // 5. The catalog.
@@ -1598,23 +1605,33 @@ pub(crate) fn current_sizes(st: &CatalogState, pool: &BufferPool) -> Result<Vec<
         .collect()
 }
 
+/// How errors name a recorded relation.
+fn recorded_what(r: &Recorded) -> String {
+    let rel = RelId(r.rel);
+    match r.kind {
+        RecordedKind::Clog => format!("the commit log ({rel})"),
+        RecordedKind::Catalog => format!("the catalog ({rel})"),
+        kind => format!("{} {:?} ({rel})", kind.word(), r.name),
+    }
+}
+
 /// `RELSIZES` rule 3, before recovery: every recorded file is there and at
 /// least as long as recorded. A damaged index is returned (rel -> why), to
-/// be opened invalid; any other damaged file is an error naming it.
+/// be opened invalid; any other damaged file is an error naming it. Also
+/// returns each recorded file's length in blocks, for
+/// [`check_durable_lengths`] once redo has read the checkpoint's lengths.
+#[allow(clippy::type_complexity)]
 fn check_recorded(
     storage: &dyn StorageBackend,
     recorded: &[Recorded],
-) -> Result<HashMap<RelId, String>> {
+) -> Result<(HashMap<RelId, String>, HashMap<RelId, BlockNumber>)> {
     let mut damaged = HashMap::new();
+    let mut lengths = HashMap::new();
     for r in recorded {
         let rel = RelId(r.rel);
         let rf = RelFork::main(rel);
         let path = storage.path(rf);
-        let what = match r.kind {
-            RecordedKind::Clog => format!("the commit log ({rel})"),
-            RecordedKind::Catalog => format!("the catalog ({rel})"),
-            kind => format!("{} {:?} ({rel})", kind.word(), r.name),
-        };
+        let what = recorded_what(r);
         let exists = storage
             .exists(rf)
             .map_err(EngineError::buffer(format!("checking the file of {what}")))?;
@@ -1628,6 +1645,7 @@ fn check_recorded(
             let n = storage
                 .nblocks(rf)
                 .map_err(EngineError::buffer(format!("checking the file of {what}")))?;
+            lengths.insert(rel, n);
             (n < r.blocks).then(|| {
                 format!(
                     "its file {} has {n} blocks, {} were recorded: it was truncated",
@@ -1650,5 +1668,49 @@ fn check_recorded(
             ),
         });
     }
-    Ok(damaged)
+    Ok((damaged, lengths))
+}
+
+/// After redo, before anything reads or fsyncs: every recorded file had,
+/// when the open began (`before`), at least the blocks the checkpoints
+/// replayed had made durable (their `Storage` records; `RELSIZES` is only
+/// a lower bound written at opens and clean closes, and a table grown
+/// since is recorded shorter). A logged relation's file never shrinks, so
+/// one shorter lost blocks whose rows no WAL record after the redo point
+/// rebuilds: an error naming the file, or for an index, opened invalid.
+fn check_durable_lengths(
+    pool: &BufferPool,
+    recorded: &[Recorded],
+    before: &HashMap<RelId, BlockNumber>,
+    damaged: &mut HashMap<RelId, String>,
+) -> Result<()> {
+    for r in recorded {
+        let rel = RelId(r.rel);
+        let rf = RelFork::main(rel);
+        let (Some(&n), Some(durable)) = (before.get(&rel), pool.durable_length(rf)) else {
+            continue;
+        };
+        if n >= durable || damaged.contains_key(&rel) {
+            continue;
+        }
+        let path = pool.storage().path(rf);
+        let problem = format!(
+            "its file {} had {n} blocks, but a checkpoint had made {durable} durable: it was \
+             truncated",
+            path.display()
+        );
+        if r.kind == RecordedKind::Index {
+            damaged.insert(rel, problem);
+            continue;
+        }
+        return Err(EngineError::CorruptDataDir {
+            path,
+            detail: format!(
+                "{}: {problem} (lengths from the WAL's last checkpoint); it was damaged after \
+                 the crash: restore it from a backup",
+                recorded_what(r)
+            ),
+        });
+    }
+    Ok(())
 }
