@@ -1,0 +1,592 @@
+//! A child process (this test binary, re-run on its ignored `ddl_child`
+//! test) writes from several threads at once on a pool of 24 buffers with
+//! `full_page_writes` off (a kill keeps the page cache: no torn page): two
+//! writers insert rows of `t` under ids of their own and delete some; one
+//! thread runs DDL: `e` created, given a column, written, dropped and
+//! created again under the same name (each life writing names of its own),
+//! an index on `t.name` created and dropped; one thread vacuums `t` and
+//! takes checkpoints, and the checkpointer runs every 100 ms. Each thread
+//! writes a line before a statement's commit (`I ..`) and after it
+//! returned (`A ..`) to a log of its own. The parent kills the child with
+//! SIGKILL at a random moment, then kills a few children that only open
+//! the database (recovery killed at random moments), then opens it itself:
+//! - every acknowledged row of `t` is there unless its delete was
+//!   acknowledged or in doubt; no row whose insert was never begun or whose
+//!   delete was acknowledged;
+//! - `e` is the life whose create was acknowledged last (or one in doubt),
+//!   with every acknowledged row of that life and none of another;
+//! - `verify_indexes` is clean for both tables.
+//!
+//! `cargo test` runs 4 cycles; `DDL_KILL_CYCLES` runs more, and
+//! `DDL_KILL_SEED` picks the seed.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{Rng, small_options, watchdog};
+use engine::{Column, ColumnType, Database, Options, Value};
+
+const CHILD_DIR: &str = "ENGINE_TEST_DDL_KILL_DIR";
+const CHILD_SEED: &str = "ENGINE_TEST_DDL_KILL_SEED";
+const CHILD_MODE: &str = "ENGINE_TEST_DDL_KILL_MODE";
+
+fn options() -> Options {
+    small_options()
+        .pool_buffers(24)
+        .full_page_writes(false)
+        .checkpoint_interval(Duration::from_millis(100))
+}
+
+fn columns() -> Vec<Column> {
+    vec![
+        Column::new("id", ColumnType::I64),
+        Column::nullable("name", ColumnType::Text),
+    ]
+}
+
+fn e_name(life: u64, id: i64) -> String {
+    format!("life {life} row {id}")
+}
+
+/// A log line writer for one thread (no fsync needed: a kill keeps the
+/// page cache).
+struct Log(std::fs::File);
+
+impl Log {
+    fn open(dir: &Path, name: &str) -> Log {
+        Log(std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(name))
+            .unwrap())
+    }
+    fn line(&mut self, s: &str) {
+        self.0.write_all(format!("{s}\n").as_bytes()).unwrap();
+    }
+}
+
+/// The child's work; runs until killed.
+fn child(dir: &Path, logs: &Path, seed: u64) {
+    let db = Database::open(dir, options()).unwrap();
+    if db.table("t").is_err() {
+        db.create_table("t", columns()).unwrap();
+        db.create_index("t_id", "t", "id", true).unwrap();
+    }
+    // Where each life, each writer and each row left off: from the logs.
+    let past = read_logs(logs);
+    let existing: Vec<i64> = {
+        let r = db.read().unwrap();
+        r.scan("t")
+            .unwrap()
+            .map(|x| x.unwrap().1.i64("id").unwrap())
+            .collect()
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for w in 0..2u64 {
+        let db = db.clone();
+        let mut log = Log::open(logs, &format!("w{w}"));
+        let mut rng = Rng::new(seed ^ (w + 1));
+        // Ids of writer w: w, w + 2, ...; start after every id it began.
+        let mut next = past
+            .t_begun
+            .iter()
+            .filter(|id| (**id as u64) % 2 == w)
+            .max()
+            .map_or(w as i64, |m| m + 2);
+        let mut mine: Vec<i64> = existing
+            .iter()
+            .copied()
+            .filter(|id| (*id as u64) % 2 == w)
+            .collect();
+        threads.push(std::thread::spawn(move || {
+            loop {
+                let txn = db.begin().unwrap();
+                let mut ops = Vec::new();
+                for _ in 0..1 + rng.below(8) {
+                    if !mine.is_empty() && rng.below(4) == 0 {
+                        let i = rng.below(mine.len() as u64) as usize;
+                        let id = mine.swap_remove(i);
+                        if !txn.delete_by_key("t", "id", &Value::I64(id)).unwrap() {
+                            let get = txn.get_by_key("t", "id", &Value::I64(id)).unwrap();
+                            let scan: Vec<_> = txn
+                                .scan("t")
+                                .unwrap()
+                                .map(|r| r.unwrap())
+                                .filter(|r| r.1.i64("id").unwrap() == id)
+                                .map(|r| r.0)
+                                .collect();
+                            let idx = txn.index_lookup("t_id", &Value::I64(id)).unwrap().len();
+                            panic!("writer {w}: delete of {id} found nothing; ops {ops:?}; get {get:?}; scan {scan:?}; index {idx}; xid {:?}", txn.xid());
+                        }
+                        ops.push(format!("T- {id}"));
+                    } else {
+                        let id = next;
+                        next += 2;
+                        let name = format!("t {id} {}", "z".repeat(rng.below(300) as usize));
+                        txn.insert("t", vec![Value::I64(id), Value::Text(name)])
+                            .unwrap();
+                        mine.push(id);
+                        ops.push(format!("T+ {id}"));
+                    }
+                }
+                for op in &ops {
+                    log.line(&format!("I {op}"));
+                }
+                if rng.below(10) == 0 {
+                    txn.rollback().unwrap();
+                    // Rolled back: the ids stay unused, the deleted rows stay.
+                    for op in &ops {
+                        log.line(&format!("R {op}"));
+                    }
+                    mine = past_mine_after_rollback(mine, &ops);
+                    continue;
+                }
+                txn.commit().unwrap();
+                for op in &ops {
+                    log.line(&format!("A {op}"));
+                }
+            }
+        }));
+    }
+    {
+        let db = db.clone();
+        let mut log = Log::open(logs, "ddl");
+        let mut rng = Rng::new(seed ^ 0xDD1);
+        // A life left by an earlier run goes first.
+        if db.table("e").is_ok() {
+            log.line("I E drop 0");
+            db.drop_table("e").unwrap();
+            log.line("A E drop 0");
+        }
+        let mut life = past.lives_begun + 1;
+        let mut e_exists = false;
+        let mut extra = false;
+        let mut e_next = 0i64;
+        threads.push(std::thread::spawn(move || {
+            loop {
+                match rng.below(6) {
+                    0 if !e_exists => {
+                        log.line(&format!("I E create {life}"));
+                        db.create_table("e", columns()).unwrap();
+                        log.line(&format!("A E create {life}"));
+                        e_exists = true;
+                        extra = false;
+                        e_next = 0;
+                    }
+                    1 if e_exists => {
+                        log.line(&format!("I E drop {life}"));
+                        db.drop_table("e").unwrap();
+                        log.line(&format!("A E drop {life}"));
+                        e_exists = false;
+                        life += 1;
+                    }
+                    2 if e_exists && !extra => {
+                        db.add_column("e", Column::nullable("x", ColumnType::I64))
+                            .unwrap();
+                        extra = true;
+                    }
+                    3 if e_exists => {
+                        let cur = life;
+                        let txn = db.begin().unwrap();
+                        let mut ids = Vec::new();
+                        for _ in 0..1 + rng.below(30) {
+                            let id = e_next;
+                            e_next += 1;
+                            let mut r = vec![Value::I64(id), Value::Text(e_name(cur, id))];
+                            if extra {
+                                r.push(Value::I64(id));
+                            }
+                            txn.insert("e", r).unwrap();
+                            ids.push(id);
+                        }
+                        let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+                        log.line(&format!("I E rows {cur} {list}"));
+                        txn.commit().unwrap();
+                        log.line(&format!("A E rows {cur} {list}"));
+                    }
+                    4 => {
+                        if db.indexes().iter().any(|i| i.name == "t_name") {
+                            db.drop_index("t_name").unwrap();
+                        } else {
+                            db.create_index("t_name", "t", "name", false).unwrap();
+                        }
+                    }
+                    _ => std::thread::sleep(Duration::from_millis(1)),
+                }
+            }
+        }));
+    }
+    {
+        let db = db.clone();
+        let stop = stop.clone();
+        threads.push(std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                db.vacuum("t").unwrap();
+                if i.is_multiple_of(3) {
+                    db.checkpoint().unwrap();
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }));
+    }
+    println!("READY");
+    std::io::stdout().flush().unwrap();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+/// After a rollback the rows it deleted are the writer's again and the
+/// ids it inserted are not (undone newest first: a row inserted and
+/// deleted by the transaction is gone).
+fn past_mine_after_rollback(mut mine: Vec<i64>, ops: &[String]) -> Vec<i64> {
+    for op in ops.iter().rev() {
+        if let Some(id) = op.strip_prefix("T+ ") {
+            let id: i64 = id.parse().unwrap();
+            mine.retain(|m| *m != id);
+        } else if let Some(id) = op.strip_prefix("T- ") {
+            mine.push(id.parse().unwrap());
+        }
+    }
+    mine
+}
+
+/// What the logs say.
+#[derive(Default, Debug)]
+struct Past {
+    /// Ids whose insert began (I or A), and the fate of each line.
+    t_begun: BTreeSet<i64>,
+    t_ins_acked: BTreeSet<i64>,
+    t_ins_doubt: BTreeSet<i64>,
+    t_del_acked: BTreeSet<i64>,
+    t_del_doubt: BTreeSet<i64>,
+    /// Lives: the last acknowledged event of `e` and one in doubt.
+    lives_begun: u64,
+    e_events: Vec<(bool, String)>,
+    /// Rows of each life: acknowledged, in doubt.
+    e_rows_acked: BTreeMap<u64, BTreeSet<i64>>,
+    e_rows_doubt: BTreeMap<u64, BTreeSet<i64>>,
+}
+
+impl Past {
+    fn t_acked(&self) -> BTreeSet<i64> {
+        self.t_ins_acked
+            .difference(&self.t_del_acked)
+            .copied()
+            .collect()
+    }
+}
+
+fn read_logs(logs: &Path) -> Past {
+    let mut p = Past::default();
+    let Ok(entries) = std::fs::read_dir(logs) else {
+        return p;
+    };
+    let mut names: Vec<_> = entries.map(|e| e.unwrap().path()).collect();
+    names.sort();
+    for path in names {
+        let text = std::fs::read_to_string(&path).unwrap();
+        // Per file: I lines not followed by their A / R are in doubt.
+        let mut pending: Vec<String> = Vec::new();
+        for line in text.lines() {
+            // A line cut by the kill has no newline... lines() still yields
+            // it; a cut line is at most the file's last: ignore it unless
+            // whole (every whole line ends in a digit).
+            if !line.ends_with(|c: char| c.is_ascii_digit()) {
+                continue;
+            }
+            let (tag, op) = line.split_at(2);
+            match tag {
+                "I " => pending.push(op.to_string()),
+                "R " => pending.retain(|o| o != op),
+                "A " => {
+                    pending.retain(|o| o != op);
+                    apply(&mut p, op, true);
+                }
+                _ => panic!("bad log line {line:?}"),
+            }
+        }
+        for op in pending {
+            apply(&mut p, &op, false);
+        }
+    }
+    p
+}
+
+fn apply(p: &mut Past, op: &str, acked: bool) {
+    let words: Vec<&str> = op.split(' ').collect();
+    match words[..] {
+        ["T+", id] => {
+            let id: i64 = id.parse().unwrap();
+            p.t_begun.insert(id);
+            if acked {
+                p.t_ins_acked.insert(id);
+            } else {
+                p.t_ins_doubt.insert(id);
+            }
+        }
+        ["T-", id] => {
+            let id: i64 = id.parse().unwrap();
+            if acked {
+                p.t_del_acked.insert(id);
+            } else {
+                p.t_del_doubt.insert(id);
+            }
+        }
+        ["E", "create", life] | ["E", "drop", life] => {
+            let life: u64 = life.parse().unwrap();
+            p.lives_begun = p.lives_begun.max(life);
+            p.e_events.push((acked, op.to_string()));
+        }
+        ["E", "rows", life, list] => {
+            let life: u64 = life.parse().unwrap();
+            let ids = list.split(',').map(|s| s.parse::<i64>().unwrap());
+            let into = if acked {
+                &mut p.e_rows_acked
+            } else {
+                &mut p.e_rows_doubt
+            };
+            into.entry(life).or_default().extend(ids);
+        }
+        _ => panic!("bad op {op:?}"),
+    }
+}
+
+/// The checks of the module docs on the database reopened in-process.
+fn check(db: &Database, past: &Past, cycle: u64) -> (usize, Option<u64>) {
+    let r = db.read().unwrap();
+    let mut t = BTreeSet::new();
+    for item in r.scan("t").unwrap() {
+        let (_, row) = item.unwrap();
+        let id = row.i64("id").unwrap();
+        assert!(t.insert(id), "cycle {cycle}: t: id {id} twice");
+        assert!(
+            row.text("name").unwrap().starts_with(&format!("t {id} ")),
+            "cycle {cycle}: t: row {id}"
+        );
+    }
+    for id in &t {
+        assert!(
+            past.t_ins_acked.contains(id) || past.t_ins_doubt.contains(id),
+            "cycle {cycle}: t: row {id} was never acknowledged nor in doubt"
+        );
+        assert!(
+            !past.t_del_acked.contains(id),
+            "cycle {cycle}: t: row {id} is back after its delete was acknowledged"
+        );
+    }
+    for id in past.t_acked() {
+        assert!(
+            t.contains(&id) || past.t_del_doubt.contains(&id),
+            "cycle {cycle}: t: acknowledged row {id} lost"
+        );
+        assert!(
+            r.get_by_key("t", "id", &Value::I64(id)).unwrap().is_some() || !t.contains(&id),
+            "cycle {cycle}: t: row {id} not found by key"
+        );
+    }
+    // `e`: the DDL thread's events in order; the last acknowledged one and
+    // the one in doubt after it (at most one) say what may exist.
+    let last_acked = past
+        .e_events
+        .iter()
+        .rev()
+        .find(|(a, _)| *a)
+        .map(|(_, op)| op.clone());
+    // Only the DDL thread's last statement can be in doubt (earlier
+    // runs' statements in doubt are followed by later acknowledged ones).
+    let doubt = past
+        .e_events
+        .last()
+        .filter(|(a, _)| !*a)
+        .map(|(_, op)| op.clone());
+    let life_of = |op: &str| op.rsplit(' ').next().unwrap().parse::<u64>().unwrap();
+    let mut allowed: Vec<Option<u64>> = Vec::new();
+    match &last_acked {
+        Some(op) if op.contains("create") => allowed.push(Some(life_of(op))),
+        _ => allowed.push(None),
+    }
+    if let Some(op) = &doubt {
+        if op.contains("create") {
+            allowed.push(Some(life_of(op)));
+        } else {
+            allowed.push(None);
+        }
+    }
+    let got_life = match db.table("e") {
+        Err(_) => None,
+        Ok(_) => {
+            let mut rows = BTreeMap::new();
+            for item in r.scan("e").unwrap() {
+                let (_, row) = item.unwrap();
+                rows.insert(
+                    row.i64("id").unwrap(),
+                    row.text("name").unwrap().to_string(),
+                );
+            }
+            // Which life: the allowed one whose names the rows carry.
+            let life = allowed
+                .iter()
+                .flatten()
+                .copied()
+                .find(|l| rows.iter().all(|(id, n)| *n == e_name(*l, *id)))
+                .unwrap_or_else(|| {
+                    panic!("cycle {cycle}: e holds rows of no allowed life ({allowed:?}): {rows:?}")
+                });
+            for id in past.e_rows_acked.get(&life).into_iter().flatten() {
+                assert!(
+                    rows.contains_key(id),
+                    "cycle {cycle}: e life {life}: row {id} lost"
+                );
+            }
+            for id in rows.keys() {
+                let ok = past.e_rows_acked.get(&life).is_some_and(|s| s.contains(id))
+                    || past.e_rows_doubt.get(&life).is_some_and(|s| s.contains(id));
+                assert!(
+                    ok,
+                    "cycle {cycle}: e life {life}: row {id} never acknowledged"
+                );
+            }
+            Some(life)
+        }
+    };
+    assert!(
+        allowed.contains(&got_life),
+        "cycle {cycle}: e is {got_life:?}, allowed {allowed:?} (last {last_acked:?}, doubt {doubt:?})"
+    );
+    r.commit().unwrap();
+    for table in ["t", "e"] {
+        if db.table(table).is_ok() {
+            let v = db.verify_indexes(table).unwrap();
+            assert!(v.is_empty(), "cycle {cycle}: {table}: {v:?}");
+        }
+    }
+    (t.len(), got_life)
+}
+
+fn spawn(dir: &Path, logs: &Path, seed: u64, mode: &str) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "ddl_child", "--ignored", "--nocapture"])
+        .env(CHILD_DIR, dir)
+        .env("ENGINE_TEST_DDL_KILL_LOGS", logs)
+        .env(CHILD_SEED, seed.to_string())
+        .env(CHILD_MODE, mode)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Wait for READY on the child's stdout (or its end), at most `limit`.
+fn wait_ready(c: &mut std::process::Child, limit: Duration) -> bool {
+    use std::io::{BufRead, BufReader};
+    let out = c.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            if line.map(|l| l.contains("READY")).unwrap_or(false) {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(limit).is_ok()
+}
+
+fn stderr_of(c: &mut std::process::Child) -> String {
+    use std::io::Read;
+    let mut s = String::new();
+    if let Some(mut e) = c.stderr.take() {
+        let _ = e.read_to_string(&mut s);
+    }
+    s
+}
+
+#[test]
+fn kills_during_ddl_maintenance_and_recovery_lose_and_resurrect_nothing() {
+    let cycles: u64 = std::env::var("DDL_KILL_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4);
+    let seed: u64 = std::env::var("DDL_KILL_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0xD1);
+    watchdog(Duration::from_secs(60 + 20 * cycles), move || {
+        let mut rng = Rng::new(seed);
+        let dir = tempfile::tempdir().unwrap();
+        let logs = tempfile::tempdir().unwrap();
+        let mut lives = 0;
+        let mut rows = 0;
+        for cycle in 0..cycles {
+            let mut c = spawn(dir.path(), logs.path(), rng.next_u64(), "work");
+            assert!(
+                wait_ready(&mut c, Duration::from_secs(20)),
+                "cycle {cycle}: the child never got ready: {}",
+                {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    stderr_of(&mut c)
+                }
+            );
+            std::thread::sleep(Duration::from_millis(100 + rng.below(500)));
+            if let Ok(Some(status)) = c.try_wait() {
+                panic!(
+                    "cycle {cycle}: the child ended: {status}: {}",
+                    stderr_of(&mut c)
+                );
+            }
+            c.kill().unwrap();
+            c.wait().unwrap();
+            // Recovery killed at random moments, a few times in a row.
+            for _ in 0..1 + rng.below(3) {
+                let started = Instant::now();
+                let mut o = spawn(dir.path(), logs.path(), 0, "open");
+                std::thread::sleep(Duration::from_millis(rng.below(60)));
+                let _ = o.kill();
+                let status = o.wait().unwrap();
+                let err = stderr_of(&mut o);
+                assert!(
+                    !err.contains("panicked"),
+                    "cycle {cycle}: an open killed after {:?} had failed: {status}: {err}",
+                    started.elapsed()
+                );
+            }
+            let past = read_logs(logs.path());
+            let db = Database::open(dir.path(), options())
+                .unwrap_or_else(|e| panic!("cycle {cycle}: open after the kills: {e}"));
+            let (n, life) = check(&db, &past, cycle);
+            rows = n;
+            lives += u64::from(life.is_some());
+            db.close().unwrap();
+        }
+        eprintln!("{cycles} cycles, {rows} rows of t at the end, e present after {lives} of them");
+    });
+}
+
+#[test]
+#[ignore = "run as a child process by kills_during_ddl_maintenance_and_recovery_lose_and_resurrect_nothing"]
+fn ddl_child() {
+    let Some(dir) = std::env::var_os(CHILD_DIR) else {
+        return;
+    };
+    let logs = std::env::var_os("ENGINE_TEST_DDL_KILL_LOGS").unwrap();
+    let seed: u64 = std::env::var(CHILD_SEED).unwrap().parse().unwrap();
+    if std::env::var(CHILD_MODE).as_deref() == Ok("open") {
+        let db = Database::open(Path::new(&dir), options()).unwrap();
+        println!("READY");
+        std::thread::sleep(Duration::from_secs(30));
+        drop(db);
+        return;
+    }
+    child(Path::new(&dir), Path::new(&logs), seed);
+}
