@@ -431,6 +431,11 @@ impl Database {
         if replayed {
             core.finish_incomplete_splits()?;
             core.checkpoint()?;
+        } else if new {
+            // A new directory's first checkpoint: a control file, so that
+            // `RELSIZES` is written now and the first run's relations are
+            // checked after a crash in that run too.
+            core.checkpoint()?;
         }
         // After a crash the files may hold writes the dead run never
         // fsynced (PostgreSQL's SyncDataDirectory): sync them before their
