@@ -5,7 +5,8 @@
 //! thread runs DDL: `e` created, given a column, written, dropped and
 //! created again under the same name (each life writing names of its own),
 //! an index on `t.name` created and dropped; one thread vacuums `t` and
-//! takes checkpoints, and the checkpointer runs every 100 ms. Each thread
+//! takes checkpoints, and the checkpointer runs every 100 ms; one takes
+//! online backups one after another. Each thread
 //! writes a line before a statement's commit (`I ..`) and after it
 //! returned (`A ..`) to a log of its own. The parent kills the child with
 //! SIGKILL at a random moment, then kills a few children that only open
@@ -15,7 +16,11 @@
 //!   delete was acknowledged;
 //! - `e` is the life whose create was acknowledged last (or one in doubt),
 //!   with every acknowledged row of that life and none of another;
-//! - `verify_indexes` is clean for both tables.
+//! - `verify_indexes` is clean for both tables;
+//! - the last online backup that finished opens (after a first open of it
+//!   killed at a random moment) with every row acknowledged before it
+//!   began and not deleted while it ran, each row of `t` once and found by
+//!   key, `e` holding rows of one life, and clean indexes.
 //!
 //! `cargo test` runs 4 cycles; `DDL_KILL_CYCLES` runs more, and
 //! `DDL_KILL_SEED` picks the seed.
@@ -26,8 +31,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{Rng, small_options, watchdog};
@@ -73,7 +78,7 @@ impl Log {
 }
 
 /// The child's work; runs until killed.
-fn child(dir: &Path, logs: &Path, seed: u64) {
+fn child(dir: &Path, logs: &Path, backups: &Path, seed: u64) {
     let db = Database::open(dir, options()).unwrap();
     if db.table("t").is_err() {
         db.create_table("t", columns()).unwrap();
@@ -90,8 +95,12 @@ fn child(dir: &Path, logs: &Path, seed: u64) {
     };
     let stop = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();
+    // Rows whose insert was acknowledged and whose delete has not begun,
+    // for the backups' check.
+    let acked: Arc<Mutex<BTreeSet<i64>>> = Arc::new(Mutex::new(existing.iter().copied().collect()));
     for w in 0..2u64 {
         let db = db.clone();
+        let acked = acked.clone();
         let mut log = Log::open(logs, &format!("w{w}"));
         let mut rng = Rng::new(seed ^ (w + 1));
         // Ids of writer w: w, w + 2, ...; start after every id it began.
@@ -114,6 +123,7 @@ fn child(dir: &Path, logs: &Path, seed: u64) {
                     if !mine.is_empty() && rng.below(4) == 0 {
                         let i = rng.below(mine.len() as u64) as usize;
                         let id = mine.swap_remove(i);
+                        acked.lock().unwrap().remove(&id);
                         if !txn.delete_by_key("t", "id", &Value::I64(id)).unwrap() {
                             let get = txn.get_by_key("t", "id", &Value::I64(id)).unwrap();
                             let scan: Vec<_> = txn
@@ -147,11 +157,30 @@ fn child(dir: &Path, logs: &Path, seed: u64) {
                         log.line(&format!("R {op}"));
                     }
                     mine = past_mine_after_rollback(mine, &ops);
+                    // Rows it deleted are back, but not those it inserted.
+                    let mut a = acked.lock().unwrap();
+                    for op in &ops {
+                        if let Some(id) = op.strip_prefix("T- ")
+                            && !ops.contains(&format!("T+ {id}"))
+                        {
+                            a.insert(id.parse().unwrap());
+                        }
+                    }
                     continue;
                 }
                 txn.commit().unwrap();
                 for op in &ops {
                     log.line(&format!("A {op}"));
+                }
+                // In order: a row inserted and deleted by the transaction
+                // is gone.
+                let mut a = acked.lock().unwrap();
+                for op in &ops {
+                    if let Some(id) = op.strip_prefix("T+ ") {
+                        a.insert(id.parse().unwrap());
+                    } else if let Some(id) = op.strip_prefix("T- ") {
+                        a.remove(&id.parse().unwrap());
+                    }
                 }
             }
         }));
@@ -236,6 +265,24 @@ fn child(dir: &Path, logs: &Path, seed: u64) {
                     db.checkpoint().unwrap();
                 }
                 std::thread::sleep(Duration::from_millis(5));
+            }
+        }));
+    }
+    {
+        // Online backups while everything else runs: each one that
+        // finished leaves beside it the rows it must hold.
+        let db = db.clone();
+        let backups = backups.to_path_buf();
+        let mut rng = Rng::new(seed ^ 0xBAC);
+        threads.push(std::thread::spawn(move || {
+            for k in 0.. {
+                std::thread::sleep(Duration::from_millis(20 + rng.below(150)));
+                let before = acked.lock().unwrap().clone();
+                let to = backups.join(format!("{seed}-{k}"));
+                db.backup_to(&to, |_| {}).unwrap();
+                let after = acked.lock().unwrap().clone();
+                let must: Vec<String> = before.intersection(&after).map(i64::to_string).collect();
+                std::fs::write(to.with_extension("rows"), must.join(",")).unwrap();
             }
         }));
     }
@@ -475,12 +522,14 @@ fn check(db: &Database, past: &Past, cycle: u64) -> (usize, Option<u64>) {
 }
 
 fn spawn(dir: &Path, logs: &Path, seed: u64, mode: &str) -> std::process::Child {
+    let backups = logs.with_extension("backups");
     Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "ddl_child", "--ignored", "--nocapture"])
         .env(CHILD_DIR, dir)
         .env("ENGINE_TEST_DDL_KILL_LOGS", logs)
         .env(CHILD_SEED, seed.to_string())
         .env(CHILD_MODE, mode)
+        .env("ENGINE_TEST_DDL_KILL_BACKUPS", backups)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -525,6 +574,10 @@ fn kills_during_ddl_maintenance_and_recovery_lose_and_resurrect_nothing() {
         let mut rng = Rng::new(seed);
         let dir = tempfile::tempdir().unwrap();
         let logs = tempfile::tempdir().unwrap();
+        let backups = logs.path().with_extension("backups");
+        std::fs::create_dir(&backups).unwrap();
+        let _remove = RemoveOnDrop(backups.clone());
+        let mut checked_backups = 0;
         let mut lives = 0;
         let mut rows = 0;
         for cycle in 0..cycles {
@@ -568,8 +621,12 @@ fn kills_during_ddl_maintenance_and_recovery_lose_and_resurrect_nothing() {
             rows = n;
             lives += u64::from(life.is_some());
             db.close().unwrap();
+            checked_backups += check_backups(&backups, &mut rng, cycle);
         }
-        eprintln!("{cycles} cycles, {rows} rows of t at the end, e present after {lives} of them");
+        eprintln!(
+            "{cycles} cycles, {rows} rows of t at the end, e present after {lives} of them, \
+             {checked_backups} online backups opened whole"
+        );
     });
 }
 
@@ -588,5 +645,100 @@ fn ddl_child() {
         drop(db);
         return;
     }
-    child(Path::new(&dir), Path::new(&logs), seed);
+    let backups = std::env::var_os("ENGINE_TEST_DDL_KILL_BACKUPS").unwrap();
+    child(Path::new(&dir), Path::new(&logs), Path::new(&backups), seed);
+}
+
+/// Removes a directory when dropped.
+struct RemoveOnDrop(std::path::PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Every backup that finished (its `.rows` file written): its first open
+/// killed at a random moment, then opened; it holds every row it must,
+/// each row of `t` whole and found by key, `e` one life, indexes clean.
+/// Then the backups go. Returns how many were checked.
+fn check_backups(backups: &Path, rng: &mut Rng, cycle: u64) -> u64 {
+    let mut done: Vec<std::path::PathBuf> = std::fs::read_dir(backups)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rows"))
+        .collect();
+    done.sort();
+    let mut checked = 0;
+    // The last finished one, at most (they all take the same path).
+    if let Some(rows_file) = done.last() {
+        let copy = rows_file.with_extension("");
+        let must: BTreeSet<i64> = std::fs::read_to_string(rows_file)
+            .unwrap()
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let mut o = spawn(&copy, &copy.with_extension("nologs"), 0, "open");
+        std::thread::sleep(Duration::from_millis(rng.below(40)));
+        let _ = o.kill();
+        o.wait().unwrap();
+        let err = stderr_of(&mut o);
+        assert!(
+            !err.contains("panicked"),
+            "cycle {cycle}: backup {}: {err}",
+            copy.display()
+        );
+        let db = Database::open(&copy, options())
+            .unwrap_or_else(|e| panic!("cycle {cycle}: backup {}: {e}", copy.display()));
+        let r = db.read().unwrap();
+        let mut got = BTreeSet::new();
+        for item in r.scan("t").unwrap() {
+            let (_, row) = item.unwrap();
+            let id = row.i64("id").unwrap();
+            assert!(got.insert(id), "cycle {cycle}: backup: id {id} twice");
+            assert!(row.text("name").unwrap().starts_with(&format!("t {id} ")));
+        }
+        let lost: Vec<&i64> = must.difference(&got).take(5).collect();
+        assert!(
+            lost.is_empty(),
+            "cycle {cycle}: backup {}: rows {lost:?} lost",
+            copy.display()
+        );
+        for id in got.iter().step_by(17) {
+            assert!(r.get_by_key("t", "id", &Value::I64(*id)).unwrap().is_some());
+        }
+        if db.table("e").is_ok() {
+            let lives: BTreeSet<String> = r
+                .scan("e")
+                .unwrap()
+                .map(|x| {
+                    let name = x.unwrap().1.text("name").unwrap().to_string();
+                    name.split(" row ").next().unwrap().to_string()
+                })
+                .collect();
+            assert!(
+                lives.len() <= 1,
+                "cycle {cycle}: backup: e holds rows of {lives:?}"
+            );
+        }
+        r.commit().unwrap();
+        for table in ["t", "e"] {
+            if db.table(table).is_ok() {
+                let v = db.verify_indexes(table).unwrap();
+                assert!(v.is_empty(), "cycle {cycle}: backup: {table}: {v:?}");
+            }
+        }
+        db.close().unwrap();
+        checked += 1;
+    }
+    for e in std::fs::read_dir(backups).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            std::fs::remove_dir_all(&p).unwrap();
+        } else {
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+    checked
 }
