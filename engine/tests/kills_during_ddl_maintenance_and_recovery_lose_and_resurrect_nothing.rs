@@ -4,7 +4,8 @@
 //! writers insert rows of `t` under ids of their own and delete some; one
 //! thread runs DDL: `e` created, given a column, written, dropped and
 //! created again under the same name (each life writing names of its own),
-//! an index on `t.name` created and dropped; one thread vacuums `t` and
+//! an index on `t.name` created and dropped, while another thread writes
+//! into whichever life of `e` exists; one thread vacuums `t` and
 //! takes checkpoints, and the checkpointer runs every 100 ms; one takes
 //! online backups one after another. Each thread
 //! writes a line before a statement's commit (`I ..`) and after it
@@ -56,24 +57,39 @@ fn columns() -> Vec<Column> {
     ]
 }
 
+/// The columns of `e` in its life `life`: the life is in a column's name,
+/// so that a writer knows which life of `e` it wrote into.
+fn e_columns(life: u64) -> Vec<Column> {
+    let mut c = columns();
+    c.push(Column::nullable(format!("life_{life}"), ColumnType::I64));
+    c
+}
+
 fn e_name(life: u64, id: i64) -> String {
     format!("life {life} row {id}")
 }
 
 /// A log line writer for one thread (no fsync needed: a kill keeps the
-/// page cache).
+/// page cache). Every whole line ends in " ;" (a kill may cut the last).
 struct Log(std::fs::File);
 
 impl Log {
     fn open(dir: &Path, name: &str) -> Log {
-        Log(std::fs::OpenOptions::new()
+        let path = dir.join(name);
+        let cut = std::fs::read(&path).is_ok_and(|b| b.last().is_some_and(|c| *c != b'\n'));
+        let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(dir.join(name))
-            .unwrap())
+            .open(path)
+            .unwrap();
+        if cut {
+            // The line the last kill cut ends here, alone.
+            f.write_all(b"\n").unwrap();
+        }
+        Log(f)
     }
     fn line(&mut self, s: &str) {
-        self.0.write_all(format!("{s}\n").as_bytes()).unwrap();
+        self.0.write_all(format!("{s} ;\n").as_bytes()).unwrap();
     }
 }
 
@@ -204,7 +220,7 @@ fn child(dir: &Path, logs: &Path, backups: &Path, seed: u64) {
                 match rng.below(6) {
                     0 if !e_exists => {
                         log.line(&format!("I E create {life}"));
-                        db.create_table("e", columns()).unwrap();
+                        db.create_table("e", e_columns(life)).unwrap();
                         log.line(&format!("A E create {life}"));
                         e_exists = true;
                         extra = false;
@@ -229,7 +245,8 @@ fn child(dir: &Path, logs: &Path, backups: &Path, seed: u64) {
                         for _ in 0..1 + rng.below(30) {
                             let id = e_next;
                             e_next += 1;
-                            let mut r = vec![Value::I64(id), Value::Text(e_name(cur, id))];
+                            let mut r =
+                                vec![Value::I64(id), Value::Text(e_name(cur, id)), Value::Null];
                             if extra {
                                 r.push(Value::I64(id));
                             }
@@ -283,6 +300,54 @@ fn child(dir: &Path, logs: &Path, backups: &Path, seed: u64) {
                 let after = acked.lock().unwrap().clone();
                 let must: Vec<String> = before.intersection(&after).map(i64::to_string).collect();
                 std::fs::write(to.with_extension("rows"), must.join(",")).unwrap();
+            }
+        }));
+    }
+    {
+        // A writer of `e` beside the DDL thread: it drops, creates and
+        // alters `e` under the writer's feet. Rows under negative ids.
+        let db = db.clone();
+        let mut log = Log::open(logs, "we");
+        let mut rng = Rng::new(seed ^ 0xE);
+        let mut next = -1i64;
+        threads.push(std::thread::spawn(move || {
+            loop {
+                let Ok(info) = db.table("e") else {
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                };
+                let life: u64 = info.columns[2].name["life_".len()..].parse().unwrap();
+                let txn = db.begin().unwrap();
+                let mut ids = Vec::new();
+                let mut failed = false;
+                for _ in 0..1 + rng.below(10) {
+                    let id = next;
+                    next -= 1;
+                    let mut r = vec![Value::I64(id), Value::Text(e_name(life, id)), Value::Null];
+                    if info.columns.len() == 4 {
+                        r.push(Value::Null);
+                    }
+                    // Dropped, or altered meanwhile: nothing is committed.
+                    if txn.insert("e", r).is_err() {
+                        failed = true;
+                        break;
+                    }
+                    ids.push(id);
+                }
+                // Written into another life's table (dropped and created
+                // again since `info` was read): rolled back.
+                let same = db.table("e").is_ok_and(|now| now.rel == info.rel);
+                if failed || !same || ids.is_empty() {
+                    drop(txn);
+                    continue;
+                }
+                let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+                log.line(&format!("I E rows {life} {list}"));
+                match txn.commit() {
+                    Ok(_) => log.line(&format!("A E rows {life} {list}")),
+                    // Its table dropped before the commit: nothing to keep.
+                    Err(_) => log.line(&format!("R E rows {life} {list}")),
+                }
             }
         }));
     }
@@ -346,12 +411,11 @@ fn read_logs(logs: &Path) -> Past {
         // Per file: I lines not followed by their A / R are in doubt.
         let mut pending: Vec<String> = Vec::new();
         for line in text.lines() {
-            // A line cut by the kill has no newline... lines() still yields
-            // it; a cut line is at most the file's last: ignore it unless
-            // whole (every whole line ends in a digit).
-            if !line.ends_with(|c: char| c.is_ascii_digit()) {
+            // A line a kill cut is not whole: its statement was in doubt
+            // (an I line) or is (an A line, whose I line stays pending).
+            let Some(line) = line.strip_suffix(" ;") else {
                 continue;
-            }
+            };
             let (tag, op) = line.split_at(2);
             match tag {
                 "I " => pending.push(op.to_string()),
