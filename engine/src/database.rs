@@ -415,7 +415,7 @@ impl Database {
             recovery.commits + recovery.aborts + recovery.clog_pages + recovery.other > 0;
         core.load_catalog(!clean || replayed, &damaged_indexes, recorded.is_some())?;
         // 6. Orphan relation files go (catalog rule 3).
-        core.remove_orphans(recorded.as_deref())?;
+        let orphans_removed = core.remove_orphans(recorded.as_deref())?;
         // Zeros a power loss left beyond the durable lengths become blank
         // pages, written before the next fsync makes them durable data.
         let (read, zeroed) = core
@@ -431,10 +431,11 @@ impl Database {
         if replayed {
             core.finish_incomplete_splits()?;
             core.checkpoint()?;
-        } else if new {
+        } else if new || orphans_removed {
             // A new directory's first checkpoint: a control file, so that
             // `RELSIZES` is written now and the first run's relations are
-            // checked after a crash in that run too.
+            // checked after a crash in that run too. Or orphans' drop
+            // records to put behind the redo point (`remove_orphans`).
             core.checkpoint()?;
         }
         // After a crash the files may hold writes the dead run never
