@@ -426,6 +426,9 @@ impl Database {
             ))?;
         core.recovery.beyond_durable = read;
         core.recovery.zeroed_new_pages = zeroed;
+        if let Some(rec) = &recorded {
+            check_no_stale_page_beyond_durable(&core.pool, rec, core.recovery.start)?;
+        }
         // 7. Splits a crash cut short get their downlinks, then the
         //    end-of-recovery checkpoint, so the next crash replays less.
         if replayed {
@@ -1675,6 +1678,56 @@ fn check_recorded(
         });
     }
     Ok((damaged, lengths))
+}
+
+/// After redo: no page of a recorded table (or the catalog) at or beyond
+/// its durable length holds a change older than the redo point `redo`. Such
+/// a block was added after the checkpoint's fsync began, so every change to
+/// it was logged after `redo` and redo left it at a later LSN, or it is a
+/// blank page (LSN 0). One with an older LSN is a stale page the file
+/// gained from elsewhere (with checksums off nothing else catches a copy
+/// of an older page appended to the file): its rows would come back.
+fn check_no_stale_page_beyond_durable(
+    pool: &BufferPool,
+    recorded: &[Recorded],
+    redo: wal::Lsn,
+) -> Result<()> {
+    if redo.0 == 0 {
+        return Ok(());
+    }
+    for r in recorded {
+        if !matches!(r.kind, RecordedKind::Table | RecordedKind::Catalog) {
+            continue;
+        }
+        let rf = RelFork::main(RelId(r.rel));
+        let Some(from) = pool.durable_length(rf) else {
+            continue;
+        };
+        let what = || format!("checking {}", recorded_what(r));
+        let n = pool.nblocks(rf).map_err(EngineError::buffer(what()))?;
+        for block in from..n {
+            let lsn = pool
+                .read_buffer(rf, block, None)
+                .map_err(EngineError::buffer(what()))?
+                .lsn();
+            if lsn != 0 && lsn < redo.0 {
+                let path = pool.storage().path(rf);
+                return Err(EngineError::CorruptDataDir {
+                    detail: format!(
+                        "{}: block {block} of its file {} lies beyond the {from} blocks the last \
+                         checkpoint made durable, yet holds a change from {} before that \
+                         checkpoint's redo point {redo}: a stale page the file gained after the \
+                         crash; restore it from a backup",
+                        recorded_what(r),
+                        path.display(),
+                        wal::Lsn(lsn),
+                    ),
+                    path,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// After redo, before anything reads or fsyncs: every recorded file had,
