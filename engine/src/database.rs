@@ -381,6 +381,7 @@ impl Database {
         if let Some(rec) = &recorded {
             check_durable_lengths(&pool, rec, &lengths_before_redo, &mut damaged_indexes)?;
         }
+
         // A copy made by `backup_to` must have replayed to its end LSN.
         let from_backup = crate::backup_label::check_label(&dir, recovery.end)?;
         // 5. The catalog.
@@ -427,7 +428,7 @@ impl Database {
         core.recovery.beyond_durable = read;
         core.recovery.zeroed_new_pages = zeroed;
         if let Some(rec) = &recorded {
-            check_no_stale_page_beyond_durable(&core.pool, rec, core.recovery.start)?;
+            check_pages_beyond_durable(&core.pool, &core.wal, rec, core.recovery.start)?;
         }
         // 7. Splits a crash cut short get their downlinks, then the
         //    end-of-recovery checkpoint, so the next crash replays less.
@@ -1680,29 +1681,37 @@ fn check_recorded(
     Ok((damaged, lengths))
 }
 
-/// After redo: no page of a recorded table (or the catalog) at or beyond
-/// its durable length holds a change older than the redo point `redo`. Such
-/// a block was added after the checkpoint's fsync began, so every change to
-/// it was logged after `redo` and redo left it at a later LSN, or it is a
-/// blank page (LSN 0). One with an older LSN is a stale page the file
-/// gained from elsewhere (with checksums off nothing else catches a copy
-/// of an older page appended to the file): its rows would come back.
-fn check_no_stale_page_beyond_durable(
+/// After redo, the pages of recorded tables (and the catalog) at or beyond
+/// their durable length (`settle_beyond_durable` has just read them): such
+/// a block was added after the checkpoint's fsync began, so it is blank
+/// (LSN 0) or holds changes logged after the redo point `redo`, which redo
+/// replayed, and no later than the WAL's end (a page reaches the disk only
+/// once the WAL up to its LSN is flushed). One with an older LSN is a stale
+/// page the file gained (with checksums off nothing else catches a copy of
+/// an older page appended to the file: its rows came back); one past the
+/// end proves that flushed WAL is gone (a segment's tail zeroed from a
+/// record boundary on reads as a clean end, wal README "Known limits", and
+/// the open went on without the acknowledged commits after it, handing
+/// their xids out again). Either is `CorruptDataDir` naming the file.
+fn check_pages_beyond_durable(
     pool: &BufferPool,
+    wal: &Wal,
     recorded: &[Recorded],
     redo: wal::Lsn,
 ) -> Result<()> {
     if redo.0 == 0 {
         return Ok(());
     }
+    // Whatever this open logged itself is below this.
+    let end = wal.insert_lsn();
     for r in recorded {
         if !matches!(r.kind, RecordedKind::Table | RecordedKind::Catalog) {
             continue;
         }
         let rf = RelFork::main(RelId(r.rel));
-        let Some(from) = pool.durable_length(rf) else {
-            continue;
-        };
+        // None known: every block was written after the last checkpoint's
+        // fsync (the pool's rule too).
+        let from = pool.durable_length(rf).unwrap_or(0);
         let what = || format!("checking {}", recorded_what(r));
         let n = pool.nblocks(rf).map_err(EngineError::buffer(what()))?;
         for block in from..n {
@@ -1710,6 +1719,20 @@ fn check_no_stale_page_beyond_durable(
                 .read_buffer(rf, block, None)
                 .map_err(EngineError::buffer(what()))?
                 .lsn();
+            if lsn > end.0 {
+                let path = pool.storage().path(rf);
+                return Err(EngineError::CorruptDataDir {
+                    detail: format!(
+                        "{}: block {block} of its file {} holds a change logged up to {}, but \
+                         the WAL ends at {end}: WAL that was flushed is gone (a segment cut \
+                         or zeroed); restore the WAL from a backup",
+                        recorded_what(r),
+                        path.display(),
+                        wal::Lsn(lsn),
+                    ),
+                    path,
+                });
+            }
             if lsn != 0 && lsn < redo.0 {
                 let path = pool.storage().path(rf);
                 return Err(EngineError::CorruptDataDir {
