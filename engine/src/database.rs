@@ -24,7 +24,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use btree::{IndexOptions, PageKind};
-use bufmgr::{BufferPool, BufferRow, Fork, PoolStats, RelFork, RelId, RingKind, StorageBackend};
+use bufmgr::{
+    BlockNumber, BufferPool, BufferRow, Fork, PoolStats, RelFork, RelId, RingKind, StorageBackend,
+};
 use heap::{Heap, Tid};
 use parking_lot::{Mutex, RwLock};
 use wal::{CheckpointInfo, Wal, WalStats};
@@ -350,9 +352,9 @@ impl Database {
         };
         // Before anything creates a file or redo writes into one: every
         // recorded file is there, at least as long as recorded.
-        let damaged_indexes = match &recorded {
+        let (mut damaged_indexes, lengths_before_redo) = match &recorded {
             Some(rec) => check_recorded(&*storage, rec)?,
-            None => HashMap::new(),
+            None => (HashMap::new(), HashMap::new()),
         };
         let pool = Arc::new(
             BufferPool::with_wal(options.pool_config(), storage, wal.clone())
@@ -374,6 +376,12 @@ impl Database {
         })?;
         invalid.check_none_left()?;
         recovery.invalid_pages_forgiven = invalid.forgiven;
+        // Every recorded file was at least as long as a checkpoint had made
+        // it durable (the Storage records replayed), before redo wrote into it.
+        if let Some(rec) = &recorded {
+            check_durable_lengths(&pool, rec, &lengths_before_redo, &mut damaged_indexes)?;
+        }
+
         // A copy made by `backup_to` must have replayed to its end LSN.
         let from_backup = crate::backup_label::check_label(&dir, recovery.end)?;
         // 5. The catalog.
@@ -408,7 +416,7 @@ impl Database {
             recovery.commits + recovery.aborts + recovery.clog_pages + recovery.other > 0;
         core.load_catalog(!clean || replayed, &damaged_indexes, recorded.is_some())?;
         // 6. Orphan relation files go (catalog rule 3).
-        core.remove_orphans(recorded.as_deref())?;
+        let orphans_removed = core.remove_orphans(recorded.as_deref())?;
         // Zeros a power loss left beyond the durable lengths become blank
         // pages, written before the next fsync makes them durable data.
         let (read, zeroed) = core
@@ -419,10 +427,19 @@ impl Database {
             ))?;
         core.recovery.beyond_durable = read;
         core.recovery.zeroed_new_pages = zeroed;
+        if let Some(rec) = &recorded {
+            check_pages_beyond_durable(&core.pool, &core.wal, rec, core.recovery.start)?;
+        }
         // 7. Splits a crash cut short get their downlinks, then the
         //    end-of-recovery checkpoint, so the next crash replays less.
         if replayed {
             core.finish_incomplete_splits()?;
+            core.checkpoint()?;
+        } else if new || orphans_removed {
+            // A new directory's first checkpoint: a control file, so that
+            // `RELSIZES` is written now and the first run's relations are
+            // checked after a crash in that run too. Or orphans' drop
+            // records to put behind the redo point (`remove_orphans`).
             core.checkpoint()?;
         }
         // After a crash the files may hold writes the dead run never
@@ -1598,23 +1615,33 @@ pub(crate) fn current_sizes(st: &CatalogState, pool: &BufferPool) -> Result<Vec<
         .collect()
 }
 
+/// How errors name a recorded relation.
+fn recorded_what(r: &Recorded) -> String {
+    let rel = RelId(r.rel);
+    match r.kind {
+        RecordedKind::Clog => format!("the commit log ({rel})"),
+        RecordedKind::Catalog => format!("the catalog ({rel})"),
+        kind => format!("{} {:?} ({rel})", kind.word(), r.name),
+    }
+}
+
 /// `RELSIZES` rule 3, before recovery: every recorded file is there and at
 /// least as long as recorded. A damaged index is returned (rel -> why), to
-/// be opened invalid; any other damaged file is an error naming it.
+/// be opened invalid; any other damaged file is an error naming it. Also
+/// returns each recorded file's length in blocks, for
+/// [`check_durable_lengths`] once redo has read the checkpoint's lengths.
+#[allow(clippy::type_complexity)]
 fn check_recorded(
     storage: &dyn StorageBackend,
     recorded: &[Recorded],
-) -> Result<HashMap<RelId, String>> {
+) -> Result<(HashMap<RelId, String>, HashMap<RelId, BlockNumber>)> {
     let mut damaged = HashMap::new();
+    let mut lengths = HashMap::new();
     for r in recorded {
         let rel = RelId(r.rel);
         let rf = RelFork::main(rel);
         let path = storage.path(rf);
-        let what = match r.kind {
-            RecordedKind::Clog => format!("the commit log ({rel})"),
-            RecordedKind::Catalog => format!("the catalog ({rel})"),
-            kind => format!("{} {:?} ({rel})", kind.word(), r.name),
-        };
+        let what = recorded_what(r);
         let exists = storage
             .exists(rf)
             .map_err(EngineError::buffer(format!("checking the file of {what}")))?;
@@ -1628,6 +1655,7 @@ fn check_recorded(
             let n = storage
                 .nblocks(rf)
                 .map_err(EngineError::buffer(format!("checking the file of {what}")))?;
+            lengths.insert(rel, n);
             (n < r.blocks).then(|| {
                 format!(
                     "its file {} has {n} blocks, {} were recorded: it was truncated",
@@ -1650,5 +1678,121 @@ fn check_recorded(
             ),
         });
     }
-    Ok(damaged)
+    Ok((damaged, lengths))
+}
+
+/// After redo, the pages of recorded tables (and the catalog) at or beyond
+/// their durable length (`settle_beyond_durable` has just read them): such
+/// a block was added after the checkpoint's fsync began, so it is blank
+/// (LSN 0) or holds changes logged after the redo point `redo`, which redo
+/// replayed, and no later than the WAL's end (a page reaches the disk only
+/// once the WAL up to its LSN is flushed). One with an older LSN is a stale
+/// page the file gained (with checksums off nothing else catches a copy of
+/// an older page appended to the file: its rows came back); one past the
+/// end proves that flushed WAL is gone (a segment's tail zeroed from a
+/// record boundary on reads as a clean end, wal README "Known limits", and
+/// the open went on without the acknowledged commits after it, handing
+/// their xids out again). Either is `CorruptDataDir` naming the file.
+fn check_pages_beyond_durable(
+    pool: &BufferPool,
+    wal: &Wal,
+    recorded: &[Recorded],
+    redo: wal::Lsn,
+) -> Result<()> {
+    if redo.0 == 0 {
+        return Ok(());
+    }
+    // Whatever this open logged itself is below this.
+    let end = wal.insert_lsn();
+    for r in recorded {
+        if !matches!(r.kind, RecordedKind::Table | RecordedKind::Catalog) {
+            continue;
+        }
+        let rf = RelFork::main(RelId(r.rel));
+        // None known: every block was written after the last checkpoint's
+        // fsync (the pool's rule too).
+        let from = pool.durable_length(rf).unwrap_or(0);
+        let what = || format!("checking {}", recorded_what(r));
+        let n = pool.nblocks(rf).map_err(EngineError::buffer(what()))?;
+        for block in from..n {
+            let lsn = pool
+                .read_buffer(rf, block, None)
+                .map_err(EngineError::buffer(what()))?
+                .lsn();
+            if lsn > end.0 {
+                let path = pool.storage().path(rf);
+                return Err(EngineError::CorruptDataDir {
+                    detail: format!(
+                        "{}: block {block} of its file {} holds a change logged up to {}, but \
+                         the WAL ends at {end}: WAL that was flushed is gone (a segment cut \
+                         or zeroed); restore the WAL from a backup",
+                        recorded_what(r),
+                        path.display(),
+                        wal::Lsn(lsn),
+                    ),
+                    path,
+                });
+            }
+            if lsn != 0 && lsn < redo.0 {
+                let path = pool.storage().path(rf);
+                return Err(EngineError::CorruptDataDir {
+                    detail: format!(
+                        "{}: block {block} of its file {} lies beyond the {from} blocks the last \
+                         checkpoint made durable, yet holds a change from {} before that \
+                         checkpoint's redo point {redo}: a stale page the file gained after the \
+                         crash; restore it from a backup",
+                        recorded_what(r),
+                        path.display(),
+                        wal::Lsn(lsn),
+                    ),
+                    path,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// After redo, before anything reads or fsyncs: every recorded file had,
+/// when the open began (`before`), at least the blocks the checkpoints
+/// replayed had made durable (their `Storage` records; `RELSIZES` is only
+/// a lower bound written at opens and clean closes, and a table grown
+/// since is recorded shorter). A logged relation's file never shrinks, so
+/// one shorter lost blocks whose rows no WAL record after the redo point
+/// rebuilds: an error naming the file, or for an index, opened invalid.
+fn check_durable_lengths(
+    pool: &BufferPool,
+    recorded: &[Recorded],
+    before: &HashMap<RelId, BlockNumber>,
+    damaged: &mut HashMap<RelId, String>,
+) -> Result<()> {
+    for r in recorded {
+        let rel = RelId(r.rel);
+        let rf = RelFork::main(rel);
+        let (Some(&n), Some(durable)) = (before.get(&rel), pool.durable_length(rf)) else {
+            continue;
+        };
+        if n >= durable || damaged.contains_key(&rel) {
+            continue;
+        }
+        let path = pool.storage().path(rf);
+        let problem = format!(
+            "its file {} had {n} blocks, but a checkpoint had made {durable} durable: it was \
+             truncated",
+            path.display()
+        );
+        if r.kind == RecordedKind::Index {
+            damaged.insert(rel, problem);
+            continue;
+        }
+        return Err(EngineError::CorruptDataDir {
+            path,
+            detail: format!(
+                "{}: {problem} (lengths from the WAL's last checkpoint); it was damaged after \
+                 the crash: restore it from a backup",
+                recorded_what(r)
+            ),
+        });
+    }
+    Ok(())
 }

@@ -297,7 +297,8 @@ pub struct Recorded {
 /// `RELSIZES` rules:
 /// 1. Written whole (tmp, fsync, rename, fsync the directory) at the end of
 ///    every successful open once there is a control file (a checkpoint was
-///    taken: a new directory's first is at its first close or checkpoint)
+///    taken: a new directory's first open takes one, so that the first
+///    run's relations are checked after a crash in that run)
 ///    and after a clean close's checkpoint, from the
 ///    catalog and the files' lengths then (durable: after the checkpoint, or
 ///    unchanged since the clean close).

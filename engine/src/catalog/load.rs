@@ -218,9 +218,13 @@ impl Core {
     /// an error, and nothing is removed. With no `RELSIZES` (a directory
     /// from before it, or whose first open never finished) nothing is known
     /// about the catalog, so nothing is removed either.
-    pub(crate) fn remove_orphans(&self, recorded: Option<&[Recorded]>) -> Result<()> {
+    /// Returns whether it removed any (the open then checkpoints, so that
+    /// no later redo replays their drop record over a relation that reuses
+    /// the number: an uncommitted CREATE left it unrecorded in the
+    /// catalog's `next_rel`).
+    pub(crate) fn remove_orphans(&self, recorded: Option<&[Recorded]>) -> Result<bool> {
         let Some(recorded) = recorded else {
-            return Ok(());
+            return Ok(false);
         };
         let known: HashSet<RelId> = {
             let st = self.catalog.read();
@@ -247,16 +251,28 @@ impl Core {
                 });
             }
         }
-        for rel in files {
-            if rel >= FIRST_USER_REL && !known.contains(&rel) {
-                self.pool
-                    .drop_relation(rel)
-                    .map_err(EngineError::buffer(format!(
-                        "could not remove orphaned {rel}"
-                    )))?;
-            }
+        let orphans: Vec<RelId> = files
+            .into_iter()
+            .filter(|rel| *rel >= FIRST_USER_REL && !known.contains(rel))
+            .collect();
+        if orphans.is_empty() {
+            return Ok(false);
         }
-        Ok(())
+        // A durable drop record first, as a DROP logs one: the WAL from the
+        // redo point may change these relations' pages (a DROP whose
+        // commit was durable and whose own drop record was not), and if
+        // this open stops before its checkpoint, the next redo must find
+        // the files' removal explained, not a missing file it can never
+        // open past.
+        crate::invalid_pages::log_drop(&self.wal, &orphans)?;
+        for rel in orphans {
+            self.pool
+                .drop_relation(rel)
+                .map_err(EngineError::buffer(format!(
+                    "could not remove orphaned {rel}"
+                )))?;
+        }
+        Ok(true)
     }
 
     /// Empty an unlogged relation (PostgreSQL resets them from their init
