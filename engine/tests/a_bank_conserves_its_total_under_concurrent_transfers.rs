@@ -12,7 +12,8 @@
 //! autovacuum and checkpoints run meanwhile, on pools of 16 to 64 buffers,
 //! with each evictor, synchronous and asynchronous commits.
 //!
-//! Each case runs for a couple of seconds; `BANK_SECONDS` sets how long.
+//! Each case runs for a couple of seconds; `BANK_SECONDS` sets how long,
+//! `BANK_SEED` varies the writers' draws.
 
 mod common;
 
@@ -50,7 +51,7 @@ fn seconds() -> f64 {
 }
 
 fn options(c: &Case) -> Options {
-    (c.tweak)(Options::new())
+    let o = Options::new()
         .pool_buffers(c.buffers)
         .evictor(c.evictor)
         .commit_mode(c.commit)
@@ -60,7 +61,8 @@ fn options(c: &Case) -> Options {
         .autovacuum_naptime(Duration::from_millis(20))
         .autovacuum_thresholds(10, 0.0)
         .transaction_attempts(100_000)
-        .transaction_backoff(Duration::from_micros(50), Duration::from_millis(2))
+        .transaction_backoff(Duration::from_micros(50), Duration::from_millis(2));
+    (c.tweak)(o)
 }
 
 #[derive(Default)]
@@ -139,7 +141,20 @@ fn run(c: Case, run_for: Duration) {
                     counts.audits.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
-                let t = db.read().unwrap();
+                // Every other long read holds an xid: it transfers first
+                // and reads its own transfer, then rolls back.
+                let writing = long && round.is_multiple_of(2);
+                let t = if writing {
+                    let t = db.begin().unwrap();
+                    let x = bank::draw(&mut Rng::new(c.seed * 7919 + round), c.accounts);
+                    match bank::transfer(&t, &x, None) {
+                        Ok(()) => t,
+                        Err(e) if e.is_retryable() => continue,
+                        Err(e) => panic!("{c:?}: long writer {r}: {e}"),
+                    }
+                } else {
+                    db.read().unwrap()
+                };
                 let first = bank::audit(&t, c.accounts)
                     .unwrap_or_else(|e| panic!("{c:?}: reader {r}: {e}"));
                 counts.audits.fetch_add(1, Ordering::Relaxed);
@@ -154,7 +169,11 @@ fn run(c: Case, run_for: Duration) {
                         counts.long_audits.fetch_add(1, Ordering::Relaxed);
                     }
                 }
-                t.commit().unwrap();
+                if writing {
+                    t.rollback().unwrap();
+                } else {
+                    t.commit().unwrap();
+                }
             }
         }));
     }
@@ -235,7 +254,12 @@ fn case(seed: u64) -> Case {
         readers: 2,
         accounts: 120,
         tweak: |o| o,
-        seed,
+        seed: seed
+            + 100
+                * std::env::var("BANK_SEED")
+                    .ok()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .unwrap_or(0),
     }
 }
 
@@ -329,5 +353,25 @@ fn no_hint_bits_no_rings_mapped_reads_with_checkpoints() {
                 .mapped_reads(true)
         },
         ..case(7)
+    });
+}
+
+#[test]
+fn four_partitions_of_16_buffers_balancing_io_auto_crowded() {
+    go(Case {
+        evictor: Evictor::HotCool,
+        buffers: 64,
+        commit: CommitMode::Asynchronous,
+        autovacuum: true,
+        vacuum_thread: true,
+        writers: 6,
+        readers: 4,
+        accounts: 200,
+        tweak: |o| {
+            o.partitions(engine::Partitions::Count(4))
+                .balancing(true)
+                .io(engine::IoMode::Auto)
+        },
+        ..case(8)
     });
 }
