@@ -7,9 +7,11 @@
 //!   are dropped), a vacuum and a checkpoint loop and autovacuum on a small
 //!   pool, and appends each transfer's seq to a log file (fsynced) after its
 //!   commit returns; it is SIGKILLed at a random moment, early ones during
-//!   its open (recovery of the previous kill). The reopened database holds
-//!   every logged transfer, its balances are what its ledger says, every
-//!   read path agrees, its indexes verify, every page's checksum holds.
+//!   its open (recovery of the previous kill). Every third child commits
+//!   three transfers in four asynchronously (a kill may take those). The
+//!   reopened database holds every synchronously committed transfer logged,
+//!   its balances are what its ledger says, every read path agrees, its
+//!   indexes verify, every page's checksum holds.
 //! - Powered off: the simulated disk of
 //!   `power_loss_keeps_every_acknowledged_commit.rs` loses, keeps or tears
 //!   each un-synced change at a crash point armed under concurrent writers,
@@ -103,6 +105,7 @@ fn bank_child() {
         .open(&log_path)
         .unwrap();
     let checkpoints = env_u64("BANK_CHECKPOINTS", 1) == 1;
+    let asynchronous = env_u64("BANK_ASYNC", 0) == 1;
     let db = Database::open(Path::new(&dir), options().checkpointer(checkpoints)).unwrap();
     writeln!(log, "open").unwrap();
     log.sync_data().unwrap();
@@ -126,6 +129,23 @@ fn bank_child() {
                     }
                     continue;
                 }
+                if asynchronous && rng.below(4) != 0 {
+                    // An asynchronous commit: noted, but a kill may take it.
+                    let seq = loop {
+                        let t = db.begin_with(CommitMode::Asynchronous).unwrap();
+                        let seq = next.fetch_add(1, Ordering::Relaxed);
+                        match bank::transfer(&t, &x, Some(seq)).and_then(|()| t.commit()) {
+                            Ok(_) => break seq,
+                            Err(e) if e.is_retryable() => {
+                                thread::sleep(Duration::from_micros(100));
+                            }
+                            Err(e) => panic!("{e}"),
+                        }
+                    };
+                    writeln!(log.lock().unwrap(), "a {seq}").unwrap();
+                    continue;
+                }
+                // Synchronous (the options' mode): acknowledged.
                 let mut seq = 0;
                 db.transaction(|t| {
                     seq = next.fetch_add(1, Ordering::Relaxed);
@@ -171,6 +191,8 @@ fn read_log(path: &Path) -> (BTreeSet<i64>, usize) {
     for line in whole.lines() {
         if line == "open" {
             opens += 1;
+        } else if line.starts_with("a ") {
+            // Asynchronous: a kill may take it.
         } else {
             seqs.insert(line.parse::<i64>().unwrap());
         }
@@ -204,6 +226,7 @@ fn run_kills(cycles: u64, seed: u64) {
             .env("BANK_LOG", &log)
             .env("BANK_CYCLE", cycle.to_string())
             .env("BANK_CHECKPOINTS", if long { "0" } else { "1" })
+            .env("BANK_ASYNC", if cycle % 3 == 0 { "1" } else { "0" })
             .stdout(std::process::Stdio::null())
             .spawn()
             .unwrap();
