@@ -474,6 +474,33 @@ pub fn audit(txn: &Transaction, accounts: i64) -> Result<Balances, String> {
     }
     paths.push(s);
 
+    // The largest and smallest balances by a limited range each way.
+    let mut sorted: Vec<i64> = paths[0].map.values().copied().collect();
+    sorted.sort_unstable();
+    let k = (accounts as usize).min(7);
+    for desc in [false, true] {
+        let range = if desc {
+            KeyRange::all().desc().limit(k)
+        } else {
+            KeyRange::all().limit(k)
+        };
+        let mut got = Vec::new();
+        for r in txn.range(BY_BALANCE, range).map_err(err("limited range"))? {
+            let (_, row) = r.map_err(err("limited range"))?;
+            got.push(row.i64("balance").map_err(err("limited range"))?);
+        }
+        let want: Vec<i64> = if desc {
+            sorted.iter().rev().take(k).copied().collect()
+        } else {
+            sorted.iter().take(k).copied().collect()
+        };
+        if got != want {
+            return Err(format!(
+                "balance range limited to {k} (descending {desc}): {got:?}, the scan's {want:?}"
+            ));
+        }
+    }
+
     let reference = paths[0].map.clone();
     for p in &paths {
         if let Some(d) = &p.dup {
