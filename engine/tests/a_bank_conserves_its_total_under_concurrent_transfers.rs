@@ -13,7 +13,8 @@
 //! with each evictor, synchronous and asynchronous commits.
 //!
 //! Each case runs for a couple of seconds; `BANK_SECONDS` sets how long,
-//! `BANK_SEED` varies the writers' draws.
+//! `BANK_SEED` varies the writers' draws; the ignored
+//! `every_evictor_pool_and_commit_mode_for_longer` is the longer run.
 
 mod common;
 
@@ -374,4 +375,33 @@ fn four_partitions_of_16_buffers_balancing_io_auto_crowded() {
         },
         ..case(8)
     });
+}
+
+/// The longer run: every evictor, pool size and commit mode with
+/// everything at once, 20 seconds each, several seeds.
+#[test]
+#[ignore = "long: about five minutes"]
+fn every_evictor_pool_and_commit_mode_for_longer() {
+    let mut seed = 100;
+    for evictor in [Evictor::Clock, Evictor::HotCool, Evictor::Probation] {
+        for buffers in [16, 64] {
+            for commit in [CommitMode::Synchronous, CommitMode::Asynchronous] {
+                seed += 1;
+                let c = Case {
+                    evictor,
+                    buffers,
+                    commit,
+                    autovacuum: true,
+                    vacuum_thread: true,
+                    checkpoints: true,
+                    writers: 4,
+                    readers: 3,
+                    ..case(seed)
+                };
+                watchdog(Duration::from_secs(200), move || {
+                    run(c, Duration::from_secs(20))
+                });
+            }
+        }
+    }
 }

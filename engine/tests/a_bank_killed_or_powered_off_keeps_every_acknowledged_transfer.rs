@@ -19,7 +19,8 @@
 //!   the ledger holds every acknowledged transfer and nothing but them and
 //!   the ones whose commit failed when the power went.
 //!
-//! `BANK_KILLS` and `BANK_POWER_CASES` set the number of cycles.
+//! `BANK_KILLS` and `BANK_POWER_CASES` set the number of cycles;
+//! `many_kills_and_power_losses` (ignored) is the longer run.
 
 mod common;
 
@@ -274,6 +275,18 @@ fn sigkilled_bank_keeps_every_acknowledged_transfer() {
     let seed = env_u64("BANK_SEED", 0xBA4C);
     watchdog(Duration::from_secs(60 + cycles * 10), move || {
         run_kills(cycles, seed)
+    });
+}
+
+/// The longer run of both crash tests: 100 kills, 1,000 power losses of
+/// each commit mode.
+#[test]
+#[ignore = "long: a few minutes"]
+fn many_kills_and_power_losses() {
+    watchdog(Duration::from_secs(1200), || {
+        run_kills(100, 0x10C4);
+        run_power(1_000, 0x10C4, false);
+        run_power(1_000, 0x10C4, true);
     });
 }
 
