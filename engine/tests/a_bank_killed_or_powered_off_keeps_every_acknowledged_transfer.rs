@@ -108,7 +108,10 @@ fn bank_child() {
     let checkpoints = env_u64("BANK_CHECKPOINTS", 1) == 1;
     let asynchronous = env_u64("BANK_ASYNC", 0) == 1;
     let db = Database::open(Path::new(&dir), options().checkpointer(checkpoints)).unwrap();
-    writeln!(log, "open").unwrap();
+    // Each line goes in one write: a kill between the writes of one
+    // `writeln!` left a line without its end, which the next child's
+    // first line then continued.
+    log.write_all(b"open\n").unwrap();
     log.sync_data().unwrap();
     let log = Arc::new(Mutex::new(log));
     let next = Arc::new(AtomicI64::new(cycle * SEQS));
@@ -143,7 +146,8 @@ fn bank_child() {
                             Err(e) => panic!("{e}"),
                         }
                     };
-                    writeln!(log.lock().unwrap(), "a {seq}").unwrap();
+                    let line = format!("a {seq}\n");
+                    log.lock().unwrap().write_all(line.as_bytes()).unwrap();
                     continue;
                 }
                 // Synchronous (the options' mode): acknowledged.
@@ -153,8 +157,9 @@ fn bank_child() {
                     bank::transfer(t, &x, Some(seq))
                 })
                 .unwrap();
+                let line = format!("{seq}\n");
                 let mut log = log.lock().unwrap();
-                writeln!(log, "{seq}").unwrap();
+                log.write_all(line.as_bytes()).unwrap();
                 log.sync_data().unwrap();
             }
         });
@@ -195,7 +200,8 @@ fn read_log(path: &Path) -> (BTreeSet<i64>, usize) {
         } else if line.starts_with("a ") {
             // Asynchronous: a kill may take it.
         } else {
-            seqs.insert(line.parse::<i64>().unwrap());
+            let seq = line.parse::<i64>();
+            seqs.insert(seq.unwrap_or_else(|e| panic!("log line {line:?}: {e}")));
         }
     }
     (seqs, opens)
