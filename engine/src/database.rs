@@ -18,7 +18,7 @@
 //! of each record kind (`recovery`) are in their own files (crate README,
 //! "Module map").
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -1053,7 +1053,8 @@ impl Database {
     /// waits for a vacuum's index pass (a crash between a vacuum's heap pass 1
     /// and its index pass leaves such entries; the next vacuum removes them).
     /// Entries naming an unused pointer, or no pointer at all, are reported.
-    /// Run it on a quiet table.
+    /// Run it on a table no one writes meanwhile; a vacuum (autovacuum's
+    /// too) may run.
     pub fn verify_indexes(&self, table: &str) -> Result<Vec<IndexViolation>> {
         let c = self.core();
         let t = c.table(table)?;
@@ -1064,14 +1065,17 @@ impl Database {
         }
         let mut out = Vec::new();
         let indexes = t.indexes.read();
-        let dead = if indexes.is_empty() {
-            HashSet::new()
-        } else {
-            index::dead_pointers(&t)?
-        };
         for ix in indexes.iter() {
             let mut rows = index::heap_rows(&t, ix, &*c.tm)?;
-            // Dead line pointers: their entries wait for a vacuum's index pass.
+            // Dead line pointers: their entries wait for a vacuum's index
+            // pass. Listed after the rows and before the index is walked,
+            // for each index: a vacuum (autovacuum runs whenever it likes)
+            // that prunes a tuple after the rows were read has made its
+            // pointer DEAD by now, and one whose index pass removed an entry
+            // the walk still meets cannot have freed that pointer yet. Listed
+            // once before all the rows, a tuple pruned in between was in
+            // neither list and its entries "pointed to no heap row".
+            let dead = index::dead_pointers(&t)?;
             rows.extend(dead.iter().map(|&tid| btree::HeapRow {
                 key: None,
                 tid,

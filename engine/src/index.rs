@@ -401,7 +401,29 @@ pub(crate) fn build_from_entries(
             .any(|w| w[0].0 == w[1].0 && !w[0].0.has_null())
     {
         for (key, tid) in &entries {
-            insert_key(t, ix, key, *tid, own, tm)?;
+            // A version already dead to the unique check (deleted by a
+            // committed transaction, kept for a snapshot that may still
+            // see it) is indexed but is no duplicate of the live version,
+            // whichever of the two comes first: only a version that may be
+            // live is checked against the others.
+            let what = || {
+                format!(
+                    "building index {:?} of table {:?}",
+                    ix.info.name, t.info.name
+                )
+            };
+            let dead = with_tuple(&t.heap, *tid, None, |h, _| liveness(h, own, tm))
+                .map_err(EngineError::heap(what()))?
+                .transpose()
+                .map_err(|e| EngineError::heap(what())(e.into()))?
+                .is_none_or(|l| l == Liveness::Dead);
+            if dead {
+                ix.btree
+                    .insert(key, *tid, &|_: Tid| Liveness::Dead)
+                    .map_err(map_btree(ix, "build"))?;
+            } else {
+                insert_key(t, ix, key, *tid, own, tm)?;
+            }
         }
     } else {
         ix.btree

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod accessors;
+pub mod bank;
 
 use std::path::Path;
 use std::sync::Arc;
