@@ -1669,18 +1669,17 @@ fn check_recorded(
             })
         };
         let Some(problem) = problem else { continue };
-        if r.kind == RecordedKind::Index {
-            damaged.insert(rel, problem);
-            continue;
-        }
-        return Err(EngineError::CorruptDataDir {
+        damaged_file(
+            r,
             path,
-            detail: format!(
-                "{what}: {problem} (lengths from {}, written at the last clean close or open); \
-                 it was damaged while the database was closed: restore it from a backup",
+            problem,
+            &format!(
+                "lengths from {}, written at the last clean close or open",
                 datadir::RELSIZES_FILE
             ),
-        });
+            "while the database was closed",
+            &mut damaged,
+        )?;
     }
     Ok((damaged, lengths))
 }
@@ -1757,6 +1756,30 @@ fn check_pages_beyond_durable(
     Ok(())
 }
 
+/// A recorded file found damaged at open (`problem`, judged by lengths from
+/// `source`, damaged `when`): an index goes into `damaged`, to be opened
+/// invalid; anything else fails the open with `CorruptDataDir` naming it.
+fn damaged_file(
+    r: &Recorded,
+    path: PathBuf,
+    problem: String,
+    source: &str,
+    when: &str,
+    damaged: &mut HashMap<RelId, String>,
+) -> Result<()> {
+    if r.kind == RecordedKind::Index {
+        damaged.insert(RelId(r.rel), problem);
+        return Ok(());
+    }
+    Err(EngineError::CorruptDataDir {
+        path,
+        detail: format!(
+            "{}: {problem} ({source}); it was damaged {when}: restore it from a backup",
+            recorded_what(r)
+        ),
+    })
+}
+
 /// After redo, before anything reads or fsyncs: every recorded file had,
 /// when the open began (`before`), at least the blocks the checkpoints
 /// replayed had made durable (their `Storage` records; `RELSIZES` is only
@@ -1785,18 +1808,14 @@ fn check_durable_lengths(
              truncated",
             path.display()
         );
-        if r.kind == RecordedKind::Index {
-            damaged.insert(rel, problem);
-            continue;
-        }
-        return Err(EngineError::CorruptDataDir {
+        damaged_file(
+            r,
             path,
-            detail: format!(
-                "{}: {problem} (lengths from the WAL's last checkpoint); it was damaged after \
-                 the crash: restore it from a backup",
-                recorded_what(r)
-            ),
-        });
+            problem,
+            "lengths from the WAL's last checkpoint",
+            "after the crash",
+            damaged,
+        )?;
     }
     Ok(())
 }
