@@ -418,18 +418,26 @@ impl Database {
         // 6. Orphan relation files go (catalog rule 3).
         let orphans_removed = core.remove_orphans(recorded.as_deref())?;
         // Zeros a power loss left beyond the durable lengths become blank
-        // pages, written before the next fsync makes them durable data.
+        // pages, written before the next fsync makes them durable data; in
+        // the same pass, the recorded tables' pages there are checked.
+        let checked = beyond_durable_checked(recorded.as_deref(), core.recovery.start);
+        let (redo, end) = (core.recovery.start, core.wal.insert_lsn());
+        let mut damage = None;
         let (read, zeroed) = core
             .pool
-            .settle_beyond_durable()
+            .settle_beyond_durable(|rf, block, lsn| {
+                if let (None, Some(r)) = (&damage, checked.get(&rf)) {
+                    damage = page_beyond_durable_damage(&core.pool, r, rf, block, lsn, redo, end);
+                }
+            })
             .map_err(EngineError::buffer(
                 "could not read the relation blocks beyond their durable length",
             ))?;
+        if let Some(e) = damage {
+            return Err(e);
+        }
         core.recovery.beyond_durable = read;
         core.recovery.zeroed_new_pages = zeroed;
-        if let Some(rec) = &recorded {
-            check_pages_beyond_durable(&core.pool, &core.wal, rec, core.recovery.start)?;
-        }
         // 7. Splits a crash cut short get their downlinks, then the
         //    end-of-recovery checkpoint, so the next crash replays less.
         if replayed {
@@ -1684,76 +1692,73 @@ fn check_recorded(
     Ok((damaged, lengths))
 }
 
-/// After redo, the pages of recorded tables (and the catalog) at or beyond
-/// their durable length (`settle_beyond_durable` has just read them): such
-/// a block was added after the checkpoint's fsync began, so it is blank
-/// (LSN 0) or holds changes logged after the redo point `redo`, which redo
-/// replayed, and no later than the WAL's end (a page reaches the disk only
-/// once the WAL up to its LSN is flushed). One with an older LSN is a stale
-/// page the file gained (with checksums off nothing else catches a copy of
-/// an older page appended to the file: its rows came back); one past the
-/// end proves that flushed WAL is gone (a segment's tail zeroed from a
-/// record boundary on reads as a clean end, wal README "Known limits", and
-/// the open went on without the acknowledged commits after it, handing
-/// their xids out again). Either is `CorruptDataDir` naming the file.
-fn check_pages_beyond_durable(
-    pool: &BufferPool,
-    wal: &Wal,
-    recorded: &[Recorded],
+/// The forks whose pages at or beyond their durable length are checked by
+/// [`page_beyond_durable_damage`]: the recorded tables and the catalog,
+/// once a checkpoint has given a redo point (`redo` is 0 before any).
+fn beyond_durable_checked(
+    recorded: Option<&[Recorded]>,
     redo: wal::Lsn,
-) -> Result<()> {
+) -> HashMap<RelFork, &Recorded> {
     if redo.0 == 0 {
-        return Ok(());
+        return HashMap::new();
     }
-    // Whatever this open logged itself is below this.
-    let end = wal.insert_lsn();
-    for r in recorded {
-        if !matches!(r.kind, RecordedKind::Table | RecordedKind::Catalog) {
-            continue;
-        }
-        let rf = RelFork::main(RelId(r.rel));
+    recorded
+        .unwrap_or_default()
+        .iter()
+        .filter(|r| matches!(r.kind, RecordedKind::Table | RecordedKind::Catalog))
+        .map(|r| (RelFork::main(RelId(r.rel)), r))
+        .collect()
+}
+
+/// After redo, a page of a recorded table (or the catalog) at or beyond
+/// its durable length, with its LSN, as the open's settling pass reads it.
+/// Such a block was added after the checkpoint's fsync began, so it is
+/// blank (LSN 0) or holds changes logged after the redo point `redo`, which
+/// redo replayed, and no later than the WAL's `end` (a page reaches the
+/// disk only once the WAL up to its LSN is flushed; whatever this open
+/// logged itself is below `end`). One with an older LSN is a stale page
+/// the file gained (with checksums off nothing else catches a copy of an
+/// older page appended to the file: its rows came back); one past the end
+/// proves that flushed WAL is gone (a segment's tail zeroed from a record
+/// boundary on reads as a clean end, wal README "Known limits", and the
+/// open went on without the acknowledged commits after it, handing their
+/// xids out again). Either is `CorruptDataDir` naming the file.
+fn page_beyond_durable_damage(
+    pool: &BufferPool,
+    r: &Recorded,
+    rf: RelFork,
+    block: BlockNumber,
+    lsn: u64,
+    redo: wal::Lsn,
+    end: wal::Lsn,
+) -> Option<EngineError> {
+    let path = pool.storage().path(rf);
+    let detail = if lsn > end.0 {
+        format!(
+            "{}: block {block} of its file {} holds a change logged up to {}, but the WAL \
+             ends at {end}: WAL that was flushed is gone (a segment cut or zeroed); restore \
+             the WAL from a backup",
+            recorded_what(r),
+            path.display(),
+            wal::Lsn(lsn),
+        )
+    } else if lsn != 0 && lsn < redo.0 {
         // None known: every block was written after the last checkpoint's
         // fsync (the pool's rule too).
         let from = pool.durable_length(rf).unwrap_or(0);
-        let what = || format!("checking {}", recorded_what(r));
-        let n = pool.nblocks(rf).map_err(EngineError::buffer(what()))?;
-        for block in from..n {
-            let lsn = pool
-                .read_buffer(rf, block, None)
-                .map_err(EngineError::buffer(what()))?
-                .lsn();
-            if lsn > end.0 {
-                let path = pool.storage().path(rf);
-                return Err(EngineError::CorruptDataDir {
-                    detail: format!(
-                        "{}: block {block} of its file {} holds a change logged up to {}, but \
-                         the WAL ends at {end}: WAL that was flushed is gone (a segment cut \
-                         or zeroed); restore the WAL from a backup",
-                        recorded_what(r),
-                        path.display(),
-                        wal::Lsn(lsn),
-                    ),
-                    path,
-                });
-            }
-            if lsn != 0 && lsn < redo.0 {
-                let path = pool.storage().path(rf);
-                return Err(EngineError::CorruptDataDir {
-                    detail: format!(
-                        "{}: block {block} of its file {} lies beyond the {from} blocks the last \
-                         checkpoint made durable, yet holds a change from {} before that \
-                         checkpoint's redo point {redo}: a stale page the file gained after the \
-                         crash; restore it from a backup",
-                        recorded_what(r),
-                        path.display(),
-                        wal::Lsn(lsn),
-                    ),
-                    path,
-                });
-            }
-        }
-    }
-    Ok(())
+        format!(
+            "{}: block {block} of its file {} lies beyond the {from} blocks the last \
+             checkpoint made durable, yet holds a change from {} before that checkpoint's \
+             redo point {redo}: a stale page the file gained after the crash; restore it \
+             from a backup",
+            recorded_what(r),
+            path.display(),
+            wal::Lsn(lsn),
+        )
+    } else {
+        return None;
+    };
+    Some(EngineError::CorruptDataDir { path, detail })
 }
 
 /// A recorded file found damaged at open (`problem`, judged by lengths from

@@ -81,16 +81,23 @@ impl BufferPool {
     }
 
     /// Rule 5: read every block at or beyond its fork's durable length
-    /// through a bulk-read ring; returns (blocks read, all-zero ones made
-    /// new pages). Run with rule 3 on, after recovery, before any fsync.
-    pub fn settle_beyond_durable(&self) -> Result<(u64, u64)> {
+    /// through a bulk-read ring, calling `visit(fork, block, page LSN)` for
+    /// each as it is read (a page read as new has LSN 0), so that a
+    /// caller's checks of those pages ride on the same pass; returns
+    /// (blocks read, all-zero ones made new pages). Run with rule 3 on,
+    /// after recovery, before any fsync.
+    pub fn settle_beyond_durable(
+        &self,
+        mut visit: impl FnMut(RelFork, BlockNumber, u64),
+    ) -> Result<(u64, u64)> {
         let zero_before = self.zeroed_pages_read_as_new();
         let mut ring = self.ring_forced(RingKind::BulkRead, 256);
         let mut read = 0;
         for rf in self.shared.storage.relations()? {
             let from = self.durable_length(rf).unwrap_or(0);
             for block in from..self.nblocks(rf)? {
-                drop(self.read_buffer(rf, block, ring.as_mut())?);
+                let lsn = self.read_buffer(rf, block, ring.as_mut())?.lsn();
+                visit(rf, block, lsn);
                 read += 1;
             }
         }
